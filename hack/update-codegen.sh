@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Regenerates everything derived from pkg/apis:
+#   - deepcopy functions, the clientset (with watch), listers, informers and
+#     apply configurations, with k8s.io/code-generator's kube_codegen.sh;
+#   - the CRD in manifests/crd/, with controller-gen (see docs/crd.md).
+# Both generators run at the versions pinned in go.mod (its tool directives).
+set -euo pipefail
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "${repo_root}"
+
+module="$(go list -m)"
+codegen_pkg="$(go list -m -f '{{.Dir}}' k8s.io/code-generator)"
+# kube_codegen.sh installs its generators with "go install" into GOBIN.
+export GOBIN="${repo_root}/bin/codegen"
+mkdir -p "${GOBIN}"
+
+# shellcheck source=/dev/null
+source "${codegen_pkg}/kube_codegen.sh"
+
+kube::codegen::gen_helpers \
+  --boilerplate "${repo_root}/hack/boilerplate.go.txt" \
+  "${repo_root}/pkg/apis"
+
+kube::codegen::gen_client \
+  --with-watch \
+  --with-applyconfig \
+  --output-dir "${repo_root}/pkg/generated" \
+  --output-pkg "${module}/pkg/generated" \
+  --boilerplate "${repo_root}/hack/boilerplate.go.txt" \
+  "${repo_root}/pkg/apis"
+
+go tool controller-gen crd:crdVersions=v1 \
+  paths="./pkg/apis/..." \
+  output:crd:artifacts:config=manifests/crd

@@ -1,0 +1,38 @@
+// Package integration proves the NodeHealthCheck API against a real
+// kube-apiserver: the CRD's schema and validation rules, its defaults, and the
+// generated clientset, informers and listers.
+package integration
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"k8s.io/client-go/dynamic"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
+	"github.com/nodehealthcheck/nhc-controller/test/controlplane"
+)
+
+var (
+	cluster       *controlplane.ControlPlane
+	nhcClient     versioned.Interface
+	dynamicClient dynamic.Interface
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	var err error
+	cluster, err = controlplane.Start("manifests/crd")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = cluster.Stop() }()
+	nhcClient = versioned.NewForConfigOrDie(cluster.Config)
+	dynamicClient = dynamic.NewForConfigOrDie(cluster.Config)
+	return m.Run()
+}
