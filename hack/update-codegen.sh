@@ -10,6 +10,8 @@ repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${repo_root}"
 
 module="$(go list -m)"
+# Download first: on a cold module cache "go list -m" knows no directory.
+go mod download k8s.io/code-generator
 codegen_pkg="$(go list -m -f '{{.Dir}}' k8s.io/code-generator)"
 # kube_codegen.sh installs its generators with "go install" into GOBIN.
 export GOBIN="${repo_root}/bin/codegen"
