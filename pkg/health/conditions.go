@@ -1,0 +1,58 @@
+package health
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+)
+
+// conditionMatch is how a node's conditions compare with the unhealthy conditions.
+type conditionMatch struct {
+	// expired is the first unhealthy condition, in spec order, that the node
+	// has held for its whole duration.
+	expired *v1alpha1.UnhealthyCondition
+	// pending is the matching unhealthy condition whose duration passes first,
+	// when none has expired.
+	pending *v1alpha1.UnhealthyCondition
+	// since is the matching node condition's lastTransitionTime.
+	since time.Time
+	// expires is when the matching condition's duration passes.
+	expires time.Time
+}
+
+func (m conditionMatch) matches() bool { return m.expired != nil || m.pending != nil }
+
+// matchConditions compares a node's conditions with the unhealthy conditions.
+// It allocates nothing: both lists are short.
+func matchConditions(node *corev1.Node, unhealthy []v1alpha1.UnhealthyCondition, now time.Time) conditionMatch {
+	var m conditionMatch
+	for i := range unhealthy {
+		uc := &unhealthy[i]
+		for j := range node.Status.Conditions {
+			nc := &node.Status.Conditions[j]
+			if nc.Type != uc.Type || nc.Status != uc.Status {
+				continue
+			}
+			since := nc.LastTransitionTime.Time
+			expires := since.Add(uc.Duration.Duration)
+			if !now.Before(expires) {
+				return conditionMatch{expired: uc, since: since, expires: expires}
+			}
+			if m.pending == nil || expires.Before(m.expires) {
+				m = conditionMatch{pending: uc, since: since, expires: expires}
+			}
+		}
+	}
+	return m
+}
+
+// isControlPlane tells whether a node carries a control-plane role label.
+func isControlPlane(labels map[string]string) bool {
+	if _, ok := labels[v1alpha1.ControlPlaneRoleLabel]; ok {
+		return true
+	}
+	_, ok := labels[v1alpha1.MasterRoleLabel]
+	return ok
+}

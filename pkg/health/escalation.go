@@ -1,0 +1,157 @@
+package health
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+)
+
+// step is one remediation template in the order it is tried.
+type step struct {
+	template corev1.ObjectReference
+	// group and kind are those of the resources created from the template.
+	group, kind string
+	// timeout is 0 for remediationTemplate, which runs until the node is healthy.
+	timeout time.Duration
+}
+
+// remediationSteps lists the templates in the order they are tried: the one
+// remediationTemplate, or the escalating remediations by ascending order. It
+// sorts a copy: the spec is never modified (upstream sorts it in place).
+func remediationSteps(spec *v1alpha1.NodeHealthCheckSpec) []step {
+	if spec.RemediationTemplate != nil {
+		return []step{newStep(*spec.RemediationTemplate, 0)}
+	}
+	escalations := slices.Clone(spec.EscalatingRemediations)
+	slices.SortStableFunc(escalations, func(a, b v1alpha1.EscalatingRemediation) int { return a.Order - b.Order })
+	steps := make([]step, 0, len(escalations))
+	for _, e := range escalations {
+		steps = append(steps, newStep(e.RemediationTemplate, e.Timeout.Duration))
+	}
+	return steps
+}
+
+func newStep(template corev1.ObjectReference, timeout time.Duration) step {
+	return step{
+		template: template,
+		group:    apiGroup(template.APIVersion),
+		kind:     RemediationKind(template.Kind),
+		timeout:  timeout,
+	}
+}
+
+// RemediationKind is the kind of the resources created from a template kind:
+// the template kind without its "Template" suffix.
+func RemediationKind(templateKind string) string {
+	return strings.TrimSuffix(templateKind, "Template")
+}
+
+func apiGroup(apiVersion string) string {
+	group, _, found := strings.Cut(apiVersion, "/")
+	if !found {
+		return ""
+	}
+	return group
+}
+
+// stepOf returns the index of the step a resource was created from, or -1
+// when no step matches (the spec changed since). Resources without a template
+// name, from older controllers, match the first step of their kind.
+func stepOf(steps []step, ref *corev1.ObjectReference, templateName string) int {
+	group := apiGroup(ref.APIVersion)
+	for i := range steps {
+		s := &steps[i]
+		if s.kind == ref.Kind && s.group == group && s.template.Namespace == ref.Namespace &&
+			(templateName == "" || templateName == s.template.Name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// progress is where a node stands in its remediation steps.
+type progress struct {
+	// current is the running (not timed-out) resource of the highest step.
+	current *Remediation
+	// currentStep is current's step, -1 when it matches no step.
+	currentStep int
+	// next is the step to create after current or after the last timed-out
+	// step; len(steps) when none is left.
+	next int
+	// started is true when the node has a resource or a timed-out step on record.
+	started bool
+	// deleting is true when one of the node's resources is being deleted.
+	deleting bool
+}
+
+// progressOf works out a node's remediation progress from its resources and
+// the timed-out steps its status entry remembers.
+func progressOf(steps []step, resources []Remediation, entry *v1alpha1.UnhealthyNode) progress {
+	p := progress{currentStep: -1}
+	lastConsumed := -1
+	for i := range resources {
+		r := &resources[i]
+		p.started = true
+		if r.Deleting {
+			p.deleting = true
+		}
+		idx := stepOf(steps, &r.Ref, r.TemplateName)
+		lastConsumed = max(lastConsumed, idx)
+		if r.Deleting || timedOutAt(r, entry) != nil {
+			continue
+		}
+		if p.current == nil || idx > p.currentStep {
+			p.current, p.currentStep = r, idx
+		}
+	}
+	if entry != nil {
+		for _, rem := range entry.Remediations {
+			if rem.TimedOut != nil && !hasResource(resources, rem.Resource.UID) {
+				p.started = true
+				lastConsumed = max(lastConsumed, stepOf(steps, &rem.Resource, rem.TemplateName))
+			}
+		}
+	}
+	p.next = lastConsumed + 1
+	return p
+}
+
+// timedOutAt returns when a resource was given up on, from the status entry
+// or from its annotation, or nil.
+func timedOutAt(r *Remediation, entry *v1alpha1.UnhealthyNode) *metav1.Time {
+	if rem := entryRemediation(entry, r.Ref.UID); rem != nil && rem.TimedOut != nil {
+		return rem.TimedOut
+	}
+	if !r.TimedOut.IsZero() {
+		t := metav1.NewTime(r.TimedOut)
+		return &t
+	}
+	return nil
+}
+
+func entryRemediation(entry *v1alpha1.UnhealthyNode, uid types.UID) *v1alpha1.Remediation {
+	if entry == nil {
+		return nil
+	}
+	for _, rem := range entry.Remediations {
+		if rem != nil && rem.Resource.UID == uid {
+			return rem
+		}
+	}
+	return nil
+}
+
+func hasResource(resources []Remediation, uid types.UID) bool {
+	for i := range resources {
+		if resources[i].Ref.UID == uid {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,67 @@
+package health
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+)
+
+// Input is everything Evaluate looks at.
+type Input struct {
+	// NHC is the NodeHealthCheck with its current status. Evaluate never
+	// modifies it.
+	NHC *v1alpha1.NodeHealthCheck
+	// Nodes are the nodes the selector matches, in any order.
+	Nodes []*corev1.Node
+	// Remediations are this NodeHealthCheck's remediation resources, keyed by
+	// the name of the node they remediate. Resources of nodes that are not in
+	// Nodes (deleted or no longer selected) are orphans.
+	Remediations map[string][]Remediation
+	// BusyControlPlaneNodes are control-plane nodes with a remediation that is
+	// not this NodeHealthCheck's (another owner's resource of a kind this
+	// NodeHealthCheck uses). Only one control-plane node is remediated at a time.
+	BusyControlPlaneNodes map[string]bool
+	// Problem, when set, disables the NodeHealthCheck: no remediation is created
+	// or escalated, while healthy nodes and orphans are still cleaned up.
+	Problem *Problem
+	// Now is the current time.
+	Now time.Time
+}
+
+// Problem is why a NodeHealthCheck cannot work, for its Disabled condition.
+type Problem struct {
+	// Reason is a CamelCase reason such as RemediationTemplateNotFound.
+	Reason string
+	// Message tells the user what is wrong and what to fix.
+	Message string
+}
+
+// Remediation summarizes one remediation resource of this NodeHealthCheck.
+type Remediation struct {
+	// Ref identifies the resource: apiVersion, kind, namespace, name and uid.
+	Ref corev1.ObjectReference
+	// TemplateName is the resource's template-name annotation; empty for
+	// resources of older controllers, which are matched by kind.
+	TemplateName string
+	// Created is the resource's creationTimestamp.
+	Created time.Time
+	// Deleting is true when the resource has a deletionTimestamp: a finalizer
+	// of its remediator keeps it, and the node is still under remediation.
+	Deleting bool
+	// Succeeded is the status of the resource's Succeeded condition, or empty.
+	Succeeded metav1.ConditionStatus
+	// PermanentNodeDeletionExpected is true when the resource's
+	// PermanentNodeDeletionExpected condition is True.
+	PermanentNodeDeletionExpected bool
+	// TimedOut is the time of the resource's nhc-timed-out annotation, or zero.
+	TimedOut time.Time
+	// HealthyDelayStart is the time of the resource's healthy-delay annotation, or zero.
+	HealthyDelayStart time.Time
+	// FlaggedOld is true when the resource carries the old-remediation annotation.
+	FlaggedOld bool
+	// ControlPlane is true when the resource carries the control-plane label.
+	ControlPlane bool
+}

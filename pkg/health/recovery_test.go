@@ -1,0 +1,200 @@
+package health
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+)
+
+// recovered is two healthy nodes and "back", which is Ready again.
+func recovered(opts ...nodeOption) []*corev1.Node {
+	return append(nodes("healthy", 2), testNode("back", opts...))
+}
+
+func TestHealthyNodeRemediationIsDeleted(t *testing.T) {
+	resources := remediations(snrRemediation("back", 10*time.Minute))
+	d := evaluate(testNHC(), recovered(), resources)
+	require.Len(t, d.Delete, 1)
+	assert.Equal(t, Deletion{Node: "back", Resource: resources["back"][0].Ref, Reason: DeleteNodeHealthy}, d.Delete[0])
+	assert.Equal(t, StateRecovering, verdictOf(d, "back").State)
+	assert.Equal(t, 2, d.Healthy, "a node counts as healthy only once its remediation is gone")
+	entry := entryOf(d, "back")
+	require.NotNil(t, entry)
+	assert.Equal(t, metav1.NewTime(now), *entry.ConditionsHealthyTimestamp)
+	assert.Nil(t, entry.HealthyDelayed)
+}
+
+func TestHealthyNodeWithAResourceBeingDeletedStaysUnhealthy(t *testing.T) {
+	resources := remediations(snrRemediation("back", 10*time.Minute, deleting))
+	d := evaluate(testNHC(), recovered(), resources)
+	assert.Empty(t, d.Delete, "already being deleted")
+	assert.Equal(t, 2, d.Healthy)
+	assert.Equal(t, v1alpha1.PhaseRemediating, d.Status.Phase)
+}
+
+func TestNodeHealthyAgainIsDroppedFromTheStatus(t *testing.T) {
+	nhc := testNHC(withStatus(v1alpha1.NodeHealthCheckStatus{UnhealthyNodes: []*v1alpha1.UnhealthyNode{{Name: "back"}}}))
+	d := evaluate(nhc, recovered(), nil)
+	assert.Empty(t, d.Status.UnhealthyNodes)
+	assert.Equal(t, 3, d.Healthy)
+	assert.Equal(t, v1alpha1.PhaseEnabled, d.Status.Phase)
+}
+
+func TestPositiveHealthyDelay(t *testing.T) {
+	delay := 10 * time.Minute
+	cases := []struct {
+		name        string
+		annotated   time.Time
+		wantMark    bool
+		wantDelete  bool
+		wantDelayed bool
+		wantNext    time.Time
+	}{
+		{"first seen healthy: start the delay", time.Time{}, true, false, true, now.Add(delay)},
+		{"just before the delay ends", now.Add(-delay + time.Nanosecond), false, false, true, now.Add(time.Nanosecond)},
+		{"exactly when the delay ends", now.Add(-delay), false, true, false, time.Time{}},
+		{"after the delay", now.Add(-delay - time.Second), false, true, false, time.Time{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := snrRemediation("back", time.Hour, healthyDelayAnnotation(tc.annotated))
+			d := evaluate(testNHC(healthyDelay(delay)), recovered(), remediations(r))
+			if tc.wantMark {
+				assert.Equal(t, []HealthyDelayMark{{Resource: r.Ref, Start: now}}, d.StartHealthyDelay)
+			} else {
+				assert.Empty(t, d.StartHealthyDelay)
+			}
+			assert.Equal(t, tc.wantDelete, len(d.Delete) == 1)
+			entry := entryOf(d, "back")
+			if tc.wantDelayed {
+				assert.Equal(t, ptrTo(true), entry.HealthyDelayed)
+			} else {
+				assert.Nil(t, entry.HealthyDelayed)
+			}
+			if !tc.wantNext.IsZero() {
+				assert.Equal(t, tc.wantNext, d.NextDeadline)
+			}
+			assert.Equal(t, 2, d.Healthy)
+		})
+	}
+}
+
+func TestHealthyDelayStartSurvivesALostAnnotationWrite(t *testing.T) {
+	// The annotation write failed, the status write did not: the delay keeps
+	// its start.
+	started := now.Add(-4 * time.Minute)
+	nhc := testNHC(healthyDelay(5*time.Minute), withStatus(v1alpha1.NodeHealthCheckStatus{UnhealthyNodes: []*v1alpha1.UnhealthyNode{
+		{Name: "back", ConditionsHealthyTimestamp: ptrTo(metav1.NewTime(started))},
+	}}))
+	r := snrRemediation("back", time.Hour)
+	d := evaluate(nhc, recovered(), remediations(r))
+	assert.Equal(t, []HealthyDelayMark{{Resource: r.Ref, Start: started}}, d.StartHealthyDelay)
+	assert.Equal(t, now.Add(time.Minute), d.NextDeadline)
+}
+
+func TestRelapseRestartsTheHealthyDelay(t *testing.T) {
+	// Upstream keeps the old start, so a node that flaps back may be released
+	// at once (reference §2.15 #5). Here a relapse clears the start.
+	r := snrRemediation("back", time.Hour, healthyDelayAnnotation(now.Add(-8*time.Minute)))
+	nhc := testNHC(healthyDelay(10*time.Minute), withStatus(v1alpha1.NodeHealthCheckStatus{UnhealthyNodes: []*v1alpha1.UnhealthyNode{
+		{Name: "back", ConditionsHealthyTimestamp: ptrTo(metav1.NewTime(now.Add(-8 * time.Minute))), HealthyDelayed: ptrTo(true)},
+	}}))
+
+	d := evaluate(nhc, recovered(notReady(time.Second)), remediations(r))
+	assert.Equal(t, []corev1.ObjectReference{r.Ref}, d.ClearHealthyDelay)
+	assert.Empty(t, d.Delete)
+	entry := entryOf(d, "back")
+	assert.Nil(t, entry.ConditionsHealthyTimestamp, "cleared on relapse")
+	assert.Nil(t, entry.HealthyDelayed)
+
+	// Healthy again: the delay starts over from now.
+	nhc.Status = d.Status
+	r.HealthyDelayStart = time.Time{}
+	d = evaluate(nhc, recovered(), remediations(r))
+	assert.Equal(t, []HealthyDelayMark{{Resource: r.Ref, Start: now}}, d.StartHealthyDelay)
+	assert.Empty(t, d.Delete)
+	assert.Equal(t, now.Add(10*time.Minute), d.NextDeadline)
+}
+
+func TestNegativeHealthyDelayWaitsForConfirmation(t *testing.T) {
+	r := snrRemediation("back", time.Hour)
+	d := evaluate(testNHC(healthyDelay(-time.Second)), recovered(), remediations(r))
+	assert.Empty(t, d.Delete)
+	assert.Empty(t, d.StartHealthyDelay)
+	assert.Equal(t, ptrTo(true), entryOf(d, "back").HealthyDelayed, "upstream leaves it unset (§2.15 #5)")
+	assert.Equal(t, now.Add(OldRemediationAge-time.Hour), d.NextDeadline, "nothing but the 48h flag is ahead")
+
+	d = evaluate(testNHC(healthyDelay(-time.Second)), recovered(confirmedHealthy), remediations(r))
+	assert.Equal(t, []Deletion{{Node: "back", Resource: r.Ref, Reason: DeleteManuallyConfirmed}}, d.Delete)
+	assert.Nil(t, entryOf(d, "back").HealthyDelayed)
+	assert.Empty(t, d.RemoveConfirmation, "the annotation goes once the remediation is gone")
+
+	d = evaluate(testNHC(healthyDelay(-time.Second)), recovered(confirmedHealthy), nil)
+	assert.Equal(t, []string{"back"}, d.RemoveConfirmation)
+	assert.Equal(t, 3, d.Healthy)
+}
+
+func TestManualConfirmationSkipsAPositiveDelay(t *testing.T) {
+	r := snrRemediation("back", time.Hour, healthyDelayAnnotation(now.Add(-time.Minute)))
+	d := evaluate(testNHC(healthyDelay(time.Hour)), recovered(confirmedHealthy), remediations(r))
+	assert.Equal(t, []Deletion{{Node: "back", Resource: r.Ref, Reason: DeleteManuallyConfirmed}}, d.Delete)
+}
+
+func TestManualConfirmationOfAnUnhealthyNodeWaits(t *testing.T) {
+	r := snrRemediation("back", time.Hour)
+	d := evaluate(testNHC(healthyDelay(-time.Second)), recovered(unhealthy, confirmedHealthy), remediations(r))
+	assert.Empty(t, d.Delete)
+	assert.Empty(t, d.RemoveConfirmation)
+}
+
+func TestOrphanedRemediations(t *testing.T) {
+	cases := []struct {
+		name       string
+		opts       []remediationOption
+		wantDelete bool
+	}{
+		{"a plain orphan is deleted", nil, true},
+		{"permanent node deletion expected, not yet succeeded: kept", []remediationOption{permanentNodeDeletion}, false},
+		{"permanent node deletion expected, failed: kept", []remediationOption{permanentNodeDeletion, succeeded(metav1.ConditionFalse)}, false},
+		{"permanent node deletion expected and succeeded: deleted", []remediationOption{permanentNodeDeletion, succeeded(metav1.ConditionTrue)}, true},
+		{"already being deleted", []remediationOption{deleting}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := snrRemediation("gone", time.Hour, tc.opts...)
+			d := evaluate(testNHC(), nodes("healthy", 3), remediations(r))
+			if tc.wantDelete {
+				assert.Equal(t, []Deletion{{Node: "gone", Resource: r.Ref, Reason: DeleteNodeGone}}, d.Delete)
+			} else {
+				assert.Empty(t, d.Delete)
+			}
+			assert.NotNil(t, entryOf(d, "gone"), "listed while its resource exists")
+			assert.Equal(t, 3, d.Observed)
+			assert.Equal(t, 3, d.Healthy)
+			assert.Equal(t, 0, d.Remediating, "orphans are not selected nodes")
+		})
+	}
+}
+
+func TestOrphanEntryWithoutResourcesIsPruned(t *testing.T) {
+	// Upstream never prunes such entries (§2.9).
+	nhc := testNHC(withStatus(v1alpha1.NodeHealthCheckStatus{UnhealthyNodes: []*v1alpha1.UnhealthyNode{{Name: "gone"}}}))
+	d := evaluate(nhc, nodes("healthy", 3), nil)
+	assert.Empty(t, d.Status.UnhealthyNodes)
+}
+
+func TestOldRemediationsAreFlaggedOnce(t *testing.T) {
+	young := snrRemediation("young", OldRemediationAge-time.Second)
+	old := snrRemediation("old", OldRemediationAge)
+	flagged := snrRemediation("flagged", 3*OldRemediationAge, func(r *Remediation) { r.FlaggedOld = true })
+	list := append(nodes("healthy", 5), testNode("young", unhealthy), testNode("old", unhealthy), testNode("flagged", unhealthy))
+	d := evaluate(testNHC(), list, remediations(young, old, flagged))
+	assert.Equal(t, []corev1.ObjectReference{old.Ref}, d.FlagOld)
+	assert.Equal(t, now.Add(time.Second), d.NextDeadline)
+}
