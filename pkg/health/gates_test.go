@@ -1,0 +1,173 @@
+package health
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+)
+
+func TestPause(t *testing.T) {
+	list := append(nodes("healthy", 3), testNode("sick", unhealthy), testNode("back"))
+	resources := remediations(snrRemediation("back", time.Hour), snrRemediation("gone", time.Hour))
+	d := evaluate(testNHC(paused), list, resources)
+
+	assert.Empty(t, d.Create, "no new remediation starts")
+	assert.Equal(t, WaitPaused, verdictOf(d, "sick").Waiting)
+	assert.Equal(t, []string{"back", "gone"}, deletedNames(d), "healthy nodes and orphans are still cleaned up")
+	assert.Equal(t, 5, d.Observed, "counters stay truthful (upstream reports 0)")
+	assert.Equal(t, 3, d.Healthy)
+	assert.Equal(t, int32(5), *d.Status.ObservedNodes)
+	assert.Equal(t, v1alpha1.PhasePaused, d.Status.Phase)
+	assert.Equal(t, "NHC is paused: upgrade by @admin", d.Status.Reason)
+}
+
+func TestPauseDefersEscalation(t *testing.T) {
+	resources := remediations(remediationOf(templateA, "sick", time.Hour))
+	d := evaluate(testNHC(threeSteps(), paused), oneSick(), resources)
+	assert.Empty(t, d.TimeOut, "the running step keeps running")
+	assert.Empty(t, d.Create)
+	assert.Equal(t, WaitPaused, verdictOf(d, "sick").Waiting)
+	assert.Nil(t, entryOf(d, "sick").Remediations[0].TimedOut)
+
+	d = evaluate(testNHC(threeSteps()), oneSick(), resources)
+	assert.Len(t, d.TimeOut, 1, "resumed: the overdue step times out at once")
+	assert.Len(t, d.Create, 1)
+}
+
+func TestDisabledCreatesNothingButCleansUp(t *testing.T) {
+	list := append(nodes("healthy", 3), testNode("sick", unhealthy), testNode("back"))
+	resources := remediations(snrRemediation("back", time.Hour))
+	d := Evaluate(Input{
+		NHC: testNHC(), Nodes: list, Remediations: resources, Now: now,
+		Problem: &Problem{Reason: v1alpha1.ReasonTemplateNotFound, Message: "template snr/automatic not found"},
+	})
+	assert.Empty(t, d.Create)
+	assert.Equal(t, WaitDisabled, verdictOf(d, "sick").Waiting)
+	assert.Equal(t, []string{"back"}, deletedNames(d))
+	assert.Equal(t, v1alpha1.PhaseDisabled, d.Status.Phase)
+	assert.Equal(t, "NHC is disabled: RemediationTemplateNotFound: template snr/automatic not found", d.Status.Reason)
+}
+
+func TestExcludeLabel(t *testing.T) {
+	cases := []struct {
+		name        string
+		value       string
+		wantCreated bool
+		wantWarning bool
+	}{
+		{"true excludes", "true", false, false},
+		{"false does not", "false", true, false},
+		{"an empty value does not, with a warning", "", true, true},
+		{"True (not exactly true) does not", "True", true, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			list := append(nodes("healthy", 2), testNode("sick", unhealthy, label(v1alpha1.ExcludeFromRemediationLabel, tc.value)))
+			d := evaluate(testNHC(), list, nil)
+			assert.Equal(t, tc.wantCreated, len(d.Create) == 1)
+			if !tc.wantCreated {
+				assert.Equal(t, WaitExcluded, verdictOf(d, "sick").Waiting)
+				assert.NotNil(t, entryOf(d, "sick"), "an excluded unhealthy node is still listed")
+			}
+			if tc.wantWarning {
+				require.Len(t, d.Warnings, 1)
+				assert.Equal(t, "InvalidNodeLabel", d.Warnings[0].Reason)
+				assert.Equal(t, "sick", d.Warnings[0].Node)
+			} else {
+				assert.Empty(t, d.Warnings)
+			}
+		})
+	}
+}
+
+func TestExcludedNodeKeepsItsRunningRemediationButDoesNotEscalate(t *testing.T) {
+	list := append(nodes("healthy", 2), testNode("sick", unhealthy, label(v1alpha1.ExcludeFromRemediationLabel, "true")))
+	resources := remediations(remediationOf(templateA, "sick", time.Hour))
+	d := evaluate(testNHC(threeSteps()), list, resources)
+	assert.Empty(t, d.Delete)
+	assert.Empty(t, d.TimeOut)
+	assert.Empty(t, d.Create)
+	assert.Equal(t, WaitExcluded, verdictOf(d, "sick").Waiting)
+}
+
+func TestControlPlaneNodesOneAtATime(t *testing.T) {
+	healthyWorkers := nodes("worker", 6)
+	cases := []struct {
+		name        string
+		nodes       []*corev1.Node
+		resources   map[string][]Remediation
+		busy        map[string]bool
+		wantCreated []string
+	}{
+		{
+			name:        "of two unhealthy control-plane nodes, the one unhealthy longer goes first",
+			nodes:       []*corev1.Node{testNode("cp-b", controlPlane, notReady(time.Hour)), testNode("cp-a", controlPlane, notReady(30*time.Minute)), testNode("worker-sick", unhealthy)},
+			wantCreated: []string{"cp-b", "worker-sick"},
+		},
+		{
+			name:        "the master label counts too",
+			nodes:       []*corev1.Node{testNode("m-1", label(v1alpha1.MasterRoleLabel, ""), unhealthy), testNode("m-2", label(v1alpha1.MasterRoleLabel, ""), notReady(2*time.Hour))},
+			wantCreated: []string{"m-2"},
+		},
+		{
+			name:        "another control-plane node under our remediation blocks",
+			nodes:       []*corev1.Node{testNode("cp-a", controlPlane, unhealthy), testNode("cp-b", controlPlane, notReady(time.Minute))},
+			resources:   remediations(snrRemediation("cp-b", time.Minute, controlPlaneLabel)),
+			wantCreated: nil,
+		},
+		{
+			name:        "a control-plane remediation pending deletion still blocks",
+			nodes:       []*corev1.Node{testNode("cp-a", controlPlane, unhealthy), testNode("cp-b", controlPlane)},
+			resources:   remediations(snrRemediation("cp-b", time.Minute, controlPlaneLabel, deleting)),
+			wantCreated: nil,
+		},
+		{
+			name:        "a control-plane orphan blocks",
+			nodes:       []*corev1.Node{testNode("cp-a", controlPlane, unhealthy)},
+			resources:   remediations(snrRemediation("cp-gone", time.Minute, controlPlaneLabel, permanentNodeDeletion)),
+			wantCreated: nil,
+		},
+		{
+			name:        "another owner's control-plane remediation blocks",
+			nodes:       []*corev1.Node{testNode("cp-a", controlPlane, unhealthy)},
+			busy:        map[string]bool{"cp-z": true},
+			wantCreated: nil,
+		},
+		{
+			name:        "another owner's remediation of the same node is no other node",
+			nodes:       []*corev1.Node{testNode("cp-a", controlPlane, unhealthy)},
+			busy:        map[string]bool{"cp-a": true},
+			wantCreated: []string{"cp-a"},
+		},
+		{
+			name:        "workers are not limited",
+			nodes:       []*corev1.Node{testNode("worker-sick-1", unhealthy), testNode("worker-sick-2", unhealthy), testNode("cp-a", controlPlane, unhealthy)},
+			busy:        map[string]bool{"cp-z": true},
+			wantCreated: []string{"worker-sick-1", "worker-sick-2"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Evaluate(Input{
+				NHC: testNHC(minHealthy(intstr.FromInt32(1))), Nodes: append(tc.nodes, healthyWorkers...),
+				Remediations: tc.resources, BusyControlPlaneNodes: tc.busy, Now: now,
+			})
+			assert.Equal(t, tc.wantCreated, createdNodes(d))
+			for _, c := range d.Create {
+				assert.Equal(t, c.Node[:2] != "wo", c.ControlPlane)
+			}
+			for _, v := range d.Nodes {
+				if v.ControlPlane && v.State == StateUnhealthy && v.Remediations == 0 && !slices.Contains(tc.wantCreated, v.Node.Name) {
+					assert.Equal(t, WaitControlPlane, v.Waiting, v.Node.Name)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,123 @@
+package health
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+)
+
+// simulation applies decisions the way the controller does, so that tests
+// can drive a NodeHealthCheck through a sequence of node changes. Deleted
+// resources disappear at once, as without remediator finalizers.
+type simulation struct {
+	nhc       *v1alpha1.NodeHealthCheck
+	nodes     []*corev1.Node
+	resources map[string][]Remediation
+	clock     time.Time
+	created   int
+	last      Decision
+}
+
+func newSimulation(nhc *v1alpha1.NodeHealthCheck, nodeCount int) *simulation {
+	s := &simulation{nhc: nhc, resources: map[string][]Remediation{}, clock: now}
+	for i := range nodeCount {
+		s.nodes = append(s.nodes, testNode(fmt.Sprintf("node-%02d", i)))
+	}
+	return s
+}
+
+func (s *simulation) node(name string) *corev1.Node {
+	for _, n := range s.nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	panic("no node " + name)
+}
+
+// setReady sets a node's Ready condition, as of `ago` before the clock.
+func (s *simulation) setReady(name string, status corev1.ConditionStatus, ago time.Duration) {
+	n := s.node(name).DeepCopy()
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, LastTransitionTime: metav1.NewTime(s.clock.Add(-ago))}}
+	s.nodes[slices.Index(s.nodes, s.node(name))] = n
+}
+
+// fail makes nodes unhealthy for longer than their condition's duration.
+func (s *simulation) fail(names ...string) {
+	for _, name := range names {
+		s.setReady(name, corev1.ConditionFalse, time.Hour)
+	}
+}
+
+// recover makes nodes Ready again.
+func (s *simulation) recover(names ...string) {
+	for _, name := range names {
+		s.setReady(name, corev1.ConditionTrue, 0)
+	}
+}
+
+func (s *simulation) advance(d time.Duration) { s.clock = s.clock.Add(d) }
+
+// evaluate evaluates and applies the decision.
+func (s *simulation) evaluate() Decision {
+	d := Evaluate(Input{NHC: s.nhc, Nodes: s.nodes, Remediations: s.resources, Now: s.clock})
+	for _, del := range d.Delete {
+		s.resources[del.Node] = slices.DeleteFunc(s.resources[del.Node], func(r Remediation) bool { return r.Ref.UID == del.Resource.UID })
+		if len(s.resources[del.Node]) == 0 {
+			delete(s.resources, del.Node)
+		}
+	}
+	for _, to := range d.TimeOut {
+		for i := range s.resources[to.Node] {
+			if r := &s.resources[to.Node][i]; r.Ref.UID == to.Resource.UID && to.Annotate {
+				r.TimedOut = s.clock
+			}
+		}
+	}
+	for _, mark := range d.StartHealthyDelay {
+		s.setOnResource(mark.Resource.UID, func(r *Remediation) { r.HealthyDelayStart = mark.Start })
+	}
+	for _, ref := range d.ClearHealthyDelay {
+		s.setOnResource(ref.UID, func(r *Remediation) { r.HealthyDelayStart = time.Time{} })
+	}
+	for _, c := range d.Create {
+		s.created++
+		ref := corev1.ObjectReference{
+			APIVersion: c.Template.APIVersion, Kind: RemediationKind(c.Template.Kind), Namespace: c.Template.Namespace,
+			Name: fmt.Sprintf("%s-%d", c.Node, s.created), UID: types.UID(fmt.Sprintf("uid-%d", s.created)),
+		}
+		s.resources[c.Node] = append(s.resources[c.Node], Remediation{Ref: ref, TemplateName: c.Template.Name, Created: s.clock, ControlPlane: c.ControlPlane})
+		d.RecordCreated(c, ref, s.clock)
+	}
+	s.nhc = s.nhc.DeepCopy()
+	s.nhc.Status = d.Status
+	s.last = d
+	return d
+}
+
+func (s *simulation) setOnResource(uid types.UID, set func(*Remediation)) {
+	for node := range s.resources {
+		for i := range s.resources[node] {
+			if s.resources[node][i].Ref.UID == uid {
+				set(&s.resources[node][i])
+			}
+		}
+	}
+}
+
+// remediated counts the nodes with a resource.
+func (s *simulation) remediated() int { return len(s.resources) }
+
+func (s *simulation) nodeNames(from, to int) []string {
+	var names []string
+	for i := from; i < to; i++ {
+		names = append(names, s.nodes[i].Name)
+	}
+	return names
+}
