@@ -157,6 +157,7 @@ func (e *evaluation) remediate(i int, resources []Remediation, entry *v1alpha1.U
 		// A resource of the same name may still exist: wait until it is gone.
 		v.Waiting = WaitDeletion
 	case p.current != nil:
+		inferTimedOut(e.steps, p, entry)
 		e.escalate(v, p, entry)
 	case p.started:
 		if p.next >= len(e.steps) {
@@ -205,6 +206,22 @@ func (e *evaluation) escalate(v *NodeVerdict, p progress, entry *v1alpha1.Unheal
 	v.Waiting = WaitNoTemplate
 	e.nodeEvent(corev1.EventTypeWarning, "NoTemplateLeft", v.Node.Name,
 		fmt.Sprintf("Remediation timed out, and no template left to try. didn't find a template to use for NHC %s and node %s", e.in.NHC.Name, v.Node.Name))
+}
+
+// inferTimedOut records, for steps before the current one that the status
+// does not show as timed out (a lost status write of a Succeeded=True step,
+// which has no annotation), that they were given up when the current step
+// started.
+func inferTimedOut(steps []step, p progress, entry *v1alpha1.UnhealthyNode) {
+	if p.currentStep < 0 {
+		return
+	}
+	for _, rem := range entry.Remediations {
+		if rem.TimedOut == nil && rem.Resource.UID != p.current.Ref.UID && stepOf(steps, &rem.Resource, rem.TemplateName) < p.currentStep {
+			started := metav1.NewTime(p.current.Created)
+			rem.TimedOut = &started
+		}
+	}
 }
 
 // escalationGate says why a node under remediation may not get its next step

@@ -21,7 +21,9 @@ type simulation struct {
 	resources map[string][]Remediation
 	clock     time.Time
 	created   int
-	last      Decision
+	// lastStatus is the status before the last evaluation, to simulate a
+	// lost status write.
+	lastStatus v1alpha1.NodeHealthCheckStatus
 }
 
 func newSimulation(nhc *v1alpha1.NodeHealthCheck, nodeCount int) *simulation {
@@ -96,8 +98,8 @@ func (s *simulation) evaluate() Decision {
 		d.RecordCreated(c, ref, s.clock)
 	}
 	s.nhc = s.nhc.DeepCopy()
+	s.lastStatus = s.nhc.Status
 	s.nhc.Status = d.Status
-	s.last = d
 	return d
 }
 

@@ -1,0 +1,119 @@
+package health
+
+import (
+	"fmt"
+)
+
+// checkInvariants returns what a decision breaks of the rules that must
+// always hold, whatever the input.
+func checkInvariants(in Input, d Decision) []string {
+	var broken []string
+	fail := func(format string, args ...any) { broken = append(broken, fmt.Sprintf(format, args...)) }
+
+	verdicts := map[string]NodeVerdict{}
+	for _, v := range d.Nodes {
+		verdicts[v.Node.Name] = v
+	}
+	if !d.NextDeadline.IsZero() && !d.NextDeadline.After(in.Now) {
+		fail("next deadline %v is not after now %v", d.NextDeadline, in.Now)
+	}
+
+	newRemediations, controlPlaneStarts := 0, 0
+	created := map[string]bool{}
+	for _, c := range d.Create {
+		if created[c.Node] {
+			fail("two creations for node %s", c.Node)
+		}
+		created[c.Node] = true
+		v, selected := verdicts[c.Node]
+		switch {
+		case !selected:
+			fail("creation for unselected node %s", c.Node)
+		case v.State != StateUnhealthy:
+			fail("creation for node %s in state %s", c.Node, v.State)
+		case v.Excluded:
+			fail("creation for excluded node %s", c.Node)
+		}
+		if len(in.NHC.Spec.PauseRequests) > 0 {
+			fail("creation for %s while paused", c.Node)
+		}
+		if in.Problem != nil {
+			fail("creation for %s while disabled", c.Node)
+		}
+		if c.Escalation {
+			continue
+		}
+		newRemediations++
+		if len(in.Remediations[c.Node]) > 0 {
+			fail("a first remediation for %s, which has resources", c.Node)
+		}
+		if c.ControlPlane {
+			controlPlaneStarts++
+		}
+	}
+	if newRemediations > 0 && !d.Budget.Allowed {
+		fail("%d new remediations although only %d of %d nodes are healthy and %d must be", newRemediations, d.Healthy, d.Observed, d.Budget.MinHealthy)
+	}
+	if controlPlaneStarts > 1 {
+		fail("%d control-plane remediations start at once", controlPlaneStarts)
+	}
+	if controlPlaneStarts == 1 {
+		for node, resources := range in.Remediations {
+			if anyControlPlane(resources) || (verdicts[node].ControlPlane && len(resources) > 0) {
+				fail("a control-plane remediation starts while %s has one", node)
+			}
+		}
+		for node := range in.BusyControlPlaneNodes {
+			if !created[node] {
+				fail("a control-plane remediation starts while %s has another owner's", node)
+			}
+		}
+	}
+
+	exists := map[string]Remediation{}
+	for _, resources := range in.Remediations {
+		for _, r := range resources {
+			exists[string(r.Ref.UID)] = r
+		}
+	}
+	for _, del := range d.Delete {
+		r, ok := exists[string(del.Resource.UID)]
+		if !ok {
+			fail("deletion of unknown resource %s", del.Resource.Name)
+			continue
+		}
+		if r.Deleting {
+			fail("deletion of %s, already being deleted", del.Resource.Name)
+		}
+		if v, selected := verdicts[del.Node]; selected && v.State != StateRecovering {
+			fail("deletion of %s of node %s in state %s", del.Resource.Name, del.Node, v.State)
+		}
+	}
+	for _, to := range d.TimeOut {
+		if v := verdicts[to.Node]; v.State != StateUnhealthy {
+			fail("time-out for node %s in state %s", to.Node, v.State)
+		}
+	}
+
+	healthy := 0
+	for _, v := range d.Nodes {
+		if v.State == StateHealthy {
+			healthy++
+		}
+		if v.State == StateHealthy && len(in.Remediations[v.Node.Name]) > 0 {
+			fail("node %s is healthy with resources", v.Node.Name)
+		}
+	}
+	if healthy != d.Healthy || int32(healthy) != *d.Status.HealthyNodes || int32(len(in.Nodes)) != *d.Status.ObservedNodes {
+		fail("counters disagree: %d healthy verdicts, Healthy %d, status %d/%d", healthy, d.Healthy, *d.Status.HealthyNodes, *d.Status.ObservedNodes)
+	}
+	for i := 1; i < len(d.Status.UnhealthyNodes); i++ {
+		if d.Status.UnhealthyNodes[i-1].Name >= d.Status.UnhealthyNodes[i].Name {
+			fail("status entries not sorted or duplicated at %s", d.Status.UnhealthyNodes[i].Name)
+		}
+	}
+	if d.Status.Phase == "" || d.Status.Reason == "" {
+		fail("no phase or reason")
+	}
+	return broken
+}

@@ -1,0 +1,129 @@
+package health
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+)
+
+func TestPhasePriority(t *testing.T) {
+	problem := &Problem{Reason: v1alpha1.ReasonTemplateInvalid, Message: "no spec.template.spec"}
+	remediating := remediations(snrRemediation("sick", time.Minute))
+	cases := []struct {
+		name       string
+		nhc        *v1alpha1.NodeHealthCheck
+		problem    *Problem
+		resources  map[string][]Remediation
+		wantPhase  v1alpha1.NodeHealthCheckPhase
+		wantReason string
+	}{
+		{"disabled beats paused and remediating", testNHC(paused), problem, remediating, v1alpha1.PhaseDisabled, "NHC is disabled: RemediationTemplateInvalid: no spec.template.spec"},
+		{"paused beats remediating", testNHC(paused), nil, remediating, v1alpha1.PhasePaused, "NHC is paused: upgrade by @admin"},
+		{"remediating", testNHC(), nil, remediating, v1alpha1.PhaseRemediating, "NHC is remediating 1 nodes"},
+		{"enabled", testNHC(), nil, nil, v1alpha1.PhaseEnabled, "NHC is enabled, no ongoing remediation"},
+		{"enabled with a node waiting", testNHC(minHealthy(intstr.FromInt32(3))), nil, nil, v1alpha1.PhaseEnabled,
+			"NHC is enabled, no ongoing remediation; 1 unhealthy nodes wait: 1 because only 2 of 3 nodes are healthy and 3 must be"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Evaluate(Input{NHC: tc.nhc, Nodes: oneSick(), Remediations: tc.resources, Problem: tc.problem, Now: now})
+			assert.Equal(t, tc.wantPhase, d.Status.Phase)
+			assert.Equal(t, tc.wantReason, d.Status.Reason)
+		})
+	}
+}
+
+func TestStatusCounters(t *testing.T) {
+	list := append(nodes("healthy", 4), testNode("sick", unhealthy), testNode("soon", notReady(time.Minute)), testNode("back"))
+	resources := remediations(snrRemediation("back", time.Hour), snrRemediation("gone", time.Hour, permanentNodeDeletion))
+	nhc := testNHC(minHealthy(intstr.FromInt32(1)))
+	d := evaluate(nhc, list, resources)
+	s := d.Status
+	assert.Equal(t, int32(7), *s.ObservedNodes)
+	assert.Equal(t, int32(4), *s.HealthyNodes)
+	assert.Equal(t, int32(1), *s.RemediatingNodes, "back; gone is not selected")
+	assert.Equal(t, nhc.Generation, s.ObservedGeneration)
+	names := []string{}
+	for _, e := range s.UnhealthyNodes {
+		names = append(names, e.Name)
+	}
+	assert.Equal(t, []string{"back", "gone", "sick"}, names, "sorted; soon is not unhealthy yet")
+	assert.Equal(t, map[string]metav1.Time{"back": metav1.NewTime(now.Add(-time.Hour)), "gone": metav1.NewTime(now.Add(-time.Hour))}, s.InFlightRemediations)
+
+	require.Len(t, d.Create, 1)
+	ref := corev1.ObjectReference{APIVersion: snrTemplate.APIVersion, Kind: "SelfNodeRemediation", Namespace: "snr", Name: "sick", UID: "new"}
+	d.RecordCreated(d.Create[0], ref, now)
+	assert.Equal(t, int32(2), *d.Status.RemediatingNodes)
+	assert.Equal(t, 2, d.Remediating)
+	assert.Equal(t, metav1.NewTime(now), d.Status.InFlightRemediations["sick"])
+	assert.Equal(t, []*v1alpha1.Remediation{{Resource: ref, Started: metav1.NewTime(now), TemplateName: "automatic"}}, entryOf(d, "sick").Remediations)
+	assert.Equal(t, "NHC is remediating 3 nodes", d.Status.Reason)
+}
+
+func TestSoonUnhealthyNodeStaysListedDuringItsIncident(t *testing.T) {
+	// A listed node whose condition changed (Unknown → False) stays listed, so
+	// that it does not produce a second DetectedUnhealthy event.
+	nhc := testNHC(minHealthy(intstr.FromInt32(3)), withStatus(v1alpha1.NodeHealthCheckStatus{UnhealthyNodes: []*v1alpha1.UnhealthyNode{{Name: "sick"}}}))
+	list := append(nodes("healthy", 2), testNode("sick", notReady(time.Minute)))
+	d := evaluate(nhc, list, nil)
+	assert.NotNil(t, entryOf(d, "sick"))
+}
+
+func TestEventsOnTransitionsOnly(t *testing.T) {
+	s := newSimulation(testNHC(minHealthy(intstr.FromInt32(3))), 4)
+	d := s.evaluate()
+	assert.Equal(t, []string{"Enabled"}, eventReasons(d.Events), "the first evaluation enables")
+	d = s.evaluate()
+	assert.Empty(t, d.Events)
+
+	s.fail("node-00")
+	d = s.evaluate()
+	require.Equal(t, []string{"DetectedUnhealthy"}, eventReasons(d.Events))
+	assert.Equal(t, `Node matches unhealthy condition. Node "node-00", condition type "Ready", condition status "False"`, d.Events[0].Message)
+	assert.Equal(t, "node-00", d.Events[0].Node)
+	d = s.evaluate()
+	assert.Empty(t, d.Events, "one event per incident")
+
+	problem := &Problem{Reason: v1alpha1.ReasonTemplateNotFound, Message: "gone"}
+	d = Evaluate(Input{NHC: s.nhc, Nodes: s.nodes, Remediations: s.resources, Problem: problem, Now: now})
+	require.Equal(t, []string{"Disabled"}, eventReasons(d.Events))
+	assert.Equal(t, corev1.EventTypeWarning, d.Events[0].Type)
+	assert.Equal(t, "Disabling NHC. Reason: RemediationTemplateNotFound, Message: gone", d.Events[0].Message)
+	s.nhc.Status = d.Status
+	d = Evaluate(Input{NHC: s.nhc, Nodes: s.nodes, Remediations: s.resources, Problem: problem, Now: now})
+	assert.Empty(t, d.Events)
+	c := meta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionDisabled)
+	require.NotNil(t, c)
+	assert.Equal(t, metav1.ConditionTrue, c.Status)
+	assert.Equal(t, v1alpha1.ReasonTemplateNotFound, c.Reason)
+
+	d = s.evaluate()
+	assert.Equal(t, []string{"Enabled"}, eventReasons(d.Events))
+	c = meta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionDisabled)
+	assert.Equal(t, metav1.ConditionFalse, c.Status)
+	assert.Equal(t, v1alpha1.ReasonEnabled, c.Reason)
+}
+
+func TestEvaluateDoesNotModifyItsInput(t *testing.T) {
+	s := specStorm()
+	s.fail(s.nodeNames(0, 9)...)
+	s.evaluate()
+	s.recover(s.nodeNames(0, 3)...)
+	nhc := s.nhc.DeepCopy()
+	nodesBefore := make([]*corev1.Node, len(s.nodes))
+	for i, n := range s.nodes {
+		nodesBefore[i] = n.DeepCopy()
+	}
+	d := Evaluate(Input{NHC: s.nhc, Nodes: s.nodes, Remediations: s.resources, Now: s.clock})
+	d.RecordCreated(Creation{Node: "node-00"}, corev1.ObjectReference{Name: "x"}, now)
+	assert.Equal(t, nhc, s.nhc)
+	assert.Equal(t, nodesBefore, s.nodes)
+}
