@@ -242,10 +242,14 @@ func (e *evaluation) escalationGate(v *NodeVerdict) WaitReason {
 
 // startRemediations gives candidates their first remediation, as far as
 // the gates allow. Of several control-plane candidates, the one unhealthy
-// longest goes first.
+// longest goes first, then by name.
 func (e *evaluation) startRemediations() {
 	slices.SortFunc(e.candidates, func(a, b int) int {
-		return e.d.Nodes[a].Since.Compare(e.d.Nodes[b].Since)
+		va, vb := &e.d.Nodes[a], &e.d.Nodes[b]
+		if c := va.Since.Compare(vb.Since); c != 0 {
+			return c
+		}
+		return strings.Compare(va.Node.Name, vb.Node.Name)
 	})
 	for _, i := range e.candidates {
 		v := &e.d.Nodes[i]

@@ -112,6 +112,11 @@ func TestControlPlaneNodesOneAtATime(t *testing.T) {
 			wantCreated: []string{"cp-b", "worker-sick"},
 		},
 		{
+			name:        "unhealthy since the same instant: by name",
+			nodes:       []*corev1.Node{testNode("cp-c", controlPlane, unhealthy), testNode("cp-a", controlPlane, unhealthy), testNode("cp-b", controlPlane, unhealthy)},
+			wantCreated: []string{"cp-a"},
+		},
+		{
 			name:        "the master label counts too",
 			nodes:       []*corev1.Node{testNode("m-1", label(v1alpha1.MasterRoleLabel, ""), unhealthy), testNode("m-2", label(v1alpha1.MasterRoleLabel, ""), notReady(2*time.Hour))},
 			wantCreated: []string{"m-2"},
