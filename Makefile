@@ -25,6 +25,15 @@ unit: ## Run the unit tests (no control plane).
 integration: k8s-binaries ## Run the tests against a real kube-apiserver and etcd.
 	KUBEBUILDER_ASSETS="$(K8S_BINARIES)" go test ./test/...
 
+.PHONY: fuzz
+fuzz: ## Fuzz the pure packages, FUZZTIME each (default 60s).
+	go test -run XXX -fuzz FuzzEvaluate -fuzztime $(or $(FUZZTIME),60s) ./pkg/health
+	go test -run XXX -fuzz FuzzMinHealthy -fuzztime $(or $(FUZZTIME),60s) ./pkg/health
+
+.PHONY: bench
+bench: ## Run the benchmarks; compare ratios within one run, the machines are noisy.
+	go test -run XXX -bench . -benchmem ./pkg/...
+
 .PHONY: generate
 generate: ## Regenerate the clientset, listers, informers, apply configurations, deepcopy and the CRD.
 	hack/update-codegen.sh
