@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
@@ -52,12 +53,10 @@ func RemediationKind(templateKind string) string {
 	return strings.TrimSuffix(templateKind, "Template")
 }
 
+// apiGroup returns the group of an apiVersion: "" for the core group.
 func apiGroup(apiVersion string) string {
-	group, _, found := strings.Cut(apiVersion, "/")
-	if !found {
-		return ""
-	}
-	return group
+	gv, _ := schema.ParseGroupVersion(apiVersion)
+	return gv.Group
 }
 
 // stepOf returns the index of the step a resource was created from, or -1

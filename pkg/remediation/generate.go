@@ -1,0 +1,79 @@
+package remediation
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+)
+
+// NewRemediation generates the remediation resource for a node from a
+// template, following the contract remediators rely on:
+//   - the template's apiVersion, and its kind without the "Template" suffix;
+//   - the template's namespace, and the node's name as name; or, when the
+//     template carries the multiple-templates-support annotation, the
+//     generated name "<node>-<random>", since one node may then have several;
+//   - spec: a deep copy of the template's spec.template.spec;
+//   - an owner reference to the NodeHealthCheck, with its UID;
+//   - the node-name and template-name annotations, the part-of label, and the
+//     control-plane label for control-plane nodes.
+func NewRemediation(template *unstructured.Unstructured, nhc *v1alpha1.NodeHealthCheck, node string, controlPlane bool) (*unstructured.Unstructured, error) {
+	spec, err := TemplateSpec(template)
+	if err != nil {
+		return nil, err
+	}
+	r := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	r.SetAPIVersion(template.GetAPIVersion())
+	r.SetKind(health.RemediationKind(template.GetKind()))
+	r.SetNamespace(template.GetNamespace())
+	if SupportsMultipleTemplates(template) {
+		r.SetGenerateName(node + "-")
+	} else {
+		r.SetName(node)
+	}
+	r.SetOwnerReferences([]metav1.OwnerReference{{
+		APIVersion: v1alpha1.SchemeGroupVersion.String(),
+		Kind:       "NodeHealthCheck",
+		Name:       nhc.Name,
+		UID:        nhc.UID,
+		Controller: new(false),
+	}})
+	r.SetAnnotations(map[string]string{
+		v1alpha1.NodeNameAnnotation:     node,
+		v1alpha1.TemplateNameAnnotation: template.GetName(),
+	})
+	labels := map[string]string{v1alpha1.PartOfLabel: v1alpha1.PartOfValue}
+	if controlPlane {
+		labels[v1alpha1.ControlPlaneNodeLabel] = ""
+	}
+	r.SetLabels(labels)
+	return r, nil
+}
+
+// TemplateSpec returns a deep copy of a template's spec.template.spec, which
+// every remediation template must have (it may be empty).
+func TemplateSpec(template *unstructured.Unstructured) (map[string]any, error) {
+	spec, found, err := unstructured.NestedFieldNoCopy(template.Object, "spec", "template", "spec")
+	if err != nil || !found {
+		return nil, fmt.Errorf("it has no spec.template.spec")
+	}
+	switch s := spec.(type) {
+	case map[string]any:
+		return runtime.DeepCopyJSON(s), nil
+	case nil:
+		return map[string]any{}, nil
+	default:
+		return nil, fmt.Errorf("its spec.template.spec is a %T, not an object", spec)
+	}
+}
+
+// SupportsMultipleTemplates tells whether a template's remediator accepts
+// several remediation resources per node.
+func SupportsMultipleTemplates(template *unstructured.Unstructured) bool {
+	_, ok := template.GetAnnotations()[v1alpha1.MultipleTemplatesSupportAnnotation]
+	return ok
+}

@@ -1,0 +1,243 @@
+package remediation
+
+import (
+	"context"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+)
+
+// Index names of the dynamic informers.
+const (
+	// ownerIndex keys resources by the UID of each NodeHealthCheck owning them.
+	ownerIndex = "nodehealthcheck-owner"
+	// controlPlaneIndex keys control-plane remediations by their node.
+	controlPlaneIndex = "control-plane-node"
+)
+
+// ChangeFunc hears of every change an informer sees; deleted is true for
+// deletions, when obj is the last state known.
+type ChangeFunc func(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool)
+
+// Informers runs one dynamic informer per resource that some NodeHealthCheck
+// uses: the kinds of its templates and of its remediation resources. An
+// informer starts when the first NodeHealthCheck uses its resource and stops
+// when the last one no longer does, so the controller watches only kinds
+// that matter, whichever remediators are installed.
+type Informers struct {
+	ctx      context.Context
+	client   dynamic.Interface
+	onChange ChangeFunc
+
+	mu      sync.Mutex
+	running map[schema.GroupVersionResource]*runningInformer
+	// uses holds the resources each NodeHealthCheck uses, by its name.
+	uses map[string]sets.Set[schema.GroupVersionResource]
+}
+
+type runningInformer struct {
+	informer cache.SharedIndexInformer
+	stop     context.CancelFunc
+	users    sets.Set[string]
+
+	mu sync.Mutex
+	// watchErr is the last list or watch error, such as Forbidden.
+	watchErr error
+}
+
+// NewInformers returns a manager whose informers run until ctx ends.
+func NewInformers(ctx context.Context, client dynamic.Interface, onChange ChangeFunc) *Informers {
+	return &Informers{
+		ctx: ctx, client: client, onChange: onChange,
+		running: map[schema.GroupVersionResource]*runningInformer{},
+		uses:    map[string]sets.Set[schema.GroupVersionResource]{},
+	}
+}
+
+// Use sets the resources a NodeHealthCheck uses, starting and stopping
+// informers as needed. Use(nhc) with no resources forgets the NodeHealthCheck.
+func (m *Informers) Use(nhc string, resources ...schema.GroupVersionResource) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	want := sets.New(resources...)
+	had := m.uses[nhc]
+	for gvr := range want.Difference(had) {
+		r, ok := m.running[gvr]
+		if !ok {
+			r = m.start(gvr)
+			m.running[gvr] = r
+		}
+		r.users.Insert(nhc)
+	}
+	for gvr := range had.Difference(want) {
+		r := m.running[gvr]
+		r.users.Delete(nhc)
+		if r.users.Len() == 0 {
+			r.stop()
+			delete(m.running, gvr)
+			klog.FromContext(m.ctx).V(2).Info("Stopped informer, no NodeHealthCheck uses it", "resource", gvr)
+		}
+	}
+	if want.Len() == 0 {
+		delete(m.uses, nhc)
+	} else {
+		m.uses[nhc] = want
+	}
+}
+
+func (m *Informers) start(gvr schema.GroupVersionResource) *runningInformer {
+	logger := klog.FromContext(m.ctx)
+	informer := dynamicinformer.NewFilteredDynamicInformer(m.client, gvr, "", 0, cache.Indexers{
+		ownerIndex:        indexByOwner,
+		controlPlaneIndex: indexByControlPlaneNode,
+	}, nil).Informer()
+	r := &runningInformer{informer: informer, users: sets.New[string]()}
+	// Managed fields are never read; dropping them halves the memory of
+	// small objects.
+	_ = informer.SetTransform(func(obj any) (any, error) {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			u.SetManagedFields(nil)
+		}
+		return obj, nil
+	})
+	_ = informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, reflector *cache.Reflector, err error) {
+		r.mu.Lock()
+		r.watchErr = err
+		r.mu.Unlock()
+		cache.DefaultWatchErrorHandler(ctx, reflector, err)
+	})
+	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { m.notify(gvr, obj, false) },
+		UpdateFunc: func(_, obj any) { m.notify(gvr, obj, false) },
+		DeleteFunc: func(obj any) { m.notify(gvr, obj, true) },
+	})
+	ctx, stop := context.WithCancel(m.ctx)
+	r.stop = stop
+	go informer.RunWithContext(ctx)
+	logger.V(2).Info("Started informer", "resource", gvr)
+	return r
+}
+
+func (m *Informers) notify(gvr schema.GroupVersionResource, obj any, deleted bool) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok && m.onChange != nil {
+		m.onChange(gvr, u, deleted)
+	}
+}
+
+func (m *Informers) informer(gvr schema.GroupVersionResource) *runningInformer {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.running[gvr]
+}
+
+// Running lists the resources with a running informer.
+func (m *Informers) Running() []schema.GroupVersionResource {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return sets.KeySet(m.running).UnsortedList()
+}
+
+// Synced tells whether the informers of all these resources have synced.
+func (m *Informers) Synced(resources ...schema.GroupVersionResource) bool {
+	for _, gvr := range resources {
+		if r := m.informer(gvr); r == nil || !r.informer.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// WatchError returns the last list or watch error of a resource's informer
+// while it has not synced, such as a Forbidden for missing RBAC.
+func (m *Informers) WatchError(gvr schema.GroupVersionResource) error {
+	r := m.informer(gvr)
+	if r == nil || r.informer.HasSynced() {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.watchErr
+}
+
+// Get returns an object from a resource's cache, or nil.
+func (m *Informers) Get(gvr schema.GroupVersionResource, namespace, name string) *unstructured.Unstructured {
+	r := m.informer(gvr)
+	if r == nil {
+		return nil
+	}
+	key := name
+	if namespace != "" {
+		key = namespace + "/" + name
+	}
+	obj, exists, err := r.informer.GetIndexer().GetByKey(key)
+	if err != nil || !exists {
+		return nil
+	}
+	return obj.(*unstructured.Unstructured)
+}
+
+// OwnedBy returns the resources a NodeHealthCheck owns, by its UID.
+func (m *Informers) OwnedBy(gvr schema.GroupVersionResource, uid types.UID) []*unstructured.Unstructured {
+	return m.byIndex(gvr, ownerIndex, string(uid))
+}
+
+// ControlPlaneNodes returns the control-plane nodes with a remediation
+// resource of a kind, whoever owns it.
+func (m *Informers) ControlPlaneNodes(gvr schema.GroupVersionResource) []string {
+	r := m.informer(gvr)
+	if r == nil {
+		return nil
+	}
+	return r.informer.GetIndexer().ListIndexFuncValues(controlPlaneIndex)
+}
+
+func (m *Informers) byIndex(gvr schema.GroupVersionResource, index, key string) []*unstructured.Unstructured {
+	r := m.informer(gvr)
+	if r == nil {
+		return nil
+	}
+	objs, err := r.informer.GetIndexer().ByIndex(index, key)
+	if err != nil {
+		return nil
+	}
+	list := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, obj := range objs {
+		list = append(list, obj.(*unstructured.Unstructured))
+	}
+	return list
+}
+
+func indexByOwner(obj any) ([]string, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, nil
+	}
+	var keys []string
+	for _, uid := range OwnerUIDs(u) {
+		keys = append(keys, string(uid))
+	}
+	return keys, nil
+}
+
+func indexByControlPlaneNode(obj any) ([]string, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, nil
+	}
+	if _, ok := u.GetLabels()[v1alpha1.ControlPlaneNodeLabel]; !ok {
+		return nil, nil
+	}
+	return []string{NodeOf(u)}, nil
+}

@@ -1,0 +1,168 @@
+package remediation
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+)
+
+// mapperResetInterval throttles rediscovery of the API when a template kind
+// is unknown: a CRD installed later is noticed within this time.
+const mapperResetInterval = 10 * time.Second
+
+// Templates resolves template references to resources and reads templates
+// from the informers.
+type Templates struct {
+	mapper    meta.ResettableRESTMapper
+	informers *Informers
+	clock     clock.PassiveClock
+
+	mu        sync.Mutex
+	lastReset time.Time
+}
+
+// NewTemplates returns a resolver. The mapper should be a
+// DeferredDiscoveryRESTMapper, so that a reset rediscovers the API.
+func NewTemplates(mapper meta.ResettableRESTMapper, informers *Informers, clock clock.PassiveClock) *Templates {
+	return &Templates{mapper: mapper, informers: informers, clock: clock}
+}
+
+// Template is a template reference resolved to its resources.
+type Template struct {
+	// Ref is the reference as the spec has it.
+	Ref corev1.ObjectReference
+	// Resource is the resource of the template's kind.
+	Resource schema.GroupVersionResource
+	// Remediation is the resource of the remediation kind.
+	Remediation schema.GroupVersionResource
+	// Namespace is the template's namespace, "" for a cluster-scoped kind.
+	Namespace string
+}
+
+// Resolve maps a template reference to the resources of the template kind
+// and of its remediation kind. A problem disables the NodeHealthCheck; an
+// error (discovery failed) is worth a retry.
+func (t *Templates) Resolve(ref corev1.ObjectReference) (Template, *health.Problem, error) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return Template{}, templateInvalid(ref, fmt.Sprintf("its apiVersion %q is malformed", ref.APIVersion)), nil
+	}
+	templateMapping, err := t.mapping(gv.WithKind(ref.Kind))
+	if meta.IsNoMatchError(err) {
+		return Template{}, notFound(fmt.Sprintf("Remediation template kind %s of %s is not served by the API server: is its remediator installed?", ref.Kind, ref.APIVersion)), nil
+	}
+	if err != nil {
+		return Template{}, nil, fmt.Errorf("mapping %s %s: %w", ref.APIVersion, ref.Kind, err)
+	}
+	remediationKind := health.RemediationKind(ref.Kind)
+	remediationMapping, err := t.mapping(gv.WithKind(remediationKind))
+	if meta.IsNoMatchError(err) {
+		return Template{}, notFound(fmt.Sprintf("Remediation kind %s of %s, which template kind %s creates, is not served by the API server: is its remediator installed?", remediationKind, ref.APIVersion, ref.Kind)), nil
+	}
+	if err != nil {
+		return Template{}, nil, fmt.Errorf("mapping %s %s: %w", ref.APIVersion, remediationKind, err)
+	}
+	namespaced := templateMapping.Scope.Name() == meta.RESTScopeNameNamespace
+	if namespaced != (remediationMapping.Scope.Name() == meta.RESTScopeNameNamespace) {
+		return Template{}, templateInvalid(ref, fmt.Sprintf("kinds %s and %s differ in scope: one is namespaced, the other is not", ref.Kind, remediationKind)), nil
+	}
+	resolved := Template{Ref: ref, Resource: templateMapping.Resource, Remediation: remediationMapping.Resource}
+	if namespaced {
+		if ref.Namespace == "" {
+			return Template{}, notFound(fmt.Sprintf("Remediation template %s %q is namespaced, but the reference has no namespace", ref.Kind, ref.Name)), nil
+		}
+		resolved.Namespace = ref.Namespace
+	}
+	return resolved, nil, nil
+}
+
+// mapping maps a kind to its resource; an unknown kind rediscovers the API
+// once, throttled, so that a CRD installed after the NodeHealthCheck is found.
+func (t *Templates) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	m, err := t.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) && t.mayReset() {
+		t.mapper.Reset()
+		m, err = t.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	}
+	return m, err
+}
+
+func (t *Templates) mayReset() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.clock.Now()
+	if now.Sub(t.lastReset) < mapperResetInterval {
+		return false
+	}
+	t.lastReset = now
+	return true
+}
+
+// Get returns a template from its informer's cache and checks that it has
+// spec.template.spec. ready is false while the informer has not synced.
+func (t *Templates) Get(tmpl Template) (obj *unstructured.Unstructured, problem *health.Problem, ready bool) {
+	if !t.informers.Synced(tmpl.Resource) {
+		if err := t.informers.WatchError(tmpl.Resource); apierrors.IsForbidden(err) {
+			return nil, notFound(fmt.Sprintf("Remediation template %s %s cannot be read: %v. Grant get, list and watch on %s, for example with a ClusterRole labelled rbac.ext-remediation/aggregate-to-ext-remediation=true", tmpl.Ref.Kind, describe(tmpl), err, tmpl.Resource.GroupResource())), false
+		}
+		return nil, nil, false
+	}
+	obj = t.informers.Get(tmpl.Resource, tmpl.Namespace, tmpl.Ref.Name)
+	if obj == nil {
+		return nil, notFound(fmt.Sprintf("Remediation template %s %s not found", tmpl.Ref.Kind, describe(tmpl))), true
+	}
+	if _, err := TemplateSpec(obj); err != nil {
+		return nil, templateInvalid(tmpl.Ref, err.Error()), true
+	}
+	return obj, nil, true
+}
+
+// CheckKinds checks that escalation steps sharing a remediation kind use
+// templates whose remediator accepts several resources per node: else the
+// resources, named after the node, would collide.
+func CheckKinds(templates []*unstructured.Unstructured) *health.Problem {
+	byKind := map[schema.GroupKind]*unstructured.Unstructured{}
+	for _, tmpl := range templates {
+		kind := tmpl.GroupVersionKind().GroupKind()
+		if other, ok := byKind[kind]; ok {
+			for _, t := range []*unstructured.Unstructured{other, tmpl} {
+				if !SupportsMultipleTemplates(t) {
+					return &health.Problem{Reason: v1alpha1.ReasonTemplateInvalid, Message: fmt.Sprintf(
+						"Remediation templates %s and %s are both of kind %s, but %s lacks the %s annotation: its remediator does not support several remediations of one node",
+						other.GetName(), tmpl.GetName(), kind.Kind, t.GetName(), v1alpha1.MultipleTemplatesSupportAnnotation)}
+				}
+			}
+		}
+		byKind[kind] = tmpl
+	}
+	return nil
+}
+
+func describe(tmpl Template) string {
+	if tmpl.Namespace == "" {
+		return tmpl.Ref.Name
+	}
+	return tmpl.Namespace + "/" + tmpl.Ref.Name
+}
+
+func notFound(message string) *health.Problem {
+	return &health.Problem{Reason: v1alpha1.ReasonTemplateNotFound, Message: message}
+}
+
+func templateInvalid(ref corev1.ObjectReference, what string) *health.Problem {
+	name := ref.Name
+	if ref.Namespace != "" {
+		name = ref.Namespace + "/" + ref.Name
+	}
+	return &health.Problem{Reason: v1alpha1.ReasonTemplateInvalid, Message: fmt.Sprintf("Remediation template %s %s is invalid: %s", ref.Kind, name, what)}
+}

@@ -1,0 +1,116 @@
+package remediation
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+)
+
+// FieldManager names this controller in the managed fields of what it writes.
+const FieldManager = "nhc-controller"
+
+// Writer writes remediation resources through the dynamic client, and node
+// annotations through the typed client.
+type Writer struct {
+	dynamic dynamic.Interface
+	kube    kubernetes.Interface
+}
+
+// NewWriter returns a writer.
+func NewWriter(dynamicClient dynamic.Interface, kubeClient kubernetes.Interface) *Writer {
+	return &Writer{dynamic: dynamicClient, kube: kubeClient}
+}
+
+// NotOwnedError reports a resource that stands where ours would, owned by
+// someone else: it is never overwritten.
+type NotOwnedError struct {
+	Resource corev1.ObjectReference
+	Owners   []string
+}
+
+func (e *NotOwnedError) Error() string {
+	owners := "no NodeHealthCheck"
+	if len(e.Owners) > 0 {
+		owners = "NodeHealthCheck " + strings.Join(e.Owners, ", ")
+	}
+	return fmt.Sprintf("%s %s/%s already exists and belongs to %s; it is left alone", e.Resource.Kind, e.Resource.Namespace, e.Resource.Name, owners)
+}
+
+// Create creates a remediation resource. When one of the same name exists
+// already and is the NodeHealthCheck's own for the same node and template (a
+// create whose result we did not see), that one is returned as created.
+func (w *Writer) Create(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, nhc *v1alpha1.NodeHealthCheck) (*unstructured.Unstructured, error) {
+	client := w.dynamic.Resource(gvr).Namespace(obj.GetNamespace())
+	created, err := client.Create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager})
+	if err == nil || !apierrors.IsAlreadyExists(err) || obj.GetName() == "" {
+		return created, err
+	}
+	existing, getErr := client.Get(ctx, obj.GetName(), metav1.GetOptions{})
+	if getErr != nil {
+		return nil, err
+	}
+	sameTemplate := existing.GetAnnotations()[v1alpha1.TemplateNameAnnotation] == obj.GetAnnotations()[v1alpha1.TemplateNameAnnotation]
+	if OwnedBy(existing, nhc) && NodeOf(existing) == NodeOf(obj) && sameTemplate {
+		return existing, nil
+	}
+	return nil, &NotOwnedError{Resource: Reference(existing), Owners: OwnerNames(existing)}
+}
+
+// Delete deletes a remediation resource if it is still the one referenced
+// (same UID). A resource already gone counts as deleted.
+func (w *Writer) Delete(ctx context.Context, gvr schema.GroupVersionResource, ref corev1.ObjectReference) error {
+	background := metav1.DeletePropagationBackground
+	err := w.dynamic.Resource(gvr).Namespace(ref.Namespace).Delete(ctx, ref.Name, metav1.DeleteOptions{
+		Preconditions:     &metav1.Preconditions{UID: &ref.UID},
+		PropagationPolicy: &background,
+	})
+	if apierrors.IsNotFound(err) || (apierrors.IsConflict(err) && ref.UID != "") {
+		// Gone, or replaced by another object of the same name.
+		return nil
+	}
+	return err
+}
+
+// Annotate sets an annotation on a remediation resource, or removes it when
+// value is nil. The patch carries the UID, so it fails on a replaced object.
+func (w *Writer) Annotate(ctx context.Context, gvr schema.GroupVersionResource, ref corev1.ObjectReference, key string, value *string) error {
+	patch, err := annotationPatch(ref.UID, key, value)
+	if err != nil {
+		return err
+	}
+	_, err = w.dynamic.Resource(gvr).Namespace(ref.Namespace).Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	return err
+}
+
+// RemoveNodeAnnotation removes an annotation from a node.
+func (w *Writer) RemoveNodeAnnotation(ctx context.Context, node, key string) error {
+	patch, err := annotationPatch("", key, nil)
+	if err != nil {
+		return err
+	}
+	_, err = w.kube.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func annotationPatch(uid types.UID, key string, value *string) ([]byte, error) {
+	metadata := map[string]any{"annotations": map[string]any{key: value}}
+	if uid != "" {
+		metadata["uid"] = uid
+	}
+	return json.Marshal(map[string]any{"metadata": metadata})
+}
