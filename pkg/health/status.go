@@ -33,8 +33,13 @@ func (e *evaluation) addEntry(node string, resources []Remediation, previous *v1
 			}
 		}
 	}
+	// Creation times have one-second precision: within a second, the
+	// escalation order decides.
 	slices.SortStableFunc(entry.Remediations, func(a, b *v1alpha1.Remediation) int {
 		if c := a.Started.Compare(b.Started.Time); c != 0 {
+			return c
+		}
+		if c := stepOf(e.steps, &a.Resource, a.TemplateName) - stepOf(e.steps, &b.Resource, b.TemplateName); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Resource.Name, b.Resource.Name)

@@ -46,8 +46,9 @@ func (e *Expectations) ExpectCreation(nhc string, gvr schema.GroupVersionResourc
 	e.expect(nhc, creationKey(gvr, namespace, node, template))
 }
 
-// CreationFailed withdraws a creation that certainly did not happen.
-func (e *Expectations) CreationFailed(nhc string, gvr schema.GroupVersionResource, namespace, node, template string) {
+// ForgetCreation withdraws a creation that certainly did not happen, or
+// whose result the cache shows already.
+func (e *Expectations) ForgetCreation(nhc string, gvr schema.GroupVersionResource, namespace, node, template string) {
 	e.observe(nhc, creationKey(gvr, namespace, node, template))
 }
 
@@ -56,8 +57,9 @@ func (e *Expectations) ExpectDeletion(nhc string, uid types.UID) {
 	e.expect(nhc, deletionKey(uid))
 }
 
-// DeletionFailed withdraws a deletion that certainly did not happen.
-func (e *Expectations) DeletionFailed(nhc string, uid types.UID) {
+// ForgetDeletion withdraws a deletion that certainly did not happen, or
+// whose result the cache shows already.
+func (e *Expectations) ForgetDeletion(nhc string, uid types.UID) {
 	e.observe(nhc, deletionKey(uid))
 }
 

@@ -249,8 +249,15 @@ func (m *Manager) create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, c h
 	}
 	m.expectations.ExpectCreation(nhc.Name, gvr, obj.GetNamespace(), c.Node, template.GetName())
 	created, err := m.writer.Create(ctx, gvr, obj, nhc)
-	if err != nil && certainlyFailed(err) {
-		m.expectations.CreationFailed(nhc.Name, gvr, obj.GetNamespace(), c.Node, template.GetName())
+	switch {
+	case err != nil && certainlyFailed(err):
+		m.expectations.ForgetCreation(nhc.Name, gvr, obj.GetNamespace(), c.Node, template.GetName())
+	case err == nil:
+		// A resource that existed already sends no new event; if the cache
+		// has it, there is nothing to wait for.
+		if cached := m.informers.Get(gvr, created.GetNamespace(), created.GetName()); cached != nil && cached.GetUID() == created.GetUID() {
+			m.expectations.Observe(gvr, cached, false)
+		}
 	}
 	return created, err
 }
@@ -262,8 +269,14 @@ func (m *Manager) delete(ctx context.Context, nhc string, obs *Observation, ref 
 	}
 	m.expectations.ExpectDeletion(nhc, ref.UID)
 	err = m.writer.Delete(ctx, gvr, ref)
-	if err != nil && certainlyFailed(err) {
-		m.expectations.DeletionFailed(nhc, ref.UID)
+	switch {
+	case err != nil && certainlyFailed(err):
+		m.expectations.ForgetDeletion(nhc, ref.UID)
+	case err == nil:
+		// A resource gone already sends no new event.
+		if cached := m.informers.Get(gvr, ref.Namespace, ref.Name); cached == nil || cached.GetUID() != ref.UID {
+			m.expectations.ForgetDeletion(nhc, ref.UID)
+		}
 	}
 	return err
 }

@@ -89,6 +89,16 @@ func Start(crdDirs ...string) (*ControlPlane, error) {
 	return cp, nil
 }
 
+// InstallCRDs installs the CRDs in a directory, relative to the repository
+// root, and waits until they are served.
+func (cp *ControlPlane) InstallCRDs(dir string) error {
+	_, err := envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{
+		Paths:              []string{filepath.Join(RepoRoot(), dir)},
+		ErrorIfPathMissing: true,
+	})
+	return err
+}
+
 // Kubectl runs kubectl against this control plane and returns its standard
 // output; a failure returns the standard error in the error.
 func (cp *ControlPlane) Kubectl(args ...string) (string, error) {

@@ -1,6 +1,7 @@
-// Package integration proves the NodeHealthCheck API against a real
-// kube-apiserver: the CRD's schema and validation rules, its defaults, and the
-// generated clientset, informers and listers.
+// Package integration proves the NodeHealthCheck API and the remediation
+// lifecycle against a real kube-apiserver: the CRD's schema and validation
+// rules, its defaults, the generated clientset, informers and listers, and
+// pkg/remediation with test remediator CRDs.
 package integration
 
 import (
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
 	"github.com/nodehealthcheck/nhc-controller/test/controlplane"
@@ -18,6 +20,7 @@ var (
 	cluster       *controlplane.ControlPlane
 	nhcClient     versioned.Interface
 	dynamicClient dynamic.Interface
+	kubeClient    kubernetes.Interface
 )
 
 func TestMain(m *testing.M) {
@@ -26,7 +29,7 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	var err error
-	cluster, err = controlplane.Start("manifests/crd")
+	cluster, err = controlplane.Start("manifests/crd", "test/crds/remediators")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -34,5 +37,6 @@ func run(m *testing.M) int {
 	defer func() { _ = cluster.Stop() }()
 	nhcClient = versioned.NewForConfigOrDie(cluster.Config)
 	dynamicClient = dynamic.NewForConfigOrDie(cluster.Config)
+	kubeClient = kubernetes.NewForConfigOrDie(cluster.Config)
 	return m.Run()
 }

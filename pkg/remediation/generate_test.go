@@ -1,0 +1,246 @@
+package remediation
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+)
+
+var (
+	testNHC = &v1alpha1.NodeHealthCheck{ObjectMeta: metav1.ObjectMeta{Name: "workers", UID: "nhc-uid"}}
+	testGVR = schema.GroupVersionResource{Group: "test.medik8s.io", Version: "v1alpha1", Resource: "testremediations"}
+)
+
+func testTemplate(annotations map[string]string) *unstructured.Unstructured {
+	t := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "test.medik8s.io/v1alpha1",
+		"kind":       "TestRemediationTemplate",
+		"metadata":   map[string]any{"name": "reboot", "namespace": "remediators", "uid": "template-uid", "labels": map[string]any{"team": "infra"}},
+		"spec": map[string]any{"template": map[string]any{
+			"metadata": map[string]any{"labels": map[string]any{"ignored": "yes"}},
+			"spec":     map[string]any{"strategy": "reboot", "timeout": "5m", "extraParams": map[string]any{"foo": "bar", "importantNumber": int64(42)}},
+		}},
+	}}
+	t.SetAnnotations(annotations)
+	return t
+}
+
+func TestNewRemediationFollowsTheContract(t *testing.T) {
+	template := testTemplate(nil)
+	r, err := NewRemediation(template, testNHC, "worker-1", false)
+	require.NoError(t, err)
+	want := map[string]any{
+		"apiVersion": "test.medik8s.io/v1alpha1",
+		"kind":       "TestRemediation",
+		"metadata": map[string]any{
+			"name":      "worker-1",
+			"namespace": "remediators",
+			"ownerReferences": []any{map[string]any{
+				"apiVersion": "remediation.medik8s.io/v1alpha1", "kind": "NodeHealthCheck",
+				"name": "workers", "uid": "nhc-uid", "controller": false,
+			}},
+			"annotations": map[string]any{
+				"remediation.medik8s.io/node-name":     "worker-1",
+				"remediation.medik8s.io/template-name": "reboot",
+			},
+			"labels": map[string]any{"app.kubernetes.io/part-of": "node-healthcheck-controller"},
+		},
+		"spec": map[string]any{"strategy": "reboot", "timeout": "5m", "extraParams": map[string]any{"foo": "bar", "importantNumber": int64(42)}},
+	}
+	assert.Equal(t, want, r.Object)
+
+	r.Object["spec"].(map[string]any)["extraParams"].(map[string]any)["foo"] = "changed"
+	spec, _, _ := unstructured.NestedMap(template.Object, "spec", "template", "spec", "extraParams")
+	assert.Equal(t, "bar", spec["foo"], "the spec is a deep copy")
+}
+
+func TestNewRemediationForAControlPlaneNode(t *testing.T) {
+	r, err := NewRemediation(testTemplate(nil), testNHC, "master-0", true)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{
+		"app.kubernetes.io/part-of":                 "node-healthcheck-controller",
+		"remediation.medik8s.io/isControlPlaneNode": "",
+	}, r.GetLabels())
+}
+
+func TestNewRemediationWithMultipleTemplatesSupport(t *testing.T) {
+	r, err := NewRemediation(testTemplate(map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: ""}), testNHC, "worker-1", false)
+	require.NoError(t, err)
+	assert.Empty(t, r.GetName())
+	assert.Equal(t, "worker-1-", r.GetGenerateName())
+	assert.Equal(t, "worker-1", NodeOf(r), "found by its annotation")
+}
+
+func TestTemplateSpec(t *testing.T) {
+	cases := []struct {
+		name    string
+		spec    any
+		want    map[string]any
+		wantErr string
+	}{
+		{"empty", map[string]any{}, map[string]any{}, ""},
+		{"null", nil, map[string]any{}, ""},
+		{"a string", "reboot", nil, "is a string, not an object"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tmpl := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"template": map[string]any{"spec": tc.spec}}}}
+			got, err := TemplateSpec(tmpl)
+			if tc.wantErr != "" {
+				assert.ErrorContains(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+	_, err := TemplateSpec(&unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"template": map[string]any{}}}})
+	assert.EqualError(t, err, "it has no spec.template.spec")
+}
+
+func TestSummarize(t *testing.T) {
+	created := time.Date(2026, 3, 20, 15, 5, 5, 0, time.UTC)
+	r := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "test.medik8s.io/v1alpha1",
+		"kind":       "TestRemediation",
+		"metadata": map[string]any{
+			"name": "worker-1-x7k2p", "namespace": "remediators", "uid": "r-uid",
+			"creationTimestamp": "2026-03-20T15:05:05Z",
+			"deletionTimestamp": "2026-03-20T16:00:00Z",
+			"annotations": map[string]any{
+				"remediation.medik8s.io/node-name":                   "worker-1",
+				"remediation.medik8s.io/template-name":               "reboot",
+				"remediation.medik8s.io/nhc-timed-out":               "2026-03-20T15:10:05Z",
+				"remediation.medik8s.io/healthy-delay":               "2026-03-20T15:20:00Z",
+				"nodehealthcheck.medik8s.io/old-remediation-cr-flag": "flagon",
+			},
+			"labels": map[string]any{"remediation.medik8s.io/isControlPlaneNode": ""},
+		},
+		"status": map[string]any{"conditions": []any{
+			map[string]any{"type": "Processing", "status": "False"},
+			map[string]any{"type": "Succeeded", "status": "False"},
+			map[string]any{"type": "PermanentNodeDeletionExpected", "status": "True"},
+		}},
+	}}
+	assert.Equal(t, health.Remediation{
+		Ref: corev1.ObjectReference{
+			APIVersion: "test.medik8s.io/v1alpha1", Kind: "TestRemediation",
+			Namespace: "remediators", Name: "worker-1-x7k2p", UID: "r-uid",
+		},
+		TemplateName:                  "reboot",
+		Created:                       created,
+		Deleting:                      true,
+		Succeeded:                     metav1.ConditionFalse,
+		PermanentNodeDeletionExpected: true,
+		TimedOut:                      time.Date(2026, 3, 20, 15, 10, 5, 0, time.UTC),
+		HealthyDelayStart:             time.Date(2026, 3, 20, 15, 20, 0, 0, time.UTC),
+		FlaggedOld:                    true,
+		ControlPlane:                  true,
+	}, normalizeTimes(Summarize(r)))
+	assert.Equal(t, "worker-1", NodeOf(r))
+}
+
+func TestSummarizeToleratesBadAnnotations(t *testing.T) {
+	r := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{
+			"name": "worker-2", "creationTimestamp": "2026-03-20T15:05:05Z",
+			"annotations": map[string]any{
+				"remediation.medik8s.io/nhc-timed-out": "yesterday",
+				"remediation.medik8s.io/healthy-delay": "soon",
+			},
+		},
+		"status": map[string]any{"conditions": "not a list"},
+	}}
+	s := normalizeTimes(Summarize(r))
+	assert.Equal(t, time.Date(2026, 3, 20, 15, 5, 5, 0, time.UTC), s.TimedOut, "an unreadable time-out still counts, as of creation")
+	assert.True(t, s.HealthyDelayStart.IsZero(), "an unreadable delay start restarts the delay")
+	assert.Empty(t, s.Succeeded)
+	assert.Equal(t, "worker-2", NodeOf(r), "legacy resources are named after their node")
+}
+
+func normalizeTimes(s health.Remediation) health.Remediation {
+	for _, t := range []*time.Time{&s.Created, &s.TimedOut, &s.HealthyDelayStart} {
+		if !t.IsZero() {
+			*t = t.UTC()
+		}
+	}
+	return s
+}
+
+func TestOwnership(t *testing.T) {
+	r, err := NewRemediation(testTemplate(nil), testNHC, "worker-1", false)
+	require.NoError(t, err)
+	assert.True(t, OwnedBy(r, testNHC))
+	recreated := testNHC.DeepCopy()
+	recreated.UID = "new-uid"
+	assert.False(t, OwnedBy(r, recreated), "a recreated NodeHealthCheck of the same name does not adopt")
+	assert.Equal(t, []string{"workers"}, OwnerNames(r))
+}
+
+func fakeDynamic(objects ...runtime.Object) *dynamicfake.FakeDynamicClient {
+	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{testGVR: "TestRemediationList"}, objects...)
+}
+
+func TestCreateIsIdempotentForOurOwnResource(t *testing.T) {
+	ctx := context.Background()
+	w := NewWriter(fakeDynamic(), kubefake.NewClientset())
+	r, err := NewRemediation(testTemplate(nil), testNHC, "worker-1", false)
+	require.NoError(t, err)
+	first, err := w.Create(ctx, testGVR, r.DeepCopy(), testNHC)
+	require.NoError(t, err)
+	again, err := w.Create(ctx, testGVR, r.DeepCopy(), testNHC)
+	require.NoError(t, err, "AlreadyExists with our owner counts as created")
+	assert.Equal(t, first.GetName(), again.GetName())
+}
+
+func TestCreateLeavesSomeoneElsesResourceAlone(t *testing.T) {
+	ctx := context.Background()
+	other := testNHC.DeepCopy()
+	other.Name, other.UID = "other", "other-uid"
+	theirs, err := NewRemediation(testTemplate(nil), other, "worker-1", false)
+	require.NoError(t, err)
+	client := fakeDynamic(theirs)
+	w := NewWriter(client, kubefake.NewClientset())
+
+	ours, err := NewRemediation(testTemplate(nil), testNHC, "worker-1", false)
+	require.NoError(t, err)
+	_, err = w.Create(ctx, testGVR, ours, testNHC)
+	var notOwned *NotOwnedError
+	require.True(t, errors.As(err, &notOwned), "got %v", err)
+	assert.Equal(t, []string{"other"}, notOwned.Owners)
+	assert.Equal(t, "TestRemediation remediators/worker-1 already exists and belongs to NodeHealthCheck other; it is left alone", err.Error())
+	assert.True(t, certainlyFailed(err))
+
+	stored, err := client.Resource(testGVR).Namespace("remediators").Get(ctx, "worker-1", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"other"}, OwnerNames(stored), "not overwritten")
+}
+
+func TestCheckKinds(t *testing.T) {
+	multi := map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: "true"}
+	named := func(name string, annotations map[string]string) *unstructured.Unstructured {
+		t := testTemplate(annotations)
+		t.SetName(name)
+		return t
+	}
+	assert.Nil(t, CheckKinds([]*unstructured.Unstructured{named("a", multi), named("b", multi)}))
+	p := CheckKinds([]*unstructured.Unstructured{named("a", multi), named("b", nil)})
+	require.NotNil(t, p)
+	assert.Equal(t, v1alpha1.ReasonTemplateInvalid, p.Reason)
+	assert.Equal(t, "Remediation templates a and b are both of kind TestRemediationTemplate, but b lacks the remediation.medik8s.io/multiple-templates-support annotation: its remediator does not support several remediations of one node", p.Message)
+}
