@@ -23,7 +23,7 @@ unit: ## Run the unit tests (no control plane).
 
 .PHONY: integration
 integration: k8s-binaries ## Run the tests against a real kube-apiserver and etcd.
-	KUBEBUILDER_ASSETS="$(K8S_BINARIES)" go test ./test/...
+	KUBEBUILDER_ASSETS="$(K8S_BINARIES)" go test -count=1 ./test/...
 
 .PHONY: fuzz
 fuzz: ## Fuzz the pure packages, FUZZTIME each (default 60s).
