@@ -1,0 +1,103 @@
+// Command nhc-controller runs the NodeHealthCheck controller.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/component-base/logs"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
+	"k8s.io/klog/v2"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = ""
+
+func main() {
+	opts := defaultOptions()
+	logging := logsapi.NewLoggingConfiguration()
+	fs := pflag.CommandLine
+	opts.addFlags(fs)
+	logsapi.AddFlags(logging, fs)
+	showVersion := fs.Bool("version", false, "Print the version and exit.")
+	pflag.Parse()
+	if *showVersion {
+		fmt.Println("nhc-controller", buildVersion())
+		return
+	}
+	if err := logsapi.ValidateAndApply(logging, nil); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	defer logs.FlushLogs()
+	if err := opts.validate(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	logger := klog.FromContext(ctx)
+	logger.Info("Starting nhc-controller", "version", buildVersion(), "workers", opts.workers, "leaderElection", opts.leaderElect)
+	if err := run(ctx, opts); err != nil {
+		logger.Error(err, "nhc-controller failed")
+		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
+	}
+	logger.Info("nhc-controller stopped")
+}
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
+		return info.Main.Version
+	}
+	return "(devel)"
+}
+
+// serve runs an HTTP server until ctx ends; "0" disables it.
+func serve(ctx context.Context, name, address string, handler http.Handler) {
+	if address == "" || address == "0" {
+		return
+	}
+	logger := klog.FromContext(ctx)
+	server := &http.Server{Addr: address, Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = server.Shutdown(shutdownCtx)
+	}()
+	go func() {
+		logger.Info("Serving", "server", name, "address", address)
+		if err := server.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error(err, "Server failed", "server", name, "address", address)
+		}
+	}()
+}
+
+// readiness says whether this replica is ready: its caches synced and, with
+// leader election, it leads or knows who does.
+func readiness(synced func() bool, elector *leaderelection.LeaderElector) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		switch {
+		case !synced():
+			http.Error(w, "caches have not synced", http.StatusServiceUnavailable)
+		case elector != nil && !elector.IsLeader() && elector.GetLeader() == "":
+			http.Error(w, "no leader known yet", http.StatusServiceUnavailable)
+		default:
+			_, _ = w.Write([]byte("ok"))
+		}
+	}
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// inClusterNamespaceFile holds the pod's namespace when running in a cluster.
+const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+type options struct {
+	kubeconfig string
+	workers    int
+	qps        float32
+	burst      int
+
+	leaderElect             bool
+	leaderElectionNamespace string
+	leaderElectionID        string
+	leaseDuration           time.Duration
+	renewDeadline           time.Duration
+	retryPeriod             time.Duration
+
+	metricsAddress string
+	probeAddress   string
+}
+
+func defaultOptions() *options {
+	return &options{
+		workers: 2, qps: 50, burst: 100,
+		leaderElect: true, leaderElectionID: "nhc-controller.remediation.medik8s.io",
+		leaseDuration: 15 * time.Second, renewDeadline: 10 * time.Second, retryPeriod: 2 * time.Second,
+		metricsAddress: ":8080", probeAddress: ":8081",
+	}
+}
+
+func (o *options) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.kubeconfig, "kubeconfig", o.kubeconfig, "Path to a kubeconfig. Without it, the in-cluster configuration is used.")
+	fs.IntVar(&o.workers, "workers", o.workers, "NodeHealthChecks synced in parallel.")
+	fs.Float32Var(&o.qps, "kube-api-qps", o.qps, "Queries per second to the API server.")
+	fs.IntVar(&o.burst, "kube-api-burst", o.burst, "Burst of queries to the API server.")
+	fs.BoolVar(&o.leaderElect, "leader-elect", o.leaderElect, "Elect a leader among replicas with a Lease; only the leader acts.")
+	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", o.leaderElectionNamespace, "Namespace of the leader-election Lease. Defaults to the pod's namespace in a cluster, else default.")
+	fs.StringVar(&o.leaderElectionID, "leader-election-id", o.leaderElectionID, "Name of the leader-election Lease.")
+	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", o.leaseDuration, "How long non-leaders wait before taking over an unrenewed lease.")
+	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", o.renewDeadline, "How long the leader retries renewing before it gives up leading.")
+	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", o.retryPeriod, "How often candidates try to acquire or renew the lease.")
+	fs.StringVar(&o.metricsAddress, "metrics-bind-address", o.metricsAddress, "Address of the Prometheus /metrics endpoint; 0 disables it.")
+	fs.StringVar(&o.probeAddress, "health-probe-bind-address", o.probeAddress, "Address of /healthz and /readyz; 0 disables them.")
+}
+
+func (o *options) validate() error {
+	switch {
+	case o.workers < 1:
+		return fmt.Errorf("--workers must be at least 1, not %d", o.workers)
+	case o.qps <= 0 || o.burst < 1:
+		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive")
+	case o.leaderElect && !(o.retryPeriod < o.renewDeadline && o.renewDeadline < o.leaseDuration):
+		return fmt.Errorf("leader election needs --leader-elect-retry-period < --leader-elect-renew-deadline < --leader-elect-lease-duration")
+	}
+	if o.leaderElectionNamespace == "" {
+		o.leaderElectionNamespace = "default"
+		if data, err := os.ReadFile(inClusterNamespaceFile); err == nil {
+			o.leaderElectionNamespace = strings.TrimSpace(string(data))
+		}
+	}
+	return nil
+}

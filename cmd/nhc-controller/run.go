@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+
+	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/metrics/legacyregistry"
+	_ "k8s.io/component-base/metrics/prometheus/restclient" // rest_client_* metrics
+	_ "k8s.io/component-base/metrics/prometheus/workqueue"  // workqueue_* metrics
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/controller"
+	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
+	nhcscheme "github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned/scheme"
+	"github.com/nodehealthcheck/nhc-controller/pkg/generated/informers/externalversions"
+)
+
+// eventComponent is the source of the controller's events, as upstream's.
+const eventComponent = "NodeHealthCheck"
+
+func run(ctx context.Context, opts *options) error {
+	logger := klog.FromContext(ctx)
+	config, err := clientcmd.BuildConfigFromFlags("", opts.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("loading the client configuration: %w", err)
+	}
+	config.QPS, config.Burst = opts.qps, opts.burst
+	config.UserAgent = "nhc-controller/" + buildVersion()
+	kubeClient, nhcClient, dynamicClient, err := clients(config)
+	if err != nil {
+		return err
+	}
+
+	metrics := controller.NewMetrics()
+	if err := metrics.Register(legacyregistry.Registerer()); err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
+	if err := nhcscheme.AddToScheme(scheme.Scheme); err != nil {
+		return err
+	}
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartStructuredLogging(4)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kubeClient.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: eventComponent})
+
+	// Nodes and NodeHealthChecks are watched on every replica, so that a new
+	// leader starts with warm caches. Nothing needs a periodic resync.
+	kubeInformers := informers.NewSharedInformerFactory(kubeClient, 0)
+	nhcInformers := externalversions.NewSharedInformerFactory(nhcClient, 0)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kubeClient.Discovery()))
+	ctrl, err := controller.New(ctx, kubeClient, nhcClient, dynamicClient, mapper,
+		kubeInformers.Core().V1().Nodes(), nhcInformers.Remediation().V1alpha1().NodeHealthChecks(),
+		recorder, metrics, clock.RealClock{})
+	if err != nil {
+		return err
+	}
+	kubeInformers.Start(ctx.Done())
+	nhcInformers.Start(ctx.Done())
+	defer kubeInformers.Shutdown()
+	defer nhcInformers.Shutdown()
+
+	metricsMux := http.NewServeMux()
+	metricsMux.Handle("/metrics", legacyregistry.Handler())
+	serve(ctx, "metrics", opts.metricsAddress, metricsMux)
+
+	if !opts.leaderElect {
+		serve(ctx, "probes", opts.probeAddress, probes(ctrl.CachesSynced, nil, nil))
+		return ctrl.Run(ctx, opts.workers)
+	}
+	return runElected(ctx, opts, kubeClient, ctrl, logger)
+}
+
+// runElected runs the controller while this replica leads. On SIGTERM the
+// workers drain first, and only then is the lease released, so that the next
+// leader never acts beside a sync still in flight.
+func runElected(ctx context.Context, opts *options, kubeClient kubernetes.Interface, ctrl *controller.Controller, logger klog.Logger) error {
+	hostname, _ := os.Hostname()
+	identity := hostname + "_" + uuid.NewString()
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: opts.leaderElectionNamespace, Name: opts.leaderElectionID},
+		Client:     kubeClient.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
+	}
+	electionCtx, endElection := context.WithCancel(context.WithoutCancel(ctx))
+	defer endElection()
+	var runErr error
+	healthz := leaderelection.NewLeaderHealthzAdaptor(opts.renewDeadline)
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   opts.leaseDuration,
+		RenewDeadline:   opts.renewDeadline,
+		RetryPeriod:     opts.retryPeriod,
+		ReleaseOnCancel: true,
+		Name:            opts.leaderElectionID,
+		WatchDog:        healthz,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(leading context.Context) {
+				logger.Info("Became the leader", "identity", identity)
+				workCtx, stopWork := context.WithCancel(ctx)
+				defer stopWork()
+				go func() {
+					// Losing the lease stops the work at once.
+					<-leading.Done()
+					stopWork()
+				}()
+				runErr = ctrl.Run(workCtx, opts.workers)
+				endElection()
+			},
+			OnStoppedLeading: func() {
+				if ctx.Err() == nil {
+					logger.Info("Lost the lease; stopping", "identity", identity)
+					klog.FlushAndExit(klog.ExitFlushTimeout, 1)
+				}
+				logger.Info("Released the lease", "identity", identity)
+			},
+			OnNewLeader: func(current string) {
+				if current != identity {
+					logger.Info("Another replica leads", "leader", current)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	serve(ctx, "probes", opts.probeAddress, probes(ctrl.CachesSynced, elector, healthz))
+	go func() {
+		// A replica that never led ends its election on SIGTERM.
+		<-ctx.Done()
+		if !elector.IsLeader() {
+			endElection()
+		}
+	}()
+	elector.Run(electionCtx)
+	return runErr
+}
+
+func clients(config *rest.Config) (kubernetes.Interface, versioned.Interface, dynamic.Interface, error) {
+	kubeClient, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	nhcClient, err := versioned.NewForConfig(config)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	dynamicClient, err := dynamic.NewForConfig(config)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return kubeClient, nhcClient, dynamicClient, nil
+}
+
+// probes serves /healthz (the process and, with leader election, the lease
+// renewal) and /readyz.
+func probes(synced func() bool, elector *leaderelection.LeaderElector, healthz *leaderelection.HealthzAdaptor) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if healthz != nil {
+			if err := healthz.Check(r); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	mux.HandleFunc("/readyz", readiness(synced, elector))
+	return mux
+}

@@ -1,0 +1,123 @@
+package controller
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+)
+
+// Metrics are the controller's Prometheus metrics: upstream's, with the same
+// names and labels so that existing dashboards and alerts work, and gauges
+// per NodeHealthCheck.
+type Metrics struct {
+	oldRemediation    *prometheus.CounterVec
+	ongoing           *prometheus.GaugeVec
+	unhealthyDuration *prometheus.HistogramVec
+
+	observed    *prometheus.GaugeVec
+	healthy     *prometheus.GaugeVec
+	unhealthy   *prometheus.GaugeVec
+	remediating *prometheus.GaugeVec
+	stormActive *prometheus.GaugeVec
+}
+
+// NewMetrics returns the metrics, not yet registered.
+func NewMetrics() *Metrics {
+	perNHC := func(name, help string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, []string{"nodehealthcheck"})
+	}
+	return &Metrics{
+		oldRemediation: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nodehealthcheck_old_remediation_cr",
+			Help: "Number of old remediation CRs detected by NodeHealthChecks",
+		}, []string{"name", "namespace"}),
+		ongoing: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "nodehealthcheck_ongoing_remediation",
+			Help: "Indication of an ongoing remediation of an unhealthy node",
+		}, []string{"name", "namespace", "remediation"}),
+		unhealthyDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "nodehealthcheck_unhealthy_node_duration_seconds",
+			Help:    "Unhealthy Node duration distribution",
+			Buckets: []float64{30, 60, 120, 180, 240, 300, 600, 1200, 2400, 3600},
+		}, []string{"name", "namespace", "remediation"}),
+		observed:    perNHC("nodehealthcheck_observed_nodes", "Nodes the NodeHealthCheck's selector matches"),
+		healthy:     perNHC("nodehealthcheck_healthy_nodes", "Selected nodes that are healthy"),
+		unhealthy:   perNHC("nodehealthcheck_unhealthy_nodes", "Selected nodes that are not healthy: unhealthy, soon unhealthy, or still under remediation"),
+		remediating: perNHC("nodehealthcheck_remediations_in_flight", "Selected nodes with an ongoing remediation"),
+		stormActive: perNHC("nodehealthcheck_storm_recovery_active", "1 while storm recovery holds back new remediations"),
+	}
+}
+
+// Register registers the metrics.
+func (m *Metrics) Register(registerer prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{m.oldRemediation, m.ongoing, m.unhealthyDuration, m.observed, m.healthy, m.unhealthy, m.remediating, m.stormActive} {
+		if err := registerer.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// record updates the metrics after a sync.
+func (m *Metrics) record(nhc *v1alpha1.NodeHealthCheck, d *health.Decision, out *remediation.Outcome, now time.Time) {
+	if m == nil {
+		return
+	}
+	m.observed.WithLabelValues(nhc.Name).Set(float64(d.Observed))
+	m.healthy.WithLabelValues(nhc.Name).Set(float64(d.Healthy))
+	m.unhealthy.WithLabelValues(nhc.Name).Set(float64(d.Observed - d.Healthy))
+	m.remediating.WithLabelValues(nhc.Name).Set(float64(d.Remediating))
+	storm := 0.0
+	if d.Storm.Active {
+		storm = 1
+	}
+	m.stormActive.WithLabelValues(nhc.Name).Set(storm)
+
+	current := map[string]bool{}
+	for _, entry := range d.Status.UnhealthyNodes {
+		current[entry.Name] = true
+		for _, rem := range entry.Remediations {
+			m.ongoing.WithLabelValues(entry.Name, rem.Resource.Namespace, rem.Resource.Kind).Set(1)
+		}
+	}
+	// A node that left the status is healthy again or gone: like upstream,
+	// its gauge drops to 0 and its remediation time is observed.
+	for _, entry := range nhc.Status.UnhealthyNodes {
+		if current[entry.Name] {
+			continue
+		}
+		for _, rem := range entry.Remediations {
+			m.ongoing.WithLabelValues(entry.Name, rem.Resource.Namespace, rem.Resource.Kind).Set(0)
+			m.unhealthyDuration.WithLabelValues(entry.Name, rem.Resource.Namespace, rem.Resource.Kind).Observe(now.Sub(rem.Started.Time).Seconds())
+		}
+	}
+	for _, ref := range out.Flagged {
+		m.oldRemediation.WithLabelValues(nodeOfResource(d, ref.UID), "").Inc()
+	}
+}
+
+func nodeOfResource(d *health.Decision, uid types.UID) string {
+	for _, entry := range d.Status.UnhealthyNodes {
+		for _, rem := range entry.Remediations {
+			if rem.Resource.UID == uid {
+				return entry.Name
+			}
+		}
+	}
+	return ""
+}
+
+// forget drops the gauges of a deleted NodeHealthCheck.
+func (m *Metrics) forget(nhc string) {
+	if m == nil {
+		return
+	}
+	for _, g := range []*prometheus.GaugeVec{m.observed, m.healthy, m.unhealthy, m.remediating, m.stormActive} {
+		g.DeleteLabelValues(nhc)
+	}
+}

@@ -1,0 +1,96 @@
+package controller
+
+import (
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+)
+
+// TrimNode is the Node informer's transform: it keeps only what the
+// controller reads (name, labels, annotations, conditions without heartbeat
+// times) and drops the rest, such as managed fields, images and volumes,
+// which make up most of a node object.
+func TrimNode(obj any) (any, error) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		trimmed, err := TrimNode(tombstone.Obj)
+		return cache.DeletedFinalStateUnknown{Key: tombstone.Key, Obj: trimmed}, err
+	}
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	trimmed := &corev1.Node{
+		TypeMeta: node.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name: node.Name, UID: node.UID, ResourceVersion: node.ResourceVersion,
+			Labels: node.Labels, Annotations: node.Annotations,
+			CreationTimestamp: node.CreationTimestamp, DeletionTimestamp: node.DeletionTimestamp,
+		},
+	}
+	if len(node.Status.Conditions) > 0 {
+		trimmed.Status.Conditions = make([]corev1.NodeCondition, len(node.Status.Conditions))
+		for i, c := range node.Status.Conditions {
+			trimmed.Status.Conditions[i] = corev1.NodeCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime}
+		}
+	}
+	return trimmed, nil
+}
+
+// nodeChanged tells whether a node update can change a decision: a
+// condition's type, status or transition time, the exclude label, the manual
+// confirmation annotation, or a label that some selector uses. Heartbeats
+// change none of these.
+func nodeChanged(old, updated *corev1.Node, selectorKeys map[string]bool) bool {
+	if !sameConditions(old.Status.Conditions, updated.Status.Conditions) {
+		return true
+	}
+	if old.Labels[v1alpha1.ExcludeFromRemediationLabel] != updated.Labels[v1alpha1.ExcludeFromRemediationLabel] ||
+		hasKey(old.Labels, v1alpha1.ExcludeFromRemediationLabel) != hasKey(updated.Labels, v1alpha1.ExcludeFromRemediationLabel) {
+		return true
+	}
+	if hasKey(old.Annotations, v1alpha1.ManuallyConfirmedHealthyAnnotation) != hasKey(updated.Annotations, v1alpha1.ManuallyConfirmedHealthyAnnotation) {
+		return true
+	}
+	if maps.Equal(old.Labels, updated.Labels) {
+		return false
+	}
+	for key := range selectorKeys {
+		if old.Labels[key] != updated.Labels[key] || hasKey(old.Labels, key) != hasKey(updated.Labels, key) {
+			return true
+		}
+	}
+	// Control-plane role labels decide the one-at-a-time rule.
+	return isControlPlane(old.Labels) != isControlPlane(updated.Labels)
+}
+
+func sameConditions(a, b []corev1.NodeCondition) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, ca := range a {
+		found := false
+		for _, cb := range b {
+			if ca.Type == cb.Type {
+				found = ca.Status == cb.Status && ca.LastTransitionTime.Equal(&cb.LastTransitionTime)
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+func hasKey(m map[string]string, key string) bool {
+	_, ok := m[key]
+	return ok
+}
+
+func isControlPlane(labels map[string]string) bool {
+	return hasKey(labels, v1alpha1.ControlPlaneRoleLabel) || hasKey(labels, v1alpha1.MasterRoleLabel)
+}

@@ -1,0 +1,57 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+)
+
+// writeStatus writes the status through the status subresource when it
+// changed, with the resourceVersion the decision was made from: a conflict
+// means the decision was made from stale data, and the sync is retried.
+func (c *Controller) writeStatus(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, status v1alpha1.NodeHealthCheckStatus) error {
+	if sameStatus(nhc.Status, status) {
+		return nil
+	}
+	updated := nhc.DeepCopy()
+	updated.Status = status
+	now := metav1.NewTime(c.clock.Now())
+	updated.Status.LastUpdateTime = &now
+	written, err := c.nhcClient.RemediationV1alpha1().NodeHealthChecks().UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: remediation.FieldManager})
+	if err != nil {
+		return fmt.Errorf("writing the status: %w", err)
+	}
+	c.written.Store(nhc.Name, written)
+	return nil
+}
+
+// sameStatus compares two statuses but for lastUpdateTime.
+func sameStatus(a, b v1alpha1.NodeHealthCheckStatus) bool {
+	a.LastUpdateTime, b.LastUpdateTime = nil, nil
+	return apiequality.Semantic.DeepEqual(a, b)
+}
+
+// latest returns the NodeHealthCheck as this controller last wrote it when
+// the informer has not caught up with that write yet: the status is the
+// controller's memory (time-outs of Succeeded=True steps, storm state), and a
+// sync must not decide from an older one.
+func (c *Controller) latest(cached *v1alpha1.NodeHealthCheck) *v1alpha1.NodeHealthCheck {
+	value, ok := c.written.Load(cached.Name)
+	if !ok {
+		return cached
+	}
+	written := value.(*v1alpha1.NodeHealthCheck)
+	if written.UID == cached.UID {
+		if order, err := resourceversion.CompareResourceVersion(cached.ResourceVersion, written.ResourceVersion); err == nil && order < 0 {
+			return written
+		}
+	}
+	c.written.CompareAndDelete(cached.Name, value)
+	return cached
+}
