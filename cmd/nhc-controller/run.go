@@ -36,6 +36,13 @@ import (
 // eventComponent is the source of the controller's events, as upstream's.
 const eventComponent = "NodeHealthCheck"
 
+// eventBurst and eventQPS bound the events per NodeHealthCheck: a burst that
+// covers a large storm, then one per second.
+const (
+	eventBurst = 1000
+	eventQPS   = 1
+)
+
 func run(ctx context.Context, opts *options) error {
 	logger := klog.FromContext(ctx)
 	config, err := clientcmd.BuildConfigFromFlags("", opts.kubeconfig)
@@ -56,7 +63,12 @@ func run(ctx context.Context, opts *options) error {
 	if err := nhcscheme.AddToScheme(scheme.Scheme); err != nil {
 		return err
 	}
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	// One NodeHealthCheck speaks for many nodes: client-go's default spam
+	// filter (25 events per object, then one per 5 minutes) would drop the
+	// events of a mass failure, storm recovery's among them.
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{
+		BurstSize: eventBurst, QPS: eventQPS,
+	}))
 	broadcaster.StartStructuredLogging(4)
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kubeClient.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
