@@ -36,6 +36,10 @@ const QueueName = "nodehealthcheck"
 // informer events usually come first.
 const notReadyRequeue = time.Second
 
+// problemRequeue is how soon a NodeHealthCheck that cannot be evaluated is
+// looked at again, besides the events that wake it.
+const problemRequeue = 10 * time.Second
+
 // syncTimeout bounds the API calls of one sync.
 const syncTimeout = time.Minute
 

@@ -38,6 +38,9 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 		return 0, fmt.Errorf("observing remediation resources: %w", err)
 	}
 	if !obs.Ready {
+		if obs.Problem != nil {
+			return c.reportProblem(ctx, nhc, *obs.Problem)
+		}
 		logger.V(4).Info("Waiting for informers to sync or for own writes to show")
 		return notReadyRequeue, nil
 	}
@@ -67,6 +70,19 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 		return 0, err
 	}
 	return requeueAfter, nil
+}
+
+// reportProblem disables a NodeHealthCheck that cannot even be evaluated,
+// such as one whose remediation kinds it may not watch. The informers keep
+// trying, and their first sync wakes it up.
+func (c *Controller) reportProblem(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, problem health.Problem) (time.Duration, error) {
+	status, events := health.Disabled(nhc, problem, c.clock.Now())
+	for _, e := range events {
+		c.event(nhc, e.Type, e.Reason, e.Message)
+		klog.FromContext(ctx).Info(e.Message, "reason", e.Reason)
+	}
+	klog.FromContext(ctx).V(2).Info("Cannot evaluate", "reason", problem.Reason, "message", problem.Message)
+	return problemRequeue, c.writeStatus(ctx, nhc, status)
 }
 
 // selectedNodes lists the nodes the selector matches. An invalid selector

@@ -193,3 +193,18 @@ func setInFlight(s *v1alpha1.NodeHealthCheckStatus, node string, started metav1.
 	}
 	s.InFlightRemediations[node] = started
 }
+
+// Disabled returns the status of a NodeHealthCheck that cannot be evaluated
+// at all, for example because it may not read its remediation resources: its
+// last status, unchanged but for the Disabled condition, phase and reason, and
+// the Disabled event on the transition. Deciding from caches that cannot fill
+// could lose remediations.
+func Disabled(nhc *v1alpha1.NodeHealthCheck, problem Problem, now time.Time) (v1alpha1.NodeHealthCheckStatus, []Event) {
+	e := &evaluation{in: Input{NHC: nhc, Problem: &problem, Now: now}, spec: &nhc.Spec, now: now}
+	e.d.spec = e.spec
+	e.d.Status = *nhc.Status.DeepCopy()
+	e.d.Status.ObservedGeneration = nhc.Generation
+	e.setDisabled(&e.d.Status)
+	e.d.setPhase()
+	return e.d.Status, e.d.Events
+}

@@ -127,3 +127,17 @@ func TestEvaluateDoesNotModifyItsInput(t *testing.T) {
 	assert.Equal(t, nhc, s.nhc)
 	assert.Equal(t, nodesBefore, s.nodes)
 }
+
+func TestDisabledKeepsTheLastStatus(t *testing.T) {
+	s := newSimulation(testNHC(), 3)
+	s.fail("node-00")
+	s.evaluate()
+	before := s.nhc.Status
+	status, events := Disabled(s.nhc, Problem{Reason: v1alpha1.ReasonTemplateNotFound, Message: "forbidden"}, now)
+	assert.Equal(t, v1alpha1.PhaseDisabled, status.Phase)
+	assert.Equal(t, "NHC is disabled: RemediationTemplateNotFound: forbidden", status.Reason)
+	assert.Equal(t, before.UnhealthyNodes, status.UnhealthyNodes, "remediations stay on record")
+	assert.Equal(t, before.HealthyNodes, status.HealthyNodes)
+	require.Equal(t, []string{"Disabled"}, eventReasons(events))
+	assert.Equal(t, v1alpha1.PhaseRemediating, s.nhc.Status.Phase, "the input is not modified")
+}

@@ -99,6 +99,22 @@ func (cp *ControlPlane) InstallCRDs(dir string) error {
 	return err
 }
 
+// UserKubeconfig writes a kubeconfig for a user with only the rights RBAC
+// grants it, and returns its path. A user named
+// system:serviceaccount:<namespace>:<name> acts as that ServiceAccount.
+func (cp *ControlPlane) UserKubeconfig(name string, groups ...string) (string, error) {
+	user, err := cp.env.AddUser(envtest.User{Name: name, Groups: groups}, cp.Config)
+	if err != nil {
+		return "", err
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(cp.tempDir, strings.NewReplacer(":", "_", "/", "_").Replace(name)+".kubeconfig")
+	return path, os.WriteFile(path, data, 0o600)
+}
+
 // Kubectl runs kubectl against this control plane and returns its standard
 // output; a failure returns the standard error in the error.
 func (cp *ControlPlane) Kubectl(args ...string) (string, error) {

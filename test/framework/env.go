@@ -86,9 +86,14 @@ type Controller struct {
 	exitErr                      error
 }
 
-// StartController starts the controller with extra flags; its log (-v=4)
-// goes to a file.
+// StartController starts the controller as cluster admin, with extra flags;
+// its log (-v=4) goes to a file.
 func (e *Env) StartController(name string, flags ...string) (*Controller, error) {
+	return e.StartControllerWithKubeconfig(name, e.Cluster.Kubeconfig, flags...)
+}
+
+// StartControllerWithKubeconfig starts the controller with the identity of a kubeconfig.
+func (e *Env) StartControllerWithKubeconfig(name, kubeconfig string, flags ...string) (*Controller, error) {
 	c := &Controller{Name: name, MetricsAddress: freeAddress(), ProbeAddress: freeAddress(), done: make(chan struct{})}
 	c.logPath = filepath.Join(e.tempDir, name+".log")
 	log, err := os.OpenFile(c.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -96,7 +101,7 @@ func (e *Env) StartController(name string, flags ...string) (*Controller, error)
 		return nil, err
 	}
 	args := append([]string{
-		"--kubeconfig", e.Cluster.Kubeconfig, "-v=4",
+		"--kubeconfig", kubeconfig, "-v=4",
 		"--metrics-bind-address", c.MetricsAddress, "--health-probe-bind-address", c.ProbeAddress,
 	}, flags...)
 	c.cmd = exec.Command(e.Binary, args...)

@@ -1,0 +1,94 @@
+package ha
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/test/controlplane"
+	"github.com/nodehealthcheck/nhc-controller/test/framework"
+)
+
+// TestManifestsInstallAndGrantEnough applies the manifests with plain
+// kubectl, then runs the controller as their ServiceAccount: with the RBAC
+// of the manifests and a remediator's aggregated role, and nothing else, it
+// remediates, records events, takes its lease and removes a confirmation.
+func TestManifestsInstallAndGrantEnough(t *testing.T) {
+	root := controlplane.RepoRoot()
+	for _, path := range []string{"manifests/crd", "manifests/deploy/namespace.yaml", "manifests/rbac", "manifests/deploy", "test/crds/rbac"} {
+		out, err := env.Cluster.Kubectl("apply", "-f", filepath.Join(root, path))
+		require.NoError(t, err, out)
+	}
+	out, err := env.Cluster.Kubectl("get", "deployment", "-n", "nhc-system", "nhc-controller", "-o", "name")
+	require.NoError(t, err)
+	assert.Equal(t, "deployment.apps/nhc-controller\n", out)
+
+	kubeconfig, err := env.Cluster.UserKubeconfig("system:serviceaccount:nhc-system:nhc-controller", "system:serviceaccounts", "system:serviceaccounts:nhc-system", "system:authenticated")
+	require.NoError(t, err)
+	const scenario = "rbac"
+	env.CreateTemplate(t, scenario, nil)
+	nodes := env.CreateNodes(t, scenario, 3)
+	env.CreateNHC(t, scenario, func(s *v1alpha1.NodeHealthCheckSpec) { s.HealthyDelay = &metav1.Duration{Duration: -time.Second} })
+	c, err := env.StartControllerWithKubeconfig("rbac", kubeconfig, "--leader-elect=true", "--leader-election-namespace=nhc-system")
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.DumpLog(os.Stderr)
+		}
+	})
+	defer func() { assert.NoError(t, c.Stop()) }()
+
+	// Without the remediator's rules the NodeHealthCheck says what is missing.
+	env.Fail(t, time.Hour, nodes[0])
+	framework.Eventually(t, 20*time.Second, "the NodeHealthCheck disabled for lack of permissions", func() bool {
+		s := env.GetNHC(t, scenario).Status
+		return s.Phase == v1alpha1.PhaseDisabled && strings.Contains(s.Reason, "Grant get, list and watch on testremediationtemplates.test.medik8s.io")
+	})
+
+	aggregateClusterRoles(t, "nhc-controller-remediators")
+	framework.Eventually(t, 30*time.Second, "a remediation created with the manifests' rights", func() bool {
+		return len(env.Remediations(t, scenario)[nodes[0]]) == 1
+	})
+	env.Recover(t, nodes[0])
+	env.UpdateNode(t, nodes[0], func(n *corev1.Node) {
+		n.Annotations = map[string]string{v1alpha1.ManuallyConfirmedHealthyAnnotation: "yes"}
+	})
+	framework.Eventually(t, 10*time.Second, "the remediation deleted and the confirmation removed", func() bool {
+		n, err := env.Kube.CoreV1().Nodes().Get(t.Context(), nodes[0], metav1.GetOptions{})
+		require.NoError(t, err)
+		_, confirmed := n.Annotations[v1alpha1.ManuallyConfirmedHealthyAnnotation]
+		return !confirmed && len(env.Remediations(t, scenario)) == 0
+	})
+	framework.Eventually(t, 10*time.Second, "events recorded in namespace default", func() bool { return len(env.Events(t, scenario)) > 0 })
+}
+
+// aggregateClusterRoles does what kube-controller-manager's aggregation
+// controller does, which this control plane lacks: it fills an aggregated
+// ClusterRole with the rules of the ClusterRoles its selectors match.
+func aggregateClusterRoles(t *testing.T, name string) {
+	t.Helper()
+	ctx := t.Context()
+	roles := env.Kube.RbacV1().ClusterRoles()
+	aggregated, err := roles.Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	var rules []rbacv1.PolicyRule
+	for _, selector := range aggregated.AggregationRule.ClusterRoleSelectors {
+		list, err := roles.List(ctx, metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(&selector)})
+		require.NoError(t, err)
+		for _, role := range list.Items {
+			rules = append(rules, role.Rules...)
+		}
+	}
+	aggregated.Rules = rules
+	_, err = roles.Update(ctx, aggregated, metav1.UpdateOptions{})
+	require.NoError(t, err)
+}
