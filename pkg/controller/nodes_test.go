@@ -1,0 +1,145 @@
+package controller
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+)
+
+var t0 = metav1.NewTime(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
+
+func baseNode() *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "worker-1", ResourceVersion: "1", Labels: map[string]string{"role": "worker", "zone": "a"}},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
+			{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: t0, LastHeartbeatTime: t0},
+			{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, LastTransitionTime: t0, LastHeartbeatTime: t0},
+		}},
+	}
+}
+
+func TestNodeChanged(t *testing.T) {
+	selectorKeys := map[string]bool{"role": true}
+	cases := []struct {
+		name   string
+		change func(*corev1.Node)
+		want   bool
+	}{
+		{"a heartbeat", func(n *corev1.Node) { n.Status.Conditions[0].LastHeartbeatTime = metav1.Now() }, false},
+		{"conditions in another order", func(n *corev1.Node) {
+			n.Status.Conditions[0], n.Status.Conditions[1] = n.Status.Conditions[1], n.Status.Conditions[0]
+		}, false},
+		{"a status", func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse }, true},
+		{"a transition time alone", func(n *corev1.Node) { n.Status.Conditions[0].LastTransitionTime = metav1.Now() }, true},
+		{"a condition added", func(n *corev1.Node) {
+			n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: "KernelDeadlock", Status: corev1.ConditionTrue})
+		}, true},
+		{"a condition removed", func(n *corev1.Node) { n.Status.Conditions = n.Status.Conditions[:1] }, true},
+		{"a condition type replaced", func(n *corev1.Node) { n.Status.Conditions[1].Type = corev1.NodeDiskPressure }, true},
+		{"a selector label changed", func(n *corev1.Node) { n.Labels["role"] = "infra" }, true},
+		{"a selector label removed", func(n *corev1.Node) { delete(n.Labels, "role") }, true},
+		{"another label changed", func(n *corev1.Node) { n.Labels["zone"] = "b" }, false},
+		{"the exclude label added", func(n *corev1.Node) { n.Labels[v1alpha1.ExcludeFromRemediationLabel] = "true" }, true},
+		{"the exclude label added empty", func(n *corev1.Node) { n.Labels[v1alpha1.ExcludeFromRemediationLabel] = "" }, true},
+		{"a control-plane role added", func(n *corev1.Node) { n.Labels[v1alpha1.ControlPlaneRoleLabel] = "" }, true},
+		{"the confirmation annotation added", func(n *corev1.Node) {
+			n.Annotations = map[string]string{v1alpha1.ManuallyConfirmedHealthyAnnotation: ""}
+		}, true},
+		{"another annotation", func(n *corev1.Node) { n.Annotations = map[string]string{"note": "x"} }, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			old := baseNode()
+			updated := old.DeepCopy()
+			tc.change(updated)
+			trimmedOld, _ := TrimNode(old)
+			trimmedNew, _ := TrimNode(updated)
+			assert.Equal(t, tc.want, nodeChanged(trimmedOld.(*corev1.Node), trimmedNew.(*corev1.Node), selectorKeys))
+		})
+	}
+}
+
+func TestTrimNodeKeepsWhatTheControllerReads(t *testing.T) {
+	node := realisticNode(1)
+	trimmed, err := TrimNode(node)
+	assert.NoError(t, err)
+	n := trimmed.(*corev1.Node)
+	assert.Equal(t, node.Name, n.Name)
+	assert.Equal(t, node.Labels, n.Labels)
+	assert.Equal(t, node.Annotations, n.Annotations)
+	assert.Equal(t, node.ResourceVersion, n.ResourceVersion)
+	assert.Len(t, n.Status.Conditions, len(node.Status.Conditions))
+	assert.Equal(t, node.Status.Conditions[0].LastTransitionTime, n.Status.Conditions[0].LastTransitionTime)
+	assert.Empty(t, n.ManagedFields)
+	assert.Empty(t, n.Status.Images)
+
+	tombstone, _ := TrimNode(cache.DeletedFinalStateUnknown{Key: "worker", Obj: node})
+	assert.Empty(t, tombstone.(cache.DeletedFinalStateUnknown).Obj.(*corev1.Node).Status.Images)
+}
+
+// realisticNode is a node as a kubelet reports it: managed fields, 50
+// images, capacity, addresses, node info.
+func realisticNode(i int) *corev1.Node {
+	node := baseNode()
+	node.Name = fmt.Sprintf("worker-%05d", i)
+	node.Labels = map[string]string{"kubernetes.io/hostname": node.Name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+		"node-role.kubernetes.io/worker": "", "topology.kubernetes.io/zone": "zone-a", "node.kubernetes.io/instance-type": "m5.xlarge"}
+	node.Annotations = map[string]string{"node.alpha.kubernetes.io/ttl": "0", "volumes.kubernetes.io/controller-managed-attach-detach": "true"}
+	for _, manager := range []string{"kubelet", "kube-controller-manager", "kube-scheduler"} {
+		node.ManagedFields = append(node.ManagedFields, metav1.ManagedFieldsEntry{
+			Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &t0,
+			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: make([]byte, 1500)},
+		})
+	}
+	for j := range 50 {
+		node.Status.Images = append(node.Status.Images, corev1.ContainerImage{
+			Names:     []string{fmt.Sprintf("registry.example.com/team/app-%d@sha256:%064d", j, j), fmt.Sprintf("registry.example.com/team/app-%d:v1.%d.0", j, j)},
+			SizeBytes: 123456789,
+		})
+	}
+	for _, c := range []corev1.NodeConditionType{corev1.NodeDiskPressure, corev1.NodePIDPressure, corev1.NodeNetworkUnavailable} {
+		node.Status.Conditions = append(node.Status.Conditions, corev1.NodeCondition{Type: c, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficient", Message: "kubelet has sufficient resources", LastTransitionTime: t0, LastHeartbeatTime: t0})
+	}
+	node.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110")}
+	node.Status.Allocatable = node.Status.Capacity.DeepCopy()
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}, {Type: corev1.NodeHostName, Address: node.Name}}
+	node.Status.NodeInfo = corev1.NodeSystemInfo{MachineID: "0123456789abcdef", KernelVersion: "6.8.0", OSImage: "Ubuntu 24.04", ContainerRuntimeVersion: "containerd://2.0.0", KubeletVersion: "v1.37.1"}
+	node.Spec.PodCIDR, node.Spec.ProviderID = "10.244.1.0/24", "aws:///zone-a/i-0123456789"
+	return node
+}
+
+// BenchmarkNodeCacheMemory reports the heap that 5,000 cached nodes hold,
+// with and without TrimNode.
+func BenchmarkNodeCacheMemory(b *testing.B) {
+	const nodes = 5000
+	for _, trim := range []bool{false, true} {
+		b.Run(fmt.Sprintf("trim=%v", trim), func(b *testing.B) {
+			for b.Loop() {
+				runtime.GC()
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				cached := make([]any, nodes)
+				for i := range cached {
+					var obj any = realisticNode(i)
+					if trim {
+						obj, _ = TrimNode(obj)
+					}
+					cached[i] = obj
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "MiB")
+				runtime.KeepAlive(cached)
+			}
+		})
+	}
+}
