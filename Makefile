@@ -10,9 +10,14 @@ K8S_BINARIES = $(shell hack/build-k8s-binaries.sh | tail -n 1)
 help: ## List the targets.
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
+.PHONY: demo
+demo: k8s-binaries ## Run the controller on a local control plane with simulated nodes, and narrate.
+	KUBEBUILDER_ASSETS="$(K8S_BINARIES)" go run ./hack/demo $(DEMO_ARGS)
+
 .PHONY: build
-build: ## Compile every package.
+build: ## Compile every package and the nhc-controller binary into bin/.
 	go build ./...
+	go build -o bin/nhc-controller ./cmd/nhc-controller
 
 .PHONY: test
 test: unit integration ## Run all tests: unit, then integration on a real kube-apiserver.
