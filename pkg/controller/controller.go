@@ -152,7 +152,8 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 }
 
 // processNextWorkItem syncs one NodeHealthCheck. Errors requeue through the
-// rate limiter; a deadline in the decision requeues with AddAfter.
+// rate limiter; a deadline in the decision requeues with AddAfter, whichever
+// comes first.
 func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	name, shutdown := c.queue.Get()
 	if shutdown {
@@ -162,15 +163,14 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
 	requeueAfter, err := c.sync(ctx, name)
-	switch {
-	case err != nil:
+	if err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Error syncing NodeHealthCheck; requeuing", "nodeHealthCheck", klog.KRef("", name))
 		c.queue.AddRateLimited(name)
-	case requeueAfter > 0:
+	} else {
 		c.queue.Forget(name)
+	}
+	if requeueAfter > 0 {
 		c.queue.AddAfter(name, requeueAfter)
-	default:
-		c.queue.Forget(name)
 	}
 	return true
 }

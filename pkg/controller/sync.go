@@ -17,7 +17,8 @@ import (
 )
 
 // sync evaluates one NodeHealthCheck and acts on the decision. It returns how
-// soon the decision can change without any object changing.
+// soon the decision can change without any object changing, also along with
+// an error: a failed action must not delay another node's deadline.
 func (c *Controller) sync(ctx context.Context, name string) (time.Duration, error) {
 	logger := klog.FromContext(ctx).WithValues("nodeHealthCheck", klog.KRef("", name))
 	ctx = klog.NewContext(ctx, logger)
@@ -66,10 +67,7 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 	logger.V(2).Info("Synced", "phase", d.Status.Phase, "observed", d.Observed, "healthy", d.Healthy,
 		"remediating", d.Remediating, "created", len(out.Created), "deleted", len(out.Deleted), "timedOut", len(out.TimedOut),
 		"stormActive", d.Storm.Active, "requeueAfter", requeueAfter, "duration", c.clock.Since(started))
-	if err := errors.Join(append(out.Errors, statusErr)...); err != nil {
-		return 0, err
-	}
-	return requeueAfter, nil
+	return requeueAfter, errors.Join(append(out.Errors, statusErr)...)
 }
 
 // reportProblem disables a NodeHealthCheck that cannot even be evaluated,

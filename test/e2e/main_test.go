@@ -11,7 +11,10 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
 
-var env *framework.Env
+var (
+	env        *framework.Env
+	controller *framework.Controller
+)
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -25,7 +28,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer env.Stop()
-	controller, err := env.StartController("e2e", "--leader-elect=false")
+	controller, err = env.StartController("e2e", "--leader-elect=false")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
