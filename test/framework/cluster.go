@@ -231,27 +231,27 @@ func (e *Env) Remediations(t testing.TB, nhc string) map[string][]unstructured.U
 // SetRemediationCondition sets a condition on a remediation resource's status, as its remediator would.
 func (e *Env) SetRemediationCondition(t testing.TB, name, conditionType, status string) {
 	t.Helper()
-	client := e.Dynamic.Resource(RemediationResource).Namespace(RemediatorNamespace)
-	require.NoError(t, retryOnConflict(func() error {
-		r, err := client.Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
+	e.updateRemediation(t, name, true, func(r *unstructured.Unstructured) error {
 		conditions, _, _ := unstructured.NestedSlice(r.Object, "status", "conditions")
 		conditions = append(conditions, map[string]any{
 			"type": conditionType, "status": status, "reason": "E2E", "message": "set by the test",
 			"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
 		})
-		if err := unstructured.SetNestedSlice(r.Object, conditions, "status", "conditions"); err != nil {
-			return err
-		}
-		_, err = client.UpdateStatus(context.Background(), r, metav1.UpdateOptions{})
-		return err
-	}))
+		return unstructured.SetNestedSlice(r.Object, conditions, "status", "conditions")
+	})
 }
 
 // SetFinalizers sets a remediation resource's finalizers, as its remediator would.
 func (e *Env) SetFinalizers(t testing.TB, name string, finalizers ...string) {
+	t.Helper()
+	e.updateRemediation(t, name, false, func(r *unstructured.Unstructured) error {
+		r.SetFinalizers(finalizers)
+		return nil
+	})
+}
+
+// updateRemediation changes a remediation resource, or its status.
+func (e *Env) updateRemediation(t testing.TB, name string, status bool, change func(*unstructured.Unstructured) error) {
 	t.Helper()
 	client := e.Dynamic.Resource(RemediationResource).Namespace(RemediatorNamespace)
 	require.NoError(t, retryOnConflict(func() error {
@@ -259,8 +259,14 @@ func (e *Env) SetFinalizers(t testing.TB, name string, finalizers ...string) {
 		if err != nil {
 			return err
 		}
-		r.SetFinalizers(finalizers)
-		_, err = client.Update(context.Background(), r, metav1.UpdateOptions{})
+		if err := change(r); err != nil {
+			return err
+		}
+		if status {
+			_, err = client.UpdateStatus(context.Background(), r, metav1.UpdateOptions{})
+		} else {
+			_, err = client.Update(context.Background(), r, metav1.UpdateOptions{})
+		}
 		return err
 	}))
 }
