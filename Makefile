@@ -3,6 +3,9 @@ SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := help
 
+# The version stamped into the binary.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
 # The control-plane cache; hack/build-k8s-binaries.sh prints its directory.
 K8S_BINARIES = $(shell hack/build-k8s-binaries.sh | tail -n 1)
 
@@ -17,7 +20,7 @@ demo: k8s-binaries ## Run the controller on a local control plane with simulated
 .PHONY: build
 build: ## Compile every package and the nhc-controller binary into bin/.
 	go build ./...
-	go build -o bin/nhc-controller ./cmd/nhc-controller
+	go build -ldflags "-X main.version=$(VERSION)" -o bin/nhc-controller ./cmd/nhc-controller
 
 .PHONY: test
 test: unit integration ## Run all tests: unit, then integration on a real kube-apiserver.
