@@ -42,6 +42,10 @@ fuzz: ## Fuzz the pure packages, FUZZTIME each (default 60s).
 bench: ## Run the benchmarks; compare ratios within one run, the machines are noisy.
 	go test -run XXX -bench . -benchmem ./pkg/...
 
+.PHONY: scale
+scale: k8s-binaries ## Measure failure-to-remediation on a real API server with NHC_SCALE_NODES nodes (default 5000).
+	KUBEBUILDER_ASSETS="$(K8S_BINARIES)" go test -count=1 -run XXX -bench . -benchtime 5x -timeout 30m ./test/scale
+
 .PHONY: generate
 generate: ## Regenerate the clientset, listers, informers, apply configurations, deepcopy and the CRD.
 	hack/update-codegen.sh

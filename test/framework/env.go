@@ -142,6 +142,9 @@ func (c *Controller) Kill() {
 	<-c.done
 }
 
+// PID is the controller's process ID.
+func (c *Controller) PID() int { return c.cmd.Process.Pid }
+
 // Exited tells whether the process has ended.
 func (c *Controller) Exited() bool {
 	select {
