@@ -1,0 +1,157 @@
+package controller
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery/cached/memory"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	nhcfake "github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned/fake"
+	"github.com/nodehealthcheck/nhc-controller/pkg/generated/informers/externalversions"
+)
+
+var (
+	snrTemplate = corev1.ObjectReference{APIVersion: "self-node-remediation.medik8s.io/v1alpha1", Kind: "SelfNodeRemediationTemplate", Namespace: "snr", Name: "automatic"}
+	snrResource = schema.GroupVersionResource{Group: "self-node-remediation.medik8s.io", Version: "v1alpha1", Resource: "selfnoderemediations"}
+)
+
+func selectingNHC(name, role string) *v1alpha1.NodeHealthCheck {
+	return &v1alpha1.NodeHealthCheck{
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), Generation: 1},
+		Spec: v1alpha1.NodeHealthCheckSpec{
+			Selector:            metav1.LabelSelector{MatchLabels: map[string]string{"role": role}},
+			RemediationTemplate: ptr.To(snrTemplate),
+		},
+	}
+}
+
+// newTestController builds a controller on fake clients whose informers are
+// not started: the tests seed the caches and call the handlers.
+func newTestController(t *testing.T, nhcs ...*v1alpha1.NodeHealthCheck) *Controller {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	kube := kubefake.NewClientset()
+	nhcClient := nhcfake.NewClientset()
+	nhcInformers := externalversions.NewSharedInformerFactory(nhcClient, 0)
+	nhcInformer := nhcInformers.Remediation().V1alpha1().NodeHealthChecks()
+	c, err := New(ctx, kube, nhcClient, dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()),
+		restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery())),
+		informers.NewSharedInformerFactory(kube, 0).Core().V1().Nodes(), nhcInformer,
+		record.NewFakeRecorder(100), nil, clocktesting.NewFakeClock(t0.Time))
+	require.NoError(t, err)
+	for _, nhc := range nhcs {
+		require.NoError(t, nhcInformer.Informer().GetIndexer().Add(nhc))
+	}
+	return c
+}
+
+// queued drains the queue and returns the names in it, sorted.
+func queued(c *Controller) []string {
+	var names []string
+	for c.queue.Len() > 0 {
+		name, _ := c.queue.Get()
+		names = append(names, name)
+		c.queue.Done(name)
+		c.queue.Forget(name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func nodeWithRole(role string) *corev1.Node {
+	n := baseNode()
+	n.Labels["role"] = role
+	return n
+}
+
+func TestNodeEventsEnqueueTheSelectingNodeHealthChecks(t *testing.T) {
+	cases := []struct {
+		name    string
+		old     *corev1.Node
+		change  func(*corev1.Node)
+		want    []string
+		deleted bool
+	}{
+		{"a heartbeat wakes nobody", nodeWithRole("worker"), func(n *corev1.Node) { n.Status.Conditions[0].LastHeartbeatTime = metav1.Now() }, nil, false},
+		{"a condition change wakes the selecting one", nodeWithRole("worker"), func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse }, []string{"workers"}, false},
+		{"leaving a selector wakes the one that lost the node and the one that gained it", nodeWithRole("worker"), func(n *corev1.Node) { n.Labels["role"] = "infra" }, []string{"infra", "workers"}, false},
+		{"the confirmation annotation wakes the selecting one", nodeWithRole("infra"), func(n *corev1.Node) {
+			n.Annotations = map[string]string{v1alpha1.ManuallyConfirmedHealthyAnnotation: ""}
+		}, []string{"infra"}, false},
+		{"a deletion wakes the one that selected it", nodeWithRole("worker"), nil, []string{"workers"}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newTestController(t, selectingNHC("workers", "worker"), selectingNHC("infra", "infra"))
+			switch {
+			case tc.deleted:
+				c.onNodeDelete(tc.old)
+			default:
+				updated := tc.old.DeepCopy()
+				updated.ResourceVersion = "2"
+				tc.change(updated)
+				c.onNodeUpdate(tc.old, updated)
+			}
+			assert.Equal(t, tc.want, queued(c))
+		})
+	}
+}
+
+func TestNodeHealthCheckEventsEnqueueSpecChangesOnly(t *testing.T) {
+	c := newTestController(t)
+	nhc := selectingNHC("workers", "worker")
+	c.onNHCAdd(nhc)
+	assert.Equal(t, []string{"workers"}, queued(c))
+
+	statusOnly := nhc.DeepCopy()
+	statusOnly.Status.Phase = v1alpha1.PhaseRemediating
+	c.onNHCUpdate(nhc, statusOnly)
+	assert.Empty(t, queued(c), "status writes, ours included, need no sync")
+
+	specChange := nhc.DeepCopy()
+	specChange.Generation = 2
+	c.onNHCUpdate(nhc, specChange)
+	assert.Equal(t, []string{"workers"}, queued(c))
+
+	c.onNHCDelete(nhc)
+	assert.Equal(t, []string{"workers"}, queued(c))
+}
+
+func TestRemediatorEventsEnqueueOwnersAndTemplateUsers(t *testing.T) {
+	c := newTestController(t, selectingNHC("workers", "worker"), selectingNHC("infra", "infra"))
+	owned := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "self-node-remediation.medik8s.io/v1alpha1", "kind": "SelfNodeRemediation"}}
+	owned.SetName("worker-1")
+	owned.SetNamespace("snr")
+	owned.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "remediation.medik8s.io/v1alpha1", Kind: "NodeHealthCheck", Name: "infra", UID: "x"}})
+	c.onRemediationChange(snrResource, owned, false)
+	assert.Equal(t, []string{"infra"}, queued(c), "a remediation resource wakes its owner")
+
+	template := &unstructured.Unstructured{Object: map[string]any{"apiVersion": snrTemplate.APIVersion, "kind": snrTemplate.Kind}}
+	template.SetName(snrTemplate.Name)
+	template.SetNamespace(snrTemplate.Namespace)
+	c.onRemediationChange(schema.GroupVersionResource{Group: "self-node-remediation.medik8s.io", Version: "v1alpha1", Resource: "selfnoderemediationtemplates"}, template, true)
+	assert.Equal(t, []string{"infra", "workers"}, queued(c), "a template wakes every NodeHealthCheck that references it")
+
+	other := template.DeepCopy()
+	other.SetName("manual")
+	c.onRemediationChange(schema.GroupVersionResource{Group: "self-node-remediation.medik8s.io", Version: "v1alpha1", Resource: "selfnoderemediationtemplates"}, other, false)
+	assert.Empty(t, queued(c), "another template wakes nobody")
+}
