@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	nhclisters "github.com/nodehealthcheck/nhc-controller/pkg/generated/listers/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
@@ -84,8 +85,7 @@ func (c *Controller) onNodeUpdate(oldObj, newObj any) {
 	if !ok1 || !ok2 || old.ResourceVersion == updated.ResourceVersion {
 		return
 	}
-	selectors := c.selectors.get(c.nhcLister)
-	if !nodeChanged(old, updated, selectors.keys) {
+	if !nodeChanged(old, updated, func() map[string]bool { return c.selectors.get(c.nhcLister).keys }) {
 		return
 	}
 	klog.V(6).InfoS("Node changed", "node", klog.KObj(updated))
@@ -157,9 +157,7 @@ func newSelectorCache() *selectorCache {
 	return &selectorCache{version: map[types.UID]int64{}}
 }
 
-func (s *selectorCache) get(lister interface {
-	List(labels.Selector) ([]*v1alpha1.NodeHealthCheck, error)
-}) selectors {
+func (s *selectorCache) get(lister nhclisters.NodeHealthCheckLister) selectors {
 	nhcs, _ := lister.List(labels.Everything())
 	s.mu.Lock()
 	defer s.mu.Unlock()

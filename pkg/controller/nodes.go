@@ -43,8 +43,9 @@ func TrimNode(obj any) (any, error) {
 // nodeChanged tells whether a node update can change a decision: a
 // condition's type, status or transition time, the exclude label, the manual
 // confirmation annotation, or a label that some selector uses. Heartbeats
-// change none of these.
-func nodeChanged(old, updated *corev1.Node, selectorKeys map[string]bool) bool {
+// change none of these. selectorKeys is called only when labels changed, so
+// that the frequent updates that change nothing cost no selector lookup.
+func nodeChanged(old, updated *corev1.Node, selectorKeys func() map[string]bool) bool {
 	if !sameConditions(old.Status.Conditions, updated.Status.Conditions) {
 		return true
 	}
@@ -58,7 +59,7 @@ func nodeChanged(old, updated *corev1.Node, selectorKeys map[string]bool) bool {
 	if maps.Equal(old.Labels, updated.Labels) {
 		return false
 	}
-	for key := range selectorKeys {
+	for key := range selectorKeys() {
 		if old.Labels[key] != updated.Labels[key] || hasKey(old.Labels, key) != hasKey(updated.Labels, key) {
 			return true
 		}

@@ -63,7 +63,12 @@ func TestNodeChanged(t *testing.T) {
 			tc.change(updated)
 			trimmedOld, _ := TrimNode(old)
 			trimmedNew, _ := TrimNode(updated)
-			assert.Equal(t, tc.want, nodeChanged(trimmedOld.(*corev1.Node), trimmedNew.(*corev1.Node), selectorKeys))
+			looked := false
+			keys := func() map[string]bool { looked = true; return selectorKeys }
+			assert.Equal(t, tc.want, nodeChanged(trimmedOld.(*corev1.Node), trimmedNew.(*corev1.Node), keys))
+			if tc.name == "a heartbeat" {
+				assert.False(t, looked, "a heartbeat costs no selector lookup")
+			}
 		})
 	}
 }

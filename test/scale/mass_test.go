@@ -8,8 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
@@ -19,31 +17,13 @@ import (
 // cluster, failing at once, is under remediation, with the default client
 // rate limits.
 func BenchmarkMassFailure(b *testing.B) {
-	env, err := framework.StartEnv()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer env.Stop()
-	count := nodeCount()
-	failing := count / 10
 	const scenario = "mass"
-	if err := createNodes(env, scenario, count); err != nil {
-		b.Fatal(err)
-	}
-	env.CreateTemplate(b, scenario, nil)
-	env.CreateNHC(b, scenario, func(s *v1alpha1.NodeHealthCheckSpec) {
-		s.MinHealthy = ptr.To(intstr.FromString("51%"))
+	env, controller := startCluster(b, scenario, func(s *v1alpha1.NodeHealthCheckSpec) {
 		s.UnhealthyConditions[0].Duration = metav1.Duration{Duration: 0}
 	})
-	controller, err := env.StartController("mass", "--leader-elect=false", "-v=0")
-	if err != nil {
-		b.Fatal(err)
-	}
+	defer env.Stop()
 	defer func() { _ = controller.Stop() }()
-	framework.Eventually(b, 5*time.Minute, "the first sync", func() bool {
-		s := env.GetNHC(b, scenario).Status
-		return s.ObservedNodes != nil && int(*s.ObservedNodes) == count
-	})
+	failing := nodeCount() / 10
 	for b.Loop() {
 		started := time.Now()
 		var wg sync.WaitGroup

@@ -34,34 +34,13 @@ func nodeCount() int {
 // resource existing and to the status listing it, and the controller's
 // memory. Each iteration fails one more node and recovers it.
 func BenchmarkFailureToRemediation(b *testing.B) {
-	env, err := framework.StartEnv()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer env.Stop()
-	count := nodeCount()
 	const scenario = "scale"
-	started := time.Now()
-	if err := createNodes(env, scenario, count); err != nil {
-		b.Fatal(err)
-	}
-	b.Logf("created %d nodes in %v", count, time.Since(started).Round(time.Millisecond))
-	env.CreateTemplate(b, scenario, nil)
-	env.CreateNHC(b, scenario, func(s *v1alpha1.NodeHealthCheckSpec) {
-		s.MinHealthy = ptr.To(intstr.FromString("51%"))
+	env, controller := startCluster(b, scenario, func(s *v1alpha1.NodeHealthCheckSpec) {
 		s.UnhealthyConditions[0].Duration = metav1.Duration{Duration: time.Second}
 	})
-	controllerStarted := time.Now()
-	controller, err := env.StartController("scale", "--leader-elect=false", "-v=0")
-	if err != nil {
-		b.Fatal(err)
-	}
+	defer env.Stop()
 	defer func() { _ = controller.Stop() }()
-	framework.Eventually(b, 5*time.Minute, "the first sync", func() bool {
-		s := env.GetNHC(b, scenario).Status
-		return s.ObservedNodes != nil && int(*s.ObservedNodes) == count
-	})
-	b.Logf("first full sync %v after the controller started", time.Since(controllerStarted).Round(time.Millisecond))
+	count := nodeCount()
 
 	var toResource, toStatus time.Duration
 	b.ResetTimer()
@@ -85,6 +64,40 @@ func BenchmarkFailureToRemediation(b *testing.B) {
 	b.ReportMetric(float64(toStatus.Milliseconds())/float64(b.N), "ms-to-status")
 	b.ReportMetric(float64(count), "nodes")
 	b.ReportMetric(residentMiB(controller), "controller-RSS-MiB")
+}
+
+// startCluster starts a control plane with nodeCount Ready nodes, a
+// NodeHealthCheck with minHealthy 51% selecting them, and the controller, and
+// waits for its first full sync.
+func startCluster(b *testing.B, scenario string, change func(*v1alpha1.NodeHealthCheckSpec)) (*framework.Env, *framework.Controller) {
+	env, err := framework.StartEnv()
+	if err != nil {
+		b.Fatal(err)
+	}
+	count := nodeCount()
+	started := time.Now()
+	if err := createNodes(env, scenario, count); err != nil {
+		env.Stop()
+		b.Fatal(err)
+	}
+	b.Logf("created %d nodes in %v", count, time.Since(started).Round(time.Millisecond))
+	env.CreateTemplate(b, scenario, nil)
+	env.CreateNHC(b, scenario, func(s *v1alpha1.NodeHealthCheckSpec) {
+		s.MinHealthy = ptr.To(intstr.FromString("51%"))
+		change(s)
+	})
+	started = time.Now()
+	controller, err := env.StartController(scenario, "--leader-elect=false", "-v=0")
+	if err != nil {
+		env.Stop()
+		b.Fatal(err)
+	}
+	framework.Eventually(b, 5*time.Minute, "the first sync", func() bool {
+		s := env.GetNHC(b, scenario).Status
+		return s.ObservedNodes != nil && int(*s.ObservedNodes) == count
+	})
+	b.Logf("first full sync %v after the controller started", time.Since(started).Round(time.Millisecond))
+	return env, controller
 }
 
 // createNodes creates Ready nodes in parallel.
