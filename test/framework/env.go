@@ -53,17 +53,30 @@ func StartEnv() (*Env, error) {
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("building nhc-controller: %w\n%s", err, out)
 	}
-	if env.Cluster, err = controlplane.Start("manifests/crd", "test/crds/remediators"); err != nil {
+	cluster, err := controlplane.Start("manifests/crd", "test/crds/remediators")
+	if err != nil {
 		return nil, err
 	}
-	env.Kube = kubernetes.NewForConfigOrDie(env.Cluster.Config)
-	env.NHC = versioned.NewForConfigOrDie(env.Cluster.Config)
-	env.Dynamic = dynamic.NewForConfigOrDie(env.Cluster.Config)
-	_, err = env.Kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: RemediatorNamespace}}, metav1.CreateOptions{})
+	return env, env.use(cluster)
+}
+
+// NewEnv returns the helpers for a running control plane that has the
+// NodeHealthCheck and test remediator CRDs, without building the controller.
+func NewEnv(cluster *controlplane.ControlPlane) (*Env, error) {
+	env := &Env{}
+	return env, env.use(cluster)
+}
+
+func (e *Env) use(cluster *controlplane.ControlPlane) error {
+	e.Cluster = cluster
+	e.Kube = kubernetes.NewForConfigOrDie(cluster.Config)
+	e.NHC = versioned.NewForConfigOrDie(cluster.Config)
+	e.Dynamic = dynamic.NewForConfigOrDie(cluster.Config)
+	_, err := e.Kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: RemediatorNamespace}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, err
+		return err
 	}
-	return env, nil
+	return nil
 }
 
 // Stop stops the control plane and removes the temporary files.
@@ -71,7 +84,9 @@ func (e *Env) Stop() {
 	if e.Cluster != nil {
 		_ = e.Cluster.Stop()
 	}
-	_ = os.RemoveAll(e.tempDir)
+	if e.tempDir != "" {
+		_ = os.RemoveAll(e.tempDir)
+	}
 }
 
 // Controller is a running nhc-controller process.

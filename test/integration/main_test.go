@@ -14,10 +14,13 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
 	"github.com/nodehealthcheck/nhc-controller/test/controlplane"
+	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
 
 var (
-	cluster       *controlplane.ControlPlane
+	cluster *controlplane.ControlPlane
+	// fw offers the node, template and NodeHealthCheck helpers.
+	fw            *framework.Env
 	nhcClient     versioned.Interface
 	dynamicClient dynamic.Interface
 	kubeClient    kubernetes.Interface
@@ -35,8 +38,10 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer func() { _ = cluster.Stop() }()
-	nhcClient = versioned.NewForConfigOrDie(cluster.Config)
-	dynamicClient = dynamic.NewForConfigOrDie(cluster.Config)
-	kubeClient = kubernetes.NewForConfigOrDie(cluster.Config)
+	if fw, err = framework.NewEnv(cluster); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	nhcClient, dynamicClient, kubeClient = fw.NHC, fw.Dynamic, fw.Kube
 	return m.Run()
 }

@@ -17,22 +17,25 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
 
 func TestRemediationIsCreatedIdempotentlyAndDeleted(t *testing.T) {
 	env := newRemediationEnv(t)
-	createTemplate(t, "lifecycle", nil)
-	nhc := createRemediationNHC(t, "lifecycle", func(s *v1alpha1.NodeHealthCheckSpec) { s.RemediationTemplate = ptr.To(templateRef("lifecycle")) })
-	node := createNode(t, "lifecycle-worker", "lifecycle", corev1.ConditionFalse, time.Hour, nil)
+	fw.CreateTemplate(t, "lifecycle", nil)
+	nhc := fw.CreateNHC(t, "lifecycle", func(s *v1alpha1.NodeHealthCheckSpec) {
+		s.RemediationTemplate = ptr.To(framework.TemplateRef("lifecycle"))
+	})
+	node := unhealthyNode(t, "lifecycle", "lifecycle-worker", corev1.ConditionFalse)
 
 	d, out := env.decide(t, nhc, time.Now())
 	require.Len(t, out.Created, 1)
-	created := remediationsOf(t, node.Name)
+	created := remediationsOf(t, node)
 	require.Len(t, created, 1)
 	r := created[0]
 	assert.Equal(t, "TestRemediation", r.GetKind())
 	assert.Equal(t, "lifecycle-worker", r.GetName())
-	assert.Equal(t, remediatorNamespace, r.GetNamespace())
+	assert.Equal(t, framework.RemediatorNamespace, r.GetNamespace())
 	assert.Equal(t, map[string]any{"strategy": "reboot", "size": "foo"}, r.Object["spec"])
 	assert.Equal(t, []metav1.OwnerReference{{
 		APIVersion: "remediation.medik8s.io/v1alpha1", Kind: "NodeHealthCheck", Name: nhc.Name, UID: nhc.UID, Controller: ptr.To(false),
@@ -49,35 +52,35 @@ func TestRemediationIsCreatedIdempotentlyAndDeleted(t *testing.T) {
 	// A decision from a stale view creates it again: the existing one counts.
 	out = env.manager.Apply(context.Background(), nhc, &d, ptr.To(env.observe(t, nhc)))
 	assert.Empty(t, out.Errors)
-	assert.Len(t, remediationsOf(t, node.Name), 1)
+	assert.Len(t, remediationsOf(t, node), 1)
 
 	// A fresh view sees it and does nothing.
 	d, out = env.decide(t, nhc, time.Now())
 	assert.Empty(t, d.Create)
 	assert.Equal(t, 1, d.Remediating)
 
-	setReady(t, node, corev1.ConditionTrue, 0)
+	fw.Recover(t, node)
 	_, out = env.decide(t, nhc, time.Now())
 	require.Len(t, out.Deleted, 1)
 	assert.Equal(t, health.DeleteNodeHealthy, out.Deleted[0].Reason)
-	assert.Empty(t, remediationsOf(t, node.Name))
+	assert.Empty(t, remediationsOf(t, node))
 }
 
 func TestDeletionWaitsForTheRemediatorsFinalizer(t *testing.T) {
 	env := newRemediationEnv(t)
-	createTemplate(t, "finalizer", nil)
-	nhc := createRemediationNHC(t, "finalizer", func(s *v1alpha1.NodeHealthCheckSpec) { s.RemediationTemplate = ptr.To(templateRef("finalizer")) })
-	node := createNode(t, "finalizer-worker", "finalizer", corev1.ConditionUnknown, time.Hour, nil)
+	fw.CreateTemplate(t, "finalizer", nil)
+	nhc := fw.CreateNHC(t, "finalizer", func(s *v1alpha1.NodeHealthCheckSpec) {
+		s.RemediationTemplate = ptr.To(framework.TemplateRef("finalizer"))
+	})
+	node := unhealthyNode(t, "finalizer", "finalizer-worker", corev1.ConditionUnknown)
 	env.decide(t, nhc, time.Now())
-	r := remediationsOf(t, node.Name)[0]
-	r.SetFinalizers([]string{"test.medik8s.io/cleanup"})
-	_, err := dynamicClient.Resource(remediationGVR).Namespace(remediatorNamespace).Update(context.Background(), &r, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	r := remediationsOf(t, node)[0]
+	fw.SetFinalizers(t, r.GetName(), "test.medik8s.io/cleanup")
 
-	setReady(t, node, corev1.ConditionTrue, 0)
+	fw.Recover(t, node)
 	_, out := env.decide(t, nhc, time.Now())
 	require.Len(t, out.Deleted, 1)
-	pending := remediationsOf(t, node.Name)
+	pending := remediationsOf(t, node)
 	require.Len(t, pending, 1, "the finalizer keeps it")
 	assert.NotNil(t, pending[0].GetDeletionTimestamp())
 
@@ -86,10 +89,8 @@ func TestDeletionWaitsForTheRemediatorsFinalizer(t *testing.T) {
 	assert.Equal(t, health.StateRecovering, d.Nodes[0].State, "deletion pending: still under remediation")
 	assert.Equal(t, 0, d.Healthy)
 
-	pending[0].SetFinalizers(nil)
-	_, err = dynamicClient.Resource(remediationGVR).Namespace(remediatorNamespace).Update(context.Background(), &pending[0], metav1.UpdateOptions{})
-	require.NoError(t, err)
-	eventually(t, "the resource to be gone", func() bool { return len(remediationsOf(t, node.Name)) == 0 })
+	fw.SetFinalizers(t, pending[0].GetName())
+	framework.Eventually(t, 30*time.Second, "the resource to be gone", func() bool { return len(remediationsOf(t, node)) == 0 })
 	d, _ = env.decide(t, nhc, time.Now())
 	assert.Equal(t, 1, d.Healthy)
 	assert.Empty(t, d.Status.UnhealthyNodes)
@@ -98,36 +99,37 @@ func TestDeletionWaitsForTheRemediatorsFinalizer(t *testing.T) {
 func TestEscalationWithTwoTemplatesOfOneKind(t *testing.T) {
 	env := newRemediationEnv(t)
 	multi := map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: "true"}
-	createTemplate(t, "escalate-soft", multi)
-	createTemplate(t, "escalate-hard", multi)
-	createTemplate(t, "escalate-last", multi)
-	nhc := createRemediationNHC(t, "escalate", func(s *v1alpha1.NodeHealthCheckSpec) {
+	fw.CreateTemplate(t, "escalate-soft", multi)
+	fw.CreateTemplate(t, "escalate-hard", multi)
+	fw.CreateTemplate(t, "escalate-last", multi)
+	nhc := fw.CreateNHC(t, "escalate", func(s *v1alpha1.NodeHealthCheckSpec) {
+		s.RemediationTemplate = nil
 		s.EscalatingRemediations = []v1alpha1.EscalatingRemediation{
-			{RemediationTemplate: templateRef("escalate-soft"), Order: 1, Timeout: metav1.Duration{Duration: time.Minute}},
-			{RemediationTemplate: templateRef("escalate-hard"), Order: 2, Timeout: metav1.Duration{Duration: time.Minute}},
-			{RemediationTemplate: templateRef("escalate-last"), Order: 3, Timeout: metav1.Duration{Duration: time.Minute}},
+			{RemediationTemplate: framework.TemplateRef("escalate-soft"), Order: 1, Timeout: metav1.Duration{Duration: time.Minute}},
+			{RemediationTemplate: framework.TemplateRef("escalate-hard"), Order: 2, Timeout: metav1.Duration{Duration: time.Minute}},
+			{RemediationTemplate: framework.TemplateRef("escalate-last"), Order: 3, Timeout: metav1.Duration{Duration: time.Minute}},
 		}
 	})
-	node := createNode(t, "escalate-worker", "escalate", corev1.ConditionFalse, time.Hour, nil)
+	node := unhealthyNode(t, "escalate", "escalate-worker", corev1.ConditionFalse)
 
 	env.decide(t, nhc, time.Now())
-	first := remediationsOf(t, node.Name)
+	first := remediationsOf(t, node)
 	require.Len(t, first, 1)
 	assert.Regexp(t, "^escalate-worker-.{5}$", first[0].GetName(), "a generated name")
 	assert.Equal(t, "escalate-soft", first[0].GetAnnotations()[v1alpha1.TemplateNameAnnotation])
 
 	// The remediator gives up before the timeout: the next step starts at once.
-	setRemediationCondition(t, &first[0], "Succeeded", "False")
-	eventually(t, "the informer to see Succeeded=False", func() bool {
+	fw.SetRemediationCondition(t, first[0].GetName(), "Succeeded", "False")
+	framework.Eventually(t, 30*time.Second, "the informer to see Succeeded=False", func() bool {
 		obs := env.observe(t, nhc)
-		return obs.Remediations[node.Name][0].Succeeded == metav1.ConditionFalse
+		return obs.Remediations[node][0].Succeeded == metav1.ConditionFalse
 	})
 	d, out := env.decide(t, nhc, time.Now())
 	require.Len(t, out.TimedOut, 1)
 	assert.True(t, out.TimedOut[0].Failed)
 	require.Len(t, out.Created, 1)
 	assert.Equal(t, "escalate-hard", out.Created[0].Template.Name)
-	annotated, err := dynamicClient.Resource(remediationGVR).Namespace(remediatorNamespace).Get(context.Background(), first[0].GetName(), metav1.GetOptions{})
+	annotated, err := dynamicClient.Resource(framework.RemediationResource).Namespace(framework.RemediatorNamespace).Get(context.Background(), first[0].GetName(), metav1.GetOptions{})
 	require.NoError(t, err)
 	timedOut, err := time.Parse(time.RFC3339, annotated.GetAnnotations()[v1alpha1.TimedOutAnnotation])
 	require.NoError(t, err, "an RFC 3339 time")
@@ -135,11 +137,11 @@ func TestEscalationWithTwoTemplatesOfOneKind(t *testing.T) {
 
 	// The second one reports success, and its timeout passes: no annotation.
 	second := out.Created[0].Resource
-	secondObj, err := dynamicClient.Resource(remediationGVR).Namespace(remediatorNamespace).Get(context.Background(), second.Name, metav1.GetOptions{})
+	secondObj, err := dynamicClient.Resource(framework.RemediationResource).Namespace(framework.RemediatorNamespace).Get(context.Background(), second.Name, metav1.GetOptions{})
 	require.NoError(t, err)
-	setRemediationCondition(t, secondObj, "Succeeded", "True")
-	eventually(t, "the informer to see Succeeded=True", func() bool {
-		for _, r := range env.observe(t, nhc).Remediations[node.Name] {
+	fw.SetRemediationCondition(t, secondObj.GetName(), "Succeeded", "True")
+	framework.Eventually(t, 30*time.Second, "the informer to see Succeeded=True", func() bool {
+		for _, r := range env.observe(t, nhc).Remediations[node] {
 			if r.Ref.UID == second.UID {
 				return r.Succeeded == metav1.ConditionTrue
 			}
@@ -151,12 +153,12 @@ func TestEscalationWithTwoTemplatesOfOneKind(t *testing.T) {
 	assert.False(t, out.TimedOut[0].Annotate)
 	require.Len(t, out.Created, 1)
 	assert.Equal(t, "escalate-last", out.Created[0].Template.Name)
-	secondObj, err = dynamicClient.Resource(remediationGVR).Namespace(remediatorNamespace).Get(context.Background(), second.Name, metav1.GetOptions{})
+	secondObj, err = dynamicClient.Resource(framework.RemediationResource).Namespace(framework.RemediatorNamespace).Get(context.Background(), second.Name, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.NotContains(t, secondObj.GetAnnotations(), v1alpha1.TimedOutAnnotation)
 
 	// The status tracks each of the three resources of one kind.
-	stored := refreshNHC(t, nhc)
+	stored := fw.GetNHC(t, nhc.Name)
 	require.Len(t, stored.Status.UnhealthyNodes, 1)
 	rems := stored.Status.UnhealthyNodes[0].Remediations
 	require.Len(t, rems, 3)
@@ -164,22 +166,23 @@ func TestEscalationWithTwoTemplatesOfOneKind(t *testing.T) {
 	assert.NotNil(t, rems[0].TimedOut)
 	assert.NotNil(t, rems[1].TimedOut)
 	assert.Nil(t, rems[2].TimedOut)
-	assert.Len(t, remediationsOf(t, node.Name), 3)
+	assert.Len(t, remediationsOf(t, node), 3)
 	assert.Equal(t, v1alpha1.PhaseRemediating, d.Status.Phase)
 
-	setReady(t, node, corev1.ConditionTrue, 0)
+	fw.Recover(t, node)
 	_, out = env.decide(t, nhc, time.Now())
 	assert.Len(t, out.Deleted, 3, "all steps go when the node is healthy")
 }
 
 func TestTemplatesOfOneKindWithoutMultipleSupportDisable(t *testing.T) {
 	env := newRemediationEnv(t)
-	createTemplate(t, "single-a", nil)
-	createTemplate(t, "single-b", map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: ""})
-	nhc := createRemediationNHC(t, "single", func(s *v1alpha1.NodeHealthCheckSpec) {
+	fw.CreateTemplate(t, "single-a", nil)
+	fw.CreateTemplate(t, "single-b", map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: ""})
+	nhc := fw.CreateNHC(t, "single", func(s *v1alpha1.NodeHealthCheckSpec) {
+		s.RemediationTemplate = nil
 		s.EscalatingRemediations = []v1alpha1.EscalatingRemediation{
-			{RemediationTemplate: templateRef("single-a"), Order: 1, Timeout: metav1.Duration{Duration: time.Minute}},
-			{RemediationTemplate: templateRef("single-b"), Order: 2, Timeout: metav1.Duration{Duration: time.Minute}},
+			{RemediationTemplate: framework.TemplateRef("single-a"), Order: 1, Timeout: metav1.Duration{Duration: time.Minute}},
+			{RemediationTemplate: framework.TemplateRef("single-b"), Order: 2, Timeout: metav1.Duration{Duration: time.Minute}},
 		}
 	})
 	obs := env.observe(t, nhc)
@@ -192,13 +195,13 @@ func TestInvalidTemplates(t *testing.T) {
 	env := newRemediationEnv(t)
 	noSpec := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "test.medik8s.io/v1alpha1", "kind": "TestRemediationTemplate",
-		"metadata": map[string]any{"name": "no-spec", "namespace": remediatorNamespace},
+		"metadata": map[string]any{"name": "no-spec", "namespace": framework.RemediatorNamespace},
 		"spec":     map[string]any{"template": map[string]any{"metadata": map[string]any{}}},
 	}}
-	_, err := dynamicClient.Resource(templateGVR).Namespace(remediatorNamespace).Create(context.Background(), noSpec, metav1.CreateOptions{})
+	_, err := dynamicClient.Resource(framework.TemplateResource).Namespace(framework.RemediatorNamespace).Create(context.Background(), noSpec, metav1.CreateOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		_ = dynamicClient.Resource(templateGVR).Namespace(remediatorNamespace).Delete(context.Background(), "no-spec", metav1.DeleteOptions{})
+		_ = dynamicClient.Resource(framework.TemplateResource).Namespace(framework.RemediatorNamespace).Delete(context.Background(), "no-spec", metav1.DeleteOptions{})
 	})
 	cases := []struct {
 		name       string
@@ -206,9 +209,9 @@ func TestInvalidTemplates(t *testing.T) {
 		wantReason string
 		wantText   string
 	}{
-		{"no spec.template.spec", templateRef("no-spec"), v1alpha1.ReasonTemplateInvalid,
+		{"no spec.template.spec", framework.TemplateRef("no-spec"), v1alpha1.ReasonTemplateInvalid,
 			"Remediation template TestRemediationTemplate remediators/no-spec is invalid: it has no spec.template.spec"},
-		{"missing", templateRef("absent"), v1alpha1.ReasonTemplateNotFound,
+		{"missing", framework.TemplateRef("absent"), v1alpha1.ReasonTemplateNotFound,
 			"Remediation template TestRemediationTemplate remediators/absent not found"},
 		{"namespaced without a namespace", corev1.ObjectReference{APIVersion: "test.medik8s.io/v1alpha1", Kind: "TestRemediationTemplate", Name: "x"}, v1alpha1.ReasonTemplateNotFound,
 			`Remediation template TestRemediationTemplate "x" is namespaced, but the reference has no namespace`},
@@ -217,9 +220,9 @@ func TestInvalidTemplates(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			nhc := createRemediationNHC(t, "invalid", func(s *v1alpha1.NodeHealthCheckSpec) { s.RemediationTemplate = &tc.ref })
+			nhc := fw.CreateNHC(t, "invalid", func(s *v1alpha1.NodeHealthCheckSpec) { s.RemediationTemplate = &tc.ref })
 			var obs remediation.Observation
-			eventually(t, "a problem", func() bool {
+			framework.Eventually(t, 30*time.Second, "a problem", func() bool {
 				var err error
 				obs, err = env.manager.Observe(nhc)
 				require.NoError(t, err)
@@ -236,8 +239,8 @@ func TestInvalidTemplates(t *testing.T) {
 
 func TestTemplateCRDInstalledAfterTheNodeHealthCheck(t *testing.T) {
 	env := newRemediationEnv(t)
-	late := corev1.ObjectReference{APIVersion: "test.medik8s.io/v1alpha1", Kind: "LateRemediationTemplate", Namespace: remediatorNamespace, Name: "late"}
-	nhc := createRemediationNHC(t, "late", func(s *v1alpha1.NodeHealthCheckSpec) { s.RemediationTemplate = &late })
+	late := corev1.ObjectReference{APIVersion: "test.medik8s.io/v1alpha1", Kind: "LateRemediationTemplate", Namespace: framework.RemediatorNamespace, Name: "late"}
+	nhc := fw.CreateNHC(t, "late", func(s *v1alpha1.NodeHealthCheckSpec) { s.RemediationTemplate = &late })
 
 	obs, err := env.manager.Observe(nhc)
 	require.NoError(t, err)
@@ -246,20 +249,20 @@ func TestTemplateCRDInstalledAfterTheNodeHealthCheck(t *testing.T) {
 
 	require.NoError(t, cluster.InstallCRDs("test/crds/late"))
 	env.mapperClock.SetTime(env.mapperClock.Now().Add(time.Minute))
-	eventually(t, "the late kind to resolve", func() bool {
+	framework.Eventually(t, 30*time.Second, "the late kind to resolve", func() bool {
 		obs, err = env.manager.Observe(nhc)
 		require.NoError(t, err)
 		return obs.Problem != nil && obs.Problem.Message == "Remediation template LateRemediationTemplate remediators/late not found"
 	})
 
 	lateGVR := schema.GroupVersionResource{Group: "test.medik8s.io", Version: "v1alpha1", Resource: "lateremediationtemplates"}
-	_, err = dynamicClient.Resource(lateGVR).Namespace(remediatorNamespace).Create(context.Background(), &unstructured.Unstructured{Object: map[string]any{
+	_, err = dynamicClient.Resource(lateGVR).Namespace(framework.RemediatorNamespace).Create(context.Background(), &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "test.medik8s.io/v1alpha1", "kind": "LateRemediationTemplate",
-		"metadata": map[string]any{"name": "late", "namespace": remediatorNamespace},
+		"metadata": map[string]any{"name": "late", "namespace": framework.RemediatorNamespace},
 		"spec":     map[string]any{"template": map[string]any{"spec": map[string]any{}}},
 	}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	eventually(t, "the template to be found", func() bool {
+	framework.Eventually(t, 30*time.Second, "the template to be found", func() bool {
 		obs, err = env.manager.Observe(nhc)
 		require.NoError(t, err)
 		return obs.Ready && obs.Problem == nil
@@ -268,19 +271,19 @@ func TestTemplateCRDInstalledAfterTheNodeHealthCheck(t *testing.T) {
 
 func TestInformersFollowTheReferences(t *testing.T) {
 	env := newRemediationEnv(t)
-	createTemplate(t, "follow", nil)
-	nhc := createRemediationNHC(t, "follow", func(s *v1alpha1.NodeHealthCheckSpec) { s.RemediationTemplate = ptr.To(templateRef("follow")) })
+	fw.CreateTemplate(t, "follow", nil)
+	nhc := fw.CreateNHC(t, "follow", func(s *v1alpha1.NodeHealthCheckSpec) { s.RemediationTemplate = ptr.To(framework.TemplateRef("follow")) })
 	env.observe(t, nhc)
-	assert.ElementsMatch(t, []schema.GroupVersionResource{templateGVR, remediationGVR}, env.informers.Running())
+	assert.ElementsMatch(t, []schema.GroupVersionResource{framework.TemplateResource, framework.RemediationResource}, env.informers.Running())
 
 	clusterTemplate := schema.GroupVersionResource{Group: "test.medik8s.io", Version: "v1alpha1", Resource: "clusterremediationtemplates"}
 	clusterRemediation := schema.GroupVersionResource{Group: "test.medik8s.io", Version: "v1alpha1", Resource: "clusterremediations"}
-	env.informers.Use("another", templateGVR, clusterTemplate, clusterRemediation)
-	assert.ElementsMatch(t, []schema.GroupVersionResource{templateGVR, remediationGVR, clusterTemplate, clusterRemediation}, env.informers.Running())
-	eventually(t, "the new informers to sync", func() bool { return env.informers.Synced(clusterTemplate, clusterRemediation) })
+	env.informers.Use("another", framework.TemplateResource, clusterTemplate, clusterRemediation)
+	assert.ElementsMatch(t, []schema.GroupVersionResource{framework.TemplateResource, framework.RemediationResource, clusterTemplate, clusterRemediation}, env.informers.Running())
+	framework.Eventually(t, 30*time.Second, "the new informers to sync", func() bool { return env.informers.Synced(clusterTemplate, clusterRemediation) })
 
 	env.informers.Use(nhc.Name)
-	assert.ElementsMatch(t, []schema.GroupVersionResource{templateGVR, clusterTemplate, clusterRemediation}, env.informers.Running(), "the template kind is still used by another")
+	assert.ElementsMatch(t, []schema.GroupVersionResource{framework.TemplateResource, clusterTemplate, clusterRemediation}, env.informers.Running(), "the template kind is still used by another")
 	env.informers.Use("another")
 	assert.Empty(t, env.informers.Running())
 }
@@ -295,8 +298,8 @@ func TestClusterScopedTemplates(t *testing.T) {
 	}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	ref := corev1.ObjectReference{APIVersion: "test.medik8s.io/v1alpha1", Kind: "ClusterRemediationTemplate", Name: "fence"}
-	nhc := createRemediationNHC(t, "clusterscoped", func(s *v1alpha1.NodeHealthCheckSpec) { s.RemediationTemplate = &ref })
-	createNode(t, "clusterscoped-worker", "clusterscoped", corev1.ConditionFalse, time.Hour, nil)
+	nhc := fw.CreateNHC(t, "clusterscoped", func(s *v1alpha1.NodeHealthCheckSpec) { s.RemediationTemplate = &ref })
+	unhealthyNode(t, "clusterscoped", "clusterscoped-worker", corev1.ConditionFalse)
 	_, out := env.decide(t, nhc, time.Now())
 	require.Len(t, out.Created, 1)
 	assert.Equal(t, "", out.Created[0].Resource.Namespace)
@@ -307,15 +310,17 @@ func TestClusterScopedTemplates(t *testing.T) {
 
 func TestSomeoneElsesResourceIsLeftAlone(t *testing.T) {
 	env := newRemediationEnv(t)
-	createTemplate(t, "foreign", nil)
-	nhc := createRemediationNHC(t, "foreign", func(s *v1alpha1.NodeHealthCheckSpec) { s.RemediationTemplate = ptr.To(templateRef("foreign")) })
-	node := createNode(t, "foreign-worker", "foreign", corev1.ConditionFalse, time.Hour, nil)
+	fw.CreateTemplate(t, "foreign", nil)
+	nhc := fw.CreateNHC(t, "foreign", func(s *v1alpha1.NodeHealthCheckSpec) {
+		s.RemediationTemplate = ptr.To(framework.TemplateRef("foreign"))
+	})
+	node := unhealthyNode(t, "foreign", "foreign-worker", corev1.ConditionFalse)
 	theirs := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "test.medik8s.io/v1alpha1", "kind": "TestRemediation",
-		"metadata": map[string]any{"name": node.Name, "namespace": remediatorNamespace, "labels": map[string]any{"owner": "someone-else"}},
+		"metadata": map[string]any{"name": node, "namespace": framework.RemediatorNamespace, "labels": map[string]any{"owner": "someone-else"}},
 		"spec":     map[string]any{},
 	}}
-	_, err := dynamicClient.Resource(remediationGVR).Namespace(remediatorNamespace).Create(context.Background(), theirs, metav1.CreateOptions{})
+	_, err := dynamicClient.Resource(framework.RemediationResource).Namespace(framework.RemediatorNamespace).Create(context.Background(), theirs, metav1.CreateOptions{})
 	require.NoError(t, err)
 
 	d, out := env.decide(t, nhc, time.Now())
@@ -323,44 +328,44 @@ func TestSomeoneElsesResourceIsLeftAlone(t *testing.T) {
 	assert.Empty(t, out.Created)
 	assert.Equal(t, "TestRemediation remediators/foreign-worker already exists and belongs to no NodeHealthCheck; it is left alone", out.NotOwned[0].Error())
 	assert.Empty(t, d.Status.UnhealthyNodes[0].Remediations)
-	stored := remediationsOf(t, node.Name)
+	stored := remediationsOf(t, node)
 	require.Len(t, stored, 1)
 	assert.Equal(t, "someone-else", stored[0].GetLabels()["owner"], "not overwritten")
 }
 
 func TestOrphanIsDeletedAndConfirmationRemoved(t *testing.T) {
 	env := newRemediationEnv(t)
-	createTemplate(t, "orphan", nil)
-	nhc := createRemediationNHC(t, "orphan", func(s *v1alpha1.NodeHealthCheckSpec) {
-		s.RemediationTemplate = ptr.To(templateRef("orphan"))
+	fw.CreateTemplate(t, "orphan", nil)
+	nhc := fw.CreateNHC(t, "orphan", func(s *v1alpha1.NodeHealthCheckSpec) {
+		s.RemediationTemplate = ptr.To(framework.TemplateRef("orphan"))
 		s.HealthyDelay = &metav1.Duration{Duration: -time.Second}
 	})
-	gone := createNode(t, "orphan-gone", "orphan", corev1.ConditionFalse, time.Hour, nil)
-	kept := createNode(t, "orphan-kept", "orphan", corev1.ConditionFalse, time.Hour, nil)
+	gone := unhealthyNode(t, "orphan", "orphan-gone", corev1.ConditionFalse)
+	kept := unhealthyNode(t, "orphan", "orphan-kept", corev1.ConditionFalse)
 	env.decide(t, nhc, time.Now())
-	require.Len(t, remediationsOf(t, gone.Name), 1)
-	require.Len(t, remediationsOf(t, kept.Name), 1)
+	require.Len(t, remediationsOf(t, gone), 1)
+	require.Len(t, remediationsOf(t, kept), 1)
 
-	require.NoError(t, kubeClient.CoreV1().Nodes().Delete(context.Background(), gone.Name, metav1.DeleteOptions{}))
-	kept = setReady(t, kept, corev1.ConditionTrue, 0)
+	require.NoError(t, kubeClient.CoreV1().Nodes().Delete(context.Background(), gone, metav1.DeleteOptions{}))
+	fw.Recover(t, kept)
 	d, out := env.decide(t, nhc, time.Now())
 	require.Len(t, out.Deleted, 1)
 	assert.Equal(t, health.DeleteNodeGone, out.Deleted[0].Reason)
-	assert.Empty(t, remediationsOf(t, gone.Name))
-	assert.Len(t, remediationsOf(t, kept.Name), 1, "a negative healthyDelay keeps it")
+	assert.Empty(t, remediationsOf(t, gone))
+	assert.Len(t, remediationsOf(t, kept), 1, "a negative healthyDelay keeps it")
 	assert.Equal(t, ptr.To(true), d.Status.UnhealthyNodes[len(d.Status.UnhealthyNodes)-1].HealthyDelayed)
 
-	kept.Annotations = map[string]string{v1alpha1.ManuallyConfirmedHealthyAnnotation: "yes"}
-	kept, err := kubeClient.CoreV1().Nodes().Update(context.Background(), kept, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	fw.UpdateNode(t, kept, func(n *corev1.Node) {
+		n.Annotations = map[string]string{v1alpha1.ManuallyConfirmedHealthyAnnotation: "yes"}
+	})
 	_, out = env.decide(t, nhc, time.Now())
 	require.Len(t, out.Deleted, 1)
 	assert.Equal(t, health.DeleteManuallyConfirmed, out.Deleted[0].Reason)
-	eventually(t, "the informer to see the deletion", func() bool { return len(env.observe(t, nhc).Remediations) == 0 })
+	framework.Eventually(t, 30*time.Second, "the informer to see the deletion", func() bool { return len(env.observe(t, nhc).Remediations) == 0 })
 	env.decide(t, nhc, time.Now())
-	stored, err := kubeClient.CoreV1().Nodes().Get(context.Background(), kept.Name, metav1.GetOptions{})
+	stored, err := kubeClient.CoreV1().Nodes().Get(context.Background(), kept, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.NotContains(t, stored.Annotations, v1alpha1.ManuallyConfirmedHealthyAnnotation, "removed once the remediation is gone")
-	_, err = kubeClient.CoreV1().Nodes().Get(context.Background(), gone.Name, metav1.GetOptions{})
+	_, err = kubeClient.CoreV1().Nodes().Get(context.Background(), gone, metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err))
 }
