@@ -31,6 +31,7 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
 	nhcscheme "github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned/scheme"
 	"github.com/nodehealthcheck/nhc-controller/pkg/generated/informers/externalversions"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
 // eventComponent is the source of the controller's events, as upstream's.
@@ -78,10 +79,9 @@ func run(ctx context.Context, opts *options) error {
 	// leader starts with warm caches. Nothing needs a periodic resync.
 	kubeInformers := informers.NewSharedInformerFactory(kubeClient, 0)
 	nhcInformers := externalversions.NewSharedInformerFactory(nhcClient, 0)
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kubeClient.Discovery()))
-	ctrl, err := controller.New(ctx, kubeClient, nhcClient, dynamicClient, mapper,
-		kubeInformers.Core().V1().Nodes(), nhcInformers.Remediation().V1alpha1().NodeHealthChecks(),
-		recorder, metrics, clock.RealClock{})
+	remediations := newRemediationManager(ctx, kubeClient, dynamicClient, clock.RealClock{})
+	ctrl, err := controller.New(ctx, kubeInformers.Core().V1().Nodes(), nhcInformers.Remediation().V1alpha1().NodeHealthChecks(),
+		nhcClient, remediations, recorder, metrics, clock.RealClock{})
 	if err != nil {
 		return err
 	}
@@ -164,6 +164,17 @@ func runElected(ctx context.Context, opts *options, kubeClient kubernetes.Interf
 	}()
 	elector.Run(electionCtx)
 	return runErr
+}
+
+// newRemediationManager wires pkg/remediation: dynamic informers for the
+// template and remediation kinds in use, template resolution through a
+// discovery RESTMapper that notices CRDs installed later, expectations, and
+// the writer.
+func newRemediationManager(ctx context.Context, kubeClient kubernetes.Interface, dynamicClient dynamic.Interface, clk clock.PassiveClock) *remediation.Manager {
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kubeClient.Discovery()))
+	informers := remediation.NewInformers(ctx, dynamicClient)
+	return remediation.NewManager(informers, remediation.NewTemplates(mapper, informers, clk),
+		remediation.NewExpectations(clk), remediation.NewWriter(dynamicClient, kubeClient))
 }
 
 func clients(config *rest.Config) (kubernetes.Interface, versioned.Interface, dynamic.Interface, error) {

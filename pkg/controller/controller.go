@@ -1,7 +1,7 @@
 // Package controller runs NodeHealthChecks: shared informers for Nodes and
-// NodeHealthChecks, dynamic informers for templates and remediation
-// resources, and a rate-limited workqueue of NodeHealthCheck names whose
-// sync evaluates with pkg/health and acts with pkg/remediation.
+// NodeHealthChecks, and a rate-limited workqueue of NodeHealthCheck names
+// whose sync decides with pkg/health, acts with pkg/remediation, and records
+// the status, events and metrics.
 package controller
 
 import (
@@ -10,11 +10,10 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/dynamic"
 	coreinformers "k8s.io/client-go/informers/core/v1"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -45,78 +44,86 @@ const syncTimeout = time.Minute
 
 // Controller runs NodeHealthChecks.
 type Controller struct {
-	nhcClient versioned.Interface
+	// nhcLister reads NodeHealthChecks from the shared informer's cache.
 	nhcLister nhclisters.NodeHealthCheckLister
 	// nhcIndexer finds NodeHealthChecks by the templates they reference.
 	nhcIndexer cache.Indexer
-	nhcSynced  cache.InformerSynced
+	// nhcSynced tells whether the NodeHealthCheck cache has synced.
+	nhcSynced cache.InformerSynced
+	// nodeLister reads nodes from the shared informer's trimmed cache.
 	nodeLister corelisters.NodeLister
+	// nodeSynced tells whether the node cache has synced.
 	nodeSynced cache.InformerSynced
 
-	informers    *remediation.Informers
-	expectations *remediation.Expectations
-	remediations *remediation.Manager
-
-	queue    workqueue.TypedRateLimitingInterface[string]
+	// remediations reads remediation resources and carries out plans.
+	remediations remediationManager
+	// statuses writes NodeHealthCheck statuses.
+	statuses statusWriter
+	// recorder records events on NodeHealthChecks.
 	recorder record.EventRecorder
-	clock    clock.Clock
-	metrics  *Metrics
+	// metrics are the Prometheus metrics; nil records none.
+	metrics *Metrics
+	// clock is the time every decision is made at.
+	clock clock.Clock
 
+	// queue holds the names of the NodeHealthChecks to sync.
+	queue workqueue.TypedRateLimitingInterface[string]
+	// selectors are the parsed selectors of all NodeHealthChecks, for
+	// routing node events.
 	selectors *selectorCache
 	// written holds the NodeHealthChecks as this controller last wrote them,
 	// for syncs that run before the informer shows the write.
 	written sync.Map
-	// skips remembers which skip events were emitted, to emit them once.
+	// skips remembers which lasting events were recorded, to record each once.
 	skips *skipMemory
 }
 
 // New returns a controller. The informers must not have started yet, so that
-// the controller's indexer can be added.
-func New(ctx context.Context, kubeClient kubernetes.Interface, nhcClient versioned.Interface, dynamicClient dynamic.Interface,
-	mapper meta.ResettableRESTMapper, nodeInformer coreinformers.NodeInformer, nhcInformer nhcinformers.NodeHealthCheckInformer,
-	recorder record.EventRecorder, metrics *Metrics, clk clock.WithTicker) (*Controller, error) {
+// the controller's indexer and transform can be added.
+func New(ctx context.Context, nodeInformer coreinformers.NodeInformer, nhcInformer nhcinformers.NodeHealthCheckInformer,
+	nhcClient versioned.Interface, remediations *remediation.Manager, recorder record.EventRecorder, metrics *Metrics, clk clock.WithTicker) (*Controller, error) {
+	logger := klog.FromContext(ctx)
 	c := &Controller{
-		nhcClient:  nhcClient,
-		nhcLister:  nhcInformer.Lister(),
-		nhcIndexer: nhcInformer.Informer().GetIndexer(),
-		nhcSynced:  nhcInformer.Informer().HasSynced,
-		nodeLister: nodeInformer.Lister(),
-		nodeSynced: nodeInformer.Informer().HasSynced,
+		nhcLister:    nhcInformer.Lister(),
+		nhcIndexer:   nhcInformer.Informer().GetIndexer(),
+		nhcSynced:    nhcInformer.Informer().HasSynced,
+		nodeLister:   nodeInformer.Lister(),
+		nodeSynced:   nodeInformer.Informer().HasSynced,
+		remediations: remediations,
+		statuses:     clientStatusWriter{client: nhcClient},
+		recorder:     recorder,
+		metrics:      metrics,
+		clock:        clk,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: QueueName, Clock: clk},
 		),
-		recorder:  recorder,
-		clock:     clk,
-		metrics:   metrics,
 		selectors: newSelectorCache(),
 		skips:     newSkipMemory(),
 	}
-	c.expectations = remediation.NewExpectations(clk)
-	c.informers = remediation.NewInformers(ctx, dynamicClient, c.onRemediationChange)
-	c.remediations = remediation.NewManager(c.informers, remediation.NewTemplates(mapper, c.informers, clk),
-		c.expectations, remediation.NewWriter(dynamicClient, kubeClient), clk)
-
 	if err := nhcInformer.Informer().AddIndexers(cache.Indexers{templateIndex: indexByTemplate}); err != nil {
 		return nil, fmt.Errorf("adding the template index: %w", err)
 	}
 	if err := nodeInformer.Informer().SetTransform(TrimNode); err != nil {
 		return nil, fmt.Errorf("setting the node transform: %w", err)
 	}
-	if _, err := nhcInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.onNHCAdd,
-		UpdateFunc: c.onNHCUpdate,
-		DeleteFunc: c.onNHCDelete,
-	}); err != nil {
+	if _, err := nhcInformer.Informer().AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.addNHC(logger, obj) },
+		UpdateFunc: func(oldObj, newObj any) { c.updateNHC(logger, oldObj, newObj) },
+		DeleteFunc: func(obj any) { c.deleteNHC(logger, obj) },
+	}, cache.HandlerOptions{Logger: &logger}); err != nil {
 		return nil, err
 	}
-	if _, err := nodeInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.onNodeAdd,
-		UpdateFunc: c.onNodeUpdate,
-		DeleteFunc: c.onNodeDelete,
-	}); err != nil {
+	if _, err := nodeInformer.Informer().AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.addNode(obj) },
+		UpdateFunc: func(oldObj, newObj any) { c.updateNode(logger, oldObj, newObj) },
+		DeleteFunc: func(obj any) { c.deleteNode(logger, obj) },
+	}, cache.HandlerOptions{Logger: &logger}); err != nil {
 		return nil, err
 	}
+	remediations.AddChangeHandler(func(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool) {
+		c.remediationChanged(logger, gvr, obj, deleted)
+	})
 	return c, nil
 }
 
@@ -152,7 +159,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 }
 
 // processNextWorkItem syncs one NodeHealthCheck. Errors requeue through the
-// rate limiter; a deadline in the decision requeues with AddAfter, whichever
+// rate limiter; a deadline in the plan requeues with AddAfter, whichever
 // comes first.
 func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	name, shutdown := c.queue.Get()
@@ -162,7 +169,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	defer c.queue.Done(name)
 	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
-	requeueAfter, err := c.sync(ctx, name)
+	requeueAfter, err := c.Sync(ctx, name)
 	if err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Error syncing NodeHealthCheck; requeuing", "nodeHealthCheck", klog.KRef("", name))
 		c.queue.AddRateLimited(name)
@@ -175,14 +182,9 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	return true
 }
 
-func (c *Controller) enqueue(name string) {
-	c.queue.Add(name)
-}
-
 // nhcGone forgets what the controller kept about a deleted NodeHealthCheck.
 func (c *Controller) nhcGone(name string) {
-	c.informers.Use(name)
-	c.expectations.Forget(name)
+	c.remediations.Forget(name)
 	c.written.Delete(name)
 	c.skips.forget(name)
 	c.metrics.forget(name)

@@ -20,11 +20,13 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	nhcfake "github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned/fake"
 	"github.com/nodehealthcheck/nhc-controller/pkg/generated/informers/externalversions"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
 var (
@@ -52,10 +54,14 @@ func newTestController(t *testing.T, nhcs ...*v1alpha1.NodeHealthCheck) *Control
 	nhcClient := nhcfake.NewClientset()
 	nhcInformers := externalversions.NewSharedInformerFactory(nhcClient, 0)
 	nhcInformer := nhcInformers.Remediation().V1alpha1().NodeHealthChecks()
-	c, err := New(ctx, kube, nhcClient, dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()),
-		restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery())),
-		informers.NewSharedInformerFactory(kube, 0).Core().V1().Nodes(), nhcInformer,
-		record.NewFakeRecorder(100), nil, clocktesting.NewFakeClock(t0.Time))
+	clk := clocktesting.NewFakeClock(t0.Time)
+	dynamicClient := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+	dynamicInformers := remediation.NewInformers(ctx, dynamicClient)
+	manager := remediation.NewManager(dynamicInformers,
+		remediation.NewTemplates(restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery())), dynamicInformers, clk),
+		remediation.NewExpectations(clk), remediation.NewWriter(dynamicClient, kube))
+	c, err := New(ctx, informers.NewSharedInformerFactory(kube, 0).Core().V1().Nodes(), nhcInformer,
+		nhcClient, manager, record.NewFakeRecorder(100), nil, clk)
 	require.NoError(t, err)
 	for _, nhc := range nhcs {
 		require.NoError(t, nhcInformer.Informer().GetIndexer().Add(nhc))
@@ -103,12 +109,12 @@ func TestNodeEventsEnqueueTheSelectingNodeHealthChecks(t *testing.T) {
 			c := newTestController(t, selectingNHC("workers", "worker"), selectingNHC("infra", "infra"))
 			switch {
 			case tc.deleted:
-				c.onNodeDelete(tc.old)
+				c.deleteNode(klog.Background(), tc.old)
 			default:
 				updated := tc.old.DeepCopy()
 				updated.ResourceVersion = "2"
 				tc.change(updated)
-				c.onNodeUpdate(tc.old, updated)
+				c.updateNode(klog.Background(), tc.old, updated)
 			}
 			assert.Equal(t, tc.want, queued(c))
 		})
@@ -118,20 +124,20 @@ func TestNodeEventsEnqueueTheSelectingNodeHealthChecks(t *testing.T) {
 func TestNodeHealthCheckEventsEnqueueSpecChangesOnly(t *testing.T) {
 	c := newTestController(t)
 	nhc := selectingNHC("workers", "worker")
-	c.onNHCAdd(nhc)
+	c.addNHC(klog.Background(), nhc)
 	assert.Equal(t, []string{"workers"}, queued(c))
 
 	statusOnly := nhc.DeepCopy()
 	statusOnly.Status.Phase = v1alpha1.PhaseRemediating
-	c.onNHCUpdate(nhc, statusOnly)
+	c.updateNHC(klog.Background(), nhc, statusOnly)
 	assert.Empty(t, queued(c), "status writes, ours included, need no sync")
 
 	specChange := nhc.DeepCopy()
 	specChange.Generation = 2
-	c.onNHCUpdate(nhc, specChange)
+	c.updateNHC(klog.Background(), nhc, specChange)
 	assert.Equal(t, []string{"workers"}, queued(c))
 
-	c.onNHCDelete(nhc)
+	c.deleteNHC(klog.Background(), nhc)
 	assert.Equal(t, []string{"workers"}, queued(c))
 }
 
@@ -141,17 +147,17 @@ func TestRemediatorEventsEnqueueOwnersAndTemplateUsers(t *testing.T) {
 	owned.SetName("worker-1")
 	owned.SetNamespace("snr")
 	owned.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "remediation.medik8s.io/v1alpha1", Kind: "NodeHealthCheck", Name: "infra", UID: "x"}})
-	c.onRemediationChange(snrResource, owned, false)
+	c.remediationChanged(klog.Background(), snrResource, owned, false)
 	assert.Equal(t, []string{"infra"}, queued(c), "a remediation resource wakes its owner")
 
 	template := &unstructured.Unstructured{Object: map[string]any{"apiVersion": snrTemplate.APIVersion, "kind": snrTemplate.Kind}}
 	template.SetName(snrTemplate.Name)
 	template.SetNamespace(snrTemplate.Namespace)
-	c.onRemediationChange(schema.GroupVersionResource{Group: "self-node-remediation.medik8s.io", Version: "v1alpha1", Resource: "selfnoderemediationtemplates"}, template, true)
+	c.remediationChanged(klog.Background(), schema.GroupVersionResource{Group: "self-node-remediation.medik8s.io", Version: "v1alpha1", Resource: "selfnoderemediationtemplates"}, template, true)
 	assert.Equal(t, []string{"infra", "workers"}, queued(c), "a template wakes every NodeHealthCheck that references it")
 
 	other := template.DeepCopy()
 	other.SetName("manual")
-	c.onRemediationChange(schema.GroupVersionResource{Group: "self-node-remediation.medik8s.io", Version: "v1alpha1", Resource: "selfnoderemediationtemplates"}, other, false)
+	c.remediationChanged(klog.Background(), schema.GroupVersionResource{Group: "self-node-remediation.medik8s.io", Version: "v1alpha1", Resource: "selfnoderemediationtemplates"}, other, false)
 	assert.Empty(t, queued(c), "another template wakes nobody")
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
 // Metrics are the controller's Prometheus metrics: upstream's, with the same
@@ -63,23 +62,27 @@ func (m *Metrics) Register(registerer prometheus.Registerer) error {
 	return nil
 }
 
-// record updates the metrics after a sync.
-func (m *Metrics) record(nhc *v1alpha1.NodeHealthCheck, d *health.Decision, out *remediation.Outcome, now time.Time) {
+// record updates the metrics after a sync. Gauges show the plan and the new
+// status. Counters and histograms count each thing once, after the write
+// that makes it true: a flag once its annotation is written, a node's
+// remediation time once the status without it is written, so that a retried
+// sync never counts twice.
+func (m *Metrics) record(nhc *v1alpha1.NodeHealthCheck, p *health.Plan, out *health.Outcome, status v1alpha1.NodeHealthCheckStatus, statusWritten bool, now time.Time) {
 	if m == nil {
 		return
 	}
-	m.observed.WithLabelValues(nhc.Name).Set(float64(d.Observed))
-	m.healthy.WithLabelValues(nhc.Name).Set(float64(d.Healthy))
-	m.unhealthy.WithLabelValues(nhc.Name).Set(float64(d.Observed - d.Healthy))
-	m.remediating.WithLabelValues(nhc.Name).Set(float64(d.Remediating))
+	m.observed.WithLabelValues(nhc.Name).Set(float64(p.Observed))
+	m.healthy.WithLabelValues(nhc.Name).Set(float64(p.Healthy))
+	m.unhealthy.WithLabelValues(nhc.Name).Set(float64(p.Observed - p.Healthy))
+	m.remediating.WithLabelValues(nhc.Name).Set(float64(p.Remediating))
 	storm := 0.0
-	if d.Storm.Active {
+	if p.Storm.Active {
 		storm = 1
 	}
 	m.stormActive.WithLabelValues(nhc.Name).Set(storm)
 
 	current := map[string]bool{}
-	for _, entry := range d.Status.UnhealthyNodes {
+	for _, entry := range status.UnhealthyNodes {
 		current[entry.Name] = true
 		for _, rem := range entry.Remediations {
 			m.ongoing.WithLabelValues(entry.Name, rem.Resource.Namespace, rem.Resource.Kind).Set(1)
@@ -93,16 +96,18 @@ func (m *Metrics) record(nhc *v1alpha1.NodeHealthCheck, d *health.Decision, out 
 		}
 		for _, rem := range entry.Remediations {
 			m.ongoing.WithLabelValues(entry.Name, rem.Resource.Namespace, rem.Resource.Kind).Set(0)
-			m.unhealthyDuration.WithLabelValues(entry.Name, rem.Resource.Namespace, rem.Resource.Kind).Observe(now.Sub(rem.Started.Time).Seconds())
+			if statusWritten {
+				m.unhealthyDuration.WithLabelValues(entry.Name, rem.Resource.Namespace, rem.Resource.Kind).Observe(now.Sub(rem.Started.Time).Seconds())
+			}
 		}
 	}
 	for _, ref := range out.Flagged {
-		m.oldRemediation.WithLabelValues(nodeOfResource(d, ref.UID), "").Inc()
+		m.oldRemediation.WithLabelValues(nodeOfResource(status, ref.UID), "").Inc()
 	}
 }
 
-func nodeOfResource(d *health.Decision, uid types.UID) string {
-	for _, entry := range d.Status.UnhealthyNodes {
+func nodeOfResource(status v1alpha1.NodeHealthCheckStatus, uid types.UID) string {
+	for _, entry := range status.UnhealthyNodes {
 		for _, rem := range entry.Remediations {
 			if rem.Resource.UID == uid {
 				return entry.Name

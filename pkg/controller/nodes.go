@@ -65,7 +65,7 @@ func nodeChanged(old, updated *corev1.Node, selectorKeys func() map[string]bool)
 		}
 	}
 	// Control-plane role labels decide the one-at-a-time rule.
-	return isControlPlane(old.Labels) != isControlPlane(updated.Labels)
+	return v1alpha1.IsControlPlane(old.Labels) != v1alpha1.IsControlPlane(updated.Labels)
 }
 
 func sameConditions(a, b []corev1.NodeCondition) bool {
@@ -90,8 +90,4 @@ func sameConditions(a, b []corev1.NodeCondition) bool {
 func hasKey(m map[string]string, key string) bool {
 	_, ok := m[key]
 	return ok
-}
-
-func isControlPlane(labels map[string]string) bool {
-	return hasKey(labels, v1alpha1.ControlPlaneRoleLabel) || hasKey(labels, v1alpha1.MasterRoleLabel)
 }

@@ -9,12 +9,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
 // writeStatus writes the status through the status subresource when it
-// changed, with the resourceVersion the decision was made from: a conflict
-// means the decision was made from stale data, and the sync is retried.
+// changed, with the resourceVersion the plan was made from: a conflict means
+// the plan was made from stale data, and the sync is retried.
 func (c *Controller) writeStatus(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, status v1alpha1.NodeHealthCheckStatus) error {
 	if sameStatus(nhc.Status, status) {
 		return nil
@@ -23,7 +22,7 @@ func (c *Controller) writeStatus(ctx context.Context, nhc *v1alpha1.NodeHealthCh
 	updated.Status = status
 	now := metav1.NewTime(c.clock.Now())
 	updated.Status.LastUpdateTime = &now
-	written, err := c.nhcClient.RemediationV1alpha1().NodeHealthChecks().UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: remediation.FieldManager})
+	written, err := c.statuses.UpdateStatus(ctx, updated)
 	if err != nil {
 		return fmt.Errorf("writing the status: %w", err)
 	}

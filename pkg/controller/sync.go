@@ -13,13 +13,14 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
-// sync evaluates one NodeHealthCheck and acts on the decision. It returns how
-// soon the decision can change without any object changing, also along with
-// an error: a failed action must not delay another node's deadline.
-func (c *Controller) sync(ctx context.Context, name string) (time.Duration, error) {
+// Sync runs one NodeHealthCheck once, one way: decide (health.Evaluate),
+// act (carry out the plan), record (the status built from what happened,
+// events, metrics). It returns how soon the plan can change without any
+// object changing, also along with an error: a failed action must not delay
+// another node's deadline. The workers call it; tests may call it directly.
+func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, error) {
 	logger := klog.FromContext(ctx).WithValues("nodeHealthCheck", klog.KRef("", name))
 	ctx = klog.NewContext(ctx, logger)
 	started := c.clock.Now()
@@ -34,83 +35,76 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 		return 0, err
 	}
 	nhc = c.latest(nhc)
-	obs, err := c.remediations.Observe(nhc)
+
+	// Decide.
+	obs, err := c.remediations.Read(nhc)
 	if err != nil {
-		return 0, fmt.Errorf("observing remediation resources: %w", err)
+		return 0, fmt.Errorf("reading remediation resources: %w", err)
 	}
-	if !obs.Ready {
-		if obs.Problem != nil {
-			return c.reportProblem(ctx, nhc, *obs.Problem)
+	in := health.Input{
+		NHC: nhc, Remediations: obs.Remediations, BusyControlPlaneNodes: obs.BusyControlPlaneNodes,
+		TemplateProblem: obs.TemplateProblem, ResourcesUnknown: !obs.Ready, Now: c.clock.Now(),
+	}
+	if obs.Ready {
+		if in.Nodes, err = c.selectedNodes(nhc, obs.Remediations); err != nil {
+			return 0, fmt.Errorf("listing the selected nodes: %w", err)
 		}
+	}
+	plan := health.Evaluate(in)
+	if in.ResourcesUnknown && plan.Problem == nil {
 		logger.V(4).Info("Waiting for informers to sync or for own writes to show")
 		return notReadyRequeue, nil
 	}
-	nodes, problem := c.selectedNodes(nhc, &obs)
-	if obs.Problem == nil {
-		obs.Problem = problem
+
+	// Act.
+	out := c.remediations.Apply(ctx, nhc, &plan, &obs)
+
+	// Record.
+	status := health.Status(in, &plan, &out)
+	statusErr := c.writeStatus(ctx, nhc, status)
+	c.recordEvents(ctx, nhc, &plan, &out)
+	if in.ResourcesUnknown {
+		logger.V(2).Info("Cannot evaluate", "reason", plan.Problem.Reason, "message", plan.Problem.Message)
+		return problemRequeue, statusErr
 	}
-	now := c.clock.Now()
-	d := health.Evaluate(health.Input{
-		NHC: nhc, Nodes: nodes, Remediations: obs.Remediations,
-		BusyControlPlaneNodes: obs.BusyControlPlaneNodes, Problem: obs.Problem, Now: now,
-	})
-	out := c.remediations.Apply(ctx, nhc, &d, &obs)
-	c.recordEvents(ctx, nhc, &d, &out)
-	c.metrics.record(nhc, &d, &out, now)
-	statusErr := c.writeStatus(ctx, nhc, d.Status)
+	c.recordLastingEvents(ctx, nhc, &plan, &out)
+	c.metrics.record(nhc, &plan, &out, status, statusErr == nil, in.Now)
 
 	var requeueAfter time.Duration
-	if !d.NextDeadline.IsZero() {
-		requeueAfter = max(d.NextDeadline.Sub(c.clock.Now()), time.Millisecond)
+	if !plan.NextDeadline.IsZero() {
+		requeueAfter = max(plan.NextDeadline.Sub(c.clock.Now()), time.Millisecond)
 	}
-	logVerdicts(logger, &d)
-	logger.V(2).Info("Synced", "phase", d.Status.Phase, "observed", d.Observed, "healthy", d.Healthy,
-		"remediating", d.Remediating, "created", len(out.Created), "deleted", len(out.Deleted), "timedOut", len(out.TimedOut),
-		"stormActive", d.Storm.Active, "requeueAfter", requeueAfter, "duration", c.clock.Since(started))
+	logVerdicts(logger, &plan)
+	logger.V(2).Info("Synced", "phase", status.Phase, "observed", plan.Observed, "healthy", plan.Healthy,
+		"remediating", plan.Remediating, "created", len(out.Created), "deleted", len(out.Deleted), "timedOut", len(out.TimedOut),
+		"stormActive", plan.Storm.Active, "requeueAfter", requeueAfter, "duration", c.clock.Since(started))
 	return requeueAfter, errors.Join(append(out.Errors, statusErr)...)
 }
 
-// reportProblem disables a NodeHealthCheck that cannot even be evaluated,
-// such as one whose remediation kinds it may not watch. The informers keep
-// trying, and their first sync wakes it up.
-func (c *Controller) reportProblem(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, problem health.Problem) (time.Duration, error) {
-	status, events := health.Disabled(nhc, problem, c.clock.Now())
-	for _, e := range events {
-		c.event(nhc, e.Type, e.Reason, e.Message)
-		klog.FromContext(ctx).Info(e.Message, "reason", e.Reason)
-	}
-	klog.FromContext(ctx).V(2).Info("Cannot evaluate", "reason", problem.Reason, "message", problem.Message)
-	return problemRequeue, c.writeStatus(ctx, nhc, status)
-}
-
 // selectedNodes lists the nodes the selector matches. An invalid selector
-// (stored before validation could catch it) disables the NodeHealthCheck;
-// its nodes under remediation stay selected so that their resources are not
-// taken for orphans.
-func (c *Controller) selectedNodes(nhc *v1alpha1.NodeHealthCheck, obs *remediation.Observation) ([]*corev1.Node, *health.Problem) {
+// (stored before validation could catch it, and reported by Evaluate)
+// selects the nodes under remediation, so that their resources are not taken
+// for orphans.
+func (c *Controller) selectedNodes(nhc *v1alpha1.NodeHealthCheck, remediations map[string][]health.Remediation) ([]*corev1.Node, error) {
 	selector, err := metav1.LabelSelectorAsSelector(&nhc.Spec.Selector)
-	if err != nil {
-		var nodes []*corev1.Node
-		for name := range obs.Remediations {
-			if node, err := c.nodeLister.Get(name); err == nil {
-				nodes = append(nodes, node)
-			}
-		}
-		return nodes, &health.Problem{Reason: v1alpha1.ReasonInvalidSpec, Message: fmt.Sprintf("The selector is invalid: %v", err)}
+	if err == nil {
+		return c.nodeLister.List(selector)
 	}
-	nodes, err := c.nodeLister.List(selector)
-	if err != nil {
-		return nil, &health.Problem{Reason: v1alpha1.ReasonInvalidSpec, Message: fmt.Sprintf("Listing the selected nodes failed: %v", err)}
+	var nodes []*corev1.Node
+	for name := range remediations {
+		if node, err := c.nodeLister.Get(name); err == nil {
+			nodes = append(nodes, node)
+		}
 	}
 	return nodes, nil
 }
 
 // logVerdicts logs the verdict of every node that is not healthy, at level 4.
-func logVerdicts(logger klog.Logger, d *health.Decision) {
+func logVerdicts(logger klog.Logger, p *health.Plan) {
 	if !logger.V(4).Enabled() {
 		return
 	}
-	for _, v := range d.Nodes {
+	for _, v := range p.Nodes {
 		if v.State == health.StateHealthy {
 			continue
 		}

@@ -10,51 +10,71 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
 
-// MinHealthy returns how many of the selected nodes must be healthy for new
-// remediations to start.
+// budgetRule is minHealthy or maxUnhealthy, parsed once.
 //
 // minHealthy is used as is; maxUnhealthy becomes observed-maxUnhealthy, and a
 // maxUnhealthy above the number of selected nodes means no limit. Percentages
 // of the selected nodes round up, as upstream does, which makes minHealthy
 // stricter and maxUnhealthy more permissive. A string of digits such as "3"
 // is an absolute number.
-func MinHealthy(spec *v1alpha1.NodeHealthCheckSpec, observed int) (int, error) {
+type budgetRule struct {
+	// maxUnhealthy is true when the value limits unhealthy nodes.
+	maxUnhealthy bool
+	// percent is true when value is a percentage of the selected nodes.
+	percent bool
+	value   int
+}
+
+// parseBudget parses minHealthy or maxUnhealthy.
+func parseBudget(spec *v1alpha1.NodeHealthCheckSpec) (*budgetRule, error) {
 	switch {
 	case spec.MinHealthy != nil && spec.MaxUnhealthy != nil:
-		return 0, fmt.Errorf("minHealthy and maxUnhealthy are mutually exclusive: set only one of them")
+		return nil, fmt.Errorf("minHealthy and maxUnhealthy are mutually exclusive: set only one of them")
 	case spec.MinHealthy != nil:
-		return scaledValue("minHealthy", spec.MinHealthy, observed)
+		return parseScaled("minHealthy", spec.MinHealthy, false)
 	case spec.MaxUnhealthy != nil:
-		maxUnhealthy, err := scaledValue("maxUnhealthy", spec.MaxUnhealthy, observed)
-		if err != nil {
-			return 0, err
-		}
-		return max(observed-maxUnhealthy, 0), nil
+		return parseScaled("maxUnhealthy", spec.MaxUnhealthy, true)
 	default:
-		return 0, fmt.Errorf("set one of minHealthy or maxUnhealthy")
+		return nil, fmt.Errorf("set one of minHealthy or maxUnhealthy")
 	}
 }
 
-// scaledValue resolves an integer, a string of digits, or a percentage of
-// total rounded up.
-func scaledValue(field string, value *intstr.IntOrString, total int) (int, error) {
+// parseScaled parses an integer, a string of digits, or a percentage.
+func parseScaled(field string, value *intstr.IntOrString, maxUnhealthy bool) (*budgetRule, error) {
+	rule := &budgetRule{maxUnhealthy: maxUnhealthy}
 	if value.Type == intstr.Int {
 		if value.IntVal < 0 {
-			return 0, fmt.Errorf("%s must not be negative: %d", field, value.IntVal)
+			return nil, fmt.Errorf("%s must not be negative: %d", field, value.IntVal)
 		}
-		return int(value.IntVal), nil
+		rule.value = int(value.IntVal)
+		return rule, nil
 	}
 	s := value.StrVal
 	if digits, isPercent := strings.CutSuffix(s, "%"); isPercent {
 		percent, err := strconv.Atoi(digits)
 		if err != nil || percent < 0 || percent > 100 {
-			return 0, fmt.Errorf("%s must be a percentage from 0%% to 100%%: %q", field, s)
+			return nil, fmt.Errorf("%s must be a percentage from 0%% to 100%%: %q", field, s)
 		}
-		return (total*percent + 99) / 100, nil
+		rule.percent, rule.value = true, percent
+		return rule, nil
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%s must be an integer of 0 or more, or a percentage: %q", field, s)
+		return nil, fmt.Errorf("%s must be an integer of 0 or more, or a percentage: %q", field, s)
 	}
-	return n, nil
+	rule.value = n
+	return rule, nil
+}
+
+// minHealthy returns how many of the observed nodes must be healthy for new
+// remediations to start.
+func (r budgetRule) minHealthy(observed int) int {
+	value := r.value
+	if r.percent {
+		value = (observed*r.value + 99) / 100
+	}
+	if r.maxUnhealthy {
+		return max(observed-value, 0)
+	}
+	return value
 }

@@ -47,12 +47,3 @@ func matchConditions(node *corev1.Node, unhealthy []v1alpha1.UnhealthyCondition,
 	}
 	return m
 }
-
-// isControlPlane tells whether a node carries a control-plane role label.
-func isControlPlane(labels map[string]string) bool {
-	if _, ok := labels[v1alpha1.ControlPlaneRoleLabel]; ok {
-		return true
-	}
-	_, ok := labels[v1alpha1.MasterRoleLabel]
-	return ok
-}

@@ -1,7 +1,6 @@
 package health
 
 import (
-	"slices"
 	"strings"
 	"time"
 
@@ -22,15 +21,9 @@ type step struct {
 	timeout time.Duration
 }
 
-// remediationSteps lists the templates in the order they are tried: the one
-// remediationTemplate, or the escalating remediations by ascending order. It
-// sorts a copy: the spec is never modified (upstream sorts it in place).
+// remediationSteps lists the templates in the order they are tried.
 func remediationSteps(spec *v1alpha1.NodeHealthCheckSpec) []step {
-	if spec.RemediationTemplate != nil {
-		return []step{newStep(*spec.RemediationTemplate, 0)}
-	}
-	escalations := slices.Clone(spec.EscalatingRemediations)
-	slices.SortStableFunc(escalations, func(a, b v1alpha1.EscalatingRemediation) int { return a.Order - b.Order })
+	escalations := spec.RemediationSteps()
 	steps := make([]step, 0, len(escalations))
 	for _, e := range escalations {
 		steps = append(steps, newStep(e.RemediationTemplate, e.Timeout.Duration))

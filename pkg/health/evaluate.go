@@ -6,8 +6,9 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
@@ -16,86 +17,70 @@ import (
 // for the old-remediation metric and alert.
 const OldRemediationAge = 48 * time.Hour
 
-// defaultConditions apply when the spec has none; the CRD defaults the field,
-// so only objects that bypassed the API server lack it.
-var defaultConditions = []v1alpha1.UnhealthyCondition{
-	{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Duration: metav1.Duration{Duration: 300 * time.Second}},
-	{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Duration: metav1.Duration{Duration: 300 * time.Second}},
-}
-
 // evaluation holds the state of one Evaluate call.
 type evaluation struct {
-	in         Input
-	spec       *v1alpha1.NodeHealthCheckSpec
-	now        time.Time
-	conditions []v1alpha1.UnhealthyCondition
-	steps      []step
-	storm      stormRules
-	paused     bool
+	in    Input
+	rules *rules
+	now   time.Time
 	// previous status entries by node name.
 	previous map[string]*v1alpha1.UnhealthyNode
-	// entries are the new status entries.
-	entries []*v1alpha1.UnhealthyNode
-	// candidates index d.Nodes entries that need their first remediation.
+	// candidates index p.Nodes entries that need their first remediation.
 	candidates []int
 	// withResources holds the selected nodes that have resources.
 	withResources map[string]bool
 	// busyControlPlane is a control-plane node under remediation, if any.
 	busyControlPlane string
-	cooldownStart    time.Time
-	d                Decision
+	p                Plan
 }
 
 // Evaluate decides what to do for one NodeHealthCheck. It is pure: it reads
 // its input, modifies nothing, and calls no API.
-func Evaluate(in Input) Decision {
-	e := &evaluation{
-		in:            in,
-		spec:          &in.NHC.Spec,
-		now:           in.Now,
-		conditions:    in.NHC.Spec.UnhealthyConditions,
-		steps:         remediationSteps(&in.NHC.Spec),
-		storm:         stormRulesOf(&in.NHC.Spec),
-		paused:        len(in.NHC.Spec.PauseRequests) > 0,
-		previous:      make(map[string]*v1alpha1.UnhealthyNode, len(in.NHC.Status.UnhealthyNodes)),
-		withResources: make(map[string]bool, len(in.Remediations)),
+func Evaluate(in Input) Plan {
+	r, problem := parseSpec(&in.NHC.Spec)
+	if problem == nil {
+		problem = in.TemplateProblem
 	}
-	if len(e.conditions) == 0 {
-		e.conditions = defaultConditions
+	e := &evaluation{in: in, rules: r, now: in.Now, p: Plan{Problem: problem, rules: r}}
+	if in.ResourcesUnknown {
+		e.enablementEvent()
+		return e.p
 	}
+	e.previous = make(map[string]*v1alpha1.UnhealthyNode, len(in.NHC.Status.UnhealthyNodes))
+	e.withResources = make(map[string]bool, len(in.Remediations))
 	for _, entry := range in.NHC.Status.UnhealthyNodes {
 		if entry != nil {
 			e.previous[entry.Name] = entry
 		}
 	}
-	e.d.spec = e.spec
-	e.d.Observed = len(in.Nodes)
-	e.d.Nodes = make([]NodeVerdict, len(in.Nodes))
+	e.p.Observed = len(in.Nodes)
+	e.p.Nodes = make([]NodeVerdict, len(in.Nodes))
 	for i, node := range in.Nodes {
-		e.d.Nodes[i].Node = node
+		e.p.Nodes[i].Node = node
 		e.evaluateNode(i)
 	}
 	e.evaluateOrphans()
 
-	minHealthy, err := MinHealthy(e.spec, e.d.Observed)
-	e.d.Budget = Budget{MinHealthy: minHealthy, Allowed: err == nil && e.d.Healthy >= minHealthy}
+	if r.budget != nil {
+		minHealthy := r.budget.minHealthy(e.p.Observed)
+		e.p.Budget = Budget{MinHealthy: minHealthy, Allowed: e.p.Healthy >= minHealthy}
+	}
 	e.stormBefore()
 	e.startRemediations()
 	e.stormAfter()
-	e.buildStatus()
-	return e.d
+	e.enablementEvent()
+	return e.p
 }
 
 // evaluateNode classifies one selected node and plans what its existing
 // remediation needs: deletion, healthy delay, escalation.
 func (e *evaluation) evaluateNode(i int) {
-	v := &e.d.Nodes[i]
+	v := &e.p.Nodes[i]
 	node := v.Node
 	resources := e.in.Remediations[node.Name]
-	v.ControlPlane = isControlPlane(node.Labels)
+	v.ControlPlane = v1alpha1.IsControlPlane(node.Labels)
 	v.Excluded = node.Labels[v1alpha1.ExcludeFromRemediationLabel] == "true"
 	v.Remediations = len(resources)
-	m := matchConditions(node, e.conditions, e.now)
+	m := matchConditions(node, e.rules.conditions, e.now)
 	switch {
 	case m.expired != nil:
 		v.State, v.Condition = StateUnhealthy, m.expired
@@ -106,16 +91,16 @@ func (e *evaluation) evaluateNode(i int) {
 		v.State = StateRecovering
 	default:
 		v.State = StateHealthy
-		e.d.Healthy++
+		e.p.Healthy++
 		if _, confirmed := node.Annotations[v1alpha1.ManuallyConfirmedHealthyAnnotation]; confirmed {
-			e.d.RemoveConfirmation = append(e.d.RemoveConfirmation, node.Name)
+			e.p.RemoveConfirmation = append(e.p.RemoveConfirmation, node.Name)
 		}
 		return
 	}
 	v.Since, v.Expires = m.since, m.expires
 	previous := e.previous[node.Name]
 	if len(resources) > 0 {
-		e.d.Remediating++
+		e.p.Remediating++
 		e.withResources[node.Name] = true
 		if v.ControlPlane || anyControlPlane(resources) {
 			e.busyControlPlane = node.Name
@@ -124,47 +109,47 @@ func (e *evaluation) evaluateNode(i int) {
 	}
 	switch v.State {
 	case StateRecovering:
+		v.Listed = true
 		e.recover(v, resources, previous)
 	case StateSoonUnhealthy:
 		// The anti-loop rule: a node under remediation whose conditions changed
 		// to another unhealthy one keeps its remediation and does not escalate.
 		e.clearHealthyDelay(resources)
-		if len(resources) > 0 || previous != nil {
-			e.addEntry(node.Name, resources, previous)
-		}
+		v.Listed = len(resources) > 0 || previous != nil
 	case StateUnhealthy:
+		v.Listed = true
 		e.clearHealthyDelay(resources)
 		if previous == nil {
-			e.nodeEvent(corev1.EventTypeNormal, "DetectedUnhealthy", node.Name,
-				fmt.Sprintf("Node matches unhealthy condition. Node %q, condition type %q, condition status %q", node.Name, m.expired.Type, m.expired.Status))
+			e.p.Events = append(e.p.Events, normal(ReasonDetectedUnhealthy, node.Name,
+				fmt.Sprintf(messageDetectedUnhealthy, node.Name, m.expired.Type, m.expired.Status)))
 		}
 		if label, ok := node.Labels[v1alpha1.ExcludeFromRemediationLabel]; ok && label == "" {
-			e.d.Warnings = append(e.d.Warnings, Event{Type: corev1.EventTypeWarning, Reason: "InvalidNodeLabel", Node: node.Name,
-				Message: fmt.Sprintf("Node %s has exclude-from-remediation label with empty value, label will be ignored. Set value to 'true' to exclude node from remediation", node.Name)})
+			e.p.Warnings = append(e.p.Warnings, warning(ReasonInvalidNodeLabel, node.Name, fmt.Sprintf(messageInvalidNodeLabel, node.Name)))
 		}
-		e.remediate(i, resources, e.addEntry(node.Name, resources, previous))
+		e.remediate(i, resources, previous)
 	}
 }
 
 // remediate moves an unhealthy node's remediation along: it waits for a
 // pending deletion, escalates a timed-out or failed step, continues after a
 // timed-out step, or makes the node a candidate for its first remediation.
-func (e *evaluation) remediate(i int, resources []Remediation, entry *v1alpha1.UnhealthyNode) {
-	v := &e.d.Nodes[i]
-	p := progressOf(e.steps, resources, e.previous[v.Node.Name])
+func (e *evaluation) remediate(i int, resources []Remediation, previous *v1alpha1.UnhealthyNode) {
+	v := &e.p.Nodes[i]
+	steps := e.rules.steps
+	p := progressOf(steps, resources, previous)
 	switch {
 	case p.deleting:
 		// A resource of the same name may still exist: wait until it is gone.
 		v.Waiting = WaitDeletion
 	case p.current != nil:
-		inferTimedOut(e.steps, p, entry)
-		e.escalate(v, p, entry)
+		v.Superseded = superseded(steps, p, resources, previous)
+		e.escalate(v, p)
 	case p.started:
-		if p.next >= len(e.steps) {
+		if p.next >= len(steps) {
 			v.Waiting = WaitNoTemplate
 			return
 		}
-		if v.Waiting = e.escalationGate(v); v.Waiting == WaitNone {
+		if v.Waiting = e.resourceGate(v); v.Waiting == WaitNone {
 			e.create(v, p.next, true)
 		}
 	default:
@@ -174,68 +159,87 @@ func (e *evaluation) remediate(i int, resources []Remediation, entry *v1alpha1.U
 
 // escalate times out the running step when its timeout passed or its
 // remediator reported Succeeded=False, and starts the next step.
-func (e *evaluation) escalate(v *NodeVerdict, p progress, entry *v1alpha1.UnhealthyNode) {
-	if p.currentStep < 0 || e.steps[p.currentStep].timeout == 0 {
+func (e *evaluation) escalate(v *NodeVerdict, p progress) {
+	steps := e.rules.steps
+	if p.currentStep < 0 || steps[p.currentStep].timeout == 0 {
 		// remediationTemplate, or a step the spec no longer has: it runs
 		// until the node is healthy.
 		return
 	}
 	current := p.current
-	timeoutAt := current.Created.Add(e.steps[p.currentStep].timeout)
+	timeoutAt := current.Created.Add(steps[p.currentStep].timeout)
 	failed := current.Succeeded == metav1.ConditionFalse
 	if !failed && e.now.Before(timeoutAt) {
 		e.deadline(timeoutAt)
 		return
 	}
-	if v.Waiting = e.escalationGate(v); v.Waiting != WaitNone {
+	if v.Waiting = e.resourceGate(v); v.Waiting != WaitNone {
 		return
 	}
-	e.d.TimeOut = append(e.d.TimeOut, TimeOut{
+	e.p.TimeOut = append(e.p.TimeOut, TimeOut{
 		Node: v.Node.Name, Resource: current.Ref,
-		Annotate: current.Succeeded != metav1.ConditionTrue, Failed: failed,
+		Annotate: current.Succeeded != metav1.ConditionTrue, Failed: failed, At: e.now,
 	})
-	if rem := entryRemediation(entry, current.Ref.UID); rem != nil {
-		now := metav1.NewTime(e.now)
-		rem.TimedOut = &now
-	}
 	next := max(p.next, p.currentStep+1)
-	if next < len(e.steps) {
+	if next < len(steps) {
 		e.create(v, next, true)
 		return
 	}
 	v.Waiting = WaitNoTemplate
-	e.nodeEvent(corev1.EventTypeWarning, "NoTemplateLeft", v.Node.Name,
-		fmt.Sprintf("Remediation timed out, and no template left to try. didn't find a template to use for NHC %s and node %s", e.in.NHC.Name, v.Node.Name))
+	e.p.Events = append(e.p.Events, warning(ReasonNoTemplateLeft, v.Node.Name, fmt.Sprintf(messageNoTemplateLeft, e.in.NHC.Name, v.Node.Name)))
 }
 
-// inferTimedOut records, for steps before the current one that the status
-// does not show as timed out (a lost status write of a Succeeded=True step,
-// which has no annotation), that they were given up when the current step
-// started.
-func inferTimedOut(steps []step, p progress, entry *v1alpha1.UnhealthyNode) {
+// superseded finds the resources of steps before the running one that
+// neither the last status nor an annotation shows as timed out (a lost
+// status write of a Succeeded=True step, which has no annotation): they were
+// given up when the running step started.
+func superseded(steps []step, p progress, resources []Remediation, previous *v1alpha1.UnhealthyNode) map[types.UID]time.Time {
 	if p.currentStep < 0 {
-		return
+		return nil
 	}
-	for _, rem := range entry.Remediations {
-		if rem.TimedOut == nil && rem.Resource.UID != p.current.Ref.UID && stepOf(steps, &rem.Resource, rem.TemplateName) < p.currentStep {
-			started := metav1.NewTime(p.current.Created)
-			rem.TimedOut = &started
+	var found map[types.UID]time.Time
+	for i := range resources {
+		r := &resources[i]
+		if r.Ref.UID != p.current.Ref.UID && timedOutAt(r, previous) == nil && stepOf(steps, &r.Ref, r.TemplateName) < p.currentStep {
+			if found == nil {
+				found = map[types.UID]time.Time{}
+			}
+			found[r.Ref.UID] = p.current.Created
 		}
 	}
+	return found
 }
 
-// escalationGate says why a node under remediation may not get its next step
-// now. Escalation creates a resource, so what forbids new resources for the
-// node forbids it too; the budget and storm recovery do not, because the node
-// is already counted as unhealthy.
-func (e *evaluation) escalationGate(v *NodeVerdict) WaitReason {
+// resourceGate says why a node may not get any new resource now: neither a
+// first remediation nor its next escalation step. The budget and storm
+// recovery do not hold back escalation, because the node is already counted
+// as unhealthy.
+func (e *evaluation) resourceGate(v *NodeVerdict) WaitReason {
 	switch {
-	case e.in.Problem != nil:
+	case e.p.Problem != nil:
 		return WaitDisabled
-	case e.paused:
+	case e.rules.paused():
 		return WaitPaused
 	case v.Excluded:
 		return WaitExcluded
+	}
+	return WaitNone
+}
+
+// firstRemediationGate says why a node may not get its first remediation
+// now: what holds back any new resource, the budget, storm recovery, and
+// another control-plane node under remediation.
+func (e *evaluation) firstRemediationGate(v *NodeVerdict) WaitReason {
+	if w := e.resourceGate(v); w != WaitNone {
+		return w
+	}
+	switch {
+	case !e.p.Budget.Allowed:
+		return WaitMinHealthy
+	case e.p.Storm.Active:
+		return WaitStorm
+	case v.ControlPlane && e.controlPlaneBusy(v.Node.Name):
+		return WaitControlPlane
 	}
 	return WaitNone
 }
@@ -245,35 +249,23 @@ func (e *evaluation) escalationGate(v *NodeVerdict) WaitReason {
 // longest goes first, then by name.
 func (e *evaluation) startRemediations() {
 	slices.SortFunc(e.candidates, func(a, b int) int {
-		va, vb := &e.d.Nodes[a], &e.d.Nodes[b]
+		va, vb := &e.p.Nodes[a], &e.p.Nodes[b]
 		if c := va.Since.Compare(vb.Since); c != 0 {
 			return c
 		}
 		return strings.Compare(va.Node.Name, vb.Node.Name)
 	})
 	for _, i := range e.candidates {
-		v := &e.d.Nodes[i]
-		switch {
-		case e.in.Problem != nil:
-			v.Waiting = WaitDisabled
-		case e.paused:
-			v.Waiting = WaitPaused
-		case v.Excluded:
-			v.Waiting = WaitExcluded
-		case !e.d.Budget.Allowed:
-			v.Waiting = WaitMinHealthy
-		case e.d.Storm.Active:
-			v.Waiting = WaitStorm
-		case v.ControlPlane && e.controlPlaneBusy(v.Node.Name):
-			v.Waiting = WaitControlPlane
-		default:
-			if v.ControlPlane {
-				e.busyControlPlane = v.Node.Name
-			}
-			e.create(v, 0, false)
+		v := &e.p.Nodes[i]
+		if v.Waiting = e.firstRemediationGate(v); v.Waiting != WaitNone {
+			continue
 		}
+		if v.ControlPlane {
+			e.busyControlPlane = v.Node.Name
+		}
+		e.create(v, 0, false)
 	}
-	slices.SortFunc(e.d.Create, func(a, b Creation) int { return strings.Compare(a.Node, b.Node) })
+	slices.SortFunc(e.p.Create, func(a, b Creation) int { return strings.Compare(a.Node, b.Node) })
 }
 
 func (e *evaluation) controlPlaneBusy(node string) bool {
@@ -289,148 +281,32 @@ func (e *evaluation) controlPlaneBusy(node string) bool {
 }
 
 func (e *evaluation) create(v *NodeVerdict, stepIndex int, escalation bool) {
-	s := e.steps[stepIndex]
-	e.d.Create = append(e.d.Create, Creation{
+	s := e.rules.steps[stepIndex]
+	e.p.Create = append(e.p.Create, Creation{
 		Node: v.Node.Name, Template: s.template, Step: stepIndex, Timeout: s.timeout,
 		ControlPlane: v.ControlPlane, Escalation: escalation, firstResource: v.Remediations == 0,
 	})
 }
 
-// recover handles a node that matches no unhealthy condition but still has
-// remediation resources: they are deleted now, after healthyDelay, or never
-// (negative healthyDelay) unless the node is manually confirmed healthy.
-func (e *evaluation) recover(v *NodeVerdict, resources []Remediation, previous *v1alpha1.UnhealthyNode) {
-	entry := e.addEntry(v.Node.Name, resources, previous)
-	start := healthyDelayStart(resources, previous, e.now)
-	startTime := metav1.NewTime(start)
-	entry.ConditionsHealthyTimestamp = &startTime
-
-	reason := DeleteNodeHealthy
-	if _, confirmed := v.Node.Annotations[v1alpha1.ManuallyConfirmedHealthyAnnotation]; confirmed {
-		reason = DeleteManuallyConfirmed
-	} else if delay := e.healthyDelay(); delay < 0 {
-		entry.HealthyDelayed = ptrTo(true)
+// enablementEvent records the Disabled or Enabled transition: the problem
+// against the last status's Disabled condition. With the resources unknown
+// and no problem, nothing is known to have changed.
+func (e *evaluation) enablementEvent() {
+	was := meta.FindStatusCondition(e.in.NHC.Status.Conditions, v1alpha1.ConditionDisabled)
+	if p := e.p.Problem; p != nil {
+		if was == nil || was.Status != metav1.ConditionTrue || was.Reason != p.Reason || was.Message != p.Message {
+			e.p.Events = append(e.p.Events, warning(ReasonDisabled, "", fmt.Sprintf(messageDisabled, p.Reason, p.Message)))
+		}
 		return
-	} else if delay > 0 {
-		for i := range resources {
-			if r := &resources[i]; !r.Deleting && r.HealthyDelayStart.IsZero() {
-				e.d.StartHealthyDelay = append(e.d.StartHealthyDelay, HealthyDelayMark{Resource: r.Ref, Start: start})
-			}
-		}
-		if ends := start.Add(delay); e.now.Before(ends) {
-			entry.HealthyDelayed = ptrTo(true)
-			e.deadline(ends)
-			return
-		}
 	}
-	for i := range resources {
-		if r := &resources[i]; !r.Deleting {
-			e.d.Delete = append(e.d.Delete, Deletion{Node: v.Node.Name, Resource: r.Ref, Reason: reason})
-		}
+	if !e.in.ResourcesUnknown && (was == nil || was.Status != metav1.ConditionFalse) {
+		e.p.Events = append(e.p.Events, normal(ReasonEnabled, "", messageEnabled))
 	}
 }
 
-func (e *evaluation) healthyDelay() time.Duration {
-	if e.spec.HealthyDelay == nil {
-		return 0
-	}
-	return e.spec.HealthyDelay.Duration
-}
-
-// healthyDelayStart is when the node was first seen healthy: the earliest
-// healthy-delay annotation of its resources, else the status entry's record,
-// else now.
-func healthyDelayStart(resources []Remediation, previous *v1alpha1.UnhealthyNode, now time.Time) time.Time {
-	var start time.Time
-	for i := range resources {
-		if t := resources[i].HealthyDelayStart; !t.IsZero() && (start.IsZero() || t.Before(start)) {
-			start = t
-		}
-	}
-	if start.IsZero() && previous != nil && previous.ConditionsHealthyTimestamp != nil {
-		start = previous.ConditionsHealthyTimestamp.Time
-	}
-	if start.IsZero() {
-		start = now
-	}
-	return start
-}
-
-// clearHealthyDelay restarts the healthy delay of a node that relapsed: the
-// next recovery counts from its own start (upstream keeps the old start).
-func (e *evaluation) clearHealthyDelay(resources []Remediation) {
-	for i := range resources {
-		if r := &resources[i]; !r.HealthyDelayStart.IsZero() && !r.Deleting {
-			e.d.ClearHealthyDelay = append(e.d.ClearHealthyDelay, r.Ref)
-		}
-	}
-}
-
-// flagOld flags resources that just became older than OldRemediationAge.
-func (e *evaluation) flagOld(resources []Remediation) {
-	for i := range resources {
-		r := &resources[i]
-		if r.FlaggedOld || r.Deleting {
-			continue
-		}
-		if at := r.Created.Add(OldRemediationAge); e.now.Before(at) {
-			e.deadline(at)
-		} else {
-			e.d.FlagOld = append(e.d.FlagOld, r.Ref)
-		}
-	}
-}
-
-// evaluateOrphans deletes the resources of nodes that are gone or no longer
-// selected, except those whose remediator expects to delete the node and has
-// not yet succeeded.
-func (e *evaluation) evaluateOrphans() {
-	var orphans []string
-	for node := range e.in.Remediations {
-		if !e.withResources[node] && len(e.in.Remediations[node]) > 0 {
-			orphans = append(orphans, node)
-		}
-	}
-	slices.Sort(orphans)
-	for _, node := range orphans {
-		resources := e.in.Remediations[node]
-		e.addEntry(node, resources, e.previous[node])
-		if anyControlPlane(resources) {
-			e.busyControlPlane = node
-		}
-		e.flagOld(resources)
-		for i := range resources {
-			r := &resources[i]
-			if r.Deleting || (r.PermanentNodeDeletionExpected && r.Succeeded != metav1.ConditionTrue) {
-				continue
-			}
-			e.d.Delete = append(e.d.Delete, Deletion{Node: node, Resource: r.Ref, Reason: DeleteNodeGone})
-		}
-	}
-}
-
-func anyControlPlane(resources []Remediation) bool {
-	for i := range resources {
-		if resources[i].ControlPlane {
-			return true
-		}
-	}
-	return false
-}
-
-// deadline records a future instant at which the decision changes.
+// deadline records a future instant at which the plan changes.
 func (e *evaluation) deadline(t time.Time) {
-	if t.After(e.now) && (e.d.NextDeadline.IsZero() || t.Before(e.d.NextDeadline)) {
-		e.d.NextDeadline = t
+	if t.After(e.now) && (e.p.NextDeadline.IsZero() || t.Before(e.p.NextDeadline)) {
+		e.p.NextDeadline = t
 	}
 }
-
-func (e *evaluation) event(eventType, reason, message string) {
-	e.d.Events = append(e.d.Events, Event{Type: eventType, Reason: reason, Message: message})
-}
-
-func (e *evaluation) nodeEvent(eventType, reason, node, message string) {
-	e.d.Events = append(e.d.Events, Event{Type: eventType, Reason: reason, Message: message, Node: node})
-}
-
-func ptrTo[T any](v T) *T { return &v }

@@ -24,9 +24,16 @@ type Input struct {
 	// not this NodeHealthCheck's (another owner's resource of a kind this
 	// NodeHealthCheck uses). Only one control-plane node is remediated at a time.
 	BusyControlPlaneNodes map[string]bool
-	// Problem, when set, disables the NodeHealthCheck: no remediation is created
-	// or escalated, while healthy nodes and orphans are still cleaned up.
-	Problem *Problem
+	// TemplateProblem, when set, is why the templates cannot be used: a kind
+	// that is not served, a template that is missing or invalid. Like a
+	// problem of the spec, it disables the NodeHealthCheck: no remediation is
+	// created or escalated, while healthy nodes and orphans are still cleaned up.
+	TemplateProblem *Problem
+	// ResourcesUnknown is true when the remediation resources cannot be read
+	// at all, for example because their informers may not list them, and
+	// TemplateProblem says why. Deciding without them could lose
+	// remediations: the plan does nothing, and the status keeps its entries.
+	ResourcesUnknown bool
 	// Now is the current time.
 	Now time.Time
 }

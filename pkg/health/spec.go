@@ -3,18 +3,64 @@ package health
 import (
 	"fmt"
 	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
 
-// CheckSpec finds what makes a spec unusable although the API server stored
-// it: rules the CRD cannot afford (the same template twice in an escalation)
-// and rules an object stored under an older schema may break. The controller
-// disables a NodeHealthCheck with such a problem.
-func CheckSpec(spec *v1alpha1.NodeHealthCheckSpec) *Problem {
-	if _, err := MinHealthy(spec, 0); err != nil {
-		return invalidSpec(err.Error())
+// defaultConditions apply when the spec has none; the CRD defaults the field,
+// so only objects that bypassed the API server lack it.
+var defaultConditions = []v1alpha1.UnhealthyCondition{
+	{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Duration: metav1.Duration{Duration: 300 * time.Second}},
+	{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Duration: metav1.Duration{Duration: 300 * time.Second}},
+}
+
+// rules is a spec parsed once, for one evaluation and the status built from it.
+type rules struct {
+	conditions   []v1alpha1.UnhealthyCondition
+	steps        []step
+	// budget is nil when minHealthy or maxUnhealthy is unusable: then no
+	// new remediation may start.
+	budget       *budgetRule
+	storm        stormRules
+	healthyDelay time.Duration
+	// pauseRequests are the spec's pause requests; any one pauses.
+	pauseRequests []string
+}
+
+func (r *rules) paused() bool { return len(r.pauseRequests) > 0 }
+
+// parseSpec parses a spec, and finds what makes it unusable although the API
+// server stored it: rules the CRD cannot afford (the same template twice in
+// an escalation) and rules an object stored under an older schema may break.
+// A spec with a problem disables its NodeHealthCheck; its rules are still
+// good enough to clean up.
+func parseSpec(spec *v1alpha1.NodeHealthCheckSpec) (*rules, *Problem) {
+	r := &rules{
+		conditions:    spec.UnhealthyConditions,
+		steps:         remediationSteps(spec),
+		storm:         stormRulesOf(spec),
+		pauseRequests: spec.PauseRequests,
 	}
+	if len(r.conditions) == 0 {
+		r.conditions = defaultConditions
+	}
+	if spec.HealthyDelay != nil {
+		r.healthyDelay = spec.HealthyDelay.Duration
+	}
+	budget, err := parseBudget(spec)
+	if err != nil {
+		return r, invalidSpec(err.Error())
+	}
+	r.budget = budget
+	return r, checkSpec(spec, r.steps)
+}
+
+// checkSpec checks the templates and the selector.
+func checkSpec(spec *v1alpha1.NodeHealthCheckSpec, steps []step) *Problem {
 	hasEscalation := len(spec.EscalatingRemediations) > 0
 	switch {
 	case spec.RemediationTemplate == nil && !hasEscalation:
@@ -22,7 +68,7 @@ func CheckSpec(spec *v1alpha1.NodeHealthCheckSpec) *Problem {
 	case spec.RemediationTemplate != nil && hasEscalation:
 		return invalidSpec("remediationTemplate and escalatingRemediations are mutually exclusive: set only one of them")
 	}
-	for _, s := range remediationSteps(spec) {
+	for _, s := range steps {
 		t := s.template
 		if t.APIVersion == "" || t.Name == "" || !strings.HasSuffix(t.Kind, "Template") || t.Kind == "Template" {
 			return invalidSpec(fmt.Sprintf("template reference %s %s/%s needs an apiVersion, a name, and a kind that ends with Template", t.Kind, t.Namespace, t.Name))
@@ -41,6 +87,9 @@ func CheckSpec(spec *v1alpha1.NodeHealthCheckSpec) *Problem {
 			return invalidSpec(fmt.Sprintf("escalatingRemediations reference template %s %s/%s twice: both steps would create the same remediation", t.Kind, t.Namespace, t.Name))
 		}
 		templates[key] = true
+	}
+	if _, err := metav1.LabelSelectorAsSelector(&spec.Selector); err != nil {
+		return invalidSpec(fmt.Sprintf("The selector is invalid: %v", err))
 	}
 	return nil
 }

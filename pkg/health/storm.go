@@ -1,10 +1,8 @@
 package health
 
 import (
-	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -78,106 +76,49 @@ func previousStorm(status *v1alpha1.NodeHealthCheckStatus) (active bool, since, 
 	return active, since, cooldownStart
 }
 
-const (
-	eventStormStarted         = "StormRecoveryStarted"
-	eventStormCooldownStarted = "StormRecoveryCooldownStarted"
-	eventStormEnded           = "StormRecoveryEnded"
-)
-
 // stormBefore updates the storm state before new remediations are planned:
 // a running storm may end, or start or cancel its cooldown.
 func (e *evaluation) stormBefore() {
-	rules := e.storm
+	rules := e.rules.storm
 	active, since, cooldownStart := previousStorm(&e.in.NHC.Status)
-	e.cooldownStart = time.Time{}
 	if !rules.configured() {
 		if active {
-			e.event(corev1.EventTypeNormal, eventStormEnded, "Storm recovery mode deactivated - normal remediation resumed")
+			e.p.Events = append(e.p.Events, normal(ReasonStormEnded, "", messageStormEnded))
 		}
-		e.d.Storm = Storm{}
+		e.p.Storm = Storm{}
 		return
 	}
-	e.d.Storm = Storm{Configured: true, Active: active, Since: since}
+	e.p.Storm = Storm{Configured: true, Active: active, Since: since}
 	if !active {
 		return
 	}
-	healthy, unhealthy, minHealthy := e.d.Healthy, e.d.Observed-e.d.Healthy, e.d.Budget.MinHealthy
+	healthy, unhealthy, minHealthy := e.p.Healthy, e.p.Observed-e.p.Healthy, e.p.Budget.MinHealthy
 	if !rules.canEnd(healthy, unhealthy, minHealthy) {
 		return
 	}
 	if rules.cooldown > 0 {
 		if cooldownStart.IsZero() {
 			cooldownStart = e.now
-			e.event(corev1.EventTypeWarning, eventStormCooldownStarted, "Storm recovery mode will exit after cooldown delay")
+			e.p.Events = append(e.p.Events, warning(ReasonStormCooldown, "", messageStormCooldown))
 		}
 		ends := cooldownStart.Add(rules.cooldown)
 		if e.now.Before(ends) {
-			e.cooldownStart = cooldownStart
-			e.d.Storm.CooldownEnds = ends
+			e.p.Storm.CooldownStarted, e.p.Storm.CooldownEnds = cooldownStart, ends
 			e.deadline(ends)
 			return
 		}
 	}
-	e.d.Storm = Storm{Configured: true}
-	e.event(corev1.EventTypeNormal, eventStormEnded, "Storm recovery mode deactivated - normal remediation resumed")
+	e.p.Storm = Storm{Configured: true}
+	e.p.Events = append(e.p.Events, normal(ReasonStormEnded, "", messageStormEnded))
 }
 
 // stormAfter starts a storm once the remediations this evaluation allows are planned.
 func (e *evaluation) stormAfter() {
-	if !e.d.Storm.Configured || e.d.Storm.Active {
+	if !e.p.Storm.Configured || e.p.Storm.Active {
 		return
 	}
-	if e.storm.starts(e.d.Healthy, e.d.Observed-e.d.Healthy, e.d.Budget.MinHealthy) {
-		e.d.Storm.Active, e.d.Storm.Since = true, e.now
-		e.event(corev1.EventTypeWarning, eventStormStarted, "Storm recovery mode activated - delaying remediation until threshold is reached")
+	if e.rules.storm.starts(e.p.Healthy, e.p.Observed-e.p.Healthy, e.p.Budget.MinHealthy) {
+		e.p.Storm.Active, e.p.Storm.Since = true, e.now
+		e.p.Events = append(e.p.Events, warning(ReasonStormStarted, "", messageStormStarted))
 	}
-}
-
-// writeStormStatus records the storm state in the status: the conditions in
-// both modes, and stormRecoveryActive/stormRecoveryStartTime when a threshold
-// is set, as the spec says.
-func (e *evaluation) writeStormStatus(status *v1alpha1.NodeHealthCheckStatus) {
-	s := e.d.Storm
-	if !s.Configured {
-		meta.RemoveStatusCondition(&status.Conditions, v1alpha1.ConditionStormActive)
-		meta.RemoveStatusCondition(&status.Conditions, v1alpha1.ConditionStormCooldownActive)
-		status.StormRecoveryActive, status.StormRecoveryStartTime = nil, nil
-		return
-	}
-	if e.storm.threshold != nil {
-		active := s.Active
-		status.StormRecoveryActive = &active
-		status.StormRecoveryStartTime = nil
-		if s.Active {
-			since := metav1.NewTime(s.Since)
-			status.StormRecoveryStartTime = &since
-		}
-	} else {
-		status.StormRecoveryActive, status.StormRecoveryStartTime = nil, nil
-	}
-	// Like upstream, StormActive appears with the first storm.
-	if s.Active {
-		e.setCondition(status, v1alpha1.ConditionStormActive, v1alpha1.ReasonStormThresholdChange, metav1.ConditionTrue, s.Since, e.stormActiveMessage())
-	} else if meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionStormActive) != nil {
-		e.setCondition(status, v1alpha1.ConditionStormActive, v1alpha1.ReasonStormThresholdChange, metav1.ConditionFalse, e.now, "Storm mode is deactivated, remediation can occur normally")
-	}
-	if e.storm.cooldown <= 0 {
-		meta.RemoveStatusCondition(&status.Conditions, v1alpha1.ConditionStormCooldownActive)
-		return
-	}
-	switch {
-	case !s.CooldownEnds.IsZero():
-		e.setCondition(status, v1alpha1.ConditionStormCooldownActive, v1alpha1.ReasonStormThresholdChange, metav1.ConditionTrue, e.cooldownStart, "Storm cooldown delay started - waiting before resuming normal remediation")
-	case s.Active:
-		e.setCondition(status, v1alpha1.ConditionStormCooldownActive, v1alpha1.ReasonStormThresholdChange, metav1.ConditionFalse, e.now, "Cooldown cleared - storm threshold triggered")
-	case meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionStormCooldownActive) != nil:
-		e.setCondition(status, v1alpha1.ConditionStormCooldownActive, v1alpha1.ReasonStormThresholdChange, metav1.ConditionFalse, e.now, "Storm cooldown completed")
-	}
-}
-
-func (e *evaluation) stormActiveMessage() string {
-	if e.storm.threshold != nil {
-		return fmt.Sprintf("Storm recovery is active - no new remediation starts until at most %d selected nodes are unhealthy", *e.storm.threshold)
-	}
-	return "Storm mode is activated - preventing any new remediation until the storm is over and cooldown duration expired"
 }

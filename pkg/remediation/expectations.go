@@ -63,9 +63,10 @@ func (e *Expectations) ForgetDeletion(nhc string, uid types.UID) {
 	e.observe(nhc, deletionKey(uid))
 }
 
-// Observe takes an informer's change: a resource that exists satisfies its
-// creation, a deleted one, or one with a deletion timestamp, its deletion.
-func (e *Expectations) Observe(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool) {
+// Settle settles the expectations an informer's change satisfies: a resource
+// that exists settles its creation, a deleted one, or one with a deletion
+// timestamp, its deletion. It is a ChangeFunc.
+func (e *Expectations) Settle(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool) {
 	template := obj.GetAnnotations()[v1alpha1.TemplateNameAnnotation]
 	for _, nhc := range OwnerNames(obj) {
 		if !deleted {

@@ -22,15 +22,15 @@ func TestExpectations(t *testing.T) {
 	e.ExpectCreation("workers", testGVR, "remediators", "worker-1", "reboot")
 	assert.False(t, e.Satisfied("workers"))
 	assert.True(t, e.Satisfied("others"), "per NodeHealthCheck")
-	e.Observe(testGVR, r, false)
+	e.Settle(testGVR, r, false)
 	assert.True(t, e.Satisfied("workers"), "the informer shows the created resource")
 
 	e.ExpectDeletion("workers", "r-uid")
-	e.Observe(testGVR, r, false)
+	e.Settle(testGVR, r, false)
 	assert.False(t, e.Satisfied("workers"), "still there")
 	deleting := r.DeepCopy()
 	deleting.SetDeletionTimestamp(&metav1.Time{Time: clock.Now()})
-	e.Observe(testGVR, deleting, false)
+	e.Settle(testGVR, deleting, false)
 	assert.True(t, e.Satisfied("workers"), "a deletion timestamp is the delete observed")
 
 	e.ExpectCreation("workers", testGVR, "remediators", "worker-2", "reboot")

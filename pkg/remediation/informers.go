@@ -24,7 +24,7 @@ const (
 	controlPlaneIndex = "control-plane-node"
 )
 
-// ChangeFunc hears of every change an informer sees; deleted is true for
+// ChangeFunc hears of a change an informer sees; deleted is true for
 // deletions, when obj is the last state known.
 type ChangeFunc func(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool)
 
@@ -34,11 +34,12 @@ type ChangeFunc func(gvr schema.GroupVersionResource, obj *unstructured.Unstruct
 // when the last one no longer does, so the controller watches only kinds
 // that matter, whichever remediators are installed.
 type Informers struct {
-	ctx      context.Context
-	client   dynamic.Interface
-	onChange ChangeFunc
+	ctx    context.Context
+	client dynamic.Interface
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// handlers hear of every change, in the order they were added.
+	handlers []ChangeFunc
 	running map[schema.GroupVersionResource]*runningInformer
 	// uses holds the resources each NodeHealthCheck uses, by its name.
 	uses map[string]sets.Set[schema.GroupVersionResource]
@@ -55,12 +56,20 @@ type runningInformer struct {
 }
 
 // NewInformers returns a manager whose informers run until ctx ends.
-func NewInformers(ctx context.Context, client dynamic.Interface, onChange ChangeFunc) *Informers {
+func NewInformers(ctx context.Context, client dynamic.Interface) *Informers {
 	return &Informers{
-		ctx: ctx, client: client, onChange: onChange,
+		ctx: ctx, client: client,
 		running: map[schema.GroupVersionResource]*runningInformer{},
 		uses:    map[string]sets.Set[schema.GroupVersionResource]{},
 	}
+}
+
+// AddChangeHandler adds a handler that hears of every change of every
+// informer, after the handlers added before it.
+func (m *Informers) AddChangeHandler(handler ChangeFunc) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.handlers = append(m.handlers, handler)
 }
 
 // Use sets the resources a NodeHealthCheck uses, starting and stopping
@@ -131,8 +140,15 @@ func (m *Informers) notify(gvr schema.GroupVersionResource, obj any, deleted boo
 	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tombstone.Obj
 	}
-	if u, ok := obj.(*unstructured.Unstructured); ok && m.onChange != nil {
-		m.onChange(gvr, u, deleted)
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	m.mu.Lock()
+	handlers := m.handlers
+	m.mu.Unlock()
+	for _, handle := range handlers {
+		handle(gvr, u, deleted)
 	}
 }
 

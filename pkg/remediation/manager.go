@@ -1,34 +1,35 @@
 package remediation
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"time"
-
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/utils/clock"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
 
 // Manager reads the remediation state of NodeHealthChecks from the
-// informers and carries out health decisions.
+// informers and carries out their plans.
 type Manager struct {
 	informers    *Informers
 	templates    *Templates
 	expectations *Expectations
 	writer       *Writer
-	clock        clock.PassiveClock
 }
 
-// NewManager returns a manager.
-func NewManager(informers *Informers, templates *Templates, expectations *Expectations, writer *Writer, clock clock.PassiveClock) *Manager {
-	return &Manager{informers: informers, templates: templates, expectations: expectations, writer: writer, clock: clock}
+// NewManager returns a manager. The expectations hear of the informers'
+// changes before any handler added later, so that a NodeHealthCheck woken by
+// a change finds its expectations settled.
+func NewManager(informers *Informers, templates *Templates, expectations *Expectations, writer *Writer) *Manager {
+	informers.AddChangeHandler(expectations.Settle)
+	return &Manager{informers: informers, templates: templates, expectations: expectations, writer: writer}
+}
+
+// AddChangeHandler adds a handler that hears of every change of a template
+// or remediation resource the informers see.
+func (m *Manager) AddChangeHandler(handler ChangeFunc) {
+	m.informers.AddChangeHandler(handler)
 }
 
 // Observation is what a NodeHealthCheck's evaluation needs from the cluster
@@ -37,8 +38,8 @@ type Observation struct {
 	// Ready is false while an informer the NodeHealthCheck needs has not
 	// synced, or its own recent writes are not visible yet: evaluate later.
 	Ready bool
-	// Problem, when set, disables the NodeHealthCheck.
-	Problem *health.Problem
+	// TemplateProblem, when set, is why the templates cannot be used.
+	TemplateProblem *health.Problem
 	// Remediations are the NodeHealthCheck's resources by node.
 	Remediations map[string][]health.Remediation
 	// BusyControlPlaneNodes are control-plane nodes with a remediation of any
@@ -54,14 +55,14 @@ func templateKey(ref corev1.ObjectReference) corev1.ObjectReference {
 	return corev1.ObjectReference{APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}
 }
 
-// Observe resolves a NodeHealthCheck's templates, makes sure the informers of
-// their kinds run, and reads its remediation resources from them. The kinds
-// of resources its status lists stay watched too, so that resources of a
-// template the spec dropped are still cleaned up. An error is worth a retry.
-func (m *Manager) Observe(nhc *v1alpha1.NodeHealthCheck) (Observation, error) {
+// Read resolves a NodeHealthCheck's templates, starts the informers of their
+// kinds and stops those it no longer needs, and reads its remediation
+// resources from them. The kinds of resources its status lists stay watched
+// too, so that resources of a template the spec dropped are still cleaned
+// up. An error is worth a retry.
+func (m *Manager) Read(nhc *v1alpha1.NodeHealthCheck) (Observation, error) {
 	obs := Observation{
 		Ready:                 true,
-		Problem:               health.CheckSpec(&nhc.Spec),
 		Remediations:          map[string][]health.Remediation{},
 		BusyControlPlaneNodes: map[string]bool{},
 		templates:             map[corev1.ObjectReference]*unstructured.Unstructured{},
@@ -69,7 +70,7 @@ func (m *Manager) Observe(nhc *v1alpha1.NodeHealthCheck) (Observation, error) {
 	}
 	var resolved []Template
 	var watched []schema.GroupVersionResource
-	for _, ref := range templateRefs(&nhc.Spec) {
+	for _, ref := range nhc.Spec.TemplateRefs() {
 		tmpl, problem, err := m.templates.Resolve(ref)
 		if err != nil {
 			return obs, err
@@ -108,8 +109,8 @@ func (m *Manager) Observe(nhc *v1alpha1.NodeHealthCheck) (Observation, error) {
 			templates = append(templates, obj)
 		}
 	}
-	if obs.Problem == nil {
-		obs.Problem = CheckKinds(templates)
+	if obs.TemplateProblem == nil {
+		obs.TemplateProblem = CheckKinds(templates)
 	}
 	for _, gvr := range obs.resources {
 		if !m.informers.Synced(gvr) {
@@ -129,186 +130,14 @@ func (m *Manager) Observe(nhc *v1alpha1.NodeHealthCheck) (Observation, error) {
 }
 
 func (o *Observation) problem(p *health.Problem) {
-	if o.Problem == nil {
-		o.Problem = p
+	if o.TemplateProblem == nil {
+		o.TemplateProblem = p
 	}
 }
 
-// templateRefs lists the template references of a spec.
-func templateRefs(spec *v1alpha1.NodeHealthCheckSpec) []corev1.ObjectReference {
-	if spec.RemediationTemplate != nil {
-		return []corev1.ObjectReference{*spec.RemediationTemplate}
-	}
-	refs := make([]corev1.ObjectReference, 0, len(spec.EscalatingRemediations))
-	for _, e := range spec.EscalatingRemediations {
-		refs = append(refs, e.RemediationTemplate)
-	}
-	return refs
-}
-
-// Outcome is what Apply did.
-type Outcome struct {
-	Created  []Created
-	Deleted  []health.Deletion
-	TimedOut []health.TimeOut
-	// Flagged are resources newly flagged as older than 48 hours.
-	Flagged []corev1.ObjectReference
-	// NotOwned are resources that stood where ours would.
-	NotOwned []*NotOwnedError
-	// Errors are the actions that failed; the others went ahead.
-	Errors []error
-}
-
-// Created is a remediation resource Apply created.
-type Created struct {
-	health.Creation
-	Resource corev1.ObjectReference
-}
-
-// Apply carries out a decision's actions on remediation resources and nodes,
-// and records created resources in the decision's status. Each action stands
-// alone: one failure does not stop the others, except that a node whose
-// time-out annotation failed gets no next step, so that the order holds.
-func (m *Manager) Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, d *health.Decision, obs *Observation) Outcome {
-	var out Outcome
-	now := m.clock.Now().UTC().Format(time.RFC3339)
-	failedTimeOut := map[string]bool{}
-	for _, to := range d.TimeOut {
-		if to.Annotate {
-			if err := m.annotate(ctx, obs, to.Resource, v1alpha1.TimedOutAnnotation, &now); err != nil {
-				failedTimeOut[to.Node] = true
-				out.Errors = append(out.Errors, fmt.Errorf("marking %s %s/%s timed out: %w", to.Resource.Kind, to.Resource.Namespace, to.Resource.Name, err))
-				continue
-			}
-		}
-		out.TimedOut = append(out.TimedOut, to)
-	}
-	for _, c := range d.Create {
-		if failedTimeOut[c.Node] {
-			continue
-		}
-		created, err := m.create(ctx, nhc, c, obs)
-		var notOwned *NotOwnedError
-		switch {
-		case errors.As(err, &notOwned):
-			out.NotOwned = append(out.NotOwned, notOwned)
-		case err != nil:
-			out.Errors = append(out.Errors, fmt.Errorf("creating remediation of node %s from %s %s: %w", c.Node, c.Template.Kind, c.Template.Name, err))
-		default:
-			ref := Reference(created)
-			d.RecordCreated(c, ref, created.GetCreationTimestamp().Time)
-			out.Created = append(out.Created, Created{Creation: c, Resource: ref})
-		}
-	}
-	for _, del := range d.Delete {
-		if err := m.delete(ctx, nhc.Name, obs, del.Resource); err != nil {
-			out.Errors = append(out.Errors, fmt.Errorf("deleting %s %s/%s: %w", del.Resource.Kind, del.Resource.Namespace, del.Resource.Name, err))
-			continue
-		}
-		out.Deleted = append(out.Deleted, del)
-	}
-	for _, mark := range d.StartHealthyDelay {
-		start := mark.Start.UTC().Format(time.RFC3339)
-		if err := m.annotate(ctx, obs, mark.Resource, v1alpha1.HealthyDelayAnnotation, &start); err != nil {
-			out.Errors = append(out.Errors, fmt.Errorf("starting the healthy delay of %s/%s: %w", mark.Resource.Namespace, mark.Resource.Name, err))
-		}
-	}
-	for _, ref := range d.ClearHealthyDelay {
-		if err := m.annotate(ctx, obs, ref, v1alpha1.HealthyDelayAnnotation, nil); err != nil {
-			out.Errors = append(out.Errors, fmt.Errorf("restarting the healthy delay of %s/%s: %w", ref.Namespace, ref.Name, err))
-		}
-	}
-	flag := v1alpha1.OldRemediationAnnotationValue
-	for _, ref := range d.FlagOld {
-		if err := m.annotate(ctx, obs, ref, v1alpha1.OldRemediationAnnotation, &flag); err != nil {
-			out.Errors = append(out.Errors, fmt.Errorf("flagging %s/%s as old: %w", ref.Namespace, ref.Name, err))
-			continue
-		}
-		out.Flagged = append(out.Flagged, ref)
-	}
-	for _, node := range d.RemoveConfirmation {
-		if err := m.writer.RemoveNodeAnnotation(ctx, node, v1alpha1.ManuallyConfirmedHealthyAnnotation); err != nil {
-			out.Errors = append(out.Errors, fmt.Errorf("removing the manual confirmation of node %s: %w", node, err))
-		}
-	}
-	return out
-}
-
-func (m *Manager) create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, c health.Creation, obs *Observation) (*unstructured.Unstructured, error) {
-	template := obs.templates[templateKey(c.Template)]
-	if template == nil {
-		return nil, fmt.Errorf("template %s %s/%s was not read", c.Template.Kind, c.Template.Namespace, c.Template.Name)
-	}
-	obj, err := NewRemediation(template, nhc, c.Node, c.ControlPlane)
-	if err != nil {
-		return nil, err
-	}
-	gvr, err := obs.resource(obj.GroupVersionKind())
-	if err != nil {
-		return nil, err
-	}
-	m.expectations.ExpectCreation(nhc.Name, gvr, obj.GetNamespace(), c.Node, template.GetName())
-	created, err := m.writer.Create(ctx, gvr, obj, nhc)
-	switch {
-	case err != nil && certainlyFailed(err):
-		m.expectations.ForgetCreation(nhc.Name, gvr, obj.GetNamespace(), c.Node, template.GetName())
-	case err == nil:
-		// A resource that existed already sends no new event; if the cache
-		// has it, there is nothing to wait for.
-		if cached := m.informers.Get(gvr, created.GetNamespace(), created.GetName()); cached != nil && cached.GetUID() == created.GetUID() {
-			m.expectations.Observe(gvr, cached, false)
-		}
-	}
-	return created, err
-}
-
-func (m *Manager) delete(ctx context.Context, nhc string, obs *Observation, ref corev1.ObjectReference) error {
-	gvr, err := obs.resource(ref.GroupVersionKind())
-	if err != nil {
-		return err
-	}
-	m.expectations.ExpectDeletion(nhc, ref.UID)
-	err = m.writer.Delete(ctx, gvr, ref)
-	switch {
-	case err != nil && certainlyFailed(err):
-		m.expectations.ForgetDeletion(nhc, ref.UID)
-	case err == nil:
-		// A resource gone already sends no new event.
-		if cached := m.informers.Get(gvr, ref.Namespace, ref.Name); cached == nil || cached.GetUID() != ref.UID {
-			m.expectations.ForgetDeletion(nhc, ref.UID)
-		}
-	}
-	return err
-}
-
-func (m *Manager) annotate(ctx context.Context, obs *Observation, ref corev1.ObjectReference, key string, value *string) error {
-	gvr, err := obs.resource(ref.GroupVersionKind())
-	if err != nil {
-		return err
-	}
-	return m.writer.Annotate(ctx, gvr, ref, key, value)
-}
-
-func (o *Observation) resource(gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
-	gvr, ok := o.resources[gvk]
-	if !ok {
-		return schema.GroupVersionResource{}, fmt.Errorf("kind %s is not watched", gvk)
-	}
-	return gvr, nil
-}
-
-// certainlyFailed tells whether a write surely did not happen, as opposed
-// to a timeout or a lost connection, after which it may have. A 429 was
-// rejected before anything happened.
-func certainlyFailed(err error) bool {
-	var notOwned *NotOwnedError
-	if errors.As(err, &notOwned) {
-		return true
-	}
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) {
-		return false
-	}
-	code := status.Status().Code
-	return code >= 400 && code < 500 && !apierrors.IsTimeout(err) && !apierrors.IsServerTimeout(err)
+// Forget stops the informers only a deleted NodeHealthCheck used, and drops
+// its expectations.
+func (m *Manager) Forget(nhc string) {
+	m.informers.Use(nhc)
+	m.expectations.Forget(nhc)
 }

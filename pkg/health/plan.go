@@ -4,14 +4,25 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
 
-// Decision is what the controller should do for one NodeHealthCheck now.
-type Decision struct {
+// Plan is what the controller should do for one NodeHealthCheck now, and
+// what it found. It holds no status: Status builds that from the input, the
+// plan and the outcome of carrying the plan out.
+type Plan struct {
+	// Problem is why the NodeHealthCheck is disabled: a problem of its spec,
+	// or Input.TemplateProblem. Nil when it is enabled.
+	Problem *Problem
+
 	// Nodes holds one verdict per selected node, in input order.
 	Nodes []NodeVerdict
+	// Orphans are the nodes that have remediation resources of this
+	// NodeHealthCheck but are not selected (deleted or no longer matching),
+	// sorted by name.
+	Orphans []string
 
 	// Observed is the number of selected nodes.
 	Observed int
@@ -50,16 +61,12 @@ type Decision struct {
 	// problem does, so the controller emits each once.
 	Warnings []Event
 
-	// Status is the new status. It does not contain the resources of Create
-	// yet: call RecordCreated for each one that was created.
-	Status v1alpha1.NodeHealthCheckStatus
-	// NextDeadline is the earliest future instant at which the decision can
+	// NextDeadline is the earliest future instant at which the plan can
 	// change without any object changing, or zero.
 	NextDeadline time.Time
 
-	// waitSummary explains, for the status reason, why unhealthy nodes wait.
-	waitSummary string
-	spec        *v1alpha1.NodeHealthCheckSpec
+	// rules is the spec as Evaluate parsed it, for Status.
+	rules *rules
 }
 
 // NodeState is a node's health as the NodeHealthCheck sees it.
@@ -111,6 +118,21 @@ type NodeVerdict struct {
 	Remediations int
 	// Waiting is why the node does not get a remediation it needs.
 	Waiting WaitReason
+
+	// Listed is true when the node has a status entry: it is unhealthy, under
+	// remediation, or soon unhealthy again during an incident on record.
+	Listed bool
+	// HealthySince is when a recovering node was first seen healthy: the
+	// start of its healthy delay.
+	HealthySince time.Time
+	// HealthyDelayed is true while a recovering node's resources wait for
+	// healthyDelay or, with a negative one, for a manual confirmation.
+	HealthyDelayed bool
+	// Superseded are resources of earlier steps that neither an annotation
+	// nor the last status shows as timed out (a lost status write of a
+	// Succeeded=True step), with when the later running step that superseded
+	// them started.
+	Superseded map[types.UID]time.Time
 }
 
 // Budget is the minHealthy/maxUnhealthy gate for new remediations.
@@ -129,6 +151,8 @@ type Storm struct {
 	Active bool
 	// Since is when the storm started.
 	Since time.Time
+	// CooldownStarted is when a running cooldown started, or zero.
+	CooldownStarted time.Time
 	// CooldownEnds is when a running cooldown ends, or zero.
 	CooldownEnds time.Time
 }
@@ -161,6 +185,8 @@ type TimeOut struct {
 	// Failed is true when the remediator reported Succeeded=False, rather than
 	// the step's timeout passing.
 	Failed bool
+	// At is when the controller gives up: the annotation's value.
+	At time.Time
 }
 
 // DeletionReason is why a remediation resource is deleted.
@@ -187,14 +213,4 @@ type HealthyDelayMark struct {
 	Resource corev1.ObjectReference
 	// Start is when the node was first seen healthy.
 	Start time.Time
-}
-
-// Event is an event to record on the NodeHealthCheck.
-type Event struct {
-	// Type is corev1.EventTypeNormal or corev1.EventTypeWarning.
-	Type    string
-	Reason  string
-	Message string
-	// Node is the node the event is about, if any.
-	Node string
 }

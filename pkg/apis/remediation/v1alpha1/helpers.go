@@ -1,0 +1,41 @@
+package v1alpha1
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// RemediationSteps lists the remediation templates in the order they are
+// tried: the one remediationTemplate (order 0, no timeout), or the
+// escalatingRemediations by ascending order. It returns a sorted copy and
+// never modifies the spec (upstream sorts it in place).
+func (s *NodeHealthCheckSpec) RemediationSteps() []EscalatingRemediation {
+	if s.RemediationTemplate != nil {
+		return []EscalatingRemediation{{RemediationTemplate: *s.RemediationTemplate}}
+	}
+	steps := slices.Clone(s.EscalatingRemediations)
+	slices.SortStableFunc(steps, func(a, b EscalatingRemediation) int { return a.Order - b.Order })
+	return steps
+}
+
+// TemplateRefs lists the template references of the spec, in the order
+// RemediationSteps tries them.
+func (s *NodeHealthCheckSpec) TemplateRefs() []corev1.ObjectReference {
+	steps := s.RemediationSteps()
+	refs := make([]corev1.ObjectReference, len(steps))
+	for i := range steps {
+		refs[i] = steps[i].RemediationTemplate
+	}
+	return refs
+}
+
+// IsControlPlane tells whether a node's labels carry a control-plane role:
+// ControlPlaneRoleLabel or MasterRoleLabel, whatever their values.
+func IsControlPlane(nodeLabels map[string]string) bool {
+	if _, ok := nodeLabels[ControlPlaneRoleLabel]; ok {
+		return true
+	}
+	_, ok := nodeLabels[MasterRoleLabel]
+	return ok
+}

@@ -1,0 +1,38 @@
+package controller
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+)
+
+// remediationManager reads and writes remediation resources:
+// *remediation.Manager, or a fake in tests.
+type remediationManager interface {
+	// Read observes what a NodeHealthCheck's evaluation needs from its
+	// templates and remediation resources.
+	Read(nhc *v1alpha1.NodeHealthCheck) (remediation.Observation, error)
+	// Apply carries out a plan and says what happened.
+	Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, obs *remediation.Observation) health.Outcome
+	// Forget drops what is kept for a deleted NodeHealthCheck.
+	Forget(nhc string)
+}
+
+// statusWriter writes a NodeHealthCheck's status subresource.
+type statusWriter interface {
+	UpdateStatus(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (*v1alpha1.NodeHealthCheck, error)
+}
+
+// clientStatusWriter writes statuses through the clientset.
+type clientStatusWriter struct {
+	client versioned.Interface
+}
+
+func (w clientStatusWriter) UpdateStatus(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (*v1alpha1.NodeHealthCheck, error) {
+	return w.client.RemediationV1alpha1().NodeHealthChecks().UpdateStatus(ctx, nhc, metav1.UpdateOptions{FieldManager: remediation.FieldManager})
+}

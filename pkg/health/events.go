@@ -1,0 +1,129 @@
+package health
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Event is an event to record on the NodeHealthCheck.
+type Event struct {
+	// Type is corev1.EventTypeNormal or corev1.EventTypeWarning.
+	Type    string
+	Reason  string
+	Message string
+	// Node is the node the event is about, if any.
+	Node string
+}
+
+// Event reasons. They are upstream's, but for RemediationTimedOut, so that
+// existing alerts and dashboards keep working.
+const (
+	ReasonEnabled             = "Enabled"
+	ReasonDisabled            = "Disabled"
+	ReasonDetectedUnhealthy   = "DetectedUnhealthy"
+	ReasonInvalidNodeLabel    = "InvalidNodeLabel"
+	ReasonNoTemplateLeft      = "NoTemplateLeft"
+	ReasonStormStarted        = "StormRecoveryStarted"
+	ReasonStormCooldown       = "StormRecoveryCooldownStarted"
+	ReasonStormEnded          = "StormRecoveryEnded"
+	ReasonRemediationCreated  = "RemediationCreated"
+	ReasonRemediationRemoved  = "RemediationRemoved"
+	ReasonRemediationSkipped  = "RemediationSkipped"
+	ReasonRemediationTimedOut = "RemediationTimedOut"
+)
+
+// Event messages, with upstream's wording where upstream has the event.
+const (
+	messageEnabled           = "No issues found, NodeHealthCheck is enabled."
+	messageDisabled          = "Disabling NHC. Reason: %s, Message: %s"
+	messageDetectedUnhealthy = "Node matches unhealthy condition. Node %q, condition type %q, condition status %q"
+	messageInvalidNodeLabel  = "Node %s has exclude-from-remediation label with empty value, label will be ignored. Set value to 'true' to exclude node from remediation"
+	messageNoTemplateLeft    = "Remediation timed out, and no template left to try. didn't find a template to use for NHC %s and node %s"
+	messageStormStarted      = "Storm recovery mode activated - delaying remediation until threshold is reached"
+	messageStormCooldown     = "Storm recovery mode will exit after cooldown delay"
+	messageStormEnded        = "Storm recovery mode deactivated - normal remediation resumed"
+	messageCreated           = "Created remediation object for node %s"
+	messageRemoved           = "Deleted remediation CR of kind %s with name %s"
+	messageTimedOut          = "Remediation %s %s of node %s timed out: %s"
+	messageTimeoutPassed     = "its timeout passed"
+	messageRemediatorFailed  = "its remediator reported Succeeded=False"
+	messageBlocked           = "Skipped remediation: %s"
+
+	messageWaitMinHealthy   = "Skipped remediation because the number of healthy nodes selected by the selector is %d and should equal or exceed %d"
+	messageWaitStorm        = "Storm recovery active: skipping creation of new remediations"
+	messageWaitPaused       = "Postponing potential remediations because of pause requests"
+	messageWaitExcluded     = "Remediation skipped on node %s: node has Exclude from Remediation label"
+	messageWaitControlPlane = "Skipping remediation of %s for preventing control plane / etcd quorum loss: another control-plane node is under remediation"
+)
+
+// How the status reason counts the nodes that wait, next to the events that
+// say why they wait.
+const summaryMinHealthy = "%d because only %d of %d nodes are healthy and %d must be"
+
+var (
+	waitSummaryOrder = []WaitReason{WaitStorm, WaitControlPlane, WaitExcluded, WaitDeletion, WaitNoTemplate}
+	waitSummaries    = map[WaitReason]string{
+		WaitStorm:        "for storm recovery to end",
+		WaitControlPlane: "for another control-plane node's remediation",
+		WaitExcluded:     "excluded from remediation",
+		WaitDeletion:     "for their remediation's deletion",
+		WaitNoTemplate:   "with no remediation template left to try",
+	}
+)
+
+func normal(reason, node, message string) Event {
+	return Event{Type: corev1.EventTypeNormal, Reason: reason, Message: message, Node: node}
+}
+
+func warning(reason, node, message string) Event {
+	return Event{Type: corev1.EventTypeWarning, Reason: reason, Message: message, Node: node}
+}
+
+// LastingEvents are the events of states that last: why nodes wait, the
+// warnings, and creations that someone else's resource blocks. They are keyed,
+// so that the controller records each once while it lasts.
+func (p *Plan) LastingEvents(out *Outcome) map[string]Event {
+	events := map[string]Event{}
+	for i := range p.Nodes {
+		v := &p.Nodes[i]
+		switch v.Waiting {
+		case WaitMinHealthy:
+			events["minHealthy"] = warning(ReasonRemediationSkipped, "", fmt.Sprintf(messageWaitMinHealthy, p.Healthy, p.Budget.MinHealthy))
+		case WaitStorm:
+			events["storm"] = warning(ReasonRemediationSkipped, "", messageWaitStorm)
+		case WaitPaused:
+			events["paused"] = normal(ReasonRemediationSkipped, "", messageWaitPaused)
+		case WaitExcluded:
+			events["excluded/"+v.Node.Name] = warning(ReasonRemediationSkipped, v.Node.Name, fmt.Sprintf(messageWaitExcluded, v.Node.Name))
+		case WaitControlPlane:
+			events["controlPlane/"+v.Node.Name] = warning(ReasonRemediationSkipped, v.Node.Name, fmt.Sprintf(messageWaitControlPlane, v.Node.Name))
+		}
+	}
+	for _, w := range p.Warnings {
+		events["warning/"+w.Reason+"/"+w.Node] = w
+	}
+	for _, b := range out.Blocked {
+		events["blocked/"+b.Resource.Namespace+"/"+b.Resource.Name] = warning(ReasonRemediationSkipped, b.Node, fmt.Sprintf(messageBlocked, b.Message))
+	}
+	return events
+}
+
+// Events are the events of what the outcome did.
+func (o *Outcome) Events() []Event {
+	var events []Event
+	for _, c := range o.Created {
+		events = append(events, normal(ReasonRemediationCreated, c.Node, fmt.Sprintf(messageCreated, c.Node)))
+	}
+	for _, to := range o.TimedOut {
+		why := messageTimeoutPassed
+		if to.Failed {
+			why = messageRemediatorFailed
+		}
+		events = append(events, warning(ReasonRemediationTimedOut, to.Node, fmt.Sprintf(messageTimedOut, to.Resource.Kind, to.Resource.Name, to.Node, why)))
+	}
+	for _, del := range o.Deleted {
+		events = append(events, normal(ReasonRemediationRemoved, del.Node, fmt.Sprintf(messageRemoved, del.Resource.Kind, del.Resource.Name)))
+	}
+	return events
+}

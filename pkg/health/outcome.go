@@ -1,0 +1,45 @@
+package health
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Outcome is what carrying out a plan did, action by action. Status records
+// only what it shows, so the status never claims what did not happen.
+type Outcome struct {
+	// Created are the creations that succeeded.
+	Created []Created
+	// TimedOut are the time-outs carried out: annotated, or needing no
+	// annotation.
+	TimedOut []TimeOut
+	// Deleted are the deletions the API server accepted.
+	Deleted []Deletion
+	// Flagged are the resources newly flagged as older than 48 hours.
+	Flagged []corev1.ObjectReference
+	// Blocked are creations that someone else's resource stands in the way
+	// of: retrying does not help until that resource goes.
+	Blocked []Blocked
+	// Errors are the actions that failed and are worth a retry; the others
+	// went ahead.
+	Errors []error
+}
+
+// Created is a remediation resource that was created.
+type Created struct {
+	Creation
+	// Resource references the created resource, with its UID.
+	Resource corev1.ObjectReference
+	// CreationTime is the resource's creationTimestamp.
+	CreationTime time.Time
+}
+
+// Blocked is a creation that a resource of someone else blocks.
+type Blocked struct {
+	Node string
+	// Resource is the resource in the way.
+	Resource corev1.ObjectReference
+	// Message says whose it is.
+	Message string
+}

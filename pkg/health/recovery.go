@@ -1,0 +1,121 @@
+package health
+
+import (
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+)
+
+// recover handles a node that matches no unhealthy condition but still has
+// remediation resources: they are deleted now, after healthyDelay, or never
+// (negative healthyDelay) unless the node is manually confirmed healthy.
+func (e *evaluation) recover(v *NodeVerdict, resources []Remediation, previous *v1alpha1.UnhealthyNode) {
+	start := healthyDelayStart(resources, previous, e.now)
+	v.HealthySince = start
+
+	reason := DeleteNodeHealthy
+	if _, confirmed := v.Node.Annotations[v1alpha1.ManuallyConfirmedHealthyAnnotation]; confirmed {
+		reason = DeleteManuallyConfirmed
+	} else if delay := e.rules.healthyDelay; delay < 0 {
+		v.HealthyDelayed = true
+		return
+	} else if delay > 0 {
+		for i := range resources {
+			if r := &resources[i]; !r.Deleting && r.HealthyDelayStart.IsZero() {
+				e.p.StartHealthyDelay = append(e.p.StartHealthyDelay, HealthyDelayMark{Resource: r.Ref, Start: start})
+			}
+		}
+		if ends := start.Add(delay); e.now.Before(ends) {
+			v.HealthyDelayed = true
+			e.deadline(ends)
+			return
+		}
+	}
+	for i := range resources {
+		if r := &resources[i]; !r.Deleting {
+			e.p.Delete = append(e.p.Delete, Deletion{Node: v.Node.Name, Resource: r.Ref, Reason: reason})
+		}
+	}
+}
+
+// healthyDelayStart is when the node was first seen healthy: the earliest
+// healthy-delay annotation of its resources, else the status entry's record,
+// else now.
+func healthyDelayStart(resources []Remediation, previous *v1alpha1.UnhealthyNode, now time.Time) time.Time {
+	var start time.Time
+	for i := range resources {
+		if t := resources[i].HealthyDelayStart; !t.IsZero() && (start.IsZero() || t.Before(start)) {
+			start = t
+		}
+	}
+	if start.IsZero() && previous != nil && previous.ConditionsHealthyTimestamp != nil {
+		start = previous.ConditionsHealthyTimestamp.Time
+	}
+	if start.IsZero() {
+		start = now
+	}
+	return start
+}
+
+// clearHealthyDelay restarts the healthy delay of a node that relapsed: the
+// next recovery counts from its own start (upstream keeps the old start).
+func (e *evaluation) clearHealthyDelay(resources []Remediation) {
+	for i := range resources {
+		if r := &resources[i]; !r.HealthyDelayStart.IsZero() && !r.Deleting {
+			e.p.ClearHealthyDelay = append(e.p.ClearHealthyDelay, r.Ref)
+		}
+	}
+}
+
+// flagOld flags resources that just became older than OldRemediationAge.
+func (e *evaluation) flagOld(resources []Remediation) {
+	for i := range resources {
+		r := &resources[i]
+		if r.FlaggedOld || r.Deleting {
+			continue
+		}
+		if at := r.Created.Add(OldRemediationAge); e.now.Before(at) {
+			e.deadline(at)
+		} else {
+			e.p.FlagOld = append(e.p.FlagOld, r.Ref)
+		}
+	}
+}
+
+// evaluateOrphans deletes the resources of nodes that are gone or no longer
+// selected, except those whose remediator expects to delete the node and has
+// not yet succeeded.
+func (e *evaluation) evaluateOrphans() {
+	for node, resources := range e.in.Remediations {
+		if !e.withResources[node] && len(resources) > 0 {
+			e.p.Orphans = append(e.p.Orphans, node)
+		}
+	}
+	slices.Sort(e.p.Orphans)
+	for _, node := range e.p.Orphans {
+		resources := e.in.Remediations[node]
+		if anyControlPlane(resources) {
+			e.busyControlPlane = node
+		}
+		e.flagOld(resources)
+		for i := range resources {
+			r := &resources[i]
+			if r.Deleting || (r.PermanentNodeDeletionExpected && r.Succeeded != metav1.ConditionTrue) {
+				continue
+			}
+			e.p.Delete = append(e.p.Delete, Deletion{Node: node, Resource: r.Ref, Reason: DeleteNodeGone})
+		}
+	}
+}
+
+func anyControlPlane(resources []Remediation) bool {
+	for i := range resources {
+		if resources[i].ControlPlane {
+			return true
+		}
+	}
+	return false
+}

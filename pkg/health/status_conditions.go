@@ -1,0 +1,140 @@
+package health
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+)
+
+// Status condition messages and phase reasons, with upstream's wording where
+// upstream has them.
+const (
+	messageStormActiveThreshold = "Storm recovery is active - no new remediation starts until at most %d selected nodes are unhealthy"
+	messageStormActiveCooldown  = "Storm mode is activated - preventing any new remediation until the storm is over and cooldown duration expired"
+	messageStormInactive        = "Storm mode is deactivated, remediation can occur normally"
+	messageCooldownStarted      = "Storm cooldown delay started - waiting before resuming normal remediation"
+	messageCooldownCleared      = "Cooldown cleared - storm threshold triggered"
+	messageCooldownCompleted    = "Storm cooldown completed"
+
+	reasonPhaseDisabled    = "NHC is disabled: %s: %s"
+	reasonPhasePaused      = "NHC is paused: "
+	reasonPhaseRemediating = "NHC is remediating %d nodes"
+	reasonPhaseEnabled     = "NHC is enabled, no ongoing remediation"
+	reasonWaiting          = "%d unhealthy nodes wait: %s"
+)
+
+// setDisabled records the problem, or its absence, in the Disabled condition.
+func (b *statusBuilder) setDisabled(status *v1alpha1.NodeHealthCheckStatus) {
+	if p := b.p.Problem; p != nil {
+		b.setCondition(status, v1alpha1.ConditionDisabled, p.Reason, metav1.ConditionTrue, b.in.Now, p.Message)
+		return
+	}
+	b.setCondition(status, v1alpha1.ConditionDisabled, v1alpha1.ReasonEnabled, metav1.ConditionFalse, b.in.Now, messageEnabled)
+}
+
+// setStorm records the storm state: the conditions in both modes, and
+// stormRecoveryActive/stormRecoveryStartTime when a threshold is set, as the
+// spec says.
+func (b *statusBuilder) setStorm(status *v1alpha1.NodeHealthCheckStatus) {
+	s, rules, now := b.p.Storm, b.p.rules.storm, b.in.Now
+	if !s.Configured {
+		meta.RemoveStatusCondition(&status.Conditions, v1alpha1.ConditionStormActive)
+		meta.RemoveStatusCondition(&status.Conditions, v1alpha1.ConditionStormCooldownActive)
+		status.StormRecoveryActive, status.StormRecoveryStartTime = nil, nil
+		return
+	}
+	status.StormRecoveryActive, status.StormRecoveryStartTime = nil, nil
+	if rules.threshold != nil {
+		status.StormRecoveryActive = ptrTo(s.Active)
+		if s.Active {
+			status.StormRecoveryStartTime = ptrTo(metav1.NewTime(s.Since))
+		}
+	}
+	// Like upstream, StormActive appears with the first storm.
+	if s.Active {
+		message := messageStormActiveCooldown
+		if rules.threshold != nil {
+			message = fmt.Sprintf(messageStormActiveThreshold, *rules.threshold)
+		}
+		b.setCondition(status, v1alpha1.ConditionStormActive, v1alpha1.ReasonStormThresholdChange, metav1.ConditionTrue, s.Since, message)
+	} else if meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionStormActive) != nil {
+		b.setCondition(status, v1alpha1.ConditionStormActive, v1alpha1.ReasonStormThresholdChange, metav1.ConditionFalse, now, messageStormInactive)
+	}
+	if rules.cooldown <= 0 {
+		meta.RemoveStatusCondition(&status.Conditions, v1alpha1.ConditionStormCooldownActive)
+		return
+	}
+	switch {
+	case !s.CooldownEnds.IsZero():
+		b.setCondition(status, v1alpha1.ConditionStormCooldownActive, v1alpha1.ReasonStormThresholdChange, metav1.ConditionTrue, s.CooldownStarted, messageCooldownStarted)
+	case s.Active:
+		b.setCondition(status, v1alpha1.ConditionStormCooldownActive, v1alpha1.ReasonStormThresholdChange, metav1.ConditionFalse, now, messageCooldownCleared)
+	case meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionStormCooldownActive) != nil:
+		b.setCondition(status, v1alpha1.ConditionStormCooldownActive, v1alpha1.ReasonStormThresholdChange, metav1.ConditionFalse, now, messageCooldownCompleted)
+	}
+}
+
+// setCondition sets a condition; its lastTransitionTime changes only when
+// its status does.
+func (b *statusBuilder) setCondition(status *v1alpha1.NodeHealthCheckStatus, conditionType, reason string, conditionStatus metav1.ConditionStatus, transition time.Time, message string) {
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+		Type: conditionType, Status: conditionStatus, Reason: reason, Message: message,
+		LastTransitionTime: metav1.NewTime(transition), ObservedGeneration: b.in.NHC.Generation,
+	})
+}
+
+// setPhase sets the phase and reason: Disabled, then Paused, then
+// Remediating, then Enabled; and why unhealthy nodes wait.
+func (b *statusBuilder) setPhase(status *v1alpha1.NodeHealthCheckStatus) {
+	remediating := 0
+	for _, entry := range status.UnhealthyNodes {
+		if len(entry.Remediations) > 0 {
+			remediating++
+		}
+	}
+	switch {
+	case b.p.Problem != nil:
+		status.Phase, status.Reason = v1alpha1.PhaseDisabled, fmt.Sprintf(reasonPhaseDisabled, b.p.Problem.Reason, b.p.Problem.Message)
+		return
+	case b.p.rules.paused():
+		status.Phase, status.Reason = v1alpha1.PhasePaused, reasonPhasePaused+strings.Join(b.p.rules.pauseRequests, ",")
+		return
+	case remediating > 0:
+		status.Phase, status.Reason = v1alpha1.PhaseRemediating, fmt.Sprintf(reasonPhaseRemediating, remediating)
+	default:
+		status.Phase, status.Reason = v1alpha1.PhaseEnabled, reasonPhaseEnabled
+	}
+	if summary := b.p.waitSummary(); summary != "" {
+		status.Reason += "; " + summary
+	}
+}
+
+// waitSummary explains why unhealthy nodes wait for a remediation.
+func (p *Plan) waitSummary() string {
+	counts := map[WaitReason]int{}
+	waiting := 0
+	for i := range p.Nodes {
+		if w := p.Nodes[i].Waiting; w != WaitNone && w != WaitPaused && w != WaitDisabled {
+			counts[w]++
+			waiting++
+		}
+	}
+	if waiting == 0 {
+		return ""
+	}
+	var parts []string
+	if n := counts[WaitMinHealthy]; n > 0 {
+		parts = append(parts, fmt.Sprintf(summaryMinHealthy, n, p.Healthy, p.Observed, p.Budget.MinHealthy))
+	}
+	for _, reason := range waitSummaryOrder {
+		if n := counts[reason]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, waitSummaries[reason]))
+		}
+	}
+	return fmt.Sprintf(reasonWaiting, waiting, strings.Join(parts, ", "))
+}

@@ -1,0 +1,162 @@
+package remediation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+)
+
+// Apply carries out a plan's actions on remediation resources and nodes, and
+// says what happened, action by action. Each action stands alone: one failure
+// does not stop the others, except that a node whose time-out annotation
+// failed gets no next step, so that the order holds.
+func (m *Manager) Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, obs *Observation) health.Outcome {
+	var out health.Outcome
+	failedTimeOut := map[string]bool{}
+	for _, to := range plan.TimeOut {
+		if to.Annotate {
+			at := to.At.UTC().Format(time.RFC3339)
+			if err := m.annotate(ctx, obs, to.Resource, v1alpha1.TimedOutAnnotation, &at); err != nil {
+				failedTimeOut[to.Node] = true
+				out.Errors = append(out.Errors, fmt.Errorf("marking %s %s/%s timed out: %w", to.Resource.Kind, to.Resource.Namespace, to.Resource.Name, err))
+				continue
+			}
+		}
+		out.TimedOut = append(out.TimedOut, to)
+	}
+	for _, c := range plan.Create {
+		if failedTimeOut[c.Node] {
+			continue
+		}
+		created, err := m.create(ctx, nhc, c, obs)
+		var notOwned *NotOwnedError
+		switch {
+		case errors.As(err, &notOwned):
+			out.Blocked = append(out.Blocked, health.Blocked{Node: c.Node, Resource: notOwned.Resource, Message: notOwned.Error()})
+		case err != nil:
+			out.Errors = append(out.Errors, fmt.Errorf("creating remediation of node %s from %s %s: %w", c.Node, c.Template.Kind, c.Template.Name, err))
+		default:
+			out.Created = append(out.Created, health.Created{Creation: c, Resource: Reference(created), CreationTime: created.GetCreationTimestamp().Time})
+		}
+	}
+	for _, del := range plan.Delete {
+		if err := m.delete(ctx, nhc.Name, obs, del.Resource); err != nil {
+			out.Errors = append(out.Errors, fmt.Errorf("deleting %s %s/%s: %w", del.Resource.Kind, del.Resource.Namespace, del.Resource.Name, err))
+			continue
+		}
+		out.Deleted = append(out.Deleted, del)
+	}
+	for _, mark := range plan.StartHealthyDelay {
+		start := mark.Start.UTC().Format(time.RFC3339)
+		if err := m.annotate(ctx, obs, mark.Resource, v1alpha1.HealthyDelayAnnotation, &start); err != nil {
+			out.Errors = append(out.Errors, fmt.Errorf("starting the healthy delay of %s/%s: %w", mark.Resource.Namespace, mark.Resource.Name, err))
+		}
+	}
+	for _, ref := range plan.ClearHealthyDelay {
+		if err := m.annotate(ctx, obs, ref, v1alpha1.HealthyDelayAnnotation, nil); err != nil {
+			out.Errors = append(out.Errors, fmt.Errorf("restarting the healthy delay of %s/%s: %w", ref.Namespace, ref.Name, err))
+		}
+	}
+	flag := v1alpha1.OldRemediationAnnotationValue
+	for _, ref := range plan.FlagOld {
+		if err := m.annotate(ctx, obs, ref, v1alpha1.OldRemediationAnnotation, &flag); err != nil {
+			out.Errors = append(out.Errors, fmt.Errorf("flagging %s/%s as old: %w", ref.Namespace, ref.Name, err))
+			continue
+		}
+		out.Flagged = append(out.Flagged, ref)
+	}
+	for _, node := range plan.RemoveConfirmation {
+		if err := m.writer.RemoveNodeAnnotation(ctx, node, v1alpha1.ManuallyConfirmedHealthyAnnotation); err != nil {
+			out.Errors = append(out.Errors, fmt.Errorf("removing the manual confirmation of node %s: %w", node, err))
+		}
+	}
+	return out
+}
+
+func (m *Manager) create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, c health.Creation, obs *Observation) (*unstructured.Unstructured, error) {
+	template := obs.templates[templateKey(c.Template)]
+	if template == nil {
+		return nil, fmt.Errorf("template %s %s/%s was not read", c.Template.Kind, c.Template.Namespace, c.Template.Name)
+	}
+	obj, err := NewRemediation(template, nhc, c.Node, c.ControlPlane)
+	if err != nil {
+		return nil, err
+	}
+	gvr, err := obs.resource(obj.GroupVersionKind())
+	if err != nil {
+		return nil, err
+	}
+	m.expectations.ExpectCreation(nhc.Name, gvr, obj.GetNamespace(), c.Node, template.GetName())
+	created, err := m.writer.Create(ctx, gvr, obj, nhc)
+	switch {
+	case err != nil && certainlyFailed(err):
+		m.expectations.ForgetCreation(nhc.Name, gvr, obj.GetNamespace(), c.Node, template.GetName())
+	case err == nil:
+		// A resource that existed already sends no new event; if the cache
+		// has it, there is nothing to wait for.
+		if cached := m.informers.Get(gvr, created.GetNamespace(), created.GetName()); cached != nil && cached.GetUID() == created.GetUID() {
+			m.expectations.Settle(gvr, cached, false)
+		}
+	}
+	return created, err
+}
+
+func (m *Manager) delete(ctx context.Context, nhc string, obs *Observation, ref corev1.ObjectReference) error {
+	gvr, err := obs.resource(ref.GroupVersionKind())
+	if err != nil {
+		return err
+	}
+	m.expectations.ExpectDeletion(nhc, ref.UID)
+	err = m.writer.Delete(ctx, gvr, ref)
+	switch {
+	case err != nil && certainlyFailed(err):
+		m.expectations.ForgetDeletion(nhc, ref.UID)
+	case err == nil:
+		// A resource gone already sends no new event.
+		if cached := m.informers.Get(gvr, ref.Namespace, ref.Name); cached == nil || cached.GetUID() != ref.UID {
+			m.expectations.ForgetDeletion(nhc, ref.UID)
+		}
+	}
+	return err
+}
+
+func (m *Manager) annotate(ctx context.Context, obs *Observation, ref corev1.ObjectReference, key string, value *string) error {
+	gvr, err := obs.resource(ref.GroupVersionKind())
+	if err != nil {
+		return err
+	}
+	return m.writer.Annotate(ctx, gvr, ref, key, value)
+}
+
+func (o *Observation) resource(gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
+	gvr, ok := o.resources[gvk]
+	if !ok {
+		return schema.GroupVersionResource{}, fmt.Errorf("kind %s is not watched", gvk)
+	}
+	return gvr, nil
+}
+
+// certainlyFailed tells whether a write surely did not happen, as opposed
+// to a timeout or a lost connection, after which it may have. A 429 was
+// rejected before anything happened.
+func certainlyFailed(err error) bool {
+	var notOwned *NotOwnedError
+	if errors.As(err, &notOwned) {
+		return true
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	code := status.Status().Code
+	return code >= 400 && code < 500 && !apierrors.IsTimeout(err) && !apierrors.IsServerTimeout(err)
+}
