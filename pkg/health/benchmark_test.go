@@ -34,7 +34,7 @@ func benchmarkInput(n int) Input {
 		in.Nodes = append(in.Nodes, node)
 	}
 	// The previous evaluation's status, as the controller would have written it.
-	in.NHC.Status = Evaluate(in).Status
+	in.NHC.Status = decide(in).Status
 	return in
 }
 

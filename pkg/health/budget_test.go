@@ -52,7 +52,7 @@ func TestMinHealthy(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := MinHealthy(&v1alpha1.NodeHealthCheckSpec{MinHealthy: tc.min, MaxUnhealthy: tc.max}, tc.observed)
+			got, err := minHealthyOf(&v1alpha1.NodeHealthCheckSpec{MinHealthy: tc.min, MaxUnhealthy: tc.max}, tc.observed)
 			if tc.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.wantErr)

@@ -78,7 +78,7 @@ func TestEscalationTimeout(t *testing.T) {
 				return
 			}
 			require.Len(t, d.TimeOut, 1)
-			assert.Equal(t, TimeOut{Node: "sick", Resource: resources["sick"][0].Ref, Annotate: tc.wantAnnotate, Failed: tc.wantFailed}, d.TimeOut[0])
+			assert.Equal(t, TimeOut{Node: "sick", Resource: resources["sick"][0].Ref, Annotate: tc.wantAnnotate, Failed: tc.wantFailed, At: now}, d.TimeOut[0])
 			require.Len(t, d.Create, 1)
 			assert.Equal(t, multiOne, d.Create[0].Template)
 			assert.Equal(t, 1, d.Create[0].Step)
@@ -113,7 +113,7 @@ func TestEscalationOfTwoTemplatesOfOneKind(t *testing.T) {
 
 	// After the controller created the third one, the status lists all three.
 	third := corev1.ObjectReference{APIVersion: multiTwo.APIVersion, Kind: "Multi", Namespace: "ns", Name: "sick-p2q8z", UID: "third"}
-	d.RecordCreated(d.Create[0], third, now)
+	d.created(d.Create[0], third, now)
 	entry = entryOf(d, "sick")
 	require.Len(t, entry.Remediations, 3)
 	assert.Equal(t, "two", entry.Remediations[2].TemplateName)

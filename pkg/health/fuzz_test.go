@@ -80,7 +80,7 @@ func fuzzInput(data []byte) Input {
 	}
 	in := Input{NHC: nhc, Remediations: map[string][]Remediation{}, Now: now}
 	if r.oneIn(16) {
-		in.Problem = &Problem{Reason: v1alpha1.ReasonTemplateNotFound, Message: "fuzz"}
+		in.TemplateProblem = &Problem{Reason: v1alpha1.ReasonTemplateNotFound, Message: "fuzz"}
 	}
 	if r.oneIn(8) {
 		in.BusyControlPlaneNodes = map[string]bool{fmt.Sprintf("node-%d", r.intn(50)): true}
@@ -105,7 +105,7 @@ func fuzzInput(data []byte) Input {
 		node := testNode(name, opts...)
 		in.Nodes = append(in.Nodes, node)
 		for range r.intn(3) {
-			in.Remediations[name] = append(in.Remediations[name], fuzzRemediation(r, templates, name, isControlPlane(node.Labels)))
+			in.Remediations[name] = append(in.Remediations[name], fuzzRemediation(r, templates, name, v1alpha1.IsControlPlane(node.Labels)))
 		}
 	}
 	for i := range r.intn(3) {
@@ -120,7 +120,7 @@ func fuzzInput(data []byte) Input {
 	// A previous evaluation, a little earlier, gives the status its memory.
 	earlier := in
 	earlier.Now = now.Add(-r.seconds(600))
-	nhc.Status = Evaluate(earlier).Status
+	nhc.Status = decide(earlier).Status
 	return in
 }
 
@@ -149,7 +149,7 @@ func FuzzEvaluate(f *testing.F) {
 	f.Add([]byte(strings.Repeat("\xff\x01", 200)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in := fuzzInput(data)
-		d := Evaluate(in)
+		d := decide(in)
 		if broken := checkInvariants(in, d); len(broken) > 0 {
 			t.Fatalf("invariants broken:\n%s", strings.Join(broken, "\n"))
 		}
@@ -167,7 +167,7 @@ func FuzzMinHealthy(f *testing.F) {
 			value = intstr.FromInt32(intValue)
 		}
 		for _, spec := range []v1alpha1.NodeHealthCheckSpec{{MinHealthy: &value}, {MaxUnhealthy: &value}} {
-			got, err := MinHealthy(&spec, observed)
+			got, err := minHealthyOf(&spec, observed)
 			if err != nil {
 				continue
 			}

@@ -44,9 +44,9 @@ func TestPauseDefersEscalation(t *testing.T) {
 func TestDisabledCreatesNothingButCleansUp(t *testing.T) {
 	list := append(nodes("healthy", 3), testNode("sick", unhealthy), testNode("back"))
 	resources := remediations(snrRemediation("back", time.Hour))
-	d := Evaluate(Input{
+	d := decide(Input{
 		NHC: testNHC(), Nodes: list, Remediations: resources, Now: now,
-		Problem: &Problem{Reason: v1alpha1.ReasonTemplateNotFound, Message: "template snr/automatic not found"},
+		TemplateProblem: &Problem{Reason: v1alpha1.ReasonTemplateNotFound, Message: "template snr/automatic not found"},
 	})
 	assert.Empty(t, d.Create)
 	assert.Equal(t, WaitDisabled, verdictOf(d, "sick").Waiting)
@@ -160,7 +160,7 @@ func TestControlPlaneNodesOneAtATime(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			d := Evaluate(Input{
+			d := decide(Input{
 				NHC: testNHC(minHealthy(intstr.FromInt32(1))), Nodes: append(tc.nodes, healthyWorkers...),
 				Remediations: tc.resources, BusyControlPlaneNodes: tc.busy, Now: now,
 			})

@@ -214,7 +214,7 @@ func remediationsFor(node string, resources ...Remediation) map[string][]Remedia
 }
 
 // createdNodes lists the nodes of a decision's creations.
-func createdNodes(d Decision) []string {
+func createdNodes(d result) []string {
 	var names []string
 	for _, c := range d.Create {
 		names = append(names, c.Node)
@@ -222,7 +222,7 @@ func createdNodes(d Decision) []string {
 	return names
 }
 
-func deletedNames(d Decision) []string {
+func deletedNames(d result) []string {
 	var names []string
 	for _, del := range d.Delete {
 		names = append(names, del.Resource.Name)
@@ -230,7 +230,7 @@ func deletedNames(d Decision) []string {
 	return names
 }
 
-func verdictOf(d Decision, node string) NodeVerdict {
+func verdictOf(d result, node string) NodeVerdict {
 	for _, v := range d.Nodes {
 		if v.Node.Name == node {
 			return v
@@ -239,7 +239,7 @@ func verdictOf(d Decision, node string) NodeVerdict {
 	panic("no verdict for node " + node)
 }
 
-func entryOf(d Decision, node string) *v1alpha1.UnhealthyNode {
+func entryOf(d result, node string) *v1alpha1.UnhealthyNode {
 	for _, e := range d.Status.UnhealthyNodes {
 		if e.Name == node {
 			return e
@@ -256,6 +256,38 @@ func eventReasons(events []Event) []string {
 	return reasons
 }
 
-func evaluate(nhc *v1alpha1.NodeHealthCheck, nodeList []*corev1.Node, resources map[string][]Remediation) Decision {
-	return Evaluate(Input{NHC: nhc, Nodes: nodeList, Remediations: resources, Now: now})
+func evaluate(nhc *v1alpha1.NodeHealthCheck, nodeList []*corev1.Node, resources map[string][]Remediation) result {
+	return decide(Input{NHC: nhc, Nodes: nodeList, Remediations: resources, Now: now})
+}
+
+// result is a plan with the status built as the controller builds it after
+// carrying the plan out: every time-out and deletion succeeded, and nothing
+// is created until a test says so with created.
+type result struct {
+	Plan
+	in     Input
+	out    Outcome
+	Status v1alpha1.NodeHealthCheckStatus
+}
+
+func decide(in Input) result {
+	r := result{Plan: Evaluate(in), in: in}
+	r.out = Outcome{TimedOut: r.TimeOut, Deleted: r.Delete}
+	r.Status = Status(in, &r.Plan, &r.out)
+	return r
+}
+
+// created records that a creation succeeded, and builds the status again.
+func (r *result) created(c Creation, ref corev1.ObjectReference, at time.Time) {
+	r.out.Created = append(r.out.Created, Created{Creation: c, Resource: ref, CreationTime: at})
+	r.Status = Status(r.in, &r.Plan, &r.out)
+}
+
+// minHealthyOf parses a spec's budget and resolves it for observed nodes.
+func minHealthyOf(spec *v1alpha1.NodeHealthCheckSpec, observed int) (int, error) {
+	rule, err := parseBudget(spec)
+	if err != nil {
+		return 0, err
+	}
+	return rule.minHealthy(observed), nil
 }

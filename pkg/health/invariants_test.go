@@ -6,7 +6,7 @@ import (
 
 // checkInvariants returns what a decision breaks of the rules that must
 // always hold, whatever the input.
-func checkInvariants(in Input, d Decision) []string {
+func checkInvariants(in Input, d result) []string {
 	var broken []string
 	fail := func(format string, args ...any) { broken = append(broken, fmt.Sprintf(format, args...)) }
 
@@ -37,7 +37,7 @@ func checkInvariants(in Input, d Decision) []string {
 		if len(in.NHC.Spec.PauseRequests) > 0 {
 			fail("creation for %s while paused", c.Node)
 		}
-		if in.Problem != nil {
+		if in.TemplateProblem != nil || d.Problem != nil {
 			fail("creation for %s while disabled", c.Node)
 		}
 		if c.Escalation {

@@ -32,7 +32,7 @@ func TestPropertyRandomNodeChanges(t *testing.T) {
 		for step := range steps {
 			history = append(history, s.randomChange(rng))
 			in := Input{NHC: s.nhc, Nodes: s.nodes, Remediations: s.resources, Now: s.clock}
-			broken := checkInvariants(in, Evaluate(in))
+			broken := checkInvariants(in, decide(in))
 			s.evaluate()
 			broken = append(broken, s.checkOverTime()...)
 			if len(broken) > 0 {

@@ -67,8 +67,8 @@ func (s *simulation) recover(names ...string) {
 func (s *simulation) advance(d time.Duration) { s.clock = s.clock.Add(d) }
 
 // evaluate evaluates and applies the decision.
-func (s *simulation) evaluate() Decision {
-	d := Evaluate(Input{NHC: s.nhc, Nodes: s.nodes, Remediations: s.resources, Now: s.clock})
+func (s *simulation) evaluate() result {
+	d := decide(Input{NHC: s.nhc, Nodes: s.nodes, Remediations: s.resources, Now: s.clock})
 	for _, del := range d.Delete {
 		s.resources[del.Node] = slices.DeleteFunc(s.resources[del.Node], func(r Remediation) bool { return r.Ref.UID == del.Resource.UID })
 		if len(s.resources[del.Node]) == 0 {
@@ -95,7 +95,7 @@ func (s *simulation) evaluate() Decision {
 			Name: fmt.Sprintf("%s-%d", c.Node, s.created), UID: types.UID(fmt.Sprintf("uid-%d", s.created)),
 		}
 		s.resources[c.Node] = append(s.resources[c.Node], Remediation{Ref: ref, TemplateName: c.Template.Name, Created: s.clock, ControlPlane: c.ControlPlane})
-		d.RecordCreated(c, ref, s.clock)
+		d.created(c, ref, s.clock)
 	}
 	s.nhc = s.nhc.DeepCopy()
 	s.lastStatus = s.nhc.Status

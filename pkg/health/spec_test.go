@@ -10,7 +10,7 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
 
-func TestCheckSpec(t *testing.T) {
+func TestParseSpec(t *testing.T) {
 	cases := []struct {
 		name    string
 		opts    []nhcOption
@@ -33,7 +33,7 @@ func TestCheckSpec(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := CheckSpec(&testNHC(tc.opts...).Spec)
+			_, p := parseSpec(&testNHC(tc.opts...).Spec)
 			if tc.wantErr == "" {
 				assert.Nil(t, p)
 				return

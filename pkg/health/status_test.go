@@ -34,7 +34,7 @@ func TestPhasePriority(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			d := Evaluate(Input{NHC: tc.nhc, Nodes: oneSick(), Remediations: tc.resources, Problem: tc.problem, Now: now})
+			d := decide(Input{NHC: tc.nhc, Nodes: oneSick(), Remediations: tc.resources, TemplateProblem: tc.problem, Now: now})
 			assert.Equal(t, tc.wantPhase, d.Status.Phase)
 			assert.Equal(t, tc.wantReason, d.Status.Reason)
 		})
@@ -60,9 +60,9 @@ func TestStatusCounters(t *testing.T) {
 
 	require.Len(t, d.Create, 1)
 	ref := corev1.ObjectReference{APIVersion: snrTemplate.APIVersion, Kind: "SelfNodeRemediation", Namespace: "snr", Name: "sick", UID: "new"}
-	d.RecordCreated(d.Create[0], ref, now)
+	d.created(d.Create[0], ref, now)
 	assert.Equal(t, int32(2), *d.Status.RemediatingNodes)
-	assert.Equal(t, 2, d.Remediating)
+	assert.Equal(t, 1, d.Remediating, "the plan counts what it saw; the status counts what was created")
 	assert.Equal(t, metav1.NewTime(now), d.Status.InFlightRemediations["sick"])
 	assert.Equal(t, []*v1alpha1.Remediation{{Resource: ref, Started: metav1.NewTime(now), TemplateName: "automatic"}}, entryOf(d, "sick").Remediations)
 	assert.Equal(t, "NHC is remediating 3 nodes", d.Status.Reason)
@@ -93,12 +93,12 @@ func TestEventsOnTransitionsOnly(t *testing.T) {
 	assert.Empty(t, d.Events, "one event per incident")
 
 	problem := &Problem{Reason: v1alpha1.ReasonTemplateNotFound, Message: "gone"}
-	d = Evaluate(Input{NHC: s.nhc, Nodes: s.nodes, Remediations: s.resources, Problem: problem, Now: now})
+	d = decide(Input{NHC: s.nhc, Nodes: s.nodes, Remediations: s.resources, TemplateProblem: problem, Now: now})
 	require.Equal(t, []string{"Disabled"}, eventReasons(d.Events))
 	assert.Equal(t, corev1.EventTypeWarning, d.Events[0].Type)
 	assert.Equal(t, "Disabling NHC. Reason: RemediationTemplateNotFound, Message: gone", d.Events[0].Message)
 	s.nhc.Status = d.Status
-	d = Evaluate(Input{NHC: s.nhc, Nodes: s.nodes, Remediations: s.resources, Problem: problem, Now: now})
+	d = decide(Input{NHC: s.nhc, Nodes: s.nodes, Remediations: s.resources, TemplateProblem: problem, Now: now})
 	assert.Empty(t, d.Events)
 	c := meta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionDisabled)
 	require.NotNil(t, c)
@@ -122,8 +122,8 @@ func TestEvaluateDoesNotModifyItsInput(t *testing.T) {
 	for i, n := range s.nodes {
 		nodesBefore[i] = n.DeepCopy()
 	}
-	d := Evaluate(Input{NHC: s.nhc, Nodes: s.nodes, Remediations: s.resources, Now: s.clock})
-	d.RecordCreated(Creation{Node: "node-00"}, corev1.ObjectReference{Name: "x"}, now)
+	d := decide(Input{NHC: s.nhc, Nodes: s.nodes, Remediations: s.resources, Now: s.clock})
+	d.created(Creation{Node: "node-00"}, corev1.ObjectReference{Name: "x"}, now)
 	assert.Equal(t, nhc, s.nhc)
 	assert.Equal(t, nodesBefore, s.nodes)
 }
@@ -133,7 +133,8 @@ func TestDisabledKeepsTheLastStatus(t *testing.T) {
 	s.fail("node-00")
 	s.evaluate()
 	before := s.nhc.Status
-	status, events := Disabled(s.nhc, Problem{Reason: v1alpha1.ReasonTemplateNotFound, Message: "forbidden"}, now)
+	d := decide(Input{NHC: s.nhc, TemplateProblem: &Problem{Reason: v1alpha1.ReasonTemplateNotFound, Message: "forbidden"}, ResourcesUnknown: true, Now: now})
+	status, events := d.Status, d.Events
 	assert.Equal(t, v1alpha1.PhaseDisabled, status.Phase)
 	assert.Equal(t, "NHC is disabled: RemediationTemplateNotFound: forbidden", status.Reason)
 	assert.Equal(t, before.UnhealthyNodes, status.UnhealthyNodes, "remediations stay on record")
