@@ -20,8 +20,8 @@ var defaultConditions = []v1alpha1.UnhealthyCondition{
 
 // rules is a spec parsed once, for one evaluation and the status built from it.
 type rules struct {
-	conditions   []v1alpha1.UnhealthyCondition
-	steps        []step
+	conditions []v1alpha1.UnhealthyCondition
+	steps      []step
 	// budget is nil when minHealthy or maxUnhealthy is unusable: then no
 	// new remediation may start.
 	budget       *budgetRule

@@ -40,7 +40,7 @@ type Informers struct {
 	mu sync.Mutex
 	// handlers hear of every change, in the order they were added.
 	handlers []ChangeFunc
-	running map[schema.GroupVersionResource]*runningInformer
+	running  map[schema.GroupVersionResource]*runningInformer
 	// uses holds the resources each NodeHealthCheck uses, by its name.
 	uses map[string]sets.Set[schema.GroupVersionResource]
 }
