@@ -104,7 +104,7 @@ func New(ctx context.Context, nodeInformer coreinformers.NodeInformer, nhcInform
 	if err := nhcInformer.Informer().AddIndexers(cache.Indexers{templateIndex: indexByTemplate}); err != nil {
 		return nil, fmt.Errorf("adding the template index: %w", err)
 	}
-	if err := nodeInformer.Informer().SetTransform(TrimNode); err != nil {
+	if err := nodeInformer.Informer().SetTransform(trimNode); err != nil {
 		return nil, fmt.Errorf("setting the node transform: %w", err)
 	}
 	if _, err := nhcInformer.Informer().AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{

@@ -10,13 +10,13 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
 
-// TrimNode is the Node informer's transform: it keeps only what the
+// trimNode is the Node informer's transform: it keeps only what the
 // controller reads (name, labels, annotations, conditions without heartbeat
 // times) and drops the rest, such as managed fields, images and volumes,
 // which make up most of a node object.
-func TrimNode(obj any) (any, error) {
+func trimNode(obj any) (any, error) {
 	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		trimmed, err := TrimNode(tombstone.Obj)
+		trimmed, err := trimNode(tombstone.Obj)
 		return cache.DeletedFinalStateUnknown{Key: tombstone.Key, Obj: trimmed}, err
 	}
 	node, ok := obj.(*corev1.Node)

@@ -61,8 +61,8 @@ func TestNodeChanged(t *testing.T) {
 			old := baseNode()
 			updated := old.DeepCopy()
 			tc.change(updated)
-			trimmedOld, _ := TrimNode(old)
-			trimmedNew, _ := TrimNode(updated)
+			trimmedOld, _ := trimNode(old)
+			trimmedNew, _ := trimNode(updated)
 			looked := false
 			keys := func() map[string]bool { looked = true; return selectorKeys }
 			assert.Equal(t, tc.want, nodeChanged(trimmedOld.(*corev1.Node), trimmedNew.(*corev1.Node), keys))
@@ -75,7 +75,7 @@ func TestNodeChanged(t *testing.T) {
 
 func TestTrimNodeKeepsWhatTheControllerReads(t *testing.T) {
 	node := realisticNode(1)
-	trimmed, err := TrimNode(node)
+	trimmed, err := trimNode(node)
 	assert.NoError(t, err)
 	n := trimmed.(*corev1.Node)
 	assert.Equal(t, node.Name, n.Name)
@@ -87,7 +87,7 @@ func TestTrimNodeKeepsWhatTheControllerReads(t *testing.T) {
 	assert.Empty(t, n.ManagedFields)
 	assert.Empty(t, n.Status.Images)
 
-	tombstone, _ := TrimNode(cache.DeletedFinalStateUnknown{Key: "worker", Obj: node})
+	tombstone, _ := trimNode(cache.DeletedFinalStateUnknown{Key: "worker", Obj: node})
 	assert.Empty(t, tombstone.(cache.DeletedFinalStateUnknown).Obj.(*corev1.Node).Status.Images)
 }
 
@@ -123,7 +123,7 @@ func realisticNode(i int) *corev1.Node {
 }
 
 // BenchmarkNodeCacheMemory reports the heap that 5,000 cached nodes hold,
-// with and without TrimNode.
+// with and without trimNode.
 func BenchmarkNodeCacheMemory(b *testing.B) {
 	const nodes = 5000
 	for _, trim := range []bool{false, true} {
@@ -136,7 +136,7 @@ func BenchmarkNodeCacheMemory(b *testing.B) {
 				for i := range cached {
 					var obj any = realisticNode(i)
 					if trim {
-						obj, _ = TrimNode(obj)
+						obj, _ = trimNode(obj)
 					}
 					cached[i] = obj
 				}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -38,7 +37,7 @@ func (m *Manager) Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan
 			continue
 		}
 		created, err := m.create(ctx, nhc, c, obs)
-		var notOwned *NotOwnedError
+		var notOwned *notOwnedError
 		switch {
 		case errors.As(err, &notOwned):
 			out.Blocked = append(out.Blocked, health.Blocked{Node: c.Node, Resource: notOwned.Resource, Message: notOwned.Error()})
@@ -75,7 +74,7 @@ func (m *Manager) Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan
 		out.Flagged = append(out.Flagged, ref)
 	}
 	for _, node := range plan.RemoveConfirmation {
-		if err := m.writer.RemoveNodeAnnotation(ctx, node, v1alpha1.ManuallyConfirmedHealthyAnnotation); err != nil {
+		if err := m.writer.removeNodeAnnotation(ctx, node, v1alpha1.ManuallyConfirmedHealthyAnnotation); err != nil {
 			out.Errors = append(out.Errors, fmt.Errorf("removing the manual confirmation of node %s: %w", node, err))
 		}
 	}
@@ -87,7 +86,7 @@ func (m *Manager) create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, c h
 	if template == nil {
 		return nil, fmt.Errorf("template %s %s/%s was not read", c.Template.Kind, c.Template.Namespace, c.Template.Name)
 	}
-	obj, err := NewRemediation(template, nhc, c.Node, c.ControlPlane)
+	obj, err := newRemediation(template, nhc, c.Node, c.ControlPlane)
 	if err != nil {
 		return nil, err
 	}
@@ -95,16 +94,16 @@ func (m *Manager) create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, c h
 	if err != nil {
 		return nil, err
 	}
-	m.expectations.ExpectCreation(nhc.Name, gvr, obj.GetNamespace(), c.Node, template.GetName())
+	m.expectations.expectCreation(nhc.Name, gvr, obj.GetNamespace(), c.Node, template.GetName())
 	created, err := m.writer.Create(ctx, gvr, obj, nhc)
 	switch {
 	case err != nil && certainlyFailed(err):
-		m.expectations.ForgetCreation(nhc.Name, gvr, obj.GetNamespace(), c.Node, template.GetName())
+		m.expectations.forgetCreation(nhc.Name, gvr, obj.GetNamespace(), c.Node, template.GetName())
 	case err == nil:
 		// A resource that existed already sends no new event; if the cache
 		// has it, there is nothing to wait for.
 		if cached := m.informers.Get(gvr, created.GetNamespace(), created.GetName()); cached != nil && cached.GetUID() == created.GetUID() {
-			m.expectations.Settle(gvr, cached, false)
+			m.expectations.settle(gvr, cached, false)
 		}
 	}
 	return created, err
@@ -115,15 +114,15 @@ func (m *Manager) delete(ctx context.Context, nhc string, obs *Observation, ref 
 	if err != nil {
 		return err
 	}
-	m.expectations.ExpectDeletion(nhc, ref.UID)
+	m.expectations.expectDeletion(nhc, ref.UID)
 	err = m.writer.Delete(ctx, gvr, ref)
 	switch {
 	case err != nil && certainlyFailed(err):
-		m.expectations.ForgetDeletion(nhc, ref.UID)
+		m.expectations.forgetDeletion(nhc, ref.UID)
 	case err == nil:
 		// A resource gone already sends no new event.
 		if cached := m.informers.Get(gvr, ref.Namespace, ref.Name); cached == nil || cached.GetUID() != ref.UID {
-			m.expectations.ForgetDeletion(nhc, ref.UID)
+			m.expectations.forgetDeletion(nhc, ref.UID)
 		}
 	}
 	return err
@@ -143,20 +142,4 @@ func (o *Observation) resource(gvk schema.GroupVersionKind) (schema.GroupVersion
 		return schema.GroupVersionResource{}, fmt.Errorf("kind %s is not watched", gvk)
 	}
 	return gvr, nil
-}
-
-// certainlyFailed tells whether a write surely did not happen, as opposed
-// to a timeout or a lost connection, after which it may have. A 429 was
-// rejected before anything happened.
-func certainlyFailed(err error) bool {
-	var notOwned *NotOwnedError
-	if errors.As(err, &notOwned) {
-		return true
-	}
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) {
-		return false
-	}
-	code := status.Status().Code
-	return code >= 400 && code < 500 && !apierrors.IsTimeout(err) && !apierrors.IsServerTimeout(err)
 }

@@ -41,32 +41,32 @@ func creationKey(gvr schema.GroupVersionResource, namespace, node, template stri
 
 func deletionKey(uid types.UID) string { return "delete " + string(uid) }
 
-// ExpectCreation records a create about to be sent.
-func (e *Expectations) ExpectCreation(nhc string, gvr schema.GroupVersionResource, namespace, node, template string) {
+// expectCreation records a create about to be sent.
+func (e *Expectations) expectCreation(nhc string, gvr schema.GroupVersionResource, namespace, node, template string) {
 	e.expect(nhc, creationKey(gvr, namespace, node, template))
 }
 
-// ForgetCreation withdraws a creation that certainly did not happen, or
+// forgetCreation withdraws a creation that certainly did not happen, or
 // whose result the cache shows already.
-func (e *Expectations) ForgetCreation(nhc string, gvr schema.GroupVersionResource, namespace, node, template string) {
+func (e *Expectations) forgetCreation(nhc string, gvr schema.GroupVersionResource, namespace, node, template string) {
 	e.observe(nhc, creationKey(gvr, namespace, node, template))
 }
 
-// ExpectDeletion records a delete about to be sent.
-func (e *Expectations) ExpectDeletion(nhc string, uid types.UID) {
+// expectDeletion records a delete about to be sent.
+func (e *Expectations) expectDeletion(nhc string, uid types.UID) {
 	e.expect(nhc, deletionKey(uid))
 }
 
-// ForgetDeletion withdraws a deletion that certainly did not happen, or
+// forgetDeletion withdraws a deletion that certainly did not happen, or
 // whose result the cache shows already.
-func (e *Expectations) ForgetDeletion(nhc string, uid types.UID) {
+func (e *Expectations) forgetDeletion(nhc string, uid types.UID) {
 	e.observe(nhc, deletionKey(uid))
 }
 
-// Settle settles the expectations an informer's change satisfies: a resource
+// settle settles the expectations an informer's change satisfies: a resource
 // that exists settles its creation, a deleted one, or one with a deletion
 // timestamp, its deletion. It is a ChangeFunc.
-func (e *Expectations) Settle(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool) {
+func (e *Expectations) settle(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool) {
 	template := obj.GetAnnotations()[v1alpha1.TemplateNameAnnotation]
 	for _, nhc := range OwnerNames(obj) {
 		if !deleted {
@@ -78,9 +78,9 @@ func (e *Expectations) Settle(gvr schema.GroupVersionResource, obj *unstructured
 	}
 }
 
-// Satisfied tells whether every write for a NodeHealthCheck was observed or
+// satisfied tells whether every write for a NodeHealthCheck was observed or
 // has lapsed.
-func (e *Expectations) Satisfied(nhc string) bool {
+func (e *Expectations) satisfied(nhc string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := e.clock.Now()
@@ -96,8 +96,8 @@ func (e *Expectations) Satisfied(nhc string) bool {
 	return false
 }
 
-// Forget drops the expectations of a deleted NodeHealthCheck.
-func (e *Expectations) Forget(nhc string) {
+// forget drops the expectations of a deleted NodeHealthCheck.
+func (e *Expectations) forget(nhc string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.pending, nhc)

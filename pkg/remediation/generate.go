@@ -11,7 +11,7 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
 
-// NewRemediation generates the remediation resource for a node from a
+// newRemediation generates the remediation resource for a node from a
 // template, following the contract remediators rely on:
 //   - the template's apiVersion, and its kind without the "Template" suffix;
 //   - the template's namespace, and the node's name as name; or, when the
@@ -21,8 +21,8 @@ import (
 //   - an owner reference to the NodeHealthCheck, with its UID;
 //   - the node-name and template-name annotations, the part-of label, and the
 //     control-plane label for control-plane nodes.
-func NewRemediation(template *unstructured.Unstructured, nhc *v1alpha1.NodeHealthCheck, node string, controlPlane bool) (*unstructured.Unstructured, error) {
-	spec, err := TemplateSpec(template)
+func newRemediation(template *unstructured.Unstructured, nhc *v1alpha1.NodeHealthCheck, node string, controlPlane bool) (*unstructured.Unstructured, error) {
+	spec, err := templateSpec(template)
 	if err != nil {
 		return nil, err
 	}
@@ -30,7 +30,7 @@ func NewRemediation(template *unstructured.Unstructured, nhc *v1alpha1.NodeHealt
 	r.SetAPIVersion(template.GetAPIVersion())
 	r.SetKind(health.RemediationKind(template.GetKind()))
 	r.SetNamespace(template.GetNamespace())
-	if SupportsMultipleTemplates(template) {
+	if supportsMultipleTemplates(template) {
 		r.SetGenerateName(node + "-")
 	} else {
 		r.SetName(node)
@@ -54,9 +54,9 @@ func NewRemediation(template *unstructured.Unstructured, nhc *v1alpha1.NodeHealt
 	return r, nil
 }
 
-// TemplateSpec returns a deep copy of a template's spec.template.spec, which
+// templateSpec returns a deep copy of a template's spec.template.spec, which
 // every remediation template must have (it may be empty).
-func TemplateSpec(template *unstructured.Unstructured) (map[string]any, error) {
+func templateSpec(template *unstructured.Unstructured) (map[string]any, error) {
 	spec, found, err := unstructured.NestedFieldNoCopy(template.Object, "spec", "template", "spec")
 	if err != nil || !found {
 		return nil, fmt.Errorf("it has no spec.template.spec")
@@ -71,9 +71,9 @@ func TemplateSpec(template *unstructured.Unstructured) (map[string]any, error) {
 	}
 }
 
-// SupportsMultipleTemplates tells whether a template's remediator accepts
+// supportsMultipleTemplates tells whether a template's remediator accepts
 // several remediation resources per node.
-func SupportsMultipleTemplates(template *unstructured.Unstructured) bool {
+func supportsMultipleTemplates(template *unstructured.Unstructured) bool {
 	_, ok := template.GetAnnotations()[v1alpha1.MultipleTemplatesSupportAnnotation]
 	return ok
 }

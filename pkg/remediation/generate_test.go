@@ -41,7 +41,7 @@ func testTemplate(annotations map[string]string) *unstructured.Unstructured {
 
 func TestNewRemediationFollowsTheContract(t *testing.T) {
 	template := testTemplate(nil)
-	r, err := NewRemediation(template, testNHC, "worker-1", false)
+	r, err := newRemediation(template, testNHC, "worker-1", false)
 	require.NoError(t, err)
 	want := map[string]any{
 		"apiVersion": "test.medik8s.io/v1alpha1",
@@ -69,7 +69,7 @@ func TestNewRemediationFollowsTheContract(t *testing.T) {
 }
 
 func TestNewRemediationForAControlPlaneNode(t *testing.T) {
-	r, err := NewRemediation(testTemplate(nil), testNHC, "master-0", true)
+	r, err := newRemediation(testTemplate(nil), testNHC, "master-0", true)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{
 		"app.kubernetes.io/part-of":                 "node-healthcheck-controller",
@@ -78,7 +78,7 @@ func TestNewRemediationForAControlPlaneNode(t *testing.T) {
 }
 
 func TestNewRemediationWithMultipleTemplatesSupport(t *testing.T) {
-	r, err := NewRemediation(testTemplate(map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: ""}), testNHC, "worker-1", false)
+	r, err := newRemediation(testTemplate(map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: ""}), testNHC, "worker-1", false)
 	require.NoError(t, err)
 	assert.Empty(t, r.GetName())
 	assert.Equal(t, "worker-1-", r.GetGenerateName())
@@ -99,7 +99,7 @@ func TestTemplateSpec(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tmpl := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"template": map[string]any{"spec": tc.spec}}}}
-			got, err := TemplateSpec(tmpl)
+			got, err := templateSpec(tmpl)
 			if tc.wantErr != "" {
 				assert.ErrorContains(t, err, tc.wantErr)
 				return
@@ -108,7 +108,7 @@ func TestTemplateSpec(t *testing.T) {
 			assert.Equal(t, tc.want, got)
 		})
 	}
-	_, err := TemplateSpec(&unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"template": map[string]any{}}}})
+	_, err := templateSpec(&unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"template": map[string]any{}}}})
 	assert.EqualError(t, err, "it has no spec.template.spec")
 }
 
@@ -150,7 +150,7 @@ func TestSummarize(t *testing.T) {
 		HealthyDelayStart:             time.Date(2026, 3, 20, 15, 20, 0, 0, time.UTC),
 		FlaggedOld:                    true,
 		ControlPlane:                  true,
-	}, normalizeTimes(Summarize(r)))
+	}, normalizeTimes(summarize(r)))
 	assert.Equal(t, "worker-1", NodeOf(r))
 }
 
@@ -165,7 +165,7 @@ func TestSummarizeToleratesBadAnnotations(t *testing.T) {
 		},
 		"status": map[string]any{"conditions": "not a list"},
 	}}
-	s := normalizeTimes(Summarize(r))
+	s := normalizeTimes(summarize(r))
 	assert.Equal(t, time.Date(2026, 3, 20, 15, 5, 5, 0, time.UTC), s.TimedOut, "an unreadable time-out still counts, as of creation")
 	assert.True(t, s.HealthyDelayStart.IsZero(), "an unreadable delay start restarts the delay")
 	assert.Empty(t, s.Succeeded)
@@ -182,12 +182,12 @@ func normalizeTimes(s health.Remediation) health.Remediation {
 }
 
 func TestOwnership(t *testing.T) {
-	r, err := NewRemediation(testTemplate(nil), testNHC, "worker-1", false)
+	r, err := newRemediation(testTemplate(nil), testNHC, "worker-1", false)
 	require.NoError(t, err)
-	assert.True(t, OwnedBy(r, testNHC))
+	assert.True(t, ownedBy(r, testNHC))
 	recreated := testNHC.DeepCopy()
 	recreated.UID = "new-uid"
-	assert.False(t, OwnedBy(r, recreated), "a recreated NodeHealthCheck of the same name does not adopt")
+	assert.False(t, ownedBy(r, recreated), "a recreated NodeHealthCheck of the same name does not adopt")
 	assert.Equal(t, []string{"workers"}, OwnerNames(r))
 }
 
@@ -199,7 +199,7 @@ func fakeDynamic(objects ...runtime.Object) *dynamicfake.FakeDynamicClient {
 func TestCreateIsIdempotentForOurOwnResource(t *testing.T) {
 	ctx := context.Background()
 	w := NewWriter(fakeDynamic(), kubefake.NewClientset())
-	r, err := NewRemediation(testTemplate(nil), testNHC, "worker-1", false)
+	r, err := newRemediation(testTemplate(nil), testNHC, "worker-1", false)
 	require.NoError(t, err)
 	first, err := w.Create(ctx, testGVR, r.DeepCopy(), testNHC)
 	require.NoError(t, err)
@@ -212,15 +212,15 @@ func TestCreateLeavesSomeoneElsesResourceAlone(t *testing.T) {
 	ctx := context.Background()
 	other := testNHC.DeepCopy()
 	other.Name, other.UID = "other", "other-uid"
-	theirs, err := NewRemediation(testTemplate(nil), other, "worker-1", false)
+	theirs, err := newRemediation(testTemplate(nil), other, "worker-1", false)
 	require.NoError(t, err)
 	client := fakeDynamic(theirs)
 	w := NewWriter(client, kubefake.NewClientset())
 
-	ours, err := NewRemediation(testTemplate(nil), testNHC, "worker-1", false)
+	ours, err := newRemediation(testTemplate(nil), testNHC, "worker-1", false)
 	require.NoError(t, err)
 	_, err = w.Create(ctx, testGVR, ours, testNHC)
-	var notOwned *NotOwnedError
+	var notOwned *notOwnedError
 	require.True(t, errors.As(err, &notOwned), "got %v", err)
 	assert.Equal(t, []string{"other"}, notOwned.Owners)
 	assert.Equal(t, "TestRemediation remediators/worker-1 already exists and belongs to NodeHealthCheck other; it is left alone", err.Error())
@@ -238,8 +238,8 @@ func TestCheckKinds(t *testing.T) {
 		t.SetName(name)
 		return t
 	}
-	assert.Nil(t, CheckKinds([]*unstructured.Unstructured{named("a", multi), named("b", multi)}))
-	p := CheckKinds([]*unstructured.Unstructured{named("a", multi), named("b", nil)})
+	assert.Nil(t, checkKinds([]*unstructured.Unstructured{named("a", multi), named("b", multi)}))
+	p := checkKinds([]*unstructured.Unstructured{named("a", multi), named("b", nil)})
 	require.NotNil(t, p)
 	assert.Equal(t, v1alpha1.ReasonTemplateInvalid, p.Reason)
 	assert.Equal(t, "Remediation templates a and b are both of kind TestRemediationTemplate, but b lacks the remediation.medik8s.io/multiple-templates-support annotation: its remediator does not support several remediations of one node", p.Message)

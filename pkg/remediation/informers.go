@@ -175,9 +175,9 @@ func (m *Informers) Synced(resources ...schema.GroupVersionResource) bool {
 	return true
 }
 
-// WatchError returns the last list or watch error of a resource's informer
+// watchError returns the last list or watch error of a resource's informer
 // while it has not synced, such as a Forbidden for missing RBAC.
-func (m *Informers) WatchError(gvr schema.GroupVersionResource) error {
+func (m *Informers) watchError(gvr schema.GroupVersionResource) error {
 	r := m.informer(gvr)
 	if r == nil || r.informer.HasSynced() {
 		return nil
@@ -204,14 +204,14 @@ func (m *Informers) Get(gvr schema.GroupVersionResource, namespace, name string)
 	return obj.(*unstructured.Unstructured)
 }
 
-// OwnedBy returns the resources a NodeHealthCheck owns, by its UID.
-func (m *Informers) OwnedBy(gvr schema.GroupVersionResource, uid types.UID) []*unstructured.Unstructured {
+// ownedBy returns the resources a NodeHealthCheck owns, by its UID.
+func (m *Informers) ownedBy(gvr schema.GroupVersionResource, uid types.UID) []*unstructured.Unstructured {
 	return m.byIndex(gvr, ownerIndex, string(uid))
 }
 
-// ControlPlaneNodes returns the control-plane nodes with a remediation
+// controlPlaneNodes returns the control-plane nodes with a remediation
 // resource of a kind, whoever owns it.
-func (m *Informers) ControlPlaneNodes(gvr schema.GroupVersionResource) []string {
+func (m *Informers) controlPlaneNodes(gvr schema.GroupVersionResource) []string {
 	r := m.informer(gvr)
 	if r == nil {
 		return nil
@@ -241,7 +241,7 @@ func indexByOwner(obj any) ([]string, error) {
 		return nil, nil
 	}
 	var keys []string
-	for _, uid := range OwnerUIDs(u) {
+	for _, uid := range ownerUIDs(u) {
 		keys = append(keys, string(uid))
 	}
 	return keys, nil

@@ -22,7 +22,7 @@ type Manager struct {
 // changes before any handler added later, so that a NodeHealthCheck woken by
 // a change finds its expectations settled.
 func NewManager(informers *Informers, templates *Templates, expectations *Expectations, writer *Writer) *Manager {
-	informers.AddChangeHandler(expectations.Settle)
+	informers.AddChangeHandler(expectations.settle)
 	return &Manager{informers: informers, templates: templates, expectations: expectations, writer: writer}
 }
 
@@ -71,7 +71,7 @@ func (m *Manager) Read(nhc *v1alpha1.NodeHealthCheck) (Observation, error) {
 	var resolved []Template
 	var watched []schema.GroupVersionResource
 	for _, ref := range nhc.Spec.TemplateRefs() {
-		tmpl, problem, err := m.templates.Resolve(ref)
+		tmpl, problem, err := m.templates.resolve(ref)
 		if err != nil {
 			return obs, err
 		}
@@ -110,22 +110,22 @@ func (m *Manager) Read(nhc *v1alpha1.NodeHealthCheck) (Observation, error) {
 		}
 	}
 	if obs.TemplateProblem == nil {
-		obs.TemplateProblem = CheckKinds(templates)
+		obs.TemplateProblem = checkKinds(templates)
 	}
 	for _, gvr := range obs.resources {
 		if !m.informers.Synced(gvr) {
 			obs.Ready = false
 			continue
 		}
-		for _, obj := range m.informers.OwnedBy(gvr, nhc.UID) {
+		for _, obj := range m.informers.ownedBy(gvr, nhc.UID) {
 			node := NodeOf(obj)
-			obs.Remediations[node] = append(obs.Remediations[node], Summarize(obj))
+			obs.Remediations[node] = append(obs.Remediations[node], summarize(obj))
 		}
-		for _, node := range m.informers.ControlPlaneNodes(gvr) {
+		for _, node := range m.informers.controlPlaneNodes(gvr) {
 			obs.BusyControlPlaneNodes[node] = true
 		}
 	}
-	obs.Ready = obs.Ready && m.expectations.Satisfied(nhc.Name)
+	obs.Ready = obs.Ready && m.expectations.satisfied(nhc.Name)
 	return obs, nil
 }
 
@@ -139,5 +139,5 @@ func (o *Observation) problem(p *health.Problem) {
 // its expectations.
 func (m *Manager) Forget(nhc string) {
 	m.informers.Use(nhc)
-	m.expectations.Forget(nhc)
+	m.expectations.forget(nhc)
 }

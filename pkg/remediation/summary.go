@@ -23,8 +23,8 @@ func NodeOf(r *unstructured.Unstructured) string {
 	return r.GetName()
 }
 
-// OwnerUIDs returns the UIDs of the NodeHealthChecks that own a resource.
-func OwnerUIDs(r *unstructured.Unstructured) []types.UID {
+// ownerUIDs returns the UIDs of the NodeHealthChecks that own a resource.
+func ownerUIDs(r *unstructured.Unstructured) []types.UID {
 	var uids []types.UID
 	for _, ref := range r.GetOwnerReferences() {
 		if isNHCOwner(ref) {
@@ -50,11 +50,11 @@ func isNHCOwner(ref metav1.OwnerReference) bool {
 	return err == nil && ref.Kind == "NodeHealthCheck" && gv.Group == remediation.GroupName
 }
 
-// OwnedBy tells whether a resource belongs to a NodeHealthCheck. The UID
+// ownedBy tells whether a resource belongs to a NodeHealthCheck. The UID
 // decides: a NodeHealthCheck recreated under the same name does not adopt
 // its predecessor's resources (upstream compares names only).
-func OwnedBy(r *unstructured.Unstructured, nhc *v1alpha1.NodeHealthCheck) bool {
-	for _, uid := range OwnerUIDs(r) {
+func ownedBy(r *unstructured.Unstructured, nhc *v1alpha1.NodeHealthCheck) bool {
+	for _, uid := range ownerUIDs(r) {
 		if uid == nhc.UID {
 			return true
 		}
@@ -70,8 +70,8 @@ func Reference(r *unstructured.Unstructured) corev1.ObjectReference {
 	}
 }
 
-// Summarize reads what the health evaluation needs from a remediation resource.
-func Summarize(r *unstructured.Unstructured) health.Remediation {
+// summarize reads what the health evaluation needs from a remediation resource.
+func summarize(r *unstructured.Unstructured) health.Remediation {
 	annotations := r.GetAnnotations()
 	_, flaggedOld := annotations[v1alpha1.OldRemediationAnnotation]
 	_, controlPlane := r.GetLabels()[v1alpha1.ControlPlaneNodeLabel]

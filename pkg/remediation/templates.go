@@ -49,10 +49,10 @@ type Template struct {
 	Namespace string
 }
 
-// Resolve maps a template reference to the resources of the template kind
+// resolve maps a template reference to the resources of the template kind
 // and of its remediation kind. A problem disables the NodeHealthCheck; an
 // error (discovery failed) is worth a retry.
-func (t *Templates) Resolve(ref corev1.ObjectReference) (Template, *health.Problem, error) {
+func (t *Templates) resolve(ref corev1.ObjectReference) (Template, *health.Problem, error) {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
 		return Template{}, templateInvalid(ref, fmt.Sprintf("its apiVersion %q is malformed", ref.APIVersion)), nil
@@ -112,7 +112,7 @@ func (t *Templates) mayReset() bool {
 // spec.template.spec. ready is false while the informer has not synced.
 func (t *Templates) Get(tmpl Template) (obj *unstructured.Unstructured, problem *health.Problem, ready bool) {
 	if !t.informers.Synced(tmpl.Resource) {
-		if err := t.informers.WatchError(tmpl.Resource); apierrors.IsForbidden(err) {
+		if err := t.informers.watchError(tmpl.Resource); apierrors.IsForbidden(err) {
 			return nil, notFound(fmt.Sprintf("Remediation template %s %s cannot be read: %v. Grant get, list and watch on %s, for example with a ClusterRole labelled rbac.ext-remediation/aggregate-to-ext-remediation=true", tmpl.Ref.Kind, describe(tmpl), err, tmpl.Resource.GroupResource())), false
 		}
 		return nil, nil, false
@@ -121,22 +121,22 @@ func (t *Templates) Get(tmpl Template) (obj *unstructured.Unstructured, problem 
 	if obj == nil {
 		return nil, notFound(fmt.Sprintf("Remediation template %s %s not found", tmpl.Ref.Kind, describe(tmpl))), true
 	}
-	if _, err := TemplateSpec(obj); err != nil {
+	if _, err := templateSpec(obj); err != nil {
 		return nil, templateInvalid(tmpl.Ref, err.Error()), true
 	}
 	return obj, nil, true
 }
 
-// CheckKinds checks that escalation steps sharing a remediation kind use
+// checkKinds checks that escalation steps sharing a remediation kind use
 // templates whose remediator accepts several resources per node: else the
 // resources, named after the node, would collide.
-func CheckKinds(templates []*unstructured.Unstructured) *health.Problem {
+func checkKinds(templates []*unstructured.Unstructured) *health.Problem {
 	byKind := map[schema.GroupKind]*unstructured.Unstructured{}
 	for _, tmpl := range templates {
 		kind := tmpl.GroupVersionKind().GroupKind()
 		if other, ok := byKind[kind]; ok {
 			for _, t := range []*unstructured.Unstructured{other, tmpl} {
-				if !SupportsMultipleTemplates(t) {
+				if !supportsMultipleTemplates(t) {
 					return &health.Problem{Reason: v1alpha1.ReasonTemplateInvalid, Message: fmt.Sprintf(
 						"Remediation templates %s and %s are both of kind %s, but %s lacks the %s annotation: its remediator does not support several remediations of one node",
 						other.GetName(), tmpl.GetName(), kind.Kind, t.GetName(), v1alpha1.MultipleTemplatesSupportAnnotation)}

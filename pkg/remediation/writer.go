@@ -3,6 +3,7 @@ package remediation
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -33,14 +34,14 @@ func NewWriter(dynamicClient dynamic.Interface, kubeClient kubernetes.Interface)
 	return &Writer{dynamic: dynamicClient, kube: kubeClient}
 }
 
-// NotOwnedError reports a resource that stands where ours would, owned by
+// notOwnedError reports a resource that stands where ours would, owned by
 // someone else: it is never overwritten.
-type NotOwnedError struct {
+type notOwnedError struct {
 	Resource corev1.ObjectReference
 	Owners   []string
 }
 
-func (e *NotOwnedError) Error() string {
+func (e *notOwnedError) Error() string {
 	owners := "no NodeHealthCheck"
 	if len(e.Owners) > 0 {
 		owners = "NodeHealthCheck " + strings.Join(e.Owners, ", ")
@@ -62,10 +63,10 @@ func (w *Writer) Create(ctx context.Context, gvr schema.GroupVersionResource, ob
 		return nil, err
 	}
 	sameTemplate := existing.GetAnnotations()[v1alpha1.TemplateNameAnnotation] == obj.GetAnnotations()[v1alpha1.TemplateNameAnnotation]
-	if OwnedBy(existing, nhc) && NodeOf(existing) == NodeOf(obj) && sameTemplate {
+	if ownedBy(existing, nhc) && NodeOf(existing) == NodeOf(obj) && sameTemplate {
 		return existing, nil
 	}
-	return nil, &NotOwnedError{Resource: Reference(existing), Owners: OwnerNames(existing)}
+	return nil, &notOwnedError{Resource: Reference(existing), Owners: OwnerNames(existing)}
 }
 
 // Delete deletes a remediation resource if it is still the one referenced
@@ -94,8 +95,8 @@ func (w *Writer) Annotate(ctx context.Context, gvr schema.GroupVersionResource, 
 	return err
 }
 
-// RemoveNodeAnnotation removes an annotation from a node.
-func (w *Writer) RemoveNodeAnnotation(ctx context.Context, node, key string) error {
+// removeNodeAnnotation removes an annotation from a node.
+func (w *Writer) removeNodeAnnotation(ctx context.Context, node, key string) error {
 	patch, err := annotationPatch("", key, nil)
 	if err != nil {
 		return err
@@ -113,4 +114,20 @@ func annotationPatch(uid types.UID, key string, value *string) ([]byte, error) {
 		metadata["uid"] = uid
 	}
 	return json.Marshal(map[string]any{"metadata": metadata})
+}
+
+// certainlyFailed tells whether a write surely did not happen, as opposed
+// to a timeout or a lost connection, after which it may have. A 429 was
+// rejected before anything happened.
+func certainlyFailed(err error) bool {
+	var notOwned *notOwnedError
+	if errors.As(err, &notOwned) {
+		return true
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	code := status.Status().Code
+	return code >= 400 && code < 500 && !apierrors.IsTimeout(err) && !apierrors.IsServerTimeout(err)
 }
