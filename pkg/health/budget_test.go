@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
@@ -21,34 +22,34 @@ func TestMinHealthy(t *testing.T) {
 		wantErr  string
 	}{
 		// The upstream table (reference §2.5), 10 nodes.
-		{"min 8", ptrTo(num(8)), nil, 10, 8, ""},
-		{"min 80%", ptrTo(str("80%")), nil, 10, 8, ""},
-		{"min 75% rounds up", ptrTo(str("75%")), nil, 10, 8, ""},
-		{"min 0%", ptrTo(str("0%")), nil, 10, 0, ""},
-		{"min 100%", ptrTo(str("100%")), nil, 10, 10, ""},
-		{"min -3", ptrTo(num(-3)), nil, 10, 0, "minHealthy must not be negative: -3"},
-		{"min -30%", ptrTo(str("-30%")), nil, 10, 0, "minHealthy must be a percentage from 0% to 100%"},
-		{"max 8", nil, ptrTo(num(8)), 10, 2, ""},
-		{"max 80%", nil, ptrTo(str("80%")), 10, 2, ""},
-		{"max 75% rounds up, so it allows more", nil, ptrTo(str("75%")), 10, 2, ""},
-		{"max 0%", nil, ptrTo(str("0%")), 10, 10, ""},
-		{"max 100%", nil, ptrTo(str("100%")), 10, 0, ""},
-		{"max -3", nil, ptrTo(num(-3)), 10, 0, "maxUnhealthy must not be negative: -3"},
-		{"max -30%", nil, ptrTo(str("-30%")), 10, 0, "maxUnhealthy must be a percentage from 0% to 100%"},
-		{"both", ptrTo(num(1)), ptrTo(num(1)), 10, 0, "mutually exclusive"},
+		{"min 8", ptr.To(num(8)), nil, 10, 8, ""},
+		{"min 80%", ptr.To(str("80%")), nil, 10, 8, ""},
+		{"min 75% rounds up", ptr.To(str("75%")), nil, 10, 8, ""},
+		{"min 0%", ptr.To(str("0%")), nil, 10, 0, ""},
+		{"min 100%", ptr.To(str("100%")), nil, 10, 10, ""},
+		{"min -3", ptr.To(num(-3)), nil, 10, 0, "minHealthy must not be negative: -3"},
+		{"min -30%", ptr.To(str("-30%")), nil, 10, 0, "minHealthy must be a percentage from 0% to 100%"},
+		{"max 8", nil, ptr.To(num(8)), 10, 2, ""},
+		{"max 80%", nil, ptr.To(str("80%")), 10, 2, ""},
+		{"max 75% rounds up, so it allows more", nil, ptr.To(str("75%")), 10, 2, ""},
+		{"max 0%", nil, ptr.To(str("0%")), 10, 10, ""},
+		{"max 100%", nil, ptr.To(str("100%")), 10, 0, ""},
+		{"max -3", nil, ptr.To(num(-3)), 10, 0, "maxUnhealthy must not be negative: -3"},
+		{"max -30%", nil, ptr.To(str("-30%")), 10, 0, "maxUnhealthy must be a percentage from 0% to 100%"},
+		{"both", ptr.To(num(1)), ptr.To(num(1)), 10, 0, "mutually exclusive"},
 		{"neither", nil, nil, 10, 0, "set one of minHealthy or maxUnhealthy"},
 		// Common cases.
-		{"51% of 3", ptrTo(str("51%")), nil, 3, 2, ""},
-		{"51% of 7", ptrTo(str("51%")), nil, 7, 4, ""},
-		{"51% of 9", ptrTo(str("51%")), nil, 9, 5, ""},
-		{"51% of 0", ptrTo(str("51%")), nil, 0, 0, ""},
+		{"51% of 3", ptr.To(str("51%")), nil, 3, 2, ""},
+		{"51% of 7", ptr.To(str("51%")), nil, 7, 4, ""},
+		{"51% of 9", ptr.To(str("51%")), nil, 9, 5, ""},
+		{"51% of 0", ptr.To(str("51%")), nil, 0, 0, ""},
 		// Where we differ from upstream.
-		{"a string of digits is a number (upstream: error on every reconcile)", ptrTo(str("3")), nil, 10, 3, ""},
-		{"max above the node count means no limit (upstream: error)", nil, ptrTo(num(12)), 10, 0, ""},
-		{"max 1 with no nodes (upstream: error that blocks the first unhealthy node)", nil, ptrTo(num(1)), 0, 0, ""},
-		{"a string that is no number", ptrTo(str("half")), nil, 10, 0, "minHealthy must be an integer of 0 or more, or a percentage"},
-		{"a percentage above 100", ptrTo(str("120%")), nil, 10, 0, "minHealthy must be a percentage from 0% to 100%"},
-		{"min above the node count never allows", ptrTo(num(12)), nil, 10, 12, ""},
+		{"a string of digits is a number (upstream: error on every reconcile)", ptr.To(str("3")), nil, 10, 3, ""},
+		{"max above the node count means no limit (upstream: error)", nil, ptr.To(num(12)), 10, 0, ""},
+		{"max 1 with no nodes (upstream: error that blocks the first unhealthy node)", nil, ptr.To(num(1)), 0, 0, ""},
+		{"a string that is no number", ptr.To(str("half")), nil, 10, 0, "minHealthy must be an integer of 0 or more, or a percentage"},
+		{"a percentage above 100", ptr.To(str("120%")), nil, 10, 0, "minHealthy must be a percentage from 0% to 100%"},
+		{"min above the node count never allows", ptr.To(num(12)), nil, 10, 12, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
@@ -180,7 +181,7 @@ func TestEscalationRemembersStepsWhoseResourceIsGone(t *testing.T) {
 		Remediations: []*v1alpha1.Remediation{{
 			Resource:     remediationOf(templateA, "sick", time.Hour).Ref,
 			Started:      metav1.NewTime(now.Add(-time.Hour)),
-			TimedOut:     ptrTo(metav1.NewTime(now.Add(-55 * time.Minute))),
+			TimedOut:     ptr.To(metav1.NewTime(now.Add(-55 * time.Minute))),
 			TemplateName: "a",
 		}},
 	}}}))

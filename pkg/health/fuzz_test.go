@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
@@ -55,13 +56,13 @@ func fuzzInput(data []byte) Input {
 	templates = append(templates, template("GoneTemplate", "gone"))
 	switch r.intn(4) {
 	case 0:
-		spec.MinHealthy = ptrTo(intstr.FromInt32(int32(r.intn(12))))
+		spec.MinHealthy = ptr.To(intstr.FromInt32(int32(r.intn(12))))
 	case 1:
-		spec.MinHealthy = ptrTo(intstr.FromString(fmt.Sprintf("%d%%", r.intn(101))))
+		spec.MinHealthy = ptr.To(intstr.FromString(fmt.Sprintf("%d%%", r.intn(101))))
 	case 2:
-		spec.MinHealthy, spec.MaxUnhealthy = nil, ptrTo(intstr.FromInt32(int32(r.intn(12))))
+		spec.MinHealthy, spec.MaxUnhealthy = nil, ptr.To(intstr.FromInt32(int32(r.intn(12))))
 	default:
-		spec.MinHealthy, spec.MaxUnhealthy = nil, ptrTo(intstr.FromString(fmt.Sprintf("%d%%", r.intn(101))))
+		spec.MinHealthy, spec.MaxUnhealthy = nil, ptr.To(intstr.FromString(fmt.Sprintf("%d%%", r.intn(101))))
 	}
 	if r.oneIn(8) {
 		spec.PauseRequests = []string{"fuzz"}
@@ -73,7 +74,7 @@ func fuzzInput(data []byte) Input {
 		spec.HealthyDelay = &metav1.Duration{Duration: -time.Second}
 	}
 	if r.oneIn(3) {
-		spec.StormRecoveryThreshold = ptrTo(int32(r.intn(6)))
+		spec.StormRecoveryThreshold = ptr.To(int32(r.intn(6)))
 	}
 	if r.oneIn(3) {
 		spec.StormCooldownDuration = &metav1.Duration{Duration: r.seconds(60)}

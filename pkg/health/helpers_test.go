@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
@@ -92,7 +93,7 @@ func testNHC(opts ...nhcOption) *v1alpha1.NodeHealthCheck {
 		Spec: v1alpha1.NodeHealthCheckSpec{
 			Selector:            metav1.LabelSelector{MatchLabels: map[string]string{"role": "worker"}},
 			RemediationTemplate: &template,
-			MinHealthy:          ptrTo(intstr.FromString("51%")),
+			MinHealthy:          ptr.To(intstr.FromString("51%")),
 			UnhealthyConditions: []v1alpha1.UnhealthyCondition{
 				{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Duration: metav1.Duration{Duration: conditionDuration}},
 				{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Duration: metav1.Duration{Duration: conditionDuration}},

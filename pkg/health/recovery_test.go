@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
@@ -73,7 +74,7 @@ func TestPositiveHealthyDelay(t *testing.T) {
 			assert.Equal(t, tc.wantDelete, len(d.Delete) == 1)
 			entry := entryOf(d, "back")
 			if tc.wantDelayed {
-				assert.Equal(t, ptrTo(true), entry.HealthyDelayed)
+				assert.Equal(t, ptr.To(true), entry.HealthyDelayed)
 			} else {
 				assert.Nil(t, entry.HealthyDelayed)
 			}
@@ -90,7 +91,7 @@ func TestHealthyDelayStartSurvivesALostAnnotationWrite(t *testing.T) {
 	// its start.
 	started := now.Add(-4 * time.Minute)
 	nhc := testNHC(healthyDelay(5*time.Minute), withStatus(v1alpha1.NodeHealthCheckStatus{UnhealthyNodes: []*v1alpha1.UnhealthyNode{
-		{Name: "back", ConditionsHealthyTimestamp: ptrTo(metav1.NewTime(started))},
+		{Name: "back", ConditionsHealthyTimestamp: ptr.To(metav1.NewTime(started))},
 	}}))
 	r := snrRemediation("back", time.Hour)
 	d := evaluate(nhc, recovered(), remediations(r))
@@ -103,7 +104,7 @@ func TestRelapseRestartsTheHealthyDelay(t *testing.T) {
 	// at once (reference §2.15 #5). Here a relapse clears the start.
 	r := snrRemediation("back", time.Hour, healthyDelayAnnotation(now.Add(-8*time.Minute)))
 	nhc := testNHC(healthyDelay(10*time.Minute), withStatus(v1alpha1.NodeHealthCheckStatus{UnhealthyNodes: []*v1alpha1.UnhealthyNode{
-		{Name: "back", ConditionsHealthyTimestamp: ptrTo(metav1.NewTime(now.Add(-8 * time.Minute))), HealthyDelayed: ptrTo(true)},
+		{Name: "back", ConditionsHealthyTimestamp: ptr.To(metav1.NewTime(now.Add(-8 * time.Minute))), HealthyDelayed: ptr.To(true)},
 	}}))
 
 	d := evaluate(nhc, recovered(notReady(time.Second)), remediations(r))
@@ -127,7 +128,7 @@ func TestNegativeHealthyDelayWaitsForConfirmation(t *testing.T) {
 	d := evaluate(testNHC(healthyDelay(-time.Second)), recovered(), remediations(r))
 	assert.Empty(t, d.Delete)
 	assert.Empty(t, d.StartHealthyDelay)
-	assert.Equal(t, ptrTo(true), entryOf(d, "back").HealthyDelayed, "upstream leaves it unset (§2.15 #5)")
+	assert.Equal(t, ptr.To(true), entryOf(d, "back").HealthyDelayed, "upstream leaves it unset (§2.15 #5)")
 	assert.Equal(t, now.Add(OldRemediationAge-time.Hour), d.NextDeadline, "nothing but the 48h flag is ahead")
 
 	d = evaluate(testNHC(healthyDelay(-time.Second)), recovered(confirmedHealthy), remediations(r))

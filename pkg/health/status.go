@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
@@ -29,9 +30,9 @@ func Status(in Input, p *Plan, out *Outcome) v1alpha1.NodeHealthCheckStatus {
 	}
 	previous := &in.NHC.Status
 	status := v1alpha1.NodeHealthCheckStatus{
-		ObservedNodes:      ptrTo(int32(p.Observed)),
-		HealthyNodes:       ptrTo(int32(p.Healthy)),
-		RemediatingNodes:   ptrTo(int32(p.Remediating + newlyRemediating(out))),
+		ObservedNodes:      ptr.To(int32(p.Observed)),
+		HealthyNodes:       ptr.To(int32(p.Healthy)),
+		RemediatingNodes:   ptr.To(int32(p.Remediating + newlyRemediating(out))),
 		UnhealthyNodes:     b.entries(),
 		Conditions:         slices.Clone(previous.Conditions),
 		LastUpdateTime:     previous.LastUpdateTime.DeepCopy(),
@@ -97,9 +98,9 @@ func (b *statusBuilder) entries() []*v1alpha1.UnhealthyNode {
 		}
 		entry := add(v.Node.Name, v.Superseded)
 		if v.State == StateRecovering {
-			entry.ConditionsHealthyTimestamp = ptrTo(metav1.NewTime(v.HealthySince))
+			entry.ConditionsHealthyTimestamp = ptr.To(metav1.NewTime(v.HealthySince))
 			if v.HealthyDelayed {
-				entry.HealthyDelayed = ptrTo(true)
+				entry.HealthyDelayed = ptr.To(true)
 			}
 		}
 	}
@@ -144,9 +145,9 @@ func newEntry(node string, resources []Remediation, previous *v1alpha1.Unhealthy
 		rem := &v1alpha1.Remediation{Resource: r.Ref, Started: metav1.NewTime(r.Created), TimedOut: timedOutAt(r, previous).DeepCopy(), TemplateName: r.TemplateName}
 		if rem.TimedOut == nil {
 			if at, ok := superseded[r.Ref.UID]; ok {
-				rem.TimedOut = ptrTo(metav1.NewTime(at))
+				rem.TimedOut = ptr.To(metav1.NewTime(at))
 			} else if at, ok := timedOut[r.Ref.UID]; ok {
-				rem.TimedOut = ptrTo(metav1.NewTime(at))
+				rem.TimedOut = ptr.To(metav1.NewTime(at))
 			}
 		}
 		entry.Remediations = append(entry.Remediations, rem)
@@ -160,5 +161,3 @@ func newEntry(node string, resources []Remediation, previous *v1alpha1.Unhealthy
 	}
 	return entry
 }
-
-func ptrTo[T any](v T) *T { return &v }

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
@@ -50,9 +51,9 @@ func (b *statusBuilder) setStorm(status *v1alpha1.NodeHealthCheckStatus) {
 	}
 	status.StormRecoveryActive, status.StormRecoveryStartTime = nil, nil
 	if rules.threshold != nil {
-		status.StormRecoveryActive = ptrTo(s.Active)
+		status.StormRecoveryActive = ptr.To(s.Active)
 		if s.Active {
-			status.StormRecoveryStartTime = ptrTo(metav1.NewTime(s.Since))
+			status.StormRecoveryStartTime = ptr.To(metav1.NewTime(s.Since))
 		}
 	}
 	// Like upstream, StormActive appears with the first storm.

@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
@@ -40,7 +41,7 @@ func newRemediation(template *unstructured.Unstructured, nhc *v1alpha1.NodeHealt
 		Kind:       "NodeHealthCheck",
 		Name:       nhc.Name,
 		UID:        nhc.UID,
-		Controller: new(false),
+		Controller: ptr.To(false),
 	}})
 	r.SetAnnotations(map[string]string{
 		v1alpha1.NodeNameAnnotation:     node,
