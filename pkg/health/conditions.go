@@ -22,8 +22,6 @@ type conditionMatch struct {
 	expires time.Time
 }
 
-func (m conditionMatch) matches() bool { return m.expired != nil || m.pending != nil }
-
 // matchConditions compares a node's conditions with the unhealthy conditions.
 // It allocates nothing: both lists are short.
 func matchConditions(node *corev1.Node, unhealthy []v1alpha1.UnhealthyCondition, now time.Time) conditionMatch {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
@@ -141,4 +142,42 @@ func TestDisabledKeepsTheLastStatus(t *testing.T) {
 	assert.Equal(t, before.HealthyNodes, status.HealthyNodes)
 	require.Equal(t, []string{"Disabled"}, eventReasons(events))
 	assert.Equal(t, v1alpha1.PhaseRemediating, s.nhc.Status.Phase, "the input is not modified")
+}
+
+func TestStatusRecordsOnlyWhatHappened(t *testing.T) {
+	// The first step's timeout passed: the plan times it out and creates the
+	// next step. The status shows each only once its write succeeded.
+	resources := remediations(remediationOf(templateA, "sick", 10*time.Minute))
+	in := Input{NHC: testNHC(threeSteps()), Nodes: oneSick(), Remediations: resources, Now: now}
+	p := Evaluate(in)
+	require.Len(t, p.TimeOut, 1)
+	require.Len(t, p.Create, 1)
+	next := corev1.ObjectReference{APIVersion: multiOne.APIVersion, Kind: "Multi", Namespace: "ns", Name: "sick-next", UID: "next-uid"}
+	cases := []struct {
+		name          string
+		out           Outcome
+		wantTimedOut  bool
+		wantResources int
+	}{
+		{"both writes failed", Outcome{}, false, 1},
+		{"the annotation failed, so nothing was created", Outcome{Errors: []error{assert.AnError}}, false, 1},
+		{"annotated, the create failed", Outcome{TimedOut: p.TimeOut, Errors: []error{assert.AnError}}, true, 1},
+		{"annotated and created", Outcome{TimedOut: p.TimeOut, Created: []Created{{Creation: p.Create[0], Resource: next, CreationTime: now}}}, true, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			status := Status(in, &p, &tc.out)
+			require.Len(t, status.UnhealthyNodes, 1)
+			rems := status.UnhealthyNodes[0].Remediations
+			require.Len(t, rems, tc.wantResources)
+			if tc.wantTimedOut {
+				assert.Equal(t, ptr.To(metav1.NewTime(now)), rems[0].TimedOut)
+			} else {
+				assert.Nil(t, rems[0].TimedOut, "the status must not claim a time-out that was not written")
+			}
+			if tc.wantResources == 2 {
+				assert.Equal(t, next, rems[1].Resource)
+			}
+		})
+	}
 }

@@ -11,11 +11,6 @@ import (
 // SchemeGroupVersion is the group and version of the objects in this package.
 var SchemeGroupVersion = schema.GroupVersion{Group: remediation.GroupName, Version: "v1alpha1"}
 
-// Kind takes an unqualified kind and returns its group-qualified kind.
-func Kind(kind string) schema.GroupKind {
-	return SchemeGroupVersion.WithKind(kind).GroupKind()
-}
-
 // Resource takes an unqualified resource and returns its group-qualified
 // resource; the generated listers use it for their NotFound errors.
 func Resource(resource string) schema.GroupResource {
