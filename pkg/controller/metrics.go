@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
@@ -74,7 +75,7 @@ func (m *Metrics) record(nhc *v1alpha1.NodeHealthCheck, p *health.Plan, out *hea
 	m.observed.WithLabelValues(nhc.Name).Set(float64(p.Observed))
 	m.healthy.WithLabelValues(nhc.Name).Set(float64(p.Healthy))
 	m.unhealthy.WithLabelValues(nhc.Name).Set(float64(p.Observed - p.Healthy))
-	m.remediating.WithLabelValues(nhc.Name).Set(float64(p.Remediating))
+	m.remediating.WithLabelValues(nhc.Name).Set(float64(ptr.Deref(status.RemediatingNodes, 0)))
 	storm := 0.0
 	if p.Storm.Active {
 		storm = 1

@@ -1,0 +1,209 @@
+package controller
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	nhclisters "github.com/nodehealthcheck/nhc-controller/pkg/generated/listers/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+)
+
+// fakeRemediations is a remediationManager that records the plans it is
+// asked to carry out. By default every planned action succeeds.
+type fakeRemediations struct {
+	clock *clocktesting.FakeClock
+	obs   remediation.Observation
+	// outcome, when set, replaces the default all-succeeded outcome.
+	outcome   func(*health.Plan) health.Outcome
+	applied   []health.Plan
+	forgotten []string
+}
+
+func (f *fakeRemediations) Read(*v1alpha1.NodeHealthCheck) (remediation.Observation, error) {
+	return f.obs, nil
+}
+
+func (f *fakeRemediations) Apply(_ context.Context, _ *v1alpha1.NodeHealthCheck, p *health.Plan, _ *remediation.Observation) health.Outcome {
+	f.applied = append(f.applied, *p)
+	if f.outcome != nil {
+		return f.outcome(p)
+	}
+	out := health.Outcome{TimedOut: p.TimeOut, Deleted: p.Delete}
+	for _, c := range p.Create {
+		out.Created = append(out.Created, health.Created{Creation: c, Resource: createdRef(c), CreationTime: f.clock.Now()})
+	}
+	return out
+}
+
+func (f *fakeRemediations) Forget(nhc string) { f.forgotten = append(f.forgotten, nhc) }
+
+// createdRef is the resource the fake creates for a creation.
+func createdRef(c health.Creation) corev1.ObjectReference {
+	kind := health.RemediationKind(c.Template.Kind)
+	return corev1.ObjectReference{APIVersion: c.Template.APIVersion, Kind: kind, Namespace: c.Template.Namespace,
+		Name: c.Node, UID: types.UID(strings.ToLower(kind) + "-" + c.Node)}
+}
+
+// fakeStatuses is a statusWriter that records the statuses written and bumps
+// the resourceVersion, as the API server does.
+type fakeStatuses struct {
+	err     error
+	written []*v1alpha1.NodeHealthCheck
+}
+
+func (f *fakeStatuses) UpdateStatus(_ context.Context, nhc *v1alpha1.NodeHealthCheck) (*v1alpha1.NodeHealthCheck, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	rv, _ := strconv.Atoi(nhc.ResourceVersion)
+	written := nhc.DeepCopy()
+	written.ResourceVersion = strconv.Itoa(rv + 1)
+	f.written = append(f.written, written)
+	return written.DeepCopy(), nil
+}
+
+// syncFixture is a Controller on fakes and a fake clock, with no API server.
+type syncFixture struct {
+	c            *Controller
+	nhcs, nodes  cache.Indexer
+	remediations *fakeRemediations
+	statuses     *fakeStatuses
+	recorder     *record.FakeRecorder
+	clock        *clocktesting.FakeClock
+	metrics      *Metrics
+}
+
+func newSyncFixture(t *testing.T, nhc *v1alpha1.NodeHealthCheck, nodes ...*corev1.Node) *syncFixture {
+	t.Helper()
+	f := &syncFixture{
+		nhcs:     cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}),
+		nodes:    cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}),
+		statuses: &fakeStatuses{},
+		recorder: record.NewFakeRecorder(100),
+		clock:    clocktesting.NewFakeClock(t0.Time),
+		metrics:  NewMetrics(),
+	}
+	f.remediations = &fakeRemediations{clock: f.clock, obs: remediation.Observation{
+		Ready: true, Remediations: map[string][]health.Remediation{}, BusyControlPlaneNodes: map[string]bool{},
+	}}
+	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	t.Cleanup(queue.ShutDown)
+	f.c = &Controller{
+		nhcLister: nhclisters.NewNodeHealthCheckLister(f.nhcs), nhcIndexer: f.nhcs,
+		nodeLister:   corelisters.NewNodeLister(f.nodes),
+		remediations: f.remediations, statuses: f.statuses, recorder: f.recorder,
+		metrics: f.metrics, clock: f.clock, queue: queue,
+		selectors: newSelectorCache(), skips: newSkipMemory(),
+	}
+	if nhc != nil {
+		f.setNHC(t, nhc)
+	}
+	for _, node := range nodes {
+		f.setNode(t, node)
+	}
+	return f
+}
+
+func (f *syncFixture) setNHC(t *testing.T, nhc *v1alpha1.NodeHealthCheck) {
+	t.Helper()
+	if err := f.nhcs.Update(nhc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *syncFixture) setNode(t *testing.T, node *corev1.Node) {
+	t.Helper()
+	if err := f.nodes.Update(node); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *syncFixture) sync() (time.Duration, error) {
+	return f.c.Sync(context.Background(), "workers")
+}
+
+// lastStatus is the status written last; it fails the test when none was.
+func (f *syncFixture) lastStatus(t *testing.T) v1alpha1.NodeHealthCheckStatus {
+	t.Helper()
+	if len(f.statuses.written) == 0 {
+		t.Fatal("no status was written")
+	}
+	return f.statuses.written[len(f.statuses.written)-1].Status
+}
+
+// events drains the events recorded so far, as "Type Reason Message".
+func (f *syncFixture) events() []string {
+	var events []string
+	for {
+		select {
+		case e := <-f.recorder.Events:
+			events = append(events, e)
+		default:
+			return events
+		}
+	}
+}
+
+// withReason keeps the events of one reason.
+func withReason(events []string, reason string) []string {
+	var kept []string
+	for _, e := range events {
+		if strings.Fields(e)[1] == reason {
+			kept = append(kept, e)
+		}
+	}
+	return kept
+}
+
+// workersNHC selects role=worker nodes with what the CRD would default:
+// Ready=False for 300s, minHealthy 0.
+func workersNHC() *v1alpha1.NodeHealthCheck {
+	nhc := selectingNHC("workers", "worker")
+	nhc.ResourceVersion = "1"
+	nhc.Spec.MinHealthy = ptr.To(intstr.FromInt32(0))
+	nhc.Spec.UnhealthyConditions = []v1alpha1.UnhealthyCondition{
+		{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Duration: metav1.Duration{Duration: 300 * time.Second}},
+	}
+	return nhc
+}
+
+// notReady is a worker node whose Ready condition went False at since.
+func notReady(name string, since time.Time) *corev1.Node {
+	n := baseNode()
+	n.Name = name
+	n.Status.Conditions[0].Status = corev1.ConditionFalse
+	n.Status.Conditions[0].LastTransitionTime = metav1.NewTime(since)
+	return n
+}
+
+func healthyNode(name string) *corev1.Node {
+	n := baseNode()
+	n.Name = name
+	return n
+}
+
+// entryOf is the status entry of a node, or nil.
+func entryOf(status v1alpha1.NodeHealthCheckStatus, node string) *v1alpha1.UnhealthyNode {
+	for _, e := range status.UnhealthyNodes {
+		if e.Name == node {
+			return e
+		}
+	}
+	return nil
+}
