@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -109,19 +110,37 @@ func TestSoonUnhealthyNodesDoNotCountAsHealthy(t *testing.T) {
 	assert.Equal(t, now.Add(4*time.Minute), d.NextDeadline)
 }
 
-func TestExistingRemediationsContinueWhenTheBudgetIsExhausted(t *testing.T) {
-	b := template("BTemplate", "b")
-	nhc := testNHC(minHealthy(intstr.FromInt32(5)), escalating(
-		escalationStep(template("ATemplate", "a"), 1, 5*time.Minute),
-		escalationStep(b, 2, 5*time.Minute)))
+func TestEscalationWaitsForTheBudgetAndStormRecovery(t *testing.T) {
+	// The spec: storm recovery blocks new remediations; the workflow: nothing
+	// is processed further while minHealthy fails. A next step is a new
+	// remediation, so both hold it; the running step keeps running.
+	a, b := template("ATemplate", "a"), template("BTemplate", "b")
+	steps := escalating(escalationStep(a, 1, 5*time.Minute), escalationStep(b, 2, 5*time.Minute))
 	list := append(nodes("healthy", 2), nodes("unhealthy", 2, unhealthy)...)
-	resources := remediations(remediationOf(template("ATemplate", "a"), "unhealthy-0", 6*time.Minute))
-	d := evaluate(nhc, list, resources)
-	assert.False(t, d.Budget.Allowed)
-	assert.Len(t, d.TimeOut, 1, "the running remediation still times out")
-	if assert.Len(t, d.Create, 1, "and escalates: the node is already counted as unhealthy") {
-		assert.Equal(t, "unhealthy-0", d.Create[0].Node)
-		assert.Equal(t, b, d.Create[0].Template)
+	resources := remediations(remediationOf(a, "unhealthy-0", 6*time.Minute))
+	cases := []struct {
+		name string
+		nhc  *v1alpha1.NodeHealthCheck
+		wait WaitReason
+	}{
+		{"the budget is exhausted", testNHC(minHealthy(intstr.FromInt32(5)), steps), WaitMinHealthy},
+		{"storm recovery is active", testNHC(minHealthy(intstr.FromInt32(0)), steps, stormThreshold(0), withStatus(v1alpha1.NodeHealthCheckStatus{
+			StormRecoveryActive: ptr.To(true), StormRecoveryStartTime: ptr.To(metav1.NewTime(now.Add(-time.Minute))),
+		})), WaitStorm},
+		{"both gates open", testNHC(minHealthy(intstr.FromInt32(0)), steps), WaitNone},
 	}
-	assert.Equal(t, WaitMinHealthy, verdictOf(d, "unhealthy-1").Waiting)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := evaluate(tc.nhc, list, resources)
+			assert.Equal(t, tc.wait, verdictOf(d, "unhealthy-0").Waiting)
+			if tc.wait != WaitNone {
+				assert.Empty(t, d.TimeOut, "the running step keeps running, unannotated")
+				assert.NotContains(t, createdNodes(d), "unhealthy-0", "no next step")
+				assert.Nil(t, entryOf(d, "unhealthy-0").Remediations[0].TimedOut)
+				return
+			}
+			assert.Len(t, d.TimeOut, 1)
+			assert.Contains(t, createdNodes(d), "unhealthy-0")
+		})
+	}
 }

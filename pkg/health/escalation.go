@@ -59,7 +59,9 @@ func stepOf(steps []step, ref *corev1.ObjectReference, templateName string) int 
 	group := apiGroup(ref.APIVersion)
 	for i := range steps {
 		s := &steps[i]
-		if s.kind == ref.Kind && s.group == group && s.template.Namespace == ref.Namespace &&
+		// A cluster-scoped resource has no namespace, whatever namespace the
+		// reference to its cluster-scoped template carries.
+		if s.kind == ref.Kind && s.group == group && (ref.Namespace == "" || s.template.Namespace == ref.Namespace) &&
 			(templateName == "" || templateName == s.template.Name) {
 			return i
 		}

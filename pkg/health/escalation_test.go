@@ -250,3 +250,43 @@ func TestAntiLoopRule(t *testing.T) {
 	assert.Len(t, d.TimeOut, 1)
 	assert.Len(t, d.Create, 1)
 }
+
+func TestAnEarlierStepBeingDeletedDoesNotFreezeTheRunningOne(t *testing.T) {
+	// A remediator deletes its timed-out resource, and its finalizer holds it.
+	earlier := remediationOf(templateA, "sick", 30*time.Minute, timedOutAnnotation(now.Add(-20*time.Minute)), deleting)
+	cases := []struct {
+		name    string
+		running Remediation
+	}{
+		{"its timeout passed", remediationOf(multiOne, "sick", 20*time.Minute, generatedName("sick-one"))},
+		{"its remediator failed", remediationOf(multiOne, "sick", time.Minute, generatedName("sick-one"), succeeded(metav1.ConditionFalse))},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := evaluate(testNHC(threeSteps()), oneSick(), remediationsFor("sick", earlier, tc.running))
+			require.Len(t, d.TimeOut, 1, "the running step is handled")
+			assert.Equal(t, tc.running.Ref, d.TimeOut[0].Resource)
+			require.Len(t, d.Create, 1)
+			assert.Equal(t, multiTwo, d.Create[0].Template)
+		})
+	}
+
+	// Before its timeout, the running step has a deadline.
+	running := remediationOf(multiOne, "sick", time.Minute, generatedName("sick-one"))
+	d := evaluate(testNHC(threeSteps()), oneSick(), remediationsFor("sick", earlier, running))
+	assert.Empty(t, d.TimeOut)
+	assert.Equal(t, now.Add(9*time.Minute), d.NextDeadline)
+}
+
+func TestClusterScopedTemplatesReferencedWithANamespaceEscalate(t *testing.T) {
+	// The spec makes the reference's namespace mandatory; a cluster-scoped
+	// template's resources have none.
+	fence := corev1.ObjectReference{APIVersion: "test.medik8s.io/v1alpha1", Kind: "ClusterFenceTemplate", Namespace: "ns", Name: "fence"}
+	nhc := testNHC(escalating(escalationStep(fence, 1, 5*time.Minute), escalationStep(templateB, 2, 5*time.Minute)))
+	r := remediationOf(fence, "sick", 10*time.Minute)
+	r.Ref.Namespace = ""
+	d := evaluate(nhc, oneSick(), remediationsFor("sick", r))
+	require.Len(t, d.TimeOut, 1, "the step is found, so its timeout counts")
+	require.Len(t, d.Create, 1)
+	assert.Equal(t, templateB, d.Create[0].Template)
+}

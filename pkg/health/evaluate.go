@@ -26,6 +26,9 @@ type evaluation struct {
 	previous map[string]*v1alpha1.UnhealthyNode
 	// candidates index p.Nodes entries that need their first remediation.
 	candidates []int
+	// escalations are the nodes whose remediation may move to its next step,
+	// decided once the budget and storm state are known.
+	escalations []escalation
 	// withResources holds the selected nodes that have resources.
 	withResources map[string]bool
 	// busyControlPlane is a control-plane node under remediation, if any.
@@ -65,6 +68,9 @@ func Evaluate(in Input) Plan {
 		e.p.Budget = Budget{MinHealthy: minHealthy, Allowed: e.p.Healthy >= minHealthy}
 	}
 	e.stormBefore()
+	for i := range e.escalations {
+		e.escalate(e.escalations[i])
+	}
 	e.startRemediations()
 	e.stormAfter()
 	e.enablementEvent()
@@ -130,57 +136,75 @@ func (e *evaluation) evaluateNode(i int) {
 	}
 }
 
-// remediate moves an unhealthy node's remediation along: it waits for a
-// pending deletion, escalates a timed-out or failed step, continues after a
-// timed-out step, or makes the node a candidate for its first remediation.
+// escalation is a node under remediation that may move to its next step.
+type escalation struct {
+	v *NodeVerdict
+	p progress
+}
+
+// remediate moves an unhealthy node's remediation along: it plans the
+// escalation of a running step, waits for a pending deletion, continues
+// after a timed-out step, or makes the node a candidate for its first
+// remediation.
 func (e *evaluation) remediate(i int, resources []Remediation, previous *v1alpha1.UnhealthyNode) {
 	v := &e.p.Nodes[i]
 	steps := e.rules.steps
 	p := progressOf(steps, resources, previous)
 	switch {
-	case p.deleting:
-		// A resource of the same name may still exist: wait until it is gone.
-		v.Waiting = WaitDeletion
 	case p.current != nil:
+		// A running step is handled even while an earlier one is being
+		// deleted: its timeout and failure must not freeze.
 		v.Superseded = superseded(steps, p, resources, previous)
-		e.escalate(v, p)
+		e.escalations = append(e.escalations, escalation{v: v, p: p})
+	case p.deleting:
+		// Only resources being deleted: the node relapsed during their
+		// deletion. A resource of the same name may still exist: wait until
+		// it is gone, then start again.
+		v.Waiting = WaitDeletion
 	case p.started:
 		if p.next >= len(steps) {
 			v.Waiting = WaitNoTemplate
 			return
 		}
-		if v.Waiting = e.resourceGate(v); v.Waiting == WaitNone {
-			e.create(v, p.next, true)
-		}
+		e.escalations = append(e.escalations, escalation{v: v, p: p})
 	default:
 		e.candidates = append(e.candidates, i)
 	}
 }
 
 // escalate times out the running step when its timeout passed or its
-// remediator reported Succeeded=False, and starts the next step.
-func (e *evaluation) escalate(v *NodeVerdict, p progress) {
-	steps := e.rules.steps
+// remediator reported Succeeded=False, and starts the next step; or starts
+// the next step after one that timed out before. A closed gate holds both:
+// the running step keeps running and is not annotated.
+func (e *evaluation) escalate(esc escalation) {
+	v, p, steps := esc.v, esc.p, e.rules.steps
+	current := p.current
+	if current == nil {
+		// The last step timed out and its resource is gone.
+		if v.Waiting = e.escalationGate(v); v.Waiting == WaitNone {
+			e.create(v, p.next, true)
+		}
+		return
+	}
 	if p.currentStep < 0 || steps[p.currentStep].timeout == 0 {
 		// remediationTemplate, or a step the spec no longer has: it runs
 		// until the node is healthy.
 		return
 	}
-	current := p.current
 	timeoutAt := current.Created.Add(steps[p.currentStep].timeout)
 	failed := current.Succeeded == metav1.ConditionFalse
 	if !failed && e.now.Before(timeoutAt) {
 		e.deadline(timeoutAt)
 		return
 	}
-	if v.Waiting = e.resourceGate(v); v.Waiting != WaitNone {
+	next := max(p.next, p.currentStep+1)
+	if v.Waiting = e.escalationGate(v); v.Waiting != WaitNone {
 		return
 	}
 	e.p.TimeOut = append(e.p.TimeOut, TimeOut{
 		Node: v.Node.Name, Resource: current.Ref,
 		Annotate: current.Succeeded != metav1.ConditionTrue, Failed: failed, At: e.now,
 	})
-	next := max(p.next, p.currentStep+1)
 	if next < len(steps) {
 		e.create(v, next, true)
 		return
@@ -211,9 +235,7 @@ func superseded(steps []step, p progress, resources []Remediation, previous *v1a
 }
 
 // resourceGate says why a node may not get any new resource now: neither a
-// first remediation nor its next escalation step. The budget and storm
-// recovery do not hold back escalation, because the node is already counted
-// as unhealthy.
+// first remediation nor its next escalation step.
 func (e *evaluation) resourceGate(v *NodeVerdict) WaitReason {
 	switch {
 	case e.p.Problem != nil:
@@ -226,10 +248,13 @@ func (e *evaluation) resourceGate(v *NodeVerdict) WaitReason {
 	return WaitNone
 }
 
-// firstRemediationGate says why a node may not get its first remediation
-// now: what holds back any new resource, the budget, storm recovery, and
-// another control-plane node under remediation.
-func (e *evaluation) firstRemediationGate(v *NodeVerdict) WaitReason {
+// escalationGate says why a node under remediation may not move to its next
+// step now: what holds back any new resource, the budget and storm recovery
+// (the spec: storm recovery blocks new remediations; the workflow: nothing
+// is processed further while minHealthy fails). A resource being deleted
+// cannot stand in the way: every resource, deleting or not, counts as a step
+// used, so the next step is always another.
+func (e *evaluation) escalationGate(v *NodeVerdict) WaitReason {
 	if w := e.resourceGate(v); w != WaitNone {
 		return w
 	}
@@ -238,7 +263,18 @@ func (e *evaluation) firstRemediationGate(v *NodeVerdict) WaitReason {
 		return WaitMinHealthy
 	case e.p.Storm.Active:
 		return WaitStorm
-	case v.ControlPlane && e.controlPlaneBusy(v.Node.Name):
+	}
+	return WaitNone
+}
+
+// firstRemediationGate says why a node may not get its first remediation
+// now: what holds back an escalation, and another control-plane node under
+// remediation.
+func (e *evaluation) firstRemediationGate(v *NodeVerdict) WaitReason {
+	if w := e.escalationGate(v); w != WaitNone {
+		return w
+	}
+	if v.ControlPlane && e.controlPlaneBusy(v.Node.Name) {
 		return WaitControlPlane
 	}
 	return WaitNone
