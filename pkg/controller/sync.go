@@ -42,7 +42,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 		return 0, fmt.Errorf("reading remediation resources: %w", err)
 	}
 	in := health.Input{
-		NHC: nhc, Remediations: obs.Remediations, BusyControlPlaneNodes: obs.BusyControlPlaneNodes,
+		NHC: nhc, Remediations: obs.Remediations, BusyControlPlaneNodes: obs.BusyControlPlaneNodes, PendingNodes: obs.PendingNodes,
 		TemplateProblem: obs.TemplateProblem, ResourcesUnknown: !obs.Ready, Now: c.clock.Now(),
 	}
 	if obs.Ready {
@@ -52,7 +52,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	}
 	plan := health.Evaluate(in)
 	if in.ResourcesUnknown && plan.Problem == nil {
-		logger.V(4).Info("Waiting for informers to sync or for own writes to show")
+		logger.V(4).Info("Waiting for informers to sync")
 		return notReadyRequeue, nil
 	}
 

@@ -95,6 +95,9 @@ func (e *evaluation) evaluateNode(i int) {
 		e.deadline(m.expires)
 	case len(resources) > 0:
 		v.State = StateRecovering
+	case e.in.PendingNodes[node.Name]:
+		// Its resource may have been created a moment ago: not healthy.
+		v.State = StateRecovering
 	default:
 		v.State = StateHealthy
 		e.p.Healthy++
@@ -105,6 +108,10 @@ func (e *evaluation) evaluateNode(i int) {
 	}
 	v.Since, v.Expires = m.since, m.expires
 	previous := e.previous[node.Name]
+	if e.in.PendingNodes[node.Name] {
+		e.pending(v, resources, previous)
+		return
+	}
 	if len(resources) > 0 {
 		e.p.Remediating++
 		e.withResources[node.Name] = true
@@ -140,6 +147,19 @@ func (e *evaluation) evaluateNode(i int) {
 type escalation struct {
 	v *NodeVerdict
 	p progress
+}
+
+// pending counts a node whose last write the caches do not show yet, and
+// plans nothing for it: its status entry stays as it was.
+func (e *evaluation) pending(v *NodeVerdict, resources []Remediation, previous *v1alpha1.UnhealthyNode) {
+	v.Waiting, v.Listed = WaitOwnWrite, previous != nil
+	if len(resources) > 0 || (previous != nil && len(previous.Remediations) > 0) {
+		e.p.Remediating++
+		e.withResources[v.Node.Name] = true
+		if v.ControlPlane || anyControlPlane(resources) {
+			e.busyControlPlane = v.Node.Name
+		}
+	}
 }
 
 // remediate moves an unhealthy node's remediation along: it plans the

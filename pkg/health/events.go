@@ -104,7 +104,7 @@ func (p *Plan) LastingEvents(out *Outcome) map[string]Event {
 		events["warning/"+w.Reason+"/"+w.Node] = w
 	}
 	for _, b := range out.Blocked {
-		events["blocked/"+b.Resource.Namespace+"/"+b.Resource.Name] = warning(ReasonRemediationSkipped, b.Node, fmt.Sprintf(messageBlocked, b.Message))
+		events["blocked/"+b.Node+"/"+b.Message] = warning(ReasonRemediationSkipped, b.Node, fmt.Sprintf(messageBlocked, b.Message))
 	}
 	return events
 }

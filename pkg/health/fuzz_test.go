@@ -86,6 +86,9 @@ func fuzzInput(data []byte) Input {
 	if r.oneIn(8) {
 		in.BusyControlPlaneNodes = map[string]bool{fmt.Sprintf("node-%d", r.intn(50)): true}
 	}
+	if r.oneIn(8) {
+		in.PendingNodes = map[string]bool{fmt.Sprintf("node-%d", r.intn(50)): true}
+	}
 	statuses := []corev1.ConditionStatus{corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown}
 	nodeCount := r.intn(41)
 	for i := range nodeCount {

@@ -24,6 +24,11 @@ type Input struct {
 	// not this NodeHealthCheck's (another owner's resource of a kind this
 	// NodeHealthCheck uses). Only one control-plane node is remediated at a time.
 	BusyControlPlaneNodes map[string]bool
+	// PendingNodes are nodes with a write of this controller (a create or a
+	// delete) that Remediations do not show yet. Their resources are not
+	// known: they get no new action, and their status entries stay as they
+	// were, until the write shows.
+	PendingNodes map[string]bool
 	// TemplateProblem, when set, is why the templates cannot be used: a kind
 	// that is not served, a template that is missing or invalid. Like a
 	// problem of the spec, it disables the NodeHealthCheck: no remediation is

@@ -37,6 +37,9 @@ func checkInvariants(in Input, d result) []string {
 		if len(in.NHC.Spec.PauseRequests) > 0 {
 			fail("creation for %s while paused", c.Node)
 		}
+		if in.PendingNodes[c.Node] {
+			fail("creation for %s, whose last write is not visible yet", c.Node)
+		}
 		if in.TemplateProblem != nil || d.Problem != nil {
 			fail("creation for %s while disabled", c.Node)
 		}
@@ -84,6 +87,9 @@ func checkInvariants(in Input, d result) []string {
 		}
 		if r.Deleting {
 			fail("deletion of %s, already being deleted", del.Resource.Name)
+		}
+		if in.PendingNodes[del.Node] {
+			fail("deletion of %s of node %s, whose last write is not visible yet", del.Resource.Name, del.Node)
 		}
 		if v, selected := verdicts[del.Node]; selected && v.State != StateRecovering {
 			fail("deletion of %s of node %s in state %s", del.Resource.Name, del.Node, v.State)

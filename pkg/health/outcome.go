@@ -18,8 +18,9 @@ type Outcome struct {
 	Deleted []Deletion
 	// Flagged are the resources newly flagged as older than 48 hours.
 	Flagged []corev1.ObjectReference
-	// Blocked are creations that someone else's resource stands in the way
-	// of: retrying does not help until that resource goes.
+	// Blocked are creations that something outside the plan stands in the way
+	// of, such as someone else's resource of the same name: retrying does not
+	// help until it goes.
 	Blocked []Blocked
 	// Errors are the actions that failed and are worth a retry; the others
 	// went ahead.
@@ -35,11 +36,8 @@ type Created struct {
 	CreationTime time.Time
 }
 
-// Blocked is a creation that a resource of someone else blocks.
+// Blocked is a creation that did not happen, and why.
 type Blocked struct {
-	Node string
-	// Resource is the resource in the way.
-	Resource corev1.ObjectReference
-	// Message says whose it is.
+	Node    string
 	Message string
 }

@@ -98,6 +98,9 @@ const (
 	WaitControlPlane WaitReason = "ControlPlaneRemediationOngoing"
 	WaitDeletion     WaitReason = "RemediationDeletionPending"
 	WaitNoTemplate   WaitReason = "NoTemplateLeft"
+	// WaitOwnWrite: the caches do not show this controller's last write for
+	// the node yet.
+	WaitOwnWrite WaitReason = "OwnWritePending"
 )
 
 // NodeVerdict is the evaluation of one selected node.

@@ -100,6 +100,9 @@ func (e *evaluation) evaluateOrphans() {
 		if anyControlPlane(resources) {
 			e.busyControlPlane = node
 		}
+		if e.in.PendingNodes[node] {
+			continue
+		}
 		e.flagOld(resources)
 		for i := range resources {
 			r := &resources[i]

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
@@ -198,4 +199,23 @@ func TestOldRemediationsAreFlaggedOnce(t *testing.T) {
 	d := evaluate(testNHC(), list, remediations(young, old, flagged))
 	assert.Equal(t, []corev1.ObjectReference{old.Ref}, d.FlagOld)
 	assert.Equal(t, now.Add(time.Second), d.NextDeadline)
+}
+
+func TestAPendingWriteHoldsOnlyItsNode(t *testing.T) {
+	// The last sync created a resource for "sick"; the cache does not show it
+	// yet. "back" recovered meanwhile: its resource goes now.
+	sickEntry := &v1alpha1.UnhealthyNode{Name: "sick", Remediations: []*v1alpha1.Remediation{{
+		Resource: snrRemediation("sick", time.Second).Ref, Started: metav1.NewTime(now.Add(-time.Second)), TemplateName: "automatic"}}}
+	nhc := testNHC(minHealthy(intstr.FromInt32(0)), withStatus(v1alpha1.NodeHealthCheckStatus{UnhealthyNodes: []*v1alpha1.UnhealthyNode{
+		sickEntry, {Name: "back", Remediations: []*v1alpha1.Remediation{{Resource: snrRemediation("back", time.Hour).Ref, Started: metav1.NewTime(now.Add(-time.Hour))}}},
+	}}))
+	list := append(nodes("healthy", 2), testNode("sick", unhealthy), testNode("back"))
+	d := decide(Input{NHC: nhc, Nodes: list, Remediations: remediations(snrRemediation("back", time.Hour)),
+		PendingNodes: map[string]bool{"sick": true}, Now: now})
+	assert.Empty(t, d.Create, "no second resource for the node whose create is not visible yet")
+	assert.Equal(t, WaitOwnWrite, verdictOf(d, "sick").Waiting)
+	assert.Equal(t, []string{"back"}, deletedNames(d), "the other nodes go on")
+	assert.Equal(t, sickEntry, entryOf(d, "sick"), "its entry stays as written")
+	assert.Equal(t, int32(2), *d.Status.RemediatingNodes, "still counted as under remediation")
+	assert.NotContains(t, d.Status.Reason, "wait", "a moment's wait is not worth a word")
 }

@@ -87,6 +87,11 @@ func (b *statusBuilder) entries() []*v1alpha1.UnhealthyNode {
 	byNode := map[string]*v1alpha1.UnhealthyNode{}
 	add := func(node string, superseded map[types.UID]time.Time) *v1alpha1.UnhealthyNode {
 		entry := newEntry(node, b.in.Remediations[node], previous[node], superseded, timedOut)
+		if b.in.PendingNodes[node] && previous[node] != nil {
+			// The caches do not show the last write yet: the entry that
+			// recorded it stays.
+			entry = previous[node].DeepCopy()
+		}
 		entries = append(entries, entry)
 		byNode[node] = entry
 		return entry
@@ -97,7 +102,7 @@ func (b *statusBuilder) entries() []*v1alpha1.UnhealthyNode {
 			continue
 		}
 		entry := add(v.Node.Name, v.Superseded)
-		if v.State == StateRecovering {
+		if v.State == StateRecovering && v.Waiting != WaitOwnWrite {
 			entry.ConditionsHealthyTimestamp = ptr.To(metav1.NewTime(v.HealthySince))
 			if v.HealthyDelayed {
 				entry.HealthyDelayed = ptr.To(true)

@@ -38,9 +38,10 @@ func (m *Manager) Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan
 		}
 		created, err := m.create(ctx, nhc, c, obs)
 		var notOwned *notOwnedError
+		var busy *controlPlaneBusyError
 		switch {
-		case errors.As(err, &notOwned):
-			out.Blocked = append(out.Blocked, health.Blocked{Node: c.Node, Resource: notOwned.Resource, Message: notOwned.Error()})
+		case errors.As(err, &notOwned), errors.As(err, &busy):
+			out.Blocked = append(out.Blocked, health.Blocked{Node: c.Node, Message: err.Error()})
 		case err != nil:
 			out.Errors = append(out.Errors, fmt.Errorf("creating remediation of node %s from %s %s: %w", c.Node, c.Template.Kind, c.Template.Name, err))
 		default:
@@ -48,7 +49,7 @@ func (m *Manager) Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan
 		}
 	}
 	for _, del := range plan.Delete {
-		if err := m.delete(ctx, nhc.Name, obs, del.Resource); err != nil {
+		if err := m.delete(ctx, nhc.Name, obs, del); err != nil {
 			out.Errors = append(out.Errors, fmt.Errorf("deleting %s %s/%s: %w", del.Resource.Kind, del.Resource.Namespace, del.Resource.Name, err))
 			continue
 		}
@@ -94,11 +95,16 @@ func (m *Manager) create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, c h
 	if err != nil {
 		return nil, err
 	}
+	key := creationKey(gvr, obj.GetNamespace(), c.Node, template.GetName())
+	if c.ControlPlane && !m.controlPlane.reserve(nhc.Name, c.Node, key) {
+		return nil, &controlPlaneBusyError{node: c.Node}
+	}
 	m.expectations.expectCreation(nhc.Name, gvr, obj.GetNamespace(), c.Node, template.GetName())
 	created, err := m.writer.Create(ctx, gvr, obj, nhc)
 	switch {
 	case err != nil && certainlyFailed(err):
 		m.expectations.forgetCreation(nhc.Name, gvr, obj.GetNamespace(), c.Node, template.GetName())
+		m.controlPlane.release(key)
 	case err == nil:
 		// A resource that existed already sends no new event; if the cache
 		// has it, there is nothing to wait for.
@@ -109,12 +115,23 @@ func (m *Manager) create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, c h
 	return created, err
 }
 
-func (m *Manager) delete(ctx context.Context, nhc string, obs *Observation, ref corev1.ObjectReference) error {
+// controlPlaneBusyError reports a control-plane remediation that waits,
+// because another control-plane node's remediation was started meanwhile.
+type controlPlaneBusyError struct {
+	node string
+}
+
+func (e *controlPlaneBusyError) Error() string {
+	return fmt.Sprintf("another control-plane node's remediation has just started; %s waits, to protect etcd quorum", e.node)
+}
+
+func (m *Manager) delete(ctx context.Context, nhc string, obs *Observation, del health.Deletion) error {
+	ref := del.Resource
 	gvr, err := obs.resource(ref.GroupVersionKind())
 	if err != nil {
 		return err
 	}
-	m.expectations.expectDeletion(nhc, ref.UID)
+	m.expectations.expectDeletion(nhc, del.Node, ref.UID)
 	err = m.writer.Delete(ctx, gvr, ref)
 	switch {
 	case err != nil && certainlyFailed(err):

@@ -12,27 +12,34 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
 
-// ExpectationsTTL bounds how long an unobserved write holds a NodeHealthCheck
-// back, should its informer event never come.
+// ExpectationsTTL bounds how long an unobserved write holds a node back,
+// should its informer event never come.
 const ExpectationsTTL = time.Minute
 
 // Expectations remembers this controller's creates and deletes of remediation
-// resources until the informers show them, per NodeHealthCheck. A sync of a
-// NodeHealthCheck with unobserved writes would decide from a cache that has
-// not caught up, and could create a resource twice: with generated names, a
-// second create does not even fail. After a restart there is nothing to
-// expect, because the informers have synced before the first sync.
+// resources until the informers show them, per NodeHealthCheck and node. A
+// node with an unobserved write gets no new action: its resources in the
+// cache are not what the API server has, and acting on them could create a
+// resource twice. The NodeHealthCheck's other nodes go on. After a restart
+// there is nothing to expect, because the informers have synced before the
+// first sync.
 type Expectations struct {
 	clock clock.PassiveClock
 	mu    sync.Mutex
-	// pending maps a NodeHealthCheck's name to its unobserved writes and
-	// when each expectation lapses.
-	pending map[string]map[string]time.Time
+	// pending maps a NodeHealthCheck's name to its unobserved writes.
+	pending map[string]map[string]expectation
+}
+
+// expectation is one unobserved write.
+type expectation struct {
+	node string
+	// lapses is when the expectation is given up.
+	lapses time.Time
 }
 
 // NewExpectations returns empty expectations.
 func NewExpectations(clock clock.PassiveClock) *Expectations {
-	return &Expectations{clock: clock, pending: map[string]map[string]time.Time{}}
+	return &Expectations{clock: clock, pending: map[string]map[string]expectation{}}
 }
 
 func creationKey(gvr schema.GroupVersionResource, namespace, node, template string) string {
@@ -43,7 +50,7 @@ func deletionKey(uid types.UID) string { return "delete " + string(uid) }
 
 // expectCreation records a create about to be sent.
 func (e *Expectations) expectCreation(nhc string, gvr schema.GroupVersionResource, namespace, node, template string) {
-	e.expect(nhc, creationKey(gvr, namespace, node, template))
+	e.expect(nhc, node, creationKey(gvr, namespace, node, template))
 }
 
 // forgetCreation withdraws a creation that certainly did not happen, or
@@ -53,8 +60,8 @@ func (e *Expectations) forgetCreation(nhc string, gvr schema.GroupVersionResourc
 }
 
 // expectDeletion records a delete about to be sent.
-func (e *Expectations) expectDeletion(nhc string, uid types.UID) {
-	e.expect(nhc, deletionKey(uid))
+func (e *Expectations) expectDeletion(nhc, node string, uid types.UID) {
+	e.expect(nhc, node, deletionKey(uid))
 }
 
 // forgetDeletion withdraws a deletion that certainly did not happen, or
@@ -78,22 +85,27 @@ func (e *Expectations) settle(gvr schema.GroupVersionResource, obj *unstructured
 	}
 }
 
-// satisfied tells whether every write for a NodeHealthCheck was observed or
-// has lapsed.
-func (e *Expectations) satisfied(nhc string) bool {
+// pendingNodes returns the nodes of a NodeHealthCheck with a write that was
+// neither observed nor has lapsed.
+func (e *Expectations) pendingNodes(nhc string) map[string]bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := e.clock.Now()
-	for key, lapses := range e.pending[nhc] {
-		if !now.Before(lapses) {
+	var nodes map[string]bool
+	for key, x := range e.pending[nhc] {
+		if !now.Before(x.lapses) {
 			delete(e.pending[nhc], key)
+			continue
 		}
+		if nodes == nil {
+			nodes = map[string]bool{}
+		}
+		nodes[x.node] = true
 	}
 	if len(e.pending[nhc]) == 0 {
 		delete(e.pending, nhc)
-		return true
 	}
-	return false
+	return nodes
 }
 
 // forget drops the expectations of a deleted NodeHealthCheck.
@@ -103,13 +115,13 @@ func (e *Expectations) forget(nhc string) {
 	delete(e.pending, nhc)
 }
 
-func (e *Expectations) expect(nhc, key string) {
+func (e *Expectations) expect(nhc, node, key string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.pending[nhc] == nil {
-		e.pending[nhc] = map[string]time.Time{}
+		e.pending[nhc] = map[string]expectation{}
 	}
-	e.pending[nhc][key] = e.clock.Now().Add(ExpectationsTTL)
+	e.pending[nhc][key] = expectation{node: node, lapses: e.clock.Now().Add(ExpectationsTTL)}
 }
 
 func (e *Expectations) observe(nhc, key string) {

@@ -13,33 +13,33 @@ import (
 func TestExpectations(t *testing.T) {
 	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
 	e := NewExpectations(clock)
-	assert.True(t, e.satisfied("workers"), "nothing expected after a start")
+	assert.Empty(t, e.pendingNodes("workers"), "nothing expected after a start")
 
 	r, err := newRemediation(testTemplate(nil), testNHC, "worker-1", false)
 	require.NoError(t, err)
 	r.SetUID("r-uid")
 
 	e.expectCreation("workers", testGVR, "remediators", "worker-1", "reboot")
-	assert.False(t, e.satisfied("workers"))
-	assert.True(t, e.satisfied("others"), "per NodeHealthCheck")
+	assert.Equal(t, map[string]bool{"worker-1": true}, e.pendingNodes("workers"), "only the node written to waits")
+	assert.Empty(t, e.pendingNodes("others"), "per NodeHealthCheck")
 	e.settle(testGVR, r, false)
-	assert.True(t, e.satisfied("workers"), "the informer shows the created resource")
+	assert.Empty(t, e.pendingNodes("workers"), "the informer shows the created resource")
 
-	e.expectDeletion("workers", "r-uid")
+	e.expectDeletion("workers", "worker-1", "r-uid")
 	e.settle(testGVR, r, false)
-	assert.False(t, e.satisfied("workers"), "still there")
+	assert.Equal(t, map[string]bool{"worker-1": true}, e.pendingNodes("workers"), "still there")
 	deleting := r.DeepCopy()
 	deleting.SetDeletionTimestamp(&metav1.Time{Time: clock.Now()})
 	e.settle(testGVR, deleting, false)
-	assert.True(t, e.satisfied("workers"), "a deletion timestamp is the delete observed")
+	assert.Empty(t, e.pendingNodes("workers"), "a deletion timestamp is the delete observed")
 
 	e.expectCreation("workers", testGVR, "remediators", "worker-2", "reboot")
 	e.forgetCreation("workers", testGVR, "remediators", "worker-2", "reboot")
-	assert.True(t, e.satisfied("workers"))
+	assert.Empty(t, e.pendingNodes("workers"))
 
 	e.expectCreation("workers", testGVR, "remediators", "worker-3", "reboot")
 	clock.SetTime(clock.Now().Add(ExpectationsTTL - time.Nanosecond))
-	assert.False(t, e.satisfied("workers"))
+	assert.Equal(t, map[string]bool{"worker-3": true}, e.pendingNodes("workers"))
 	clock.SetTime(clock.Now().Add(time.Nanosecond))
-	assert.True(t, e.satisfied("workers"), "an event that never came lapses")
+	assert.Empty(t, e.pendingNodes("workers"), "an event that never came lapses")
 }

@@ -210,13 +210,19 @@ func (m *Informers) ownedBy(gvr schema.GroupVersionResource, uid types.UID) []*u
 }
 
 // controlPlaneNodes returns the control-plane nodes with a remediation
-// resource of a kind, whoever owns it.
-func (m *Informers) controlPlaneNodes(gvr schema.GroupVersionResource) []string {
-	r := m.informer(gvr)
-	if r == nil {
-		return nil
+// resource of any kind watched, whoever owns it.
+func (m *Informers) controlPlaneNodes() []string {
+	m.mu.Lock()
+	running := make([]*runningInformer, 0, len(m.running))
+	for _, r := range m.running {
+		running = append(running, r)
 	}
-	return r.informer.GetIndexer().ListIndexFuncValues(controlPlaneIndex)
+	m.mu.Unlock()
+	var nodes []string
+	for _, r := range running {
+		nodes = append(nodes, r.informer.GetIndexer().ListIndexFuncValues(controlPlaneIndex)...)
+	}
+	return nodes
 }
 
 func (m *Informers) byIndex(gvr schema.GroupVersionResource, index, key string) []*unstructured.Unstructured {

@@ -16,14 +16,17 @@ type Manager struct {
 	templates    *Templates
 	expectations *Expectations
 	writer       *Writer
+	controlPlane *controlPlaneReservations
 }
 
 // NewManager returns a manager. The expectations hear of the informers'
 // changes before any handler added later, so that a NodeHealthCheck woken by
 // a change finds its expectations settled.
 func NewManager(informers *Informers, templates *Templates, expectations *Expectations, writer *Writer) *Manager {
+	m := &Manager{informers: informers, templates: templates, expectations: expectations, writer: writer, controlPlane: newControlPlaneReservations()}
 	informers.AddChangeHandler(expectations.settle)
-	return &Manager{informers: informers, templates: templates, expectations: expectations, writer: writer}
+	informers.AddChangeHandler(m.controlPlane.settle)
+	return m
 }
 
 // AddChangeHandler adds a handler that hears of every change of a template
@@ -36,14 +39,17 @@ func (m *Manager) AddChangeHandler(handler ChangeFunc) {
 // besides nodes.
 type Observation struct {
 	// Ready is false while an informer the NodeHealthCheck needs has not
-	// synced, or its own recent writes are not visible yet: evaluate later.
+	// synced: evaluate later.
 	Ready bool
+	// PendingNodes are the nodes with a write of this controller that the
+	// informers do not show yet: they get no new action until it shows.
+	PendingNodes map[string]bool
 	// TemplateProblem, when set, is why the templates cannot be used.
 	TemplateProblem *health.Problem
 	// Remediations are the NodeHealthCheck's resources by node.
 	Remediations map[string][]health.Remediation
 	// BusyControlPlaneNodes are control-plane nodes with a remediation of any
-	// owner, of a kind the NodeHealthCheck uses.
+	// owner and any kind watched, or with a create of one under way.
 	BusyControlPlaneNodes map[string]bool
 
 	templates map[corev1.ObjectReference]*unstructured.Unstructured
@@ -121,11 +127,16 @@ func (m *Manager) Read(nhc *v1alpha1.NodeHealthCheck) (Observation, error) {
 			node := NodeOf(obj)
 			obs.Remediations[node] = append(obs.Remediations[node], summarize(obj))
 		}
-		for _, node := range m.informers.controlPlaneNodes(gvr) {
-			obs.BusyControlPlaneNodes[node] = true
-		}
 	}
-	obs.Ready = obs.Ready && m.expectations.satisfied(nhc.Name)
+	// Quorum does not care who remediates: every kind watched counts, and
+	// so do the creates under way.
+	for _, node := range m.informers.controlPlaneNodes() {
+		obs.BusyControlPlaneNodes[node] = true
+	}
+	for _, node := range m.controlPlane.nodes() {
+		obs.BusyControlPlaneNodes[node] = true
+	}
+	obs.PendingNodes = m.expectations.pendingNodes(nhc.Name)
 	return obs, nil
 }
 
@@ -136,8 +147,9 @@ func (o *Observation) problem(p *health.Problem) {
 }
 
 // Forget stops the informers only a deleted NodeHealthCheck used, and drops
-// its expectations.
+// its expectations and reservations.
 func (m *Manager) Forget(nhc string) {
 	m.informers.Use(nhc)
 	m.expectations.forget(nhc)
+	m.controlPlane.forget(nhc)
 }

@@ -51,15 +51,25 @@ func (e *notOwnedError) Error() string {
 
 // Create creates a remediation resource. When one of the same name exists
 // already and is the NodeHealthCheck's own for the same node and template (a
-// create whose result we did not see), that one is returned as created.
+// create whose result we did not see), that one is returned as created. When
+// the create's result is unknown (a timeout, a 5xx such as a remediator's
+// webhook failing), a GET settles it: ours there counts as created, nothing
+// there means the create certainly failed.
 func (w *Writer) Create(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, nhc *v1alpha1.NodeHealthCheck) (*unstructured.Unstructured, error) {
 	client := w.dynamic.Resource(gvr).Namespace(obj.GetNamespace())
 	created, err := client.Create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager})
-	if err == nil || !apierrors.IsAlreadyExists(err) || obj.GetName() == "" {
+	if err == nil || obj.GetName() == "" {
 		return created, err
 	}
+	alreadyExists := apierrors.IsAlreadyExists(err)
+	if !alreadyExists && certainlyFailed(err) {
+		return nil, err
+	}
 	existing, getErr := client.Get(ctx, obj.GetName(), metav1.GetOptions{})
-	if getErr != nil {
+	switch {
+	case apierrors.IsNotFound(getErr) && !alreadyExists:
+		return nil, &notCreatedError{err: err}
+	case getErr != nil:
 		return nil, err
 	}
 	sameTemplate := existing.GetAnnotations()[v1alpha1.TemplateNameAnnotation] == obj.GetAnnotations()[v1alpha1.TemplateNameAnnotation]
@@ -68,6 +78,15 @@ func (w *Writer) Create(ctx context.Context, gvr schema.GroupVersionResource, ob
 	}
 	return nil, &notOwnedError{Resource: Reference(existing), Owners: OwnerNames(existing)}
 }
+
+// notCreatedError is a create whose result was unknown until a GET found
+// nothing: it certainly did not happen.
+type notCreatedError struct {
+	err error
+}
+
+func (e *notCreatedError) Error() string { return e.err.Error() + " (nothing was created)" }
+func (e *notCreatedError) Unwrap() error { return e.err }
 
 // Delete deletes a remediation resource if it is still the one referenced
 // (same UID). A resource already gone counts as deleted.
@@ -121,7 +140,8 @@ func annotationPatch(uid types.UID, key string, value *string) ([]byte, error) {
 // rejected before anything happened.
 func certainlyFailed(err error) bool {
 	var notOwned *notOwnedError
-	if errors.As(err, &notOwned) {
+	var notCreated *notCreatedError
+	if errors.As(err, &notOwned) || errors.As(err, &notCreated) {
 		return true
 	}
 	var status apierrors.APIStatus

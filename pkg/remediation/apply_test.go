@@ -1,0 +1,155 @@
+package remediation
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+)
+
+var templateRef = corev1.ObjectReference{APIVersion: "test.medik8s.io/v1alpha1", Kind: "TestRemediationTemplate", Namespace: "remediators", Name: "reboot"}
+
+// applyFixture is a manager on the dynamic fake client, with an observation
+// that has read the test template.
+type applyFixture struct {
+	client  *dynamicfake.FakeDynamicClient
+	manager *Manager
+	obs     *Observation
+}
+
+func newApplyFixture(t *testing.T) *applyFixture {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	client := fakeDynamic()
+	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
+	informers := NewInformers(ctx, client)
+	m := NewManager(informers, nil, NewExpectations(clock), NewWriter(client, kubefake.NewClientset()))
+	obs := &Observation{
+		templates: map[corev1.ObjectReference]*unstructured.Unstructured{templateKey(templateRef): testTemplate(nil)},
+		resources: map[schema.GroupVersionKind]schema.GroupVersionResource{testGVR.GroupVersion().WithKind("TestRemediation"): testGVR},
+	}
+	return &applyFixture{client: client, manager: m, obs: obs}
+}
+
+func createPlan(nodes ...string) *health.Plan {
+	p := &health.Plan{}
+	for _, node := range nodes {
+		p.Create = append(p.Create, health.Creation{Node: node, Template: templateRef})
+	}
+	return p
+}
+
+func controlPlanePlan(node string) *health.Plan {
+	p := createPlan(node)
+	p.Create[0].ControlPlane = true
+	return p
+}
+
+func nhcNamed(name string) *v1alpha1.NodeHealthCheck {
+	nhc := testNHC.DeepCopy()
+	nhc.Name, nhc.UID = name, types.UID("uid-"+name)
+	return nhc
+}
+
+func TestAnUncertainCreateIsSettledByAGet(t *testing.T) {
+	cases := []struct {
+		name string
+		// stored is true when the API server stored the resource before the
+		// response was lost.
+		stored      bool
+		wantCreated bool
+	}{
+		{"a webhook failed: nothing was created", false, false},
+		{"the response was lost: it was created", true, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newApplyFixture(t)
+			f.client.PrependReactor("create", "testremediations", func(action clienttesting.Action) (bool, runtime.Object, error) {
+				if tc.stored {
+					obj := action.(clienttesting.CreateAction).GetObject()
+					require.NoError(t, f.client.Tracker().Create(testGVR, obj, "remediators"))
+				}
+				return true, nil, apierrors.NewInternalError(assert.AnError)
+			})
+			out := f.manager.Apply(context.Background(), testNHC, controlPlanePlan("master-0"), f.obs)
+			if tc.wantCreated {
+				assert.Empty(t, out.Errors)
+				require.Len(t, out.Created, 1)
+				assert.Equal(t, "master-0", out.Created[0].Resource.Name)
+				return
+			}
+			require.Len(t, out.Errors, 1)
+			assert.Empty(t, out.Created)
+			assert.Empty(t, f.manager.expectations.pendingNodes(testNHC.Name), "a create that certainly failed holds nothing back")
+			assert.Empty(t, f.manager.controlPlane.nodes(), "nor the control-plane reservation")
+		})
+	}
+}
+
+func TestControlPlaneNodesOneAtATimeAcrossNodeHealthChecks(t *testing.T) {
+	f := newApplyFixture(t)
+	// Two NodeHealthChecks, each deciding from caches that show nothing yet,
+	// each start a control-plane remediation at the same moment.
+	outcomes := make([]health.Outcome, 2)
+	var wg sync.WaitGroup
+	for i, node := range []string{"master-0", "master-1"} {
+		wg.Go(func() {
+			outcomes[i] = f.manager.Apply(context.Background(), nhcNamed("cp-"+node), controlPlanePlan(node), f.obs)
+		})
+	}
+	wg.Wait()
+	created, blocked := 0, 0
+	for _, out := range outcomes {
+		created += len(out.Created)
+		blocked += len(out.Blocked)
+		assert.Empty(t, out.Errors)
+	}
+	assert.Equal(t, 1, created, "one control-plane node at a time")
+	assert.Equal(t, 1, blocked)
+	list, err := f.client.Resource(testGVR).Namespace("remediators").List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, list.Items, 1)
+	first := &list.Items[0]
+	waiting := "master-1"
+	if NodeOf(first) == "master-1" {
+		waiting = "master-0"
+	}
+
+	// The reservation holds while the resource exists, whatever kind the
+	// other NodeHealthCheck watches, and goes when the resource is seen gone.
+	assert.Equal(t, []string{NodeOf(first)}, f.manager.controlPlane.nodes())
+	out := f.manager.Apply(context.Background(), nhcNamed("cp-"+waiting), controlPlanePlan(waiting), f.obs)
+	assert.Len(t, out.Blocked, 1)
+	f.manager.controlPlane.settle(testGVR, first, true)
+	out = f.manager.Apply(context.Background(), nhcNamed("cp-"+waiting), controlPlanePlan(waiting), f.obs)
+	assert.Len(t, out.Created, 1, "free again")
+
+	// Forgetting a deleted NodeHealthCheck releases what it held.
+	f.manager.Forget("cp-" + waiting)
+	assert.Empty(t, f.manager.controlPlane.nodes())
+}
+
+func TestWorkersAreNotHeldByAControlPlaneReservation(t *testing.T) {
+	f := newApplyFixture(t)
+	require.Len(t, f.manager.Apply(context.Background(), testNHC, controlPlanePlan("master-0"), f.obs).Created, 1)
+	out := f.manager.Apply(context.Background(), nhcNamed("workers-b"), createPlan("worker-1"), f.obs)
+	assert.Len(t, out.Created, 1)
+}
