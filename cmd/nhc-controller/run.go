@@ -107,10 +107,14 @@ func run(ctx context.Context, opts *options) error {
 func runElected(ctx context.Context, opts *options, kubeClient kubernetes.Interface, ctrl *controller.Controller, logger klog.Logger) error {
 	hostname, _ := os.Hostname()
 	identity := hostname + "_" + uuid.NewString()
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: opts.leaderElectionNamespace, Name: opts.leaderElectionID},
-		Client:     kubeClient.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
+	lock := &renewalTracker{
+		Interface: &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Namespace: opts.leaderElectionNamespace, Name: opts.leaderElectionID},
+			Client:     kubeClient.CoordinationV1(),
+			LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
+		},
+		clock:    clock.RealClock{},
+		validFor: opts.renewDeadline,
 	}
 	electionCtx, endElection := context.WithCancel(context.WithoutCancel(ctx))
 	defer endElection()
@@ -134,6 +138,7 @@ func runElected(ctx context.Context, opts *options, kubeClient kubernetes.Interf
 					<-leading.Done()
 					stopWork()
 				}()
+				ctrl.GuardWrites(lock.mayWrite)
 				runErr = ctrl.Run(workCtx, opts.workers)
 				endElection()
 			},

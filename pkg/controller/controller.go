@@ -76,6 +76,9 @@ type Controller struct {
 	written sync.Map
 	// skips remembers which lasting events were recorded, to record each once.
 	skips *skipMemory
+	// mayWrite says whether this replica may write now: with leader
+	// election, whether it can show that it still holds the lease.
+	mayWrite func() error
 }
 
 // New returns a controller. The informers must not have started yet, so that
@@ -100,6 +103,7 @@ func New(ctx context.Context, nodeInformer coreinformers.NodeInformer, nhcInform
 		),
 		selectors: newSelectorCache(),
 		skips:     newSkipMemory(),
+		mayWrite:  func() error { return nil },
 	}
 	if err := nhcInformer.Informer().AddIndexers(cache.Indexers{templateIndex: indexByTemplate}); err != nil {
 		return nil, fmt.Errorf("adding the template index: %w", err)
@@ -125,6 +129,13 @@ func New(ctx context.Context, nodeInformer coreinformers.NodeInformer, nhcInform
 		c.remediationChanged(logger, gvr, obj, deleted)
 	})
 	return c, nil
+}
+
+// GuardWrites makes every sync ask mayWrite before it writes: with leader
+// election, a replica that cannot show that it still holds the lease must
+// not act beside the one that may have taken it over. Call it before Run.
+func (c *Controller) GuardWrites(mayWrite func() error) {
+	c.mayWrite = mayWrite
 }
 
 // CachesSynced tells whether the Node and NodeHealthCheck caches have synced.

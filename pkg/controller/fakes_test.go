@@ -109,7 +109,7 @@ func newSyncFixture(t *testing.T, nhc *v1alpha1.NodeHealthCheck, nodes ...*corev
 		nodeLister:   corelisters.NewNodeLister(f.nodes),
 		remediations: f.remediations, statuses: f.statuses, recorder: f.recorder,
 		metrics: f.metrics, clock: f.clock, queue: queue,
-		selectors: newSelectorCache(), skips: newSkipMemory(),
+		selectors: newSelectorCache(), skips: newSkipMemory(), mayWrite: func() error { return nil },
 	}
 	if nhc != nil {
 		f.setNHC(t, nhc)

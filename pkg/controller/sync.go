@@ -57,11 +57,17 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	}
 
 	// Act.
+	if err := c.mayWrite(); err != nil {
+		return 0, fmt.Errorf("not acting: %w", err)
+	}
 	out := c.remediations.Apply(ctx, nhc, &plan, &obs)
 
 	// Record.
 	status := health.Status(in, &plan, &out)
-	statusErr := c.writeStatus(ctx, nhc, status)
+	statusErr := c.mayWrite()
+	if statusErr == nil {
+		statusErr = c.writeStatus(ctx, nhc, status)
+	}
 	c.recordEvents(ctx, nhc, &plan, &out)
 	if in.ResourcesUnknown {
 		logger.V(2).Info("Cannot evaluate", "reason", plan.Problem.Reason, "message", plan.Problem.Message)

@@ -369,3 +369,22 @@ func TestSyncRequeuesAtTheNextDeadline(t *testing.T) {
 		})
 	}
 }
+
+func TestSyncWritesNothingWithoutTheLease(t *testing.T) {
+	// A replica whose lease renewal failed may already have been replaced: it
+	// must neither remediate nor write the status, and it retries.
+	f := newSyncFixture(t, workersNHC(), notReady("worker-1", longAgo), healthyNode("worker-2"))
+	lost := errors.New("the last lease renewal failed")
+	f.c.GuardWrites(func() error { return lost })
+	_, err := f.sync()
+	assert.ErrorIs(t, err, lost)
+	assert.Empty(t, f.remediations.applied, "no action")
+	assert.Empty(t, f.statuses.written, "no status")
+	assert.Empty(t, f.events(), "no event")
+
+	f.c.GuardWrites(func() error { return nil })
+	_, err = f.sync()
+	require.NoError(t, err)
+	require.Len(t, f.remediations.applied, 1)
+	assert.Len(t, f.remediations.applied[0].Create, 1, "renewed: it acts again")
+}
