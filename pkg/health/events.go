@@ -109,18 +109,19 @@ func (p *Plan) LastingEvents(out *Outcome) map[string]Event {
 	return events
 }
 
-// Events are the events of what the outcome did.
+// Events are the events of what the outcome did: a time-out before the
+// creation of the step that follows it.
 func (o *Outcome) Events() []Event {
 	var events []Event
-	for _, c := range o.Created {
-		events = append(events, normal(ReasonRemediationCreated, c.Node, fmt.Sprintf(messageCreated, c.Node)))
-	}
 	for _, to := range o.TimedOut {
 		why := messageTimeoutPassed
 		if to.Failed {
 			why = messageRemediatorFailed
 		}
 		events = append(events, warning(ReasonRemediationTimedOut, to.Node, fmt.Sprintf(messageTimedOut, to.Resource.Kind, to.Resource.Name, to.Node, why)))
+	}
+	for _, c := range o.Created {
+		events = append(events, normal(ReasonRemediationCreated, c.Node, fmt.Sprintf(messageCreated, c.Node)))
 	}
 	for _, del := range o.Deleted {
 		events = append(events, normal(ReasonRemediationRemoved, del.Node, fmt.Sprintf(messageRemoved, del.Resource.Kind, del.Resource.Name)))

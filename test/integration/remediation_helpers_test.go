@@ -2,74 +2,300 @@ package integration
 
 import (
 	"context"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/discovery"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
-	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/controller"
+	"github.com/nodehealthcheck/nhc-controller/pkg/generated/informers/externalversions"
+	nhclisters "github.com/nodehealthcheck/nhc-controller/pkg/generated/listers/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
 
-// remediationEnv is pkg/remediation wired to the real API server, as the
-// controller wires it.
+// remediationEnv is the controller wired to the real API server as the
+// binary wires it, but without workers: the tests call Sync themselves, at
+// a time of their choosing.
 type remediationEnv struct {
+	// ctx carries the test's logger; it ends at cleanup.
+	ctx  context.Context
+	ctrl *controller.Controller
+	// manager and informers are the controller's pkg/remediation.
 	manager   *remediation.Manager
 	informers *remediation.Informers
-	// mapperClock drives the throttle of API rediscovery.
+	// nodeLister and nhcLister read the controller's shared informers.
+	nodeLister corelisters.NodeLister
+	nhcLister  nhclisters.NodeHealthCheckLister
+	// heard is what the remediation informers' change handlers last heard
+	// of each remediation resource.
+	heard *heardResources
+	// recorder holds the events the controller records.
+	recorder *record.FakeRecorder
+	// clock is the controller's: the time Sync decides at.
+	clock *clocktesting.FakeClock
+	// mapperClock drives the throttle of API rediscovery (and the
+	// expectations' time-to-live, as the binary uses one clock for both).
 	mapperClock *clocktesting.FakePassiveClock
 }
 
+// newRemediationEnv starts a controller with its own informers; cleanup
+// stops everything it started.
 func newRemediationEnv(t *testing.T) *remediationEnv {
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(cluster.Config)))
-	expectations := remediation.NewExpectations(clock.RealClock{})
-	informers := remediation.NewInformers(ctx, dynamicClient, expectations.Observe)
-	env := &remediationEnv{informers: informers, mapperClock: clocktesting.NewFakePassiveClock(time.Now())}
-	templates := remediation.NewTemplates(mapper, informers, env.mapperClock)
-	env.manager = remediation.NewManager(informers, templates, expectations, remediation.NewWriter(dynamicClient, kubeClient), clock.RealClock{})
+	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	env := &remediationEnv{
+		ctx:         ctx,
+		heard:       &heardResources{byUID: map[types.UID]heardResource{}},
+		recorder:    record.NewFakeRecorder(10000),
+		clock:       clocktesting.NewFakeClock(time.Now()),
+		mapperClock: clocktesting.NewFakePassiveClock(time.Now()),
+	}
+	env.manager, env.informers = newRemediationManager(ctx, env.mapperClock)
+
+	kubeInformers := informers.NewSharedInformerFactory(kubeClient, 0)
+	nhcInformers := externalversions.NewSharedInformerFactory(nhcClient, 0)
+	nodeInformer := kubeInformers.Core().V1().Nodes()
+	nhcInformer := nhcInformers.Remediation().V1alpha1().NodeHealthChecks()
+	env.nodeLister, env.nhcLister = nodeInformer.Lister(), nhcInformer.Lister()
+	var err error
+	env.ctrl, err = controller.New(ctx, nodeInformer, nhcInformer, nhcClient, env.manager, env.recorder, controller.NewMetrics(), env.clock)
+	require.NoError(t, err)
+	// Added last, this handler hears of a change after the expectations and
+	// the controller have.
+	env.manager.AddChangeHandler(env.heard.record)
+	kubeInformers.Start(ctx.Done())
+	nhcInformers.Start(ctx.Done())
+	// Run with no workers takes no work from the queue that the event
+	// handlers fill, and shuts that queue down when ctx ends.
+	stopped := make(chan error, 1)
+	go func() { stopped <- env.ctrl.Run(ctx, 0) }()
+	t.Cleanup(func() {
+		cancel()
+		assert.NoError(t, <-stopped, "the controller's Run")
+		kubeInformers.Shutdown()
+		nhcInformers.Shutdown()
+	})
+
+	for informer, synced := range kubeInformers.WaitForCacheSync(ctx.Done()) {
+		require.True(t, synced, "informer of %v synced", informer)
+	}
+	for informer, synced := range nhcInformers.WaitForCacheSync(ctx.Done()) {
+		require.True(t, synced, "informer of %v synced", informer)
+	}
+	require.True(t, env.ctrl.CachesSynced())
 	return env
 }
 
-// observe waits until the manager is ready to evaluate the NodeHealthCheck.
-func (env *remediationEnv) observe(t *testing.T, nhc *v1alpha1.NodeHealthCheck) remediation.Observation {
+// newRemediationManager wires pkg/remediation as cmd/nhc-controller's
+// newRemediationManager does, with the clock given.
+func newRemediationManager(ctx context.Context, clk clock.PassiveClock) (*remediation.Manager, *remediation.Informers) {
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kubeClient.Discovery()))
+	informers := remediation.NewInformers(ctx, dynamicClient)
+	return remediation.NewManager(informers, remediation.NewTemplates(mapper, informers, clk),
+		remediation.NewExpectations(clk), remediation.NewWriter(dynamicClient, kubeClient)), informers
+}
+
+// seen is what a user sees after a sync.
+type seen struct {
+	// NHC is the NodeHealthCheck as the API server has it.
+	NHC *v1alpha1.NodeHealthCheck
+	// Events are the events the sync recorded, as "type reason message".
+	Events []string
+}
+
+// events returns the recorded events of a reason.
+func (s seen) events(reason string) []string {
+	var found []string
+	for _, e := range s.Events {
+		if fields := strings.SplitN(e, " ", 3); len(fields) == 3 && fields[1] == reason {
+			found = append(found, e)
+		}
+	}
+	return found
+}
+
+// sync runs the controller's Sync of a NodeHealthCheck at now, once the
+// controller has caught up with the API server, and returns what the user
+// sees then.
+func (env *remediationEnv) sync(t *testing.T, name string, now time.Time) seen {
+	t.Helper()
+	env.clock.SetTime(now)
+	env.waitToCatchUp(t, name)
+	env.drainEvents()
+	ctx, cancel := context.WithTimeout(env.ctx, time.Minute)
+	defer cancel()
+	_, err := env.ctrl.Sync(ctx, name)
+	require.NoError(t, err)
+	return seen{NHC: fw.GetNHC(t, name), Events: env.drainEvents()}
+}
+
+// waitToCatchUp waits until the controller sees what the API server has:
+// its NodeHealthCheck lister the object, its Node lister the nodes that the
+// NodeHealthCheck selects, no more and no fewer, each as the API server has
+// it; the remediation informers synced, and their handlers (the
+// expectations among them) have heard of every remediation resource the
+// NodeHealthCheck owns as the API server has it, and of the deletion of
+// those it no longer has.
+func (env *remediationEnv) waitToCatchUp(t *testing.T, name string) {
+	t.Helper()
+	framework.Eventually(t, 30*time.Second, "the controller's informers to catch up with the API server", func() bool {
+		stored := fw.GetNHC(t, name)
+		cached, err := env.nhcLister.Get(name)
+		if err != nil || cached.UID != stored.UID || cached.ResourceVersion != stored.ResourceVersion {
+			return false
+		}
+		selector, err := metav1.LabelSelectorAsSelector(&stored.Spec.Selector)
+		require.NoError(t, err)
+		list, err := kubeClient.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{LabelSelector: selector.String()})
+		require.NoError(t, err)
+		cachedNodes, err := env.nodeLister.List(selector)
+		require.NoError(t, err)
+		if !sameObjects(objectMetas(list.Items), cachedNodes) {
+			return false
+		}
+		obs, err := env.manager.Read(stored)
+		require.NoError(t, err)
+		if !obs.Ready {
+			return false
+		}
+		var owned []metav1.ObjectMeta
+		for _, gvr := range env.informers.Running() {
+			list, err := dynamicClient.Resource(gvr).List(context.Background(), metav1.ListOptions{})
+			require.NoError(t, err)
+			for _, r := range list.Items {
+				if ownedBy(&r, stored.UID) {
+					owned = append(owned, metav1.ObjectMeta{Name: r.GetName(), UID: r.GetUID(), ResourceVersion: r.GetResourceVersion()})
+				}
+			}
+		}
+		return env.heard.matches(stored.UID, owned)
+	})
+}
+
+// sameObjects tells whether two lists hold the same objects, by UID and
+// resourceVersion.
+func sameObjects[T metav1.Object](want []metav1.ObjectMeta, got []T) bool {
+	if len(want) != len(got) {
+		return false
+	}
+	byUID := make(map[types.UID]string, len(want))
+	for _, w := range want {
+		byUID[w.UID] = w.ResourceVersion
+	}
+	for _, g := range got {
+		if rv, ok := byUID[g.GetUID()]; !ok || rv != g.GetResourceVersion() {
+			return false
+		}
+	}
+	return true
+}
+
+func objectMetas(nodes []corev1.Node) []metav1.ObjectMeta {
+	metas := make([]metav1.ObjectMeta, len(nodes))
+	for i := range nodes {
+		metas[i] = nodes[i].ObjectMeta
+	}
+	return metas
+}
+
+func ownedBy(r *unstructured.Unstructured, uid types.UID) bool {
+	for _, owner := range r.GetOwnerReferences() {
+		if owner.UID == uid {
+			return true
+		}
+	}
+	return false
+}
+
+// heardResources records the last change the remediation informers' change
+// handlers heard of, per resource.
+type heardResources struct {
+	mu    sync.Mutex
+	byUID map[types.UID]heardResource
+}
+
+type heardResource struct {
+	owners          []types.UID
+	resourceVersion string
+	deleted         bool
+}
+
+// record is a remediation.ChangeFunc.
+func (h *heardResources) record(_ schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool) {
+	var owners []types.UID
+	for _, owner := range obj.GetOwnerReferences() {
+		owners = append(owners, owner.UID)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.byUID[obj.GetUID()] = heardResource{owners: owners, resourceVersion: obj.GetResourceVersion(), deleted: deleted}
+}
+
+// matches tells whether the handlers heard of the resources an owner has,
+// as the API server has them, and of the deletion of all others.
+func (h *heardResources) matches(owner types.UID, stored []metav1.ObjectMeta) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	want := make(map[types.UID]bool, len(stored))
+	for _, s := range stored {
+		heard, ok := h.byUID[s.UID]
+		if !ok || heard.deleted || heard.resourceVersion != s.ResourceVersion {
+			return false
+		}
+		want[s.UID] = true
+	}
+	for uid, heard := range h.byUID {
+		if !heard.deleted && !want[uid] && slices.Contains(heard.owners, owner) {
+			return false
+		}
+	}
+	return true
+}
+
+// read waits until the manager has synced the informers a NodeHealthCheck
+// needs, and returns what it reads.
+func (env *remediationEnv) read(t *testing.T, name string) remediation.Observation {
 	t.Helper()
 	var obs remediation.Observation
-	framework.Eventually(t, 30*time.Second, "the observation to be ready", func() bool {
+	framework.Eventually(t, 30*time.Second, "the remediation resources to be readable", func() bool {
 		var err error
-		obs, err = env.manager.Observe(nhc)
+		obs, err = env.manager.Read(fw.GetNHC(t, name))
 		require.NoError(t, err)
 		return obs.Ready
 	})
 	return obs
 }
 
-// decide observes, evaluates at now, applies the decision and writes the status.
-func (env *remediationEnv) decide(t *testing.T, nhc *v1alpha1.NodeHealthCheck, now time.Time) (health.Decision, remediation.Outcome) {
-	t.Helper()
-	nhc = fw.GetNHC(t, nhc.Name)
-	obs := env.observe(t, nhc)
-	d := health.Evaluate(health.Input{
-		NHC: nhc, Nodes: selectedNodes(t, nhc), Remediations: obs.Remediations,
-		BusyControlPlaneNodes: obs.BusyControlPlaneNodes, Problem: obs.Problem, Now: now,
-	})
-	out := env.manager.Apply(context.Background(), nhc, &d, &obs)
-	require.Empty(t, out.Errors)
-	nhc.Status = d.Status
-	_, err := nhcClient.RemediationV1alpha1().NodeHealthChecks().UpdateStatus(context.Background(), nhc, metav1.UpdateOptions{})
-	require.NoError(t, err)
-	return d, out
+func (env *remediationEnv) drainEvents() []string {
+	var events []string
+	for {
+		select {
+		case e := <-env.recorder.Events:
+			events = append(events, e)
+		default:
+			return events
+		}
+	}
 }
 
 // unhealthyNode creates a node of a scenario whose Ready condition has had
@@ -81,6 +307,8 @@ func unhealthyNode(t *testing.T, scenario, name string, ready corev1.ConditionSt
 	return name
 }
 
+// selectedNodes lists the nodes a NodeHealthCheck selects, as the API
+// server has them.
 func selectedNodes(t *testing.T, nhc *v1alpha1.NodeHealthCheck) []*corev1.Node {
 	t.Helper()
 	list, err := kubeClient.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{LabelSelector: framework.ScenarioLabel + "=" + nhc.Name})
@@ -105,4 +333,22 @@ func remediationsOf(t *testing.T, node string) []unstructured.Unstructured {
 		}
 	}
 	return found
+}
+
+// remediationNamed reads a TestRemediation as the API server has it.
+func remediationNamed(t *testing.T, name string) *unstructured.Unstructured {
+	t.Helper()
+	r, err := dynamicClient.Resource(framework.RemediationResource).Namespace(framework.RemediatorNamespace).Get(context.Background(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	return r
+}
+
+// entryOf returns a node's entry in a NodeHealthCheck's status, or nil.
+func entryOf(nhc *v1alpha1.NodeHealthCheck, node string) *v1alpha1.UnhealthyNode {
+	for _, entry := range nhc.Status.UnhealthyNodes {
+		if entry != nil && entry.Name == node {
+			return entry
+		}
+	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -27,9 +28,13 @@ func TestRemediationIsCreatedIdempotentlyAndDeleted(t *testing.T) {
 		s.RemediationTemplate = ptr.To(framework.TemplateRef("lifecycle"))
 	})
 	node := unhealthyNode(t, "lifecycle", "lifecycle-worker", corev1.ConditionFalse)
+	// A view taken before the resource exists.
+	staleNHC := fw.GetNHC(t, nhc.Name)
+	staleObs := env.read(t, nhc.Name)
+	staleNodes := selectedNodes(t, staleNHC)
 
-	d, out := env.decide(t, nhc, time.Now())
-	require.Len(t, out.Created, 1)
+	out := env.sync(t, nhc.Name, time.Now())
+	assert.Equal(t, []string{"Normal RemediationCreated [remediation] Created remediation object for node lifecycle-worker"}, out.events("RemediationCreated"))
 	created := remediationsOf(t, node)
 	require.Len(t, created, 1)
 	r := created[0]
@@ -44,25 +49,37 @@ func TestRemediationIsCreatedIdempotentlyAndDeleted(t *testing.T) {
 		"remediation.medik8s.io/node-name": "lifecycle-worker", "remediation.medik8s.io/template-name": "lifecycle",
 	}, r.GetAnnotations())
 	assert.Equal(t, map[string]string{"app.kubernetes.io/part-of": "node-healthcheck-controller"}, r.GetLabels())
-	entry := d.Status.UnhealthyNodes[0]
+	require.Len(t, out.NHC.Status.UnhealthyNodes, 1)
+	entry := out.NHC.Status.UnhealthyNodes[0]
+	assert.Equal(t, node, entry.Name)
 	require.Len(t, entry.Remediations, 1)
 	assert.Equal(t, remediation.Reference(&r), entry.Remediations[0].Resource)
 	assert.Equal(t, "lifecycle", entry.Remediations[0].TemplateName)
 
 	// A decision from a stale view creates it again: the existing one counts.
-	out = env.manager.Apply(context.Background(), nhc, &d, ptr.To(env.observe(t, nhc)))
-	assert.Empty(t, out.Errors)
+	stale := health.Evaluate(health.Input{
+		NHC: staleNHC, Nodes: staleNodes, Remediations: staleObs.Remediations,
+		BusyControlPlaneNodes: staleObs.BusyControlPlaneNodes, TemplateProblem: staleObs.TemplateProblem, Now: time.Now(),
+	})
+	require.Len(t, stale.Create, 1, "the stale view has no resource for the node")
+	replayed := env.manager.Apply(env.ctx, staleNHC, &stale, &staleObs)
+	assert.Empty(t, replayed.Errors)
+	require.Len(t, replayed.Created, 1)
+	assert.Equal(t, r.GetUID(), replayed.Created[0].Resource.UID, "the existing one")
 	assert.Len(t, remediationsOf(t, node), 1)
 
 	// A fresh view sees it and does nothing.
-	d, out = env.decide(t, nhc, time.Now())
-	assert.Empty(t, d.Create)
-	assert.Equal(t, 1, d.Remediating)
+	out = env.sync(t, nhc.Name, time.Now())
+	assert.Empty(t, out.events("RemediationCreated"))
+	still := remediationsOf(t, node)
+	require.Len(t, still, 1, "no new resource")
+	assert.Equal(t, r.GetUID(), still[0].GetUID())
+	assert.Equal(t, ptr.To(int32(1)), out.NHC.Status.RemediatingNodes)
 
+	// The node is healthy again: its resource goes.
 	fw.Recover(t, node)
-	_, out = env.decide(t, nhc, time.Now())
-	require.Len(t, out.Deleted, 1)
-	assert.Equal(t, health.DeleteNodeHealthy, out.Deleted[0].Reason)
+	out = env.sync(t, nhc.Name, time.Now())
+	assert.Equal(t, []string{"Normal RemediationRemoved [remediation] Deleted remediation CR of kind TestRemediation with name lifecycle-worker"}, out.events("RemediationRemoved"))
 	assert.Empty(t, remediationsOf(t, node))
 }
 
@@ -73,27 +90,32 @@ func TestDeletionWaitsForTheRemediatorsFinalizer(t *testing.T) {
 		s.RemediationTemplate = ptr.To(framework.TemplateRef("finalizer"))
 	})
 	node := unhealthyNode(t, "finalizer", "finalizer-worker", corev1.ConditionUnknown)
-	env.decide(t, nhc, time.Now())
-	r := remediationsOf(t, node)[0]
-	fw.SetFinalizers(t, r.GetName(), "test.medik8s.io/cleanup")
+	env.sync(t, nhc.Name, time.Now())
+	created := remediationsOf(t, node)
+	require.Len(t, created, 1)
+	fw.SetFinalizers(t, created[0].GetName(), "test.medik8s.io/cleanup")
 
 	fw.Recover(t, node)
-	_, out := env.decide(t, nhc, time.Now())
-	require.Len(t, out.Deleted, 1)
+	out := env.sync(t, nhc.Name, time.Now())
+	assert.Equal(t, []string{"Normal RemediationRemoved [remediation] Deleted remediation CR of kind TestRemediation with name finalizer-worker"}, out.events("RemediationRemoved"))
 	pending := remediationsOf(t, node)
 	require.Len(t, pending, 1, "the finalizer keeps it")
 	assert.NotNil(t, pending[0].GetDeletionTimestamp())
 
-	d, out := env.decide(t, nhc, time.Now())
-	assert.Empty(t, out.Deleted, "already being deleted")
-	assert.Equal(t, health.StateRecovering, d.Nodes[0].State, "deletion pending: still under remediation")
-	assert.Equal(t, 0, d.Healthy)
+	out = env.sync(t, nhc.Name, time.Now())
+	assert.Empty(t, out.events("RemediationRemoved"), "already being deleted")
+	assert.Equal(t, ptr.To(int32(0)), out.NHC.Status.HealthyNodes, "deletion pending: still under remediation")
+	entry := entryOf(out.NHC, node)
+	require.NotNil(t, entry, "deletion pending: still listed")
+	assert.NotNil(t, entry.ConditionsHealthyTimestamp, "healthy, and recovering")
+	require.Len(t, entry.Remediations, 1)
+	assert.Equal(t, pending[0].GetUID(), entry.Remediations[0].Resource.UID)
 
 	fw.SetFinalizers(t, pending[0].GetName())
 	framework.Eventually(t, 30*time.Second, "the resource to be gone", func() bool { return len(remediationsOf(t, node)) == 0 })
-	d, _ = env.decide(t, nhc, time.Now())
-	assert.Equal(t, 1, d.Healthy)
-	assert.Empty(t, d.Status.UnhealthyNodes)
+	out = env.sync(t, nhc.Name, time.Now())
+	assert.Equal(t, ptr.To(int32(1)), out.NHC.Status.HealthyNodes)
+	assert.Empty(t, out.NHC.Status.UnhealthyNodes)
 }
 
 func TestEscalationWithTwoTemplatesOfOneKind(t *testing.T) {
@@ -112,7 +134,7 @@ func TestEscalationWithTwoTemplatesOfOneKind(t *testing.T) {
 	})
 	node := unhealthyNode(t, "escalate", "escalate-worker", corev1.ConditionFalse)
 
-	env.decide(t, nhc, time.Now())
+	env.sync(t, nhc.Name, time.Now())
 	first := remediationsOf(t, node)
 	require.Len(t, first, 1)
 	assert.Regexp(t, "^escalate-worker-.{5}$", first[0].GetName(), "a generated name")
@@ -120,58 +142,65 @@ func TestEscalationWithTwoTemplatesOfOneKind(t *testing.T) {
 
 	// The remediator gives up before the timeout: the next step starts at once.
 	fw.SetRemediationCondition(t, first[0].GetName(), "Succeeded", "False")
-	framework.Eventually(t, 30*time.Second, "the informer to see Succeeded=False", func() bool {
-		obs := env.observe(t, nhc)
-		return obs.Remediations[node][0].Succeeded == metav1.ConditionFalse
-	})
-	d, out := env.decide(t, nhc, time.Now())
-	require.Len(t, out.TimedOut, 1)
-	assert.True(t, out.TimedOut[0].Failed)
-	require.Len(t, out.Created, 1)
-	assert.Equal(t, "escalate-hard", out.Created[0].Template.Name)
-	annotated, err := dynamicClient.Resource(framework.RemediationResource).Namespace(framework.RemediatorNamespace).Get(context.Background(), first[0].GetName(), metav1.GetOptions{})
-	require.NoError(t, err)
+	out := env.sync(t, nhc.Name, time.Now())
+	assert.Equal(t, []string{"Warning RemediationTimedOut [remediation] Remediation TestRemediation " + first[0].GetName() +
+		" of node escalate-worker timed out: its remediator reported Succeeded=False"}, out.events("RemediationTimedOut"))
+	assert.Equal(t, []string{"Normal RemediationCreated [remediation] Created remediation object for node escalate-worker"}, out.events("RemediationCreated"))
+	second := newResource(t, node, first...)
+	assert.Equal(t, "escalate-hard", second.GetAnnotations()[v1alpha1.TemplateNameAnnotation])
+	annotated := remediationNamed(t, first[0].GetName())
 	timedOut, err := time.Parse(time.RFC3339, annotated.GetAnnotations()[v1alpha1.TimedOutAnnotation])
 	require.NoError(t, err, "an RFC 3339 time")
 	assert.WithinDuration(t, time.Now(), timedOut, time.Minute)
 
 	// The second one reports success, and its timeout passes: no annotation.
-	second := out.Created[0].Resource
-	secondObj, err := dynamicClient.Resource(framework.RemediationResource).Namespace(framework.RemediatorNamespace).Get(context.Background(), second.Name, metav1.GetOptions{})
-	require.NoError(t, err)
-	fw.SetRemediationCondition(t, secondObj.GetName(), "Succeeded", "True")
-	framework.Eventually(t, 30*time.Second, "the informer to see Succeeded=True", func() bool {
-		for _, r := range env.observe(t, nhc).Remediations[node] {
-			if r.Ref.UID == second.UID {
-				return r.Succeeded == metav1.ConditionTrue
-			}
-		}
-		return false
-	})
-	d, out = env.decide(t, nhc, time.Now().Add(2*time.Minute))
-	require.Len(t, out.TimedOut, 1)
-	assert.False(t, out.TimedOut[0].Annotate)
-	require.Len(t, out.Created, 1)
-	assert.Equal(t, "escalate-last", out.Created[0].Template.Name)
-	secondObj, err = dynamicClient.Resource(framework.RemediationResource).Namespace(framework.RemediatorNamespace).Get(context.Background(), second.Name, metav1.GetOptions{})
-	require.NoError(t, err)
-	assert.NotContains(t, secondObj.GetAnnotations(), v1alpha1.TimedOutAnnotation)
+	fw.SetRemediationCondition(t, second.GetName(), "Succeeded", "True")
+	out = env.sync(t, nhc.Name, time.Now().Add(2*time.Minute))
+	assert.Equal(t, []string{"Warning RemediationTimedOut [remediation] Remediation TestRemediation " + second.GetName() +
+		" of node escalate-worker timed out: its timeout passed"}, out.events("RemediationTimedOut"))
+	assert.Equal(t, []string{"Normal RemediationCreated [remediation] Created remediation object for node escalate-worker"}, out.events("RemediationCreated"))
+	last := newResource(t, node, first[0], *second)
+	assert.Equal(t, "escalate-last", last.GetAnnotations()[v1alpha1.TemplateNameAnnotation])
+	assert.NotContains(t, remediationNamed(t, second.GetName()).GetAnnotations(), v1alpha1.TimedOutAnnotation)
 
 	// The status tracks each of the three resources of one kind.
-	stored := fw.GetNHC(t, nhc.Name)
-	require.Len(t, stored.Status.UnhealthyNodes, 1)
-	rems := stored.Status.UnhealthyNodes[0].Remediations
+	require.Len(t, out.NHC.Status.UnhealthyNodes, 1)
+	rems := out.NHC.Status.UnhealthyNodes[0].Remediations
 	require.Len(t, rems, 3)
 	assert.Equal(t, []string{"escalate-soft", "escalate-hard", "escalate-last"}, []string{rems[0].TemplateName, rems[1].TemplateName, rems[2].TemplateName})
 	assert.NotNil(t, rems[0].TimedOut)
 	assert.NotNil(t, rems[1].TimedOut)
 	assert.Nil(t, rems[2].TimedOut)
 	assert.Len(t, remediationsOf(t, node), 3)
-	assert.Equal(t, v1alpha1.PhaseRemediating, d.Status.Phase)
+	assert.Equal(t, v1alpha1.PhaseRemediating, out.NHC.Status.Phase)
 
 	fw.Recover(t, node)
-	_, out = env.decide(t, nhc, time.Now())
-	assert.Len(t, out.Deleted, 3, "all steps go when the node is healthy")
+	out = env.sync(t, nhc.Name, time.Now().Add(2*time.Minute))
+	assert.ElementsMatch(t, []string{
+		"Normal RemediationRemoved [remediation] Deleted remediation CR of kind TestRemediation with name " + first[0].GetName(),
+		"Normal RemediationRemoved [remediation] Deleted remediation CR of kind TestRemediation with name " + second.GetName(),
+		"Normal RemediationRemoved [remediation] Deleted remediation CR of kind TestRemediation with name " + last.GetName(),
+	}, out.events("RemediationRemoved"), "all steps go when the node is healthy")
+	assert.Empty(t, remediationsOf(t, node))
+}
+
+// newResource returns the one TestRemediation of a node, as the API server
+// has it, that is none of the known ones.
+func newResource(t *testing.T, node string, known ...unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	all := remediationsOf(t, node)
+	require.Len(t, all, len(known)+1)
+	for i := range all {
+		isKnown := false
+		for _, k := range known {
+			isKnown = isKnown || k.GetUID() == all[i].GetUID()
+		}
+		if !isKnown {
+			return &all[i]
+		}
+	}
+	require.FailNow(t, "no new resource", "node %s", node)
+	return nil
 }
 
 func TestTemplatesOfOneKindWithoutMultipleSupportDisable(t *testing.T) {
@@ -185,10 +214,10 @@ func TestTemplatesOfOneKindWithoutMultipleSupportDisable(t *testing.T) {
 			{RemediationTemplate: framework.TemplateRef("single-b"), Order: 2, Timeout: metav1.Duration{Duration: time.Minute}},
 		}
 	})
-	obs := env.observe(t, nhc)
-	require.NotNil(t, obs.Problem)
-	assert.Equal(t, v1alpha1.ReasonTemplateInvalid, obs.Problem.Reason)
-	assert.Contains(t, obs.Problem.Message, "single-a lacks the remediation.medik8s.io/multiple-templates-support annotation")
+	obs := env.read(t, nhc.Name)
+	require.NotNil(t, obs.TemplateProblem)
+	assert.Equal(t, v1alpha1.ReasonTemplateInvalid, obs.TemplateProblem.Reason)
+	assert.Contains(t, obs.TemplateProblem.Message, "single-a lacks the remediation.medik8s.io/multiple-templates-support annotation")
 }
 
 func TestInvalidTemplates(t *testing.T) {
@@ -221,18 +250,15 @@ func TestInvalidTemplates(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			nhc := fw.CreateNHC(t, "invalid", func(s *v1alpha1.NodeHealthCheckSpec) { s.RemediationTemplate = &tc.ref })
-			var obs remediation.Observation
-			framework.Eventually(t, 30*time.Second, "a problem", func() bool {
-				var err error
-				obs, err = env.manager.Observe(nhc)
-				require.NoError(t, err)
-				return obs.Problem != nil
-			})
-			assert.Equal(t, tc.wantReason, obs.Problem.Reason)
-			assert.Equal(t, tc.wantText, obs.Problem.Message)
-			// The engine turns the problem into the Disabled condition and phase.
-			d := health.Evaluate(health.Input{NHC: nhc, Problem: obs.Problem, Now: time.Now()})
-			assert.Equal(t, v1alpha1.PhaseDisabled, d.Status.Phase)
+			// The controller turns the problem into the Disabled condition and phase.
+			out := env.sync(t, nhc.Name, time.Now())
+			assert.Equal(t, v1alpha1.PhaseDisabled, out.NHC.Status.Phase)
+			disabled := meta.FindStatusCondition(out.NHC.Status.Conditions, v1alpha1.ConditionDisabled)
+			require.NotNil(t, disabled)
+			assert.Equal(t, metav1.ConditionTrue, disabled.Status)
+			assert.Equal(t, tc.wantReason, disabled.Reason)
+			assert.Equal(t, tc.wantText, disabled.Message)
+			assert.Equal(t, []string{"Warning Disabled [remediation] Disabling NHC. Reason: " + tc.wantReason + ", Message: " + tc.wantText}, out.events("Disabled"))
 		})
 	}
 }
@@ -242,17 +268,17 @@ func TestTemplateCRDInstalledAfterTheNodeHealthCheck(t *testing.T) {
 	late := corev1.ObjectReference{APIVersion: "test.medik8s.io/v1alpha1", Kind: "LateRemediationTemplate", Namespace: framework.RemediatorNamespace, Name: "late"}
 	nhc := fw.CreateNHC(t, "late", func(s *v1alpha1.NodeHealthCheckSpec) { s.RemediationTemplate = &late })
 
-	obs, err := env.manager.Observe(nhc)
+	obs, err := env.manager.Read(nhc)
 	require.NoError(t, err)
-	require.NotNil(t, obs.Problem)
-	assert.Contains(t, obs.Problem.Message, "is not served by the API server")
+	require.NotNil(t, obs.TemplateProblem)
+	assert.Contains(t, obs.TemplateProblem.Message, "is not served by the API server")
 
 	require.NoError(t, cluster.InstallCRDs("test/crds/late"))
 	env.mapperClock.SetTime(env.mapperClock.Now().Add(time.Minute))
 	framework.Eventually(t, 30*time.Second, "the late kind to resolve", func() bool {
-		obs, err = env.manager.Observe(nhc)
+		obs, err = env.manager.Read(nhc)
 		require.NoError(t, err)
-		return obs.Problem != nil && obs.Problem.Message == "Remediation template LateRemediationTemplate remediators/late not found"
+		return obs.TemplateProblem != nil && obs.TemplateProblem.Message == "Remediation template LateRemediationTemplate remediators/late not found"
 	})
 
 	lateGVR := schema.GroupVersionResource{Group: "test.medik8s.io", Version: "v1alpha1", Resource: "lateremediationtemplates"}
@@ -263,9 +289,9 @@ func TestTemplateCRDInstalledAfterTheNodeHealthCheck(t *testing.T) {
 	}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	framework.Eventually(t, 30*time.Second, "the template to be found", func() bool {
-		obs, err = env.manager.Observe(nhc)
+		obs, err = env.manager.Read(nhc)
 		require.NoError(t, err)
-		return obs.Ready && obs.Problem == nil
+		return obs.Ready && obs.TemplateProblem == nil
 	})
 }
 
@@ -273,7 +299,7 @@ func TestInformersFollowTheReferences(t *testing.T) {
 	env := newRemediationEnv(t)
 	fw.CreateTemplate(t, "follow", nil)
 	nhc := fw.CreateNHC(t, "follow", func(s *v1alpha1.NodeHealthCheckSpec) { s.RemediationTemplate = ptr.To(framework.TemplateRef("follow")) })
-	env.observe(t, nhc)
+	env.read(t, nhc.Name)
 	assert.ElementsMatch(t, []schema.GroupVersionResource{framework.TemplateResource, framework.RemediationResource}, env.informers.Running())
 
 	clusterTemplate := schema.GroupVersionResource{Group: "test.medik8s.io", Version: "v1alpha1", Resource: "clusterremediationtemplates"}
@@ -291,21 +317,35 @@ func TestInformersFollowTheReferences(t *testing.T) {
 func TestClusterScopedTemplates(t *testing.T) {
 	env := newRemediationEnv(t)
 	clusterTemplate := schema.GroupVersionResource{Group: "test.medik8s.io", Version: "v1alpha1", Resource: "clusterremediationtemplates"}
+	clusterRemediation := schema.GroupVersionResource{Group: "test.medik8s.io", Version: "v1alpha1", Resource: "clusterremediations"}
 	_, err := dynamicClient.Resource(clusterTemplate).Create(context.Background(), &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "test.medik8s.io/v1alpha1", "kind": "ClusterRemediationTemplate",
 		"metadata": map[string]any{"name": "fence"},
 		"spec":     map[string]any{"template": map[string]any{"spec": map[string]any{"agent": "ipmi"}}},
 	}}, metav1.CreateOptions{})
 	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = dynamicClient.Resource(clusterTemplate).Delete(context.Background(), "fence", metav1.DeleteOptions{})
+	})
 	ref := corev1.ObjectReference{APIVersion: "test.medik8s.io/v1alpha1", Kind: "ClusterRemediationTemplate", Name: "fence"}
 	nhc := fw.CreateNHC(t, "clusterscoped", func(s *v1alpha1.NodeHealthCheckSpec) { s.RemediationTemplate = &ref })
-	unhealthyNode(t, "clusterscoped", "clusterscoped-worker", corev1.ConditionFalse)
-	_, out := env.decide(t, nhc, time.Now())
-	require.Len(t, out.Created, 1)
-	assert.Equal(t, "", out.Created[0].Resource.Namespace)
-	assert.Equal(t, "ClusterRemediation", out.Created[0].Resource.Kind)
-	clusterRemediation := schema.GroupVersionResource{Group: "test.medik8s.io", Version: "v1alpha1", Resource: "clusterremediations"}
-	require.NoError(t, dynamicClient.Resource(clusterRemediation).Delete(context.Background(), "clusterscoped-worker", metav1.DeleteOptions{}))
+	node := unhealthyNode(t, "clusterscoped", "clusterscoped-worker", corev1.ConditionFalse)
+	t.Cleanup(func() {
+		_ = dynamicClient.Resource(clusterRemediation).Delete(context.Background(), node, metav1.DeleteOptions{})
+	})
+
+	out := env.sync(t, nhc.Name, time.Now())
+	assert.Equal(t, []string{"Normal RemediationCreated [remediation] Created remediation object for node clusterscoped-worker"}, out.events("RemediationCreated"))
+	created, err := dynamicClient.Resource(clusterRemediation).Get(context.Background(), node, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "", created.GetNamespace())
+	assert.Equal(t, "ClusterRemediation", created.GetKind())
+	entry := entryOf(out.NHC, node)
+	require.NotNil(t, entry)
+	require.Len(t, entry.Remediations, 1)
+	assert.Equal(t, remediation.Reference(created), entry.Remediations[0].Resource)
+	assert.Equal(t, "", entry.Remediations[0].Resource.Namespace)
+	assert.Equal(t, "ClusterRemediation", entry.Remediations[0].Resource.Kind)
 }
 
 func TestSomeoneElsesResourceIsLeftAlone(t *testing.T) {
@@ -322,15 +362,21 @@ func TestSomeoneElsesResourceIsLeftAlone(t *testing.T) {
 	}}
 	_, err := dynamicClient.Resource(framework.RemediationResource).Namespace(framework.RemediatorNamespace).Create(context.Background(), theirs, metav1.CreateOptions{})
 	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = dynamicClient.Resource(framework.RemediationResource).Namespace(framework.RemediatorNamespace).Delete(context.Background(), node, metav1.DeleteOptions{})
+	})
 
-	d, out := env.decide(t, nhc, time.Now())
-	require.Len(t, out.NotOwned, 1)
-	assert.Empty(t, out.Created)
-	assert.Equal(t, "TestRemediation remediators/foreign-worker already exists and belongs to no NodeHealthCheck; it is left alone", out.NotOwned[0].Error())
-	assert.Empty(t, d.Status.UnhealthyNodes[0].Remediations)
+	out := env.sync(t, nhc.Name, time.Now())
+	assert.Equal(t, []string{"Warning RemediationSkipped [remediation] Skipped remediation: TestRemediation remediators/foreign-worker already exists and belongs to no NodeHealthCheck; it is left alone"},
+		out.events("RemediationSkipped"))
+	assert.Empty(t, out.events("RemediationCreated"))
+	entry := entryOf(out.NHC, node)
+	require.NotNil(t, entry)
+	assert.Empty(t, entry.Remediations)
 	stored := remediationsOf(t, node)
 	require.Len(t, stored, 1)
 	assert.Equal(t, "someone-else", stored[0].GetLabels()["owner"], "not overwritten")
+	assert.Empty(t, stored[0].GetOwnerReferences(), "not taken over")
 }
 
 func TestOrphanIsDeletedAndConfirmationRemoved(t *testing.T) {
@@ -342,27 +388,33 @@ func TestOrphanIsDeletedAndConfirmationRemoved(t *testing.T) {
 	})
 	gone := unhealthyNode(t, "orphan", "orphan-gone", corev1.ConditionFalse)
 	kept := unhealthyNode(t, "orphan", "orphan-kept", corev1.ConditionFalse)
-	env.decide(t, nhc, time.Now())
+	env.sync(t, nhc.Name, time.Now())
 	require.Len(t, remediationsOf(t, gone), 1)
 	require.Len(t, remediationsOf(t, kept), 1)
 
+	// The node is gone: its resource goes, while the negative healthyDelay
+	// keeps the recovered node's.
 	require.NoError(t, kubeClient.CoreV1().Nodes().Delete(context.Background(), gone, metav1.DeleteOptions{}))
 	fw.Recover(t, kept)
-	d, out := env.decide(t, nhc, time.Now())
-	require.Len(t, out.Deleted, 1)
-	assert.Equal(t, health.DeleteNodeGone, out.Deleted[0].Reason)
+	out := env.sync(t, nhc.Name, time.Now())
+	assert.Equal(t, []string{"Normal RemediationRemoved [remediation] Deleted remediation CR of kind TestRemediation with name orphan-gone"}, out.events("RemediationRemoved"))
 	assert.Empty(t, remediationsOf(t, gone))
 	assert.Len(t, remediationsOf(t, kept), 1, "a negative healthyDelay keeps it")
-	assert.Equal(t, ptr.To(true), d.Status.UnhealthyNodes[len(d.Status.UnhealthyNodes)-1].HealthyDelayed)
+	keptEntry := entryOf(out.NHC, kept)
+	require.NotNil(t, keptEntry)
+	assert.Equal(t, ptr.To(true), keptEntry.HealthyDelayed)
 
+	// A manual confirmation releases it.
 	fw.UpdateNode(t, kept, func(n *corev1.Node) {
 		n.Annotations = map[string]string{v1alpha1.ManuallyConfirmedHealthyAnnotation: "yes"}
 	})
-	_, out = env.decide(t, nhc, time.Now())
-	require.Len(t, out.Deleted, 1)
-	assert.Equal(t, health.DeleteManuallyConfirmed, out.Deleted[0].Reason)
-	framework.Eventually(t, 30*time.Second, "the informer to see the deletion", func() bool { return len(env.observe(t, nhc).Remediations) == 0 })
-	env.decide(t, nhc, time.Now())
+	out = env.sync(t, nhc.Name, time.Now())
+	assert.Equal(t, []string{"Normal RemediationRemoved [remediation] Deleted remediation CR of kind TestRemediation with name orphan-kept"}, out.events("RemediationRemoved"))
+	assert.Empty(t, remediationsOf(t, kept))
+	confirmed, err := kubeClient.CoreV1().Nodes().Get(context.Background(), kept, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Contains(t, confirmed.Annotations, v1alpha1.ManuallyConfirmedHealthyAnnotation, "kept while the remediation exists")
+	env.sync(t, nhc.Name, time.Now())
 	stored, err := kubeClient.CoreV1().Nodes().Get(context.Background(), kept, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.NotContains(t, stored.Annotations, v1alpha1.ManuallyConfirmedHealthyAnnotation, "removed once the remediation is gone")
