@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
@@ -15,25 +14,17 @@ import (
 // changed, with the resourceVersion the plan was made from: a conflict means
 // the plan was made from stale data, and the sync is retried.
 func (c *Controller) writeStatus(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, status v1alpha1.NodeHealthCheckStatus) error {
-	if sameStatus(nhc.Status, status) {
+	if apiequality.Semantic.DeepEqual(nhc.Status, status) {
 		return nil
 	}
 	updated := nhc.DeepCopy()
 	updated.Status = status
-	now := metav1.NewTime(c.clock.Now())
-	updated.Status.LastUpdateTime = &now
 	written, err := c.statuses.UpdateStatus(ctx, updated)
 	if err != nil {
 		return fmt.Errorf("writing the status: %w", err)
 	}
 	c.written.Store(nhc.Name, written)
 	return nil
-}
-
-// sameStatus compares two statuses but for lastUpdateTime.
-func sameStatus(a, b v1alpha1.NodeHealthCheckStatus) bool {
-	a.LastUpdateTime, b.LastUpdateTime = nil, nil
-	return apiequality.Semantic.DeepEqual(a, b)
 }
 
 // latest returns the NodeHealthCheck as this controller last wrote it when

@@ -118,6 +118,15 @@ func checkInvariants(in Input, d result) []string {
 			fail("status entries not sorted or duplicated at %s", d.Status.UnhealthyNodes[i].Name)
 		}
 	}
+	listed := map[string]bool{}
+	for _, entry := range d.Status.UnhealthyNodes {
+		for _, rem := range entry.Remediations {
+			if listed[string(rem.Resource.UID)] {
+				fail("resource %s listed twice", rem.Resource.Name)
+			}
+			listed[string(rem.Resource.UID)] = true
+		}
+	}
 	if d.Status.Phase == "" || d.Status.Reason == "" {
 		fail("no phase or reason")
 	}

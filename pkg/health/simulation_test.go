@@ -21,6 +21,8 @@ type simulation struct {
 	resources map[string][]Remediation
 	clock     time.Time
 	created   int
+	// lastInput is the input of the last evaluation.
+	lastInput Input
 	// lastStatus is the status before the last evaluation, to simulate a
 	// lost status write.
 	lastStatus v1alpha1.NodeHealthCheckStatus
@@ -68,7 +70,14 @@ func (s *simulation) advance(d time.Duration) { s.clock = s.clock.Add(d) }
 
 // evaluate evaluates and applies the decision.
 func (s *simulation) evaluate() result {
-	d := decide(Input{NHC: s.nhc, Nodes: s.nodes, Remediations: s.resources, Now: s.clock})
+	// The input keeps its own copy: the status is built from it after the
+	// simulation changes the resources.
+	resources := make(map[string][]Remediation, len(s.resources))
+	for node, list := range s.resources {
+		resources[node] = slices.Clone(list)
+	}
+	s.lastInput = Input{NHC: s.nhc, Nodes: s.nodes, Remediations: resources, Now: s.clock}
+	d := decide(s.lastInput)
 	for _, del := range d.Delete {
 		s.resources[del.Node] = slices.DeleteFunc(s.resources[del.Node], func(r Remediation) bool { return r.Ref.UID == del.Resource.UID })
 		if len(s.resources[del.Node]) == 0 {

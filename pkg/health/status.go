@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -25,6 +26,7 @@ func Status(in Input, p *Plan, out *Outcome) v1alpha1.NodeHealthCheckStatus {
 			status.ObservedGeneration = in.NHC.Generation
 			b.setDisabled(&status)
 			b.setPhase(&status)
+			stampUpdate(&status, &in.NHC.Status, in.Now)
 		}
 		return status
 	}
@@ -35,7 +37,6 @@ func Status(in Input, p *Plan, out *Outcome) v1alpha1.NodeHealthCheckStatus {
 		RemediatingNodes:   ptr.To(int32(p.Remediating + newlyRemediating(out))),
 		UnhealthyNodes:     b.entries(),
 		Conditions:         slices.Clone(previous.Conditions),
-		LastUpdateTime:     previous.LastUpdateTime.DeepCopy(),
 		ObservedGeneration: in.NHC.Generation,
 	}
 	for _, entry := range status.UnhealthyNodes {
@@ -50,7 +51,17 @@ func Status(in Input, p *Plan, out *Outcome) v1alpha1.NodeHealthCheckStatus {
 	b.setDisabled(&status)
 	b.setStorm(&status)
 	b.setPhase(&status)
+	stampUpdate(&status, previous, in.Now)
 	return status
+}
+
+// stampUpdate sets lastUpdateTime to now when anything else changed, so that
+// an unchanged status needs no write.
+func stampUpdate(status, previous *v1alpha1.NodeHealthCheckStatus, now time.Time) {
+	status.LastUpdateTime = previous.LastUpdateTime.DeepCopy()
+	if !apiequality.Semantic.DeepEqual(status, previous) {
+		status.LastUpdateTime = ptr.To(metav1.NewTime(now))
+	}
 }
 
 type statusBuilder struct {

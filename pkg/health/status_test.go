@@ -181,3 +181,18 @@ func TestStatusRecordsOnlyWhatHappened(t *testing.T) {
 		})
 	}
 }
+
+func TestLastUpdateTimeMovesOnlyWithAChange(t *testing.T) {
+	s := newSimulation(testNHC(), 3)
+	s.fail("node-00")
+	first := s.evaluate().Status
+	require.NotNil(t, first.LastUpdateTime)
+	assert.Equal(t, metav1.NewTime(now), *first.LastUpdateTime)
+
+	s.advance(time.Minute)
+	assert.Equal(t, first, s.evaluate().Status, "nothing changed: the same status, so no write")
+
+	s.recover("node-00")
+	changed := s.evaluate().Status
+	assert.Equal(t, metav1.NewTime(now.Add(time.Minute)), *changed.LastUpdateTime)
+}
