@@ -1,11 +1,15 @@
 package remediation
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
@@ -16,8 +20,11 @@ import (
 // template, following the contract remediators rely on:
 //   - the template's apiVersion, and its kind without the "Template" suffix;
 //   - the template's namespace, and the node's name as name; or, when the
-//     template carries the multiple-templates-support annotation, the
-//     generated name "<node>-<random>", since one node may then have several;
+//     template carries the multiple-templates-support annotation, since one
+//     node may then have several, "<node>-<hash>", where the hash is stable
+//     for the NodeHealthCheck and the template: a repeated create, from a
+//     stale decision or after a crash, meets AlreadyExists instead of making
+//     a second resource (upstream's generateName would);
 //   - spec: a deep copy of the template's spec.template.spec;
 //   - an owner reference to the NodeHealthCheck, with its UID;
 //   - the node-name and template-name annotations, the part-of label, and the
@@ -31,10 +38,9 @@ func newRemediation(template *unstructured.Unstructured, nhc *v1alpha1.NodeHealt
 	r.SetAPIVersion(template.GetAPIVersion())
 	r.SetKind(health.RemediationKind(template.GetKind()))
 	r.SetNamespace(template.GetNamespace())
+	r.SetName(node)
 	if supportsMultipleTemplates(template) {
-		r.SetGenerateName(node + "-")
-	} else {
-		r.SetName(node)
+		r.SetName(stepName(node, nhc, template))
 	}
 	r.SetOwnerReferences([]metav1.OwnerReference{{
 		APIVersion: v1alpha1.SchemeGroupVersion.String(),
@@ -77,4 +83,17 @@ func templateSpec(template *unstructured.Unstructured) (map[string]any, error) {
 func supportsMultipleTemplates(template *unstructured.Unstructured) bool {
 	_, ok := template.GetAnnotations()[v1alpha1.MultipleTemplatesSupportAnnotation]
 	return ok
+}
+
+// stepNameHashLength is the number of hex digits of a step's name hash.
+const stepNameHashLength = 10
+
+// stepName is the name of a node's resource from a template that allows
+// several per node: the node's name and a hash of the NodeHealthCheck's UID
+// and the template. The node part is shortened to keep the name a valid
+// object name.
+func stepName(node string, nhc *v1alpha1.NodeHealthCheck, template *unstructured.Unstructured) string {
+	sum := sha256.Sum256([]byte(string(nhc.UID) + "/" + template.GetAPIVersion() + "/" + template.GetKind() + "/" + template.GetNamespace() + "/" + template.GetName()))
+	suffix := "-" + hex.EncodeToString(sum[:])[:stepNameHashLength]
+	return strings.TrimRight(node[:min(len(node), validation.DNS1123SubdomainMaxLength-len(suffix))], ".-") + suffix
 }

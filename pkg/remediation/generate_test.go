@@ -3,6 +3,7 @@ package remediation
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
@@ -78,11 +80,33 @@ func TestNewRemediationForAControlPlaneNode(t *testing.T) {
 }
 
 func TestNewRemediationWithMultipleTemplatesSupport(t *testing.T) {
-	r, err := newRemediation(testTemplate(map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: ""}), testNHC, "worker-1", false)
+	multi := map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: ""}
+	r, err := newRemediation(testTemplate(multi), testNHC, "worker-1", false)
 	require.NoError(t, err)
-	assert.Empty(t, r.GetName())
-	assert.Equal(t, "worker-1-", r.GetGenerateName())
+	assert.Regexp(t, "^worker-1-[0-9a-f]{10}$", r.GetName())
+	assert.Empty(t, r.GetGenerateName(), "a stable name: a repeated create meets AlreadyExists")
 	assert.Equal(t, "worker-1", NodeOf(r), "found by its annotation")
+
+	again, err := newRemediation(testTemplate(multi), testNHC, "worker-1", false)
+	require.NoError(t, err)
+	assert.Equal(t, r.GetName(), again.GetName(), "the same for the same NodeHealthCheck, template and node")
+	other := testTemplate(multi)
+	other.SetName("power-off")
+	fromOther, err := newRemediation(other, testNHC, "worker-1", false)
+	require.NoError(t, err)
+	assert.NotEqual(t, r.GetName(), fromOther.GetName(), "another template, another resource")
+	recreated := testNHC.DeepCopy()
+	recreated.UID = "new-uid"
+	ofRecreated, err := newRemediation(testTemplate(multi), recreated, "worker-1", false)
+	require.NoError(t, err)
+	assert.NotEqual(t, r.GetName(), ofRecreated.GetName(), "a recreated NodeHealthCheck does not meet its predecessor's resources")
+
+	long := strings.Repeat("n", 253)
+	r, err = newRemediation(testTemplate(multi), testNHC, long, false)
+	require.NoError(t, err)
+	assert.Len(t, r.GetName(), 253, "shortened to a valid name")
+	assert.Empty(t, validation.IsDNS1123Subdomain(r.GetName()))
+	assert.Equal(t, long, NodeOf(r))
 }
 
 func TestTemplateSpec(t *testing.T) {

@@ -137,7 +137,7 @@ func TestEscalationWithTwoTemplatesOfOneKind(t *testing.T) {
 	env.sync(t, nhc.Name, time.Now())
 	first := remediationsOf(t, node)
 	require.Len(t, first, 1)
-	assert.Regexp(t, "^escalate-worker-.{5}$", first[0].GetName(), "a generated name")
+	assert.Regexp(t, "^escalate-worker-[0-9a-f]{10}$", first[0].GetName(), "a stable name per template")
 	assert.Equal(t, "escalate-soft", first[0].GetAnnotations()[v1alpha1.TemplateNameAnnotation])
 
 	// The remediator gives up before the timeout: the next step starts at once.

@@ -16,8 +16,9 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
 
-// multi makes the template's resources get generated names, where a second
-// create would not fail but duplicate.
+// multi gives the template's resources the names of the several-per-node
+// scheme, the names upstream generates at random, where a second create would
+// not fail but duplicate.
 var multi = map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: "true"}
 
 // uids maps each node to the UIDs of its remediations.
