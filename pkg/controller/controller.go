@@ -39,6 +39,12 @@ const notReadyRequeue = time.Second
 // looked at again, besides the events that wake it.
 const problemRequeue = 10 * time.Second
 
+// maxCreationsPerSync bounds the remediation resources one sync creates: at
+// the default client rate limit (50 a second) about a second of creates, so
+// that none is sent long after the snapshot it was decided from. The next
+// sync follows at once and goes on.
+const maxCreationsPerSync = 50
+
 // syncTimeout bounds the API calls of one sync.
 const syncTimeout = time.Minute
 

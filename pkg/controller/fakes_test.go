@@ -30,22 +30,32 @@ type fakeRemediations struct {
 	clock *clocktesting.FakeClock
 	obs   remediation.Observation
 	// outcome, when set, replaces the default all-succeeded outcome.
-	outcome   func(*health.Plan) health.Outcome
-	applied   []health.Plan
-	forgotten []string
+	outcome func(*health.Plan) health.Outcome
+	// beforeCreate, when set, runs just before each create is rechecked: the
+	// cluster changing while a sync creates one resource after another.
+	beforeCreate func(health.Creation)
+	applied      []health.Plan
+	forgotten    []string
 }
 
 func (f *fakeRemediations) Read(*v1alpha1.NodeHealthCheck) (remediation.Observation, error) {
 	return f.obs, nil
 }
 
-func (f *fakeRemediations) Apply(_ context.Context, _ *v1alpha1.NodeHealthCheck, p *health.Plan, _ *remediation.Observation) health.Outcome {
+func (f *fakeRemediations) Apply(_ context.Context, _ *v1alpha1.NodeHealthCheck, p *health.Plan, _ *remediation.Observation, recheck remediation.Recheck) health.Outcome {
 	f.applied = append(f.applied, *p)
 	if f.outcome != nil {
 		return f.outcome(p)
 	}
 	out := health.Outcome{TimedOut: p.TimeOut, Deleted: p.Delete}
 	for _, c := range p.Create {
+		if f.beforeCreate != nil {
+			f.beforeCreate(c)
+		}
+		if why := recheck(c); why != "" {
+			out.Withdrawn = append(out.Withdrawn, health.Blocked{Node: c.Node, Message: why})
+			continue
+		}
 		out.Created = append(out.Created, health.Created{Creation: c, Resource: createdRef(c), CreationTime: f.clock.Now()})
 	}
 	return out

@@ -17,8 +17,9 @@ type remediationManager interface {
 	// Read observes what a NodeHealthCheck's evaluation needs from its
 	// templates and remediation resources.
 	Read(nhc *v1alpha1.NodeHealthCheck) (remediation.Observation, error)
-	// Apply carries out a plan and says what happened.
-	Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, obs *remediation.Observation) health.Outcome
+	// Apply carries out a plan, rechecking each create just before it is
+	// sent, and says what happened.
+	Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, obs *remediation.Observation, recheck remediation.Recheck) health.Outcome
 	// Forget drops what is kept for a deleted NodeHealthCheck.
 	Forget(nhc string)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
 // Sync runs one NodeHealthCheck once, one way: decide (health.Evaluate),
@@ -43,7 +44,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	}
 	in := health.Input{
 		NHC: nhc, Remediations: obs.Remediations, BusyControlPlaneNodes: obs.BusyControlPlaneNodes, PendingNodes: obs.PendingNodes,
-		TemplateProblem: obs.TemplateProblem, ResourcesUnknown: !obs.Ready, Now: c.clock.Now(),
+		TemplateProblem: obs.TemplateProblem, ResourcesUnknown: !obs.Ready, MaxCreations: maxCreationsPerSync, Now: c.clock.Now(),
 	}
 	if obs.Ready {
 		if in.Nodes, err = c.selectedNodes(nhc, obs.Remediations); err != nil {
@@ -60,7 +61,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	if err := c.mayWrite(); err != nil {
 		return 0, fmt.Errorf("not acting: %w", err)
 	}
-	out := c.remediations.Apply(ctx, nhc, &plan, &obs)
+	out := c.remediations.Apply(ctx, nhc, &plan, &obs, c.recheck(name, &plan))
 
 	// Record.
 	status := health.Status(in, &plan, &out)
@@ -77,14 +78,35 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	c.metrics.record(nhc, &plan, &out, status, statusErr == nil, in.Now)
 
 	var requeueAfter time.Duration
-	if !plan.NextDeadline.IsZero() {
+	switch {
+	case plan.Deferred > 0 || len(out.Withdrawn) > 0:
+		// The rest of the work, from a fresh snapshot.
+		requeueAfter = time.Millisecond
+	case !plan.NextDeadline.IsZero():
 		requeueAfter = max(plan.NextDeadline.Sub(c.clock.Now()), time.Millisecond)
 	}
 	logVerdicts(logger, &plan)
 	logger.V(2).Info("Synced", "phase", status.Phase, "observed", plan.Observed, "healthy", plan.Healthy,
 		"remediating", plan.Remediating, "created", len(out.Created), "deleted", len(out.Deleted), "timedOut", len(out.TimedOut),
+		"deferred", plan.Deferred, "withdrawn", len(out.Withdrawn),
 		"stormActive", plan.Storm.Active, "requeueAfter", requeueAfter, "duration", c.clock.Since(started))
 	return requeueAfter, errors.Join(append(out.Errors, statusErr)...)
+}
+
+// recheck reads a NodeHealthCheck and a node from the caches as they are
+// just before a create, for Plan.Recheck.
+func (c *Controller) recheck(name string, plan *health.Plan) remediation.Recheck {
+	return func(cr health.Creation) string {
+		var nhc *v1alpha1.NodeHealthCheck
+		if cached, err := c.nhcLister.Get(name); err == nil {
+			nhc = c.latest(cached)
+		}
+		node, err := c.nodeLister.Get(cr.Node)
+		if err != nil {
+			node = nil
+		}
+		return plan.Recheck(nhc, node, cr, c.clock.Now())
+	}
 }
 
 // selectedNodes lists the nodes the selector matches. An invalid selector

@@ -388,3 +388,36 @@ func TestSyncWritesNothingWithoutTheLease(t *testing.T) {
 	require.Len(t, f.remediations.applied, 1)
 	assert.Len(t, f.remediations.applied[0].Create, 1, "renewed: it acts again")
 }
+
+func TestSyncRechecksEachCreateAgainstTheCachesOfThatMoment(t *testing.T) {
+	// A sync decides, then creates one resource after another; meanwhile the
+	// cluster moves on. Each create is sent only if the caches of that moment
+	// still show the need.
+	paused := workersNHC()
+	paused.Generation, paused.ResourceVersion = 2, "2"
+	paused.Spec.PauseRequests = []string{"maintenance by @admin"}
+	excluded := notReady("worker-1", longAgo)
+	excluded.Labels[v1alpha1.ExcludeFromRemediationLabel] = "true"
+	cases := []struct {
+		name   string
+		change func(*testing.T, *syncFixture)
+	}{
+		{"the node recovered", func(t *testing.T, f *syncFixture) { f.setNode(t, healthyNode("worker-1")) }},
+		{"the node got the exclude label", func(t *testing.T, f *syncFixture) { f.setNode(t, excluded) }},
+		{"the NodeHealthCheck was paused", func(t *testing.T, f *syncFixture) { f.setNHC(t, paused) }},
+		{"the node was deleted", func(t *testing.T, f *syncFixture) { require.NoError(t, f.nodes.Delete(healthyNode("worker-1"))) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newSyncFixture(t, workersNHC(), notReady("worker-1", longAgo), healthyNode("worker-2"))
+			f.remediations.beforeCreate = func(health.Creation) { tc.change(t, f) }
+			requeue, err := f.sync()
+			require.NoError(t, err)
+			require.Len(t, f.remediations.applied, 1)
+			assert.Len(t, f.remediations.applied[0].Create, 1, "the plan wanted it")
+			assert.Empty(t, withReason(f.events(), health.ReasonRemediationCreated), "nothing was created")
+			assert.Empty(t, entryOf(f.lastStatus(t), "worker-1").Remediations)
+			assert.Equal(t, time.Millisecond, requeue, "the next sync decides again at once")
+		})
+	}
+}

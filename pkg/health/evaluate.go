@@ -43,7 +43,7 @@ func Evaluate(in Input) Plan {
 	if problem == nil {
 		problem = in.TemplateProblem
 	}
-	e := &evaluation{in: in, rules: r, now: in.Now, p: Plan{Problem: problem, rules: r}}
+	e := &evaluation{in: in, rules: r, now: in.Now, p: Plan{Problem: problem, rules: r, decidedFrom: in.NHC}}
 	if in.ResourcesUnknown {
 		e.enablementEvent()
 		return e.p
@@ -221,6 +221,10 @@ func (e *evaluation) escalate(esc escalation) {
 	if v.Waiting = e.escalationGate(v); v.Waiting != WaitNone {
 		return
 	}
+	if next < len(steps) && e.deferToNextPlan(v) {
+		// The time-out and the next step go together, in the next plan.
+		return
+	}
 	e.p.TimeOut = append(e.p.TimeOut, TimeOut{
 		Node: v.Node.Name, Resource: current.Ref,
 		Annotate: current.Succeeded != metav1.ConditionTrue, Failed: failed, At: e.now,
@@ -254,52 +258,6 @@ func superseded(steps []step, p progress, resources []Remediation, previous *v1a
 	return found
 }
 
-// resourceGate says why a node may not get any new resource now: neither a
-// first remediation nor its next escalation step.
-func (e *evaluation) resourceGate(v *NodeVerdict) WaitReason {
-	switch {
-	case e.p.Problem != nil:
-		return WaitDisabled
-	case e.rules.paused():
-		return WaitPaused
-	case v.Excluded:
-		return WaitExcluded
-	}
-	return WaitNone
-}
-
-// escalationGate says why a node under remediation may not move to its next
-// step now: what holds back any new resource, the budget and storm recovery
-// (the spec: storm recovery blocks new remediations; the workflow: nothing
-// is processed further while minHealthy fails). A resource being deleted
-// cannot stand in the way: every resource, deleting or not, counts as a step
-// used, so the next step is always another.
-func (e *evaluation) escalationGate(v *NodeVerdict) WaitReason {
-	if w := e.resourceGate(v); w != WaitNone {
-		return w
-	}
-	switch {
-	case !e.p.Budget.Allowed:
-		return WaitMinHealthy
-	case e.p.Storm.Active:
-		return WaitStorm
-	}
-	return WaitNone
-}
-
-// firstRemediationGate says why a node may not get its first remediation
-// now: what holds back an escalation, and another control-plane node under
-// remediation.
-func (e *evaluation) firstRemediationGate(v *NodeVerdict) WaitReason {
-	if w := e.escalationGate(v); w != WaitNone {
-		return w
-	}
-	if v.ControlPlane && e.controlPlaneBusy(v.Node.Name) {
-		return WaitControlPlane
-	}
-	return WaitNone
-}
-
 // startRemediations gives candidates their first remediation, as far as
 // the gates allow. Of several control-plane candidates, the one unhealthy
 // longest goes first, then by name.
@@ -324,19 +282,11 @@ func (e *evaluation) startRemediations() {
 	slices.SortFunc(e.p.Create, func(a, b Creation) int { return strings.Compare(a.Node, b.Node) })
 }
 
-func (e *evaluation) controlPlaneBusy(node string) bool {
-	if e.busyControlPlane != "" && e.busyControlPlane != node {
-		return true
-	}
-	for busy := range e.in.BusyControlPlaneNodes {
-		if busy != node {
-			return true
-		}
-	}
-	return false
-}
-
+// create plans a resource, unless this plan created as many as it may.
 func (e *evaluation) create(v *NodeVerdict, stepIndex int, escalation bool) {
+	if e.deferToNextPlan(v) {
+		return
+	}
 	s := e.rules.steps[stepIndex]
 	e.p.Create = append(e.p.Create, Creation{
 		Node: v.Node.Name, Template: s.template, Step: stepIndex, Timeout: s.timeout,

@@ -39,6 +39,11 @@ type Input struct {
 	// TemplateProblem says why. Deciding without them could lose
 	// remediations: the plan does nothing, and the status keeps its entries.
 	ResourcesUnknown bool
+	// MaxCreations bounds the resources one plan creates, so that no create
+	// is sent long after the snapshot it was decided from; 0 is no bound. The
+	// rest wait for the next plan, and storm recovery does not start before
+	// they had their turn.
+	MaxCreations int
 	// Now is the current time.
 	Now time.Time
 }

@@ -22,6 +22,10 @@ type Outcome struct {
 	// of, such as someone else's resource of the same name: retrying does not
 	// help until it goes.
 	Blocked []Blocked
+	// Withdrawn are creations not sent, because the caches just before the
+	// create no longer showed the need (Plan.Recheck): the next plan decides
+	// again.
+	Withdrawn []Blocked
 	// Errors are the actions that failed and are worth a retry; the others
 	// went ahead.
 	Errors []error

@@ -64,9 +64,14 @@ type Plan struct {
 	// NextDeadline is the earliest future instant at which the plan can
 	// change without any object changing, or zero.
 	NextDeadline time.Time
+	// Deferred is the number of resources Input.MaxCreations held for the
+	// next plan, which should follow at once.
+	Deferred int
 
 	// rules is the spec as Evaluate parsed it, for Status.
 	rules *rules
+	// decidedFrom is the NodeHealthCheck the plan was made from, for Recheck.
+	decidedFrom *v1alpha1.NodeHealthCheck
 }
 
 // NodeState is a node's health as the NodeHealthCheck sees it.
@@ -101,6 +106,9 @@ const (
 	// WaitOwnWrite: the caches do not show this controller's last write for
 	// the node yet.
 	WaitOwnWrite WaitReason = "OwnWritePending"
+	// WaitNextBatch: this plan created as many resources as it may; the
+	// next plan, right after, goes on.
+	WaitNextBatch WaitReason = "NextBatch"
 )
 
 // NodeVerdict is the evaluation of one selected node.

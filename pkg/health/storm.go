@@ -114,7 +114,8 @@ func (e *evaluation) stormBefore() {
 
 // stormAfter starts a storm once the remediations this evaluation allows are planned.
 func (e *evaluation) stormAfter() {
-	if !e.p.Storm.Configured || e.p.Storm.Active {
+	if !e.p.Storm.Configured || e.p.Storm.Active || e.p.Deferred > 0 {
+		// Remediations the budget allowed but this plan deferred come first.
 		return
 	}
 	if e.rules.storm.starts(e.p.Healthy, e.p.Observed-e.p.Healthy, e.p.Budget.MinHealthy) {

@@ -14,11 +14,16 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
 
+// Recheck says, just before a create is sent, why it must not be after all,
+// or "" to send it.
+type Recheck func(c health.Creation) string
+
 // Apply carries out a plan's actions on remediation resources and nodes, and
 // says what happened, action by action. Each action stands alone: one failure
 // does not stop the others, except that a node whose time-out annotation
-// failed gets no next step, so that the order holds.
-func (m *Manager) Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, obs *Observation) health.Outcome {
+// failed gets no next step, so that the order holds. Every create is
+// rechecked just before it is sent.
+func (m *Manager) Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, obs *Observation, recheck Recheck) health.Outcome {
 	var out health.Outcome
 	failedTimeOut := map[string]bool{}
 	for _, to := range plan.TimeOut {
@@ -34,6 +39,10 @@ func (m *Manager) Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan
 	}
 	for _, c := range plan.Create {
 		if failedTimeOut[c.Node] {
+			continue
+		}
+		if why := recheck(c); why != "" {
+			out.Withdrawn = append(out.Withdrawn, health.Blocked{Node: c.Node, Message: why})
 			continue
 		}
 		created, err := m.create(ctx, nhc, c, obs)

@@ -48,6 +48,9 @@ func newApplyFixture(t *testing.T) *applyFixture {
 	return &applyFixture{client: client, manager: m, obs: obs}
 }
 
+// sendAll lets every create through its recheck.
+func sendAll(health.Creation) string { return "" }
+
 func createPlan(nodes ...string) *health.Plan {
 	p := &health.Plan{}
 	for _, node := range nodes {
@@ -89,7 +92,7 @@ func TestAnUncertainCreateIsSettledByAGet(t *testing.T) {
 				}
 				return true, nil, apierrors.NewInternalError(assert.AnError)
 			})
-			out := f.manager.Apply(context.Background(), testNHC, controlPlanePlan("master-0"), f.obs)
+			out := f.manager.Apply(context.Background(), testNHC, controlPlanePlan("master-0"), f.obs, sendAll)
 			if tc.wantCreated {
 				assert.Empty(t, out.Errors)
 				require.Len(t, out.Created, 1)
@@ -112,7 +115,7 @@ func TestControlPlaneNodesOneAtATimeAcrossNodeHealthChecks(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, node := range []string{"master-0", "master-1"} {
 		wg.Go(func() {
-			outcomes[i] = f.manager.Apply(context.Background(), nhcNamed("cp-"+node), controlPlanePlan(node), f.obs)
+			outcomes[i] = f.manager.Apply(context.Background(), nhcNamed("cp-"+node), controlPlanePlan(node), f.obs, sendAll)
 		})
 	}
 	wg.Wait()
@@ -136,10 +139,10 @@ func TestControlPlaneNodesOneAtATimeAcrossNodeHealthChecks(t *testing.T) {
 	// The reservation holds while the resource exists, whatever kind the
 	// other NodeHealthCheck watches, and goes when the resource is seen gone.
 	assert.Equal(t, []string{NodeOf(first)}, f.manager.controlPlane.nodes())
-	out := f.manager.Apply(context.Background(), nhcNamed("cp-"+waiting), controlPlanePlan(waiting), f.obs)
+	out := f.manager.Apply(context.Background(), nhcNamed("cp-"+waiting), controlPlanePlan(waiting), f.obs, sendAll)
 	assert.Len(t, out.Blocked, 1)
 	f.manager.controlPlane.settle(testGVR, first, true)
-	out = f.manager.Apply(context.Background(), nhcNamed("cp-"+waiting), controlPlanePlan(waiting), f.obs)
+	out = f.manager.Apply(context.Background(), nhcNamed("cp-"+waiting), controlPlanePlan(waiting), f.obs, sendAll)
 	assert.Len(t, out.Created, 1, "free again")
 
 	// Forgetting a deleted NodeHealthCheck releases what it held.
@@ -149,7 +152,7 @@ func TestControlPlaneNodesOneAtATimeAcrossNodeHealthChecks(t *testing.T) {
 
 func TestWorkersAreNotHeldByAControlPlaneReservation(t *testing.T) {
 	f := newApplyFixture(t)
-	require.Len(t, f.manager.Apply(context.Background(), testNHC, controlPlanePlan("master-0"), f.obs).Created, 1)
-	out := f.manager.Apply(context.Background(), nhcNamed("workers-b"), createPlan("worker-1"), f.obs)
+	require.Len(t, f.manager.Apply(context.Background(), testNHC, controlPlanePlan("master-0"), f.obs, sendAll).Created, 1)
+	out := f.manager.Apply(context.Background(), nhcNamed("workers-b"), createPlan("worker-1"), f.obs, sendAll)
 	assert.Len(t, out.Created, 1)
 }

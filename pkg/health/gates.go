@@ -1,0 +1,72 @@
+package health
+
+// The gates: why a node that needs a new resource does not get one now.
+
+// resourceGate says why a node may not get any new resource now: neither a
+// first remediation nor its next escalation step.
+func (e *evaluation) resourceGate(v *NodeVerdict) WaitReason {
+	switch {
+	case e.p.Problem != nil:
+		return WaitDisabled
+	case e.rules.paused():
+		return WaitPaused
+	case v.Excluded:
+		return WaitExcluded
+	}
+	return WaitNone
+}
+
+// escalationGate says why a node under remediation may not move to its next
+// step now: what holds back any new resource, the budget and storm recovery
+// (the spec: storm recovery blocks new remediations; the workflow: nothing
+// is processed further while minHealthy fails). A resource being deleted
+// cannot stand in the way: every resource, deleting or not, counts as a step
+// used, so the next step is always another.
+func (e *evaluation) escalationGate(v *NodeVerdict) WaitReason {
+	if w := e.resourceGate(v); w != WaitNone {
+		return w
+	}
+	switch {
+	case !e.p.Budget.Allowed:
+		return WaitMinHealthy
+	case e.p.Storm.Active:
+		return WaitStorm
+	}
+	return WaitNone
+}
+
+// firstRemediationGate says why a node may not get its first remediation
+// now: what holds back an escalation, and another control-plane node under
+// remediation.
+func (e *evaluation) firstRemediationGate(v *NodeVerdict) WaitReason {
+	if w := e.escalationGate(v); w != WaitNone {
+		return w
+	}
+	if v.ControlPlane && e.controlPlaneBusy(v.Node.Name) {
+		return WaitControlPlane
+	}
+	return WaitNone
+}
+
+func (e *evaluation) controlPlaneBusy(node string) bool {
+	if e.busyControlPlane != "" && e.busyControlPlane != node {
+		return true
+	}
+	for busy := range e.in.BusyControlPlaneNodes {
+		if busy != node {
+			return true
+		}
+	}
+	return false
+}
+
+// deferToNextPlan holds a node's new resource for the next plan when this one created
+// as many as Input.MaxCreations allows.
+func (e *evaluation) deferToNextPlan(v *NodeVerdict) bool {
+	if e.in.MaxCreations <= 0 || len(e.p.Create) < e.in.MaxCreations {
+		return false
+	}
+	v.Waiting = WaitNextBatch
+	e.p.Deferred++
+	return true
+}

@@ -1,0 +1,93 @@
+package health
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+)
+
+func TestRecheckJustBeforeTheCreate(t *testing.T) {
+	nhc := testNHC(minHealthy(intstr.FromInt32(0)))
+	nhc.Spec.Selector.MatchLabels = nil
+	sick := testNode("sick", unhealthy)
+	p := Evaluate(Input{NHC: nhc, Nodes: []*corev1.Node{sick}, Now: now})
+	require.Len(t, p.Create, 1)
+	c := p.Create[0]
+	edited := nhc.DeepCopy()
+	edited.Generation++
+	recreated := nhc.DeepCopy()
+	recreated.UID = "another"
+	cases := []struct {
+		name string
+		nhc  *v1alpha1.NodeHealthCheck
+		node *corev1.Node
+		want string
+	}{
+		{"nothing changed", nhc, sick, ""},
+		{"the NodeHealthCheck is gone", nil, sick, withdrawnNHCGone},
+		{"it was deleted and created again", recreated, sick, withdrawnNHCGone},
+		{"it was paused or edited", edited, sick, withdrawnSpecChanged},
+		{"the node is gone", nhc, nil, withdrawnNodeGone},
+		{"the node recovered", nhc, testNode("sick"), withdrawnRecovered},
+		{"the node is excluded", nhc, testNode("sick", unhealthy, label(v1alpha1.ExcludeFromRemediationLabel, "true")), withdrawnExcluded},
+		{"the node became a control-plane node", nhc, testNode("sick", unhealthy, controlPlane), withdrawnRoleChanged},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, p.Recheck(tc.nhc, tc.node, c, now.Add(time.Second)))
+		})
+	}
+
+	selecting := testNHC(minHealthy(intstr.FromInt32(0)))
+	worker := testNode("sick", unhealthy, label("role", "worker"))
+	p = Evaluate(Input{NHC: selecting, Nodes: []*corev1.Node{worker}, Now: now})
+	require.Len(t, p.Create, 1)
+	assert.Equal(t, withdrawnDeselected, p.Recheck(selecting, testNode("sick", unhealthy, label("role", "infra")), p.Create[0], now))
+}
+
+func TestMaxCreationsDefersTheRestToTheNextPlan(t *testing.T) {
+	s := newSimulation(testNHC(minHealthy(intstr.FromInt32(11)), stormThreshold(5)), 20)
+	s.evaluate()
+	s.fail(s.nodeNames(0, 9)...)
+	in := func() Input {
+		return Input{NHC: s.nhc, Nodes: s.nodes, Remediations: s.resources, MaxCreations: 3, Now: s.clock}
+	}
+	// The spec's storm example: 9 of 20 fail with minHealthy 11. All 9 may
+	// start before the storm holds back the next, three a plan.
+	created := 0
+	for plan := 1; plan <= 3; plan++ {
+		p := Evaluate(in())
+		require.Len(t, p.Create, 3, "plan %d", plan)
+		assert.Equal(t, 9-created-3, p.Deferred, "plan %d", plan)
+		for _, c := range p.Create {
+			s.resources[c.Node] = append(s.resources[c.Node], Remediation{Ref: corev1.ObjectReference{Name: c.Node, UID: types.UID("uid-" + c.Node)}, Created: s.clock, TemplateName: c.Template.Name})
+		}
+		created += 3
+		if plan < 3 {
+			assert.False(t, p.Storm.Active, "no storm while allowed remediations wait their turn")
+			assert.Equal(t, WaitNextBatch, verdictOf(result{Plan: p}, p.Nodes[8].Node.Name).Waiting)
+		} else {
+			assert.True(t, p.Storm.Active, "then the storm")
+		}
+	}
+}
+
+func TestAnEscalationIsDeferredWhole(t *testing.T) {
+	// Two steps time out; the plan may create one resource. The other node's
+	// step keeps running, unannotated, until its next step can start with it.
+	resources := remediationsFor("sick", remediationOf(templateA, "sick", 20*time.Minute))
+	resources["second"] = []Remediation{remediationOf(templateA, "second", 20*time.Minute)}
+	list := append(oneSick(), testNode("second", unhealthy))
+	p := Evaluate(Input{NHC: testNHC(threeSteps(), minHealthy(intstr.FromInt32(0))), Nodes: list, Remediations: resources, MaxCreations: 1, Now: now})
+	require.Len(t, p.Create, 1)
+	require.Len(t, p.TimeOut, 1)
+	assert.Equal(t, p.Create[0].Node, p.TimeOut[0].Node, "a time-out goes with its next step")
+	assert.Equal(t, 1, p.Deferred)
+}
