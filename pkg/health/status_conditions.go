@@ -120,7 +120,7 @@ func (p *Plan) waitSummary() string {
 	counts := map[WaitReason]int{}
 	waiting := 0
 	for i := range p.Nodes {
-		if w := p.Nodes[i].Waiting; w != WaitNone && w != WaitPaused && w != WaitDisabled && w != WaitOwnWrite {
+		if w := p.Nodes[i].Waiting; w != WaitNone && w != WaitPaused && w != WaitDisabled && w != WaitOwnWrite && w != WaitNextBatch {
 			counts[w]++
 			waiting++
 		}
