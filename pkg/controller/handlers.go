@@ -105,12 +105,22 @@ func (c *Controller) enqueueSelecting(labelSets ...map[string]string) {
 }
 
 // remediationChanged hears of every template and remediation resource the
-// dynamic informers see: it enqueues the owners of a remediation resource
-// and the NodeHealthChecks that reference a template.
+// dynamic informers see. It enqueues the owners of a remediation resource,
+// the NodeHealthChecks that select its node (another owner's resource may
+// have held the node back), every NodeHealthCheck for a control-plane
+// remediation (it held back every control-plane node), and the
+// NodeHealthChecks that reference a template.
 func (c *Controller) remediationChanged(logger klog.Logger, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool) {
 	for _, owner := range remediation.OwnerNames(obj) {
 		logger.V(6).Info("Remediation resource changed", "resource", gvr, "object", klog.KObj(obj), "deleted", deleted, "nodeHealthCheck", klog.KRef("", owner))
 		c.queue.Add(owner)
+	}
+	if _, controlPlane := obj.GetLabels()[v1alpha1.ControlPlaneNodeLabel]; controlPlane {
+		for _, s := range c.selectors.get(c.nhcLister).entries {
+			c.queue.Add(s.name)
+		}
+	} else if node, err := c.nodeLister.Get(remediation.NodeOf(obj)); err == nil {
+		c.enqueueSelecting(node.Labels)
 	}
 	key := templateKey(gvr.Group, obj.GetKind(), obj.GetNamespace(), obj.GetName())
 	referencing, _ := c.nhcIndexer.ByIndex(templateIndex, key)

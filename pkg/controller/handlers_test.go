@@ -17,7 +17,9 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -160,4 +162,27 @@ func TestRemediatorEventsEnqueueOwnersAndTemplateUsers(t *testing.T) {
 	other.SetName("manual")
 	c.remediationChanged(klog.Background(), schema.GroupVersionResource{Group: "self-node-remediation.medik8s.io", Version: "v1alpha1", Resource: "selfnoderemediationtemplates"}, other, false)
 	assert.Empty(t, queued(c), "another template wakes nobody")
+}
+
+func TestARemediationResourceWakesTheNodeHealthChecksItHeldBack(t *testing.T) {
+	c := newTestController(t, selectingNHC("workers", "worker"), selectingNHC("infra", "infra"))
+	nodes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	c.nodeLister = corelisters.NewNodeLister(nodes)
+	worker := nodeWithRole("worker")
+	worker.Name = "worker-1"
+	require.NoError(t, nodes.Add(worker))
+
+	// Someone else's resource for worker-1 goes: "workers" may remediate it now.
+	theirs := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "self-node-remediation.medik8s.io/v1alpha1", "kind": "SelfNodeRemediation"}}
+	theirs.SetName("worker-1")
+	theirs.SetNamespace("snr")
+	c.remediationChanged(klog.Background(), snrResource, theirs, true)
+	assert.Equal(t, []string{"workers"}, queued(c), "the NodeHealthCheck that selects its node")
+
+	// A control-plane remediation going frees every control-plane node.
+	controlPlane := theirs.DeepCopy()
+	controlPlane.SetName("master-0")
+	controlPlane.SetLabels(map[string]string{v1alpha1.ControlPlaneNodeLabel: ""})
+	c.remediationChanged(klog.Background(), snrResource, controlPlane, true)
+	assert.Equal(t, []string{"infra", "workers"}, queued(c))
 }

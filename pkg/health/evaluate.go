@@ -13,6 +13,12 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
 
+// WaitRetry is how soon a node that waits for something outside its
+// NodeHealthCheck (another node's or another owner's resource, a deletion,
+// the controller's own write showing) is looked at again, should the event
+// that ends the wait never come.
+const WaitRetry = time.Minute
+
 // OldRemediationAge is the age at which a remediation resource is flagged
 // for the old-remediation metric and alert.
 const OldRemediationAge = 48 * time.Hour
@@ -74,6 +80,13 @@ func Evaluate(in Input) Plan {
 	e.startRemediations()
 	e.stormAfter()
 	e.enablementEvent()
+	for i := range e.p.Nodes {
+		switch e.p.Nodes[i].Waiting {
+		case WaitControlPlane, WaitDeletion, WaitOwnWrite:
+			// Events should end these waits; a deadline ends them if none comes.
+			e.deadline(e.now.Add(WaitRetry))
+		}
+	}
 	return e.p
 }
 

@@ -176,3 +176,13 @@ func TestControlPlaneNodesOneAtATime(t *testing.T) {
 		})
 	}
 }
+
+func TestWaitsForSomethingElseHaveAFallbackDeadline(t *testing.T) {
+	// Another owner's control-plane remediation holds this control-plane node;
+	// its deletion should wake the NodeHealthCheck, and a deadline does if
+	// that event never comes.
+	list := append(nodes("healthy", 3, controlPlane), testNode("cp-sick", controlPlane, unhealthy))
+	d := decide(Input{NHC: testNHC(minHealthy(intstr.FromInt32(0))), Nodes: list, BusyControlPlaneNodes: map[string]bool{"cp-other": true}, Now: now})
+	assert.Equal(t, WaitControlPlane, verdictOf(d, "cp-sick").Waiting)
+	assert.Equal(t, now.Add(WaitRetry), d.NextDeadline)
+}
