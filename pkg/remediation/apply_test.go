@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -156,3 +157,40 @@ func TestWorkersAreNotHeldByAControlPlaneReservation(t *testing.T) {
 	out := f.manager.Apply(context.Background(), nhcNamed("workers-b"), createPlan("worker-1"), f.obs, sendAll)
 	assert.Len(t, out.Created, 1)
 }
+
+func TestAKindThatCannotBeWatchedDisablesAfterAGrace(t *testing.T) {
+	cases := []struct {
+		name    string
+		err     error
+		message string
+	}{
+		{"forbidden", apierrors.NewForbidden(testGVR.GroupResource(), "", assert.AnError),
+			"Remediation resources testremediations.test.medik8s.io cannot be watched"},
+		{"no longer served", apierrors.NewNotFound(testGVR.GroupResource(), ""),
+			"Remediation resources testremediations.test.medik8s.io are no longer served by the API server: is their remediator uninstalled?"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			t.Cleanup(cancel)
+			client := fakeDynamic()
+			client.PrependReactor("list", "testremediations", func(clienttesting.Action) (bool, runtime.Object, error) {
+				return true, nil, tc.err
+			})
+			clock := clocktesting.NewFakePassiveClock(time.Now())
+			informers := NewInformers(ctx, client)
+			informers.grace = 0
+			m := NewManager(informers, NewTemplates(resettable{meta.NewDefaultRESTMapper(nil)}, informers, clock), NewExpectations(clock), NewWriter(client, kubefake.NewClientset()))
+			informers.Use("workers", testGVR)
+			var problem *health.Problem
+			require.Eventually(t, func() bool { problem = m.unwatchable(testGVR); return problem != nil }, 10*time.Second, 10*time.Millisecond)
+			assert.Equal(t, v1alpha1.ReasonTemplateNotFound, problem.Reason)
+			assert.Contains(t, problem.Message, tc.message)
+		})
+	}
+}
+
+// resettable is a RESTMapper that forgets nothing when reset.
+type resettable struct{ meta.RESTMapper }
+
+func (resettable) Reset() {}

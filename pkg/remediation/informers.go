@@ -3,6 +3,7 @@ package remediation
 import (
 	"context"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -36,6 +37,8 @@ type ChangeFunc func(gvr schema.GroupVersionResource, obj *unstructured.Unstruct
 type Informers struct {
 	ctx    context.Context
 	client dynamic.Interface
+	// grace is how long an informer may fail to list before its error counts.
+	grace time.Duration
 
 	mu sync.Mutex
 	// handlers hear of every change, in the order they were added.
@@ -49,6 +52,7 @@ type runningInformer struct {
 	informer cache.SharedIndexInformer
 	stop     context.CancelFunc
 	users    sets.Set[string]
+	started  time.Time
 
 	mu sync.Mutex
 	// watchErr is the last list or watch error, such as Forbidden.
@@ -58,7 +62,7 @@ type runningInformer struct {
 // NewInformers returns a manager whose informers run until ctx ends.
 func NewInformers(ctx context.Context, client dynamic.Interface) *Informers {
 	return &Informers{
-		ctx: ctx, client: client,
+		ctx: ctx, client: client, grace: watchGrace,
 		running: map[schema.GroupVersionResource]*runningInformer{},
 		uses:    map[string]sets.Set[schema.GroupVersionResource]{},
 	}
@@ -109,7 +113,7 @@ func (m *Informers) start(gvr schema.GroupVersionResource) *runningInformer {
 		ownerIndex:        indexByOwner,
 		controlPlaneIndex: indexByControlPlaneNode,
 	}, nil).Informer()
-	r := &runningInformer{informer: informer, users: sets.New[string]()}
+	r := &runningInformer{informer: informer, users: sets.New[string](), started: time.Now()}
 	// Managed fields are never read; dropping them halves the memory of
 	// small objects.
 	_ = informer.SetTransform(func(obj any) (any, error) {
@@ -185,6 +189,21 @@ func (m *Informers) watchError(gvr schema.GroupVersionResource) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.watchErr
+}
+
+// watchGrace is how long an informer may fail to list before its error is
+// reported: RBAC granted together with a NodeHealthCheck, or a CRD being
+// installed, may take a moment to apply.
+const watchGrace = 5 * time.Second
+
+// lastingWatchError returns the list or watch error of a resource's
+// informer that has not synced within watchGrace of its start, or nil.
+func (m *Informers) lastingWatchError(gvr schema.GroupVersionResource) error {
+	r := m.informer(gvr)
+	if r == nil || time.Since(r.started) < m.grace {
+		return nil
+	}
+	return m.watchError(gvr)
 }
 
 // Get returns an object from a resource's cache, or nil.

@@ -1,7 +1,10 @@
 package remediation
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -121,6 +124,9 @@ func (m *Manager) Read(nhc *v1alpha1.NodeHealthCheck) (Observation, error) {
 	for _, gvr := range obs.resources {
 		if !m.informers.Synced(gvr) {
 			obs.Ready = false
+			if problem := m.unwatchable(gvr); problem != nil {
+				obs.problem(problem)
+			}
 			continue
 		}
 		for _, obj := range m.informers.ownedBy(gvr, nhc.UID) {
@@ -138,6 +144,26 @@ func (m *Manager) Read(nhc *v1alpha1.NodeHealthCheck) (Observation, error) {
 	}
 	obs.PendingNodes = m.expectations.pendingNodes(nhc.Name)
 	return obs, nil
+}
+
+// unwatchable reports a remediation kind whose informer has not synced and
+// keeps failing: without the resources of a kind, evaluating could lose
+// remediations, so the NodeHealthCheck is disabled with what to fix. A kind
+// that is no longer served makes the API be rediscovered, so that it drops
+// out of what is watched.
+func (m *Manager) unwatchable(gvr schema.GroupVersionResource) *health.Problem {
+	err := m.informers.lastingWatchError(gvr)
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsForbidden(err):
+		return notFound(fmt.Sprintf("Remediation resources %s cannot be watched: %v. Grant get, list, watch, create, update, patch and delete on %s, for example with a ClusterRole labelled rbac.ext-remediation/aggregate-to-ext-remediation=true",
+			gvr.GroupResource(), err, gvr.GroupResource()))
+	case apierrors.IsNotFound(err):
+		m.templates.rediscover()
+		return notFound(fmt.Sprintf("Remediation resources %s are no longer served by the API server: is their remediator uninstalled?", gvr.GroupResource()))
+	}
+	return notFound(fmt.Sprintf("Remediation resources %s cannot be watched: %v", gvr.GroupResource(), err))
 }
 
 func (o *Observation) problem(p *health.Problem) {

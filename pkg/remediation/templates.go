@@ -97,6 +97,14 @@ func (t *Templates) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, err
 	return m, err
 }
 
+// rediscover makes the next mapping read the API again, throttled: a kind
+// that left the API server is noticed.
+func (t *Templates) rediscover() {
+	if t.mayReset() {
+		t.mapper.Reset()
+	}
+}
+
 func (t *Templates) mayReset() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
