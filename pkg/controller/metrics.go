@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,9 +12,11 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
 
-// Metrics are the controller's Prometheus metrics: upstream's, with the same
-// names and labels so that existing dashboards and alerts work, and gauges
-// per NodeHealthCheck.
+// Metrics are the controller's Prometheus metrics: upstream's names, and
+// gauges per NodeHealthCheck. No series outlives what it describes: a node's
+// series go when its remediation ends, a NodeHealthCheck's when it is
+// deleted, and the histogram has no node label, so the number of series
+// never grows with every node ever remediated.
 type Metrics struct {
 	oldRemediation    *prometheus.CounterVec
 	ongoing           *prometheus.GaugeVec
@@ -24,6 +27,16 @@ type Metrics struct {
 	unhealthy   *prometheus.GaugeVec
 	remediating *prometheus.GaugeVec
 	stormActive *prometheus.GaugeVec
+
+	mu sync.Mutex
+	// nodeSeries are the label values of the node series each
+	// NodeHealthCheck set at its last sync, by its name.
+	nodeSeries map[string]map[nodeSeries]bool
+}
+
+// nodeSeries are the label values of a node's ongoing_remediation series.
+type nodeSeries struct {
+	node, namespace, kind string
 }
 
 // NewMetrics returns the metrics, not yet registered.
@@ -44,12 +57,13 @@ func NewMetrics() *Metrics {
 			Name:    "nodehealthcheck_unhealthy_node_duration_seconds",
 			Help:    "Unhealthy Node duration distribution",
 			Buckets: []float64{30, 60, 120, 180, 240, 300, 600, 1200, 2400, 3600},
-		}, []string{"name", "namespace", "remediation"}),
+		}, []string{"nodehealthcheck", "namespace", "remediation"}),
 		observed:    perNHC("nodehealthcheck_observed_nodes", "Nodes the NodeHealthCheck's selector matches"),
 		healthy:     perNHC("nodehealthcheck_healthy_nodes", "Selected nodes that are healthy"),
 		unhealthy:   perNHC("nodehealthcheck_unhealthy_nodes", "Selected nodes that are not healthy: unhealthy, soon unhealthy, or still under remediation"),
 		remediating: perNHC("nodehealthcheck_remediations_in_flight", "Selected nodes with an ongoing remediation"),
 		stormActive: perNHC("nodehealthcheck_storm_recovery_active", "1 while storm recovery holds back new remediations"),
+		nodeSeries:  map[string]map[nodeSeries]bool{},
 	}
 }
 
@@ -82,29 +96,47 @@ func (m *Metrics) record(nhc *v1alpha1.NodeHealthCheck, p *health.Plan, out *hea
 	}
 	m.stormActive.WithLabelValues(nhc.Name).Set(storm)
 
-	current := map[string]bool{}
+	current := map[nodeSeries]bool{}
+	listed := map[string]bool{}
 	for _, entry := range status.UnhealthyNodes {
-		current[entry.Name] = true
+		listed[entry.Name] = true
 		for _, rem := range entry.Remediations {
-			m.ongoing.WithLabelValues(entry.Name, rem.Resource.Namespace, rem.Resource.Kind).Set(1)
-		}
-	}
-	// A node that left the status is healthy again or gone: like upstream,
-	// its gauge drops to 0 and its remediation time is observed.
-	for _, entry := range nhc.Status.UnhealthyNodes {
-		if current[entry.Name] {
-			continue
-		}
-		for _, rem := range entry.Remediations {
-			m.ongoing.WithLabelValues(entry.Name, rem.Resource.Namespace, rem.Resource.Kind).Set(0)
-			if statusWritten {
-				m.unhealthyDuration.WithLabelValues(entry.Name, rem.Resource.Namespace, rem.Resource.Kind).Observe(now.Sub(rem.Started.Time).Seconds())
-			}
+			series := nodeSeries{node: entry.Name, namespace: rem.Resource.Namespace, kind: rem.Resource.Kind}
+			current[series] = true
+			m.ongoing.WithLabelValues(series.node, series.namespace, series.kind).Set(1)
 		}
 	}
 	for _, ref := range out.Flagged {
 		m.oldRemediation.WithLabelValues(nodeOfResource(status, ref.UID), "").Inc()
 	}
+	m.mu.Lock()
+	previous := m.nodeSeries[nhc.Name]
+	m.nodeSeries[nhc.Name] = current
+	m.mu.Unlock()
+	for series := range previous {
+		if !current[series] {
+			m.deleteNodeSeries(series)
+		}
+	}
+	if !statusWritten {
+		return
+	}
+	// A node that left the status is healthy again or gone: its remediation
+	// time is observed.
+	for _, entry := range nhc.Status.UnhealthyNodes {
+		if listed[entry.Name] {
+			continue
+		}
+		for _, rem := range entry.Remediations {
+			m.unhealthyDuration.WithLabelValues(nhc.Name, rem.Resource.Namespace, rem.Resource.Kind).Observe(now.Sub(rem.Started.Time).Seconds())
+		}
+	}
+}
+
+// deleteNodeSeries deletes the series of a node whose remediation ended.
+func (m *Metrics) deleteNodeSeries(series nodeSeries) {
+	m.ongoing.DeleteLabelValues(series.node, series.namespace, series.kind)
+	m.oldRemediation.DeleteLabelValues(series.node, "")
 }
 
 func nodeOfResource(status v1alpha1.NodeHealthCheckStatus, uid types.UID) string {
@@ -118,12 +150,20 @@ func nodeOfResource(status v1alpha1.NodeHealthCheckStatus, uid types.UID) string
 	return ""
 }
 
-// forget drops the gauges of a deleted NodeHealthCheck.
+// forget drops the series of a deleted NodeHealthCheck and of its nodes.
 func (m *Metrics) forget(nhc string) {
 	if m == nil {
 		return
 	}
 	for _, g := range []*prometheus.GaugeVec{m.observed, m.healthy, m.unhealthy, m.remediating, m.stormActive} {
 		g.DeleteLabelValues(nhc)
+	}
+	m.unhealthyDuration.DeletePartialMatch(prometheus.Labels{"nodehealthcheck": nhc})
+	m.mu.Lock()
+	previous := m.nodeSeries[nhc]
+	delete(m.nodeSeries, nhc)
+	m.mu.Unlock()
+	for series := range previous {
+		m.deleteNodeSeries(series)
 	}
 }

@@ -58,10 +58,10 @@ func TestProbesAndMetrics(t *testing.T) {
 	}
 
 	env.Recover(t, nodes[0])
-	framework.Eventually(t, 10*time.Second, "the gauge to drop and the duration to be observed", func() bool {
+	framework.Eventually(t, 10*time.Second, "the node's series to go and the duration to be observed", func() bool {
 		_, metrics = get(t, "http://"+controller.MetricsAddress+"/metrics")
-		return strings.Contains(metrics, `nodehealthcheck_ongoing_remediation{name="metrics-00",namespace="remediators",remediation="TestRemediation"} 0`) &&
-			strings.Contains(metrics, `nodehealthcheck_unhealthy_node_duration_seconds_count{name="metrics-00",namespace="remediators",remediation="TestRemediation"} 1`)
+		return !strings.Contains(metrics, `nodehealthcheck_ongoing_remediation{name="metrics-00"`) &&
+			strings.Contains(metrics, `nodehealthcheck_unhealthy_node_duration_seconds_count{namespace="remediators",nodehealthcheck="metrics",remediation="TestRemediation"} 1`)
 	})
 	assert.Equal(t, v1alpha1.PhaseEnabled, statusOf(t, scenario).Phase)
 }

@@ -1,0 +1,59 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+)
+
+// seriesOf counts the series of each metric family.
+func seriesOf(t *testing.T, m *Metrics) map[string]int {
+	t.Helper()
+	registry := prometheus.NewRegistry()
+	require.NoError(t, m.Register(registry))
+	families, err := registry.Gather()
+	require.NoError(t, err)
+	counts := map[string]int{}
+	for _, f := range families {
+		counts[f.GetName()] = len(f.GetMetric())
+	}
+	return counts
+}
+
+func TestNoMetricSeriesOutlivesWhatItDescribes(t *testing.T) {
+	m := NewMetrics()
+	nhc := workersNHC()
+	remediated := remediatedStatus(t0.Time)
+	plan := &health.Plan{}
+
+	// Nodes come and go under remediation: their series come and go with them.
+	for i := range 100 {
+		status := *remediated.DeepCopy()
+		status.UnhealthyNodes[0].Name = "worker-" + string(rune('a'+i%26)) + string(rune('a'+i/26))
+		m.record(nhc, plan, &health.Outcome{Flagged: []corev1.ObjectReference{status.UnhealthyNodes[0].Remediations[0].Resource}}, status, true, t0.Time)
+		nhc.Status = status
+	}
+	series := seriesOf(t, m)
+	assert.Equal(t, 1, series["nodehealthcheck_ongoing_remediation"], "only the node under remediation now")
+	assert.Equal(t, 1, series["nodehealthcheck_old_remediation_cr"])
+	assert.Equal(t, 1, series["nodehealthcheck_unhealthy_node_duration_seconds"], "no node label: one series per NodeHealthCheck and kind")
+
+	m.record(nhc, plan, &health.Outcome{}, v1alpha1.NodeHealthCheckStatus{}, true, t0.Add(time.Minute))
+	series = seriesOf(t, m)
+	assert.Zero(t, series["nodehealthcheck_ongoing_remediation"], "the last remediation ended")
+	assert.Zero(t, series["nodehealthcheck_old_remediation_cr"])
+
+	nhc.Status = remediated
+	m.record(nhc, plan, &health.Outcome{}, remediated, true, t0.Time)
+	m.forget(nhc.Name)
+	for name, count := range seriesOf(t, m) {
+		assert.Zero(t, count, "%s after the NodeHealthCheck was deleted", name)
+	}
+}
