@@ -2,6 +2,7 @@ package health
 
 import (
 	"fmt"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -72,12 +73,31 @@ var (
 	}
 )
 
+// eventMessageLimit keeps event messages within the 1024 bytes the API
+// server accepts, with room for the controller's "[remediation] " prefix.
+const eventMessageLimit = 1000
+
 func normal(reason, node, message string) Event {
-	return Event{Type: corev1.EventTypeNormal, Reason: reason, Message: message, Node: node}
+	return Event{Type: corev1.EventTypeNormal, Reason: reason, Message: truncate(message, eventMessageLimit), Node: node}
 }
 
 func warning(reason, node, message string) Event {
-	return Event{Type: corev1.EventTypeWarning, Reason: reason, Message: message, Node: node}
+	return Event{Type: corev1.EventTypeWarning, Reason: reason, Message: truncate(message, eventMessageLimit), Node: node}
+}
+
+// truncate shortens s to at most limit bytes, on a character boundary, and
+// says so with a trailing "...". Messages carry names and errors of any
+// length; the API server rejects what is longer than a field allows.
+func truncate(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	const ellipsis = "..."
+	cut := limit - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
 }
 
 // LastingEvents are the events of states that last: why nodes wait, the

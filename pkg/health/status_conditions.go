@@ -27,6 +27,11 @@ const (
 	reasonPhaseRemediating = "NHC is remediating %d nodes"
 	reasonPhaseEnabled     = "NHC is enabled, no ongoing remediation"
 	reasonWaiting          = "%d unhealthy nodes wait: %s"
+
+	// conditionMessageLimit is the maxLength of a condition's message.
+	conditionMessageLimit = 32768
+	// phaseReasonLimit keeps status.reason, a printer column, short.
+	phaseReasonLimit = 1024
 )
 
 // setDisabled records the problem, or its absence, in the Disabled condition.
@@ -84,7 +89,7 @@ func (b *statusBuilder) setStorm(status *v1alpha1.NodeHealthCheckStatus) {
 // its status does.
 func (b *statusBuilder) setCondition(status *v1alpha1.NodeHealthCheckStatus, conditionType, reason string, conditionStatus metav1.ConditionStatus, transition time.Time, message string) {
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
-		Type: conditionType, Status: conditionStatus, Reason: reason, Message: message,
+		Type: conditionType, Status: conditionStatus, Reason: reason, Message: truncate(message, conditionMessageLimit),
 		LastTransitionTime: metav1.NewTime(transition), ObservedGeneration: b.in.NHC.Generation,
 	})
 }
@@ -100,10 +105,10 @@ func (b *statusBuilder) setPhase(status *v1alpha1.NodeHealthCheckStatus) {
 	}
 	switch {
 	case b.p.Problem != nil:
-		status.Phase, status.Reason = v1alpha1.PhaseDisabled, fmt.Sprintf(reasonPhaseDisabled, b.p.Problem.Reason, b.p.Problem.Message)
+		status.Phase, status.Reason = v1alpha1.PhaseDisabled, truncate(fmt.Sprintf(reasonPhaseDisabled, b.p.Problem.Reason, b.p.Problem.Message), phaseReasonLimit)
 		return
 	case b.p.rules.paused():
-		status.Phase, status.Reason = v1alpha1.PhasePaused, reasonPhasePaused+strings.Join(b.p.rules.pauseRequests, ",")
+		status.Phase, status.Reason = v1alpha1.PhasePaused, truncate(reasonPhasePaused+strings.Join(b.p.rules.pauseRequests, ","), phaseReasonLimit)
 		return
 	case remediating > 0:
 		status.Phase, status.Reason = v1alpha1.PhaseRemediating, fmt.Sprintf(reasonPhaseRemediating, remediating)
@@ -113,6 +118,7 @@ func (b *statusBuilder) setPhase(status *v1alpha1.NodeHealthCheckStatus) {
 	if summary := b.p.waitSummary(); summary != "" {
 		status.Reason += "; " + summary
 	}
+	status.Reason = truncate(status.Reason, phaseReasonLimit)
 }
 
 // waitSummary explains why unhealthy nodes wait for a remediation.

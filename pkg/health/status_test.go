@@ -1,8 +1,11 @@
 package health
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -195,4 +198,24 @@ func TestLastUpdateTimeMovesOnlyWithAChange(t *testing.T) {
 	s.recover("node-00")
 	changed := s.evaluate().Status
 	assert.Equal(t, metav1.NewTime(now.Add(time.Minute)), *changed.LastUpdateTime)
+}
+
+func TestMessagesFitWhatTheAPIAccepts(t *testing.T) {
+	long := strings.Repeat("é", 40000)
+	d := decide(Input{NHC: testNHC(), Nodes: oneSick(), Now: now, TemplateProblem: &Problem{Reason: v1alpha1.ReasonTemplateNotFound, Message: long}})
+	c := meta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionDisabled)
+	require.NotNil(t, c)
+	assert.LessOrEqual(t, len(c.Message), 32768)
+	assert.True(t, utf8.ValidString(c.Message), "cut on a character boundary")
+	assert.True(t, strings.HasSuffix(c.Message, "..."))
+	assert.LessOrEqual(t, len(d.Status.Reason), 1024)
+	require.NotEmpty(t, d.Events)
+	for _, e := range d.Events {
+		assert.LessOrEqual(t, len("[remediation] "+e.Message), 1024, "an event message")
+	}
+
+	paused := testNHC(func(n *v1alpha1.NodeHealthCheck) {
+		n.Spec.PauseRequests = slices.Repeat([]string{strings.Repeat("p", 64)}, 64)
+	})
+	assert.LessOrEqual(t, len(decide(Input{NHC: paused, Nodes: oneSick(), Now: now}).Status.Reason), 1024)
 }
