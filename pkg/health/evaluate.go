@@ -145,7 +145,8 @@ func (e *evaluation) evaluateNode(i int) {
 	case StateUnhealthy:
 		v.Listed = true
 		e.clearHealthyDelay(resources)
-		if previous == nil {
+		if previous == nil && len(resources) == 0 {
+			// A new incident; a node with resources is in one already.
 			e.p.Events = append(e.p.Events, normal(ReasonDetectedUnhealthy, node.Name,
 				fmt.Sprintf(messageDetectedUnhealthy, node.Name, m.expired.Type, m.expired.Status)))
 		}

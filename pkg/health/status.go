@@ -68,6 +68,8 @@ type statusBuilder struct {
 	in  Input
 	p   *Plan
 	out *Outcome
+	// unlisted counts the nodes the bounds left out of unhealthyNodes.
+	unlisted int
 }
 
 // newlyRemediating counts the nodes whose first resource was created.
@@ -147,7 +149,9 @@ func (b *statusBuilder) entries() []*v1alpha1.UnhealthyNode {
 		})
 	}
 	slices.SortFunc(entries, func(a, b *v1alpha1.UnhealthyNode) int { return strings.Compare(a.Name, b.Name) })
-	return entries
+	listed, unlisted := bound(entries)
+	b.unlisted = unlisted
+	return listed
 }
 
 // newEntry is a node's status entry: its resources, and the steps that timed

@@ -27,6 +27,7 @@ const (
 	reasonPhaseRemediating = "NHC is remediating %d nodes"
 	reasonPhaseEnabled     = "NHC is enabled, no ongoing remediation"
 	reasonWaiting          = "%d unhealthy nodes wait: %s"
+	reasonUnlisted         = "; %d nodes not listed in unhealthyNodes, which is bounded"
 
 	// conditionMessageLimit is the maxLength of a condition's message.
 	conditionMessageLimit = 32768
@@ -117,6 +118,9 @@ func (b *statusBuilder) setPhase(status *v1alpha1.NodeHealthCheckStatus) {
 	}
 	if summary := b.p.waitSummary(); summary != "" {
 		status.Reason += "; " + summary
+	}
+	if b.unlisted > 0 {
+		status.Reason += fmt.Sprintf(reasonUnlisted, b.unlisted)
 	}
 	status.Reason = truncate(status.Reason, phaseReasonLimit)
 }

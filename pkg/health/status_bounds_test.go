@@ -1,0 +1,68 @@
+package health
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+)
+
+// massFailure is 10,000 selected nodes, all unhealthy; with remediated, each
+// has a remediation resource of a realistic size.
+func massFailure(remediated bool) Input {
+	nhc := testNHC(maxUnhealthy(intstr.FromString("100%")))
+	in := Input{NHC: nhc, Remediations: map[string][]Remediation{}, Now: now}
+	for i := range 10000 {
+		name := fmt.Sprintf("worker-%05d.cluster.example.com", i)
+		in.Nodes = append(in.Nodes, testNode(name, unhealthy))
+		if remediated {
+			r := snrRemediation(name, time.Hour)
+			r.Ref.UID = types.UID(fmt.Sprintf("0b6c1d9e-3f47-4a8e-9c1b-%012d", i))
+			in.Remediations[name] = []Remediation{r}
+		}
+	}
+	return in
+}
+
+func TestAMassFailureKeepsTheStatusWritable(t *testing.T) {
+	for _, remediated := range []bool{false, true} {
+		t.Run(fmt.Sprintf("remediated=%v", remediated), func(t *testing.T) {
+			in := massFailure(remediated)
+			d := decide(in)
+			nhc := in.NHC.DeepCopy()
+			nhc.Status = d.Status
+			data, err := json.Marshal(nhc)
+			require.NoError(t, err)
+			assert.Less(t, len(data), 1<<20, "the whole object, far below etcd's 1.5 MiB")
+			assert.LessOrEqual(t, len(d.Status.UnhealthyNodes), MaxListedNodes)
+			assert.Equal(t, int32(10000), *d.Status.ObservedNodes, "the counters count every node")
+			if remediated {
+				assert.Equal(t, int32(10000), *d.Status.RemediatingNodes)
+				assert.Contains(t, d.Status.Reason, "nodes not listed in unhealthyNodes")
+				assert.NotContains(t, eventReasons(d.Events), ReasonDetectedUnhealthy, "none for nodes under remediation, listed or not")
+			}
+			t.Logf("%d bytes, %d of 10000 nodes listed", len(data), len(d.Status.UnhealthyNodes))
+		})
+	}
+}
+
+func TestNodesUnderRemediationAreListedFirst(t *testing.T) {
+	entries := []*v1alpha1.UnhealthyNode{{Name: "a-waiting"}, {Name: "b-remediated", Remediations: []*v1alpha1.Remediation{{
+		Resource: corev1.ObjectReference{Name: "b"}}}}}
+	for i := range MaxListedNodes {
+		entries = append(entries, &v1alpha1.UnhealthyNode{Name: fmt.Sprintf("c-waiting-%05d", i)})
+	}
+	listed, unlisted := bound(entries)
+	require.Len(t, listed, MaxListedNodes)
+	assert.Equal(t, 2, unlisted)
+	assert.Equal(t, []string{"a-waiting", "b-remediated"}, []string{listed[0].Name, listed[1].Name}, "the node under remediation kept first, and all sorted by name")
+	assert.Equal(t, "c-waiting-04997", listed[len(listed)-1].Name, "the waiting ones fill the rest, by name")
+}
