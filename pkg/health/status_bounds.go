@@ -10,7 +10,7 @@ import (
 // The status must stay far below etcd's object limit (1.5 MiB) together with
 // the spec and metadata, however many nodes fail: a status that cannot be
 // written loses the controller's memory. These bounds keep it under about
-// half a MiB.
+// 400 KiB.
 const (
 	// MaxListedNodes bounds status.unhealthyNodes (the CRD's maxItems).
 	MaxListedNodes = 5000
@@ -19,7 +19,7 @@ const (
 	MaxListedRemediations = 32
 	// listedNodesBudget bounds the estimated bytes of unhealthyNodes and
 	// inFlightRemediations together.
-	listedNodesBudget = 512 << 10
+	listedNodesBudget = 384 << 10
 )
 
 // bound keeps the entries that fit the bounds: nodes under remediation
