@@ -30,7 +30,6 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/controller"
 	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
 	nhcscheme "github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned/scheme"
-	"github.com/nodehealthcheck/nhc-controller/pkg/generated/informers/externalversions"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
@@ -77,18 +76,19 @@ func run(ctx context.Context, opts *options) error {
 
 	// Nodes and NodeHealthChecks are watched on every replica, so that a new
 	// leader starts with warm caches. Nothing needs a periodic resync.
+	// NodeHealthChecks are decoded one at a time, so that one that cannot be
+	// decoded is reported alone instead of failing the list of all.
 	kubeInformers := informers.NewSharedInformerFactory(kubeClient, 0)
-	nhcInformers := externalversions.NewSharedInformerFactory(nhcClient, 0)
+	nhcInformer := controller.NewNodeHealthCheckInformer(dynamicClient)
 	remediations := newRemediationManager(ctx, kubeClient, dynamicClient, clock.RealClock{})
-	ctrl, err := controller.New(ctx, kubeInformers.Core().V1().Nodes(), nhcInformers.Remediation().V1alpha1().NodeHealthChecks(),
+	ctrl, err := controller.New(ctx, kubeInformers.Core().V1().Nodes(), nhcInformer,
 		nhcClient, remediations, recorder, metrics, clock.RealClock{})
 	if err != nil {
 		return err
 	}
 	kubeInformers.Start(ctx.Done())
-	nhcInformers.Start(ctx.Done())
 	defer kubeInformers.Shutdown()
-	defer nhcInformers.Shutdown()
+	go nhcInformer.Informer().RunWithContext(ctx)
 
 	metricsMux := http.NewServeMux()
 	metricsMux.Handle("/metrics", legacyregistry.Handler())

@@ -75,6 +75,16 @@ func createdRef(c health.Creation) corev1.ObjectReference {
 type fakeStatuses struct {
 	err     error
 	written []*v1alpha1.NodeHealthCheck
+	// patched are the statuses merged into objects that cannot be decoded.
+	patched []v1alpha1.NodeHealthCheckStatus
+}
+
+func (f *fakeStatuses) PatchStatus(_ context.Context, _, _ string, status v1alpha1.NodeHealthCheckStatus) error {
+	if f.err != nil {
+		return f.err
+	}
+	f.patched = append(f.patched, status)
+	return nil
 }
 
 func (f *fakeStatuses) UpdateStatus(_ context.Context, nhc *v1alpha1.NodeHealthCheck) (*v1alpha1.NodeHealthCheck, error) {

@@ -2,8 +2,10 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
@@ -27,6 +29,9 @@ type remediationManager interface {
 // statusWriter writes a NodeHealthCheck's status subresource.
 type statusWriter interface {
 	UpdateStatus(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (*v1alpha1.NodeHealthCheck, error)
+	// PatchStatus merges a status into an object that cannot be decoded,
+	// if it still has the resourceVersion given.
+	PatchStatus(ctx context.Context, name, resourceVersion string, status v1alpha1.NodeHealthCheckStatus) error
 }
 
 // clientStatusWriter writes statuses through the clientset.
@@ -36,4 +41,15 @@ type clientStatusWriter struct {
 
 func (w clientStatusWriter) UpdateStatus(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (*v1alpha1.NodeHealthCheck, error) {
 	return w.client.RemediationV1alpha1().NodeHealthChecks().UpdateStatus(ctx, nhc, metav1.UpdateOptions{FieldManager: remediation.FieldManager})
+}
+
+// PatchStatus sends a JSON merge patch, and reads nothing back: the stored
+// object cannot be decoded.
+func (w clientStatusWriter) PatchStatus(ctx context.Context, name, resourceVersion string, status v1alpha1.NodeHealthCheckStatus) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": resourceVersion}, "status": status})
+	if err != nil {
+		return err
+	}
+	return w.client.RemediationV1alpha1().RESTClient().Patch(types.MergePatchType).Resource("nodehealthchecks").Name(name).SubResource("status").
+		Param("fieldManager", remediation.FieldManager).Body(patch).Do(ctx).Error()
 }

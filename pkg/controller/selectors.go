@@ -45,6 +45,10 @@ func (s *selectorCache) get(lister nhclisters.NodeHealthCheckLister) selectors {
 	current := selectors{keys: map[string]bool{}}
 	for _, nhc := range nhcs {
 		version[nhc.UID] = nhc.Generation
+		if _, bad := unreadable(nhc); bad {
+			// Its selector is unknown, not empty: it selects no node.
+			continue
+		}
 		selector, err := metav1.LabelSelectorAsSelector(&nhc.Spec.Selector)
 		if err != nil {
 			continue

@@ -16,6 +16,10 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
+// messageUnreadable says what to do about a stored NodeHealthCheck that
+// cannot be decoded.
+const messageUnreadable = "The stored NodeHealthCheck cannot be read, probably because it was stored under an older, looser CRD: %s. Fix the field with kubectl edit, or delete and recreate the NodeHealthCheck"
+
 // Sync runs one NodeHealthCheck once, one way: decide (health.Evaluate),
 // act (carry out the plan), record (the status built from what happened,
 // events, metrics). It returns how soon the plan can change without any
@@ -36,6 +40,9 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 		return 0, err
 	}
 	nhc = c.latest(nhc)
+	if why, bad := unreadable(nhc); bad {
+		return 0, c.reportUnreadable(ctx, nhc, why)
+	}
 
 	// Decide.
 	obs, err := c.remediations.Read(nhc)
@@ -94,6 +101,26 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 		"deferred", plan.Deferred, "withdrawn", len(out.Withdrawn),
 		"stormActive", plan.Storm.Active, "requeueAfter", requeueAfter, "duration", c.clock.Since(started))
 	return requeueAfter, errors.Join(append(out.Errors, statusErr)...)
+}
+
+// reportUnreadable disables a NodeHealthCheck that the API server stored but
+// that cannot be decoded, on that object alone: nothing else is known of it,
+// so nothing is done for its nodes, and the others go on.
+func (c *Controller) reportUnreadable(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, why string) error {
+	in := health.Input{NHC: nhc, ResourcesUnknown: true, Now: c.clock.Now(), Unreadable: &health.Problem{
+		Reason: v1alpha1.ReasonInvalidSpec, Message: fmt.Sprintf(messageUnreadable, why),
+	}}
+	plan := health.Evaluate(in)
+	status := health.Status(in, &plan, &health.Outcome{})
+	if err := c.mayWrite(); err != nil {
+		return fmt.Errorf("not acting: %w", err)
+	}
+	if err := c.statuses.PatchStatus(ctx, nhc.Name, nhc.ResourceVersion, status); err != nil {
+		return fmt.Errorf("writing the status: %w", err)
+	}
+	c.recordEvents(ctx, nhc, &plan, &health.Outcome{})
+	klog.FromContext(ctx).V(2).Info("Cannot read the stored NodeHealthCheck", "error", why)
+	return nil
 }
 
 // recheck reads a NodeHealthCheck and a node from the caches as they are

@@ -421,3 +421,28 @@ func TestSyncRechecksEachCreateAgainstTheCachesOfThatMoment(t *testing.T) {
 		})
 	}
 }
+
+func TestSyncReportsAnUnreadableNodeHealthCheckOnItsOwn(t *testing.T) {
+	// Stored under an older, looser CRD, it cannot be decoded: the informer
+	// caches a placeholder with the error.
+	f := newSyncFixture(t, nil, notReady("worker-1", longAgo))
+	placeholder := &v1alpha1.NodeHealthCheck{ObjectMeta: metav1.ObjectMeta{Name: "workers", UID: "uid-workers", ResourceVersion: "7", Generation: 2,
+		Annotations: map[string]string{unreadableAnnotation: `spec.unhealthyConditions[0].duration: time: invalid duration "9999999h"`}}}
+	f.setNHC(t, placeholder)
+	requeue, err := f.sync()
+	require.NoError(t, err)
+	assert.Zero(t, requeue)
+	assert.Empty(t, f.remediations.applied, "nothing is done for its nodes")
+	assert.Empty(t, f.statuses.written, "never written back whole")
+	require.Len(t, f.statuses.patched, 1)
+	status := f.statuses.patched[0]
+	assert.Equal(t, v1alpha1.PhaseDisabled, status.Phase)
+	c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionDisabled)
+	require.NotNil(t, c)
+	assert.Equal(t, v1alpha1.ReasonInvalidSpec, c.Reason)
+	assert.Contains(t, c.Message, `The stored NodeHealthCheck cannot be read`)
+	assert.Contains(t, c.Message, `invalid duration "9999999h"`)
+	assert.Equal(t, int64(2), status.ObservedGeneration)
+	assert.Len(t, withReason(f.events(), health.ReasonDisabled), 1)
+	assert.Empty(t, f.c.selectors.get(f.c.nhcLister).entries, "its selector is unknown: node events do not wake it")
+}

@@ -46,7 +46,10 @@ type evaluation struct {
 // its input, modifies nothing, and calls no API.
 func Evaluate(in Input) Plan {
 	r, problem := parseSpec(&in.NHC.Spec)
-	if problem == nil {
+	switch {
+	case in.Unreadable != nil:
+		problem = in.Unreadable
+	case problem == nil:
 		problem = in.TemplateProblem
 	}
 	e := &evaluation{in: in, rules: r, now: in.Now, p: Plan{Problem: problem, rules: r, decidedFrom: in.NHC}}

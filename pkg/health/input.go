@@ -29,6 +29,10 @@ type Input struct {
 	// known: they get no new action, and their status entries stay as they
 	// were, until the write shows.
 	PendingNodes map[string]bool
+	// Unreadable, when set, is why the stored NodeHealthCheck cannot be read
+	// at all: it disables the NodeHealthCheck before its spec is looked at.
+	// Set ResourcesUnknown with it.
+	Unreadable *Problem
 	// TemplateProblem, when set, is why the templates cannot be used: a kind
 	// that is not served, a template that is missing or invalid. Like a
 	// problem of the spec, it disables the NodeHealthCheck: no remediation is
