@@ -74,7 +74,9 @@ func storeUnderALooserCRD(t *testing.T, obj *unstructured.Unstructured) {
 		_, err := env.Dynamic.Resource(nhcResource).Create(ctx, obj, metav1.CreateOptions{})
 		return err == nil
 	})
-	t.Cleanup(func() { _ = env.Dynamic.Resource(nhcResource).Delete(context.Background(), obj.GetName(), metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = env.Dynamic.Resource(nhcResource).Delete(context.Background(), obj.GetName(), metav1.DeleteOptions{})
+	})
 }
 
 func TestAnUnreadableNodeHealthCheckStopsNoOther(t *testing.T) {
