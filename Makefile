@@ -22,6 +22,10 @@ build: ## Compile every package and the nhc-controller binary into bin/.
 	go build ./...
 	go build -ldflags "-X main.version=$(VERSION)" -o bin/nhc-controller ./cmd/nhc-controller
 
+.PHONY: image
+image: ## Build the container image without a Docker daemon into _output/image (OCI layout and tarball); IMAGE names it.
+	go run ./hack/image --output _output/image --tag "$(or $(IMAGE),nhc-controller:$(VERSION))" --version "$(VERSION)"
+
 .PHONY: test
 test: unit integration ## Run all tests: unit, then integration on a real kube-apiserver.
 
