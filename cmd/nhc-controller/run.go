@@ -22,8 +22,9 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/metrics/legacyregistry"
-	_ "k8s.io/component-base/metrics/prometheus/restclient" // rest_client_* metrics
-	_ "k8s.io/component-base/metrics/prometheus/workqueue"  // workqueue_* metrics
+	_ "k8s.io/component-base/metrics/prometheus/clientgo/leaderelection" // leader_election_master_status
+	_ "k8s.io/component-base/metrics/prometheus/restclient"              // rest_client_* metrics
+	_ "k8s.io/component-base/metrics/prometheus/workqueue"               // workqueue_* metrics
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -60,6 +61,7 @@ func run(ctx context.Context, opts *options) error {
 	if err := metrics.Register(legacyregistry.Registerer()); err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
+	metrics.SetBuildInfo(buildVersion())
 	if err := nhcscheme.AddToScheme(scheme.Scheme); err != nil {
 		return err
 	}

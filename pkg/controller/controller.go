@@ -188,6 +188,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	defer cancel()
 	requeueAfter, err := c.Sync(ctx, name)
 	if err != nil {
+		c.metrics.syncFailed(name)
 		utilruntime.HandleErrorWithContext(ctx, err, "Error syncing NodeHealthCheck; requeuing", "nodeHealthCheck", klog.KRef("", name))
 		c.queue.AddRateLimited(name)
 	} else {

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"runtime"
 	"sync"
 	"time"
 
@@ -27,6 +28,10 @@ type Metrics struct {
 	unhealthy   *prometheus.GaugeVec
 	remediating *prometheus.GaugeVec
 	stormActive *prometheus.GaugeVec
+
+	remediations *prometheus.CounterVec
+	syncErrors   *prometheus.CounterVec
+	buildInfo    *prometheus.GaugeVec
 
 	mu sync.Mutex
 	// nodeSeries are the label values of the node series each
@@ -63,13 +68,47 @@ func NewMetrics() *Metrics {
 		unhealthy:   perNHC("nodehealthcheck_unhealthy_nodes", "Selected nodes that are not healthy: unhealthy, soon unhealthy, or still under remediation"),
 		remediating: perNHC("nodehealthcheck_remediations_in_flight", "Selected nodes with an ongoing remediation"),
 		stormActive: perNHC("nodehealthcheck_storm_recovery_active", "1 while storm recovery holds back new remediations"),
-		nodeSeries:  map[string]map[nodeSeries]bool{},
+		remediations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nodehealthcheck_remediations_total",
+			Help: "Remediation resources by what happened to them: created, deleted_healthy (the node recovered or was confirmed healthy), deleted_node_gone, timed_out, failed (the remediator reported Succeeded=False)",
+		}, []string{"nodehealthcheck", "kind", "outcome"}),
+		syncErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nodehealthcheck_sync_errors_total",
+			Help: "Syncs of a NodeHealthCheck that failed and were retried",
+		}, []string{"nodehealthcheck"}),
+		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "nodehealthcheck_build_info",
+			Help: "1, labelled with the controller's version and the Go version it was built with",
+		}, []string{"version", "goversion"}),
+		nodeSeries: map[string]map[nodeSeries]bool{},
+	}
+}
+
+// Remediation outcomes, the values of remediations_total's outcome label.
+const (
+	outcomeCreated        = "created"
+	outcomeDeletedHealthy = "deleted_healthy"
+	outcomeDeletedGone    = "deleted_node_gone"
+	outcomeTimedOut       = "timed_out"
+	outcomeFailed         = "failed"
+)
+
+// SetBuildInfo records the controller's version.
+func (m *Metrics) SetBuildInfo(version string) {
+	m.buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
+}
+
+// syncFailed counts a failed sync.
+func (m *Metrics) syncFailed(nhc string) {
+	if m != nil {
+		m.syncErrors.WithLabelValues(nhc).Inc()
 	}
 }
 
 // Register registers the metrics.
 func (m *Metrics) Register(registerer prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.oldRemediation, m.ongoing, m.unhealthyDuration, m.observed, m.healthy, m.unhealthy, m.remediating, m.stormActive} {
+	for _, c := range []prometheus.Collector{m.oldRemediation, m.ongoing, m.unhealthyDuration, m.observed, m.healthy, m.unhealthy, m.remediating, m.stormActive,
+		m.remediations, m.syncErrors, m.buildInfo} {
 		if err := registerer.Register(c); err != nil {
 			return err
 		}
@@ -109,6 +148,7 @@ func (m *Metrics) record(nhc *v1alpha1.NodeHealthCheck, p *health.Plan, out *hea
 	for _, ref := range out.Flagged {
 		m.oldRemediation.WithLabelValues(nodeOfResource(status, ref.UID), "").Inc()
 	}
+	m.countOutcome(nhc.Name, out)
 	m.mu.Lock()
 	previous := m.nodeSeries[nhc.Name]
 	m.nodeSeries[nhc.Name] = current
@@ -130,6 +170,28 @@ func (m *Metrics) record(nhc *v1alpha1.NodeHealthCheck, p *health.Plan, out *hea
 		for _, rem := range entry.Remediations {
 			m.unhealthyDuration.WithLabelValues(nhc.Name, rem.Resource.Namespace, rem.Resource.Kind).Observe(now.Sub(rem.Started.Time).Seconds())
 		}
+	}
+}
+
+// countOutcome counts what happened to remediation resources, each once:
+// the outcome lists only writes that succeeded.
+func (m *Metrics) countOutcome(nhc string, out *health.Outcome) {
+	for _, c := range out.Created {
+		m.remediations.WithLabelValues(nhc, c.Resource.Kind, outcomeCreated).Inc()
+	}
+	for _, to := range out.TimedOut {
+		outcome := outcomeTimedOut
+		if to.Failed {
+			outcome = outcomeFailed
+		}
+		m.remediations.WithLabelValues(nhc, to.Resource.Kind, outcome).Inc()
+	}
+	for _, del := range out.Deleted {
+		outcome := outcomeDeletedHealthy
+		if del.Reason == health.DeleteNodeGone {
+			outcome = outcomeDeletedGone
+		}
+		m.remediations.WithLabelValues(nhc, del.Resource.Kind, outcome).Inc()
 	}
 }
 
@@ -159,6 +221,8 @@ func (m *Metrics) forget(nhc string) {
 		g.DeleteLabelValues(nhc)
 	}
 	m.unhealthyDuration.DeletePartialMatch(prometheus.Labels{"nodehealthcheck": nhc})
+	m.remediations.DeletePartialMatch(prometheus.Labels{"nodehealthcheck": nhc})
+	m.syncErrors.DeleteLabelValues(nhc)
 	m.mu.Lock()
 	previous := m.nodeSeries[nhc]
 	delete(m.nodeSeries, nhc)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -56,4 +57,31 @@ func TestNoMetricSeriesOutlivesWhatItDescribes(t *testing.T) {
 	for name, count := range seriesOf(t, m) {
 		assert.Zero(t, count, "%s after the NodeHealthCheck was deleted", name)
 	}
+}
+
+func TestRemediationsAreCountedByOutcome(t *testing.T) {
+	m := NewMetrics()
+	nhc := workersNHC()
+	ref := func(name string) corev1.ObjectReference {
+		return corev1.ObjectReference{Kind: "SelfNodeRemediation", Namespace: "snr", Name: name}
+	}
+	m.record(nhc, &health.Plan{}, &health.Outcome{
+		Created:  []health.Created{{Resource: ref("a")}, {Resource: ref("b")}},
+		TimedOut: []health.TimeOut{{Resource: ref("c")}, {Resource: ref("d"), Failed: true}},
+		Deleted:  []health.Deletion{{Resource: ref("e"), Reason: health.DeleteNodeHealthy}, {Resource: ref("f"), Reason: health.DeleteManuallyConfirmed}, {Resource: ref("g"), Reason: health.DeleteNodeGone}},
+	}, v1alpha1.NodeHealthCheckStatus{}, true, t0.Time)
+	m.syncFailed(nhc.Name)
+	m.SetBuildInfo("v1.2.3")
+	for outcome, want := range map[string]float64{outcomeCreated: 2, outcomeTimedOut: 1, outcomeFailed: 1, outcomeDeletedHealthy: 2, outcomeDeletedGone: 1} {
+		var metric dto.Metric
+		require.NoError(t, m.remediations.WithLabelValues("workers", "SelfNodeRemediation", outcome).Write(&metric))
+		assert.Equal(t, want, metric.GetCounter().GetValue(), outcome)
+	}
+	series := seriesOf(t, m)
+	assert.Equal(t, 1, series["nodehealthcheck_sync_errors_total"])
+	assert.Equal(t, 1, series["nodehealthcheck_build_info"])
+	m.forget(nhc.Name)
+	series = seriesOf(t, m)
+	assert.Zero(t, series["nodehealthcheck_remediations_total"])
+	assert.Zero(t, series["nodehealthcheck_sync_errors_total"])
 }
