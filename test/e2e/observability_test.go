@@ -27,9 +27,15 @@ func get(t *testing.T, url string) (int, string) {
 func TestProbesAndMetrics(t *testing.T) {
 	t.Parallel()
 	const scenario = "metrics"
-	code, _ := get(t, "http://"+controller.ProbeAddress+"/readyz")
-	assert.Equal(t, http.StatusOK, code, "ready once the caches synced")
-	code, _ = get(t, "http://"+controller.ProbeAddress+"/healthz")
+	framework.Eventually(t, 20*time.Second, "ready once the caches synced", func() bool {
+		resp, err := http.Get("http://" + controller.ProbeAddress + "/readyz")
+		if err != nil {
+			return false
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	code, _ := get(t, "http://"+controller.ProbeAddress+"/healthz")
 	assert.Equal(t, http.StatusOK, code)
 
 	env.CreateTemplate(t, scenario, nil)
