@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -93,14 +94,14 @@ func TestInvalidNodeHealthChecksAreRejected(t *testing.T) {
 		{"neither minHealthy nor maxUnhealthy",
 			`minHealthy: null`,
 			"set one of minHealthy or maxUnhealthy"},
-		{"minHealthy above 100%", `minHealthy: "120%"`, "minHealthy must be an integer of 0 or more, or a percentage from 0% to 100%"},
-		{"minHealthy 101%", `minHealthy: "101%"`, "minHealthy must be an integer of 0 or more, or a percentage from 0% to 100%"},
-		{"negative minHealthy", `minHealthy: -1`, "minHealthy must be an integer of 0 or more, or a percentage from 0% to 100%"},
-		{"negative minHealthy as a string", `minHealthy: "-1"`, "minHealthy must be an integer of 0 or more, or a percentage from 0% to 100%"},
-		{"negative percentage minHealthy", `minHealthy: "-30%"`, "minHealthy must be an integer of 0 or more, or a percentage from 0% to 100%"},
-		{"minHealthy that is no number", `minHealthy: "half"`, "minHealthy must be an integer of 0 or more, or a percentage from 0% to 100%"},
-		{"negative maxUnhealthy", `{minHealthy: null, maxUnhealthy: -1}`, "maxUnhealthy must be an integer of 0 or more, or a percentage from 0% to 100%"},
-		{"maxUnhealthy above 100%", `{minHealthy: null, maxUnhealthy: "150%"}`, "maxUnhealthy must be an integer of 0 or more, or a percentage from 0% to 100%"},
+		{"minHealthy above 100%", `minHealthy: "120%"`, "minHealthy must be an integer from 0 to 1000000, or a percentage from 0% to 100%"},
+		{"minHealthy 101%", `minHealthy: "101%"`, "minHealthy must be an integer from 0 to 1000000, or a percentage from 0% to 100%"},
+		{"negative minHealthy", `minHealthy: -1`, "minHealthy must be an integer from 0 to 1000000, or a percentage from 0% to 100%"},
+		{"negative minHealthy as a string", `minHealthy: "-1"`, "minHealthy must be an integer from 0 to 1000000, or a percentage from 0% to 100%"},
+		{"negative percentage minHealthy", `minHealthy: "-30%"`, "minHealthy must be an integer from 0 to 1000000, or a percentage from 0% to 100%"},
+		{"minHealthy that is no number", `minHealthy: "half"`, "minHealthy must be an integer from 0 to 1000000, or a percentage from 0% to 100%"},
+		{"negative maxUnhealthy", `{minHealthy: null, maxUnhealthy: -1}`, "maxUnhealthy must be an integer from 0 to 1000000, or a percentage from 0% to 100%"},
+		{"maxUnhealthy above 100%", `{minHealthy: null, maxUnhealthy: "150%"}`, "maxUnhealthy must be an integer from 0 to 1000000, or a percentage from 0% to 100%"},
 		{"maxUnhealthy with a MachineDeletionRemediationTemplate",
 			`{minHealthy: null, maxUnhealthy: 1, remediationTemplate: {apiVersion: machine-deletion-remediation.medik8s.io/v1alpha1, kind: MachineDeletionRemediationTemplate, namespace: ns, name: mdr}}`,
 			"maxUnhealthy cannot be used with a MachineDeletionRemediationTemplate"},
@@ -187,7 +188,56 @@ escalatingRemediations:
 			"Duplicate value"},
 		{"a healthyDelay that is no duration", `healthyDelay: soon`, "healthyDelay must be a duration such as 0s, 5m or -1s"},
 		{"a negative stormCooldownDuration", `stormCooldownDuration: -1m`, "stormCooldownDuration must be a duration of 0 or more"},
-		{"a negative stormRecoveryThreshold", `stormRecoveryThreshold: -1`, "stormRecoveryThreshold must be 0 or more"},
+		{"a negative stormRecoveryThreshold", `stormRecoveryThreshold: -1`, "stormRecoveryThreshold must be from 0 to 1000000"},
+
+		// Values that match a pattern but that the controller's Go types
+		// cannot decode (one such object would stop every NodeHealthCheck
+		// of an older controller), and values past documented bounds.
+		{"a condition duration that overflows", `unhealthyConditions: [{type: Ready, status: "False", duration: 9999999h}]`,
+			"duration must be a duration of 0 or more such as 300s, 5m or 1h30m, with at most 5 digits in each number"},
+		{"a sum of durations that overflows", `unhealthyConditions: [{type: Ready, status: "False", duration: 2000000h2000000h}]`,
+			"with at most 5 digits in each number"},
+		{"30 digits of seconds", `unhealthyConditions: [{type: Ready, status: "False", duration: 999999999999999999999999999999s}]`,
+			"with at most 5 digits in each number"},
+		{"a condition duration just above a year", `unhealthyConditions: [{type: Ready, status: "False", duration: 8760h1s}]`,
+			"duration must be at most 8760h (a year)"},
+		{"an exponent", `unhealthyConditions: [{type: Ready, status: "False", duration: 1e3h}]`, "with at most 5 digits in each number"},
+		{"a cooldown that overflows", `stormCooldownDuration: 2562048h`, "stormCooldownDuration must be a duration of 0 or more"},
+		{"a cooldown above a year", `stormCooldownDuration: 8761h`, "stormCooldownDuration must be at most 8760h (a year)"},
+		{"a healthyDelay that overflows", `healthyDelay: -9999999h`, "healthyDelay must be a duration such as 0s, 5m or -1s"},
+		{"a healthyDelay below minus a year", `healthyDelay: -8761h`, "healthyDelay must be from -8760h to 8760h (a year)"},
+		{"a healthyDelay above a year", `healthyDelay: 8761h`, "healthyDelay must be from -8760h to 8760h (a year)"},
+		{"an escalation timeout that overflows", twoEscalations + `
+escalatingRemediations:
+- remediationTemplate: {apiVersion: a.example.com/v1, kind: ATemplate, namespace: ns, name: a}
+  order: 1
+  timeout: 9999999h`, "timeout must be a duration such as 300s, 5m or 1h30m, with at most 5 digits in each number"},
+		{"an escalation timeout above a year", twoEscalations + `
+escalatingRemediations:
+- remediationTemplate: {apiVersion: a.example.com/v1, kind: ATemplate, namespace: ns, name: a}
+  order: 1
+  timeout: 8761h`, "timeout must be at most 8760h (a year)"},
+		{"an order above int32", twoEscalations + `
+escalatingRemediations:
+- remediationTemplate: {apiVersion: a.example.com/v1, kind: ATemplate, namespace: ns, name: a}
+  order: 2147483648
+  timeout: 5m`, "should be less than or equal to 1000000"},
+		{"an order below the bound", twoEscalations + `
+escalatingRemediations:
+- remediationTemplate: {apiVersion: a.example.com/v1, kind: ATemplate, namespace: ns, name: a}
+  order: -1000001
+  timeout: 5m`, "should be greater than or equal to -1000000"},
+		{"a stormRecoveryThreshold above int32", `stormRecoveryThreshold: 2147483648`, "stormRecoveryThreshold must be from 0 to 1000000"},
+		{"a stormRecoveryThreshold above the bound", `stormRecoveryThreshold: 1000001`, "stormRecoveryThreshold must be from 0 to 1000000"},
+		{"a minHealthy above int32", `minHealthy: 2147483648`, "minHealthy must be an integer from 0 to 1000000"},
+		{"a minHealthy string above the bound", `minHealthy: "1000001"`, "minHealthy must be an integer from 0 to 1000000"},
+		{"a minHealthy string of 8 digits", `minHealthy: "10000000"`, "minHealthy must be an integer from 0 to 1000000"},
+		{"a maxUnhealthy above int32", `{minHealthy: null, maxUnhealthy: 2147483648}`, "maxUnhealthy must be an integer from 0 to 1000000"},
+		{"a long pause request", fmt.Sprintf(`pauseRequests: [%q]`, strings.Repeat("p", 257)), "pauseRequests[0]: Too long"},
+		{"too many pause requests", `pauseRequests: [` + strings.Repeat(`"p", `, 64) + `"p"]`, "must have at most 64 items"},
+		{"a long template name", fmt.Sprintf(`remediationTemplate: {name: %q}`, strings.Repeat("n", 254)), "remediationTemplate fields are too long"},
+		{"a long template kind", fmt.Sprintf(`remediationTemplate: {kind: %q}`, strings.Repeat("K", 60)+"Template"), "remediationTemplate fields are too long"},
+		{"too many matchLabels", `selector: {matchLabels: {` + manyLabels(65) + `}}`, "selector matchLabels may have at most 64 entries"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -197,6 +247,15 @@ escalatingRemediations:
 			assert.Contains(t, err.Error(), tc.message)
 		})
 	}
+}
+
+// manyLabels is n matchLabels entries in YAML flow style.
+func manyLabels(n int) string {
+	labels := make([]string, n)
+	for i := range labels {
+		labels[i] = fmt.Sprintf("label-%d: x", i)
+	}
+	return strings.Join(labels, ", ")
 }
 
 func TestNodeHealthCheckWithoutSpecIsRejected(t *testing.T) {
@@ -252,6 +311,22 @@ escalatingRemediations:
 		{"storm recovery", `{stormRecoveryThreshold: 0}`},
 		{"storm recovery with a cooldown", `{stormRecoveryThreshold: 5, stormCooldownDuration: 30s}`},
 		{"pause requests", `pauseRequests: ["cluster upgrade by @admin"]`},
+		// The largest values the bounds allow.
+		{"durations of a year", `{healthyDelay: 8760h, stormCooldownDuration: 8760h, unhealthyConditions: [{type: Ready, status: "False", duration: 8760h}]}`},
+		{"a healthyDelay of minus a year", `healthyDelay: -8760h`},
+		{"a duration of four groups", `unhealthyConditions: [{type: Ready, status: "False", duration: 1h2m3s4ms}]`},
+		{"an escalation timeout of a year", twoEscalations + `
+escalatingRemediations:
+- remediationTemplate: {apiVersion: a.example.com/v1, kind: ATemplate, namespace: ns, name: a}
+  order: 1000000
+  timeout: 8760h
+- remediationTemplate: {apiVersion: b.example.com/v1, kind: BTemplate, namespace: ns, name: b}
+  order: -1000000
+  timeout: 99999s`},
+		{"the largest numbers", `{minHealthy: 1000000, stormRecoveryThreshold: 1000000}`},
+		{"the largest string number", `minHealthy: "1000000"`},
+		{"64 pause requests of 256 characters", `pauseRequests: [` + strings.TrimSuffix(strings.Repeat(fmt.Sprintf("%q, ", strings.Repeat("p", 256)), 64), ", ") + `]`},
+		{"64 matchLabels", `selector: {matchLabels: {` + manyLabels(64) + `}}`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -57,6 +57,8 @@ type NodeHealthCheckSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="selector matchExpressions operator must be one of In, NotIn, Exists or DoesNotExist"
 	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, !(e.operator in ['In', 'NotIn']) || (has(e.values) && size(e.values) > 0))",message="selector matchExpressions with operator In or NotIn need at least one value"
 	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, !(e.operator in ['Exists', 'DoesNotExist']) || !has(e.values) || size(e.values) == 0)",message="selector matchExpressions with operator Exists or DoesNotExist must not have values"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchLabels) || size(self.matchLabels) <= 64",message="selector matchLabels may have at most 64 entries"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || size(self.matchExpressions) <= 64",message="selector matchExpressions may have at most 64 entries"
 	// +required
 	Selector metav1.LabelSelector `json:"selector"`
 
@@ -81,7 +83,7 @@ type NodeHealthCheckSpec struct {
 	// running continue when the count drops below it. Mutually exclusive with
 	// maxUnhealthy; one of the two must be set.
 	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:XValidation:rule="type(self) == string ? self.matches('^((100|[0-9]{1,2})%|[0-9]+)$') : self >= 0",message="minHealthy must be an integer of 0 or more, or a percentage from 0% to 100%, such as 3 or \"51%\""
+	// +kubebuilder:validation:XValidation:rule="type(self) == string ? self.matches('^((100|[0-9]{1,2})%|[0-9]{1,7})$') && (self.endsWith('%') || int(self) <= 1000000) : self >= 0 && self <= 1000000",message="minHealthy must be an integer from 0 to 1000000, or a percentage from 0% to 100%, such as 3 or \"51%\""
 	// +optional
 	MinHealthy *intstr.IntOrString `json:"minHealthy,omitempty"`
 
@@ -92,7 +94,7 @@ type NodeHealthCheckSpec struct {
 	// the two must be set. Do not use it with remediators that delete nodes,
 	// such as Machine Deletion Remediation: deleted nodes are no longer counted.
 	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:XValidation:rule="type(self) == string ? self.matches('^((100|[0-9]{1,2})%|[0-9]+)$') : self >= 0",message="maxUnhealthy must be an integer of 0 or more, or a percentage from 0% to 100%, such as 2 or \"49%\""
+	// +kubebuilder:validation:XValidation:rule="type(self) == string ? self.matches('^((100|[0-9]{1,2})%|[0-9]{1,7})$') && (self.endsWith('%') || int(self) <= 1000000) : self >= 0 && self <= 1000000",message="maxUnhealthy must be an integer from 0 to 1000000, or a percentage from 0% to 100%, such as 2 or \"49%\""
 	// +optional
 	MaxUnhealthy *intstr.IntOrString `json:"maxUnhealthy,omitempty"`
 
@@ -102,7 +104,8 @@ type NodeHealthCheckSpec struct {
 	// limit is reached. It is a Go duration such as 30s or 5m.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+)$')",message="stormCooldownDuration must be a duration of 0 or more such as 30s, 5m or 1h30m"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|ms|s|m|h)){1,4})$')",message="stormCooldownDuration must be a duration of 0 or more such as 30s, 5m or 1h30m, with at most 5 digits in each number"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^(0|([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|ms|s|m|h)){1,4})$') || duration(self) <= duration('8760h')",message="stormCooldownDuration must be at most 8760h (a year)"
 	// +optional
 	StormCooldownDuration *metav1.Duration `json:"stormCooldownDuration,omitempty"`
 
@@ -111,7 +114,7 @@ type NodeHealthCheckSpec struct {
 	// new remediation, even when the limit would allow one again, until the
 	// number of unhealthy nodes is at or below this threshold. Choose it below
 	// the number of selected nodes minus minHealthy.
-	// +kubebuilder:validation:XValidation:rule="self >= 0",message="stormRecoveryThreshold must be 0 or more: it is the number of unhealthy nodes at or below which storm recovery ends"
+	// +kubebuilder:validation:XValidation:rule="self >= 0 && self <= 1000000",message="stormRecoveryThreshold must be from 0 to 1000000: it is the number of unhealthy nodes at or below which storm recovery ends"
 	// +optional
 	StormRecoveryThreshold *int32 `json:"stormRecoveryThreshold,omitempty"`
 
@@ -125,6 +128,7 @@ type NodeHealthCheckSpec struct {
 	// +kubebuilder:validation:XValidation:rule="has(self.apiVersion) && size(self.apiVersion) > 0",message="remediationTemplate.apiVersion is required"
 	// +kubebuilder:validation:XValidation:rule="has(self.kind) && self.kind.endsWith('Template') && size(self.kind) > 8",message="remediationTemplate.kind must be set and end with Template, such as SelfNodeRemediationTemplate"
 	// +kubebuilder:validation:XValidation:rule="has(self.name) && size(self.name) > 0",message="remediationTemplate.name is required"
+	// +kubebuilder:validation:XValidation:rule="size(self.apiVersion) <= 317 && size(self.kind) <= 63 && size(self.name) <= 253 && (!has(self.namespace) || size(self.namespace) <= 63) && (!has(self.uid) || size(self.uid) <= 128) && (!has(self.resourceVersion) || size(self.resourceVersion) <= 128) && (!has(self.fieldPath) || size(self.fieldPath) <= 256)",message="remediationTemplate fields are too long: apiVersion at most 317 characters, kind 63, name 253, namespace 63"
 	// +optional
 	RemediationTemplate *corev1.ObjectReference `json:"remediationTemplate,omitempty"`
 
@@ -143,6 +147,7 @@ type NodeHealthCheckSpec struct {
 	// and healthy nodes are still cleaned up. Use descriptive entries, such as
 	// "cluster upgrade by @admin".
 	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=256
 	// +optional
 	PauseRequests []string `json:"pauseRequests,omitempty"`
 
@@ -154,7 +159,8 @@ type NodeHealthCheckSpec struct {
 	// that node. A Go duration such as 5m.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="self.matches('^-?(0|([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+)$')",message="healthyDelay must be a duration such as 0s, 5m or -1s (negative: never delete the remediation automatically)"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^-?(0|([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|ms|s|m|h)){1,4})$')",message="healthyDelay must be a duration such as 0s, 5m or -1s (negative: never delete the remediation automatically), with at most 5 digits in each number"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^-?(0|([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|ms|s|m|h)){1,4})$') || (duration(self) <= duration('8760h') && duration(self) >= duration('-8760h'))",message="healthyDelay must be from -8760h to 8760h (a year)"
 	// +optional
 	HealthyDelay *metav1.Duration `json:"healthyDelay,omitempty"`
 }
@@ -184,7 +190,8 @@ type UnhealthyCondition struct {
 	// reboots) nodes that only had a short hiccup or that start slowly.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+)$')",message="duration must be a duration of 0 or more such as 300s, 5m or 1h30m"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|ms|s|m|h)){1,4})$')",message="duration must be a duration of 0 or more such as 300s, 5m or 1h30m, with at most 5 digits in each number"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^(0|([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|ms|s|m|h)){1,4})$') || duration(self) <= duration('8760h')",message="duration must be at most 8760h (a year)"
 	// +required
 	Duration metav1.Duration `json:"duration"`
 }
@@ -198,11 +205,14 @@ type EscalatingRemediation struct {
 	// +kubebuilder:validation:XValidation:rule="has(self.apiVersion) && size(self.apiVersion) > 0",message="remediationTemplate.apiVersion is required"
 	// +kubebuilder:validation:XValidation:rule="has(self.kind) && self.kind.endsWith('Template') && size(self.kind) > 8",message="remediationTemplate.kind must be set and end with Template, such as SelfNodeRemediationTemplate"
 	// +kubebuilder:validation:XValidation:rule="has(self.name) && size(self.name) > 0",message="remediationTemplate.name is required"
+	// +kubebuilder:validation:XValidation:rule="size(self.apiVersion) <= 317 && size(self.kind) <= 63 && size(self.name) <= 253 && (!has(self.namespace) || size(self.namespace) <= 63) && (!has(self.uid) || size(self.uid) <= 128) && (!has(self.resourceVersion) || size(self.resourceVersion) <= 128) && (!has(self.fieldPath) || size(self.fieldPath) <= 256)",message="remediationTemplate fields are too long: apiVersion at most 317 characters, kind 63, name 253, namespace 63"
 	// +required
 	RemediationTemplate corev1.ObjectReference `json:"remediationTemplate"`
 
 	// Order is this step's place in the escalation: lower orders run first.
-	// Each order must be unique.
+	// Each order must be unique, from -1000000 to 1000000.
+	// +kubebuilder:validation:Minimum=-1000000
+	// +kubebuilder:validation:Maximum=1000000
 	// +required
 	Order int `json:"order"`
 
@@ -210,8 +220,9 @@ type EscalatingRemediation struct {
 	// least 60s. A Go duration such as 5m.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$')",message="timeout must be a duration such as 300s, 5m or 1h30m"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || duration(self) >= duration('60s')",message="timeout must be at least 60s"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|ms|s|m|h)){1,4}$')",message="timeout must be a duration such as 300s, 5m or 1h30m, with at most 5 digits in each number"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|ms|s|m|h)){1,4}$') || duration(self) >= duration('60s')",message="timeout must be at least 60s"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|ms|s|m|h)){1,4}$') || duration(self) <= duration('8760h')",message="timeout must be at most 8760h (a year)"
 	// +required
 	Timeout metav1.Duration `json:"timeout"`
 }
@@ -251,13 +262,17 @@ type NodeHealthCheckStatus struct {
 	// UnhealthyNodes lists the nodes that are unhealthy or still have a
 	// remediation, with their remediations. A node leaves the list when it is
 	// healthy and its remediations are gone.
+	// At most 5000 are listed, nodes under remediation first, so that the
+	// status stays writable in a mass failure; the counters count them all.
 	// +listType=map
 	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=5000
 	// +optional
 	UnhealthyNodes []*UnhealthyNode `json:"unhealthyNodes,omitempty"`
 
 	// InFlightRemediations is deprecated: use unhealthyNodes. It maps node names
 	// to the start of their remediation, and is kept only for compatibility.
+	// +kubebuilder:validation:MaxProperties=5000
 	// +optional
 	InFlightRemediations map[string]metav1.Time `json:"inFlightRemediations,omitempty"`
 
@@ -266,6 +281,7 @@ type NodeHealthCheckStatus struct {
 	// reason and message say why.
 	// +listType=map
 	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
@@ -274,6 +290,7 @@ type NodeHealthCheckStatus struct {
 	Phase NodeHealthCheckPhase `json:"phase,omitempty"`
 
 	// Reason explains the phase in a sentence.
+	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	Reason string `json:"reason,omitempty"`
 
@@ -299,12 +316,14 @@ type NodeHealthCheckStatus struct {
 // UnhealthyNode is a node that is unhealthy or still has a remediation.
 type UnhealthyNode struct {
 	// Name is the node's name.
+	// +kubebuilder:validation:MaxLength=253
 	// +required
 	Name string `json:"name"`
 
 	// Remediations are this node's remediation resources, in the order they
 	// were created. With escalating remediations, each timed-out step stays in
-	// the list with its timedOut time.
+	// the list with its timedOut time. The 32 newest are kept.
+	// +kubebuilder:validation:MaxItems=32
 	// +optional
 	Remediations []*Remediation `json:"remediations,omitempty"`
 

@@ -34,7 +34,7 @@ type EscalatingRemediationApplyConfiguration struct {
 	// namespaced templates.
 	RemediationTemplate *v1.ObjectReference `json:"remediationTemplate,omitempty"`
 	// Order is this step's place in the escalation: lower orders run first.
-	// Each order must be unique.
+	// Each order must be unique, from -1000000 to 1000000.
 	Order *int `json:"order,omitempty"`
 	// Timeout is how long this step may run before the next one starts, at
 	// least 60s. A Go duration such as 5m.

@@ -41,6 +41,8 @@ type NodeHealthCheckStatusApplyConfiguration struct {
 	// UnhealthyNodes lists the nodes that are unhealthy or still have a
 	// remediation, with their remediations. A node leaves the list when it is
 	// healthy and its remediations are gone.
+	// At most 5000 are listed, nodes under remediation first, so that the
+	// status stays writable in a mass failure; the counters count them all.
 	UnhealthyNodes []*remediationv1alpha1.UnhealthyNode `json:"unhealthyNodes,omitempty"`
 	// InFlightRemediations is deprecated: use unhealthyNodes. It maps node names
 	// to the start of their remediation, and is kept only for compatibility.

@@ -32,7 +32,7 @@ type UnhealthyNodeApplyConfiguration struct {
 	Name *string `json:"name,omitempty"`
 	// Remediations are this node's remediation resources, in the order they
 	// were created. With escalating remediations, each timed-out step stays in
-	// the list with its timedOut time.
+	// the list with its timedOut time. The 32 newest are kept.
 	Remediations []*remediationv1alpha1.Remediation `json:"remediations,omitempty"`
 	// ConditionsHealthyTimestamp is when the node stopped matching every
 	// unhealthy condition while it still had remediations; with a healthyDelay
