@@ -1,0 +1,120 @@
+package framework
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// FaultProxy stands between a controller and the API server and fails
+// requests on demand: writes, everything, or creates whose response is lost
+// after the API server stored the object. It forwards with the admin's
+// credentials; the controller talks to it in plain HTTP.
+type FaultProxy struct {
+	server *httptest.Server
+	// Kubeconfig points a controller at the proxy.
+	Kubeconfig string
+
+	mu sync.Mutex
+	// failWrites answers POST, PUT, PATCH and DELETE with 503 without
+	// forwarding them.
+	failWrites bool
+	// loseCreates forwards POSTs to paths containing this string, then
+	// answers 500 as if the response was lost.
+	loseCreates string
+	// unreachable answers every request with 503.
+	unreachable bool
+}
+
+// NewFaultProxy starts a proxy to the API server of config, and writes a
+// kubeconfig for it into dir.
+func NewFaultProxy(config *rest.Config, dir string) (*FaultProxy, error) {
+	target, err := url.Parse(config.Host)
+	if err != nil {
+		return nil, err
+	}
+	transport, err := rest.TransportFor(config)
+	if err != nil {
+		return nil, err
+	}
+	forward := httputil.NewSingleHostReverseProxy(target)
+	forward.Transport = transport
+	// Watches stream: pass every event on at once.
+	forward.FlushInterval = -1
+	p := &FaultProxy{}
+	p.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		unreachable, failWrites, loseCreates := p.unreachable, p.failWrites, p.loseCreates
+		p.mu.Unlock()
+		write := r.Method != http.MethodGet && r.Method != http.MethodHead
+		switch {
+		case unreachable, failWrites && write:
+			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"ServiceUnavailable","code":503}`, http.StatusServiceUnavailable)
+		case loseCreates != "" && r.Method == http.MethodPost && strings.Contains(r.URL.Path, loseCreates):
+			forward.ServeHTTP(discard{header: http.Header{}}, r)
+			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"InternalError","code":500}`, http.StatusInternalServerError)
+		default:
+			forward.ServeHTTP(w, r)
+		}
+	}))
+	p.Kubeconfig = filepath.Join(dir, "fault-proxy.kubeconfig")
+	kubeconfig := clientcmdapi.NewConfig()
+	kubeconfig.Clusters["proxy"] = &clientcmdapi.Cluster{Server: p.server.URL}
+	kubeconfig.AuthInfos["proxy"] = &clientcmdapi.AuthInfo{}
+	kubeconfig.Contexts["proxy"] = &clientcmdapi.Context{Cluster: "proxy", AuthInfo: "proxy"}
+	kubeconfig.CurrentContext = "proxy"
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := clientcmd.WriteToFile(*kubeconfig, p.Kubeconfig); err != nil {
+		p.server.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// FailWrites makes writes fail with 503, or work again.
+func (p *FaultProxy) FailWrites(fail bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failWrites = fail
+}
+
+// LoseCreates makes creates to paths containing path reach the API server
+// and then fail with 500; "" stops it.
+func (p *FaultProxy) LoseCreates(path string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.loseCreates = path
+}
+
+// Unreachable makes the API server unreachable, as while it restarts: every
+// request fails and every open connection, watches included, is closed.
+func (p *FaultProxy) Unreachable(unreachable bool) {
+	p.mu.Lock()
+	p.unreachable = unreachable
+	p.mu.Unlock()
+	if unreachable {
+		p.server.CloseClientConnections()
+	}
+}
+
+// Close stops the proxy.
+func (p *FaultProxy) Close() { p.server.Close() }
+
+// discard is a response writer that drops the response.
+type discard struct{ header http.Header }
+
+func (d discard) Header() http.Header         { return d.header }
+func (d discard) Write(b []byte) (int, error) { return io.Discard.Write(b) }
+func (d discard) WriteHeader(int)             {}
