@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,7 +29,9 @@ func TestThePolicyLetsTheControllerOnlyRemoveTheConfirmation(t *testing.T) {
 	const serviceAccount = "system:serviceaccount:nhc-system:nhc-controller"
 	out, err := env.Cluster.Kubectl("apply", "-f", filepath.Join(controlplane.RepoRoot(), "manifests/policy"))
 	require.NoError(t, err, out)
-	t.Cleanup(func() { _, _ = env.Cluster.Kubectl("delete", "-f", filepath.Join(controlplane.RepoRoot(), "manifests/policy")) })
+	t.Cleanup(func() {
+		_, _ = env.Cluster.Kubectl("delete", "-f", filepath.Join(controlplane.RepoRoot(), "manifests/policy"))
+	})
 	grant(t, serviceAccount, "policy-test-node-patch",
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch", "patch", "update"}})
 	kubeconfig, err := env.Cluster.UserKubeconfig(serviceAccount, "system:serviceaccounts", "system:authenticated")
@@ -98,7 +100,9 @@ func TestOnlyClusterAdminsManageNodeHealthChecks(t *testing.T) {
 			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}},
 		}, metav1.CreateOptions{})
 		require.NoError(t, err)
-		t.Cleanup(func() { _ = env.Kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), user, metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = env.Kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), user, metav1.DeleteOptions{})
+		})
 	}
 	bind("an-admin", "admin")
 	bind("an-editor", "edit")
