@@ -31,7 +31,7 @@ test: unit integration ## Run all tests: unit, then integration on a real kube-a
 
 .PHONY: unit
 unit: ## Run the unit tests (no control plane).
-	go test ./pkg/...
+	go test ./pkg/... ./cmd/...
 
 .PHONY: integration
 integration: k8s-binaries ## Run the tests against a real kube-apiserver and etcd.
