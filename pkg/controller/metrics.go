@@ -49,15 +49,15 @@ func NewMetrics() *Metrics {
 	perNHC := func(name, help string) *prometheus.GaugeVec {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, []string{"nodehealthcheck"})
 	}
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	}
+	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+	}
 	return &Metrics{
-		oldRemediation: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "nodehealthcheck_old_remediation_cr",
-			Help: "Number of old remediation CRs detected by NodeHealthChecks",
-		}, []string{"name", "namespace"}),
-		ongoing: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "nodehealthcheck_ongoing_remediation",
-			Help: "Indication of an ongoing remediation of an unhealthy node",
-		}, []string{"name", "namespace", "remediation"}),
+		oldRemediation: counter("nodehealthcheck_old_remediation_cr", "Number of old remediation CRs detected by NodeHealthChecks", "name", "namespace"),
+		ongoing:        gauge("nodehealthcheck_ongoing_remediation", "Indication of an ongoing remediation of an unhealthy node", "name", "namespace", "remediation"),
 		unhealthyDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "nodehealthcheck_unhealthy_node_duration_seconds",
 			Help:    "Unhealthy Node duration distribution",
@@ -68,18 +68,11 @@ func NewMetrics() *Metrics {
 		unhealthy:   perNHC("nodehealthcheck_unhealthy_nodes", "Selected nodes that are not healthy: unhealthy, soon unhealthy, or still under remediation"),
 		remediating: perNHC("nodehealthcheck_remediations_in_flight", "Selected nodes with an ongoing remediation"),
 		stormActive: perNHC("nodehealthcheck_storm_recovery_active", "1 while storm recovery holds back new remediations"),
-		remediations: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "nodehealthcheck_remediations_total",
-			Help: "Remediation resources by what happened to them: created, deleted_healthy (the node recovered or was confirmed healthy), deleted_node_gone, timed_out, failed (the remediator reported Succeeded=False)",
-		}, []string{"nodehealthcheck", "kind", "outcome"}),
-		syncErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "nodehealthcheck_sync_errors_total",
-			Help: "Syncs of a NodeHealthCheck that failed and were retried",
-		}, []string{"nodehealthcheck"}),
-		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "nodehealthcheck_build_info",
-			Help: "1, labelled with the controller's version and the Go version it was built with",
-		}, []string{"version", "goversion"}),
+		remediations: counter("nodehealthcheck_remediations_total",
+			"Remediation resources by what happened to them: created, deleted_healthy (the node recovered or was confirmed healthy), deleted_node_gone, timed_out, failed (the remediator reported Succeeded=False)",
+			"nodehealthcheck", "kind", "outcome"),
+		syncErrors: counter("nodehealthcheck_sync_errors_total", "Syncs of a NodeHealthCheck that failed and were retried", "nodehealthcheck"),
+		buildInfo:  gauge("nodehealthcheck_build_info", "1, labelled with the controller's version and the Go version it was built with", "version", "goversion"),
 		nodeSeries: map[string]map[nodeSeries]bool{},
 	}
 }
