@@ -23,8 +23,8 @@ build: ## Compile every package and the nhc-controller binary into bin/.
 	go build -ldflags "-X main.version=$(VERSION)" -o bin/nhc-controller ./cmd/nhc-controller
 
 .PHONY: image
-image: ## Build the container image without a Docker daemon into _output/image (OCI layout and tarball); IMAGE names it.
-	go run ./hack/image --output _output/image --tag "$(or $(IMAGE),nhc-controller:$(VERSION))" --version "$(VERSION)"
+image: ## Build the container image without a Docker daemon into _output/image (OCI layout and tarball); IMAGE names it, PUSH=1 pushes it.
+	go run ./hack/image --output _output/image --tag "$(or $(IMAGE),nhc-controller:$(VERSION))" --version "$(VERSION)" $(if $(PUSH),--push)
 
 .PHONY: test
 test: unit integration ## Run all tests: unit, then integration on a real kube-apiserver.

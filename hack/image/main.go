@@ -17,11 +17,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
@@ -34,14 +36,15 @@ func main() {
 	tag := flag.String("tag", "nhc-controller:dev", "the image reference recorded in the tarball")
 	version := flag.String("version", "dev", "the version stamped into the binary and the image labels")
 	arch := flag.String("arch", "amd64", "the target architecture (GOARCH)")
+	push := flag.Bool("push", false, "also push the image to --tag's registry, with the credentials of docker login or podman login")
 	flag.Parse()
-	if err := build(*output, *tag, *version, *arch); err != nil {
+	if err := build(*output, *tag, *version, *arch, *push); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
 }
 
-func build(output, tag, version, arch string) error {
+func build(output, tag, version, arch string, push bool) error {
 	created, revision, err := commit()
 	if err != nil {
 		return err
@@ -94,7 +97,21 @@ func build(output, tag, version, arch string) error {
 	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		return err
 	}
-	return write(img, output, tag)
+	if err := write(img, output, tag); err != nil {
+		return err
+	}
+	if !push {
+		return nil
+	}
+	ref, err := name.ParseReference(tag)
+	if err != nil {
+		return err
+	}
+	if err := remote.Write(ref, img, remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+		return fmt.Errorf("pushing %s: %w", ref, err)
+	}
+	fmt.Printf("pushed %s\n", ref)
+	return nil
 }
 
 // write replaces the output folder's OCI layout and tarball, and prints the

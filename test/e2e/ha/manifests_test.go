@@ -24,13 +24,26 @@ import (
 // remediates, records events, takes its lease and removes a confirmation.
 func TestManifestsInstallAndGrantEnough(t *testing.T) {
 	root := controlplane.RepoRoot()
-	for _, path := range []string{"manifests/crd", "manifests/deploy/namespace.yaml", "manifests/rbac", "manifests/deploy", "test/crds/rbac"} {
-		out, err := env.Cluster.Kubectl("apply", "-f", filepath.Join(root, path))
+	// The one-command install: any kustomize or schema error fails it.
+	out, err := env.Cluster.Kubectl("apply", "-k", filepath.Join(root, "manifests"))
+	require.NoError(t, err, out)
+	out, err = env.Cluster.Kubectl("apply", "-f", filepath.Join(root, "test/crds/rbac"))
+	require.NoError(t, err, out)
+	for _, object := range []string{"deployment/nhc-controller", "service/nhc-controller-metrics", "poddisruptionbudget/nhc-controller", "serviceaccount/nhc-controller"} {
+		out, err := env.Cluster.Kubectl("get", "-n", "nhc-system", object, "-o", "name")
 		require.NoError(t, err, out)
 	}
-	out, err := env.Cluster.Kubectl("get", "deployment", "-n", "nhc-system", "nhc-controller", "-o", "name")
+	image, err := env.Cluster.Kubectl("get", "deployment", "-n", "nhc-system", "nhc-controller", "-o", "jsonpath={.spec.template.spec.containers[0].image}")
 	require.NoError(t, err)
-	assert.Equal(t, "deployment.apps/nhc-controller\n", out)
+	assert.Equal(t, "nhc-controller:dev", image, "the image comes from the kustomization's images:")
+	// kubectl delete -k removes all of it; a server-side dry run shows what,
+	// without taking the CRD from the other tests.
+	out, err = env.Cluster.Kubectl("delete", "-k", filepath.Join(root, "manifests"), "--dry-run=server")
+	require.NoError(t, err, out)
+	for _, object := range []string{"customresourcedefinition.apiextensions.k8s.io \"nodehealthchecks.remediation.medik8s.io\" deleted",
+		"namespace \"nhc-system\" deleted", "deployment.apps \"nhc-controller\" deleted", "clusterrole.rbac.authorization.k8s.io \"nhc-controller\" deleted"} {
+		assert.Contains(t, out, object)
+	}
 
 	kubeconfig, err := env.Cluster.UserKubeconfig("system:serviceaccount:nhc-system:nhc-controller", "system:serviceaccounts", "system:serviceaccounts:nhc-system", "system:authenticated")
 	require.NoError(t, err)
