@@ -26,7 +26,12 @@ type options struct {
 	retryPeriod             time.Duration
 
 	metricsAddress string
-	probeAddress   string
+	// metricsSecure serves /metrics over HTTPS with delegated authentication
+	// and authorization; false serves plain HTTP to anyone.
+	metricsSecure bool
+	tlsCertFile   string
+	tlsKeyFile    string
+	probeAddress  string
 }
 
 func defaultOptions() *options {
@@ -34,7 +39,7 @@ func defaultOptions() *options {
 		workers: 2, qps: 50, burst: 100,
 		leaderElect: true, leaderElectionID: "nhc-controller.remediation.medik8s.io",
 		leaseDuration: 15 * time.Second, renewDeadline: 10 * time.Second, retryPeriod: 2 * time.Second,
-		metricsAddress: ":8080", probeAddress: ":8081",
+		metricsAddress: ":8443", metricsSecure: true, probeAddress: ":8081",
 	}
 }
 
@@ -50,6 +55,9 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", o.renewDeadline, "How long the leader retries renewing before it gives up leading.")
 	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", o.retryPeriod, "How often candidates try to acquire or renew the lease.")
 	fs.StringVar(&o.metricsAddress, "metrics-bind-address", o.metricsAddress, "Address of the Prometheus /metrics endpoint; 0 disables it.")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", o.metricsSecure, "Serve /metrics over HTTPS to callers that a TokenReview authenticates and a SubjectAccessReview allows GET /metrics (ClusterRole nhc-controller-metrics-reader). false serves plain HTTP to anyone: only behind a network policy.")
+	fs.StringVar(&o.tlsCertFile, "tls-cert-file", o.tlsCertFile, "Certificate of the HTTPS metrics server; without it a self-signed one is made at start.")
+	fs.StringVar(&o.tlsKeyFile, "tls-private-key-file", o.tlsKeyFile, "Private key of --tls-cert-file.")
 	fs.StringVar(&o.probeAddress, "health-probe-bind-address", o.probeAddress, "Address of /healthz and /readyz; 0 disables them.")
 }
 
@@ -59,6 +67,8 @@ func (o *options) validate() error {
 		return fmt.Errorf("--workers must be at least 1, not %d", o.workers)
 	case o.qps <= 0 || o.burst < 1:
 		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive")
+	case (o.tlsCertFile == "") != (o.tlsKeyFile == ""):
+		return fmt.Errorf("--tls-cert-file and --tls-private-key-file go together")
 	case o.leaderElect && !(o.retryPeriod < o.renewDeadline && o.renewDeadline < o.leaseDuration):
 		return fmt.Errorf("leader election needs --leader-elect-retry-period < --leader-elect-renew-deadline < --leader-elect-lease-duration")
 	}

@@ -92,9 +92,9 @@ func run(ctx context.Context, opts *options) error {
 	defer kubeInformers.Shutdown()
 	go nhcInformer.Informer().RunWithContext(ctx)
 
-	metricsMux := http.NewServeMux()
-	metricsMux.Handle("/metrics", legacyregistry.Handler())
-	serve(ctx, "metrics", opts.metricsAddress, metricsMux)
+	if err := serveMetrics(ctx, opts, kubeClient); err != nil {
+		return err
+	}
 
 	if !opts.leaderElect {
 		serve(ctx, "probes", opts.probeAddress, probes(ctrl.CachesSynced, nil, nil))
@@ -171,6 +171,25 @@ func runElected(ctx context.Context, opts *options, kubeClient kubernetes.Interf
 	}()
 	elector.Run(electionCtx)
 	return runErr
+}
+
+// serveMetrics serves /metrics, over HTTPS to authorized callers unless
+// --metrics-secure=false.
+func serveMetrics(ctx context.Context, opts *options, kubeClient kubernetes.Interface) error {
+	if opts.metricsAddress == "" || opts.metricsAddress == "0" {
+		return nil
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", legacyregistry.Handler())
+	if !opts.metricsSecure {
+		serve(ctx, "metrics", opts.metricsAddress, mux)
+		return nil
+	}
+	handler, err := protectMetrics(kubeClient, mux)
+	if err != nil {
+		return err
+	}
+	return serveTLS(ctx, "metrics", opts.metricsAddress, opts.tlsCertFile, opts.tlsKeyFile, handler)
 }
 
 // newRemediationManager wires pkg/remediation: dynamic informers for the

@@ -102,7 +102,8 @@ type Controller struct {
 }
 
 // StartController starts the controller as cluster admin, with extra flags;
-// its log (-v=4) goes to a file.
+// its log (-v=4) goes to a file. Metrics are plain HTTP unless the flags say
+// --metrics-secure=true.
 func (e *Env) StartController(name string, flags ...string) (*Controller, error) {
 	return e.StartControllerWithKubeconfig(name, e.Cluster.Kubeconfig, flags...)
 }
@@ -117,7 +118,7 @@ func (e *Env) StartControllerWithKubeconfig(name, kubeconfig string, flags ...st
 	}
 	args := append([]string{
 		"--kubeconfig", kubeconfig, "-v=4",
-		"--metrics-bind-address", c.MetricsAddress, "--health-probe-bind-address", c.ProbeAddress,
+		"--metrics-bind-address", c.MetricsAddress, "--metrics-secure=false", "--health-probe-bind-address", c.ProbeAddress,
 	}, flags...)
 	c.cmd = exec.Command(e.Binary, args...)
 	c.cmd.Stdout, c.cmd.Stderr = log, log

@@ -1,0 +1,71 @@
+package ha
+
+import (
+	"crypto/tls"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodehealthcheck/nhc-controller/test/controlplane"
+	"github.com/nodehealthcheck/nhc-controller/test/framework"
+)
+
+// TestMetricsNeedAnAuthorizedToken scrapes the HTTPS /metrics as a
+// ServiceAccount bound to the metrics-reader role (200), as one without it
+// (403), and with no token (401).
+func TestMetricsNeedAnAuthorizedToken(t *testing.T) {
+	ctx := t.Context()
+	out, err := env.Cluster.Kubectl("apply", "-f", filepath.Join(controlplane.RepoRoot(), "manifests/rbac/metrics-reader.yaml"))
+	require.NoError(t, err, out)
+	token := func(name string) string {
+		_, err := env.Kube.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = env.Kube.CoreV1().ServiceAccounts("default").Delete(t.Context(), name, metav1.DeleteOptions{}) })
+		tr, err := env.Kube.CoreV1().ServiceAccounts("default").CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		return tr.Status.Token
+	}
+	prometheus, nobody := token("prometheus"), token("nobody")
+	_, err = env.Kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "prometheus-nhc-metrics"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "nhc-controller-metrics-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "prometheus", Namespace: "default"}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = env.Kube.RbacV1().ClusterRoleBindings().Delete(t.Context(), "prometheus-nhc-metrics", metav1.DeleteOptions{})
+	})
+
+	c, err := env.StartController("secure-metrics", "--leader-elect=false", "--metrics-secure=true")
+	require.NoError(t, err)
+	dumpOnFailure(t, c)
+	defer func() { assert.NoError(t, c.Stop()) }()
+	// The certificate is self-signed, made at start.
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	scrape := func(token string) int {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+c.MetricsAddress+"/metrics", nil)
+		require.NoError(t, err)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	framework.Eventually(t, 30*time.Second, "the metrics server", func() bool { return scrape("") != 0 })
+	assert.Equal(t, http.StatusUnauthorized, scrape(""), "no token")
+	assert.Equal(t, http.StatusForbidden, scrape(nobody), "a token without the role")
+	assert.Equal(t, http.StatusOK, scrape(prometheus), "a token with the role")
+	assert.Equal(t, http.StatusUnauthorized, scrape("not-a-token"), "a token nobody issued")
+}
