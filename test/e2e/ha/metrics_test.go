@@ -28,7 +28,9 @@ func TestMetricsNeedAnAuthorizedToken(t *testing.T) {
 	token := func(name string) string {
 		_, err := env.Kube.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 		require.NoError(t, err)
-		t.Cleanup(func() { _ = env.Kube.CoreV1().ServiceAccounts("default").Delete(t.Context(), name, metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = env.Kube.CoreV1().ServiceAccounts("default").Delete(t.Context(), name, metav1.DeleteOptions{})
+		})
 		tr, err := env.Kube.CoreV1().ServiceAccounts("default").CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 		require.NoError(t, err)
 		return tr.Status.Token
