@@ -28,6 +28,8 @@ type Metrics struct {
 	unhealthy   *prometheus.GaugeVec
 	remediating *prometheus.GaugeVec
 	stormActive *prometheus.GaugeVec
+	disabled    *prometheus.GaugeVec
+	old         *prometheus.GaugeVec
 
 	remediations *prometheus.CounterVec
 	syncErrors   *prometheus.CounterVec
@@ -68,6 +70,8 @@ func NewMetrics() *Metrics {
 		unhealthy:   perNHC("nodehealthcheck_unhealthy_nodes", "Selected nodes that are not healthy: unhealthy, soon unhealthy, or still under remediation"),
 		remediating: perNHC("nodehealthcheck_remediations_in_flight", "Selected nodes with an ongoing remediation"),
 		stormActive: perNHC("nodehealthcheck_storm_recovery_active", "1 while storm recovery holds back new remediations"),
+		disabled:    perNHC("nodehealthcheck_disabled", "1 while the NodeHealthCheck is disabled; its Disabled condition says why"),
+		old:         perNHC("nodehealthcheck_old_remediations", "Remediation resources older than 48 hours"),
 		remediations: counter("nodehealthcheck_remediations_total",
 			"Remediation resources by what happened to them: created, deleted_healthy (the node recovered or was confirmed healthy), deleted_node_gone, timed_out, failed (the remediator reported Succeeded=False)",
 			"nodehealthcheck", "kind", "outcome"),
@@ -91,6 +95,18 @@ func (m *Metrics) SetBuildInfo(version string) {
 	m.buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
 }
 
+// setDisabled records whether a NodeHealthCheck is disabled.
+func (m *Metrics) setDisabled(nhc string, disabled bool) {
+	if m == nil {
+		return
+	}
+	value := 0.0
+	if disabled {
+		value = 1
+	}
+	m.disabled.WithLabelValues(nhc).Set(value)
+}
+
 // syncFailed counts a failed sync.
 func (m *Metrics) syncFailed(nhc string) {
 	if m != nil {
@@ -100,7 +116,7 @@ func (m *Metrics) syncFailed(nhc string) {
 
 // Register registers the metrics.
 func (m *Metrics) Register(registerer prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.oldRemediation, m.ongoing, m.unhealthyDuration, m.observed, m.healthy, m.unhealthy, m.remediating, m.stormActive,
+	for _, c := range []prometheus.Collector{m.oldRemediation, m.ongoing, m.unhealthyDuration, m.observed, m.healthy, m.unhealthy, m.remediating, m.stormActive, m.disabled, m.old,
 		m.remediations, m.syncErrors, m.buildInfo} {
 		if err := registerer.Register(c); err != nil {
 			return err
@@ -127,6 +143,10 @@ func (m *Metrics) record(nhc *v1alpha1.NodeHealthCheck, p *health.Plan, out *hea
 		storm = 1
 	}
 	m.stormActive.WithLabelValues(nhc.Name).Set(storm)
+	m.old.WithLabelValues(nhc.Name).Set(float64(p.OldRemediations))
+	m.setDisabled(nhc.Name, p.Problem != nil)
+	// A counter alerts rely on exists from the first sync on, at 0.
+	m.syncErrors.WithLabelValues(nhc.Name).Add(0)
 
 	current := map[nodeSeries]bool{}
 	listed := map[string]bool{}
@@ -210,7 +230,7 @@ func (m *Metrics) forget(nhc string) {
 	if m == nil {
 		return
 	}
-	for _, g := range []*prometheus.GaugeVec{m.observed, m.healthy, m.unhealthy, m.remediating, m.stormActive} {
+	for _, g := range []*prometheus.GaugeVec{m.observed, m.healthy, m.unhealthy, m.remediating, m.stormActive, m.disabled, m.old} {
 		g.DeleteLabelValues(nhc)
 	}
 	m.unhealthyDuration.DeletePartialMatch(prometheus.Labels{"nodehealthcheck": nhc})

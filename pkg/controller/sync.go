@@ -78,6 +78,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	}
 	c.recordEvents(ctx, nhc, &plan, &out)
 	if in.ResourcesUnknown {
+		c.metrics.setDisabled(name, true)
 		logger.V(2).Info("Cannot evaluate", "reason", plan.Problem.Reason, "message", plan.Problem.Message)
 		return problemRequeue, statusErr
 	}
@@ -119,6 +120,7 @@ func (c *Controller) reportUnreadable(ctx context.Context, nhc *v1alpha1.NodeHea
 		return fmt.Errorf("writing the status: %w", err)
 	}
 	c.recordEvents(ctx, nhc, &plan, &health.Outcome{})
+	c.metrics.setDisabled(nhc.Name, true)
 	klog.FromContext(ctx).V(2).Info("Cannot read the stored NodeHealthCheck", "error", why)
 	return nil
 }

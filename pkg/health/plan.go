@@ -31,6 +31,9 @@ type Plan struct {
 	Healthy int
 	// Remediating is the number of selected nodes with a remediation resource.
 	Remediating int
+	// OldRemediations is the number of remediation resources older than
+	// OldRemediationAge, flagged or about to be.
+	OldRemediations int
 	// Budget says whether new remediations may start.
 	Budget Budget
 	// Storm is the storm-recovery state after this evaluation.

@@ -70,17 +70,20 @@ func (e *evaluation) clearHealthyDelay(resources []Remediation) {
 	}
 }
 
-// flagOld flags resources that just became older than OldRemediationAge.
+// flagOld flags resources that just became older than OldRemediationAge,
+// and counts every old one.
 func (e *evaluation) flagOld(resources []Remediation) {
 	for i := range resources {
 		r := &resources[i]
-		if r.FlaggedOld || r.Deleting {
-			continue
-		}
-		if at := r.Created.Add(OldRemediationAge); e.now.Before(at) {
+		switch at := r.Created.Add(OldRemediationAge); {
+		case r.Deleting:
+		case r.FlaggedOld:
+			e.p.OldRemediations++
+		case e.now.Before(at):
 			e.deadline(at)
-		} else {
+		default:
 			e.p.FlagOld = append(e.p.FlagOld, r.Ref)
+			e.p.OldRemediations++
 		}
 	}
 }

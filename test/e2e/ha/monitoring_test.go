@@ -1,0 +1,87 @@
+package ha
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nodehealthcheck/nhc-controller/test/controlplane"
+	"github.com/nodehealthcheck/nhc-controller/test/framework"
+)
+
+// TestTheAlertsParseAndUseMetricsThatExist parses the PrometheusRule's rules
+// with Prometheus's own parser, and checks that every metric an alert uses is
+// served by a running controller.
+func TestTheAlertsParseAndUseMetricsThatExist(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(), "manifests/monitoring/prometheus-rule.yaml"))
+	require.NoError(t, err)
+	var rule struct {
+		Spec map[string]any `json:"spec"`
+	}
+	require.NoError(t, yaml.Unmarshal(data, &rule))
+	groups, err := yaml.Marshal(rule.Spec)
+	require.NoError(t, err)
+	parsed, errs := rulefmt.Parse(groups, false)
+	require.Empty(t, errs, "the rules parse")
+	used := map[string]bool{}
+	alerts := 0
+	for _, group := range parsed.Groups {
+		for _, r := range group.Rules {
+			alerts++
+			assert.NotEmpty(t, r.Annotations["runbook"], "alert %s has a runbook", r.Alert)
+			expr, err := parser.ParseExpr(r.Expr)
+			require.NoError(t, err, r.Alert)
+			for _, selector := range parser.ExtractSelectors(expr) {
+				for _, matcher := range selector {
+					if matcher.Name == "__name__" {
+						used[matcher.Value] = true
+					}
+				}
+			}
+		}
+	}
+	assert.Equal(t, 6, alerts)
+
+	// A leader with a NodeHealthCheck that has remediated a node.
+	const scenario = "monitoring"
+	env.CreateTemplate(t, scenario, nil)
+	nodes := env.CreateNodes(t, scenario, 3)
+	env.CreateNHC(t, scenario, nil)
+	c, err := env.StartController(scenario, "--leader-elect=true", "--leader-election-namespace=default")
+	require.NoError(t, err)
+	dumpOnFailure(t, c)
+	defer func() { assert.NoError(t, c.Stop()) }()
+	env.Fail(t, time.Hour, nodes[0])
+	framework.Eventually(t, 30*time.Second, "a remediation", func() bool { return len(env.Remediations(t, scenario)[nodes[0]]) == 1 })
+
+	var metrics string
+	framework.Eventually(t, 30*time.Second, "every metric the alerts use", func() bool {
+		resp, err := http.Get("http://" + c.MetricsAddress + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		metrics = string(body)
+		for name := range used {
+			if !strings.Contains(metrics, "\n"+name+"{") && !strings.Contains(metrics, "\n"+name+" ") {
+				return false
+			}
+		}
+		return true
+	})
+	for name := range used {
+		assert.Contains(t, metrics, "\n"+name, "the alerts use %s", name)
+	}
+}
