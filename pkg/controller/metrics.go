@@ -22,6 +22,9 @@ type Metrics struct {
 	oldRemediation    *prometheus.CounterVec
 	ongoing           *prometheus.GaugeVec
 	unhealthyDuration *prometheus.HistogramVec
+	// remediationDuration is detected → finished of each ended remediation
+	// record, by how it ended.
+	remediationDuration *prometheus.HistogramVec
 
 	observed    *prometheus.GaugeVec
 	healthy     *prometheus.GaugeVec
@@ -65,6 +68,11 @@ func NewMetrics() *Metrics {
 			Help:    "Unhealthy Node duration distribution",
 			Buckets: []float64{30, 60, 120, 180, 240, 300, 600, 1200, 2400, 3600},
 		}, []string{"nodehealthcheck", "namespace", "remediation"}),
+		remediationDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "nodehealthcheck_remediation_duration_seconds",
+			Help:    "Time from detecting a node unhealthy to it being healthy (or gone) again with its remediation resources deleted, by the outcome of status.remediationHistory: Recovered, TimedOut, NodeDeleted, Cancelled",
+			Buckets: []float64{60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 28800, 86400},
+		}, []string{"nodehealthcheck", "outcome"}),
 		observed:    perNHC("nodehealthcheck_observed_nodes", "Nodes the NodeHealthCheck's selector matches"),
 		healthy:     perNHC("nodehealthcheck_healthy_nodes", "Selected nodes that are healthy"),
 		unhealthy:   perNHC("nodehealthcheck_unhealthy_nodes", "Selected nodes that are not healthy: unhealthy, soon unhealthy, or still under remediation"),
@@ -116,7 +124,7 @@ func (m *Metrics) syncFailed(nhc string) {
 
 // Register registers the metrics.
 func (m *Metrics) Register(registerer prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.oldRemediation, m.ongoing, m.unhealthyDuration, m.observed, m.healthy, m.unhealthy, m.remediating, m.stormActive, m.disabled, m.old,
+	for _, c := range []prometheus.Collector{m.oldRemediation, m.ongoing, m.unhealthyDuration, m.remediationDuration, m.observed, m.healthy, m.unhealthy, m.remediating, m.stormActive, m.disabled, m.old,
 		m.remediations, m.syncErrors, m.buildInfo} {
 		if err := registerer.Register(c); err != nil {
 			return err
@@ -174,6 +182,7 @@ func (m *Metrics) record(nhc *v1alpha1.NodeHealthCheck, p *health.Plan, out *hea
 	if !statusWritten {
 		return
 	}
+	m.observeFinished(nhc, status)
 	// A node that left the status is healthy again or gone: its remediation
 	// time is observed.
 	for _, entry := range nhc.Status.UnhealthyNodes {
@@ -182,6 +191,23 @@ func (m *Metrics) record(nhc *v1alpha1.NodeHealthCheck, p *health.Plan, out *hea
 		}
 		for _, rem := range entry.Remediations {
 			m.unhealthyDuration.WithLabelValues(nhc.Name, rem.Resource.Namespace, rem.Resource.Kind).Observe(now.Sub(rem.Started.Time).Seconds())
+		}
+	}
+}
+
+// observeFinished observes the remediation records that the written status
+// finished and the last one had open: each once, however often a sync is
+// retried.
+func (m *Metrics) observeFinished(nhc *v1alpha1.NodeHealthCheck, status v1alpha1.NodeHealthCheckStatus) {
+	wasOpen := map[string]bool{}
+	for _, r := range nhc.Status.RemediationHistory {
+		if r.Finished == nil {
+			wasOpen[r.TargetName+"/"+r.Started.UTC().String()] = true
+		}
+	}
+	for _, r := range status.RemediationHistory {
+		if r.Finished != nil && wasOpen[r.TargetName+"/"+r.Started.UTC().String()] {
+			m.remediationDuration.WithLabelValues(nhc.Name, string(r.Outcome)).Observe(r.Finished.Sub(r.Detected.Time).Seconds())
 		}
 	}
 }
@@ -234,6 +260,7 @@ func (m *Metrics) forget(nhc string) {
 		g.DeleteLabelValues(nhc)
 	}
 	m.unhealthyDuration.DeletePartialMatch(prometheus.Labels{"nodehealthcheck": nhc})
+	m.remediationDuration.DeletePartialMatch(prometheus.Labels{"nodehealthcheck": nhc})
 	m.remediations.DeletePartialMatch(prometheus.Labels{"nodehealthcheck": nhc})
 	m.syncErrors.DeleteLabelValues(nhc)
 	m.mu.Lock()

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
@@ -84,4 +85,25 @@ func TestRemediationsAreCountedByOutcome(t *testing.T) {
 	series = seriesOf(t, m)
 	assert.Zero(t, series["nodehealthcheck_remediations_total"])
 	assert.Zero(t, series["nodehealthcheck_sync_errors_total"])
+}
+
+func TestRemediationDurationIsObservedOnceWhenARecordFinishes(t *testing.T) {
+	m := NewMetrics()
+	nhc := workersNHC()
+	detected := t0.Add(-10 * time.Minute)
+	open := v1alpha1.RemediationRecord{TargetKind: "Node", TargetName: "worker-1", Detected: metav1.NewTime(detected), Started: t0, Outcome: v1alpha1.OutcomeRemediating}
+	finished := *open.DeepCopy()
+	finished.Finished, finished.Outcome = &t0, v1alpha1.OutcomeRecovered
+	nhc.Status.RemediationHistory = []v1alpha1.RemediationRecord{open}
+	done := v1alpha1.NodeHealthCheckStatus{RemediationHistory: []v1alpha1.RemediationRecord{finished}}
+
+	m.record(nhc, &health.Plan{}, &health.Outcome{}, done, false, t0.Time)
+	m.record(nhc, &health.Plan{}, &health.Outcome{}, done, true, t0.Time)
+	nhc.Status = done
+	m.record(nhc, &health.Plan{}, &health.Outcome{}, done, true, t0.Time)
+
+	var metric dto.Metric
+	require.NoError(t, m.remediationDuration.WithLabelValues("workers", "Recovered").(prometheus.Histogram).Write(&metric))
+	assert.Equal(t, uint64(1), metric.GetHistogram().GetSampleCount(), "once: not before the write, not again after it")
+	assert.Equal(t, 600.0, metric.GetHistogram().GetSampleSum(), "detected → finished")
 }

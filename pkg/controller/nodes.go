@@ -12,7 +12,7 @@ import (
 
 // trimNode is the Node informer's transform: it keeps only what the
 // controller reads (name, labels, annotations, conditions without heartbeat
-// times) and drops the rest, such as managed fields, images and volumes,
+// times, the out-of-service taint) and drops the rest, such as managed fields, images and volumes,
 // which make up most of a node object.
 func trimNode(obj any) (any, error) {
 	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -31,6 +31,13 @@ func trimNode(obj any) (any, error) {
 			CreationTimestamp: node.CreationTimestamp, DeletionTimestamp: node.DeletionTimestamp,
 		},
 	}
+	for _, taint := range node.Spec.Taints {
+		if taint.Key == corev1.TaintNodeOutOfService {
+			// The history records when a node was fenced.
+			trimmed.Spec.Taints = []corev1.Taint{taint}
+			break
+		}
+	}
 	if len(node.Status.Conditions) > 0 {
 		trimmed.Status.Conditions = make([]corev1.NodeCondition, len(node.Status.Conditions))
 		for i, c := range node.Status.Conditions {
@@ -40,9 +47,10 @@ func trimNode(obj any) (any, error) {
 	return trimmed, nil
 }
 
-// nodeChanged tells whether a node update can change a decision: a
-// condition's type, status or transition time, the exclude label, the manual
-// confirmation annotation, or a label that some selector uses. Heartbeats
+// nodeChanged tells whether a node update can change a decision or the
+// history: a condition's type, status or transition time, the exclude
+// label, the manual confirmation annotation, the out-of-service taint, or a
+// label that some selector uses. Heartbeats
 // change none of these. selectorKeys is called only when labels changed, so
 // that the frequent updates that change nothing cost no selector lookup.
 func nodeChanged(old, updated *corev1.Node, selectorKeys func() map[string]bool) bool {
@@ -54,6 +62,9 @@ func nodeChanged(old, updated *corev1.Node, selectorKeys func() map[string]bool)
 		return true
 	}
 	if hasKey(old.Annotations, v1alpha1.ManuallyConfirmedHealthyAnnotation) != hasKey(updated.Annotations, v1alpha1.ManuallyConfirmedHealthyAnnotation) {
+		return true
+	}
+	if outOfService(old) != outOfService(updated) {
 		return true
 	}
 	if maps.Equal(old.Labels, updated.Labels) {
@@ -90,4 +101,15 @@ func sameConditions(a, b []corev1.NodeCondition) bool {
 func hasKey(m map[string]string, key string) bool {
 	_, ok := m[key]
 	return ok
+}
+
+// outOfService tells whether the node has the out-of-service taint, which
+// fencing remediators set.
+func outOfService(node *corev1.Node) bool {
+	for _, taint := range node.Spec.Taints {
+		if taint.Key == corev1.TaintNodeOutOfService {
+			return true
+		}
+	}
+	return false
 }

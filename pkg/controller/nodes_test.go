@@ -55,6 +55,12 @@ func TestNodeChanged(t *testing.T) {
 			n.Annotations = map[string]string{v1alpha1.ManuallyConfirmedHealthyAnnotation: ""}
 		}, true},
 		{"another annotation", func(n *corev1.Node) { n.Annotations = map[string]string{"note": "x"} }, false},
+		{"the out-of-service taint added", func(n *corev1.Node) {
+			n.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute}}
+		}, true},
+		{"another taint added", func(n *corev1.Node) {
+			n.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}}
+		}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -86,6 +92,12 @@ func TestTrimNodeKeepsWhatTheControllerReads(t *testing.T) {
 	assert.Equal(t, node.Status.Conditions[0].LastTransitionTime, n.Status.Conditions[0].LastTransitionTime)
 	assert.Empty(t, n.ManagedFields)
 	assert.Empty(t, n.Status.Images)
+	assert.Empty(t, n.Spec.Taints)
+
+	outOfService := corev1.Taint{Key: corev1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute, TimeAdded: &t0}
+	node.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}, outOfService}
+	trimmed, _ = trimNode(node)
+	assert.Equal(t, []corev1.Taint{outOfService}, trimmed.(*corev1.Node).Spec.Taints, "the history records the fencing")
 
 	tombstone, _ := trimNode(cache.DeletedFinalStateUnknown{Key: "worker", Obj: node})
 	assert.Empty(t, tombstone.(cache.DeletedFinalStateUnknown).Obj.(*corev1.Node).Status.Images)

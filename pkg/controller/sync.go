@@ -57,6 +57,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 		if in.Nodes, err = c.selectedNodes(nhc, obs.Remediations); err != nil {
 			return 0, fmt.Errorf("listing the selected nodes: %w", err)
 		}
+		in.DeletedNodes = c.deletedNodes(nhc, obs.Remediations)
 	}
 	plan := health.Evaluate(in)
 	if in.ResourcesUnknown && plan.Problem == nil {
@@ -157,6 +158,29 @@ func (c *Controller) selectedNodes(nhc *v1alpha1.NodeHealthCheck, remediations m
 		}
 	}
 	return nodes, nil
+}
+
+// deletedNodes are the nodes with remediation resources or an ongoing
+// remediation on record whose Node object is gone, for the history.
+func (c *Controller) deletedNodes(nhc *v1alpha1.NodeHealthCheck, remediations map[string][]health.Remediation) map[string]bool {
+	var deleted map[string]bool
+	check := func(name string) {
+		if _, err := c.nodeLister.Get(name); apierrors.IsNotFound(err) {
+			if deleted == nil {
+				deleted = map[string]bool{}
+			}
+			deleted[name] = true
+		}
+	}
+	for name := range remediations {
+		check(name)
+	}
+	for i := range nhc.Status.RemediationHistory {
+		if r := &nhc.Status.RemediationHistory[i]; r.Finished == nil {
+			check(r.TargetName)
+		}
+	}
+	return deleted
 }
 
 // logVerdicts logs the verdict of every node that is not healthy, at level 4.

@@ -29,6 +29,12 @@ type Input struct {
 	// known: they get no new action, and their status entries stay as they
 	// were, until the write shows.
 	PendingNodes map[string]bool
+	// DeletedNodes are nodes that have remediation resources of this
+	// NodeHealthCheck, or an ongoing remediation in its history, and whose
+	// Node object no longer exists. The history records them as fenced and
+	// their remediations as ended by the node's deletion; the other
+	// unselected nodes are no longer selected.
+	DeletedNodes map[string]bool
 	// Unreadable, when set, is why the stored NodeHealthCheck cannot be read
 	// at all: it disables the NodeHealthCheck before its spec is looked at.
 	// Set ResourcesUnknown with it.

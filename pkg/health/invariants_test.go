@@ -2,6 +2,8 @@ package health
 
 import (
 	"fmt"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
 
 // checkInvariants returns what a decision breaks of the rules that must
@@ -130,5 +132,37 @@ func checkInvariants(in Input, d result) []string {
 	if d.Status.Phase == "" || d.Status.Reason == "" {
 		fail("no phase or reason")
 	}
+	checkHistory(in, d, fail)
 	return broken
+}
+
+// checkHistory checks the remediation history: one open record per node
+// at most, one for every node with resources, times in order, newest first.
+func checkHistory(in Input, d result, fail func(string, ...any)) {
+	h := d.Status.RemediationHistory
+	open := map[string]bool{}
+	for i := range h {
+		r := &h[i]
+		if r.Finished == nil {
+			if open[r.TargetName] {
+				fail("two open history records for node %s", r.TargetName)
+			}
+			open[r.TargetName] = true
+		} else if r.Finished.Before(&r.Started) {
+			fail("history record of %s finished before it started", r.TargetName)
+		}
+		if r.Started.Before(&r.Detected) {
+			fail("history record of %s started before it was detected", r.TargetName)
+		}
+		if i > 0 && h[i-1].Started.Before(&r.Started) {
+			fail("history not newest first at %s", r.TargetName)
+		}
+	}
+	if len(h) < v1alpha1.MaxRemediationHistory {
+		for node, resources := range in.Remediations {
+			if len(resources) > 0 && !open[node] && !in.PendingNodes[node] {
+				fail("node %s has resources and no open history record", node)
+			}
+		}
+	}
 }

@@ -18,7 +18,7 @@ import (
 // status records only what the cluster shows: a resource appears once it was
 // created, a step is timed out once its annotation was written.
 func Status(in Input, p *Plan, out *Outcome) v1alpha1.NodeHealthCheckStatus {
-	b := &statusBuilder{in: in, p: p, out: out}
+	b := &statusBuilder{in: in, p: p, out: out, verdicts: map[string]*NodeVerdict{}}
 	if in.ResourcesUnknown {
 		// Nothing is known but the problem: the remediations stay on record.
 		status := *in.NHC.Status.DeepCopy()
@@ -31,14 +31,17 @@ func Status(in Input, p *Plan, out *Outcome) v1alpha1.NodeHealthCheckStatus {
 		return status
 	}
 	previous := &in.NHC.Status
+	entries := b.entries()
 	status := v1alpha1.NodeHealthCheckStatus{
-		ObservedNodes:      ptr.To(int32(p.Observed)),
-		HealthyNodes:       ptr.To(int32(p.Healthy)),
-		RemediatingNodes:   ptr.To(int32(p.Remediating + newlyRemediating(out))),
-		UnhealthyNodes:     b.entries(),
+		ObservedNodes:    ptr.To(int32(p.Observed)),
+		HealthyNodes:     ptr.To(int32(p.Healthy)),
+		RemediatingNodes: ptr.To(int32(p.Remediating + newlyRemediating(out))),
+		// The history sees every entry, before the bounds leave some out.
+		RemediationHistory: b.history(entries),
 		Conditions:         slices.Clone(previous.Conditions),
 		ObservedGeneration: in.NHC.Generation,
 	}
+	status.UnhealthyNodes, b.unlisted = bound(entries)
 	for _, entry := range status.UnhealthyNodes {
 		if len(entry.Remediations) > 0 {
 			if status.InFlightRemediations == nil {
@@ -70,6 +73,8 @@ type statusBuilder struct {
 	out *Outcome
 	// unlisted counts the nodes the bounds left out of unhealthyNodes.
 	unlisted int
+	// verdicts are the verdicts of the listed nodes, by name.
+	verdicts map[string]*NodeVerdict
 }
 
 // newlyRemediating counts the nodes whose first resource was created.
@@ -84,7 +89,8 @@ func newlyRemediating(out *Outcome) int {
 }
 
 // entries lists the nodes the plan lists and the orphans, by name, each with
-// its resources, the created ones included.
+// its resources, the created ones included, before the bounds apply. It
+// keeps the listed verdicts for the history.
 func (b *statusBuilder) entries() []*v1alpha1.UnhealthyNode {
 	previous := make(map[string]*v1alpha1.UnhealthyNode, len(b.in.NHC.Status.UnhealthyNodes))
 	for _, entry := range b.in.NHC.Status.UnhealthyNodes {
@@ -115,6 +121,7 @@ func (b *statusBuilder) entries() []*v1alpha1.UnhealthyNode {
 			continue
 		}
 		entry := add(v.Node.Name, v.Superseded)
+		b.verdicts[v.Node.Name] = v
 		if v.State == StateRecovering && v.Waiting != WaitOwnWrite {
 			entry.ConditionsHealthyTimestamp = ptr.To(metav1.NewTime(v.HealthySince))
 			if v.HealthyDelayed {
@@ -149,9 +156,7 @@ func (b *statusBuilder) entries() []*v1alpha1.UnhealthyNode {
 		})
 	}
 	slices.SortFunc(entries, func(a, b *v1alpha1.UnhealthyNode) int { return strings.Compare(a.Name, b.Name) })
-	listed, unlisted := bound(entries)
-	b.unlisted = unlisted
-	return listed
+	return entries
 }
 
 // newEntry is a node's status entry: its resources, and the steps that timed

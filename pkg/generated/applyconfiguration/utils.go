@@ -42,6 +42,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &remediationv1alpha1.NodeHealthCheckStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Remediation"):
 		return &remediationv1alpha1.RemediationApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RemediationRecord"):
+		return &remediationv1alpha1.RemediationRecordApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RemediationRecordStep"):
+		return &remediationv1alpha1.RemediationRecordStepApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("UnhealthyCondition"):
 		return &remediationv1alpha1.UnhealthyConditionApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("UnhealthyNode"):

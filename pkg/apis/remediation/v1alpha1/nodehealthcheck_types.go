@@ -311,6 +311,15 @@ type NodeHealthCheckStatus struct {
 	// stormRecoveryActive is true.
 	// +optional
 	StormRecoveryStartTime *metav1.Time `json:"stormRecoveryStartTime,omitempty"`
+
+	// RemediationHistory lists this NodeHealthCheck's most recent
+	// remediations, newest (by started) first: the ongoing ones, with outcome
+	// Remediating, and the ended ones, with how they ended. At most 50 are
+	// kept; older ones are dropped. The history goes with the
+	// NodeHealthCheck when it is deleted.
+	// +kubebuilder:validation:MaxItems=50
+	// +optional
+	RemediationHistory []RemediationRecord `json:"remediationHistory,omitempty"`
 }
 
 // UnhealthyNode is a node that is unhealthy or still has a remediation.

@@ -65,6 +65,12 @@ type NodeHealthCheckStatusApplyConfiguration struct {
 	// StormRecoveryStartTime is when storm recovery started. Present only while
 	// stormRecoveryActive is true.
 	StormRecoveryStartTime *v1.Time `json:"stormRecoveryStartTime,omitempty"`
+	// RemediationHistory lists this NodeHealthCheck's most recent
+	// remediations, newest (by started) first: the ongoing ones, with outcome
+	// Remediating, and the ended ones, with how they ended. At most 50 are
+	// kept; older ones are dropped. The history goes with the
+	// NodeHealthCheck when it is deleted.
+	RemediationHistory []RemediationRecordApplyConfiguration `json:"remediationHistory,omitempty"`
 }
 
 // NodeHealthCheckStatusApplyConfiguration constructs a declarative configuration of the NodeHealthCheckStatus type for use with
@@ -182,5 +188,18 @@ func (b *NodeHealthCheckStatusApplyConfiguration) WithStormRecoveryActive(value 
 // If called multiple times, the StormRecoveryStartTime field is set to the value of the last call.
 func (b *NodeHealthCheckStatusApplyConfiguration) WithStormRecoveryStartTime(value v1.Time) *NodeHealthCheckStatusApplyConfiguration {
 	b.StormRecoveryStartTime = &value
+	return b
+}
+
+// WithRemediationHistory adds the given value to the RemediationHistory field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the RemediationHistory field.
+func (b *NodeHealthCheckStatusApplyConfiguration) WithRemediationHistory(values ...*RemediationRecordApplyConfiguration) *NodeHealthCheckStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithRemediationHistory")
+		}
+		b.RemediationHistory = append(b.RemediationHistory, *values[i])
+	}
 	return b
 }

@@ -1,0 +1,222 @@
+package health
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+)
+
+// historyBudget bounds the estimated bytes of status.remediationHistory, so
+// that the whole status stays under about half a MiB (see status_bounds.go).
+const historyBudget = 64 << 10
+
+// history builds status.remediationHistory from the last status's records
+// and the new status entries, which show the cluster: a node's record opens
+// when its entry first has a remediation, follows its steps, and finishes
+// when the entry is gone. Only the status and the cluster feed it, so a
+// restart, a new leader or a lost status write rebuilds the same records: a
+// node with remediations and no open record gets one, started at its first
+// resource.
+func (b *statusBuilder) history(entries []*v1alpha1.UnhealthyNode) []v1alpha1.RemediationRecord {
+	previous := b.in.NHC.Status.RemediationHistory
+	records := make([]v1alpha1.RemediationRecord, 0, len(previous)+1)
+	open := map[string]int{}
+	for i := range previous {
+		r := &previous[i]
+		if r.Finished == nil {
+			if _, seen := open[r.TargetName]; seen {
+				// One remediation per node at a time: a second open record
+				// cannot be true.
+				continue
+			}
+			open[r.TargetName] = len(records)
+		}
+		records = append(records, *r.DeepCopy())
+	}
+	listed := make(map[string]bool, len(entries))
+	for _, entry := range entries {
+		listed[entry.Name] = true
+		i, ok := open[entry.Name]
+		if !ok {
+			if len(entry.Remediations) == 0 {
+				continue
+			}
+			records = append(records, b.newRecord(entry))
+			i = len(records) - 1
+		}
+		b.followRecord(&records[i], entry)
+	}
+	var selected map[string]bool
+	for node, i := range open {
+		if listed[node] || b.in.PendingNodes[node] {
+			continue
+		}
+		if selected == nil {
+			selected = b.selectedNames()
+		}
+		b.finishRecord(&records[i], selected[node])
+	}
+	return boundHistory(records)
+}
+
+// newRecord opens the record of a node whose entry has its first
+// remediation. detected is when the unhealthy condition's duration passed,
+// if the node is unhealthy now; else the start.
+func (b *statusBuilder) newRecord(entry *v1alpha1.UnhealthyNode) v1alpha1.RemediationRecord {
+	first := entry.Remediations[0].Started
+	for _, rem := range entry.Remediations[1:] {
+		if rem.Started.Before(&first) {
+			first = rem.Started
+		}
+	}
+	r := v1alpha1.RemediationRecord{
+		TargetKind: v1alpha1.TargetKindNode, TargetName: entry.Name,
+		Detected: first, Started: first, Outcome: v1alpha1.OutcomeRemediating,
+	}
+	if v := b.verdicts[entry.Name]; v != nil && v.State == StateUnhealthy && v.Condition != nil {
+		r.ConditionType, r.ConditionStatus = v.Condition.Type, v.Condition.Status
+		if v.Expires.Before(first.Time) {
+			r.Detected = metav1.NewTime(v.Expires)
+		}
+	}
+	return r
+}
+
+// followRecord brings an open record up to date with the node's entry: its
+// steps, whether the node is fenced, whether every step timed out.
+func (b *statusBuilder) followRecord(r *v1alpha1.RemediationRecord, entry *v1alpha1.UnhealthyNode) {
+	for _, rem := range entry.Remediations {
+		mergeStep(r, rem)
+	}
+	slices.SortStableFunc(r.Steps, func(a, b v1alpha1.RemediationRecordStep) int { return a.Started.Compare(b.Started.Time) })
+	if n := len(r.Steps); n > MaxListedRemediations {
+		r.Steps = r.Steps[n-MaxListedRemediations:]
+	}
+	v := b.verdicts[entry.Name]
+	if r.Fenced == nil {
+		switch {
+		case v != nil:
+			r.Fenced = outOfServiceSince(v.Node, r.Started.Time, b.in.Now)
+		case b.in.DeletedNodes[entry.Name]:
+			r.Fenced = ptr.To(metav1.NewTime(b.in.Now))
+		}
+	}
+	if r.Outcome == v1alpha1.OutcomeRemediating && v != nil && v.Waiting == WaitNoTemplate && allTimedOut(entry) {
+		r.Outcome = v1alpha1.OutcomeTimedOut
+	}
+}
+
+// finishRecord ends the record of a node that left the status: healthy
+// with its resources gone, deleted, or no longer selected.
+func (b *statusBuilder) finishRecord(r *v1alpha1.RemediationRecord, selected bool) {
+	deleted := b.in.DeletedNodes[r.TargetName]
+	if deleted && r.Fenced == nil {
+		r.Fenced = ptr.To(metav1.NewTime(b.in.Now))
+	}
+	if r.Outcome == v1alpha1.OutcomeRemediating {
+		switch {
+		case selected:
+			r.Outcome = v1alpha1.OutcomeRecovered
+		case deleted:
+			r.Outcome = v1alpha1.OutcomeNodeDeleted
+		default:
+			r.Outcome = v1alpha1.OutcomeCancelled
+		}
+	}
+	r.Finished = ptr.To(metav1.NewTime(b.in.Now))
+}
+
+// selectedNames are the names of the selected nodes.
+func (b *statusBuilder) selectedNames() map[string]bool {
+	names := make(map[string]bool, len(b.p.Nodes))
+	for i := range b.p.Nodes {
+		names[b.p.Nodes[i].Node.Name] = true
+	}
+	return names
+}
+
+// mergeStep adds a remediation to the record's steps, or updates the step
+// of the same resource: same kind, name and creation time.
+func mergeStep(r *v1alpha1.RemediationRecord, rem *v1alpha1.Remediation) {
+	for i := range r.Steps {
+		s := &r.Steps[i]
+		if s.Kind == rem.Resource.Kind && s.Name == rem.Resource.Name && s.Started.Equal(&rem.Started) {
+			if s.TimedOut == nil {
+				s.TimedOut = rem.TimedOut.DeepCopy()
+			}
+			return
+		}
+	}
+	r.Steps = append(r.Steps, v1alpha1.RemediationRecordStep{
+		Kind: rem.Resource.Kind, Name: rem.Resource.Name, TemplateName: rem.TemplateName,
+		Started: rem.Started, TimedOut: rem.TimedOut.DeepCopy(),
+	})
+}
+
+// outOfServiceSince is when the node got the out-of-service taint, which
+// fencing remediators set once the node is powered off: the taint's
+// timeAdded, not before the remediation started, else now. Nil without it.
+func outOfServiceSince(node *corev1.Node, started, now time.Time) *metav1.Time {
+	for _, taint := range node.Spec.Taints {
+		if taint.Key != corev1.TaintNodeOutOfService {
+			continue
+		}
+		at := now
+		if taint.TimeAdded != nil && !taint.TimeAdded.IsZero() {
+			at = taint.TimeAdded.Time
+			if at.Before(started) {
+				at = started
+			}
+		}
+		return ptr.To(metav1.NewTime(at))
+	}
+	return nil
+}
+
+func allTimedOut(entry *v1alpha1.UnhealthyNode) bool {
+	for _, rem := range entry.Remediations {
+		if rem.TimedOut == nil {
+			return false
+		}
+	}
+	return len(entry.Remediations) > 0
+}
+
+// boundHistory orders the records newest first and keeps those that fit:
+// at most MaxRemediationHistory, within historyBudget.
+func boundHistory(records []v1alpha1.RemediationRecord) []v1alpha1.RemediationRecord {
+	slices.SortStableFunc(records, func(a, b v1alpha1.RemediationRecord) int {
+		if c := b.Started.Compare(a.Started.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.TargetName, b.TargetName)
+	})
+	size := 0
+	for i := range records {
+		size += recordSize(&records[i])
+		if i == v1alpha1.MaxRemediationHistory || size > historyBudget {
+			records = records[:i]
+			break
+		}
+	}
+	if len(records) == 0 {
+		return nil
+	}
+	return records
+}
+
+// recordSize estimates a record's bytes in JSON.
+func recordSize(r *v1alpha1.RemediationRecord) int {
+	size := len(r.TargetName) + len(r.ConditionType) + len(r.ConditionStatus) + 250
+	for i := range r.Steps {
+		s := &r.Steps[i]
+		size += len(s.Kind) + len(s.Name) + len(s.TemplateName) + 110
+	}
+	return size
+}
