@@ -199,14 +199,18 @@ func (m *Metrics) record(nhc *v1alpha1.NodeHealthCheck, p *health.Plan, out *hea
 // finished and the last one had open: each once, however often a sync is
 // retried.
 func (m *Metrics) observeFinished(nhc *v1alpha1.NodeHealthCheck, status v1alpha1.NodeHealthCheckStatus) {
-	wasOpen := map[string]bool{}
+	// A node has one open record at most; an earlier record of the same
+	// node and second may be finished already, and is not counted again.
+	wasOpen := map[string]int{}
 	for _, r := range nhc.Status.RemediationHistory {
 		if r.Finished == nil {
-			wasOpen[r.TargetName+"/"+r.Started.UTC().String()] = true
+			wasOpen[r.TargetName+"/"+r.Started.UTC().String()]++
 		}
 	}
 	for _, r := range status.RemediationHistory {
-		if r.Finished != nil && wasOpen[r.TargetName+"/"+r.Started.UTC().String()] {
+		key := r.TargetName + "/" + r.Started.UTC().String()
+		if r.Finished != nil && wasOpen[key] > 0 {
+			wasOpen[key]--
 			m.remediationDuration.WithLabelValues(nhc.Name, string(r.Outcome)).Observe(r.Finished.Sub(r.Detected.Time).Seconds())
 		}
 	}

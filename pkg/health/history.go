@@ -188,12 +188,23 @@ func allTimedOut(entry *v1alpha1.UnhealthyNode) bool {
 	return len(entry.Remediations) > 0
 }
 
-// boundHistory orders the records newest first and keeps those that fit:
+// boundHistory orders the records newest first (by started) and keeps
+// those that fit:
 // at most MaxRemediationHistory, within historyBudget.
 func boundHistory(records []v1alpha1.RemediationRecord) []v1alpha1.RemediationRecord {
 	slices.SortStableFunc(records, func(a, b v1alpha1.RemediationRecord) int {
 		if c := b.Started.Compare(a.Started.Time); c != 0 {
 			return c
+		}
+		// Creation times have one-second precision: within a second, the
+		// ongoing ones, then the last to finish.
+		if c := boolOrder(a.Finished != nil, b.Finished != nil); c != 0 {
+			return c
+		}
+		if a.Finished != nil {
+			if c := b.Finished.Compare(a.Finished.Time); c != 0 {
+				return c
+			}
 		}
 		return strings.Compare(a.TargetName, b.TargetName)
 	})

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/test/controlplane"
+	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
 
 func TestKubectlGetShowsTheStateAtAGlance(t *testing.T) {
@@ -66,7 +68,18 @@ func TestKubectlExplainDocumentsEveryField(t *testing.T) {
 		"nodehealthcheck.status.inFlightRemediations":                      "deprecated",
 		"nodehealthcheck.status.stormRecoveryStartTime":                    "storm recovery started",
 		"nodehealthcheck.status.unhealthyNodes.conditionsHealthyTimestamp": "cleared when the node relapses",
+		"nodehealthcheck.status.remediationHistory":                        "newest (by started) first",
+		"nodehealthcheck.status.remediationHistory.detected":               "lastTransitionTime plus the condition's duration",
+		"nodehealthcheck.status.remediationHistory.fenced":                 "node.kubernetes.io/out-of-service",
+		"nodehealthcheck.status.remediationHistory.outcome":                "Remediating while the remediation is ongoing",
+		"nodehealthcheck.status.remediationHistory.steps.timedOut":         "gave up on this step",
 	}
+	// The API server publishes a new CRD's schema a moment after the CRD is
+	// established.
+	framework.Eventually(t, 30*time.Second, "the CRD's schema to be published", func() bool {
+		_, err := cluster.Kubectl("explain", "nodehealthcheck.status.remediationHistory")
+		return err == nil
+	})
 	for field, want := range fields {
 		t.Run(field, func(t *testing.T) {
 			out, err := cluster.Kubectl("explain", field)

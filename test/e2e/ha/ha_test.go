@@ -155,3 +155,35 @@ func TestLeaderElectionFailover(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "", "the lease is released on SIGTERM")
 }
+
+func TestRestartMidRemediationCompletesTheSameHistoryRecord(t *testing.T) {
+	const scenario = "history-restart"
+	env.CreateTemplate(t, scenario, nil)
+	nodes := env.CreateNodes(t, scenario, 2)
+	env.CreateNHC(t, scenario, nil)
+	first, err := env.StartController("history-1", "--leader-elect=false")
+	require.NoError(t, err)
+	dumpOnFailure(t, first)
+	env.Fail(t, time.Hour, nodes[0])
+	framework.Eventually(t, 15*time.Second, "an ongoing record", func() bool {
+		h := env.GetNHC(t, scenario).Status.RemediationHistory
+		return len(h) == 1 && h[0].Outcome == v1alpha1.OutcomeRemediating
+	})
+	ongoing := env.GetNHC(t, scenario).Status.RemediationHistory[0]
+
+	first.Kill()
+	env.Recover(t, nodes[0])
+	second, err := env.StartController("history-2", "--leader-elect=false")
+	require.NoError(t, err)
+	dumpOnFailure(t, second)
+	defer func() { assert.NoError(t, second.Stop()) }()
+	framework.Eventually(t, 15*time.Second, "the record to finish", func() bool {
+		h := env.GetNHC(t, scenario).Status.RemediationHistory
+		return len(h) == 1 && h[0].Finished != nil
+	})
+	r := env.GetNHC(t, scenario).Status.RemediationHistory[0]
+	assert.Equal(t, v1alpha1.OutcomeRecovered, r.Outcome)
+	assert.Equal(t, ongoing.Detected, r.Detected, "the same record")
+	assert.Equal(t, ongoing.Started, r.Started, "the same record")
+	assert.Equal(t, ongoing.Steps, r.Steps)
+}
