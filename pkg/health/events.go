@@ -60,7 +60,7 @@ const (
 
 // How the status reason counts the nodes that wait, next to the events that
 // say why they wait.
-const summaryMinHealthy = "%d because only %d of %d nodes are healthy and %d must be"
+const summaryMinHealthy = "%d because " + becauseMinHealthy
 
 var (
 	waitSummaryOrder = []WaitReason{WaitStorm, WaitControlPlane, WaitExcluded, WaitDeletion, WaitNoTemplate}
