@@ -18,9 +18,10 @@ demo: k8s-binaries ## Run the controller on a local control plane with simulated
 	KUBEBUILDER_ASSETS="$(K8S_BINARIES)" go run ./hack/demo $(DEMO_ARGS)
 
 .PHONY: build
-build: ## Compile every package and the nhc-controller binary into bin/.
+build: ## Compile every package, the nhc-controller binary and the kubectl-nhc plugin into bin/.
 	go build ./...
 	go build -ldflags "-X main.version=$(VERSION)" -o bin/nhc-controller ./cmd/nhc-controller
+	go build -o bin/kubectl-nhc ./cmd/kubectl-nhc
 
 .PHONY: image
 image: ## Build the container image without a Docker daemon into _output/image (OCI layout and tarball); IMAGE names it, PUSH=1 pushes it.

@@ -5,6 +5,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -18,9 +19,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/cli"
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
 
@@ -50,6 +53,21 @@ func (d *demo) kubectl(args ...string) {
 	}
 	fmt.Printf("      $ kubectl %s\n", strings.Join(args, " "))
 	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		fmt.Println("      " + line)
+	}
+}
+
+// kubectlNHC runs the kubectl nhc plugin in-process against the demo's
+// control plane, and prints it as kubectl prints.
+func (d *demo) kubectlNHC(ctx context.Context, args ...string) {
+	var out bytes.Buffer
+	cmd := cli.NewCommand(genericiooptions.IOStreams{In: os.Stdin, Out: &out, ErrOut: &out}, time.Now)
+	cmd.SetArgs(append([]string{"--kubeconfig", d.env.Cluster.Kubeconfig}, args...))
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(&out, "error:", err)
+	}
+	fmt.Printf("      $ kubectl nhc %s\n", strings.Join(args, " "))
+	for _, line := range strings.Split(strings.TrimRight(out.String(), "\n"), "\n") {
 		fmt.Println("      " + line)
 	}
 }
@@ -113,6 +131,11 @@ func run(nodeCount int, keep bool) error {
 			return err
 		}
 	}
+	if err := pause(ctx, 3*time.Second); err != nil {
+		return err
+	}
+	d.say("kubectl nhc why asks the controller's engine what it does with %s, and when", broken[0])
+	d.kubectlNHC(ctx, "why", broken[0])
 	if err := d.waitFor(ctx, "the remediations", func(s v1alpha1.NodeHealthCheckStatus) bool {
 		return s.RemediatingNodes != nil && int(*s.RemediatingNodes) == len(broken)
 	}); err != nil {
@@ -123,12 +146,16 @@ func run(nodeCount int, keep bool) error {
 	d.kubectl("get", "testremediations", "-n", framework.RemediatorNamespace, "-o",
 		`custom-columns=NAME:.metadata.name,NODE:.metadata.annotations.remediation\.medik8s\.io/node-name,TEMPLATE:.metadata.annotations.remediation\.medik8s\.io/template-name,OWNER:.metadata.ownerReferences[0].name`)
 
-	d.say("The remediator reboots them (3s), and they come back Ready")
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(3 * time.Second):
+	d.say("The remediator reboots them (3s); meanwhile kubectl nhc shows the budget, the nodes under remediation, and why %s is remediated", broken[0])
+	if err := pause(ctx, 2*time.Second); err != nil {
+		return err
 	}
+	d.kubectlNHC(ctx, "status")
+	d.kubectlNHC(ctx, "why", broken[0])
+	if err := pause(ctx, time.Second); err != nil {
+		return err
+	}
+	d.say("The reboots are done, and the nodes come back Ready")
 	for _, n := range broken {
 		if err := setReady(ctx, env, n, corev1.ConditionTrue); err != nil {
 			return err
@@ -143,6 +170,8 @@ func run(nodeCount int, keep bool) error {
 	d.kubectl("get", "nhc")
 	d.kubectl("get", "events", "-n", "default", "--field-selector", "involvedObject.kind=NodeHealthCheck", "--sort-by", ".metadata.creationTimestamp",
 		"-o", "custom-columns=TYPE:.type,REASON:.reason,MESSAGE:.message")
+	d.say("kubectl nhc history shows each remediation: when the node was detected, remediated and healthy again")
+	d.kubectlNHC(ctx, "history")
 	if keep {
 		d.say("Still running. Try: %s/kubectl --kubeconfig %s get nhc -o yaml   (Ctrl-C to stop)", env.Cluster.BinDir, env.Cluster.Kubeconfig)
 		<-ctx.Done()
@@ -166,6 +195,16 @@ func (d *demo) waitFor(ctx context.Context, what string, done func(v1alpha1.Node
 		}
 	}
 	return fmt.Errorf("timed out waiting for %s", what)
+}
+
+// pause waits for d, or until the demo is interrupted.
+func pause(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
 }
 
 func createNode(ctx context.Context, env *framework.Env, name string) error {

@@ -174,7 +174,7 @@ func TestSummarize(t *testing.T) {
 		HealthyDelayStart:             time.Date(2026, 3, 20, 15, 20, 0, 0, time.UTC),
 		FlaggedOld:                    true,
 		ControlPlane:                  true,
-	}, normalizeTimes(summarize(r)))
+	}, normalizeTimes(Summarize(r)))
 	assert.Equal(t, "worker-1", NodeOf(r))
 }
 
@@ -189,7 +189,7 @@ func TestSummarizeToleratesBadAnnotations(t *testing.T) {
 		},
 		"status": map[string]any{"conditions": "not a list"},
 	}}
-	s := normalizeTimes(summarize(r))
+	s := normalizeTimes(Summarize(r))
 	assert.Equal(t, time.Date(2026, 3, 20, 15, 5, 5, 0, time.UTC), s.TimedOut, "an unreadable time-out still counts, as of creation")
 	assert.True(t, s.HealthyDelayStart.IsZero(), "an unreadable delay start restarts the delay")
 	assert.Empty(t, s.Succeeded)
@@ -208,10 +208,10 @@ func normalizeTimes(s health.Remediation) health.Remediation {
 func TestOwnership(t *testing.T) {
 	r, err := newRemediation(testTemplate(nil), testNHC, "worker-1", false)
 	require.NoError(t, err)
-	assert.True(t, ownedBy(r, testNHC))
+	assert.True(t, OwnedBy(r, testNHC))
 	recreated := testNHC.DeepCopy()
 	recreated.UID = "new-uid"
-	assert.False(t, ownedBy(r, recreated), "a recreated NodeHealthCheck of the same name does not adopt")
+	assert.False(t, OwnedBy(r, recreated), "a recreated NodeHealthCheck of the same name does not adopt")
 	assert.Equal(t, []string{"workers"}, OwnerNames(r))
 }
 

@@ -131,7 +131,7 @@ func (m *Manager) Read(nhc *v1alpha1.NodeHealthCheck) (Observation, error) {
 		}
 		for _, obj := range m.informers.ownedBy(gvr, nhc.UID) {
 			node := NodeOf(obj)
-			obs.Remediations[node] = append(obs.Remediations[node], summarize(obj))
+			obs.Remediations[node] = append(obs.Remediations[node], Summarize(obj))
 		}
 	}
 	// Quorum does not care who remediates: every kind watched counts, and

@@ -50,10 +50,10 @@ func isNHCOwner(ref metav1.OwnerReference) bool {
 	return err == nil && ref.Kind == "NodeHealthCheck" && gv.Group == remediation.GroupName
 }
 
-// ownedBy tells whether a resource belongs to a NodeHealthCheck. The UID
+// OwnedBy tells whether a resource belongs to a NodeHealthCheck. The UID
 // decides: a NodeHealthCheck recreated under the same name does not adopt
 // its predecessor's resources (upstream compares names only).
-func ownedBy(r *unstructured.Unstructured, nhc *v1alpha1.NodeHealthCheck) bool {
+func OwnedBy(r *unstructured.Unstructured, nhc *v1alpha1.NodeHealthCheck) bool {
 	for _, uid := range ownerUIDs(r) {
 		if uid == nhc.UID {
 			return true
@@ -70,8 +70,8 @@ func Reference(r *unstructured.Unstructured) corev1.ObjectReference {
 	}
 }
 
-// summarize reads what the health evaluation needs from a remediation resource.
-func summarize(r *unstructured.Unstructured) health.Remediation {
+// Summarize reads what the health evaluation needs from a remediation resource.
+func Summarize(r *unstructured.Unstructured) health.Remediation {
 	annotations := r.GetAnnotations()
 	_, flaggedOld := annotations[v1alpha1.OldRemediationAnnotation]
 	_, controlPlane := r.GetLabels()[v1alpha1.ControlPlaneNodeLabel]

@@ -1,0 +1,198 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+)
+
+// What to do about the errors users meet first.
+const (
+	hintNotInstalled = "the NodeHealthCheck API (remediation.medik8s.io/v1alpha1) is not installed in this cluster: install nhc-controller with kubectl apply -k manifests/"
+	hintNoAccess     = "you may not %s %s: ask for the view ClusterRole (it includes NodeHealthChecks) or the nhc-controller-nodehealthcheck-editor role"
+	hintNoSuchNHC    = "NodeHealthCheck %q not found: kubectl get nhc lists them"
+)
+
+// cluster reads what the controller reads: NodeHealthChecks, nodes,
+// templates and remediation resources. It never writes.
+type cluster struct {
+	nhcs    versioned.Interface
+	kube    kubernetes.Interface
+	dynamic dynamic.Interface
+	mapper  meta.RESTMapper
+	// listed caches the remediation resources of one kind and namespace.
+	listed map[string][]unstructured.Unstructured
+	// warnings are what could not be read, said once each.
+	warnings []string
+}
+
+// readError turns an API error into one that says what to do.
+func readError(err error, verb, what string) error {
+	switch {
+	case apierrors.IsNotFound(err) && what == "nodehealthchecks":
+		return fmt.Errorf("%s", hintNotInstalled)
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf(hintNoAccess+": %w", verb, what, err)
+	}
+	return fmt.Errorf("cannot %s %s: %w", verb, what, err)
+}
+
+// nodeHealthChecks lists the NodeHealthChecks, or gets one by name.
+func (c *cluster) nodeHealthChecks(ctx context.Context, name string) ([]v1alpha1.NodeHealthCheck, error) {
+	list, err := c.nhcs.RemediationV1alpha1().NodeHealthChecks().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, readError(err, "list", "nodehealthchecks")
+	}
+	items := list.Items
+	slices.SortFunc(items, func(a, b v1alpha1.NodeHealthCheck) int { return strings.Compare(a.Name, b.Name) })
+	if name == "" {
+		return items, nil
+	}
+	for _, nhc := range items {
+		if nhc.Name == name {
+			return []v1alpha1.NodeHealthCheck{nhc}, nil
+		}
+	}
+	return nil, fmt.Errorf(hintNoSuchNHC, name)
+}
+
+// nodes lists every node.
+func (c *cluster) nodes(ctx context.Context) ([]*corev1.Node, error) {
+	list, err := c.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, readError(err, "list", "nodes")
+	}
+	nodes := make([]*corev1.Node, len(list.Items))
+	for i := range list.Items {
+		nodes[i] = &list.Items[i]
+	}
+	return nodes, nil
+}
+
+// selects returns the nodes a NodeHealthCheck's selector matches; an
+// invalid selector matches none.
+func selects(nhc *v1alpha1.NodeHealthCheck, nodes []*corev1.Node) []*corev1.Node {
+	selector, err := metav1.LabelSelectorAsSelector(&nhc.Spec.Selector)
+	if err != nil {
+		return nil
+	}
+	var selected []*corev1.Node
+	for _, node := range nodes {
+		if selector.Matches(labels.Set(node.Labels)) {
+			selected = append(selected, node)
+		}
+	}
+	return selected
+}
+
+// input gathers what the controller's engine reads to decide for a
+// NodeHealthCheck now, as the controller would gather it.
+func (c *cluster) input(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, nodes []*corev1.Node, now time.Time) health.Input {
+	in := health.Input{NHC: nhc, Nodes: selects(nhc, nodes), Remediations: map[string][]health.Remediation{}, Now: now}
+	exists := make(map[string]bool, len(nodes))
+	for _, node := range nodes {
+		exists[node.Name] = true
+	}
+	for _, ref := range nhc.Spec.TemplateRefs() {
+		if problem := c.templateProblem(ctx, ref); problem != nil && in.TemplateProblem == nil {
+			in.TemplateProblem = problem
+		}
+		for _, obj := range c.remediationResources(ctx, ref) {
+			node := remediation.NodeOf(&obj)
+			if remediation.OwnedBy(&obj, nhc) {
+				in.Remediations[node] = append(in.Remediations[node], remediation.Summarize(&obj))
+				continue
+			}
+			if _, controlPlane := obj.GetLabels()[v1alpha1.ControlPlaneNodeLabel]; controlPlane {
+				if in.BusyControlPlaneNodes == nil {
+					in.BusyControlPlaneNodes = map[string]bool{}
+				}
+				in.BusyControlPlaneNodes[node] = true
+			}
+		}
+	}
+	for node := range in.Remediations {
+		if !exists[node] {
+			if in.DeletedNodes == nil {
+				in.DeletedNodes = map[string]bool{}
+			}
+			in.DeletedNodes[node] = true
+		}
+	}
+	return in
+}
+
+// templateProblem reads a template as the controller would, and says why it
+// cannot be used; nil when it can, or when it cannot be read (a warning).
+func (c *cluster) templateProblem(ctx context.Context, ref corev1.ObjectReference) *health.Problem {
+	notFound := &health.Problem{Reason: v1alpha1.ReasonTemplateNotFound, Message: fmt.Sprintf("Remediation template %s %s/%s not found", ref.Kind, ref.Namespace, ref.Name)}
+	mapping, err := c.mapping(ref.GroupVersionKind())
+	if err != nil {
+		return notFound
+	}
+	namespace := ref.Namespace
+	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+		namespace = ""
+	}
+	_, err = c.dynamic.Resource(mapping.Resource).Namespace(namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return notFound
+	case err != nil:
+		c.warn(fmt.Sprintf("cannot read template %s %s/%s: %v", ref.Kind, ref.Namespace, ref.Name, err))
+	}
+	return nil
+}
+
+// remediationResources lists the resources a template's kind generates, in
+// the template's namespace, once per kind and namespace.
+func (c *cluster) remediationResources(ctx context.Context, ref corev1.ObjectReference) []unstructured.Unstructured {
+	gv, _ := schema.ParseGroupVersion(ref.APIVersion)
+	mapping, err := c.mapping(gv.WithKind(health.RemediationKind(ref.Kind)))
+	if err != nil {
+		return nil
+	}
+	namespace := ref.Namespace
+	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+		namespace = ""
+	}
+	key := mapping.Resource.String() + "/" + namespace
+	if list, ok := c.listed[key]; ok {
+		return list
+	}
+	list, err := c.dynamic.Resource(mapping.Resource).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		c.warn(fmt.Sprintf("cannot list %s in %q, so their remediations are not shown: %v", mapping.Resource.Resource, namespace, err))
+		c.listed[key] = nil
+		return nil
+	}
+	c.listed[key] = list.Items
+	return list.Items
+}
+
+func (c *cluster) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	return c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+}
+
+func (c *cluster) warn(warning string) {
+	if !slices.Contains(c.warnings, warning) {
+		c.warnings = append(c.warnings, warning)
+	}
+}

@@ -1,0 +1,134 @@
+// Package cli is kubectl nhc: a kubectl plugin that shows what the
+// nhc-controller does and why, with the controller's own engine
+// (pkg/health). It only reads the cluster.
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
+)
+
+// Output formats besides the default table.
+const (
+	outputWide = "wide"
+	outputJSON = "json"
+	outputYAML = "yaml"
+)
+
+// Options are what every subcommand shares: the kubeconfig flags, the
+// output format, the streams and the clock.
+type Options struct {
+	genericiooptions.IOStreams
+	configFlags *genericclioptions.ConfigFlags
+	// output is "", wide, json or yaml.
+	output string
+	// now is the time the engine decides at.
+	now func() time.Time
+}
+
+// NewCommand returns kubectl nhc with its subcommands. now is the clock the
+// engine decides at: time.Now, or a fixed time in tests.
+func NewCommand(streams genericiooptions.IOStreams, now func() time.Time) *cobra.Command {
+	o := &Options{IOStreams: streams, configFlags: genericclioptions.NewConfigFlags(true), now: now}
+	root := &cobra.Command{
+		Use:   "kubectl nhc",
+		Short: "See what nhc-controller does with your nodes, and why",
+		Long: "kubectl nhc shows NodeHealthChecks, their remediation history, why a node is or is not remediated, " +
+			"and what a NodeHealthCheck would do before you apply it. It only reads the cluster, and decides " +
+			"with the controller's own engine.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	o.configFlags.AddFlags(root.PersistentFlags())
+	root.PersistentFlags().StringVarP(&o.output, "output", "o", "", "Output format: wide, json or yaml; a table by default")
+	root.AddCommand(newStatusCommand(o), newHistoryCommand(o), newWhyCommand(o), newWhatIfCommand(o))
+	return root
+}
+
+// cluster connects to the cluster the kubeconfig flags name.
+func (o *Options) cluster() (*cluster, error) {
+	config, err := o.configFlags.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("cannot load the kubeconfig: %w", err)
+	}
+	mapper, err := o.configFlags.ToRESTMapper()
+	if err != nil {
+		return nil, fmt.Errorf("cannot discover the cluster's APIs: %w", err)
+	}
+	c := &cluster{mapper: mapper, listed: map[string][]unstructured.Unstructured{}}
+	if c.nhcs, err = versioned.NewForConfig(config); err != nil {
+		return nil, err
+	}
+	if c.kube, err = kubernetes.NewForConfig(config); err != nil {
+		return nil, err
+	}
+	if c.dynamic, err = dynamic.NewForConfig(config); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// section ends a table, so that the next one gets its own column widths,
+// and leaves a blank line.
+func section(w io.Writer) {
+	if f, ok := w.(interface{ Flush() error }); ok {
+		_ = f.Flush()
+	}
+	fmt.Fprintln(w)
+}
+
+// validateOutput rejects an unknown output format before anything is read.
+func (o *Options) validateOutput() error {
+	switch o.output {
+	case "", outputWide, outputJSON, outputYAML:
+		return nil
+	}
+	return fmt.Errorf("unknown output format %q: use wide, json or yaml", o.output)
+}
+
+// print writes a report as JSON or YAML, or as the table that table
+// writes, then the warnings of what could not be read.
+func (o *Options) print(report any, c *cluster, table func(w io.Writer, wide bool)) error {
+	switch o.output {
+	case outputJSON:
+		data, err := json.MarshalIndent(report, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(o.Out, string(data))
+		return err
+	case outputYAML:
+		data, err := yaml.Marshal(report)
+		if err != nil {
+			return err
+		}
+		_, err = o.Out.Write(data)
+		return err
+	}
+	// kubectl's spacing; unlike kubectl's writer, each table gets its own
+	// column widths.
+	w := tabwriter.NewWriter(o.Out, 6, 4, 3, ' ', 0)
+	table(w, o.output == outputWide)
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	for _, warning := range c.warnings {
+		fmt.Fprintln(o.ErrOut, "Warning:", warning)
+	}
+	return nil
+}

@@ -1,0 +1,161 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+)
+
+// The words of kubectl nhc why.
+const (
+	whyOverlap     = "WARNING: node %s is selected by %d NodeHealthChecks (%s): each may remediate it. Make their selectors disjoint."
+	whyNotSelected = "%s is not selected by any NodeHealthCheck: nothing will remediate it"
+	whySelected    = "%s is selected by %s: %s"
+	whyNoSuchNode  = "node %q not found: kubectl get nodes lists them"
+)
+
+// WhyReport is kubectl nhc why's output.
+type WhyReport struct {
+	Node string `json:"node"`
+	// SelectedBy are the NodeHealthChecks that select the node.
+	SelectedBy []string `json:"selectedBy"`
+	// Warning is set when more than one NodeHealthCheck selects it.
+	Warning  string       `json:"warning,omitempty"`
+	Verdicts []WhyVerdict `json:"verdicts"`
+	Summary  string       `json:"summary"`
+}
+
+// WhyVerdict is what one NodeHealthCheck's engine says about the node now.
+type WhyVerdict struct {
+	NodeHealthCheck string `json:"nodeHealthCheck"`
+	State           string `json:"state"`
+	Condition       string `json:"condition,omitempty"`
+	// Since is when the matching node condition changed; Due is when its
+	// duration passes.
+	Since *time.Time `json:"since,omitempty"`
+	Due   *time.Time `json:"due,omitempty"`
+	// Waiting is why the node waits for a remediation it needs.
+	Waiting string `json:"waiting,omitempty"`
+	// Step is the running remediation step, from 1, of Steps.
+	Step  int `json:"step,omitempty"`
+	Steps int `json:"steps,omitempty"`
+	// Verdict says it in a sentence.
+	Verdict string `json:"verdict"`
+}
+
+func newWhyCommand(o *Options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "why NODE",
+		Short: "Say which NodeHealthChecks select a node and what each does with it now, and why",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.why(cmd, args[0])
+		},
+	}
+}
+
+func (o *Options) why(cmd *cobra.Command, nodeName string) error {
+	if err := o.validateOutput(); err != nil {
+		return err
+	}
+	c, err := o.cluster()
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	if _, err := c.kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf(whyNoSuchNode, nodeName)
+		}
+		return readError(err, "get", "nodes")
+	}
+	nhcs, err := c.nodeHealthChecks(ctx, "")
+	if err != nil {
+		return err
+	}
+	nodes, err := c.nodes(ctx)
+	if err != nil {
+		return err
+	}
+	now := o.now()
+	report := WhyReport{Node: nodeName, SelectedBy: []string{}, Verdicts: []WhyVerdict{}}
+	for i := range nhcs {
+		nhc := &nhcs[i]
+		if !selectsNode(nhc, nodes, nodeName) {
+			continue
+		}
+		report.SelectedBy = append(report.SelectedBy, nhc.Name)
+		e := evaluate(c.input(ctx, nhc, nodes, now))
+		report.Verdicts = append(report.Verdicts, whyVerdict(nhc.Name, e.explained[nodeName], now))
+	}
+	switch len(report.SelectedBy) {
+	case 0:
+		report.Summary = fmt.Sprintf(whyNotSelected, nodeName)
+	case 1:
+		report.Summary = fmt.Sprintf(whySelected, nodeName, report.SelectedBy[0], report.Verdicts[0].Verdict)
+	default:
+		report.Warning = fmt.Sprintf(whyOverlap, nodeName, len(report.SelectedBy), strings.Join(report.SelectedBy, ", "))
+		report.Summary = report.Warning
+	}
+	return o.print(report, c, func(w io.Writer, wide bool) { printWhy(w, wide, &report, now) })
+}
+
+func selectsNode(nhc *v1alpha1.NodeHealthCheck, nodes []*corev1.Node, name string) bool {
+	for _, node := range selects(nhc, nodes) {
+		if node.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func whyVerdict(nhc string, x *health.Explanation, now time.Time) WhyVerdict {
+	v := WhyVerdict{NodeHealthCheck: nhc, State: string(health.StateHealthy), Verdict: verdict(x, now)}
+	if x == nil {
+		return v
+	}
+	v.State, v.Waiting, v.Step, v.Steps = string(x.State), x.Because, x.Step, x.Steps
+	if x.Condition != nil {
+		v.Condition, v.Since, v.Due = conditionOf(x.Condition), &x.Since, &x.Due
+	}
+	if x.Step == 0 {
+		v.Steps = 0
+	}
+	return v
+}
+
+func printWhy(w io.Writer, wide bool, r *WhyReport, now time.Time) {
+	if r.Warning != "" {
+		fmt.Fprintln(w, r.Warning)
+		section(w)
+	}
+	if len(r.Verdicts) > 0 {
+		header := "NODEHEALTHCHECK\tSTATE\tCONDITION\tSINCE\tVERDICT"
+		if wide {
+			header += "\tDUE"
+		}
+		fmt.Fprintln(w, header)
+		for _, v := range r.Verdicts {
+			since, due := none, none
+			if v.Since != nil {
+				since, due = age(*v.Since, now), timestamp(*v.Due)
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s", v.NodeHealthCheck, v.State, orNone(v.Condition), since, v.Verdict)
+			if wide {
+				fmt.Fprintf(w, "\t%s", due)
+			}
+			fmt.Fprintln(w)
+		}
+		section(w)
+	}
+	fmt.Fprintln(w, r.Summary)
+}
