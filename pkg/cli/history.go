@@ -33,11 +33,7 @@ func newHistoryCommand(o *Options) *cobra.Command {
 		Short: "Show the remediations of the NodeHealthChecks, newest first: when each node was detected, remediated, fenced and healthy again",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name := ""
-			if len(args) == 1 {
-				name = args[0]
-			}
-			return o.history(cmd, name, node)
+			return o.history(cmd, optionalName(args), node)
 		},
 	}
 	cmd.Flags().StringVar(&node, "node", "", "Only the remediations of this node")
@@ -45,10 +41,7 @@ func newHistoryCommand(o *Options) *cobra.Command {
 }
 
 func (o *Options) history(cmd *cobra.Command, name, node string) error {
-	if err := o.validateOutput(); err != nil {
-		return err
-	}
-	c, err := o.cluster()
+	c, err := o.start()
 	if err != nil {
 		return err
 	}

@@ -92,13 +92,21 @@ func section(w io.Writer) {
 	fmt.Fprintln(w)
 }
 
-// validateOutput rejects an unknown output format before anything is read.
-func (o *Options) validateOutput() error {
+// start checks the output format before anything is read, and connects.
+func (o *Options) start() (*cluster, error) {
 	switch o.output {
 	case "", outputWide, outputJSON, outputYAML:
-		return nil
+		return o.cluster()
 	}
-	return fmt.Errorf("unknown output format %q: use wide, json or yaml", o.output)
+	return nil, fmt.Errorf("unknown output format %q: use wide, json or yaml", o.output)
+}
+
+// optionalName is the NAME argument, or "" for all.
+func optionalName(args []string) string {
+	if len(args) == 1 {
+		return args[0]
+	}
+	return ""
 }
 
 // print writes a report as JSON or YAML, or as the table that table

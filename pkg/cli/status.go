@@ -60,20 +60,13 @@ func newStatusCommand(o *Options) *cobra.Command {
 		Short: "Show each NodeHealthCheck's phase, budget, storm state and the nodes under remediation",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name := ""
-			if len(args) == 1 {
-				name = args[0]
-			}
-			return o.status(cmd, name)
+			return o.status(cmd, optionalName(args))
 		},
 	}
 }
 
 func (o *Options) status(cmd *cobra.Command, name string) error {
-	if err := o.validateOutput(); err != nil {
-		return err
-	}
-	c, err := o.cluster()
+	c, err := o.start()
 	if err != nil {
 		return err
 	}

@@ -120,14 +120,11 @@ func (o *Options) readNHC(file string) (*v1alpha1.NodeHealthCheck, error) {
 }
 
 func (o *Options) whatIf(cmd *cobra.Command, file string, horizon time.Duration) error {
-	if err := o.validateOutput(); err != nil {
-		return err
-	}
 	nhc, err := o.readNHC(file)
 	if err != nil {
 		return err
 	}
-	c, err := o.cluster()
+	c, err := o.start()
 	if err != nil {
 		return err
 	}

@@ -64,10 +64,7 @@ func newWhyCommand(o *Options) *cobra.Command {
 }
 
 func (o *Options) why(cmd *cobra.Command, nodeName string) error {
-	if err := o.validateOutput(); err != nil {
-		return err
-	}
-	c, err := o.cluster()
+	c, err := o.start()
 	if err != nil {
 		return err
 	}
