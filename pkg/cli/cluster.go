@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -103,18 +102,18 @@ func selects(nhc *v1alpha1.NodeHealthCheck, nodes []*corev1.Node) []*corev1.Node
 }
 
 // input gathers what the controller's engine reads to decide for a
-// NodeHealthCheck now, as the controller would gather it.
+// NodeHealthCheck now, as the controller would gather it: its templates
+// checked with the controller's rules, its resources by owner, other
+// owners' control-plane remediations, and the nodes that are gone.
 func (c *cluster) input(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, nodes []*corev1.Node, now time.Time) health.Input {
 	in := health.Input{NHC: nhc, Nodes: selects(nhc, nodes), Remediations: map[string][]health.Remediation{}, Now: now}
-	exists := make(map[string]bool, len(nodes))
-	for _, node := range nodes {
-		exists[node.Name] = true
+	templates, problem, unreadable := remediation.ReadTemplates(ctx, c.mapper, c.dynamic, nhc.Spec.TemplateRefs())
+	in.TemplateProblem = problem
+	for _, err := range unreadable {
+		c.warn(err.Error())
 	}
-	for _, ref := range nhc.Spec.TemplateRefs() {
-		if problem := c.templateProblem(ctx, ref); problem != nil && in.TemplateProblem == nil {
-			in.TemplateProblem = problem
-		}
-		for _, obj := range c.remediationResources(ctx, ref) {
+	for _, tmpl := range templates {
+		for _, obj := range c.remediationResources(ctx, tmpl) {
 			node := remediation.NodeOf(&obj)
 			if remediation.OwnedBy(&obj, nhc) {
 				in.Remediations[node] = append(in.Remediations[node], remediation.Summarize(&obj))
@@ -128,6 +127,10 @@ func (c *cluster) input(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, node
 			}
 		}
 	}
+	exists := make(map[string]bool, len(nodes))
+	for _, node := range nodes {
+		exists[node.Name] = true
+	}
 	for node := range in.Remediations {
 		if !exists[node] {
 			if in.DeletedNodes == nil {
@@ -139,56 +142,21 @@ func (c *cluster) input(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, node
 	return in
 }
 
-// templateProblem reads a template as the controller would, and says why it
-// cannot be used; nil when it can, or when it cannot be read (a warning).
-func (c *cluster) templateProblem(ctx context.Context, ref corev1.ObjectReference) *health.Problem {
-	notFound := &health.Problem{Reason: v1alpha1.ReasonTemplateNotFound, Message: fmt.Sprintf("Remediation template %s %s/%s not found", ref.Kind, ref.Namespace, ref.Name)}
-	mapping, err := c.mapping(ref.GroupVersionKind())
-	if err != nil {
-		return notFound
-	}
-	namespace := ref.Namespace
-	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
-		namespace = ""
-	}
-	_, err = c.dynamic.Resource(mapping.Resource).Namespace(namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return notFound
-	case err != nil:
-		c.warn(fmt.Sprintf("cannot read template %s %s/%s: %v", ref.Kind, ref.Namespace, ref.Name, err))
-	}
-	return nil
-}
-
 // remediationResources lists the resources a template's kind generates, in
 // the template's namespace, once per kind and namespace.
-func (c *cluster) remediationResources(ctx context.Context, ref corev1.ObjectReference) []unstructured.Unstructured {
-	gv, _ := schema.ParseGroupVersion(ref.APIVersion)
-	mapping, err := c.mapping(gv.WithKind(health.RemediationKind(ref.Kind)))
-	if err != nil {
-		return nil
-	}
-	namespace := ref.Namespace
-	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
-		namespace = ""
-	}
-	key := mapping.Resource.String() + "/" + namespace
+func (c *cluster) remediationResources(ctx context.Context, tmpl remediation.Template) []unstructured.Unstructured {
+	key := tmpl.Remediation.String() + "/" + tmpl.Namespace
 	if list, ok := c.listed[key]; ok {
 		return list
 	}
-	list, err := c.dynamic.Resource(mapping.Resource).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	list, err := c.dynamic.Resource(tmpl.Remediation).Namespace(tmpl.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		c.warn(fmt.Sprintf("cannot list %s in %q, so their remediations are not shown: %v", mapping.Resource.Resource, namespace, err))
+		c.warn(fmt.Sprintf("cannot list %s in %q, so their remediations are not shown: %v", tmpl.Remediation.Resource, tmpl.Namespace, err))
 		c.listed[key] = nil
 		return nil
 	}
 	c.listed[key] = list.Items
 	return list.Items
-}
-
-func (c *cluster) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
-	return c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 }
 
 func (c *cluster) warn(warning string) {

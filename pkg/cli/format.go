@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
@@ -49,12 +50,20 @@ func offset(from time.Time, t *time.Time) string {
 	return "+" + duration.HumanDuration(t.Sub(from))
 }
 
+// condition writes a condition as Type=Status.
+func condition(conditionType corev1.NodeConditionType, status corev1.ConditionStatus) string {
+	if conditionType == "" {
+		return none
+	}
+	return fmt.Sprintf("%s=%s", conditionType, status)
+}
+
 // conditionOf writes an unhealthy condition as Type=Status.
 func conditionOf(c *v1alpha1.UnhealthyCondition) string {
 	if c == nil {
 		return none
 	}
-	return fmt.Sprintf("%s=%s", c.Type, c.Status)
+	return condition(c.Type, c.Status)
 }
 
 // plural writes a count with its noun: "1 node", "2 nodes".

@@ -87,17 +87,13 @@ func printHistory(w io.Writer, wide bool, r *HistoryReport, now time.Time) {
 	}
 	fmt.Fprintln(w, header)
 	for _, e := range r.Remediations {
-		condition := none
-		if e.ConditionType != "" {
-			condition = fmt.Sprintf("%s=%s", e.ConditionType, e.ConditionStatus)
-		}
 		detected := e.Detected.Time
 		var kinds, templates []string
 		for _, s := range e.Steps {
 			kinds = append(kinds, s.Kind)
 			templates = append(templates, orNone(s.TemplateName))
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", e.NodeHealthCheck, e.TargetName, condition, timestamp(detected),
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", e.NodeHealthCheck, e.TargetName, condition(e.ConditionType, e.ConditionStatus), timestamp(detected),
 			offset(detected, timeOf(&e.Started)), offset(detected, timeOf(e.Fenced)), offset(detected, timeOf(e.Finished)), e.Outcome, orNone(strings.Join(kinds, ",")))
 		if wide {
 			took := "ongoing for " + age(detected, now)

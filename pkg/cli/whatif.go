@@ -157,13 +157,11 @@ func (o *Options) whatIf(cmd *cobra.Command, file string, horizon time.Duration)
 func fillWhatIf(r *WhatIfReport, e *evaluation, forecasts map[string]health.Forecast, now time.Time, horizon time.Duration) {
 	p := &e.plan
 	r.Selected, r.Healthy, r.MinHealthy, r.RemediationAllowed, r.StormActive = p.Observed, p.Healthy, p.Budget.MinHealthy, p.Budget.Allowed, p.Storm.Active
+	later, held, nowCount := 0, 0, 0
 	for _, v := range p.Nodes {
 		if v.ControlPlane {
 			r.ControlPlane++
 		}
-	}
-	later, held, nowCount := 0, 0, 0
-	for _, v := range p.Nodes {
 		x := e.explained[v.Node.Name]
 		if x == nil {
 			continue

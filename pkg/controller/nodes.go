@@ -8,12 +8,13 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
 
 // trimNode is the Node informer's transform: it keeps only what the
 // controller reads (name, labels, annotations, conditions without heartbeat
-// times, the out-of-service taint) and drops the rest, such as managed fields, images and volumes,
-// which make up most of a node object.
+// times, the out-of-service taint) and drops the rest, such as managed
+// fields, images and volumes, which make up most of a node object.
 func trimNode(obj any) (any, error) {
 	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		trimmed, err := trimNode(tombstone.Obj)
@@ -31,12 +32,9 @@ func trimNode(obj any) (any, error) {
 			CreationTimestamp: node.CreationTimestamp, DeletionTimestamp: node.DeletionTimestamp,
 		},
 	}
-	for _, taint := range node.Spec.Taints {
-		if taint.Key == corev1.TaintNodeOutOfService {
-			// The history records when a node was fenced.
-			trimmed.Spec.Taints = []corev1.Taint{taint}
-			break
-		}
+	if taint := health.OutOfServiceTaint(node); taint != nil {
+		// The history records when a node was fenced.
+		trimmed.Spec.Taints = []corev1.Taint{*taint}
 	}
 	if len(node.Status.Conditions) > 0 {
 		trimmed.Status.Conditions = make([]corev1.NodeCondition, len(node.Status.Conditions))
@@ -50,8 +48,8 @@ func trimNode(obj any) (any, error) {
 // nodeChanged tells whether a node update can change a decision or the
 // history: a condition's type, status or transition time, the exclude
 // label, the manual confirmation annotation, the out-of-service taint, or a
-// label that some selector uses. Heartbeats
-// change none of these. selectorKeys is called only when labels changed, so
+// label that some selector uses. Heartbeats change none of these.
+// selectorKeys is called only when labels changed, so
 // that the frequent updates that change nothing cost no selector lookup.
 func nodeChanged(old, updated *corev1.Node, selectorKeys func() map[string]bool) bool {
 	if !sameConditions(old.Status.Conditions, updated.Status.Conditions) {
@@ -64,7 +62,7 @@ func nodeChanged(old, updated *corev1.Node, selectorKeys func() map[string]bool)
 	if hasKey(old.Annotations, v1alpha1.ManuallyConfirmedHealthyAnnotation) != hasKey(updated.Annotations, v1alpha1.ManuallyConfirmedHealthyAnnotation) {
 		return true
 	}
-	if outOfService(old) != outOfService(updated) {
+	if (health.OutOfServiceTaint(old) == nil) != (health.OutOfServiceTaint(updated) == nil) {
 		return true
 	}
 	if maps.Equal(old.Labels, updated.Labels) {
@@ -101,15 +99,4 @@ func sameConditions(a, b []corev1.NodeCondition) bool {
 func hasKey(m map[string]string, key string) bool {
 	_, ok := m[key]
 	return ok
-}
-
-// outOfService tells whether the node has the out-of-service taint, which
-// fencing remediators set.
-func outOfService(node *corev1.Node) bool {
-	for _, taint := range node.Spec.Taints {
-		if taint.Key == corev1.TaintNodeOutOfService {
-			return true
-		}
-	}
-	return false
 }

@@ -69,12 +69,8 @@ func (b *statusBuilder) history(entries []*v1alpha1.UnhealthyNode) []v1alpha1.Re
 // remediation. detected is when the unhealthy condition's duration passed,
 // if the node is unhealthy now; else the start.
 func (b *statusBuilder) newRecord(entry *v1alpha1.UnhealthyNode) v1alpha1.RemediationRecord {
+	// entries sorts a node's remediations by their start.
 	first := entry.Remediations[0].Started
-	for _, rem := range entry.Remediations[1:] {
-		if rem.Started.Before(&first) {
-			first = rem.Started
-		}
-	}
 	r := v1alpha1.RemediationRecord{
 		TargetKind: v1alpha1.TargetKindNode, TargetName: entry.Name,
 		Detected: first, Started: first, Outcome: v1alpha1.OutcomeRemediating,
@@ -159,24 +155,32 @@ func mergeStep(r *v1alpha1.RemediationRecord, rem *v1alpha1.Remediation) {
 	})
 }
 
-// outOfServiceSince is when the node got the out-of-service taint, which
-// fencing remediators set once the node is powered off: the taint's
-// timeAdded, not before the remediation started, else now. Nil without it.
-func outOfServiceSince(node *corev1.Node, started, now time.Time) *metav1.Time {
-	for _, taint := range node.Spec.Taints {
-		if taint.Key != corev1.TaintNodeOutOfService {
-			continue
+// OutOfServiceTaint returns the node's out-of-service taint, which fencing
+// remediators set once the node is powered off, or nil.
+func OutOfServiceTaint(node *corev1.Node) *corev1.Taint {
+	for i := range node.Spec.Taints {
+		if node.Spec.Taints[i].Key == corev1.TaintNodeOutOfService {
+			return &node.Spec.Taints[i]
 		}
-		at := now
-		if taint.TimeAdded != nil && !taint.TimeAdded.IsZero() {
-			at = taint.TimeAdded.Time
-			if at.Before(started) {
-				at = started
-			}
-		}
-		return ptr.To(metav1.NewTime(at))
 	}
 	return nil
+}
+
+// outOfServiceSince is when the node got the out-of-service taint: its
+// timeAdded, not before the remediation started, else now. Nil without it.
+func outOfServiceSince(node *corev1.Node, started, now time.Time) *metav1.Time {
+	taint := OutOfServiceTaint(node)
+	if taint == nil {
+		return nil
+	}
+	at := now
+	if taint.TimeAdded != nil && !taint.TimeAdded.IsZero() {
+		at = taint.TimeAdded.Time
+		if at.Before(started) {
+			at = started
+		}
+	}
+	return ptr.To(metav1.NewTime(at))
 }
 
 func allTimedOut(entry *v1alpha1.UnhealthyNode) bool {

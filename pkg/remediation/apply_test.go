@@ -189,8 +189,3 @@ func TestAKindThatCannotBeWatchedDisablesAfterAGrace(t *testing.T) {
 		})
 	}
 }
-
-// resettable is a RESTMapper that forgets nothing when reset.
-type resettable struct{ meta.RESTMapper }
-
-func (resettable) Reset() {}

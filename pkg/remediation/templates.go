@@ -126,13 +126,22 @@ func (t *Templates) Get(tmpl Template) (obj *unstructured.Unstructured, problem 
 		return nil, nil, false
 	}
 	obj = t.informers.Get(tmpl.Resource, tmpl.Namespace, tmpl.Ref.Name)
-	if obj == nil {
-		return nil, notFound(fmt.Sprintf("Remediation template %s %s not found", tmpl.Ref.Kind, describe(tmpl))), true
-	}
-	if _, err := templateSpec(obj); err != nil {
-		return nil, templateInvalid(tmpl.Ref, err.Error()), true
+	if problem := checkTemplate(tmpl, obj); problem != nil {
+		return nil, problem, true
 	}
 	return obj, nil, true
+}
+
+// checkTemplate says why a template that was read cannot be used: it does
+// not exist (obj is nil) or has no spec.template.spec.
+func checkTemplate(tmpl Template, obj *unstructured.Unstructured) *health.Problem {
+	if obj == nil {
+		return notFound(fmt.Sprintf("Remediation template %s %s not found", tmpl.Ref.Kind, describe(tmpl)))
+	}
+	if _, err := templateSpec(obj); err != nil {
+		return templateInvalid(tmpl.Ref, err.Error())
+	}
+	return nil
 }
 
 // checkKinds checks that escalation steps sharing a remediation kind use

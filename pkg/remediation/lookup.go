@@ -1,0 +1,66 @@
+package remediation
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/clock"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+)
+
+// ReadTemplates resolves templates and reads each with GET, for readers
+// without informers (kubectl nhc), and checks them as the controller does:
+// the problem is the one the controller reports, in its words. What cannot
+// be read (discovery failing, a forbidden GET) is left out of the check and
+// returned in unreadable.
+func ReadTemplates(ctx context.Context, mapper meta.RESTMapper, client dynamic.Interface, refs []corev1.ObjectReference) (templates []Template, problem *health.Problem, unreadable []error) {
+	resolver := NewTemplates(resettable{mapper}, nil, clock.RealClock{})
+	setProblem := func(p *health.Problem) {
+		if problem == nil {
+			problem = p
+		}
+	}
+	var objs []*unstructured.Unstructured
+	for _, ref := range refs {
+		tmpl, p, err := resolver.resolve(ref)
+		if err != nil {
+			unreadable = append(unreadable, err)
+			continue
+		}
+		if p != nil {
+			setProblem(p)
+			continue
+		}
+		templates = append(templates, tmpl)
+		obj, err := client.Resource(tmpl.Resource).Namespace(tmpl.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			obj = nil
+		case err != nil:
+			unreadable = append(unreadable, fmt.Errorf("reading template %s %s: %w", ref.Kind, describe(tmpl), err))
+			continue
+		}
+		if p := checkTemplate(tmpl, obj); p != nil {
+			setProblem(p)
+			continue
+		}
+		objs = append(objs, obj)
+	}
+	if problem == nil {
+		problem = checkKinds(objs)
+	}
+	return templates, problem, unreadable
+}
+
+// resettable makes a mapper that may not reset (a kubeconfig's) one that
+// resets when it can.
+type resettable struct{ meta.RESTMapper }
+
+func (m resettable) Reset() { meta.MaybeResetRESTMapper(m.RESTMapper) }
