@@ -81,6 +81,7 @@ func Evaluate(in Input) Plan {
 		e.escalate(e.escalations[i])
 	}
 	e.startRemediations()
+	e.keepLeases()
 	e.stormAfter()
 	e.enablementEvent()
 	for i := range e.p.Nodes {
@@ -219,21 +220,35 @@ func (e *evaluation) escalate(esc escalation) {
 	if current == nil {
 		// The last step timed out and its resource is gone.
 		if v.Waiting = e.escalationGate(v); v.Waiting == WaitNone {
-			e.create(v, p.next, true)
+			e.create(v, p.next, true, false)
 		}
 		return
 	}
-	if p.currentStep < 0 || steps[p.currentStep].timeout == 0 {
-		// remediationTemplate, or a step the spec no longer has: it runs
-		// until the node is healthy.
+	if p.currentStep < 0 {
+		// A step the spec no longer has: it runs until the node is healthy.
 		return
 	}
-	timeoutAt := current.Created.Add(steps[p.currentStep].timeout)
-	failed := current.Succeeded == metav1.ConditionFalse
+	// remediationTemplate has no timeout: it runs until the node is healthy,
+	// or until its node lease is overdue.
+	var timeoutAt time.Time
+	timesOut := steps[p.currentStep].timeout > 0
+	if timesOut {
+		timeoutAt = current.Created.Add(steps[p.currentStep].timeout)
+	}
+	overdueAt := e.leaseOverdue(v.Node.Name, p.currentStep)
+	overdue := !overdueAt.IsZero() && (timeoutAt.IsZero() || overdueAt.Before(timeoutAt))
+	if overdue {
+		timeoutAt = overdueAt
+	}
+	if timeoutAt.IsZero() {
+		return
+	}
+	failed := timesOut && current.Succeeded == metav1.ConditionFalse
 	if !failed && e.now.Before(timeoutAt) {
 		e.deadline(timeoutAt)
 		return
 	}
+	overdue = overdue && !failed
 	next := max(p.next, p.currentStep+1)
 	if v.Waiting = e.escalationGate(v); v.Waiting != WaitNone {
 		return
@@ -244,13 +259,17 @@ func (e *evaluation) escalate(esc escalation) {
 	}
 	e.p.TimeOut = append(e.p.TimeOut, TimeOut{
 		Node: v.Node.Name, Resource: current.Ref,
-		Annotate: current.Succeeded != metav1.ConditionTrue, Failed: failed, At: e.now,
+		Annotate: current.Succeeded != metav1.ConditionTrue, Failed: failed, LeaseOverdue: overdue, At: e.now,
 	})
 	if next < len(steps) {
-		e.create(v, next, true)
+		// After an overdue lease the next step takes it anew.
+		e.create(v, next, true, overdue)
 		return
 	}
 	v.Waiting = WaitNoTemplate
+	if overdue {
+		e.p.ReleaseLeases = append(e.p.ReleaseLeases, v.Node.Name)
+	}
 	e.p.Events = append(e.p.Events, warning(ReasonNoTemplateLeft, v.Node.Name, fmt.Sprintf(messageNoTemplateLeft, e.in.NHC.Name, v.Node.Name)))
 }
 
@@ -294,20 +313,22 @@ func (e *evaluation) startRemediations() {
 		if v.ControlPlane {
 			e.busyControlPlane = v.Node.Name
 		}
-		e.create(v, 0, false)
+		e.create(v, 0, false, false)
 	}
 	slices.SortFunc(e.p.Create, func(a, b Creation) int { return strings.Compare(a.Node, b.Node) })
 }
 
-// create plans a resource, unless this plan created as many as it may.
-func (e *evaluation) create(v *NodeVerdict, stepIndex int, escalation bool) {
+// create plans a resource, with the node lease it needs, unless this plan
+// created as many as it may.
+func (e *evaluation) create(v *NodeVerdict, stepIndex int, escalation, restartLease bool) {
 	if e.deferToNextPlan(v) {
 		return
 	}
 	s := e.rules.steps[stepIndex]
 	e.p.Create = append(e.p.Create, Creation{
 		Node: v.Node.Name, Template: s.template, Step: stepIndex, Timeout: s.timeout,
-		ControlPlane: v.ControlPlane, Escalation: escalation, firstResource: v.Remediations == 0,
+		ControlPlane: v.ControlPlane, Escalation: escalation, Lease: e.leaseRequest(v, stepIndex, restartLease),
+		firstResource: v.Remediations == 0,
 	})
 }
 

@@ -49,6 +49,7 @@ const (
 	messageTimedOut          = "Remediation %s %s of node %s timed out: %s"
 	messageTimeoutPassed     = "its timeout passed"
 	messageRemediatorFailed  = "its remediator reported Succeeded=False"
+	messageLeaseOverdue      = "its node lease is overdue"
 	messageBlocked           = "Skipped remediation: %s"
 
 	messageWaitMinHealthy   = "Skipped remediation because the number of healthy nodes selected by the selector is %d and should equal or exceed %d"
@@ -56,6 +57,7 @@ const (
 	messageWaitPaused       = "Postponing potential remediations because of pause requests"
 	messageWaitExcluded     = "Remediation skipped on node %s: node has Exclude from Remediation label"
 	messageWaitControlPlane = "Skipping remediation of %s for preventing control plane / etcd quorum loss: another control-plane node is under remediation"
+	messageWaitLeaseHeld    = "Skipped remediation of node: %s, because node lease is already taken"
 )
 
 // How the status reason counts the nodes that wait, next to the events that
@@ -63,10 +65,11 @@ const (
 const summaryMinHealthy = "%d because " + becauseMinHealthy
 
 var (
-	waitSummaryOrder = []WaitReason{WaitStorm, WaitControlPlane, WaitExcluded, WaitDeletion, WaitNoTemplate}
+	waitSummaryOrder = []WaitReason{WaitStorm, WaitControlPlane, WaitLeaseHeld, WaitExcluded, WaitDeletion, WaitNoTemplate}
 	waitSummaries    = map[WaitReason]string{
 		WaitStorm:        "for storm recovery to end",
 		WaitControlPlane: "for another control-plane node's remediation",
+		WaitLeaseHeld:    "for their node lease, which someone else holds (node maintenance or another remediation)",
 		WaitExcluded:     "excluded from remediation",
 		WaitDeletion:     "for their remediation's deletion",
 		WaitNoTemplate:   "with no remediation template left to try",
@@ -118,6 +121,8 @@ func (p *Plan) LastingEvents(out *Outcome) map[string]Event {
 			events["excluded/"+v.Node.Name] = warning(ReasonRemediationSkipped, v.Node.Name, fmt.Sprintf(messageWaitExcluded, v.Node.Name))
 		case WaitControlPlane:
 			events["controlPlane/"+v.Node.Name] = warning(ReasonRemediationSkipped, v.Node.Name, fmt.Sprintf(messageWaitControlPlane, v.Node.Name))
+		case WaitLeaseHeld:
+			events["lease/"+v.Node.Name] = warning(ReasonRemediationSkipped, v.Node.Name, fmt.Sprintf(messageWaitLeaseHeld, v.Node.Name))
 		}
 	}
 	for _, w := range p.Warnings {
@@ -135,8 +140,11 @@ func (o *Outcome) Events() []Event {
 	var events []Event
 	for _, to := range o.TimedOut {
 		why := messageTimeoutPassed
-		if to.Failed {
+		switch {
+		case to.Failed:
 			why = messageRemediatorFailed
+		case to.LeaseOverdue:
+			why = messageLeaseOverdue
 		}
 		events = append(events, warning(ReasonRemediationTimedOut, to.Node, fmt.Sprintf(messageTimedOut, to.Resource.Kind, to.Resource.Name, to.Node, why)))
 	}

@@ -23,6 +23,7 @@ const (
 	becauseNoTemplate   = "every remediation step timed out or failed, and none is left to try"
 	becauseOwnWrite     = "the controller's last write for this node is not visible yet"
 	becauseNextBatch    = "the controller creates remediations in batches, and this one is in the next"
+	becauseLeaseHeld    = "its node lease %s is held by %s until %s (node maintenance or another remediation); it is remediated when the lease is released or expires"
 )
 
 // Explanation is what the engine says about one selected node: its state,
@@ -82,7 +83,7 @@ func (p *Plan) Explain(in Input) []Explanation {
 		x := Explanation{
 			Node: v.Node.Name, State: v.State, Condition: v.Condition, Since: v.Since, Due: v.Expires,
 			ControlPlane: v.ControlPlane, Excluded: v.Excluded, CreatesNow: creates[v.Node.Name],
-			Waiting: v.Waiting, Because: p.because(v.Waiting), Steps: len(p.rules.steps),
+			Waiting: v.Waiting, Because: p.because(v), Steps: len(p.rules.steps),
 		}
 		resources := in.Remediations[v.Node.Name]
 		if progress := progressOf(p.rules.steps, resources, previous[v.Node.Name]); progress.current != nil {
@@ -105,8 +106,8 @@ func (p *Plan) Explain(in Input) []Explanation {
 }
 
 // because says why a node waits.
-func (p *Plan) because(w WaitReason) string {
-	switch w {
+func (p *Plan) because(v *NodeVerdict) string {
+	switch v.Waiting {
 	case WaitMinHealthy:
 		return fmt.Sprintf(becauseMinHealthy, p.Healthy, p.Observed, p.Budget.MinHealthy)
 	case WaitStorm:
@@ -129,6 +130,10 @@ func (p *Plan) because(w WaitReason) string {
 		return becauseOwnWrite
 	case WaitNextBatch:
 		return becauseNextBatch
+	case WaitLeaseHeld:
+		if v.Lease != nil {
+			return fmt.Sprintf(becauseLeaseHeld, LeaseName(v.Node.Name), v.Lease.Holder, v.Lease.Expires().UTC().Format(time.RFC3339))
+		}
 	}
 	return ""
 }

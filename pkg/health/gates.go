@@ -19,7 +19,8 @@ func (e *evaluation) resourceGate(v *NodeVerdict) WaitReason {
 // escalationGate says why a node under remediation may not move to its next
 // step now: what holds back any new resource, the budget and storm recovery
 // (the spec: storm recovery blocks new remediations; the workflow: nothing
-// is processed further while minHealthy fails). A resource being deleted
+// is processed further while minHealthy fails), and a node lease that
+// someone else holds. A resource being deleted
 // cannot stand in the way: every resource, deleting or not, counts as a step
 // used, so the next step is always another.
 func (e *evaluation) escalationGate(v *NodeVerdict) WaitReason {
@@ -31,6 +32,12 @@ func (e *evaluation) escalationGate(v *NodeVerdict) WaitReason {
 		return WaitMinHealthy
 	case e.p.Storm.Active:
 		return WaitStorm
+	}
+	if l := e.foreignLease(v.Node.Name); l != nil {
+		// Someone else acts on the node: wait until its lease ends.
+		v.Lease = l
+		e.deadline(l.Expires())
+		return WaitLeaseHeld
 	}
 	return WaitNone
 }

@@ -49,6 +49,10 @@ type Input struct {
 	// TemplateProblem says why. Deciding without them could lose
 	// remediations: the plan does nothing, and the status keeps its entries.
 	ResourcesUnknown bool
+	// Leases are the node leases, shared with other operators; nil when the
+	// controller does not use them. A node whose lease someone else holds
+	// gets no new resource.
+	Leases *Leases
 	// MaxCreations bounds the resources one plan creates, so that no create
 	// is sent long after the snapshot it was decided from; 0 is no bound. The
 	// rest wait for the next plan, and storm recovery does not start before

@@ -54,6 +54,12 @@ type Plan struct {
 	ClearHealthyDelay []corev1.ObjectReference
 	// FlagOld lists resources that just became older than 48 hours.
 	FlagOld []corev1.ObjectReference
+	// RenewLeases lists this NodeHealthCheck's node leases to renew: their
+	// nodes still have its resources.
+	RenewLeases []LeaseRequest
+	// ReleaseLeases lists the nodes whose lease this NodeHealthCheck holds
+	// and no longer needs, sorted.
+	ReleaseLeases []string
 	// RemoveConfirmation lists nodes whose manually-confirmed-healthy
 	// annotation must go: they are healthy and their remediation is gone.
 	RemoveConfirmation []string
@@ -109,6 +115,9 @@ const (
 	// WaitOwnWrite: the caches do not show this controller's last write for
 	// the node yet.
 	WaitOwnWrite WaitReason = "OwnWritePending"
+	// WaitLeaseHeld: someone else, such as node-maintenance-operator, holds
+	// the node's lease.
+	WaitLeaseHeld WaitReason = "NodeLeaseHeld"
 	// WaitNextBatch: this plan created as many resources as it may; the
 	// next plan, right after, goes on.
 	WaitNextBatch WaitReason = "NextBatch"
@@ -132,6 +141,8 @@ type NodeVerdict struct {
 	Remediations int
 	// Waiting is why the node does not get a remediation it needs.
 	Waiting WaitReason
+	// Lease is the lease someone else holds on the node, with WaitLeaseHeld.
+	Lease *NodeLease
 
 	// Listed is true when the node has a status entry: it is unhealthy, under
 	// remediation, or soon unhealthy again during an incident on record.
@@ -185,6 +196,9 @@ type Creation struct {
 	ControlPlane bool
 	// Escalation is true when a previous step timed out or failed.
 	Escalation bool
+	// Lease is the node lease to take before the resource is created; nil
+	// without leases.
+	Lease *LeaseRequest
 	// firstResource is true when the node has no resource yet.
 	firstResource bool
 }
@@ -199,6 +213,9 @@ type TimeOut struct {
 	// Failed is true when the remediator reported Succeeded=False, rather than
 	// the step's timeout passing.
 	Failed bool
+	// LeaseOverdue is true when the node's lease became overdue before the
+	// step's timeout passed.
+	LeaseOverdue bool
 	// At is when the controller gives up: the annotation's value.
 	At time.Time
 }

@@ -1,0 +1,201 @@
+package health
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Node leases: before it remediates a node, a NodeHealthCheck takes the
+// node's coordination.k8s.io Lease, which other medik8s operators
+// (node-maintenance-operator, upstream's NodeHealthCheck) take too, so that
+// no two of them act on one node at once. The names, holder identities and
+// durations are upstream's, so that they understand each other.
+const (
+	// DefaultLeaseDuration is how long a remediation without an escalation
+	// timeout (remediationTemplate) holds its node's lease: upstream's
+	// DefaultRemediationDuration. An escalation step holds it for its timeout.
+	DefaultLeaseDuration = 10 * time.Minute
+	// DefaultLeaseBuffer is added to every lease duration: upstream's LeaseBuffer.
+	DefaultLeaseBuffer = time.Minute
+	// leaseOverdueFactor: a step's lease is overdue after this many of its
+	// durations (upstream extends a lease at most twice).
+	leaseOverdueFactor = 3
+	// leaseHolderPrefix makes a NodeHealthCheck's holder identity, as upstream does.
+	leaseHolderPrefix = "NodeHealthCheck-"
+	// leaseNamePrefix makes a node's lease name: upstream's lower-cased "<Kind>-<name>".
+	leaseNamePrefix = "node-"
+)
+
+// LeaseHolder is the holder identity of a NodeHealthCheck's node leases.
+func LeaseHolder(nhc string) string {
+	return leaseHolderPrefix + nhc
+}
+
+// LeaseName is the name of a node's lease.
+func LeaseName(node string) string {
+	return strings.ToLower(leaseNamePrefix + node)
+}
+
+// LeaseNode is the node a lease name is for, if it is a node lease.
+func LeaseNode(leaseName string) (string, bool) {
+	return strings.CutPrefix(leaseName, leaseNamePrefix)
+}
+
+// NodeLease is a node's lease, as far as decisions go.
+type NodeLease struct {
+	// Holder is the lease's holderIdentity.
+	Holder string
+	// Acquired is the lease's acquireTime; zero when unset.
+	Acquired time.Time
+	// Renewed is the lease's renewTime; zero when unset.
+	Renewed time.Time
+	// Duration is the lease's leaseDurationSeconds.
+	Duration time.Duration
+}
+
+// Expires is when the lease ends unless it is renewed.
+func (l NodeLease) Expires() time.Time {
+	return l.Renewed.Add(l.Duration)
+}
+
+// HeldAt says whether the lease is in force. Unlike upstream, a renew time
+// ahead of our clock counts as in force: clock skew must not let a holder's
+// lease be taken over.
+func (l NodeLease) HeldAt(now time.Time) bool {
+	return l.Holder != "" && now.Before(l.Expires())
+}
+
+// Leases is what Evaluate needs to know of node leases. A nil *Leases in the
+// input takes none: the controller was told not to use them.
+type Leases struct {
+	// ByNode are the node leases of the lease namespace, by node name.
+	ByNode map[string]NodeLease
+	// Duration is how long a remediation without a timeout holds its lease,
+	// before the buffer: DefaultLeaseDuration unless configured.
+	Duration time.Duration
+	// Buffer is added to every lease duration: DefaultLeaseBuffer unless configured.
+	Buffer time.Duration
+}
+
+// LeaseRequest is a node lease to take or to renew for this NodeHealthCheck.
+type LeaseRequest struct {
+	Node string
+	// NodeUID makes the lease owned by its node, so that it goes with it.
+	NodeUID types.UID
+	// Holder is the NodeHealthCheck's holder identity.
+	Holder string
+	// Duration is the lease duration to write.
+	Duration time.Duration
+	// Restart takes the lease anew, from now: the step before this one gave
+	// up because its lease was overdue.
+	Restart bool
+}
+
+// foreignLease returns the lease of a node that someone other than this
+// NodeHealthCheck holds now, or nil.
+func (e *evaluation) foreignLease(node string) *NodeLease {
+	if e.in.Leases == nil {
+		return nil
+	}
+	l, ok := e.in.Leases.ByNode[node]
+	if !ok || l.Holder == e.holder() || !l.HeldAt(e.now) {
+		return nil
+	}
+	return &l
+}
+
+// ownLease returns the lease of a node that this NodeHealthCheck holds, in
+// force or not, or nil.
+func (e *evaluation) ownLease(node string) *NodeLease {
+	if e.in.Leases == nil {
+		return nil
+	}
+	l, ok := e.in.Leases.ByNode[node]
+	if !ok || l.Holder != e.holder() {
+		return nil
+	}
+	return &l
+}
+
+func (e *evaluation) holder() string {
+	return LeaseHolder(e.in.NHC.Name)
+}
+
+// stepLeaseDuration is how long a step's resource holds the node's lease,
+// before the buffer: its escalation timeout, or the configured duration.
+func (e *evaluation) stepLeaseDuration(stepIndex int) time.Duration {
+	if stepIndex >= 0 && stepIndex < len(e.rules.steps) && e.rules.steps[stepIndex].timeout > 0 {
+		return e.rules.steps[stepIndex].timeout
+	}
+	return e.in.Leases.Duration
+}
+
+// leaseRequest is the lease a new resource of a step needs, or nil without leases.
+func (e *evaluation) leaseRequest(v *NodeVerdict, stepIndex int, restart bool) *LeaseRequest {
+	if e.in.Leases == nil {
+		return nil
+	}
+	return &LeaseRequest{
+		Node: v.Node.Name, NodeUID: v.Node.UID, Holder: e.holder(),
+		Duration: e.stepLeaseDuration(stepIndex) + e.in.Leases.Buffer, Restart: restart,
+	}
+}
+
+// leaseOverdue is when this NodeHealthCheck's lease of a node becomes
+// overdue for the running step: after three of the step's durations, plus
+// the timeouts of the steps before it (upstream's rule), counted from when
+// the lease was taken. Zero when it holds no lease of the node: a lease that
+// went overdue is not taken again for the same step.
+func (e *evaluation) leaseOverdue(node string, currentStep int) time.Time {
+	l := e.ownLease(node)
+	if l == nil {
+		return time.Time{}
+	}
+	acquired := l.Acquired
+	if acquired.IsZero() {
+		acquired = l.Renewed
+	}
+	var previous time.Duration
+	for i := 0; i < currentStep && i < len(e.rules.steps); i++ {
+		previous += e.rules.steps[i].timeout
+	}
+	return acquired.Add(leaseOverdueFactor*e.stepLeaseDuration(currentStep) + previous)
+}
+
+// keepLeases renews the leases of the nodes that still have this
+// NodeHealthCheck's resources, when half their duration has passed, and
+// releases those of nodes that have none and get none, selected or not. A
+// lease it does not hold is left alone: not taken again after it went
+// overdue, and never released.
+func (e *evaluation) keepLeases() {
+	if e.in.Leases == nil {
+		return
+	}
+	planned := map[string]bool{}
+	for _, c := range e.p.Create {
+		planned[c.Node] = true
+	}
+	for _, node := range e.p.ReleaseLeases {
+		planned[node] = true
+	}
+	for node, l := range e.in.Leases.ByNode {
+		if l.Holder != e.holder() || planned[node] || e.in.PendingNodes[node] {
+			continue
+		}
+		if len(e.in.Remediations[node]) == 0 {
+			e.p.ReleaseLeases = append(e.p.ReleaseLeases, node)
+			continue
+		}
+		renewAt := l.Renewed.Add(l.Duration / 2)
+		if e.now.Before(renewAt) {
+			e.deadline(renewAt)
+			continue
+		}
+		e.p.RenewLeases = append(e.p.RenewLeases, LeaseRequest{Node: node, Holder: l.Holder, Duration: l.Duration})
+	}
+	slices.Sort(e.p.ReleaseLeases)
+	slices.SortFunc(e.p.RenewLeases, func(a, b LeaseRequest) int { return strings.Compare(a.Node, b.Node) })
+}

@@ -1,0 +1,230 @@
+package health
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+)
+
+const ourHolder = "NodeHealthCheck-test"
+
+// withLeases evaluates with node leases, at upstream's default durations.
+func withLeases(nhc nhcOption, nodeList []*corev1.Node, resources map[string][]Remediation, leases map[string]NodeLease) result {
+	return decide(Input{
+		NHC: testNHC(nhc), Nodes: nodeList, Remediations: resources, Now: now,
+		Leases: &Leases{ByNode: leases, Duration: DefaultLeaseDuration, Buffer: DefaultLeaseBuffer},
+	})
+}
+
+// asIs leaves the test NodeHealthCheck as it is.
+func asIs(*v1alpha1.NodeHealthCheck) {}
+
+func lease(holder string, renewedAgo, duration time.Duration) NodeLease {
+	return NodeLease{Holder: holder, Acquired: now.Add(-renewedAgo), Renewed: now.Add(-renewedAgo), Duration: duration}
+}
+
+func TestLeaseNames(t *testing.T) {
+	assert.Equal(t, "NodeHealthCheck-workers", LeaseHolder("workers"))
+	assert.Equal(t, "node-worker-1", LeaseName("worker-1"))
+	node, ok := LeaseNode("node-worker-1")
+	assert.True(t, ok)
+	assert.Equal(t, "worker-1", node)
+	_, ok = LeaseNode("nhc-controller.remediation.medik8s.io")
+	assert.False(t, ok)
+}
+
+func TestLeaseHeldAt(t *testing.T) {
+	l := lease("other", time.Minute, 2*time.Minute)
+	assert.True(t, l.HeldAt(now))
+	assert.False(t, l.HeldAt(now.Add(time.Minute)), "expired at renew + duration")
+	ahead := lease("other", -time.Minute, time.Second)
+	assert.True(t, ahead.HeldAt(now), "a renew time ahead of our clock is in force")
+	assert.False(t, (&NodeLease{}).HeldAt(now), "no holder, no lease")
+}
+
+func TestCreationTakesTheLease(t *testing.T) {
+	cases := []struct {
+		name   string
+		nhc    nhcOption
+		leases map[string]NodeLease
+		want   *LeaseRequest
+		wait   WaitReason
+	}{
+		{"no lease: take it for 10m + 1m", asIs, nil,
+			&LeaseRequest{Node: "sick", NodeUID: "sick-uid", Holder: ourHolder, Duration: 11 * time.Minute}, WaitNone},
+		{"an escalation step: its timeout + 1m", threeSteps(), nil,
+			&LeaseRequest{Node: "sick", NodeUID: "sick-uid", Holder: ourHolder, Duration: 6 * time.Minute}, WaitNone},
+		{"ours already", asIs, map[string]NodeLease{"sick": lease(ourHolder, time.Minute, 11*time.Minute)},
+			&LeaseRequest{Node: "sick", NodeUID: "sick-uid", Holder: ourHolder, Duration: 11 * time.Minute}, WaitNone},
+		{"someone else's, expired: taken over", asIs, map[string]NodeLease{"sick": lease("node-maintenance-operator", time.Hour, time.Minute)},
+			&LeaseRequest{Node: "sick", NodeUID: "sick-uid", Holder: ourHolder, Duration: 11 * time.Minute}, WaitNone},
+		{"someone else's, in force: wait", asIs, map[string]NodeLease{"sick": lease("node-maintenance-operator", time.Minute, time.Hour)},
+			nil, WaitLeaseHeld},
+		{"another NodeHealthCheck's, in force: wait", asIs, map[string]NodeLease{"sick": lease("NodeHealthCheck-other", 0, time.Minute)},
+			nil, WaitLeaseHeld},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sick := testNode("sick", unhealthy)
+			sick.UID = "sick-uid"
+			d := withLeases(tc.nhc, append(nodes("healthy", 2), sick), nil, tc.leases)
+			v := verdictOf(d, "sick")
+			assert.Equal(t, tc.wait, v.Waiting)
+			if tc.want == nil {
+				assert.Empty(t, d.Create)
+				require.NotNil(t, v.Lease)
+				assert.Equal(t, tc.leases["sick"].Expires(), d.NextDeadline, "looked at again when the lease ends")
+				assert.Contains(t, d.LastingEvents(&d.out), "lease/sick")
+				assert.Equal(t, "Skipped remediation of node: sick, because node lease is already taken", d.LastingEvents(&d.out)["lease/sick"].Message)
+				assert.Contains(t, d.Status.Reason, "1 for their node lease")
+				return
+			}
+			require.Len(t, d.Create, 1)
+			assert.Equal(t, tc.want, d.Create[0].Lease)
+		})
+	}
+}
+
+func TestNoLeasesWithoutLeaseInput(t *testing.T) {
+	d := evaluate(testNHC(), oneSick(), nil)
+	require.Len(t, d.Create, 1)
+	assert.Nil(t, d.Create[0].Lease)
+	assert.Empty(t, d.RenewLeases)
+	assert.Empty(t, d.ReleaseLeases)
+}
+
+func TestLeaseRenewalAndRelease(t *testing.T) {
+	running := remediationsFor("sick", snrRemediation("sick", 3*time.Minute))
+	cases := []struct {
+		name         string
+		nodes        []*corev1.Node
+		resources    map[string][]Remediation
+		leases       map[string]NodeLease
+		wantRenew    []string
+		wantRelease  []string
+		wantDeadline time.Time
+	}{
+		{"fresh: renewed at half its duration", oneSick(), running, map[string]NodeLease{"sick": lease(ourHolder, 3*time.Minute, 11*time.Minute)},
+			nil, nil, now.Add(-3 * time.Minute).Add(11 * time.Minute / 2)},
+		{"half gone: renewed", oneSick(), running, map[string]NodeLease{"sick": lease(ourHolder, 6*time.Minute, 11*time.Minute)}, []string{"sick"}, nil, time.Time{}},
+		{"expired but ours: renewed", oneSick(), running, map[string]NodeLease{"sick": lease(ourHolder, 20*time.Minute, 11*time.Minute)}, []string{"sick"}, nil, time.Time{}},
+		{"a healthy node waiting for healthyDelay keeps it", nodes("healthy", 3), remediationsFor("healthy-0", snrRemediation("healthy-0", 3*time.Minute)),
+			map[string]NodeLease{"healthy-0": lease(ourHolder, 6*time.Minute, 11*time.Minute)}, []string{"healthy-0"}, nil, time.Time{}},
+		{"no resources left: released", nodes("healthy", 3), nil, map[string]NodeLease{"healthy-0": lease(ourHolder, time.Minute, 11*time.Minute)}, nil, []string{"healthy-0"}, time.Time{}},
+		{"a node no longer selected: released", nodes("healthy", 3), nil, map[string]NodeLease{"gone": lease(ourHolder, time.Minute, 11*time.Minute)}, nil, []string{"gone"}, time.Time{}},
+		{"someone else's: left alone", nodes("healthy", 3), nil, map[string]NodeLease{"healthy-0": lease("node-maintenance-operator", time.Minute, 11*time.Minute)}, nil, nil, time.Time{}},
+		{"someone else's on a node under remediation: not taken back", oneSick(), running, map[string]NodeLease{"sick": lease("node-maintenance-operator", time.Minute, 11*time.Minute)}, nil, nil, time.Time{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := withLeases(asIs, tc.nodes, tc.resources, tc.leases)
+			var renewed []string
+			for _, r := range d.RenewLeases {
+				renewed = append(renewed, r.Node)
+				assert.Equal(t, tc.leases[r.Node].Duration, r.Duration, "renewed for the duration it was taken for")
+			}
+			assert.Equal(t, tc.wantRenew, renewed)
+			assert.Equal(t, tc.wantRelease, d.ReleaseLeases)
+			if !tc.wantDeadline.IsZero() {
+				assert.Equal(t, tc.wantDeadline, d.NextDeadline)
+			}
+			assert.Empty(t, d.Create)
+		})
+	}
+}
+
+func TestPendingNodeKeepsItsLease(t *testing.T) {
+	in := Input{
+		NHC: testNHC(), Nodes: oneSick(), Now: now, PendingNodes: map[string]bool{"sick": true},
+		Leases: &Leases{ByNode: map[string]NodeLease{"sick": lease(ourHolder, 0, 11*time.Minute)}, Duration: DefaultLeaseDuration, Buffer: DefaultLeaseBuffer},
+	}
+	d := decide(in)
+	assert.Empty(t, d.ReleaseLeases, "its resource may have been created a moment ago")
+}
+
+func TestOverdueLeaseEndsAClassicRemediation(t *testing.T) {
+	cases := []struct {
+		name         string
+		acquiredAgo  time.Duration
+		succeeded    metav1.ConditionStatus
+		wantTimeOut  bool
+		wantAnnotate bool
+	}{
+		{"before 3 × 10m", 30*time.Minute - time.Second, "", false, false},
+		{"at 3 × 10m", 30 * time.Minute, "", true, true},
+		{"Succeeded=True: timed out, not annotated", 31 * time.Minute, metav1.ConditionTrue, true, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			l := lease(ourHolder, time.Minute, 11*time.Minute)
+			l.Acquired = now.Add(-tc.acquiredAgo)
+			resources := remediationsFor("sick", snrRemediation("sick", tc.acquiredAgo, succeeded(tc.succeeded)))
+			d := withLeases(asIs, oneSick(), resources, map[string]NodeLease{"sick": l})
+			if !tc.wantTimeOut {
+				assert.Empty(t, d.TimeOut)
+				assert.Equal(t, l.Acquired.Add(30*time.Minute), d.NextDeadline)
+				return
+			}
+			require.Len(t, d.TimeOut, 1)
+			assert.True(t, d.TimeOut[0].LeaseOverdue)
+			assert.Equal(t, tc.wantAnnotate, d.TimeOut[0].Annotate)
+			assert.Equal(t, []string{"sick"}, d.ReleaseLeases, "the overdue lease is deleted")
+			assert.Empty(t, d.RenewLeases)
+			assert.Empty(t, d.Create)
+			assert.Equal(t, WaitNoTemplate, verdictOf(d, "sick").Waiting)
+			events := d.out.Events()
+			require.Len(t, events, 1)
+			assert.Equal(t, "Remediation SelfNodeRemediation sick of node sick timed out: its node lease is overdue", events[0].Message)
+			require.NotNil(t, entryOf(d, "sick").Remediations[0].TimedOut, "the status records the time-out")
+
+			// The next plan does not take the lease again.
+			d.in.NHC.Status = d.Status
+			d.in.Leases.ByNode = nil
+			next := decide(d.in)
+			assert.Empty(t, next.Create)
+			assert.Empty(t, next.RenewLeases)
+			assert.Empty(t, next.TimeOut)
+		})
+	}
+}
+
+func TestOverdueLeaseEscalatesAndRestartsTheLease(t *testing.T) {
+	// Step A (5m) started 4m ago on a lease taken 20m ago: the lease is
+	// overdue at 3 × 5m, before the step's own timeout.
+	l := lease(ourHolder, time.Minute, 6*time.Minute)
+	l.Acquired = now.Add(-20 * time.Minute)
+	resources := remediationsFor("sick", remediationOf(templateA, "sick", 4*time.Minute))
+	d := withLeases(threeSteps(), oneSick(), resources, map[string]NodeLease{"sick": l})
+	require.Len(t, d.TimeOut, 1)
+	assert.True(t, d.TimeOut[0].LeaseOverdue)
+	require.Len(t, d.Create, 1)
+	assert.Equal(t, &LeaseRequest{Node: "sick", Holder: ourHolder, Duration: 11 * time.Minute, Restart: true}, d.Create[0].Lease)
+	assert.Empty(t, d.ReleaseLeases)
+	assert.Empty(t, d.RenewLeases, "the creation renews it")
+}
+
+func TestLeaseOverdueCountsEarlierStepsTimeouts(t *testing.T) {
+	// The second step (multiOne, 10m) runs; step A's 5m come on top of 3 × 10m.
+	l := lease(ourHolder, time.Minute, 11*time.Minute)
+	l.Acquired = now.Add(-33 * time.Minute)
+	resources := remediationsFor("sick",
+		remediationOf(templateA, "sick", 34*time.Minute, timedOutAnnotation(now.Add(-29*time.Minute))),
+		remediationOf(multiOne, "sick", 9*time.Minute))
+	d := withLeases(threeSteps(), oneSick(), resources, map[string]NodeLease{"sick": l})
+	assert.Empty(t, d.TimeOut)
+	assert.Equal(t, now.Add(time.Minute), d.NextDeadline, "the step's own timeout comes first")
+}
+
+func TestForeignLeaseHoldsEscalation(t *testing.T) {
+	resources := remediationsFor("sick", remediationOf(templateA, "sick", 6*time.Minute))
+	d := withLeases(threeSteps(), oneSick(), resources, map[string]NodeLease{"sick": lease("node-maintenance-operator", 0, time.Hour)})
+	assert.Empty(t, d.TimeOut, "the running step keeps running")
+	assert.Empty(t, d.Create)
+	assert.Equal(t, WaitLeaseHeld, verdictOf(d, "sick").Waiting)
+}
