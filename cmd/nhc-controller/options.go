@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
 // inClusterNamespaceFile holds the pod's namespace when running in a cluster.
@@ -32,6 +35,13 @@ type options struct {
 	tlsCertFile   string
 	tlsKeyFile    string
 	probeAddress  string
+
+	// nodeLeases takes upstream's node leases before remediating, shared
+	// with the other medik8s operators.
+	nodeLeases        bool
+	leaseNamespace    string
+	nodeLeaseDuration time.Duration
+	nodeLeaseBuffer   time.Duration
 }
 
 func defaultOptions() *options {
@@ -40,7 +50,19 @@ func defaultOptions() *options {
 		leaderElect: true, leaderElectionID: "nhc-controller.remediation.medik8s.io",
 		leaseDuration: 15 * time.Second, renewDeadline: 10 * time.Second, retryPeriod: 2 * time.Second,
 		metricsAddress: ":8443", metricsSecure: true, probeAddress: ":8081",
+		nodeLeases: true, leaseNamespace: defaultLeaseNamespace(),
+		nodeLeaseDuration: health.DefaultLeaseDuration, nodeLeaseBuffer: health.DefaultLeaseBuffer,
 	}
+}
+
+// leaseNamespaceEnv overrides the default lease namespace, as it does upstream.
+const leaseNamespaceEnv = "LEASE_NAMESPACE"
+
+func defaultLeaseNamespace() string {
+	if ns := os.Getenv(leaseNamespaceEnv); ns != "" {
+		return ns
+	}
+	return remediation.DefaultLeaseNamespace
 }
 
 func (o *options) addFlags(fs *pflag.FlagSet) {
@@ -59,6 +81,10 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.tlsCertFile, "tls-cert-file", o.tlsCertFile, "Certificate of the HTTPS metrics server; without it a self-signed one is made at start.")
 	fs.StringVar(&o.tlsKeyFile, "tls-private-key-file", o.tlsKeyFile, "Private key of --tls-cert-file.")
 	fs.StringVar(&o.probeAddress, "health-probe-bind-address", o.probeAddress, "Address of /healthz and /readyz; 0 disables them.")
+	fs.BoolVar(&o.nodeLeases, "node-leases", o.nodeLeases, "Take a node's Lease before remediating it, as upstream NodeHealthCheck and node-maintenance-operator do, so that they never act on one node at once. false only where no other medik8s operator runs.")
+	fs.StringVar(&o.leaseNamespace, "lease-namespace", o.leaseNamespace, "Namespace of the node leases; it must exist. Defaults to $"+leaseNamespaceEnv+", else "+remediation.DefaultLeaseNamespace+".")
+	fs.DurationVar(&o.nodeLeaseDuration, "node-lease-duration", o.nodeLeaseDuration, "How long a remediation without an escalation timeout holds its node's lease before renewing it; it is overdue, and times out, after 3 of them.")
+	fs.DurationVar(&o.nodeLeaseBuffer, "node-lease-buffer", o.nodeLeaseBuffer, "Added to every node lease duration.")
 }
 
 func (o *options) validate() error {
@@ -69,6 +95,8 @@ func (o *options) validate() error {
 		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive")
 	case (o.tlsCertFile == "") != (o.tlsKeyFile == ""):
 		return fmt.Errorf("--tls-cert-file and --tls-private-key-file go together")
+	case o.nodeLeases && (o.nodeLeaseDuration < time.Second || o.nodeLeaseBuffer < 0 || o.leaseNamespace == ""):
+		return fmt.Errorf("node leases need --node-lease-duration of at least 1s, a --node-lease-buffer that is not negative and a --lease-namespace")
 	case o.leaderElect && !(o.retryPeriod < o.renewDeadline && o.renewDeadline < o.leaseDuration):
 		return fmt.Errorf("leader election needs --leader-elect-retry-period < --leader-elect-renew-deadline < --leader-elect-lease-duration")
 	}

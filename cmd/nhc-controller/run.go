@@ -82,7 +82,16 @@ func run(ctx context.Context, opts *options) error {
 	// decoded is reported alone instead of failing the list of all.
 	kubeInformers := informers.NewSharedInformerFactory(kubeClient, 0)
 	nhcInformer := controller.NewNodeHealthCheckInformer(dynamicClient)
-	remediations := newRemediationManager(ctx, kubeClient, dynamicClient, clock.RealClock{})
+	var leases *remediation.NodeLeases
+	var leaseInformers informers.SharedInformerFactory
+	if opts.nodeLeases {
+		// Node leases live in one namespace; kube-node-lease, with a lease
+		// per node renewed every 10 seconds, is never watched.
+		leaseInformers = informers.NewSharedInformerFactoryWithOptions(kubeClient, 0, informers.WithNamespace(opts.leaseNamespace))
+		leases = remediation.NewNodeLeases(kubeClient.CoordinationV1(), kubeClient.CoreV1().Namespaces(), leaseInformers.Coordination().V1().Leases(),
+			opts.leaseNamespace, opts.nodeLeaseDuration, opts.nodeLeaseBuffer, clock.RealClock{})
+	}
+	remediations := newRemediationManager(ctx, kubeClient, dynamicClient, leases, clock.RealClock{})
 	ctrl, err := controller.New(ctx, kubeInformers.Core().V1().Nodes(), nhcInformer,
 		nhcClient, remediations, recorder, metrics, clock.RealClock{})
 	if err != nil {
@@ -90,6 +99,10 @@ func run(ctx context.Context, opts *options) error {
 	}
 	kubeInformers.Start(ctx.Done())
 	defer kubeInformers.Shutdown()
+	if leaseInformers != nil {
+		leaseInformers.Start(ctx.Done())
+		defer leaseInformers.Shutdown()
+	}
 	go nhcInformer.Informer().RunWithContext(ctx)
 
 	if err := serveMetrics(ctx, opts, kubeClient); err != nil {
@@ -195,12 +208,12 @@ func serveMetrics(ctx context.Context, opts *options, kubeClient kubernetes.Inte
 // newRemediationManager wires pkg/remediation: dynamic informers for the
 // template and remediation kinds in use, template resolution through a
 // discovery RESTMapper that notices CRDs installed later, expectations, and
-// the writer.
-func newRemediationManager(ctx context.Context, kubeClient kubernetes.Interface, dynamicClient dynamic.Interface, clk clock.PassiveClock) *remediation.Manager {
+// the writer, and the node leases (nil without them).
+func newRemediationManager(ctx context.Context, kubeClient kubernetes.Interface, dynamicClient dynamic.Interface, leases *remediation.NodeLeases, clk clock.PassiveClock) *remediation.Manager {
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kubeClient.Discovery()))
 	informers := remediation.NewInformers(ctx, dynamicClient)
 	return remediation.NewManager(informers, remediation.NewTemplates(mapper, informers, clk),
-		remediation.NewExpectations(clk), remediation.NewWriter(dynamicClient, kubeClient))
+		remediation.NewExpectations(clk), remediation.NewWriter(dynamicClient, kubeClient), leases)
 }
 
 func clients(config *rest.Config) (kubernetes.Interface, versioned.Interface, dynamic.Interface, error) {

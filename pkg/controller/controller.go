@@ -134,6 +134,9 @@ func New(ctx context.Context, nodeInformer coreinformers.NodeInformer, nhcInform
 	remediations.AddChangeHandler(func(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool) {
 		c.remediationChanged(logger, gvr, obj, deleted)
 	})
+	if err := remediations.AddLeaseChangeHandler(func(node string, holders ...string) { c.leaseChanged(logger, node, holders) }); err != nil {
+		return nil, fmt.Errorf("adding the node lease handler: %w", err)
+	}
 	return c, nil
 }
 

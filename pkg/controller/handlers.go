@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
@@ -129,5 +130,20 @@ func (c *Controller) remediationChanged(logger klog.Logger, gvr schema.GroupVers
 			logger.V(6).Info("Template changed", "resource", gvr, "object", klog.KObj(obj), "nodeHealthCheck", klog.KObj(nhc))
 			c.queue.Add(nhc.Name)
 		}
+	}
+}
+
+// leaseChanged hears of a node lease that was taken, released or changed
+// hands: the NodeHealthChecks that select the node may remediate it now, and
+// a NodeHealthCheck that held it may have to release it.
+func (c *Controller) leaseChanged(logger klog.Logger, node string, holders []string) {
+	logger.V(6).Info("Node lease changed", "node", klog.KRef("", node), "holders", holders)
+	for _, holder := range holders {
+		if nhc, ok := health.LeaseHolderNHC(holder); ok {
+			c.queue.Add(nhc)
+		}
+	}
+	if n, err := c.nodeLister.Get(node); err == nil {
+		c.enqueueSelecting(n.Labels)
 	}
 }

@@ -61,7 +61,7 @@ func newTestController(t *testing.T, nhcs ...*v1alpha1.NodeHealthCheck) *Control
 	dynamicInformers := remediation.NewInformers(ctx, dynamicClient)
 	manager := remediation.NewManager(dynamicInformers,
 		remediation.NewTemplates(restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery())), dynamicInformers, clk),
-		remediation.NewExpectations(clk), remediation.NewWriter(dynamicClient, kube))
+		remediation.NewExpectations(clk), remediation.NewWriter(dynamicClient, kube), nil)
 	c, err := New(ctx, informers.NewSharedInformerFactory(kube, 0).Core().V1().Nodes(), nhcInformer,
 		nhcClient, manager, record.NewFakeRecorder(100), nil, clk)
 	require.NoError(t, err)

@@ -51,7 +51,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	}
 	in := health.Input{
 		NHC: nhc, Remediations: obs.Remediations, BusyControlPlaneNodes: obs.BusyControlPlaneNodes, PendingNodes: obs.PendingNodes,
-		TemplateProblem: obs.TemplateProblem, ResourcesUnknown: !obs.Ready, MaxCreations: maxCreationsPerSync, Now: c.clock.Now(),
+		TemplateProblem: obs.TemplateProblem, ResourcesUnknown: !obs.Ready, Leases: obs.Leases, MaxCreations: maxCreationsPerSync, Now: c.clock.Now(),
 	}
 	if obs.Ready {
 		if in.Nodes, err = c.selectedNodes(nhc, obs.Remediations); err != nil {

@@ -34,6 +34,12 @@ func LeaseHolder(nhc string) string {
 	return leaseHolderPrefix + nhc
 }
 
+// LeaseHolderNHC is the NodeHealthCheck a holder identity names, if it
+// names one.
+func LeaseHolderNHC(holder string) (string, bool) {
+	return strings.CutPrefix(holder, leaseHolderPrefix)
+}
+
 // LeaseName is the name of a node's lease.
 func LeaseName(node string) string {
 	return strings.ToLower(leaseNamePrefix + node)

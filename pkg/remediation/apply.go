@@ -45,6 +45,16 @@ func (m *Manager) Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan
 			out.Withdrawn = append(out.Withdrawn, health.Blocked{Node: c.Node, Message: why})
 			continue
 		}
+		if c.Lease != nil {
+			if err := m.leases.acquire(ctx, *c.Lease); err != nil {
+				if why := m.leases.problem(err); why != "" {
+					out.Blocked = append(out.Blocked, health.Blocked{Node: c.Node, Message: why})
+				} else {
+					out.Errors = append(out.Errors, fmt.Errorf("taking the lease of node %s: %w", c.Node, err))
+				}
+				continue
+			}
+		}
 		created, err := m.create(ctx, nhc, c, obs)
 		var notOwned *notOwnedError
 		var busy *controlPlaneBusyError
@@ -64,6 +74,7 @@ func (m *Manager) Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan
 		}
 		out.Deleted = append(out.Deleted, del)
 	}
+	out.Errors = append(out.Errors, m.keepLeases(ctx, nhc.Name, plan)...)
 	for _, mark := range plan.StartHealthyDelay {
 		start := mark.Start.UTC().Format(time.RFC3339)
 		if err := m.annotate(ctx, obs, mark.Resource, v1alpha1.HealthyDelayAnnotation, &start); err != nil {

@@ -41,7 +41,7 @@ func newApplyFixture(t *testing.T) *applyFixture {
 	client := fakeDynamic()
 	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
 	informers := NewInformers(ctx, client)
-	m := NewManager(informers, nil, NewExpectations(clock), NewWriter(client, kubefake.NewClientset()))
+	m := NewManager(informers, nil, NewExpectations(clock), NewWriter(client, kubefake.NewClientset()), nil)
 	obs := &Observation{
 		templates: map[corev1.ObjectReference]*unstructured.Unstructured{templateKey(templateRef): testTemplate(nil)},
 		resources: map[schema.GroupVersionKind]schema.GroupVersionResource{testGVR.GroupVersion().WithKind("TestRemediation"): testGVR},
@@ -180,7 +180,7 @@ func TestAKindThatCannotBeWatchedDisablesAfterAGrace(t *testing.T) {
 			clock := clocktesting.NewFakePassiveClock(time.Now())
 			informers := NewInformers(ctx, client)
 			informers.grace = 0
-			m := NewManager(informers, NewTemplates(resettable{meta.NewDefaultRESTMapper(nil)}, informers, clock), NewExpectations(clock), NewWriter(client, kubefake.NewClientset()))
+			m := NewManager(informers, NewTemplates(resettable{meta.NewDefaultRESTMapper(nil)}, informers, clock), NewExpectations(clock), NewWriter(client, kubefake.NewClientset()), nil)
 			informers.Use("workers", testGVR)
 			var problem *health.Problem
 			require.Eventually(t, func() bool { problem = m.unwatchable(testGVR); return problem != nil }, 10*time.Second, 10*time.Millisecond)

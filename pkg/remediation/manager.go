@@ -20,13 +20,16 @@ type Manager struct {
 	expectations *Expectations
 	writer       *Writer
 	controlPlane *controlPlaneReservations
+	// leases are the node leases; nil when the controller takes none.
+	leases *NodeLeases
 }
 
-// NewManager returns a manager. The expectations hear of the informers'
-// changes before any handler added later, so that a NodeHealthCheck woken by
-// a change finds its expectations settled.
-func NewManager(informers *Informers, templates *Templates, expectations *Expectations, writer *Writer) *Manager {
-	m := &Manager{informers: informers, templates: templates, expectations: expectations, writer: writer, controlPlane: newControlPlaneReservations()}
+// NewManager returns a manager; nil leases takes no node leases. The
+// expectations hear of the informers' changes before any handler added
+// later, so that a NodeHealthCheck woken by a change finds its expectations
+// settled.
+func NewManager(informers *Informers, templates *Templates, expectations *Expectations, writer *Writer, leases *NodeLeases) *Manager {
+	m := &Manager{informers: informers, templates: templates, expectations: expectations, writer: writer, controlPlane: newControlPlaneReservations(), leases: leases}
 	informers.AddChangeHandler(expectations.settle)
 	informers.AddChangeHandler(m.controlPlane.settle)
 	return m
@@ -36,6 +39,15 @@ func NewManager(informers *Informers, templates *Templates, expectations *Expect
 // or remediation resource the informers see.
 func (m *Manager) AddChangeHandler(handler ChangeFunc) {
 	m.informers.AddChangeHandler(handler)
+}
+
+// AddLeaseChangeHandler adds a handler that hears of every change of a node
+// lease; without leases, it never hears of any.
+func (m *Manager) AddLeaseChangeHandler(handler LeaseChangeFunc) error {
+	if m.leases == nil {
+		return nil
+	}
+	return m.leases.AddChangeHandler(handler)
 }
 
 // Observation is what a NodeHealthCheck's evaluation needs from the cluster
@@ -54,6 +66,8 @@ type Observation struct {
 	// BusyControlPlaneNodes are control-plane nodes with a remediation of any
 	// owner and any kind watched, or with a create of one under way.
 	BusyControlPlaneNodes map[string]bool
+	// Leases are the node leases; nil when the controller takes none.
+	Leases *health.Leases
 
 	templates map[corev1.ObjectReference]*unstructured.Unstructured
 	resources map[schema.GroupVersionKind]schema.GroupVersionResource
@@ -143,6 +157,17 @@ func (m *Manager) Read(nhc *v1alpha1.NodeHealthCheck) (Observation, error) {
 		obs.BusyControlPlaneNodes[node] = true
 	}
 	obs.PendingNodes = m.expectations.pendingNodes(nhc.Name)
+	if m.leases != nil {
+		// Never decide without knowing who holds which node.
+		leases, problem, err := m.leases.read()
+		if err != nil {
+			return obs, fmt.Errorf("reading node leases: %w", err)
+		}
+		if problem != nil {
+			obs.problem(problem)
+		}
+		obs.Leases, obs.Ready = leases, obs.Ready && leases != nil
+	}
 	return obs, nil
 }
 

@@ -112,7 +112,7 @@ func newRemediationManager(ctx context.Context, clk clock.PassiveClock) (*remedi
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kubeClient.Discovery()))
 	informers := remediation.NewInformers(ctx, dynamicClient)
 	return remediation.NewManager(informers, remediation.NewTemplates(mapper, informers, clk),
-		remediation.NewExpectations(clk), remediation.NewWriter(dynamicClient, kubeClient)), informers
+		remediation.NewExpectations(clk), remediation.NewWriter(dynamicClient, kubeClient), nil), informers
 }
 
 // seen is what a user sees after a sync.

@@ -74,6 +74,9 @@ const (
 	// ReasonInvalidSpec: the spec passed admission but cannot be used, for
 	// example an object stored before a validation rule existed.
 	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonNodeLeasesUnavailable: the controller cannot read the node leases
+	// it must take before it remediates.
+	ReasonNodeLeasesUnavailable = "NodeLeasesUnavailable"
 	// ReasonStormThresholdChange is the reason of the storm conditions.
 	ReasonStormThresholdChange = "HealthyNodeThresholdChange"
 )

@@ -1,0 +1,305 @@
+package remediation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	coordinationinformers "k8s.io/client-go/informers/coordination/v1"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	coreclient "k8s.io/client-go/kubernetes/typed/core/v1"
+	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+)
+
+// DefaultLeaseNamespace is where node leases live, upstream's namespace.
+const DefaultLeaseNamespace = "medik8s-leases"
+
+// Why a node lease cannot be taken, until someone fixes it.
+const (
+	messageLeaseNamespaceMissing = "the node lease namespace %s does not exist, and the controller may not create it: create it, or run the controller with --lease-namespace naming one"
+	messageLeasesUnreadable      = "Node leases in namespace %s cannot be read: %v. No remediation starts without knowing who holds which node: grant get, list and watch on leases there, or run the controller with --node-leases=false"
+	messageLeaseForbidden        = "node leases in namespace %s cannot be written: %v. Grant get, list, watch, create, update and delete on leases there, or run the controller with --node-leases=false"
+)
+
+// NodeLeases reads the node leases of one namespace from an informer on that
+// namespace alone, and writes them with optimistic concurrency: two holders
+// never both take a lease, because the API server accepts only one of two
+// writes of the same version.
+type NodeLeases struct {
+	client     coordinationclient.LeasesGetter
+	namespaces coreclient.NamespaceInterface
+	informer   cache.SharedIndexInformer
+	lister     coordinationlisters.LeaseNamespaceLister
+	synced     cache.InformerSynced
+	namespace  string
+	// duration and buffer are health.Leases' durations.
+	duration, buffer time.Duration
+	clock            clock.PassiveClock
+
+	mu sync.Mutex
+	// watchErr is the informer's last list or watch error, such as Forbidden.
+	watchErr error
+}
+
+// NewNodeLeases returns node leases of the informer's namespace. The informer
+// must watch that namespace only: kube-node-lease holds a lease per node,
+// renewed every 10 seconds, that is no business of ours.
+func NewNodeLeases(client coordinationclient.LeasesGetter, namespaces coreclient.NamespaceInterface, informer coordinationinformers.LeaseInformer, namespace string, duration, buffer time.Duration, clk clock.PassiveClock) *NodeLeases {
+	l := &NodeLeases{
+		client: client, namespaces: namespaces, informer: informer.Informer(), lister: informer.Lister().Leases(namespace), synced: informer.Informer().HasSynced,
+		namespace: namespace, duration: duration, buffer: buffer, clock: clk,
+	}
+	_ = informer.Informer().SetWatchErrorHandlerWithContext(func(ctx context.Context, reflector *cache.Reflector, err error) {
+		l.mu.Lock()
+		l.watchErr = err
+		l.mu.Unlock()
+		cache.DefaultWatchErrorHandler(ctx, reflector, err)
+	})
+	return l
+}
+
+// LeaseChangeFunc hears of a node lease that was added, deleted, or changed
+// hands, with its holders before and after; renewals are no change.
+type LeaseChangeFunc func(node string, holders ...string)
+
+// AddChangeHandler adds a handler that hears of every change of a node lease.
+func (l *NodeLeases) AddChangeHandler(handler LeaseChangeFunc) error {
+	notify := func(obj any) {
+		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tombstone.Obj
+		}
+		if lease, ok := obj.(*coordinationv1.Lease); ok {
+			if node, ok := health.LeaseNode(lease.Name); ok {
+				handler(node, ptr.Deref(lease.Spec.HolderIdentity, ""))
+			}
+		}
+	}
+	_, err := l.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: notify,
+		UpdateFunc: func(oldObj, newObj any) {
+			old, ok1 := oldObj.(*coordinationv1.Lease)
+			updated, ok2 := newObj.(*coordinationv1.Lease)
+			if !ok1 || !ok2 || ptr.Deref(old.Spec.HolderIdentity, "") == ptr.Deref(updated.Spec.HolderIdentity, "") {
+				return
+			}
+			if node, ok := health.LeaseNode(updated.Name); ok {
+				handler(node, ptr.Deref(old.Spec.HolderIdentity, ""), ptr.Deref(updated.Spec.HolderIdentity, ""))
+			}
+		},
+		DeleteFunc: notify,
+	})
+	return err
+}
+
+// Namespace is the namespace of the node leases.
+func (l *NodeLeases) Namespace() string {
+	return l.namespace
+}
+
+// read returns the node leases; nil while the informer has not synced, with
+// the problem when it cannot list them.
+func (l *NodeLeases) read() (*health.Leases, *health.Problem, error) {
+	if !l.synced() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.watchErr == nil {
+			return nil, nil, nil
+		}
+		return nil, &health.Problem{Reason: v1alpha1.ReasonNodeLeasesUnavailable, Message: fmt.Sprintf(messageLeasesUnreadable, l.namespace, l.watchErr)}, nil
+	}
+	all, err := l.lister.List(labels.Everything())
+	if err != nil {
+		return nil, nil, err
+	}
+	leases := &health.Leases{ByNode: make(map[string]health.NodeLease, len(all)), Duration: l.duration, Buffer: l.buffer}
+	for _, lease := range all {
+		if node, ok := health.LeaseNode(lease.Name); ok {
+			leases.ByNode[node] = NodeLeaseOf(lease)
+		}
+	}
+	return leases, nil, nil
+}
+
+// NodeLeaseOf is what decisions need of a Lease.
+func NodeLeaseOf(lease *coordinationv1.Lease) health.NodeLease {
+	var l health.NodeLease
+	l.Holder = ptr.Deref(lease.Spec.HolderIdentity, "")
+	if t := lease.Spec.AcquireTime; t != nil {
+		l.Acquired = t.Time
+	}
+	if t := lease.Spec.RenewTime; t != nil {
+		l.Renewed = t.Time
+	}
+	l.Duration = time.Duration(ptr.Deref(lease.Spec.LeaseDurationSeconds, 0)) * time.Second
+	return l
+}
+
+// leaseHeldError reports a lease that someone else holds: the plan was made
+// before the informer showed their write.
+type leaseHeldError struct {
+	holder string
+}
+
+// Error has upstream's wording.
+func (e *leaseHeldError) Error() string {
+	return fmt.Sprintf("can't update or invalidate the lease because it is held by different owner: %s", e.holder)
+}
+
+// acquire takes a node's lease for a remediation step, upstream's
+// RequestLease: a lease of ours is extended when it would end within the
+// duration asked for, someone else's expired lease is taken over, and
+// someone else's lease in force is a *leaseHeldError.
+func (l *NodeLeases) acquire(ctx context.Context, req health.LeaseRequest) error {
+	now := metav1.NewMicroTime(l.clock.Now())
+	seconds := ptr.To(leaseSeconds(req.Duration))
+	cached, err := l.lister.Get(health.LeaseName(req.Node))
+	if apierrors.IsNotFound(err) {
+		lease := &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: health.LeaseName(req.Node), Namespace: l.namespace},
+			Spec: coordinationv1.LeaseSpec{
+				HolderIdentity: ptr.To(req.Holder), LeaseDurationSeconds: seconds,
+				AcquireTime: &now, RenewTime: &now, LeaseTransitions: ptr.To[int32](0),
+			},
+		}
+		if req.NodeUID != "" {
+			lease.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: req.Node, UID: req.NodeUID}}
+		}
+		_, err = l.client.Leases(l.namespace).Create(ctx, lease, metav1.CreateOptions{FieldManager: FieldManager})
+		if apierrors.IsNotFound(err) {
+			// Like upstream, the namespace is created when it is missing,
+			// if the controller may.
+			if err := l.createNamespace(ctx); err != nil {
+				return err
+			}
+			_, err = l.client.Leases(l.namespace).Create(ctx, lease, metav1.CreateOptions{FieldManager: FieldManager})
+		}
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	current := NodeLeaseOf(cached)
+	lease := cached.DeepCopy()
+	switch {
+	case current.Holder == req.Holder:
+		if !req.Restart && !current.Expires().Before(now.Add(req.Duration)) {
+			return nil
+		}
+		if req.Restart || lease.Spec.AcquireTime == nil {
+			lease.Spec.AcquireTime = &now
+		}
+	case current.HeldAt(now.Time):
+		return &leaseHeldError{holder: current.Holder}
+	default:
+		// Someone else's lease ended: take it over.
+		lease.Spec.HolderIdentity = ptr.To(req.Holder)
+		lease.Spec.AcquireTime = &now
+		lease.Spec.LeaseTransitions = ptr.To(ptr.Deref(lease.Spec.LeaseTransitions, 0) + 1)
+	}
+	lease.Spec.RenewTime, lease.Spec.LeaseDurationSeconds = &now, seconds
+	_, err = l.client.Leases(l.namespace).Update(ctx, lease, metav1.UpdateOptions{FieldManager: FieldManager})
+	return err
+}
+
+// createNamespace creates the lease namespace. A failure is returned as
+// NotFound, the namespace's absence.
+func (l *NodeLeases) createNamespace(ctx context.Context) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: l.namespace}}
+	_, err := l.namespaces.Create(ctx, ns, metav1.CreateOptions{FieldManager: FieldManager})
+	if err == nil || apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return apierrors.NewNotFound(corev1.Resource("namespaces"), l.namespace)
+}
+
+// renew extends a lease of ours from now. A lease that is not ours (any
+// more) is left alone.
+func (l *NodeLeases) renew(ctx context.Context, req health.LeaseRequest) error {
+	cached, err := l.lister.Get(health.LeaseName(req.Node))
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if ptr.Deref(cached.Spec.HolderIdentity, "") != req.Holder {
+		return nil
+	}
+	lease := cached.DeepCopy()
+	lease.Spec.RenewTime = ptr.To(metav1.NewMicroTime(l.clock.Now()))
+	lease.Spec.LeaseDurationSeconds = ptr.To(leaseSeconds(req.Duration))
+	_, err = l.client.Leases(l.namespace).Update(ctx, lease, metav1.UpdateOptions{FieldManager: FieldManager})
+	return err
+}
+
+// release deletes a lease of ours, only the version we saw: a lease someone
+// else has just taken over is not deleted.
+func (l *NodeLeases) release(ctx context.Context, node, holder string) error {
+	cached, err := l.lister.Get(health.LeaseName(node))
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if ptr.Deref(cached.Spec.HolderIdentity, "") != holder {
+		return nil
+	}
+	err = l.client.Leases(l.namespace).Delete(ctx, cached.Name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &cached.UID, ResourceVersion: &cached.ResourceVersion},
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// leaseSeconds rounds a duration up to whole seconds, as leases count them.
+func leaseSeconds(d time.Duration) int32 {
+	return int32((d + time.Second - 1) / time.Second)
+}
+
+// keepLeases renews and releases the leases a plan says to.
+func (m *Manager) keepLeases(ctx context.Context, nhc string, plan *health.Plan) []error {
+	var errs []error
+	for _, req := range plan.RenewLeases {
+		if err := m.leases.renew(ctx, req); err != nil {
+			errs = append(errs, fmt.Errorf("renewing the lease of node %s: %w", req.Node, err))
+		}
+	}
+	for _, node := range plan.ReleaseLeases {
+		if err := m.leases.release(ctx, node, health.LeaseHolder(nhc)); err != nil {
+			errs = append(errs, fmt.Errorf("releasing the lease of node %s: %w", node, err))
+		}
+	}
+	return errs
+}
+
+// leaseProblem says why a lease cannot be taken until someone does
+// something, or "" for an error worth a quick retry, such as a conflict with
+// a write the informer does not show yet.
+func (l *NodeLeases) problem(err error) string {
+	var held *leaseHeldError
+	switch {
+	case errors.As(err, &held):
+		return err.Error()
+	case apierrors.IsNotFound(err):
+		return fmt.Sprintf(messageLeaseNamespaceMissing, l.namespace)
+	case apierrors.IsForbidden(err):
+		return fmt.Sprintf(messageLeaseForbidden, l.namespace, err)
+	}
+	return ""
+}
