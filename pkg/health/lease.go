@@ -201,6 +201,7 @@ func (e *evaluation) keepLeases() {
 			continue
 		}
 		e.p.RenewLeases = append(e.p.RenewLeases, LeaseRequest{Node: node, Holder: l.Holder, Duration: l.Duration})
+		e.deadline(e.now.Add(l.Duration / 2))
 	}
 	slices.Sort(e.p.ReleaseLeases)
 	slices.SortFunc(e.p.RenewLeases, func(a, b LeaseRequest) int { return strings.Compare(a.Node, b.Node) })

@@ -112,7 +112,7 @@ func TestLeaseRenewalAndRelease(t *testing.T) {
 	}{
 		{"fresh: renewed at half its duration", oneSick(), running, map[string]NodeLease{"sick": lease(ourHolder, 3*time.Minute, 11*time.Minute)},
 			nil, nil, now.Add(-3 * time.Minute).Add(11 * time.Minute / 2)},
-		{"half gone: renewed", oneSick(), running, map[string]NodeLease{"sick": lease(ourHolder, 6*time.Minute, 11*time.Minute)}, []string{"sick"}, nil, time.Time{}},
+		{"half gone: renewed, and again in half its duration", oneSick(), running, map[string]NodeLease{"sick": lease(ourHolder, 6*time.Minute, 11*time.Minute)}, []string{"sick"}, nil, now.Add(11 * time.Minute / 2)},
 		{"expired but ours: renewed", oneSick(), running, map[string]NodeLease{"sick": lease(ourHolder, 20*time.Minute, 11*time.Minute)}, []string{"sick"}, nil, time.Time{}},
 		{"a healthy node waiting for healthyDelay keeps it", nodes("healthy", 3), remediationsFor("healthy-0", snrRemediation("healthy-0", 3*time.Minute)),
 			map[string]NodeLease{"healthy-0": lease(ourHolder, 6*time.Minute, 11*time.Minute)}, []string{"healthy-0"}, nil, time.Time{}},
