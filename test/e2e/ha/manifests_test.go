@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
@@ -71,6 +72,9 @@ func TestManifestsInstallAndGrantEnough(t *testing.T) {
 	framework.Eventually(t, 30*time.Second, "a remediation created with the manifests' rights", func() bool {
 		return len(env.Remediations(t, scenario)[nodes[0]]) == 1
 	})
+	lease, err := env.Kube.CoordinationV1().Leases("medik8s-leases").Get(t.Context(), "node-"+nodes[0], metav1.GetOptions{})
+	require.NoError(t, err, "the node lease taken with the manifests' rights")
+	assert.Equal(t, "NodeHealthCheck-"+scenario, *lease.Spec.HolderIdentity)
 	env.Recover(t, nodes[0])
 	env.UpdateNode(t, nodes[0], func(n *corev1.Node) {
 		n.Annotations = map[string]string{v1alpha1.ManuallyConfirmedHealthyAnnotation: "yes"}
@@ -80,6 +84,10 @@ func TestManifestsInstallAndGrantEnough(t *testing.T) {
 		require.NoError(t, err)
 		_, confirmed := n.Annotations[v1alpha1.ManuallyConfirmedHealthyAnnotation]
 		return !confirmed && len(env.Remediations(t, scenario)) == 0
+	})
+	framework.Eventually(t, 10*time.Second, "the node lease released", func() bool {
+		_, err := env.Kube.CoordinationV1().Leases("medik8s-leases").Get(t.Context(), "node-"+nodes[0], metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
 	})
 	framework.Eventually(t, 10*time.Second, "events recorded in namespace default", func() bool { return len(env.Events(t, scenario)) > 0 })
 }
