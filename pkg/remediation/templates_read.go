@@ -88,6 +88,8 @@ func (t *Templates) get(tmpl Template) (templateRead, error) {
 	return t.fetch(tmpl)
 }
 
+// checked is a template as read (nil: not found), or the problem that keeps
+// it from use.
 func checked(tmpl Template, obj *unstructured.Unstructured, refreshAfter time.Duration) templateRead {
 	if problem := checkTemplate(tmpl, obj); problem != nil {
 		return templateRead{problem: problem, ready: true, refreshAfter: refreshAfter}
