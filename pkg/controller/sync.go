@@ -97,6 +97,9 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	if len(out.Blocked) > 0 && (requeueAfter == 0 || requeueAfter > health.WaitRetry) {
 		requeueAfter = health.WaitRetry
 	}
+	if obs.RefreshAfter > 0 && (requeueAfter == 0 || requeueAfter > obs.RefreshAfter) {
+		requeueAfter = obs.RefreshAfter
+	}
 	logVerdicts(logger, &plan)
 	logger.V(2).Info("Synced", "phase", status.Phase, "observed", plan.Observed, "healthy", plan.Healthy,
 		"remediating", plan.Remediating, "created", len(out.Created), "deleted", len(out.Deleted), "timedOut", len(out.TimedOut),

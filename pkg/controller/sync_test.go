@@ -370,6 +370,29 @@ func TestSyncRequeuesAtTheNextDeadline(t *testing.T) {
 	}
 }
 
+// A template read with GET (its kind may not be watched) changes with no
+// event: Sync requeues no later than the template is read again.
+func TestSyncRequeuesNoLaterThanATemplateIsReadAgain(t *testing.T) {
+	cases := []struct {
+		name  string
+		nodes []*corev1.Node
+		want  time.Duration
+	}{
+		{"all healthy", []*corev1.Node{healthyNode("worker-1")}, 30 * time.Second},
+		{"a later deadline", []*corev1.Node{notReady("worker-1", t0.Add(-100*time.Second))}, 30 * time.Second},
+		{"a sooner deadline", []*corev1.Node{notReady("worker-1", t0.Add(-290*time.Second))}, 10 * time.Second},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newSyncFixture(t, workersNHC(), tc.nodes...)
+			f.remediations.obs.RefreshAfter = 30 * time.Second
+			d, err := f.sync()
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, d)
+		})
+	}
+}
+
 func TestSyncWritesNothingWithoutTheLease(t *testing.T) {
 	// A replica whose lease renewal failed may already have been replaced: it
 	// must neither remediate nor write the status, and it retries.

@@ -25,6 +25,8 @@ import (
 var (
 	testNHC = &v1alpha1.NodeHealthCheck{ObjectMeta: metav1.ObjectMeta{Name: "workers", UID: "nhc-uid"}}
 	testGVR = schema.GroupVersionResource{Group: "test.medik8s.io", Version: "v1alpha1", Resource: "testremediations"}
+	// testTemplateGVR is the resource of testTemplate's kind.
+	testTemplateGVR = schema.GroupVersionResource{Group: "test.medik8s.io", Version: "v1alpha1", Resource: "testremediationtemplates"}
 )
 
 func testTemplate(annotations map[string]string) *unstructured.Unstructured {
@@ -217,7 +219,7 @@ func TestOwnership(t *testing.T) {
 
 func fakeDynamic(objects ...runtime.Object) *dynamicfake.FakeDynamicClient {
 	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{testGVR: "TestRemediationList"}, objects...)
+		map[schema.GroupVersionResource]string{testGVR: "TestRemediationList", testTemplateGVR: "TestRemediationTemplateList"}, objects...)
 }
 
 func TestCreateIsIdempotentForOurOwnResource(t *testing.T) {

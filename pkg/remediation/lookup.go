@@ -39,11 +39,8 @@ func ReadTemplates(ctx context.Context, mapper meta.RESTMapper, client dynamic.I
 			continue
 		}
 		templates = append(templates, tmpl)
-		obj, err := client.Resource(tmpl.Resource).Namespace(tmpl.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			obj = nil
-		case err != nil:
+		obj, err := getTemplate(ctx, client, tmpl)
+		if err != nil {
 			unreadable = append(unreadable, fmt.Errorf("reading template %s %s: %w", ref.Kind, describe(tmpl), err))
 			continue
 		}
@@ -57,6 +54,17 @@ func ReadTemplates(ctx context.Context, mapper meta.RESTMapper, client dynamic.I
 		problem = checkKinds(objs)
 	}
 	return templates, problem, unreadable
+}
+
+// getTemplate reads a template with GET, as kubectl nhc does and as the
+// controller does for a kind it may not watch: one that does not exist is
+// nil, without an error.
+func getTemplate(ctx context.Context, client dynamic.Interface, tmpl Template) (*unstructured.Unstructured, error) {
+	obj, err := client.Resource(tmpl.Resource).Namespace(tmpl.Namespace).Get(ctx, tmpl.Ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return obj, err
 }
 
 // resettable makes a mapper that may not reset (a kubeconfig's) one that

@@ -2,6 +2,7 @@ package remediation
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -68,6 +69,10 @@ type Observation struct {
 	BusyControlPlaneNodes map[string]bool
 	// Leases are the node leases; nil when the controller takes none.
 	Leases *health.Leases
+	// RefreshAfter, when set, is how soon a template read with GET (its kind
+	// may not be watched) is read again: sync no later, since its changes
+	// come with no event.
+	RefreshAfter time.Duration
 
 	templates map[corev1.ObjectReference]*unstructured.Unstructured
 	resources map[schema.GroupVersionKind]schema.GroupVersionResource
@@ -82,7 +87,8 @@ func templateKey(ref corev1.ObjectReference) corev1.ObjectReference {
 // kinds and stops those it no longer needs, and reads its remediation
 // resources from them. The kinds of resources its status lists stay watched
 // too, so that resources of a template the spec dropped are still cleaned
-// up. An error is worth a retry.
+// up. A template kind that may not be watched is left out, and its templates
+// are read with GET. An error is worth a retry.
 func (m *Manager) Read(nhc *v1alpha1.NodeHealthCheck) (Observation, error) {
 	obs := Observation{
 		Ready:                 true,
@@ -103,7 +109,10 @@ func (m *Manager) Read(nhc *v1alpha1.NodeHealthCheck) (Observation, error) {
 			continue
 		}
 		resolved = append(resolved, tmpl)
-		watched = append(watched, tmpl.Resource, tmpl.Remediation)
+		watched = append(watched, tmpl.Remediation)
+		if m.templates.watched(tmpl.Resource) {
+			watched = append(watched, tmpl.Resource)
+		}
 		obs.resources[tmpl.Remediation.GroupVersion().WithKind(health.RemediationKind(ref.Kind))] = tmpl.Remediation
 	}
 	for _, entry := range nhc.Status.UnhealthyNodes {
@@ -122,14 +131,20 @@ func (m *Manager) Read(nhc *v1alpha1.NodeHealthCheck) (Observation, error) {
 
 	var templates []*unstructured.Unstructured
 	for _, tmpl := range resolved {
-		obj, problem, ready := m.templates.Get(tmpl)
-		obs.Ready = obs.Ready && ready
-		if problem != nil {
-			obs.problem(problem)
+		read, err := m.templates.get(tmpl)
+		if err != nil {
+			return obs, err
 		}
-		if obj != nil {
-			obs.templates[templateKey(tmpl.Ref)] = obj
-			templates = append(templates, obj)
+		obs.Ready = obs.Ready && read.ready
+		if read.refreshAfter > 0 && (obs.RefreshAfter == 0 || read.refreshAfter < obs.RefreshAfter) {
+			obs.RefreshAfter = read.refreshAfter
+		}
+		if read.problem != nil {
+			obs.problem(read.problem)
+		}
+		if read.obj != nil {
+			obs.templates[templateKey(tmpl.Ref)] = read.obj
+			templates = append(templates, read.obj)
 		}
 	}
 	if obs.TemplateProblem == nil {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,7 +20,8 @@ import (
 const mapperResetInterval = 10 * time.Second
 
 // Templates resolves template references to resources and reads templates
-// from the informers.
+// from the informers, or with GET where their kind may not be watched
+// (templates_read.go).
 type Templates struct {
 	mapper    meta.ResettableRESTMapper
 	informers *Informers
@@ -29,12 +29,18 @@ type Templates struct {
 
 	mu        sync.Mutex
 	lastReset time.Time
+	// unwatchable holds the template kinds whose informer was forbidden, by
+	// when it last was: their templates are read with GET.
+	unwatchable map[schema.GroupVersionResource]time.Time
+	// fetched holds the templates read with GET.
+	fetched map[templateID]fetchedTemplate
 }
 
 // NewTemplates returns a resolver. The mapper should be a
 // DeferredDiscoveryRESTMapper, so that a reset rediscovers the API.
 func NewTemplates(mapper meta.ResettableRESTMapper, informers *Informers, clock clock.PassiveClock) *Templates {
-	return &Templates{mapper: mapper, informers: informers, clock: clock}
+	return &Templates{mapper: mapper, informers: informers, clock: clock,
+		unwatchable: map[schema.GroupVersionResource]time.Time{}, fetched: map[templateID]fetchedTemplate{}}
 }
 
 // Template is a template reference resolved to its resources.
@@ -114,22 +120,6 @@ func (t *Templates) mayReset() bool {
 	}
 	t.lastReset = now
 	return true
-}
-
-// Get returns a template from its informer's cache and checks that it has
-// spec.template.spec. ready is false while the informer has not synced.
-func (t *Templates) Get(tmpl Template) (obj *unstructured.Unstructured, problem *health.Problem, ready bool) {
-	if !t.informers.Synced(tmpl.Resource) {
-		if err := t.informers.watchError(tmpl.Resource); apierrors.IsForbidden(err) {
-			return nil, notFound(fmt.Sprintf("Remediation template %s %s cannot be read: %v. Grant get, list and watch on %s, for example with a ClusterRole labelled rbac.ext-remediation/aggregate-to-ext-remediation=true", tmpl.Ref.Kind, describe(tmpl), err, tmpl.Resource.GroupResource())), false
-		}
-		return nil, nil, false
-	}
-	obj = t.informers.Get(tmpl.Resource, tmpl.Namespace, tmpl.Ref.Name)
-	if problem := checkTemplate(tmpl, obj); problem != nil {
-		return nil, problem, true
-	}
-	return obj, nil, true
 }
 
 // checkTemplate says why a template that was read cannot be used: it does

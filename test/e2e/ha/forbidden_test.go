@@ -32,19 +32,25 @@ func grant(t *testing.T, user, name string, rules ...rbacv1.PolicyRule) {
 	})
 }
 
+// controllerRules are what the controller needs besides a remediator's
+// templates and remediation resources, without leader election.
+func controllerRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{v1alpha1.SchemeGroupVersion.Group}, Resources: []string{"nodehealthchecks"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{v1alpha1.SchemeGroupVersion.Group}, Resources: []string{"nodehealthchecks/status"}, Verbs: []string{"get", "update", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
+	}
+}
+
 // TestARemediationKindThatCannotBeWatchedDisables runs the controller with
 // every right but list and watch on the remediation kind: the
 // NodeHealthCheck says which permission is missing, instead of waiting
 // forever with no status, no event and no remediation.
 func TestARemediationKindThatCannotBeWatchedDisables(t *testing.T) {
 	const user, scenario = "limited-controller", "forbidden"
-	grant(t, user, "limited-controller-base",
-		rbacv1.PolicyRule{APIGroups: []string{v1alpha1.SchemeGroupVersion.Group}, Resources: []string{"nodehealthchecks"}, Verbs: []string{"get", "list", "watch"}},
-		rbacv1.PolicyRule{APIGroups: []string{v1alpha1.SchemeGroupVersion.Group}, Resources: []string{"nodehealthchecks/status"}, Verbs: []string{"get", "update", "patch"}},
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch", "patch"}},
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
-		rbacv1.PolicyRule{APIGroups: []string{"test.medik8s.io"}, Resources: []string{"testremediationtemplates"}, Verbs: []string{"get", "list", "watch"}},
-	)
+	grant(t, user, "limited-controller-base", append(controllerRules(),
+		rbacv1.PolicyRule{APIGroups: []string{"test.medik8s.io"}, Resources: []string{"testremediationtemplates"}, Verbs: []string{"get", "list", "watch"}})...)
 	kubeconfig, err := env.Cluster.UserKubeconfig(user, "system:authenticated")
 	require.NoError(t, err)
 	env.CreateTemplate(t, scenario, nil)

@@ -65,7 +65,7 @@ func TestManifestsInstallAndGrantEnough(t *testing.T) {
 	env.Fail(t, time.Hour, nodes[0])
 	framework.Eventually(t, 20*time.Second, "the NodeHealthCheck disabled for lack of permissions", func() bool {
 		s := env.GetNHC(t, scenario).Status
-		return s.Phase == v1alpha1.PhaseDisabled && strings.Contains(s.Reason, "Grant get, list and watch on testremediationtemplates.test.medik8s.io")
+		return s.Phase == v1alpha1.PhaseDisabled && strings.Contains(s.Reason, "Grant get on testremediationtemplates.test.medik8s.io")
 	})
 
 	aggregateClusterRoles(t, "nhc-controller-remediators")

@@ -1,0 +1,174 @@
+package remediation
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+)
+
+// A template kind that may be read but not listed or watched (the spec's
+// aggregated role example grants only get) is read with GET.
+const (
+	// getCacheTime is how long a template read with GET is used. Its changes
+	// come with no event, so its NodeHealthChecks sync again when it expires
+	// (Observation.RefreshAfter) and read it again.
+	getCacheTime = 30 * time.Second
+	// watchRetryInterval is how often a kind read with GET gets an informer
+	// again, so that a role that later grants list and watch is used.
+	watchRetryInterval = 10 * time.Minute
+	// getTimeout bounds one GET of a template.
+	getTimeout = 10 * time.Second
+)
+
+// messageGetForbidden (kind, template, error, resource) says that a template
+// may not even be read with GET.
+const messageGetForbidden = "Remediation template %s %s cannot be read: %v. Grant get on %s (get, list and watch let changes be seen at once), for example with a ClusterRole labelled rbac.ext-remediation/aggregate-to-ext-remediation=true"
+
+// Log messages, at level 2, when a kind changes between informer and GET.
+const (
+	logReadWithGet  = "Template kind cannot be listed or watched; reading its templates with GET"
+	logWatchedAgain = "Template kind can be watched again; reading its templates from an informer"
+)
+
+// templateRead is what reading one template found.
+type templateRead struct {
+	// obj is the template; nil with a problem, or while not ready.
+	obj     *unstructured.Unstructured
+	problem *health.Problem
+	// ready is false while the template cannot be known: its informer has
+	// not synced, or it may not be read at all.
+	ready bool
+	// refreshAfter is how soon a template read with GET is read again; zero
+	// for a watched one.
+	refreshAfter time.Duration
+}
+
+// templateID identifies a template read with GET.
+type templateID struct {
+	resource        schema.GroupVersionResource
+	namespace, name string
+}
+
+// fetchedTemplate is a template read with GET; obj is nil when it was not
+// found.
+type fetchedTemplate struct {
+	obj  *unstructured.Unstructured
+	read time.Time
+}
+
+// watched tells whether a template kind's informer should run: not while its
+// templates are read with GET, except to try again every watchRetryInterval.
+func (t *Templates) watched(gvr schema.GroupVersionResource) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	since, unwatchable := t.unwatchable[gvr]
+	return !unwatchable || t.clock.Since(since) >= watchRetryInterval
+}
+
+// get reads a template from its informer's cache, or with GET when its kind
+// may not be listed or watched, and checks it. An error (a GET failed) is
+// worth a retry.
+func (t *Templates) get(tmpl Template) (templateRead, error) {
+	if t.informers.Synced(tmpl.Resource) {
+		t.watchable(tmpl.Resource)
+		return checked(tmpl, t.informers.Get(tmpl.Resource, tmpl.Namespace, tmpl.Ref.Name), 0), nil
+	}
+	if apierrors.IsForbidden(t.informers.watchError(tmpl.Resource)) {
+		t.forbidWatch(tmpl.Resource)
+	} else if !t.readWithGet(tmpl.Resource) {
+		return templateRead{}, nil // its informer is starting
+	}
+	return t.fetch(tmpl)
+}
+
+// checked is a template as read (nil: not found), or the problem that keeps
+// it from use.
+func checked(tmpl Template, obj *unstructured.Unstructured, refreshAfter time.Duration) templateRead {
+	if problem := checkTemplate(tmpl, obj); problem != nil {
+		return templateRead{problem: problem, ready: true, refreshAfter: refreshAfter}
+	}
+	return templateRead{obj: obj, ready: true, refreshAfter: refreshAfter}
+}
+
+// fetch reads a template with GET, at most once per getCacheTime. A template
+// that may not be read at all disables its NodeHealthChecks, with what to
+// grant; that is not cached, so a grant is used at the next sync.
+func (t *Templates) fetch(tmpl Template) (templateRead, error) {
+	id := templateID{resource: tmpl.Resource, namespace: tmpl.Namespace, name: tmpl.Ref.Name}
+	now := t.clock.Now()
+	t.mu.Lock()
+	f, cached := t.fetched[id]
+	t.mu.Unlock()
+	if !cached || now.Sub(f.read) >= getCacheTime {
+		ctx, cancel := context.WithTimeout(t.informers.ctx, getTimeout)
+		defer cancel()
+		obj, err := getTemplate(ctx, t.informers.client, tmpl)
+		if apierrors.IsForbidden(err) {
+			return templateRead{problem: notFound(fmt.Sprintf(messageGetForbidden, tmpl.Ref.Kind, describe(tmpl), err, tmpl.Resource.GroupResource()))}, nil
+		}
+		if err != nil {
+			return templateRead{}, fmt.Errorf("reading template %s %s with GET: %w", tmpl.Ref.Kind, describe(tmpl), err)
+		}
+		f = fetchedTemplate{obj: obj, read: now}
+		t.remember(id, f)
+	}
+	return checked(tmpl, f.obj, f.read.Add(getCacheTime).Sub(now)), nil
+}
+
+// remember caches a template read with GET, and drops the expired ones, so
+// that templates no longer referenced do not stay.
+func (t *Templates) remember(id templateID, f fetchedTemplate) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for other, old := range t.fetched {
+		if f.read.Sub(old.read) >= getCacheTime {
+			delete(t.fetched, other)
+		}
+	}
+	t.fetched[id] = f
+}
+
+// readWithGet tells whether a kind's templates are read with GET, including
+// while its informer is tried again.
+func (t *Templates) readWithGet(gvr schema.GroupVersionResource) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, unwatchable := t.unwatchable[gvr]
+	return unwatchable
+}
+
+// forbidWatch records that a kind's informer is forbidden: the next Read
+// leaves the kind out of what is watched, which stops the informer instead of
+// letting it retry and log forever.
+func (t *Templates) forbidWatch(gvr schema.GroupVersionResource) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.clock.Now()
+	if since, unwatchable := t.unwatchable[gvr]; !unwatchable || now.Sub(since) >= watchRetryInterval {
+		klog.FromContext(t.informers.ctx).V(2).Info(logReadWithGet, "resource", gvr, "cacheTime", getCacheTime, "watchRetryInterval", watchRetryInterval)
+	}
+	t.unwatchable[gvr] = now
+}
+
+// watchable forgets that a kind was read with GET: its informer has synced.
+func (t *Templates) watchable(gvr schema.GroupVersionResource) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, unwatchable := t.unwatchable[gvr]; !unwatchable {
+		return
+	}
+	delete(t.unwatchable, gvr)
+	for id := range t.fetched {
+		if id.resource == gvr {
+			delete(t.fetched, id)
+		}
+	}
+	klog.FromContext(t.informers.ctx).V(2).Info(logWatchedAgain, "resource", gvr)
+}
