@@ -50,19 +50,9 @@ func defaultOptions() *options {
 		leaderElect: true, leaderElectionID: "nhc-controller.remediation.medik8s.io",
 		leaseDuration: 15 * time.Second, renewDeadline: 10 * time.Second, retryPeriod: 2 * time.Second,
 		metricsAddress: ":8443", metricsSecure: true, probeAddress: ":8081",
-		nodeLeases: true, leaseNamespace: defaultLeaseNamespace(),
+		nodeLeases: true, leaseNamespace: remediation.LeaseNamespace(),
 		nodeLeaseDuration: health.DefaultLeaseDuration, nodeLeaseBuffer: health.DefaultLeaseBuffer,
 	}
-}
-
-// leaseNamespaceEnv overrides the default lease namespace, as it does upstream.
-const leaseNamespaceEnv = "LEASE_NAMESPACE"
-
-func defaultLeaseNamespace() string {
-	if ns := os.Getenv(leaseNamespaceEnv); ns != "" {
-		return ns
-	}
-	return remediation.DefaultLeaseNamespace
 }
 
 func (o *options) addFlags(fs *pflag.FlagSet) {
@@ -82,7 +72,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.tlsKeyFile, "tls-private-key-file", o.tlsKeyFile, "Private key of --tls-cert-file.")
 	fs.StringVar(&o.probeAddress, "health-probe-bind-address", o.probeAddress, "Address of /healthz and /readyz; 0 disables them.")
 	fs.BoolVar(&o.nodeLeases, "node-leases", o.nodeLeases, "Take a node's Lease before remediating it, as upstream NodeHealthCheck and node-maintenance-operator do, so that they never act on one node at once. false only where no other medik8s operator runs.")
-	fs.StringVar(&o.leaseNamespace, "lease-namespace", o.leaseNamespace, "Namespace of the node leases; it must exist. Defaults to $"+leaseNamespaceEnv+", else "+remediation.DefaultLeaseNamespace+".")
+	fs.StringVar(&o.leaseNamespace, "lease-namespace", o.leaseNamespace, "Namespace of the node leases. Defaults to $"+remediation.LeaseNamespaceEnv+", else "+remediation.DefaultLeaseNamespace+".")
 	fs.DurationVar(&o.nodeLeaseDuration, "node-lease-duration", o.nodeLeaseDuration, "How long a remediation without an escalation timeout holds its node's lease before renewing it; it is overdue, and times out, after 3 of them.")
 	fs.DurationVar(&o.nodeLeaseBuffer, "node-lease-buffer", o.nodeLeaseBuffer, "Added to every node lease duration.")
 }

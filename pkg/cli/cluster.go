@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -27,6 +28,7 @@ const (
 	hintNotInstalled = "the NodeHealthCheck API (remediation.medik8s.io/v1alpha1) is not installed in this cluster: install nhc-controller with kubectl apply -k manifests/"
 	hintNoAccess     = "you may not %s %s: ask for the view ClusterRole (it includes NodeHealthChecks) or the nhc-controller-nodehealthcheck-editor role"
 	hintNoSuchNHC    = "NodeHealthCheck %q not found: kubectl get nhc lists them"
+	warnNoLeases     = "cannot list the node leases in namespace %s, so verdicts ignore them (a node in maintenance may show as remediated): %v"
 )
 
 // cluster reads what the controller reads: NodeHealthChecks, nodes,
@@ -38,6 +40,10 @@ type cluster struct {
 	mapper  meta.RESTMapper
 	// listed caches the remediation resources of one kind and namespace.
 	listed map[string][]unstructured.Unstructured
+	// leaseNamespace is where the node leases live; leases caches them once read.
+	leaseNamespace string
+	leases         *health.Leases
+	leasesRead     bool
 	// warnings are what could not be read, said once each.
 	warnings []string
 }
@@ -106,7 +112,7 @@ func selects(nhc *v1alpha1.NodeHealthCheck, nodes []*corev1.Node) []*corev1.Node
 // checked with the controller's rules, its resources by owner, other
 // owners' control-plane remediations, and the nodes that are gone.
 func (c *cluster) input(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, nodes []*corev1.Node, now time.Time) health.Input {
-	in := health.Input{NHC: nhc, Nodes: selects(nhc, nodes), Remediations: map[string][]health.Remediation{}, Now: now}
+	in := health.Input{NHC: nhc, Nodes: selects(nhc, nodes), Remediations: map[string][]health.Remediation{}, Leases: c.nodeLeases(ctx), Now: now}
 	templates, problem, unreadable := remediation.ReadTemplates(ctx, c.mapper, c.dynamic, nhc.Spec.TemplateRefs())
 	in.TemplateProblem = problem
 	for _, err := range unreadable {
@@ -157,6 +163,26 @@ func (c *cluster) remediationResources(ctx context.Context, tmpl remediation.Tem
 	}
 	c.listed[key] = list.Items
 	return list.Items
+}
+
+// nodeLeases reads the node leases once, at the controller's default
+// durations; when they cannot be read, verdicts go without them and say so.
+func (c *cluster) nodeLeases(ctx context.Context) *health.Leases {
+	if c.leasesRead {
+		return c.leases
+	}
+	c.leasesRead = true
+	list, err := c.kube.CoordinationV1().Leases(c.leaseNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		c.warn(fmt.Sprintf(warnNoLeases, c.leaseNamespace, err))
+		return nil
+	}
+	all := make([]*coordinationv1.Lease, len(list.Items))
+	for i := range list.Items {
+		all[i] = &list.Items[i]
+	}
+	c.leases = remediation.LeasesOf(all, health.DefaultLeaseDuration, health.DefaultLeaseBuffer)
+	return c.leases
 }
 
 func (c *cluster) warn(warning string) {

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
 // Output formats besides the default table.
@@ -37,6 +38,8 @@ type Options struct {
 	output string
 	// now is the time the engine decides at.
 	now func() time.Time
+	// leaseNamespace is where the controller's node leases live.
+	leaseNamespace string
 }
 
 // NewCommand returns kubectl nhc with its subcommands. now is the clock the
@@ -56,6 +59,7 @@ func NewCommand(streams genericiooptions.IOStreams, now func() time.Time) *cobra
 	root.SetErr(streams.ErrOut)
 	o.configFlags.AddFlags(root.PersistentFlags())
 	root.PersistentFlags().StringVarP(&o.output, "output", "o", "", "Output format: wide, json or yaml; a table by default")
+	root.PersistentFlags().StringVar(&o.leaseNamespace, "lease-namespace", remediation.LeaseNamespace(), "Namespace of the node leases, as the controller's --lease-namespace")
 	root.AddCommand(newStatusCommand(o), newHistoryCommand(o), newWhyCommand(o), newWhatIfCommand(o))
 	return root
 }
@@ -70,7 +74,7 @@ func (o *Options) cluster() (*cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot discover the cluster's APIs: %w", err)
 	}
-	c := &cluster{mapper: mapper, listed: map[string][]unstructured.Unstructured{}}
+	c := &cluster{mapper: mapper, listed: map[string][]unstructured.Unstructured{}, leaseNamespace: o.leaseNamespace}
 	if c.nhcs, err = versioned.NewForConfig(config); err != nil {
 		return nil, err
 	}

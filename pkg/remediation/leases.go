@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -26,6 +27,18 @@ import (
 
 // DefaultLeaseNamespace is where node leases live, upstream's namespace.
 const DefaultLeaseNamespace = "medik8s-leases"
+
+// LeaseNamespaceEnv overrides DefaultLeaseNamespace, as it does upstream.
+const LeaseNamespaceEnv = "LEASE_NAMESPACE"
+
+// LeaseNamespace is the lease namespace when none is given:
+// $LEASE_NAMESPACE, else DefaultLeaseNamespace.
+func LeaseNamespace() string {
+	if ns := os.Getenv(LeaseNamespaceEnv); ns != "" {
+		return ns
+	}
+	return DefaultLeaseNamespace
+}
 
 // Why a node lease cannot be taken, until someone fixes it.
 const (
@@ -124,13 +137,19 @@ func (l *NodeLeases) read() (*health.Leases, *health.Problem, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	leases := &health.Leases{ByNode: make(map[string]health.NodeLease, len(all)), Duration: l.duration, Buffer: l.buffer}
+	return LeasesOf(all, l.duration, l.buffer), nil, nil
+}
+
+// LeasesOf is what decisions need of the leases of the lease namespace:
+// the node leases among them, by node.
+func LeasesOf(all []*coordinationv1.Lease, duration, buffer time.Duration) *health.Leases {
+	leases := &health.Leases{ByNode: make(map[string]health.NodeLease, len(all)), Duration: duration, Buffer: buffer}
 	for _, lease := range all {
 		if node, ok := health.LeaseNode(lease.Name); ok {
 			leases.ByNode[node] = NodeLeaseOf(lease)
 		}
 	}
-	return leases, nil, nil
+	return leases
 }
 
 // NodeLeaseOf is what decisions need of a Lease.
