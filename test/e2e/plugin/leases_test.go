@@ -30,10 +30,12 @@ func TestWhySaysWhoHoldsTheNodeLease(t *testing.T) {
 	renewed := metav1.NewMicroTime(time.Now())
 	_, err = env.Kube.CoordinationV1().Leases("medik8s-leases").Create(ctx, &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: "node-" + nodes[0], Namespace: "medik8s-leases"},
-		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("node-maintenance-operator"), LeaseDurationSeconds: ptr.To[int32](3600), AcquireTime: &renewed, RenewTime: &renewed},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("node-maintenance-operator"), LeaseDurationSeconds: ptr.To[int32](3600), AcquireTime: &renewed, RenewTime: &renewed},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = env.Kube.CoordinationV1().Leases("medik8s-leases").Delete(ctx, "node-"+nodes[0], metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = env.Kube.CoordinationV1().Leases("medik8s-leases").Delete(ctx, "node-"+nodes[0], metav1.DeleteOptions{})
+	})
 	env.CreateNHC(t, scenario, nil)
 	env.Fail(t, time.Hour, nodes[0])
 	framework.Eventually(t, 15*time.Second, "the controller to wait for the lease", func() bool {
