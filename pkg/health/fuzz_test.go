@@ -121,6 +121,16 @@ func fuzzInput(data []byte) Input {
 			delete(in.Remediations, name)
 		}
 	}
+	if r.oneIn(2) {
+		in.Leases = &Leases{ByNode: map[string]NodeLease{}, Duration: time.Minute + r.seconds(600), Buffer: r.seconds(60)}
+		holders := []string{LeaseHolder(nhc.Name), "node-maintenance-operator", LeaseHolder("other")}
+		for range r.intn(12) {
+			renewed := now.Add(-r.seconds(1800))
+			in.Leases.ByNode[fmt.Sprintf("node-%d", r.intn(45))] = NodeLease{
+				Holder: holders[r.intn(3)], Acquired: renewed.Add(-r.seconds(1800)), Renewed: renewed, Duration: r.seconds(900),
+			}
+		}
+	}
 	// A previous evaluation, a little earlier, gives the status its memory.
 	earlier := in
 	earlier.Now = now.Add(-r.seconds(600))

@@ -45,6 +45,12 @@ func checkInvariants(in Input, d result) []string {
 		if in.TemplateProblem != nil || d.Problem != nil {
 			fail("creation for %s while disabled", c.Node)
 		}
+		if l := leaseOf(in, c.Node); l != nil && l.Holder != LeaseHolder(in.NHC.Name) && l.HeldAt(in.Now) {
+			fail("creation for %s, whose lease %s holds", c.Node, l.Holder)
+		}
+		if (in.Leases == nil) != (c.Lease == nil) {
+			fail("creation for %s with lease request %v, leases given: %v", c.Node, c.Lease, in.Leases != nil)
+		}
 		if c.Escalation {
 			continue
 		}
@@ -133,11 +139,54 @@ func checkInvariants(in Input, d result) []string {
 		fail("no phase or reason")
 	}
 	checkHistory(in, d, fail)
+	checkLeases(in, d, fail)
 	return broken
 }
 
 // checkHistory checks the remediation history: one open record per node
 // at most, one for every node with resources, times in order, newest first.
+// leaseOf is a node's lease in the input, or nil.
+func leaseOf(in Input, node string) *NodeLease {
+	if in.Leases == nil {
+		return nil
+	}
+	if l, ok := in.Leases.ByNode[node]; ok {
+		return &l
+	}
+	return nil
+}
+
+// checkLeases: a lease is renewed or released only when it is ours, released
+// only without resources or creations, and never both.
+func checkLeases(in Input, d result, fail func(string, ...any)) {
+	created := map[string]bool{}
+	for _, c := range d.Create {
+		created[c.Node] = true
+	}
+	renewed := map[string]bool{}
+	for _, r := range d.RenewLeases {
+		renewed[r.Node] = true
+		if l := leaseOf(in, r.Node); l == nil || l.Holder != LeaseHolder(in.NHC.Name) {
+			fail("renewal of %s's lease, which is not ours", r.Node)
+		}
+	}
+	for _, node := range d.ReleaseLeases {
+		if l := leaseOf(in, node); l == nil || l.Holder != LeaseHolder(in.NHC.Name) {
+			fail("release of %s's lease, which is not ours", node)
+		}
+		if renewed[node] || created[node] || in.PendingNodes[node] {
+			fail("release of %s's lease, which is renewed, taken or pending", node)
+		}
+		overdue := false
+		for _, to := range d.TimeOut {
+			overdue = overdue || (to.Node == node && to.LeaseOverdue)
+		}
+		if len(in.Remediations[node]) > 0 && !overdue {
+			fail("release of %s's lease while it has resources", node)
+		}
+	}
+}
+
 func checkHistory(in Input, d result, fail func(string, ...any)) {
 	h := d.Status.RemediationHistory
 	open := map[string]bool{}
