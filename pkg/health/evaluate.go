@@ -319,7 +319,8 @@ func (e *evaluation) startRemediations() {
 }
 
 // create plans a resource, with the node lease it needs, unless this plan
-// created as many as it may.
+// created as many as it may. A first resource takes the lease anew, so that
+// an old lease of ours does not make the new remediation overdue.
 func (e *evaluation) create(v *NodeVerdict, stepIndex int, escalation, restartLease bool) {
 	if e.deferToNextPlan(v) {
 		return
@@ -327,7 +328,7 @@ func (e *evaluation) create(v *NodeVerdict, stepIndex int, escalation, restartLe
 	s := e.rules.steps[stepIndex]
 	e.p.Create = append(e.p.Create, Creation{
 		Node: v.Node.Name, Template: s.template, Step: stepIndex, Timeout: s.timeout,
-		ControlPlane: v.ControlPlane, Escalation: escalation, Lease: e.leaseRequest(v, stepIndex, restartLease),
+		ControlPlane: v.ControlPlane, Escalation: escalation, Lease: e.leaseRequest(v, stepIndex, restartLease || v.Remediations == 0),
 		firstResource: v.Remediations == 0,
 	})
 }

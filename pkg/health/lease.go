@@ -95,8 +95,8 @@ type LeaseRequest struct {
 	Holder string
 	// Duration is the lease duration to write.
 	Duration time.Duration
-	// Restart takes the lease anew, from now: the step before this one gave
-	// up because its lease was overdue.
+	// Restart takes the lease anew, from now: for a first resource, or after
+	// the step before this one gave up because its lease was overdue.
 	Restart bool
 }
 

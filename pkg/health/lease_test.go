@@ -57,13 +57,13 @@ func TestCreationTakesTheLease(t *testing.T) {
 		wait   WaitReason
 	}{
 		{"no lease: take it for 10m + 1m", asIs, nil,
-			&LeaseRequest{Node: "sick", NodeUID: "sick-uid", Holder: ourHolder, Duration: 11 * time.Minute}, WaitNone},
+			&LeaseRequest{Node: "sick", NodeUID: "sick-uid", Holder: ourHolder, Duration: 11 * time.Minute, Restart: true}, WaitNone},
 		{"an escalation step: its timeout + 1m", threeSteps(), nil,
-			&LeaseRequest{Node: "sick", NodeUID: "sick-uid", Holder: ourHolder, Duration: 6 * time.Minute}, WaitNone},
+			&LeaseRequest{Node: "sick", NodeUID: "sick-uid", Holder: ourHolder, Duration: 6 * time.Minute, Restart: true}, WaitNone},
 		{"ours already", asIs, map[string]NodeLease{"sick": lease(ourHolder, time.Minute, 11*time.Minute)},
-			&LeaseRequest{Node: "sick", NodeUID: "sick-uid", Holder: ourHolder, Duration: 11 * time.Minute}, WaitNone},
+			&LeaseRequest{Node: "sick", NodeUID: "sick-uid", Holder: ourHolder, Duration: 11 * time.Minute, Restart: true}, WaitNone},
 		{"someone else's, expired: taken over", asIs, map[string]NodeLease{"sick": lease("node-maintenance-operator", time.Hour, time.Minute)},
-			&LeaseRequest{Node: "sick", NodeUID: "sick-uid", Holder: ourHolder, Duration: 11 * time.Minute}, WaitNone},
+			&LeaseRequest{Node: "sick", NodeUID: "sick-uid", Holder: ourHolder, Duration: 11 * time.Minute, Restart: true}, WaitNone},
 		{"someone else's, in force: wait", asIs, map[string]NodeLease{"sick": lease("node-maintenance-operator", time.Minute, time.Hour)},
 			nil, WaitLeaseHeld},
 		{"another NodeHealthCheck's, in force: wait", asIs, map[string]NodeLease{"sick": lease("NodeHealthCheck-other", 0, time.Minute)},
@@ -227,4 +227,13 @@ func TestForeignLeaseHoldsEscalation(t *testing.T) {
 	assert.Empty(t, d.TimeOut, "the running step keeps running")
 	assert.Empty(t, d.Create)
 	assert.Equal(t, WaitLeaseHeld, verdictOf(d, "sick").Waiting)
+}
+
+func TestEscalationStepExtendsTheLease(t *testing.T) {
+	// Step A (5m) timed out: step B extends the lease to its own timeout and
+	// keeps its acquire time.
+	resources := remediationsFor("sick", remediationOf(templateA, "sick", 6*time.Minute))
+	d := withLeases(threeSteps(), oneSick(), resources, map[string]NodeLease{"sick": lease(ourHolder, time.Minute, 6*time.Minute)})
+	require.Len(t, d.Create, 1)
+	assert.Equal(t, &LeaseRequest{Node: "sick", Holder: ourHolder, Duration: 11 * time.Minute}, d.Create[0].Lease)
 }

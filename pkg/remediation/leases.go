@@ -217,7 +217,8 @@ func (l *NodeLeases) acquire(ctx context.Context, req health.LeaseRequest) error
 		if !req.Restart && !current.Expires().Before(now.Add(req.Duration)) {
 			return nil
 		}
-		if req.Restart || lease.Spec.AcquireTime == nil {
+		if req.Restart || lease.Spec.AcquireTime == nil || !current.HeldAt(now.Time) {
+			// Taken anew: an ended lease of ours counts as released.
 			lease.Spec.AcquireTime = &now
 		}
 	case current.HeldAt(now.Time):

@@ -73,6 +73,8 @@ func TestAcquireLease(t *testing.T) {
 		{name: "ours ending within the duration: extended, acquire time kept", existing: testLease(ours, time.Minute, 660), wantWrite: true,
 			want: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(ours), LeaseDurationSeconds: ptr.To[int32](660),
 				AcquireTime: ptr.To(metav1.NewMicroTime(leaseNow.Add(-time.Minute))), RenewTime: &now, LeaseTransitions: ptr.To[int32](2)}},
+		{name: "ours, ended: taken anew", existing: testLease(ours, time.Hour, 660), wantWrite: true,
+			want: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(ours), LeaseDurationSeconds: ptr.To[int32](660), AcquireTime: &now, RenewTime: &now, LeaseTransitions: ptr.To[int32](2)}},
 		{name: "ours, restarted after an overdue step: acquired now", existing: testLease(ours, time.Minute, 3600), restart: true, wantWrite: true,
 			want: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(ours), LeaseDurationSeconds: ptr.To[int32](660), AcquireTime: &now, RenewTime: &now, LeaseTransitions: ptr.To[int32](2)}},
 		{name: "someone else's in force: held", existing: testLease("node-maintenance-operator", time.Minute, 3600),
