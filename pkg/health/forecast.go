@@ -56,7 +56,7 @@ func ForecastFirstRemediations(in Input, until time.Time) map[string]Forecast {
 		for j := range plan.Nodes {
 			v := &plan.Nodes[j]
 			if _, seen := forecasts[v.Node.Name]; !seen && v.State == StateUnhealthy && v.Remediations == 0 && v.Waiting != WaitNone {
-				forecasts[v.Node.Name] = Forecast{Node: v.Node.Name, Waiting: v.Waiting, Because: plan.because(v.Waiting)}
+				forecasts[v.Node.Name] = Forecast{Node: v.Node.Name, Waiting: v.Waiting, Because: plan.becauseOf(v)}
 			}
 		}
 		for _, del := range out.Deleted {

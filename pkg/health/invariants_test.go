@@ -45,6 +45,9 @@ func checkInvariants(in Input, d result) []string {
 		if in.TemplateProblem != nil || d.Problem != nil {
 			fail("creation for %s while disabled", c.Node)
 		}
+		if by, self := in.RemediatorOf(c.Node); !self {
+			fail("creation for %s, which %s remediates", c.Node, by.Name)
+		}
 		if c.Escalation {
 			continue
 		}
