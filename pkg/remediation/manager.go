@@ -54,6 +54,9 @@ type Observation struct {
 	// BusyControlPlaneNodes are control-plane nodes with a remediation of any
 	// owner and any kind watched, or with a create of one under way.
 	BusyControlPlaneNodes map[string]bool
+	// OtherOwners are, by node, the other NodeHealthChecks with remediation
+	// resources for it, of any kind watched.
+	OtherOwners map[string][]Owner
 
 	templates map[corev1.ObjectReference]*unstructured.Unstructured
 	resources map[schema.GroupVersionKind]schema.GroupVersionResource
@@ -142,6 +145,7 @@ func (m *Manager) Read(nhc *v1alpha1.NodeHealthCheck) (Observation, error) {
 	for _, node := range m.controlPlane.nodes() {
 		obs.BusyControlPlaneNodes[node] = true
 	}
+	obs.OtherOwners = m.informers.otherOwners(nhc.UID)
 	obs.PendingNodes = m.expectations.pendingNodes(nhc.Name)
 	return obs, nil
 }
