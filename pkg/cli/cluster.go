@@ -44,6 +44,10 @@ type cluster struct {
 	leaseNamespace string
 	leases         *health.Leases
 	leasesRead     bool
+	// all are every NodeHealthCheck, as last listed, for the overlap rule;
+	// ownersByNode are the owners of their resources, read once.
+	all          []v1alpha1.NodeHealthCheck
+	ownersByNode map[string][]remediation.Owner
 	// warnings are what could not be read, said once each.
 	warnings []string
 }
@@ -67,6 +71,7 @@ func (c *cluster) nodeHealthChecks(ctx context.Context, name string) ([]v1alpha1
 	}
 	items := list.Items
 	slices.SortFunc(items, func(a, b v1alpha1.NodeHealthCheck) int { return strings.Compare(a.Name, b.Name) })
+	c.all = items
 	if name == "" {
 		return items, nil
 	}
@@ -110,7 +115,8 @@ func selects(nhc *v1alpha1.NodeHealthCheck, nodes []*corev1.Node) []*corev1.Node
 // input gathers what the controller's engine reads to decide for a
 // NodeHealthCheck now, as the controller would gather it: its templates
 // checked with the controller's rules, its resources by owner, other
-// owners' control-plane remediations, and the nodes that are gone.
+// owners' control-plane remediations, the nodes that are gone, and the
+// other NodeHealthChecks that claim its nodes.
 func (c *cluster) input(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, nodes []*corev1.Node, now time.Time) health.Input {
 	in := health.Input{NHC: nhc, Nodes: selects(nhc, nodes), Remediations: map[string][]health.Remediation{}, Leases: c.nodeLeases(ctx), Now: now}
 	templates, problem, unreadable := remediation.ReadTemplates(ctx, c.mapper, c.dynamic, nhc.Spec.TemplateRefs())
@@ -145,6 +151,7 @@ func (c *cluster) input(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, node
 			in.DeletedNodes[node] = true
 		}
 	}
+	in.Claims = c.claims(ctx, nhc, in.Nodes)
 	return in
 }
 

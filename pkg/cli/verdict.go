@@ -24,6 +24,7 @@ const (
 	verdictConfirm      = "healthy again since %s; its remediation is kept until you confirm: kubectl annotate node %s %s=true"
 	verdictCleanup      = "healthy again; its remediation resources are being deleted"
 	verdictRelapsed     = "; its unhealthy condition changed, which does not escalate"
+	verdictLeftTo       = "; NodeHealthCheck %s remediates it, not this one"
 )
 
 // verdict says in a sentence what the controller does with a node now.
@@ -52,7 +53,11 @@ func verdict(x *health.Explanation, now time.Time) string {
 		}
 		return s
 	case x.State == health.StateSoonUnhealthy:
-		return fmt.Sprintf(verdictDue, timestamp(x.Since), timestamp(x.Due), relative(x.Due, now))
+		s := fmt.Sprintf(verdictDue, timestamp(x.Since), timestamp(x.Due), relative(x.Due, now))
+		if x.RemediatedBy != "" {
+			s += fmt.Sprintf(verdictLeftTo, x.RemediatedBy)
+		}
+		return s
 	case x.CreatesNow:
 		return verdictCreatesNow
 	case x.Waiting != health.WaitNone:

@@ -3,13 +3,14 @@ package cli
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/yaml"
 
@@ -29,6 +30,7 @@ const (
 	whatIfDisabled  = "; it would be disabled: %s: %s"
 	whatIfNotNHC    = "%s holds a %s, not a NodeHealthCheck (remediation.medik8s.io/v1alpha1)"
 	whatIfBadFile   = "cannot read a NodeHealthCheck from %s: %w"
+	whatIfOverlap   = "WARNING: %s also selected by %s: %s; %s remediates %d of them (only one NodeHealthCheck remediates a node: the one already remediating it, else the oldest)"
 )
 
 // WhatIfReport is kubectl nhc what-if's output.
@@ -57,6 +59,9 @@ type WhatIfReport struct {
 type Overlap struct {
 	NodeHealthCheck string   `json:"nodeHealthCheck"`
 	Nodes           []string `json:"nodes"`
+	// Remediates is how many of them it remediates, by the controller's
+	// rule: the one already remediating a node, else the oldest.
+	Remediates int `json:"remediates"`
 }
 
 // WhatIfNode is what would happen to a node that is not healthy.
@@ -138,19 +143,20 @@ func (o *Options) whatIf(cmd *cobra.Command, file string, horizon time.Duration)
 		return err
 	}
 	report := WhatIfReport{NodeHealthCheck: nhc.Name, Nodes: []WhatIfNode{}}
-	// The status and resources of an applied one count; a new one has none.
-	nhc.UID, nhc.Status = "", v1alpha1.NodeHealthCheckStatus{}
+	now := o.now()
+	// The status and resources of an applied one count; a new one has none,
+	// and would be the youngest.
+	nhc.UID, nhc.Status, nhc.CreationTimestamp = "", v1alpha1.NodeHealthCheckStatus{}, metav1.NewTime(now)
 	for i := range others {
 		if others[i].Name == nhc.Name {
-			report.Applied, nhc.UID, nhc.Status = true, others[i].UID, *others[i].Status.DeepCopy()
+			report.Applied, nhc.UID, nhc.Status, nhc.CreationTimestamp = true, others[i].UID, *others[i].Status.DeepCopy(), others[i].CreationTimestamp
 		}
 	}
-	now := o.now()
 	in := c.input(ctx, nhc, nodes, now)
 	e := evaluate(in)
 	forecasts := health.ForecastFirstRemediations(in, now.Add(horizon))
 	fillWhatIf(&report, e, forecasts, now, horizon)
-	report.Overlaps = overlaps(nhc, others, in.Nodes, nodes)
+	report.Overlaps = overlaps(&in)
 	return o.print(report, c, func(w io.Writer, wide bool) { printWhatIf(w, wide, &report, now) })
 }
 
@@ -201,34 +207,37 @@ func fillWhatIf(r *WhatIfReport, e *evaluation, forecasts map[string]health.Fore
 }
 
 // overlaps finds the other NodeHealthChecks that select some of the nodes
-// this one selects.
-func overlaps(nhc *v1alpha1.NodeHealthCheck, others []v1alpha1.NodeHealthCheck, selected, nodes []*corev1.Node) []Overlap {
-	mine := make(map[string]bool, len(selected))
-	for _, node := range selected {
-		mine[node.Name] = true
-	}
-	var found []Overlap
-	for i := range others {
-		if others[i].Name == nhc.Name {
-			continue
-		}
-		var shared []string
-		for _, node := range selects(&others[i], nodes) {
-			if mine[node.Name] {
-				shared = append(shared, node.Name)
+// this one selects, and how many of those each remediates, by name.
+func overlaps(in *health.Input) []Overlap {
+	byName := map[string]*Overlap{}
+	for _, node := range in.Nodes {
+		by, self := in.RemediatorOf(node.Name)
+		for _, claim := range in.Claims[node.Name] {
+			if !claim.Selects {
+				continue
+			}
+			o := byName[claim.Name]
+			if o == nil {
+				o = &Overlap{NodeHealthCheck: claim.Name}
+				byName[claim.Name] = o
+			}
+			o.Nodes = append(o.Nodes, node.Name)
+			if !self && by.UID == claim.UID {
+				o.Remediates++
 			}
 		}
-		if len(shared) > 0 {
-			slices.Sort(shared)
-			found = append(found, Overlap{NodeHealthCheck: others[i].Name, Nodes: shared})
-		}
+	}
+	var found []Overlap
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		slices.Sort(byName[name].Nodes)
+		found = append(found, *byName[name])
 	}
 	return found
 }
 
 func printWhatIf(w io.Writer, wide bool, r *WhatIfReport, now time.Time) {
 	for _, o := range r.Overlaps {
-		fmt.Fprintf(w, "WARNING: %s also selected by %s: %s\n", plural(len(o.Nodes), "node"), o.NodeHealthCheck, strings.Join(o.Nodes, ", "))
+		fmt.Fprintf(w, whatIfOverlap+"\n", plural(len(o.Nodes), "node"), o.NodeHealthCheck, strings.Join(o.Nodes, ", "), o.NodeHealthCheck, o.Remediates)
 	}
 	budget := "new remediations allowed"
 	if !r.RemediationAllowed {

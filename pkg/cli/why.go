@@ -17,10 +17,14 @@ import (
 
 // The words of kubectl nhc why.
 const (
-	whyOverlap     = "WARNING: node %s is selected by %d NodeHealthChecks (%s): each may remediate it. Make their selectors disjoint."
-	whyNotSelected = "%s is not selected by any NodeHealthCheck: nothing will remediate it"
-	whySelected    = "%s is selected by %s: %s"
-	whyNoSuchNode  = "node %q not found: kubectl get nodes lists them"
+	whyOverlap        = "WARNING: node %s is selected by %d NodeHealthChecks (%s): only %s remediates it, %s; the others leave it alone. Make their selectors disjoint."
+	whyOldest         = "the oldest (by creation time, then name)"
+	whyAlready        = "which has remediation resources for it"
+	whyHasResources   = "it has remediation resources for it"
+	whyNotSelected    = "%s is not selected by any NodeHealthCheck: nothing will remediate it"
+	whySelected       = "%s is selected by %s: %s"
+	whySelectedByMany = "%s is selected by %s; %s remediates it: %s"
+	whyNoSuchNode     = "node %q not found: kubectl get nodes lists them"
 )
 
 // WhyReport is kubectl nhc why's output.
@@ -29,9 +33,12 @@ type WhyReport struct {
 	// SelectedBy are the NodeHealthChecks that select the node.
 	SelectedBy []string `json:"selectedBy"`
 	// Warning is set when more than one NodeHealthCheck selects it.
-	Warning  string       `json:"warning,omitempty"`
-	Verdicts []WhyVerdict `json:"verdicts"`
-	Summary  string       `json:"summary"`
+	Warning string `json:"warning,omitempty"`
+	// RemediatedBy is the one NodeHealthCheck that remediates it when more
+	// than one selects it.
+	RemediatedBy string       `json:"remediatedBy,omitempty"`
+	Verdicts     []WhyVerdict `json:"verdicts"`
+	Summary      string       `json:"summary"`
 }
 
 // WhyVerdict is what one NodeHealthCheck's engine says about the node now.
@@ -85,6 +92,7 @@ func (o *Options) why(cmd *cobra.Command, nodeName string) error {
 	}
 	now := o.now()
 	report := WhyReport{Node: nodeName, SelectedBy: []string{}, Verdicts: []WhyVerdict{}}
+	var first *health.Input
 	for i := range nhcs {
 		nhc := &nhcs[i]
 		if !selectsNode(nhc, nodes, nodeName) {
@@ -93,6 +101,9 @@ func (o *Options) why(cmd *cobra.Command, nodeName string) error {
 		report.SelectedBy = append(report.SelectedBy, nhc.Name)
 		e := evaluate(c.input(ctx, nhc, nodes, now))
 		report.Verdicts = append(report.Verdicts, whyVerdict(nhc.Name, e.explained[nodeName], now))
+		if first == nil {
+			first = &e.in
+		}
 	}
 	switch len(report.SelectedBy) {
 	case 0:
@@ -100,10 +111,29 @@ func (o *Options) why(cmd *cobra.Command, nodeName string) error {
 	case 1:
 		report.Summary = fmt.Sprintf(whySelected, nodeName, report.SelectedBy[0], report.Verdicts[0].Verdict)
 	default:
-		report.Warning = fmt.Sprintf(whyOverlap, nodeName, len(report.SelectedBy), strings.Join(report.SelectedBy, ", "))
-		report.Summary = report.Warning
+		whyShared(&report, first)
 	}
 	return o.print(report, c, func(w io.Writer, wide bool) { printWhy(w, wide, &report, now) })
+}
+
+// whyShared says which of the NodeHealthChecks that select the node
+// remediates it, by the controller's rule: every one of them gets the same
+// answer, so the first one's input says it.
+func whyShared(r *WhyReport, in *health.Input) {
+	by, _ := in.RemediatorOf(r.Node)
+	because, verdict := whyOldest, whyHasResources
+	if by.Remediating {
+		because = whyAlready
+	}
+	for _, v := range r.Verdicts {
+		if v.NodeHealthCheck == by.Name {
+			verdict = v.Verdict
+		}
+	}
+	selectedBy := strings.Join(r.SelectedBy, ", ")
+	r.RemediatedBy = by.Name
+	r.Warning = fmt.Sprintf(whyOverlap, r.Node, len(r.SelectedBy), selectedBy, by.Name, because)
+	r.Summary = fmt.Sprintf(whySelectedByMany, r.Node, selectedBy, by.Name, verdict)
 }
 
 func selectsNode(nhc *v1alpha1.NodeHealthCheck, nodes []*corev1.Node, name string) bool {

@@ -80,6 +80,9 @@ type Controller struct {
 	// written holds the NodeHealthChecks as this controller last wrote them,
 	// for syncs that run before the informer shows the write.
 	written sync.Map
+	// readNHCs holds the UID of each NodeHealthCheck, by name, whose
+	// remediation resources this controller has read, for the overlap rule.
+	readNHCs sync.Map
 	// skips remembers which lasting events were recorded, to record each once.
 	skips *skipMemory
 	// mayWrite says whether this replica may write now: with leader
@@ -207,6 +210,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 func (c *Controller) nhcGone(name string) {
 	c.remediations.Forget(name)
 	c.written.Delete(name)
+	c.readNHCs.Delete(name)
 	c.skips.forget(name)
 	c.metrics.forget(name)
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -32,21 +33,28 @@ func indexByTemplate(obj any) ([]string, error) {
 	return keys, nil
 }
 
+// addNHC enqueues every NodeHealthCheck: the new one may share nodes with
+// any of them.
 func (c *Controller) addNHC(logger klog.Logger, obj any) {
 	if nhc, ok := obj.(*v1alpha1.NodeHealthCheck); ok {
 		logger.V(6).Info("NodeHealthCheck added", "nodeHealthCheck", klog.KObj(nhc))
 		c.queue.Add(nhc.Name)
+		c.enqueueOthers(nhc.Name)
 	}
 }
 
 // updateNHC enqueues spec changes only: status writes, ours included, do
-// not need a sync.
+// not need a sync. A new selector may share nodes with any other
+// NodeHealthCheck, or no longer: they are enqueued too.
 func (c *Controller) updateNHC(logger klog.Logger, oldObj, newObj any) {
 	old, ok1 := oldObj.(*v1alpha1.NodeHealthCheck)
 	updated, ok2 := newObj.(*v1alpha1.NodeHealthCheck)
 	if ok1 && ok2 && old.Generation != updated.Generation {
 		logger.V(6).Info("NodeHealthCheck spec changed", "nodeHealthCheck", klog.KObj(updated), "generation", updated.Generation)
 		c.queue.Add(updated.Name)
+		if !apiequality.Semantic.DeepEqual(old.Spec.Selector, updated.Spec.Selector) {
+			c.enqueueOthers(updated.Name)
+		}
 	}
 }
 
@@ -57,6 +65,18 @@ func (c *Controller) deleteNHC(logger klog.Logger, obj any) {
 	if nhc, ok := obj.(*v1alpha1.NodeHealthCheck); ok {
 		logger.V(6).Info("NodeHealthCheck deleted", "nodeHealthCheck", klog.KObj(nhc))
 		c.queue.Add(nhc.Name)
+		c.enqueueOthers(nhc.Name)
+	}
+}
+
+// enqueueOthers enqueues every NodeHealthCheck but one, whose selector
+// appeared, changed or went: the overlaps of any of them may have changed.
+// Such changes are rare; a node event wakes only the selecting ones.
+func (c *Controller) enqueueOthers(name string) {
+	for _, s := range c.selectors.get(c.nhcLister).entries {
+		if s.name != name {
+			c.queue.Add(s.name)
+		}
 	}
 }
 

@@ -58,6 +58,8 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 			return 0, fmt.Errorf("listing the selected nodes: %w", err)
 		}
 		in.DeletedNodes = c.deletedNodes(nhc, obs.Remediations)
+		c.markRead(nhc)
+		in.Claims = c.claims(nhc, in.Nodes, obs.OtherOwners)
 	}
 	plan := health.Evaluate(in)
 	if in.ResourcesUnknown && plan.Problem == nil {

@@ -71,6 +71,7 @@ func Evaluate(in Input) Plan {
 		e.evaluateNode(i)
 	}
 	e.evaluateOrphans()
+	e.overlaps()
 
 	if r.budget != nil {
 		minHealthy := r.budget.minHealthy(e.p.Observed)
@@ -86,7 +87,7 @@ func Evaluate(in Input) Plan {
 	e.enablementEvent()
 	for i := range e.p.Nodes {
 		switch e.p.Nodes[i].Waiting {
-		case WaitControlPlane, WaitDeletion, WaitOwnWrite:
+		case WaitControlPlane, WaitDeletion, WaitOwnWrite, WaitOverlap:
 			// Events should end these waits; a deadline ends them if none comes.
 			e.deadline(e.now.Add(WaitRetry))
 		}

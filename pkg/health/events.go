@@ -32,6 +32,9 @@ const (
 	ReasonRemediationRemoved  = "RemediationRemoved"
 	ReasonRemediationSkipped  = "RemediationSkipped"
 	ReasonRemediationTimedOut = "RemediationTimedOut"
+	// ReasonNodesOverlap: other NodeHealthChecks started to select some of
+	// the same nodes (new, issue 12).
+	ReasonNodesOverlap = "NodesOverlap"
 )
 
 // Event messages, with upstream's wording where upstream has the event.

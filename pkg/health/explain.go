@@ -45,6 +45,9 @@ type Explanation struct {
 	// Because says it in words.
 	Waiting WaitReason
 	Because string
+	// RemediatedBy names the other NodeHealthCheck that remediates the node
+	// instead of this one.
+	RemediatedBy string
 	// Step is the running step, from 1, of Steps; 0 when none runs.
 	Step, Steps int
 	// Resource is the running step's resource, created at StepStarted; it
@@ -84,6 +87,9 @@ func (p *Plan) Explain(in Input) []Explanation {
 			Node: v.Node.Name, State: v.State, Condition: v.Condition, Since: v.Since, Due: v.Expires,
 			ControlPlane: v.ControlPlane, Excluded: v.Excluded, CreatesNow: creates[v.Node.Name],
 			Waiting: v.Waiting, Because: p.because(v), Steps: len(p.rules.steps),
+		}
+		if v.RemediatedBy != nil {
+			x.RemediatedBy = v.RemediatedBy.Name
 		}
 		resources := in.Remediations[v.Node.Name]
 		if progress := progressOf(p.rules.steps, resources, previous[v.Node.Name]); progress.current != nil {
@@ -130,6 +136,10 @@ func (p *Plan) because(v *NodeVerdict) string {
 		return becauseOwnWrite
 	case WaitNextBatch:
 		return becauseNextBatch
+	case WaitOverlap:
+		if v.RemediatedBy != nil {
+			return p.becauseOverlap(v.RemediatedBy)
+		}
 	case WaitLeaseHeld:
 		if v.Lease != nil {
 			return fmt.Sprintf(becauseLeaseHeld, LeaseName(v.Node.Name), v.Lease.Holder, v.Lease.Expires().UTC().Format(time.RFC3339))

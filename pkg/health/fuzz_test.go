@@ -111,6 +111,9 @@ func fuzzInput(data []byte) Input {
 		for range r.intn(3) {
 			in.Remediations[name] = append(in.Remediations[name], fuzzRemediation(r, templates, name, v1alpha1.IsControlPlane(node.Labels)))
 		}
+		if r.oneIn(4) {
+			fuzzClaims(r, &in, name)
+		}
 	}
 	for i := range r.intn(3) {
 		name := fmt.Sprintf("gone-%d", i)
@@ -136,6 +139,19 @@ func fuzzInput(data []byte) Input {
 	earlier.Now = now.Add(-r.seconds(600))
 	nhc.Status = decide(earlier).Status
 	return in
+}
+
+// fuzzClaims lets other NodeHealthChecks, older or younger, with or without
+// resources, claim a node.
+func fuzzClaims(r *fuzzReader, in *Input, node string) {
+	if in.Claims == nil {
+		in.Claims = map[string][]Claim{}
+		in.NHC.CreationTimestamp = metav1.NewTime(created)
+	}
+	for i := range 1 + r.intn(3) {
+		c := Claim{Peer: peer(fmt.Sprintf("peer-%d", i), time.Duration(r.intn(3)-1)*time.Hour), Selects: !r.oneIn(4), Remediating: r.oneIn(3)}
+		in.Claims[node] = append(in.Claims[node], c)
+	}
 }
 
 func fuzzRemediation(r *fuzzReader, templates []corev1.ObjectReference, node string, cp bool) Remediation {

@@ -3,7 +3,8 @@ package health
 // The gates: why a node that needs a new resource does not get one now.
 
 // resourceGate says why a node may not get any new resource now: neither a
-// first remediation nor its next escalation step.
+// first remediation nor its next escalation step. A node that another
+// NodeHealthCheck remediates gets neither.
 func (e *evaluation) resourceGate(v *NodeVerdict) WaitReason {
 	switch {
 	case e.p.Problem != nil:
@@ -12,6 +13,8 @@ func (e *evaluation) resourceGate(v *NodeVerdict) WaitReason {
 		return WaitPaused
 	case v.Excluded:
 		return WaitExcluded
+	case v.RemediatedBy != nil:
+		return WaitOverlap
 	}
 	return WaitNone
 }

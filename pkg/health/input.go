@@ -24,6 +24,10 @@ type Input struct {
 	// not this NodeHealthCheck's (another owner's resource of a kind this
 	// NodeHealthCheck uses). Only one control-plane node is remediated at a time.
 	BusyControlPlaneNodes map[string]bool
+	// Claims are, by selected node, the other NodeHealthChecks that select
+	// it too or have remediation resources for it. Remediator says which one
+	// remediates it.
+	Claims map[string][]Claim
 	// PendingNodes are nodes with a write of this controller (a create or a
 	// delete) that Remediations do not show yet. Their resources are not
 	// known: they get no new action, and their status entries stay as they

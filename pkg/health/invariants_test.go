@@ -51,6 +51,9 @@ func checkInvariants(in Input, d result) []string {
 		if (in.Leases == nil) != (c.Lease == nil) {
 			fail("creation for %s with lease request %v, leases given: %v", c.Node, c.Lease, in.Leases != nil)
 		}
+		if by, self := in.RemediatorOf(c.Node); !self {
+			fail("creation for %s, which %s remediates", c.Node, by.Name)
+		}
 		if c.Escalation {
 			continue
 		}
@@ -143,8 +146,6 @@ func checkInvariants(in Input, d result) []string {
 	return broken
 }
 
-// checkHistory checks the remediation history: one open record per node
-// at most, one for every node with resources, times in order, newest first.
 // leaseOf is a node's lease in the input, or nil.
 func leaseOf(in Input, node string) *NodeLease {
 	if in.Leases == nil {
@@ -187,6 +188,8 @@ func checkLeases(in Input, d result, fail func(string, ...any)) {
 	}
 }
 
+// checkHistory checks the remediation history: one open record per node
+// at most, one for every node with resources, times in order, newest first.
 func checkHistory(in Input, d result, fail func(string, ...any)) {
 	h := d.Status.RemediationHistory
 	open := map[string]bool{}

@@ -38,6 +38,9 @@ type Plan struct {
 	Budget Budget
 	// Storm is the storm-recovery state after this evaluation.
 	Storm Storm
+	// Overlap sums up the selected nodes that other NodeHealthChecks select
+	// too; nil when there are none.
+	Overlap *Overlap
 
 	// Create lists the remediation resources to create, in node-name order.
 	Create []Creation
@@ -121,6 +124,9 @@ const (
 	// WaitNextBatch: this plan created as many resources as it may; the
 	// next plan, right after, goes on.
 	WaitNextBatch WaitReason = "NextBatch"
+	// WaitOverlap: another NodeHealthCheck that claims the node remediates
+	// it (Remediator).
+	WaitOverlap WaitReason = "RemediatedByOtherNodeHealthCheck"
 )
 
 // NodeVerdict is the evaluation of one selected node.
@@ -143,6 +149,9 @@ type NodeVerdict struct {
 	Waiting WaitReason
 	// Lease is the lease someone else holds on the node, with WaitLeaseHeld.
 	Lease *NodeLease
+	// RemediatedBy is the other NodeHealthCheck that remediates the node
+	// instead of this one, or nil.
+	RemediatedBy *Claim
 
 	// Listed is true when the node has a status entry: it is unhealthy, under
 	// remediation, or soon unhealthy again during an incident on record.

@@ -53,6 +53,7 @@ func Status(in Input, p *Plan, out *Outcome) v1alpha1.NodeHealthCheckStatus {
 	}
 	b.setDisabled(&status)
 	b.setStorm(&status)
+	b.setOverlap(&status)
 	b.setPhase(&status)
 	stampUpdate(&status, previous, in.Now)
 	return status

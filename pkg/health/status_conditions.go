@@ -142,6 +142,9 @@ func (p *Plan) waitSummary() string {
 	if n := counts[WaitMinHealthy]; n > 0 {
 		parts = append(parts, fmt.Sprintf(summaryMinHealthy, n, p.Healthy, p.Observed, p.Budget.MinHealthy))
 	}
+	if n := counts[WaitOverlap]; n > 0 {
+		parts = append(parts, p.overlapSummary(n))
+	}
 	for _, reason := range waitSummaryOrder {
 		if n := counts[reason]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, waitSummaries[reason]))

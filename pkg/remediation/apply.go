@@ -58,8 +58,9 @@ func (m *Manager) Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan
 		created, err := m.create(ctx, nhc, c, obs)
 		var notOwned *notOwnedError
 		var busy *controlPlaneBusyError
+		var other *remediatedByOtherError
 		switch {
-		case errors.As(err, &notOwned), errors.As(err, &busy):
+		case errors.As(err, &notOwned), errors.As(err, &busy), errors.As(err, &other):
 			out.Blocked = append(out.Blocked, health.Blocked{Node: c.Node, Message: err.Error()})
 		case err != nil:
 			out.Errors = append(out.Errors, fmt.Errorf("creating remediation of node %s from %s %s: %w", c.Node, c.Template.Kind, c.Template.Name, err))
@@ -115,11 +116,14 @@ func (m *Manager) create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, c h
 	if err != nil {
 		return nil, err
 	}
+	if err := m.expect(nhc, gvr, obj.GetNamespace(), c.Node, template.GetName(), obs); err != nil {
+		return nil, err
+	}
 	key := creationKey(gvr, obj.GetNamespace(), c.Node, template.GetName())
 	if c.ControlPlane && !m.controlPlane.reserve(nhc.Name, c.Node, key) {
+		m.expectations.forgetCreation(nhc.Name, gvr, obj.GetNamespace(), c.Node, template.GetName())
 		return nil, &controlPlaneBusyError{node: c.Node}
 	}
-	m.expectations.expectCreation(nhc.Name, gvr, obj.GetNamespace(), c.Node, template.GetName())
 	created, err := m.writer.Create(ctx, gvr, obj, nhc)
 	switch {
 	case err != nil && certainlyFailed(err):
@@ -133,6 +137,37 @@ func (m *Manager) create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, c h
 		}
 	}
 	return created, err
+}
+
+// expect records a create about to be sent. The first remediation of a node
+// is not sent while another NodeHealthCheck has a remediation resource for
+// the node or a create of one under way: the plan decided from caches that
+// may not show it yet (a selector changed a moment ago). The create under
+// way is checked first, so that one that settles meanwhile shows in the
+// informers.
+func (m *Manager) expect(nhc *v1alpha1.NodeHealthCheck, gvr schema.GroupVersionResource, namespace, node, template string, obs *Observation) error {
+	if len(obs.Remediations[node]) > 0 {
+		m.expectations.expectCreation(nhc.Name, gvr, namespace, node, template)
+		return nil
+	}
+	if other := m.expectations.expectFirstCreation(nhc.Name, gvr, namespace, node, template); other != "" {
+		return &remediatedByOtherError{node: node, other: other}
+	}
+	if other := m.informers.otherOwner(node, nhc.UID); other != "" {
+		m.expectations.forgetCreation(nhc.Name, gvr, namespace, node, template)
+		return &remediatedByOtherError{node: node, other: other}
+	}
+	return nil
+}
+
+// remediatedByOtherError reports a first remediation that is not sent,
+// because another NodeHealthCheck remediates the node.
+type remediatedByOtherError struct {
+	node, other string
+}
+
+func (e *remediatedByOtherError) Error() string {
+	return fmt.Sprintf("NodeHealthCheck %s remediates node %s, or is starting to; only one NodeHealthCheck remediates a node, and this one leaves it alone", e.other, e.node)
 }
 
 // controlPlaneBusyError reports a control-plane remediation that waits,

@@ -189,3 +189,50 @@ func TestAKindThatCannotBeWatchedDisablesAfterAGrace(t *testing.T) {
 		})
 	}
 }
+
+func TestOneRemediationPerNodeAcrossNodeHealthChecks(t *testing.T) {
+	f := newApplyFixture(t)
+	// Generated names, so that the API server would take both resources.
+	f.obs.templates[templateKey(templateRef)] = testTemplate(map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: "true"})
+	f.manager.informers.Use("watcher", testGVR)
+	require.Eventually(t, func() bool { return f.manager.informers.Synced(testGVR) }, 10*time.Second, 10*time.Millisecond)
+
+	// Two NodeHealthChecks that select the node, each deciding from caches
+	// that show nothing yet, start its remediation at the same moment.
+	outcomes := make([]health.Outcome, 2)
+	var wg sync.WaitGroup
+	for i, name := range []string{"a", "b"} {
+		wg.Go(func() {
+			outcomes[i] = f.manager.Apply(context.Background(), nhcNamed(name), createPlan("worker-0"), f.obs, sendAll)
+		})
+	}
+	wg.Wait()
+	created, blocked := 0, 0
+	for _, out := range outcomes {
+		created += len(out.Created)
+		blocked += len(out.Blocked)
+		assert.Empty(t, out.Errors)
+	}
+	assert.Equal(t, 1, created, "never two remediations for one node")
+	require.Equal(t, 1, blocked)
+	winner, loser := "a", "b"
+	if len(outcomes[1].Created) == 1 {
+		winner, loser = "b", "a"
+	}
+
+	// Once the informer shows the resource, it holds the node.
+	require.Eventually(t, func() bool { return len(f.manager.expectations.pendingNodes(winner)) == 0 }, 10*time.Second, 10*time.Millisecond)
+	assert.Equal(t, map[string][]Owner{"worker-0": {{Name: winner, UID: types.UID("uid-" + winner)}}}, f.manager.informers.otherOwners(types.UID("uid-"+loser)))
+	assert.Empty(t, f.manager.informers.otherOwners(types.UID("uid-"+winner)), "its own resources are not another's")
+	out := f.manager.Apply(context.Background(), nhcNamed(loser), createPlan("worker-0"), f.obs, sendAll)
+	require.Len(t, out.Blocked, 1)
+	assert.Equal(t, "NodeHealthCheck "+winner+" remediates node worker-0, or is starting to; only one NodeHealthCheck remediates a node, and this one leaves it alone", out.Blocked[0].Message)
+	assert.Empty(t, f.manager.expectations.pendingNodes(loser), "a blocked create expects nothing")
+
+	// A NodeHealthCheck with resources of its own for the node goes on (the
+	// engine decides which one escalates); other nodes are not held.
+	withOwn := *f.obs
+	withOwn.Remediations = map[string][]health.Remediation{"worker-0": {{}}}
+	assert.Len(t, f.manager.Apply(context.Background(), nhcNamed(loser), createPlan("worker-0"), &withOwn, sendAll).Created, 1)
+	assert.Len(t, f.manager.Apply(context.Background(), nhcNamed(loser), createPlan("worker-1"), f.obs, sendAll).Created, 1)
+}

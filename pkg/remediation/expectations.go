@@ -33,6 +33,8 @@ type Expectations struct {
 // expectation is one unobserved write.
 type expectation struct {
 	node string
+	// creation is true for a create, false for a delete.
+	creation bool
 	// lapses is when the expectation is given up.
 	lapses time.Time
 }
@@ -50,7 +52,31 @@ func deletionKey(uid types.UID) string { return "delete " + string(uid) }
 
 // expectCreation records a create about to be sent.
 func (e *Expectations) expectCreation(nhc string, gvr schema.GroupVersionResource, namespace, node, template string) {
-	e.expect(nhc, node, creationKey(gvr, namespace, node, template))
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.expectLocked(nhc, node, creationKey(gvr, namespace, node, template), true)
+}
+
+// expectFirstCreation records the create of a node's first remediation
+// about to be sent, unless another NodeHealthCheck has a create for the node
+// under way: it returns that one's name instead. Checking and recording at
+// once keeps two NodeHealthChecks from starting on one node at once.
+func (e *Expectations) expectFirstCreation(nhc string, gvr schema.GroupVersionResource, namespace, node, template string) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := e.clock.Now()
+	for other, pending := range e.pending {
+		if other == nhc {
+			continue
+		}
+		for _, x := range pending {
+			if x.creation && x.node == node && now.Before(x.lapses) {
+				return other
+			}
+		}
+	}
+	e.expectLocked(nhc, node, creationKey(gvr, namespace, node, template), true)
+	return ""
 }
 
 // forgetCreation withdraws a creation that certainly did not happen, or
@@ -61,7 +87,9 @@ func (e *Expectations) forgetCreation(nhc string, gvr schema.GroupVersionResourc
 
 // expectDeletion records a delete about to be sent.
 func (e *Expectations) expectDeletion(nhc, node string, uid types.UID) {
-	e.expect(nhc, node, deletionKey(uid))
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.expectLocked(nhc, node, deletionKey(uid), false)
 }
 
 // forgetDeletion withdraws a deletion that certainly did not happen, or
@@ -115,13 +143,11 @@ func (e *Expectations) forget(nhc string) {
 	delete(e.pending, nhc)
 }
 
-func (e *Expectations) expect(nhc, node, key string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+func (e *Expectations) expectLocked(nhc, node, key string, creation bool) {
 	if e.pending[nhc] == nil {
 		e.pending[nhc] = map[string]expectation{}
 	}
-	e.pending[nhc][key] = expectation{node: node, lapses: e.clock.Now().Add(ExpectationsTTL)}
+	e.pending[nhc][key] = expectation{node: node, creation: creation, lapses: e.clock.Now().Add(ExpectationsTTL)}
 }
 
 func (e *Expectations) observe(nhc, key string) {

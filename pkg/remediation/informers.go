@@ -2,6 +2,7 @@ package remediation
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -23,6 +24,8 @@ const (
 	ownerIndex = "nodehealthcheck-owner"
 	// controlPlaneIndex keys control-plane remediations by their node.
 	controlPlaneIndex = "control-plane-node"
+	// nodeIndex keys the resources NodeHealthChecks own by their node.
+	nodeIndex = "nodehealthcheck-node"
 )
 
 // ChangeFunc hears of a change an informer sees; deleted is true for
@@ -112,6 +115,7 @@ func (m *Informers) start(gvr schema.GroupVersionResource) *runningInformer {
 	informer := dynamicinformer.NewFilteredDynamicInformer(m.client, gvr, "", 0, cache.Indexers{
 		ownerIndex:        indexByOwner,
 		controlPlaneIndex: indexByControlPlaneNode,
+		nodeIndex:         indexByNode,
 	}, nil).Informer()
 	r := &runningInformer{informer: informer, users: sets.New[string](), started: time.Now()}
 	// Managed fields are never read; dropping them halves the memory of
@@ -231,17 +235,62 @@ func (m *Informers) ownedBy(gvr schema.GroupVersionResource, uid types.UID) []*u
 // controlPlaneNodes returns the control-plane nodes with a remediation
 // resource of any kind watched, whoever owns it.
 func (m *Informers) controlPlaneNodes() []string {
+	var nodes []string
+	for _, r := range m.runningInformers() {
+		nodes = append(nodes, r.informer.GetIndexer().ListIndexFuncValues(controlPlaneIndex)...)
+	}
+	return nodes
+}
+
+// otherOwners returns, by node, the NodeHealthChecks but one that own
+// remediation resources of any kind watched. It reads only the resources
+// of NodeHealthChecks, through their node index.
+func (m *Informers) otherOwners(except types.UID) map[string][]Owner {
+	var owners map[string][]Owner
+	for _, r := range m.runningInformers() {
+		indexer := r.informer.GetIndexer()
+		for _, node := range indexer.ListIndexFuncValues(nodeIndex) {
+			objs, _ := indexer.ByIndex(nodeIndex, node)
+			for _, obj := range objs {
+				for _, owner := range Owners(obj.(*unstructured.Unstructured)) {
+					if owner.UID == except || slices.Contains(owners[node], owner) {
+						continue
+					}
+					if owners == nil {
+						owners = map[string][]Owner{}
+					}
+					owners[node] = append(owners[node], owner)
+				}
+			}
+		}
+	}
+	return owners
+}
+
+// otherOwner returns a NodeHealthCheck but one that owns a remediation
+// resource of a node, of any kind watched, or "".
+func (m *Informers) otherOwner(node string, except types.UID) string {
+	for _, r := range m.runningInformers() {
+		objs, _ := r.informer.GetIndexer().ByIndex(nodeIndex, node)
+		for _, obj := range objs {
+			for _, owner := range Owners(obj.(*unstructured.Unstructured)) {
+				if owner.UID != except {
+					return owner.Name
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func (m *Informers) runningInformers() []*runningInformer {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	running := make([]*runningInformer, 0, len(m.running))
 	for _, r := range m.running {
 		running = append(running, r)
 	}
-	m.mu.Unlock()
-	var nodes []string
-	for _, r := range running {
-		nodes = append(nodes, r.informer.GetIndexer().ListIndexFuncValues(controlPlaneIndex)...)
-	}
-	return nodes
+	return running
 }
 
 func (m *Informers) byIndex(gvr schema.GroupVersionResource, index, key string) []*unstructured.Unstructured {
@@ -270,6 +319,14 @@ func indexByOwner(obj any) ([]string, error) {
 		keys = append(keys, string(uid))
 	}
 	return keys, nil
+}
+
+func indexByNode(obj any) ([]string, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || len(ownerUIDs(u)) == 0 {
+		return nil, nil
+	}
+	return []string{NodeOf(u)}, nil
 }
 
 func indexByControlPlaneNode(obj any) ([]string, error) {

@@ -73,6 +73,9 @@ type Observation struct {
 	// may not be watched) is read again: sync no later, since its changes
 	// come with no event.
 	RefreshAfter time.Duration
+	// OtherOwners are, by node, the other NodeHealthChecks with remediation
+	// resources for it, of any kind watched.
+	OtherOwners map[string][]Owner
 
 	templates map[corev1.ObjectReference]*unstructured.Unstructured
 	resources map[schema.GroupVersionKind]schema.GroupVersionResource
@@ -171,6 +174,7 @@ func (m *Manager) Read(nhc *v1alpha1.NodeHealthCheck) (Observation, error) {
 	for _, node := range m.controlPlane.nodes() {
 		obs.BusyControlPlaneNodes[node] = true
 	}
+	obs.OtherOwners = m.informers.otherOwners(nhc.UID)
 	obs.PendingNodes = m.expectations.pendingNodes(nhc.Name)
 	if m.leases != nil {
 		// Never decide without knowing who holds which node.

@@ -34,6 +34,23 @@ func ownerUIDs(r *unstructured.Unstructured) []types.UID {
 	return uids
 }
 
+// Owner is a NodeHealthCheck that owns a remediation resource.
+type Owner struct {
+	Name string
+	UID  types.UID
+}
+
+// Owners returns the NodeHealthChecks that own a resource.
+func Owners(r *unstructured.Unstructured) []Owner {
+	var owners []Owner
+	for _, ref := range r.GetOwnerReferences() {
+		if isNHCOwner(ref) {
+			owners = append(owners, Owner{Name: ref.Name, UID: ref.UID})
+		}
+	}
+	return owners
+}
+
 // OwnerNames returns the names of the NodeHealthChecks that own a resource.
 func OwnerNames(r *unstructured.Unstructured) []string {
 	var names []string

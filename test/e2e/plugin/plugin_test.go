@@ -189,7 +189,21 @@ func TestWhyWarnsOfOverlapsAndSaysWhatHoldsANodeBack(t *testing.T) {
 		s.PauseRequests = []string{"keep the test's nodes alone"}
 	})
 	out := nhc(t, "why", nodes[1])
-	assert.True(t, strings.HasPrefix(out, "WARNING: node why-budget-01 is selected by 2 NodeHealthChecks (why-budget, why-overlap): each may remediate it. Make their selectors disjoint.\n"), out)
+	assert.True(t, strings.HasPrefix(out, "WARNING: node why-budget-01 is selected by 2 NodeHealthChecks (why-budget, why-overlap): "+
+		"only why-budget remediates it, the oldest (by creation time, then name); the others leave it alone. Make their selectors disjoint.\n"), out)
 	row(t, out, "why-budget", "Healthy")
 	row(t, out, "why-overlap", "Healthy")
+	assert.Equal(t, "why-budget-01 is selected by why-budget, why-overlap; why-budget remediates it: healthy: no unhealthy condition matches", lastLine(out))
+
+	// Resumed, the younger one leaves the unhealthy node to the older one,
+	// which holds it back for its budget.
+	env.UpdateNHC(t, "why-overlap", func(s *v1alpha1.NodeHealthCheckSpec) { s.PauseRequests = nil })
+	out = nhc(t, "why", nodes[0])
+	assert.Equal(t, "waiting: only 1 of 2 nodes are healthy and 2 must be", strings.Join(row(t, out, "why-budget")[4:], " "))
+	assert.Regexp(t, `^waiting: NodeHealthCheck why-budget selects it too and remediates it(, being older|: both were created in the same second, and its name comes first); make the selectors disjoint$`,
+		strings.Join(row(t, out, "why-overlap")[4:], " "))
+	var report cli.WhyReport
+	nhcJSON(t, &report, "why", nodes[0])
+	assert.Equal(t, "why-budget", report.RemediatedBy)
+	framework.Consistently(t, 2*time.Second, "no remediation", func() bool { return len(env.Remediations(t, "why-overlap")) == 0 })
 }

@@ -57,7 +57,8 @@ func TestWhatIfEvaluatesWithoutWriting(t *testing.T) {
 
 	// The default conditions (Ready False or Unknown for 300s) apply.
 	out := nhc(t, "what-if", "-f", whatIfFile(t, "whatif-new", scenario, `"51%"`))
-	assert.Contains(t, out, "WARNING: 1 node also selected by whatif-other: whatif-shared\n")
+	assert.Contains(t, out, "WARNING: 1 node also selected by whatif-other: whatif-shared; whatif-other remediates 1 of them "+
+		"(only one NodeHealthCheck remediates a node: the one already remediating it, else the oldest)\n")
 	assert.Contains(t, out, "Budget: 3 of 5 selected nodes healthy, 3 must be: new remediations allowed\n")
 	assert.Equal(t, []string{"whatif-00", "Unhealthy", "Ready=False", "60m", "now"}, row(t, out, "whatif-00"))
 	assert.Regexp(t, `^whatif-01 SoonUnhealthy Ready=False \d+s at \S+Z \(in (3m\d+s|4m\d*s?)\)$`, strings.Join(row(t, out, "whatif-01"), " "))
@@ -73,7 +74,7 @@ func TestWhatIfEvaluatesWithoutWriting(t *testing.T) {
 	nhcJSON(t, &report, "what-if", "-f", whatIfFile(t, "whatif-new", scenario, `"51%"`), "--horizon", "1m")
 	assert.Equal(t, 5, report.Selected)
 	assert.False(t, report.Applied)
-	assert.Equal(t, []cli.Overlap{{NodeHealthCheck: "whatif-other", Nodes: []string{"whatif-shared"}}}, report.Overlaps)
+	assert.Equal(t, []cli.Overlap{{NodeHealthCheck: "whatif-other", Nodes: []string{"whatif-shared"}, Remediates: 1}}, report.Overlaps)
 	require.Len(t, report.Nodes, 2)
 	assert.Equal(t, "now", report.Nodes[0].Remediation)
 	assert.Contains(t, report.Nodes[1].Remediation, "not before", "due after the 1m horizon")

@@ -22,6 +22,7 @@ import (
 // +kubebuilder:printcolumn:name="Healthy",type=integer,JSONPath=`.status.healthyNodes`,description="Selected nodes that are healthy"
 // +kubebuilder:printcolumn:name="Remediating",type=integer,JSONPath=`.status.remediatingNodes`,description="Nodes with an ongoing remediation"
 // +kubebuilder:printcolumn:name="Storm",type=boolean,JSONPath=`.status.stormRecoveryActive`,priority=1,description="Storm recovery holds back new remediations"
+// +kubebuilder:printcolumn:name="Overlap",type=string,JSONPath=`.status.conditions[?(@.type=="NodesOverlap")].status`,priority=1,description="True when other NodeHealthChecks select some of the same nodes"
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`,priority=1,description="Why the NodeHealthCheck is in its phase"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type NodeHealthCheck struct {
@@ -278,7 +279,9 @@ type NodeHealthCheckStatus struct {
 
 	// Conditions are the NodeHealthCheck's conditions. Disabled=True means it
 	// cannot work (for example its template is missing or invalid), and its
-	// reason and message say why.
+	// reason and message say why. NodesOverlap=True means other
+	// NodeHealthChecks select some of its nodes too; its message names them
+	// and says which one remediates how many of the shared nodes.
 	// +listType=map
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=16

@@ -63,6 +63,10 @@ const (
 	// ConditionStormCooldownActive is True while a storm's cooldown runs; its
 	// lastTransitionTime is when the cooldown started.
 	ConditionStormCooldownActive = "StormCooldownActive"
+	// ConditionNodesOverlap is True while other NodeHealthChecks select some
+	// of this one's nodes too. It appears with the first overlap and is False
+	// once the overlap is gone.
+	ConditionNodesOverlap = "NodesOverlap"
 
 	// ReasonEnabled is the reason of Disabled=False.
 	ReasonEnabled = "NodeHealthCheckEnabled"
@@ -79,4 +83,8 @@ const (
 	ReasonNodeLeasesUnavailable = "NodeLeasesUnavailable"
 	// ReasonStormThresholdChange is the reason of the storm conditions.
 	ReasonStormThresholdChange = "HealthyNodeThresholdChange"
+	// ReasonNodesOverlap is the reason of NodesOverlap=True.
+	ReasonNodesOverlap = "NodesSelectedByOtherNodeHealthChecks"
+	// ReasonNoOverlap is the reason of NodesOverlap=False.
+	ReasonNoOverlap = "NoNodesSelectedByOtherNodeHealthChecks"
 )

@@ -49,7 +49,9 @@ type NodeHealthCheckStatusApplyConfiguration struct {
 	InFlightRemediations map[string]v1.Time `json:"inFlightRemediations,omitempty"`
 	// Conditions are the NodeHealthCheck's conditions. Disabled=True means it
 	// cannot work (for example its template is missing or invalid), and its
-	// reason and message say why.
+	// reason and message say why. NodesOverlap=True means other
+	// NodeHealthChecks select some of its nodes too; its message names them
+	// and says which one remediates how many of the shared nodes.
 	Conditions []metav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// Phase is a short summary: Disabled, Paused, Remediating or Enabled.
 	Phase *remediationv1alpha1.NodeHealthCheckPhase `json:"phase,omitempty"`

@@ -1,0 +1,179 @@
+package controller
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+)
+
+func TestDisjoint(t *testing.T) {
+	cases := []struct {
+		a, b string
+		want bool
+	}{
+		{"role=worker", "role=infra", true},
+		{"role=worker", "role=worker", false},
+		{"role=worker", "zone=a", false},
+		{"role in (worker, infra)", "role in (infra, gpu)", false},
+		{"role in (worker, infra)", "role notin (worker, infra)", true},
+		{"role in (worker, infra)", "role notin (worker)", false},
+		{"role!=worker", "role=worker", true},
+		{"!node-role.kubernetes.io/control-plane,!node-role.kubernetes.io/master", "node-role.kubernetes.io/control-plane", true},
+		{"node-role.kubernetes.io/worker", "node-role.kubernetes.io/control-plane", false},
+		{"!role", "role notin (worker)", false},
+		{"!role", "!role", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.a+" and "+tc.b, func(t *testing.T) {
+			a, err := labels.Parse(tc.a)
+			require.NoError(t, err)
+			b, err := labels.Parse(tc.b)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, disjoint(a, b))
+			assert.Equal(t, tc.want, disjoint(b, a), "symmetric")
+		})
+	}
+}
+
+// olderNHC selects the workers too, and was created an hour before workersNHC.
+func olderNHC() *v1alpha1.NodeHealthCheck {
+	nhc := selectingNHC("older", "worker")
+	nhc.CreationTimestamp = metav1.NewTime(t0.Add(-2 * time.Hour))
+	return nhc
+}
+
+func TestSyncLeavesASharedNodeToTheNodeHealthCheckThatRemediatesIt(t *testing.T) {
+	nhc := workersNHC()
+	nhc.CreationTimestamp = metav1.NewTime(t0.Add(-time.Hour))
+	older := olderNHC()
+	f := newSyncFixture(t, nhc, notReady("worker-1", longAgo), healthyNode("worker-2"))
+	f.setNHC(t, older)
+	f.setNHC(t, selectingNHC("infra", "infra"))
+	overlapEvents := func() []string { return withReason(f.events(), health.ReasonNodesOverlap) }
+
+	// The older one's resources are not read yet: it may be remediating.
+	_, err := f.sync()
+	require.NoError(t, err)
+	noActions(t, f)
+	assert.Equal(t, []string{"older"}, queued(f.c), "the first read of this one wakes the ones that may share its nodes")
+	status := f.lastStatus(t)
+	assert.Contains(t, status.Reason, "1 left to the NodeHealthChecks that remediate them (older)")
+	c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionNodesOverlap)
+	require.NotNil(t, c)
+	assert.Equal(t, metav1.ConditionTrue, c.Status)
+	assert.Equal(t, "2 selected nodes are also selected by NodeHealthChecks older; only one NodeHealthCheck remediates a node, "+
+		"the one already remediating it, else the oldest: this one remediates 0, older remediates 2. Make the selectors disjoint", c.Message)
+	assert.Len(t, overlapEvents(), 1)
+
+	// Read, it is the older one: it remediates the node, by age.
+	f.c.markRead(older)
+	assert.Equal(t, []string{"workers"}, queued(f.c))
+	f.c.markRead(older)
+	assert.Empty(t, queued(f.c), "once")
+	f.clock.Step(time.Minute)
+	_, err = f.sync()
+	require.NoError(t, err)
+	noActions(t, f)
+	assert.Empty(t, overlapEvents(), "one event per overlap")
+
+	// This one remediates it when the other one is younger...
+	require.NoError(t, f.nhcs.Delete(older))
+	younger := selectingNHC("younger", "worker")
+	younger.CreationTimestamp = t0
+	f.setNHC(t, younger)
+	f.c.markRead(younger)
+	f.clock.Step(time.Minute)
+	_, err = f.sync()
+	require.NoError(t, err)
+	require.Len(t, f.remediations.applied, 3)
+	assert.Len(t, f.remediations.applied[2].Create, 1)
+
+	// ...unless the other one has resources for it already, of any kind watched.
+	f.remediations.obs.OtherOwners = map[string][]remediation.Owner{"worker-1": {{Name: "younger", UID: younger.UID}}}
+	f.clock.Step(time.Minute)
+	_, err = f.sync()
+	require.NoError(t, err)
+	assert.Empty(t, f.remediations.applied[3].Create)
+
+	// A deleted one's resources hold the node too.
+	f.remediations.obs.OtherOwners = map[string][]remediation.Owner{"worker-1": {{Name: "gone", UID: "uid-gone"}}}
+	f.clock.Step(time.Minute)
+	_, err = f.sync()
+	require.NoError(t, err)
+	assert.Empty(t, f.remediations.applied[4].Create)
+	assert.Contains(t, f.lastStatus(t).Reason, "(gone)")
+}
+
+func TestOverlapsWakeEveryNodeHealthCheck(t *testing.T) {
+	workers, infra := selectingNHC("workers", "worker"), selectingNHC("infra", "infra")
+	c := newTestController(t, workers, infra)
+	added := selectingNHC("new", "worker")
+	require.NoError(t, c.nhcIndexer.Add(added))
+	c.addNHC(klog.Background(), added)
+	assert.Equal(t, []string{"infra", "new", "workers"}, queued(c))
+
+	moved := added.DeepCopy()
+	moved.Generation = 2
+	moved.Spec.Selector.MatchLabels["role"] = "infra"
+	c.updateNHC(klog.Background(), added, moved)
+	assert.Equal(t, []string{"infra", "new", "workers"}, queued(c), "a new selector")
+
+	paused := moved.DeepCopy()
+	paused.Generation = 3
+	paused.Spec.PauseRequests = []string{"upgrade"}
+	c.updateNHC(klog.Background(), moved, paused)
+	assert.Equal(t, []string{"new"}, queued(c), "another spec change wakes itself only")
+
+	require.NoError(t, c.nhcIndexer.Delete(paused))
+	c.deleteNHC(klog.Background(), paused)
+	assert.Equal(t, []string{"infra", "new", "workers"}, queued(c))
+}
+
+// BenchmarkClaims measures what finding the overlaps adds to a sync of a
+// NodeHealthCheck that selects 10,000 nodes, beside 9 others: nothing to
+// match against those whose selectors are disjoint from its own, one match
+// per node against each of the others.
+func BenchmarkClaims(b *testing.B) {
+	const nodeCount, nhcCount = 10000, 10
+	nodes := make([]*corev1.Node, nodeCount)
+	for i := range nodes {
+		nodes[i] = healthyNode(fmt.Sprintf("worker-%05d", i))
+		nodes[i].Labels["pool"] = "pool-0"
+		nodes[i].Labels["kubernetes.io/hostname"] = nodes[i].Name
+	}
+	// shared is how many other NodeHealthChecks select the same nodes; the
+	// rest select pools of their own.
+	for _, shared := range []int{0, 1, nhcCount - 1} {
+		b.Run(fmt.Sprintf("shared=%d", shared), func(b *testing.B) {
+			nhcs := make([]*v1alpha1.NodeHealthCheck, nhcCount)
+			for i := range nhcs {
+				nhcs[i] = selectingNHC(fmt.Sprintf("nhc-%d", i), "worker")
+				nhcs[i].Spec.Selector.MatchLabels["pool"] = fmt.Sprintf("pool-%d", i)
+				if i <= shared {
+					nhcs[i].Spec.Selector.MatchLabels["pool"] = "pool-0"
+				}
+			}
+			c := newTestController(b, nhcs...)
+			for _, nhc := range nhcs {
+				c.readNHCs.Store(nhc.Name, nhc.UID)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				c.claims(nhcs[0], nodes, nil)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/nodeCount, "ns/node")
+		})
+	}
+}

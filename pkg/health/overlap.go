@@ -1,0 +1,259 @@
+package health
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+)
+
+// Overlapping NodeHealthChecks. The spec says that two NodeHealthChecks must
+// not select the same node; when they do, one rule (Remediator) says which
+// of them remediates it, the others leave the node alone, and each reports
+// the overlap.
+
+// The words of an overlap: the NodesOverlap condition and event, the status
+// reason's summary, and why a node waits.
+const (
+	messageNodesOverlap = "%d selected nodes are also selected by NodeHealthChecks %s; only one NodeHealthCheck remediates a node, " +
+		"the one already remediating it, else the oldest: %s. Make the selectors disjoint"
+	messageRemediatesSelf  = "this one remediates %d"
+	messageRemediatesOther = "%s remediates %d"
+	messageNoOverlap       = "No selected node is selected by another NodeHealthCheck"
+	summaryOverlap         = "%d left to the NodeHealthChecks that remediate them (%s)"
+
+	becauseOverlapOlder       = "NodeHealthCheck %s selects it too and remediates it, being older; make the selectors disjoint"
+	becauseOverlapFirstByName = "NodeHealthCheck %s selects it too and remediates it: both were created in the same second, and its name comes first; make the selectors disjoint"
+	becauseOverlapRemediating = "NodeHealthCheck %s has remediation resources for it, and this one leaves it alone until they are gone; make the selectors disjoint"
+
+	// maxNamed bounds the NodeHealthChecks a message names.
+	maxNamed = 10
+)
+
+// Peer is another NodeHealthCheck, as the overlap rule sees it.
+type Peer struct {
+	Name string
+	UID  types.UID
+	// Created is its creationTimestamp; zero when it is not known (its
+	// resources outlived it).
+	Created time.Time
+}
+
+// SelectingPeer is another NodeHealthCheck with its parsed selector.
+type SelectingPeer struct {
+	Peer
+	Selector labels.Selector
+	// Unknown is true when its remediation resources cannot be known yet
+	// (their kinds are not watched yet): it may be remediating any node it
+	// selects.
+	Unknown bool
+}
+
+// Claim is a NodeHealthCheck's claim on a node: it selects the node, has
+// remediation resources for it, or both.
+type Claim struct {
+	Peer
+	Selects bool
+	// Remediating is true when it has remediation resources for the node,
+	// or may have because they cannot be known yet.
+	Remediating bool
+}
+
+// Remediator returns the index of the claim whose NodeHealthCheck
+// remediates the node, or -1 when there is none. It is the one that has
+// remediation resources for the node already (a selector changed during its
+// remediation: never two remediations for one node), else the oldest by
+// creationTimestamp, then by name. Timing decides nothing, so every
+// NodeHealthCheck that claims the node, and kubectl nhc, pick the same one.
+func Remediator(claims []Claim) int {
+	best := -1
+	for i := range claims {
+		if best < 0 || remediatesFirst(&claims[i], &claims[best]) {
+			best = i
+		}
+	}
+	return best
+}
+
+func remediatesFirst(a, b *Claim) bool {
+	switch {
+	case a.Remediating != b.Remediating:
+		return a.Remediating
+	case !a.Created.Equal(b.Created):
+		return a.Created.Before(b.Created)
+	case a.Name != b.Name:
+		return a.Name < b.Name
+	}
+	return a.UID < b.UID
+}
+
+// ClaimsOn finds, by node, the claims of other NodeHealthChecks on nodes:
+// the peers whose selector matches a node, and owners, the other
+// NodeHealthChecks with remediation resources for a node, by node.
+func ClaimsOn(nodes []*corev1.Node, peers []SelectingPeer, owners map[string][]Peer) map[string][]Claim {
+	var claims map[string][]Claim
+	// The claims of all nodes share one backing array: thousands of nodes
+	// selected by several NodeHealthChecks make few allocations.
+	var buf []Claim
+	for _, node := range nodes {
+		start := len(buf)
+		for i := range peers {
+			if peers[i].Selector != nil && peers[i].Selector.Matches(labels.Set(node.Labels)) {
+				buf = append(buf, Claim{Peer: peers[i].Peer, Selects: true, Remediating: peers[i].Unknown})
+			}
+		}
+		for _, owner := range owners[node.Name] {
+			i := slices.IndexFunc(buf[start:], func(c Claim) bool { return c.UID == owner.UID })
+			if i < 0 {
+				buf, i = append(buf, Claim{Peer: owner}), len(buf)-start
+			}
+			buf[start+i].Remediating = true
+		}
+		if len(buf) > start {
+			if claims == nil {
+				claims = map[string][]Claim{}
+			}
+			claims[node.Name] = buf[start:len(buf):len(buf)]
+		}
+	}
+	return claims
+}
+
+// Overlap sums up the selected nodes that other NodeHealthChecks select too.
+type Overlap struct {
+	// Shared is the number of such nodes.
+	Shared int
+	// Others are the NodeHealthChecks that select some of them, by name.
+	Others []string
+	// Self is how many of them this NodeHealthCheck remediates, and ByOther
+	// how many each other NodeHealthCheck remediates, by name.
+	Self    int
+	ByOther map[string]int
+}
+
+// RemediatorOf says which NodeHealthCheck remediates a node that this one
+// selects, and whether it is this one.
+func (in *Input) RemediatorOf(node string) (by Claim, self bool) {
+	all := append([]Claim{in.selfClaim(node)}, in.Claims[node]...)
+	i := Remediator(all)
+	return all[i], i == 0
+}
+
+// selfClaim is this NodeHealthCheck's claim on a node it selects.
+func (in *Input) selfClaim(node string) Claim {
+	nhc := in.NHC
+	return Claim{Peer: Peer{Name: nhc.Name, UID: nhc.UID, Created: nhc.CreationTimestamp.Time}, Selects: true, Remediating: len(in.Remediations[node]) > 0}
+}
+
+// overlaps decides which selected nodes another NodeHealthCheck remediates,
+// and sums up the overlap, with an event when it starts.
+func (e *evaluation) overlaps() {
+	o := Overlap{ByOther: map[string]int{}}
+	others := map[string]bool{}
+	var all []Claim
+	for i := range e.p.Nodes {
+		v := &e.p.Nodes[i]
+		claims := e.in.Claims[v.Node.Name]
+		if len(claims) == 0 {
+			continue
+		}
+		all = append(append(all[:0], e.in.selfClaim(v.Node.Name)), claims...)
+		winner := Remediator(all)
+		if winner > 0 {
+			by := all[winner]
+			v.RemediatedBy = &by
+		}
+		shared := false
+		for _, c := range claims {
+			if c.Selects {
+				shared, others[c.Name] = true, true
+			}
+		}
+		switch {
+		case !shared:
+		case winner == 0:
+			o.Shared++
+			o.Self++
+		default:
+			o.Shared++
+			o.ByOther[all[winner].Name]++
+		}
+	}
+	if o.Shared == 0 {
+		return
+	}
+	o.Others = slices.Sorted(maps.Keys(others))
+	e.p.Overlap = &o
+	if was := meta.FindStatusCondition(e.in.NHC.Status.Conditions, v1alpha1.ConditionNodesOverlap); was == nil || was.Status != metav1.ConditionTrue {
+		e.p.Events = append(e.p.Events, warning(ReasonNodesOverlap, "", o.message()))
+	}
+}
+
+// message says who shares nodes with this NodeHealthCheck and who
+// remediates them, naming at most maxNamed NodeHealthChecks each time.
+func (o *Overlap) message() string {
+	parts := []string{fmt.Sprintf(messageRemediatesSelf, o.Self)}
+	for _, name := range o.Others {
+		if n := o.ByOther[name]; n > 0 {
+			parts = append(parts, fmt.Sprintf(messageRemediatesOther, name, n))
+		}
+	}
+	// Owners of leftover resources remediate shared nodes without selecting them.
+	for _, name := range slices.Sorted(maps.Keys(o.ByOther)) {
+		if !slices.Contains(o.Others, name) {
+			parts = append(parts, fmt.Sprintf(messageRemediatesOther, name, o.ByOther[name]))
+		}
+	}
+	return fmt.Sprintf(messageNodesOverlap, o.Shared, bounded(o.Others), bounded(parts))
+}
+
+// setOverlap records the overlap in the NodesOverlap condition. Like
+// StormActive, it appears with the first overlap and then stays, False, so
+// that its lastTransitionTime says when the overlap ended.
+func (b *statusBuilder) setOverlap(status *v1alpha1.NodeHealthCheckStatus) {
+	if o := b.p.Overlap; o != nil {
+		b.setCondition(status, v1alpha1.ConditionNodesOverlap, v1alpha1.ReasonNodesOverlap, metav1.ConditionTrue, b.in.Now, o.message())
+	} else if meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionNodesOverlap) != nil {
+		b.setCondition(status, v1alpha1.ConditionNodesOverlap, v1alpha1.ReasonNoOverlap, metav1.ConditionFalse, b.in.Now, messageNoOverlap)
+	}
+}
+
+// overlapSummary counts, for the status reason, the nodes left to the
+// NodeHealthChecks that remediate them.
+func (p *Plan) overlapSummary(n int) string {
+	names := map[string]bool{}
+	for i := range p.Nodes {
+		if v := &p.Nodes[i]; v.Waiting == WaitOverlap && v.RemediatedBy != nil {
+			names[v.RemediatedBy.Name] = true
+		}
+	}
+	return fmt.Sprintf(summaryOverlap, n, bounded(slices.Sorted(maps.Keys(names))))
+}
+
+// becauseOverlap says why a node waits for another NodeHealthCheck, naming it.
+func (p *Plan) becauseOverlap(by *Claim) string {
+	switch {
+	case by.Remediating:
+		return fmt.Sprintf(becauseOverlapRemediating, by.Name)
+	case by.Created.Equal(p.decidedFrom.CreationTimestamp.Time):
+		return fmt.Sprintf(becauseOverlapFirstByName, by.Name)
+	}
+	return fmt.Sprintf(becauseOverlapOlder, by.Name)
+}
+
+// bounded joins at most maxNamed items, and says how many more there are.
+func bounded(items []string) string {
+	if len(items) <= maxNamed {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:maxNamed], ", "), len(items)-maxNamed)
+}

@@ -1,0 +1,144 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/test/framework"
+)
+
+// multipleTemplates gives resources names of their own per NodeHealthCheck,
+// so that the API server would take a remediation of one node from each.
+var multipleTemplates = map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: "true"}
+
+// overlapCondition is a NodeHealthCheck's NodesOverlap condition, or nil.
+func overlapCondition(t *testing.T, nhc string) *metav1.Condition {
+	return meta.FindStatusCondition(statusOf(t, nhc).Conditions, v1alpha1.ConditionNodesOverlap)
+}
+
+// overlapEvents counts the NodesOverlap events of a NodeHealthCheck (this
+// one, not an earlier one of the same name), repeats included.
+func overlapEvents(t *testing.T, nhc string) int {
+	uid := env.GetNHC(t, nhc).UID
+	n := 0
+	for _, e := range env.Events(t, nhc) {
+		if e.Reason == "NodesOverlap" && e.InvolvedObject.UID == uid {
+			assert.Equal(t, corev1.EventTypeWarning, e.Type)
+			n += int(max(e.Count, 1))
+		}
+	}
+	return n
+}
+
+func TestOverlappingNodeHealthChecksRemediateANodeOnce(t *testing.T) {
+	t.Parallel()
+	const older, younger, shared = "overlap-old", "overlap-young", "e2e.nhc/overlap"
+	env.CreateTemplate(t, older, multipleTemplates)
+	env.CreateTemplate(t, younger, multipleTemplates)
+	nodes := env.CreateNodes(t, older, 3)
+	env.UpdateNode(t, nodes[0], func(n *corev1.Node) { n.Labels[shared] = "yes" })
+	env.UpdateNode(t, nodes[1], func(n *corev1.Node) { n.Labels[shared] = "yes" })
+	env.CreateNode(t, younger, "overlap-young-00", framework.WithLabel(shared, "yes"))
+	env.CreateNHC(t, older, nil)
+	// creationTimestamp has one-second precision: the other is younger.
+	time.Sleep(1100 * time.Millisecond)
+	env.CreateNHC(t, younger, func(s *v1alpha1.NodeHealthCheckSpec) {
+		s.Selector = metav1.LabelSelector{MatchLabels: map[string]string{shared: "yes"}}
+	})
+
+	framework.Eventually(t, 15*time.Second, "both to report the overlap", func() bool {
+		o, y := overlapCondition(t, older), overlapCondition(t, younger)
+		return o != nil && o.Status == metav1.ConditionTrue && y != nil && y.Status == metav1.ConditionTrue
+	})
+	assert.Equal(t, v1alpha1.ReasonNodesOverlap, overlapCondition(t, older).Reason)
+	assert.True(t, strings.HasPrefix(overlapCondition(t, older).Message, "2 selected nodes are also selected by NodeHealthChecks overlap-young; "), overlapCondition(t, older).Message)
+	assert.True(t, strings.HasPrefix(overlapCondition(t, younger).Message, "2 selected nodes are also selected by NodeHealthChecks overlap-old; "), overlapCondition(t, younger).Message)
+	assert.Contains(t, overlapCondition(t, younger).Message, "this one remediates 0, overlap-old remediates 2.")
+
+	// A shared node fails: exactly one remediation, the older one's.
+	env.Fail(t, time.Hour, nodes[0])
+	framework.Eventually(t, 15*time.Second, "the older one to remediate the shared node", func() bool { return remediated(t, older)[nodes[0]] })
+	framework.Eventually(t, 10*time.Second, "the younger one to say it leaves the node to the older", func() bool {
+		return strings.Contains(statusOf(t, younger).Reason, "1 unhealthy nodes wait: 1 left to the NodeHealthChecks that remediate them (overlap-old)")
+	})
+	framework.Consistently(t, 2*time.Second, "one remediation of the shared node", func() bool {
+		return len(env.Remediations(t, older)[nodes[0]]) == 1 && len(remediated(t, younger)) == 0
+	})
+	s := statusOf(t, younger)
+	assert.Equal(t, int32(3), *s.ObservedNodes, "the younger one observes the shared node")
+	assert.Equal(t, int32(2), *s.HealthyNodes)
+	assert.Equal(t, int32(0), *s.RemediatingNodes, "and claims no remediation of it")
+
+	// kubectl get -o wide shows the overlap.
+	out, err := env.Cluster.Kubectl("get", "nhc", older, younger, "-o", "wide")
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 3, out)
+	assert.Equal(t, []string{"NAME", "PHASE", "OBSERVED", "HEALTHY", "REMEDIATING", "STORM", "OVERLAP", "REASON"}, strings.Fields(lines[0])[:8])
+	// An empty STORM leaves a gap: the column is found by its position.
+	column := strings.Index(lines[0], "OVERLAP")
+	for _, line := range lines[1:] {
+		assert.True(t, strings.HasPrefix(line[column:], "True "), line)
+	}
+
+	// One event each, when the overlap started.
+	assert.Equal(t, 1, overlapEvents(t, older))
+	assert.Equal(t, 1, overlapEvents(t, younger))
+
+	// The younger one's selector no longer takes the older one's nodes.
+	env.UpdateNHC(t, younger, func(s *v1alpha1.NodeHealthCheckSpec) {
+		s.Selector = metav1.LabelSelector{MatchLabels: map[string]string{framework.ScenarioLabel: younger}}
+	})
+	framework.Eventually(t, 15*time.Second, "both to report the overlap gone", func() bool {
+		o, y := overlapCondition(t, older), overlapCondition(t, younger)
+		return o.Status == metav1.ConditionFalse && y.Status == metav1.ConditionFalse
+	})
+	assert.Equal(t, v1alpha1.ReasonNoOverlap, overlapCondition(t, younger).Reason)
+	assert.Equal(t, int32(1), *statusOf(t, younger).ObservedNodes)
+	assert.Equal(t, 1, overlapEvents(t, older), "no event when the overlap ends")
+	assert.Len(t, remediated(t, older), 1, "the older one's remediation goes on")
+	assert.Empty(t, remediated(t, younger), "its own node is healthy")
+}
+
+func TestARemediationInProgressKeepsItsNodeWhenAnotherNodeHealthCheckSelectsIt(t *testing.T) {
+	t.Parallel()
+	const older, younger = "keep-old", "keep-young"
+	env.CreateTemplate(t, older, multipleTemplates)
+	env.CreateTemplate(t, younger, multipleTemplates)
+	env.CreateNodes(t, older, 2)
+	node := env.CreateNodes(t, younger, 1)[0]
+	env.CreateNHC(t, older, nil)
+	time.Sleep(1100 * time.Millisecond)
+	env.CreateNHC(t, younger, nil)
+
+	env.Fail(t, time.Hour, node)
+	framework.Eventually(t, 15*time.Second, "the younger one to remediate its node", func() bool { return remediated(t, younger)[node] })
+
+	// The older one's selector now takes the node too, during the remediation.
+	env.UpdateNHC(t, older, func(s *v1alpha1.NodeHealthCheckSpec) {
+		s.Selector = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: framework.ScenarioLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{older, younger}},
+		}}
+	})
+	framework.Eventually(t, 15*time.Second, "the older one to leave the node to the one remediating it", func() bool {
+		return strings.Contains(statusOf(t, older).Reason, "1 left to the NodeHealthChecks that remediate them (keep-young)")
+	})
+	framework.Consistently(t, 2*time.Second, "never two remediations of one node", func() bool {
+		return len(remediated(t, older)) == 0 && len(env.Remediations(t, younger)[node]) == 1
+	})
+
+	// Once that remediation is over, the older one remediates the node.
+	env.Recover(t, node)
+	framework.Eventually(t, 15*time.Second, "the remediation to end", func() bool { return len(remediated(t, younger)) == 0 })
+	env.Fail(t, time.Hour, node)
+	framework.Eventually(t, 15*time.Second, "the older one to remediate the node", func() bool { return remediated(t, older)[node] })
+	framework.Consistently(t, 2*time.Second, "and the younger one to leave it", func() bool { return len(remediated(t, younger)) == 0 })
+}
