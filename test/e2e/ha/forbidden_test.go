@@ -33,13 +33,16 @@ func grant(t *testing.T, user, name string, rules ...rbacv1.PolicyRule) {
 }
 
 // controllerRules are what the controller needs besides a remediator's
-// templates and remediation resources, without leader election.
+// templates and remediation resources, without leader election. (Node leases
+// are granted cluster-wide here for brevity; the manifests grant them in
+// their namespace alone.)
 func controllerRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{v1alpha1.SchemeGroupVersion.Group}, Resources: []string{"nodehealthchecks"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{v1alpha1.SchemeGroupVersion.Group}, Resources: []string{"nodehealthchecks/status"}, Verbs: []string{"get", "update", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
 	}
 }
 

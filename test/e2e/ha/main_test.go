@@ -4,10 +4,15 @@
 package ha
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
 
@@ -17,6 +22,13 @@ func TestMain(m *testing.M) {
 	var err error
 	env, err = framework.StartEnv()
 	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	// The controllers here run with limited rights, as in a cluster: the
+	// node lease namespace exists, as the manifests create it.
+	if _, err := env.Kube.CoreV1().Namespaces().Create(context.Background(),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: remediation.DefaultLeaseNamespace}}, metav1.CreateOptions{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
