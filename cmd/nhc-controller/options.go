@@ -20,6 +20,9 @@ type options struct {
 	workers    int
 	qps        float32
 	burst      int
+	// eventsQPS and eventsBurst limit the event client alone.
+	eventsQPS   float32
+	eventsBurst int
 
 	leaderElect             bool
 	leaderElectionNamespace string
@@ -46,7 +49,7 @@ type options struct {
 
 func defaultOptions() *options {
 	return &options{
-		workers: 2, qps: 50, burst: 100,
+		workers: 2, qps: 50, burst: 100, eventsQPS: 20, eventsBurst: 100,
 		leaderElect: true, leaderElectionID: "nhc-controller.remediation.medik8s.io",
 		leaseDuration: 15 * time.Second, renewDeadline: 10 * time.Second, retryPeriod: 2 * time.Second,
 		metricsAddress: ":8443", metricsSecure: true, probeAddress: ":8081",
@@ -60,6 +63,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.workers, "workers", o.workers, "NodeHealthChecks synced in parallel.")
 	fs.Float32Var(&o.qps, "kube-api-qps", o.qps, "Queries per second to the API server.")
 	fs.IntVar(&o.burst, "kube-api-burst", o.burst, "Burst of queries to the API server.")
+	fs.Float32Var(&o.eventsQPS, "events-qps", o.eventsQPS, "Events recorded per second; events have their own client, so that they never delay a remediation.")
+	fs.IntVar(&o.eventsBurst, "events-burst", o.eventsBurst, "Burst of events recorded.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", o.leaderElect, "Elect a leader among replicas with a Lease; only the leader acts.")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", o.leaderElectionNamespace, "Namespace of the leader-election Lease. Defaults to the pod's namespace in a cluster, else default.")
 	fs.StringVar(&o.leaderElectionID, "leader-election-id", o.leaderElectionID, "Name of the leader-election Lease.")
@@ -81,8 +86,8 @@ func (o *options) validate() error {
 	switch {
 	case o.workers < 1:
 		return fmt.Errorf("--workers must be at least 1, not %d", o.workers)
-	case o.qps <= 0 || o.burst < 1:
-		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive")
+	case o.qps <= 0 || o.burst < 1 || o.eventsQPS <= 0 || o.eventsBurst < 1:
+		return fmt.Errorf("--kube-api-qps, --kube-api-burst, --events-qps and --events-burst must be positive")
 	case (o.tlsCertFile == "") != (o.tlsKeyFile == ""):
 		return fmt.Errorf("--tls-cert-file and --tls-private-key-file go together")
 	case o.nodeLeases && (o.nodeLeaseDuration < time.Second || o.nodeLeaseBuffer < 0 || o.leaseNamespace == ""):

@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
@@ -29,7 +28,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/controller"
-	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
 	nhcscheme "github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned/scheme"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
@@ -52,10 +50,11 @@ func run(ctx context.Context, opts *options) error {
 	}
 	config.QPS, config.Burst = opts.qps, opts.burst
 	config.UserAgent = "nhc-controller/" + buildVersion()
-	kubeClient, nhcClient, dynamicClient, err := clients(config)
+	apis, err := newClients(config, opts)
 	if err != nil {
 		return err
 	}
+	kubeClient, nhcClient, dynamicClient := apis.kube, apis.nhc, apis.dynamic
 
 	metrics := controller.NewMetrics()
 	if err := metrics.Register(legacyregistry.Registerer()); err != nil {
@@ -72,7 +71,7 @@ func run(ctx context.Context, opts *options) error {
 		BurstSize: eventBurst, QPS: eventQPS,
 	}))
 	broadcaster.StartStructuredLogging(4)
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kubeClient.CoreV1().Events("")})
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: apis.events.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: eventComponent})
 
@@ -214,22 +213,6 @@ func newRemediationManager(ctx context.Context, kubeClient kubernetes.Interface,
 	informers := remediation.NewInformers(ctx, dynamicClient)
 	return remediation.NewManager(informers, remediation.NewTemplates(mapper, informers, clk),
 		remediation.NewExpectations(clk), remediation.NewWriter(dynamicClient, kubeClient), leases)
-}
-
-func clients(config *rest.Config) (kubernetes.Interface, versioned.Interface, dynamic.Interface, error) {
-	kubeClient, err := kubernetes.NewForConfig(config)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	nhcClient, err := versioned.NewForConfig(config)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	dynamicClient, err := dynamic.NewForConfig(config)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return kubeClient, nhcClient, dynamicClient, nil
 }
 
 // probes serves /healthz (the process and, with leader election, the lease
