@@ -77,6 +77,9 @@ type Controller struct {
 	// selectors are the parsed selectors of all NodeHealthChecks, for
 	// routing node events.
 	selectors *selectorCache
+	// members are the nodes each NodeHealthCheck selects, kept by the node
+	// handlers, so that a sync does not match every node of the cluster.
+	members *membership
 	// written holds the NodeHealthChecks as this controller last wrote them,
 	// for syncs that run before the informer shows the write.
 	written sync.Map
@@ -111,6 +114,7 @@ func New(ctx context.Context, nodeInformer coreinformers.NodeInformer, nhcInform
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: QueueName, Clock: clk},
 		),
 		selectors: newSelectorCache(),
+		members:   newMembership(),
 		skips:     newSkipMemory(),
 		mayWrite:  func() error { return nil },
 	}
@@ -209,6 +213,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 // nhcGone forgets what the controller kept about a deleted NodeHealthCheck.
 func (c *Controller) nhcGone(name string) {
 	c.remediations.Forget(name)
+	c.members.forget(name)
 	c.written.Delete(name)
 	c.readNHCs.Delete(name)
 	c.skips.forget(name)

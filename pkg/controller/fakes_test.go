@@ -129,7 +129,7 @@ func newSyncFixture(t *testing.T, nhc *v1alpha1.NodeHealthCheck, nodes ...*corev
 		nodeLister:   corelisters.NewNodeLister(f.nodes),
 		remediations: f.remediations, statuses: f.statuses, recorder: f.recorder,
 		metrics: f.metrics, clock: f.clock, queue: queue,
-		selectors: newSelectorCache(), skips: newSkipMemory(), mayWrite: func() error { return nil },
+		selectors: newSelectorCache(), members: newMembership(), skips: newSkipMemory(), mayWrite: func() error { return nil },
 	}
 	if nhc != nil {
 		f.setNHC(t, nhc)
@@ -152,6 +152,8 @@ func (f *syncFixture) setNode(t *testing.T, node *corev1.Node) {
 	if err := f.nodes.Update(node); err != nil {
 		t.Fatal(err)
 	}
+	// As the node handlers do.
+	f.c.members.update(node.Name, node.Labels)
 }
 
 func (f *syncFixture) sync() (time.Duration, error) {

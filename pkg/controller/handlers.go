@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"maps"
+
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -82,6 +84,7 @@ func (c *Controller) enqueueOthers(name string) {
 
 func (c *Controller) addNode(obj any) {
 	if node, ok := obj.(*corev1.Node); ok {
+		c.members.update(node.Name, node.Labels)
 		c.enqueueSelecting(node.Labels, nil)
 	}
 }
@@ -94,6 +97,9 @@ func (c *Controller) updateNode(logger klog.Logger, oldObj, newObj any) {
 	updated, ok2 := newObj.(*corev1.Node)
 	if !ok1 || !ok2 || old.ResourceVersion == updated.ResourceVersion {
 		return
+	}
+	if !maps.Equal(old.Labels, updated.Labels) {
+		c.members.update(updated.Name, updated.Labels)
 	}
 	if !nodeChanged(old, updated, func() map[string]bool { return c.selectors.get(c.nhcLister).keys }) {
 		return
@@ -108,6 +114,7 @@ func (c *Controller) deleteNode(logger klog.Logger, obj any) {
 	}
 	if node, ok := obj.(*corev1.Node); ok {
 		logger.V(6).Info("Node deleted", "node", klog.KObj(node))
+		c.members.update(node.Name, nil)
 		c.enqueueSelecting(node.Labels, nil)
 	}
 }

@@ -154,7 +154,7 @@ func (c *Controller) recheck(name string, plan *health.Plan) remediation.Recheck
 func (c *Controller) selectedNodes(nhc *v1alpha1.NodeHealthCheck, remediations map[string][]health.Remediation) ([]*corev1.Node, error) {
 	selector, err := metav1.LabelSelectorAsSelector(&nhc.Spec.Selector)
 	if err == nil {
-		return c.nodeLister.List(selector)
+		return c.members.nodes(nhc.Name, selector, c.nodeLister)
 	}
 	var nodes []*corev1.Node
 	for name := range remediations {
