@@ -12,9 +12,10 @@ import (
 )
 
 // trimNode is the Node informer's transform: it keeps only what the
-// controller reads (name, labels, annotations, conditions without heartbeat
-// times, the out-of-service taint) and drops the rest, such as managed
-// fields, images and volumes, which make up most of a node object.
+// controller reads (name, labels, the manual confirmation annotation,
+// conditions without heartbeat times, reasons and messages, the
+// out-of-service taint) and drops the rest, such as managed fields, images,
+// volumes and the other annotations, which make up most of a node object.
 func trimNode(obj any) (any, error) {
 	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		trimmed, err := trimNode(tombstone.Obj)
@@ -28,7 +29,7 @@ func trimNode(obj any) (any, error) {
 		TypeMeta: node.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{
 			Name: node.Name, UID: node.UID, ResourceVersion: node.ResourceVersion,
-			Labels: node.Labels, Annotations: node.Annotations,
+			Labels: node.Labels, Annotations: confirmation(node.Annotations),
 			CreationTimestamp: node.CreationTimestamp, DeletionTimestamp: node.DeletionTimestamp,
 		},
 	}
@@ -43,6 +44,16 @@ func trimNode(obj any) (any, error) {
 		}
 	}
 	return trimmed, nil
+}
+
+// confirmation keeps, of a node's annotations, the manual confirmation
+// alone: the only one a decision reads.
+func confirmation(annotations map[string]string) map[string]string {
+	value, ok := annotations[v1alpha1.ManuallyConfirmedHealthyAnnotation]
+	if !ok {
+		return nil
+	}
+	return map[string]string{v1alpha1.ManuallyConfirmedHealthyAnnotation: value}
 }
 
 // nodeChanged tells whether a node update can change a decision or the

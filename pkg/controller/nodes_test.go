@@ -86,7 +86,7 @@ func TestTrimNodeKeepsWhatTheControllerReads(t *testing.T) {
 	n := trimmed.(*corev1.Node)
 	assert.Equal(t, node.Name, n.Name)
 	assert.Equal(t, node.Labels, n.Labels)
-	assert.Equal(t, node.Annotations, n.Annotations)
+	assert.Nil(t, n.Annotations, "no annotation a decision reads")
 	assert.Equal(t, node.ResourceVersion, n.ResourceVersion)
 	assert.Len(t, n.Status.Conditions, len(node.Status.Conditions))
 	assert.Equal(t, node.Status.Conditions[0].LastTransitionTime, n.Status.Conditions[0].LastTransitionTime)
@@ -98,6 +98,10 @@ func TestTrimNodeKeepsWhatTheControllerReads(t *testing.T) {
 	node.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}, outOfService}
 	trimmed, _ = trimNode(node)
 	assert.Equal(t, []corev1.Taint{outOfService}, trimmed.(*corev1.Node).Spec.Taints, "the history records the fencing")
+
+	node.Annotations[v1alpha1.ManuallyConfirmedHealthyAnnotation] = ""
+	trimmed, _ = trimNode(node)
+	assert.Equal(t, map[string]string{v1alpha1.ManuallyConfirmedHealthyAnnotation: ""}, trimmed.(*corev1.Node).Annotations, "the manual confirmation is kept")
 
 	tombstone, _ := trimNode(cache.DeletedFinalStateUnknown{Key: "worker", Obj: node})
 	assert.Empty(t, tombstone.(cache.DeletedFinalStateUnknown).Obj.(*corev1.Node).Status.Images)
