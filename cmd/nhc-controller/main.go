@@ -49,6 +49,7 @@ func main() {
 	defer stop()
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting nhc-controller", "version", buildVersion(), "workers", opts.workers, "leaderElection", opts.leaderElect)
+	limitMemory(logger)
 	if err := run(ctx, opts); err != nil {
 		logger.Error(err, "nhc-controller failed")
 		klog.FlushAndExit(klog.ExitFlushTimeout, 1)

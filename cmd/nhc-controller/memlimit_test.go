@@ -1,0 +1,37 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestContainerMemoryLimit(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		assert.NoError(t, os.WriteFile(path, []byte(content), 0o600))
+		return path
+	}
+	cases := []struct {
+		name  string
+		files []string
+		want  int64
+		ok    bool
+	}{
+		{"cgroup v2 limit", []string{write("v2", "268435456\n")}, 268435456, true},
+		{"cgroup v2 without limit", []string{write("max", "max\n")}, 0, false},
+		{"cgroup v1 unlimited", []string{filepath.Join(dir, "missing"), write("v1", "9223372036854771712\n")}, 0, false},
+		{"cgroup v1 limit", []string{filepath.Join(dir, "missing"), write("v1-limit", "536870912\n")}, 536870912, true},
+		{"no cgroup", []string{filepath.Join(dir, "missing")}, 0, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := containerMemoryLimit(tc.files)
+			assert.Equal(t, tc.ok, ok)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
