@@ -39,10 +39,10 @@ const notReadyRequeue = time.Second
 // looked at again, besides the events that wake it.
 const problemRequeue = 10 * time.Second
 
-// maxCreationsPerSync bounds the remediation resources one sync creates: at
-// the default client rate limit (50 a second) about a second of creates, so
-// that none is sent long after the snapshot it was decided from. The next
-// sync follows at once and goes on.
+// maxCreationsPerSync bounds the remediation resources one sync creates, so
+// that none is sent long after the snapshot it was decided from: sent 16 at
+// a time within the client's burst, they take a few round trips, and each
+// is rechecked just before. The next sync follows at once and goes on.
 const maxCreationsPerSync = 50
 
 // syncTimeout bounds the API calls of one sync.

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
@@ -22,7 +23,7 @@ type Recheck func(c health.Creation) string
 // says what happened, action by action. Each action stands alone: one failure
 // does not stop the others, except that a node whose time-out annotation
 // failed gets no next step, so that the order holds. Every create is
-// rechecked just before it is sent.
+// rechecked just before it is sent; creates go out in parallel.
 func (m *Manager) Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, obs *Observation, recheck Recheck) health.Outcome {
 	var out health.Outcome
 	failedTimeOut := map[string]bool{}
@@ -37,37 +38,13 @@ func (m *Manager) Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan
 		}
 		out.TimedOut = append(out.TimedOut, to)
 	}
+	var creations []health.Creation
 	for _, c := range plan.Create {
-		if failedTimeOut[c.Node] {
-			continue
-		}
-		if why := recheck(c); why != "" {
-			out.Withdrawn = append(out.Withdrawn, health.Blocked{Node: c.Node, Message: why})
-			continue
-		}
-		if c.Lease != nil {
-			if err := m.leases.acquire(ctx, *c.Lease); err != nil {
-				if why := m.leases.problem(err); why != "" {
-					out.Blocked = append(out.Blocked, health.Blocked{Node: c.Node, Message: why})
-				} else {
-					out.Errors = append(out.Errors, fmt.Errorf("taking the lease of node %s: %w", c.Node, err))
-				}
-				continue
-			}
-		}
-		created, err := m.create(ctx, nhc, c, obs)
-		var notOwned *notOwnedError
-		var busy *controlPlaneBusyError
-		var other *remediatedByOtherError
-		switch {
-		case errors.As(err, &notOwned), errors.As(err, &busy), errors.As(err, &other):
-			out.Blocked = append(out.Blocked, health.Blocked{Node: c.Node, Message: err.Error()})
-		case err != nil:
-			out.Errors = append(out.Errors, fmt.Errorf("creating remediation of node %s from %s %s: %w", c.Node, c.Template.Kind, c.Template.Name, err))
-		default:
-			out.Created = append(out.Created, health.Created{Creation: c, Resource: Reference(created), CreationTime: created.GetCreationTimestamp().Time})
+		if !failedTimeOut[c.Node] {
+			creations = append(creations, c)
 		}
 	}
+	m.createAll(ctx, nhc, creations, obs, recheck, &out)
 	for _, del := range plan.Delete {
 		if err := m.delete(ctx, nhc.Name, obs, del); err != nil {
 			out.Errors = append(out.Errors, fmt.Errorf("deleting %s %s/%s: %w", del.Resource.Kind, del.Resource.Namespace, del.Resource.Name, err))
@@ -101,6 +78,68 @@ func (m *Manager) Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan
 		}
 	}
 	return out
+}
+
+// createWorkers bounds the creates sent at once. A storm's resources go out
+// together instead of one round trip after another; the client's rate limit
+// still bounds them.
+const createWorkers = 16
+
+// createAll carries out creations in parallel, each rechecked just before
+// it is sent and after its node lease is taken, and records what happened
+// in plan order.
+func (m *Manager) createAll(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, creations []health.Creation, obs *Observation, recheck Recheck, out *health.Outcome) {
+	type result struct {
+		created   *health.Created
+		blocked   *health.Blocked
+		withdrawn bool
+		err       error
+	}
+	results := make([]result, len(creations))
+	workqueue.ParallelizeUntil(ctx, createWorkers, len(creations), func(i int) {
+		c, r := creations[i], &results[i]
+		if why := recheck(c); why != "" {
+			r.blocked, r.withdrawn = &health.Blocked{Node: c.Node, Message: why}, true
+			return
+		}
+		if c.Lease != nil {
+			if err := m.leases.acquire(ctx, *c.Lease); err != nil {
+				if why := m.leases.problem(err); why != "" {
+					r.blocked = &health.Blocked{Node: c.Node, Message: why}
+				} else {
+					r.err = fmt.Errorf("taking the lease of node %s: %w", c.Node, err)
+				}
+				return
+			}
+		}
+		created, err := m.create(ctx, nhc, c, obs)
+		var notOwned *notOwnedError
+		var busy *controlPlaneBusyError
+		var other *remediatedByOtherError
+		switch {
+		case errors.As(err, &notOwned), errors.As(err, &busy), errors.As(err, &other):
+			r.blocked = &health.Blocked{Node: c.Node, Message: err.Error()}
+		case err != nil:
+			r.err = fmt.Errorf("creating remediation of node %s from %s %s: %w", c.Node, c.Template.Kind, c.Template.Name, err)
+		default:
+			r.created = &health.Created{Creation: c, Resource: Reference(created), CreationTime: created.GetCreationTimestamp().Time}
+		}
+	})
+	for i, r := range results {
+		switch {
+		case r.withdrawn:
+			out.Withdrawn = append(out.Withdrawn, *r.blocked)
+		case r.blocked != nil:
+			out.Blocked = append(out.Blocked, *r.blocked)
+		case r.err != nil:
+			out.Errors = append(out.Errors, r.err)
+		case r.created != nil:
+			out.Created = append(out.Created, *r.created)
+		default:
+			// Not started: the sync's context ended first.
+			out.Errors = append(out.Errors, fmt.Errorf("creating remediation of node %s: %w", creations[i].Node, ctx.Err()))
+		}
+	}
 }
 
 func (m *Manager) create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, c health.Creation, obs *Observation) (*unstructured.Unstructured, error) {

@@ -2,6 +2,7 @@ package remediation
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -235,4 +236,29 @@ func TestOneRemediationPerNodeAcrossNodeHealthChecks(t *testing.T) {
 	withOwn.Remediations = map[string][]health.Remediation{"worker-0": {{}}}
 	assert.Len(t, f.manager.Apply(context.Background(), nhcNamed(loser), createPlan("worker-0"), &withOwn, sendAll).Created, 1)
 	assert.Len(t, f.manager.Apply(context.Background(), nhcNamed(loser), createPlan("worker-1"), f.obs, sendAll).Created, 1)
+}
+
+func TestCreationsGoOutTogetherAndAreReportedInPlanOrder(t *testing.T) {
+	f := newApplyFixture(t)
+	var nodes []string
+	for i := range 40 {
+		nodes = append(nodes, fmt.Sprintf("worker-%02d", i))
+	}
+	withdrawn := func(c health.Creation) string {
+		if c.Node == "worker-07" {
+			return "the node recovered"
+		}
+		return ""
+	}
+	out := f.manager.Apply(context.Background(), testNHC, createPlan(nodes...), f.obs, withdrawn)
+	assert.Empty(t, out.Errors)
+	require.Len(t, out.Created, 39)
+	for i, c := range out.Created {
+		want := i
+		if i >= 7 {
+			want++
+		}
+		assert.Equal(t, nodes[want], c.Node, "in plan order")
+	}
+	assert.Equal(t, []health.Blocked{{Node: "worker-07", Message: "the node recovered"}}, out.Withdrawn)
 }
