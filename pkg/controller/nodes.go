@@ -2,6 +2,7 @@ package controller
 
 import (
 	"maps"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,7 +30,7 @@ func trimNode(obj any) (any, error) {
 		TypeMeta: node.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{
 			Name: node.Name, UID: node.UID, ResourceVersion: node.ResourceVersion,
-			Labels: node.Labels, Annotations: confirmation(node.Annotations),
+			Labels: interned(node.Labels), Annotations: confirmation(node.Annotations),
 			CreationTimestamp: node.CreationTimestamp, DeletionTimestamp: node.DeletionTimestamp,
 		},
 	}
@@ -40,10 +41,33 @@ func trimNode(obj any) (any, error) {
 	if len(node.Status.Conditions) > 0 {
 		trimmed.Status.Conditions = make([]corev1.NodeCondition, len(node.Status.Conditions))
 		for i, c := range node.Status.Conditions {
-			trimmed.Status.Conditions[i] = corev1.NodeCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime}
+			trimmed.Status.Conditions[i] = corev1.NodeCondition{
+				Type:   corev1.NodeConditionType(intern(string(c.Type))),
+				Status: corev1.ConditionStatus(intern(string(c.Status))), LastTransitionTime: c.LastTransitionTime,
+			}
 		}
 	}
 	return trimmed, nil
+}
+
+// interned copies labels with every key and value interned: thousands of
+// nodes share a few dozen label keys and values (role, zone, instance type,
+// architecture), and the cache would otherwise hold each node's own copy.
+func interned(labels map[string]string) map[string]string {
+	if labels == nil {
+		return nil
+	}
+	out := make(map[string]string, len(labels))
+	for k, v := range labels {
+		out[intern(k)] = intern(v)
+	}
+	return out
+}
+
+// intern returns the canonical copy of s: equal strings share one backing
+// array, which the garbage collector frees when no node uses it any more.
+func intern(s string) string {
+	return unique.Make(s).Value()
 }
 
 // confirmation keeps, of a node's annotations, the manual confirmation
