@@ -48,7 +48,7 @@ func selectingNHC(name, role string) *v1alpha1.NodeHealthCheck {
 
 // newTestController builds a controller on fake clients whose informers are
 // not started: the tests seed the caches and call the handlers.
-func newTestController(t *testing.T, nhcs ...*v1alpha1.NodeHealthCheck) *Controller {
+func newTestController(t testing.TB, nhcs ...*v1alpha1.NodeHealthCheck) *Controller {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
