@@ -59,7 +59,7 @@ func newNode(c *config, i int) (*corev1.Node, error) {
 	node.Annotations["alpha.kubernetes.io/provided-node-ip"] = ip
 	node.Annotations["csi.volume.kubernetes.io/nodeid"] = `{"ebs.csi.aws.com":"` + instance + `"}`
 	node.Spec.ProviderID = "aws:///us-east-1a/" + instance
-	node.Spec.PodCIDR = fmt.Sprintf("100.%d.%d.0/24", 64+i>>8, i&0xff)
+	node.Spec.PodCIDR = fmt.Sprintf("%d.%d.%d.0/24", 100+i>>16, i>>8&0xff, i&0xff)
 	node.Spec.PodCIDRs = []string{node.Spec.PodCIDR}
 	node.Status.Addresses = []corev1.NodeAddress{
 		{Type: corev1.NodeInternalIP, Address: ip},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"net"
 	"strconv"
 	"testing"
 	"time"
@@ -24,6 +25,14 @@ func TestNodesAreRealisticAndGroupedDisjointly(t *testing.T) {
 	assert.InDelta(t, 9800, len(data), 1000, "bytes as JSON")
 	assert.Len(t, node.Status.Conditions, 10)
 	assert.Equal(t, "node-01002", node.Labels["kubernetes.io/hostname"])
+
+	for _, i := range []int{0, 49152, 99999} {
+		node, err := newNode(&config{Nodes: 100000, NHCs: 1}, i)
+		require.NoError(t, err)
+		_, _, err = net.ParseCIDR(node.Spec.PodCIDR)
+		assert.NoError(t, err, "node %d", i)
+		assert.NotNil(t, net.ParseIP(node.Status.Addresses[0].Address), "node %d", i)
+	}
 
 	sizes := map[int]int{}
 	for i := range cfg.Nodes {
