@@ -51,3 +51,21 @@ func BenchmarkEvaluate(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStatus builds the status of the plan Evaluate made, as each sync
+// does after carrying it out.
+func BenchmarkStatus(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			in := benchmarkInput(n)
+			plan := Evaluate(in)
+			out := Outcome{TimedOut: plan.TimeOut, Deleted: plan.Delete}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				Status(in, &plan, &out)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/node")
+		})
+	}
+}

@@ -59,6 +59,12 @@ func BinDir() (string, error) {
 // Start starts etcd and kube-apiserver and installs the CRDs found in the
 // given directories, relative to the repository root.
 func Start(crdDirs ...string) (*ControlPlane, error) {
+	return StartWithFlags(nil, crdDirs...)
+}
+
+// StartWithFlags is Start with extra kube-apiserver flags, such as an audit
+// log for the scale benchmark.
+func StartWithFlags(apiServerFlags map[string]string, crdDirs ...string) (*ControlPlane, error) {
 	binDir, err := BinDir()
 	if err != nil {
 		return nil, err
@@ -71,6 +77,9 @@ func Start(crdDirs ...string) (*ControlPlane, error) {
 		BinaryAssetsDirectory: binDir,
 		CRDDirectoryPaths:     paths,
 		ErrorIfCRDPathMissing: true,
+	}
+	for name, value := range apiServerFlags {
+		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
 	}
 	cfg, err := env.Start()
 	if err != nil {

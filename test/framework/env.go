@@ -43,6 +43,11 @@ type Env struct {
 // StartEnv builds the controller, starts the control plane, and installs the
 // NodeHealthCheck CRD and the test remediators' CRDs.
 func StartEnv() (*Env, error) {
+	return StartEnvWithFlags(nil)
+}
+
+// StartEnvWithFlags is StartEnv with extra kube-apiserver flags.
+func StartEnvWithFlags(apiServerFlags map[string]string) (*Env, error) {
 	tempDir, err := os.MkdirTemp("", "nhc-e2e-")
 	if err != nil {
 		return nil, err
@@ -53,7 +58,7 @@ func StartEnv() (*Env, error) {
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("building nhc-controller: %w\n%s", err, out)
 	}
-	cluster, err := controlplane.Start("manifests/crd", "test/crds/remediators")
+	cluster, err := controlplane.StartWithFlags(apiServerFlags, "manifests/crd", "test/crds/remediators")
 	if err != nil {
 		return nil, err
 	}

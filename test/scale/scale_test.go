@@ -1,179 +1,127 @@
-// Package scale measures the controller on a real API server with thousands
-// of nodes. It reports numbers; it asserts no timings. Run it with make scale.
-package scale
+package main
 
 import (
-	"context"
-	"fmt"
-	"os"
+	"encoding/json"
+	"net"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
-	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
 
-// nodeCount is the cluster size, NHC_SCALE_NODES or 5,000.
-func nodeCount() int {
-	if n, err := strconv.Atoi(os.Getenv("NHC_SCALE_NODES")); err == nil && n > 0 {
-		return n
+func TestNodesAreRealisticAndGroupedDisjointly(t *testing.T) {
+	cfg := &config{Nodes: 1003, NHCs: 10}
+	node, err := newNode(cfg, 1002)
+	require.NoError(t, err)
+	data, err := json.Marshal(node)
+	require.NoError(t, err)
+	// The API server adds about 1.5 KB of managed fields.
+	assert.InDelta(t, 9800, len(data), 1000, "bytes as JSON")
+	assert.Len(t, node.Status.Conditions, 10)
+	assert.Equal(t, "node-01002", node.Labels["kubernetes.io/hostname"])
+
+	for _, i := range []int{0, 49152, 99999} {
+		node, err := newNode(&config{Nodes: 100000, NHCs: 1}, i)
+		require.NoError(t, err)
+		_, _, err = net.ParseCIDR(node.Spec.PodCIDR)
+		assert.NoError(t, err, "node %d", i)
+		assert.NotNil(t, net.ParseIP(node.Status.Addresses[0].Address), "node %d", i)
 	}
-	return 5000
+
+	sizes := map[int]int{}
+	for i := range cfg.Nodes {
+		sizes[group(cfg, i)]++
+	}
+	total := 0
+	for g := range cfg.NHCs {
+		assert.Equal(t, groupSize(cfg, g), sizes[g], "group %d", g)
+		total += groupSize(cfg, g)
+	}
+	assert.Equal(t, cfg.Nodes, total)
+	assert.Equal(t, 0, group(cfg, groupSize(cfg, 0)-1), "the storm's nodes are the first group's first nodes")
 }
 
-// BenchmarkFailureToRemediation reports, for a cluster of nodeCount nodes,
-// how long it takes from a node's condition expiring to its remediation
-// resource existing and to the status listing it, and the controller's
-// memory. Each iteration fails one more node and recovers it.
-func BenchmarkFailureToRemediation(b *testing.B) {
-	const scenario = "scale"
-	env, controller := startCluster(b, scenario, func(s *v1alpha1.NodeHealthCheckSpec) {
-		s.UnhealthyConditions[0].Duration = metav1.Duration{Duration: time.Second}
-	})
-	defer env.Stop()
-	defer func() { _ = controller.Stop() }()
-	count := nodeCount()
-
-	var toResource, toStatus time.Duration
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		node := fmt.Sprintf("%s-%05d", scenario, i%count)
-		// The stored transition time has one-second precision: measure from it.
-		failed := env.SetCondition(b, node, corev1.NodeReady, corev1.ConditionFalse, 0)
-		expires := failed.Status.Conditions[0].LastTransitionTime.Add(time.Second)
-		framework.Eventually(b, time.Minute, "the remediation", func() bool { return len(env.Remediations(b, scenario)[node]) == 1 })
-		toResource += time.Since(expires)
-		framework.Eventually(b, time.Minute, "the status", func() bool {
-			s := env.GetNHC(b, scenario).Status
-			return s.RemediatingNodes != nil && *s.RemediatingNodes == 1
-		})
-		toStatus += time.Since(expires)
-		env.Recover(b, node)
-		framework.Eventually(b, time.Minute, "the cleanup", func() bool { return len(env.Remediations(b, scenario)) == 0 })
+func TestAllowedUnhealthyRoundsAsTheController(t *testing.T) {
+	for minHealthy, want := range map[string]int{"60%": 399, "0": 999, "3": 996, "100%": 0} {
+		got, err := allowedUnhealthy(minHealthy, 999)
+		require.NoError(t, err)
+		assert.Equal(t, want, got, minHealthy)
 	}
-	b.StopTimer()
-	b.ReportMetric(float64(toResource.Milliseconds())/float64(b.N), "ms-to-remediation")
-	b.ReportMetric(float64(toStatus.Milliseconds())/float64(b.N), "ms-to-status")
-	b.ReportMetric(float64(count), "nodes")
-	b.ReportMetric(residentMiB(controller), "controller-RSS-MiB")
+	_, err := allowedUnhealthy("sixty", 999)
+	assert.Error(t, err)
 }
 
-// startCluster starts a control plane with nodeCount Ready nodes, a
-// NodeHealthCheck with minHealthy 51% selecting them, and the controller, and
-// waits for its first full sync.
-func startCluster(b *testing.B, scenario string, change func(*v1alpha1.NodeHealthCheckSpec)) (*framework.Env, *framework.Controller) {
-	env, err := framework.StartEnv()
-	if err != nil {
-		b.Fatal(err)
+func TestAuditCountsEachRequestOnce(t *testing.T) {
+	counts := requestCounts{ByVerbResource: map[string]int{}}
+	for _, line := range []string{
+		`{"stage":"ResponseStarted","verb":"watch","objectRef":{"resource":"nodes"},"responseStatus":{"code":200}}`,
+		`{"stage":"ResponseComplete","verb":"watch","objectRef":{"resource":"nodes"},"responseStatus":{"code":200}}`,
+		`{"stage":"ResponseComplete","verb":"update","objectRef":{"resource":"nodehealthchecks","subresource":"status"},"responseStatus":{"code":409}}`,
+		`{"stage":"ResponseComplete","verb":"get","requestURI":"/apis","responseStatus":{"code":200}}`,
+	} {
+		var e auditEvent
+		require.NoError(t, json.Unmarshal([]byte(line), &e))
+		counts.add(e)
 	}
-	count := nodeCount()
-	started := time.Now()
-	if err := createNodes(env, scenario, count); err != nil {
-		env.Stop()
-		b.Fatal(err)
-	}
-	b.Logf("created %d nodes in %v", count, time.Since(started).Round(time.Millisecond))
-	env.CreateTemplate(b, scenario, nil)
-	env.CreateNHC(b, scenario, func(s *v1alpha1.NodeHealthCheckSpec) {
-		s.MinHealthy = ptr.To(intstr.FromString("51%"))
-		change(s)
-	})
-	started = time.Now()
-	controller, err := env.StartController(scenario, "--leader-elect=false", "-v=0")
-	if err != nil {
-		env.Stop()
-		b.Fatal(err)
-	}
-	framework.Eventually(b, 5*time.Minute, "the first sync", func() bool {
-		s := env.GetNHC(b, scenario).Status
-		return s.ObservedNodes != nil && int(*s.ObservedNodes) == count
-	})
-	b.Logf("first full sync %v after the controller started", time.Since(started).Round(time.Millisecond))
-	return env, controller
+	assert.Equal(t, map[string]int{"watch nodes": 1, "update nodehealthchecks/status": 1, "get /apis": 1}, counts.ByVerbResource)
+	assert.Equal(t, 3, counts.Total)
+	assert.Equal(t, 1, counts.Failed)
 }
 
-// createNodes creates Ready nodes in parallel.
-func createNodes(env *framework.Env, scenario string, count int) error {
-	config := *env.Cluster.Config
-	config.QPS, config.Burst = 2000, 4000
-	client := kubernetes.NewForConfigOrDie(&config)
-	names := make(chan string)
-	errs := make(chan error, 1)
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			for name := range names {
-				if err := createReadyNode(client, scenario, name); err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-				}
-			}
-		})
+func TestSummarizeTakesNearestRanks(t *testing.T) {
+	var ds []time.Duration
+	for i := 100; i >= 1; i-- {
+		ds = append(ds, time.Duration(i)*time.Millisecond)
 	}
-	for i := range count {
-		names <- fmt.Sprintf("%s-%05d", scenario, i)
-	}
-	close(names)
-	wg.Wait()
-	select {
-	case err := <-errs:
-		return err
-	default:
-		return nil
-	}
+	assert.Equal(t, &latency{Count: 100, P50: 50, P99: 99, Max: 100}, summarize(ds))
+	assert.Nil(t, summarize(nil))
 }
 
-func createReadyNode(client kubernetes.Interface, scenario, name string) error {
-	ctx := context.Background()
-	node, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
-		Name: name, Labels: map[string]string{framework.ScenarioLabel: scenario, "node-role.kubernetes.io/worker": ""},
-	}}, metav1.CreateOptions{})
-	if err != nil {
-		return err
-	}
-	hour := metav1.NewTime(time.Now().Add(-time.Hour))
-	node.Status.Conditions = []corev1.NodeCondition{
-		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: hour, LastHeartbeatTime: metav1.Now()},
-		{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, LastTransitionTime: hour, LastHeartbeatTime: metav1.Now()},
-		{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, LastTransitionTime: hour, LastHeartbeatTime: metav1.Now()},
-	}
-	_, err = client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
-	return err
+// resource is a remediation resource event as the watch delivers it.
+func resource(node, nhc string, version uint64) *unstructured.Unstructured {
+	r := &unstructured.Unstructured{}
+	r.SetName(node)
+	r.SetAnnotations(map[string]string{v1alpha1.NodeNameAnnotation: node})
+	r.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "NodeHealthCheck", Name: nhc}})
+	r.SetResourceVersion(strconv.FormatUint(version, 10))
+	return r
 }
 
-// residentMiB reads the controller process's resident memory.
-func residentMiB(c *framework.Controller) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.PID()))
-	if err != nil {
-		return 0
+func TestOutcomesTellLateDuplicateAndOverBudgetResources(t *testing.T) {
+	b := &bench{cfg: &config{ConditionDuration: 5 * time.Second}, tracker: newTracker(map[string]int{"bench-00": 2})}
+	deadline := time.Now().Add(-time.Second)
+	fail := func(node string, version uint64) written {
+		return written{node: node, transition: deadline.Add(-5 * time.Second), version: version}
 	}
-	var kib float64
-	for _, line := range splitLines(string(data)) {
-		if _, err := fmt.Sscanf(line, "VmRSS: %f kB", &kib); err == nil {
-			return kib / 1024
-		}
+	recover := func(node string, version uint64) written {
+		return written{node: node, sent: time.Now().Add(-time.Second), version: version}
 	}
-	return 0
-}
+	b.tracker.record(resource("a", "bench-00", 11), false)
+	b.tracker.record(resource("a", "bench-00", 12), false) // a second one for a
+	b.tracker.record(resource("b", "bench-00", 13), false) // a third for bench-00
+	b.tracker.record(resource("c", "bench-00", 30), false) // after c recovered at 20
+	b.tracker.record(resource("a", "bench-00", 40), true)
+	b.tracker.record(resource("a", "bench-00", 41), true)
 
-func splitLines(s string) []string {
-	var lines []string
-	start := 0
-	for i := range s {
-		if s[i] == '\n' {
-			lines = append(lines, s[start:i])
-			start = i + 1
-		}
-	}
-	return lines
+	p := &phase{}
+	b.outcomes(p, []written{fail("a", 1), fail("b", 2), fail("c", 3), fail("d", 4)},
+		[]written{recover("a", 20), recover("b", 21), recover("c", 20), recover("d", 22)})
+	assert.Equal(t, 8, p.Changes)
+	assert.Equal(t, 4, p.Remediations)
+	assert.Equal(t, 1, p.Late, "c's")
+	assert.Equal(t, 1, p.Duplicates)
+	assert.Equal(t, 2, p.BudgetViolations, "b's and c's")
+	assert.Equal(t, 2, p.Missed, "c got its resource late, d none")
+	assert.Equal(t, 2, p.Leftover, "b's and c's")
+	require.NotNil(t, p.Detection)
+	assert.Equal(t, 2, p.Detection.Count, "a and b")
+	assert.GreaterOrEqual(t, p.Detection.P50, 1000.0)
+	require.NotNil(t, p.Recovery)
+	assert.Equal(t, 1, p.Recovery.Count, "a's first deletion")
 }

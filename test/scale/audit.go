@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// controllerUser is the controller's identity, so that the audit log holds
+// its requests alone.
+const controllerUser = "nhc-controller-bench"
+
+// auditPolicy logs the metadata of the controller's requests, once each:
+// at completion, or when a watch starts.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  users: ["` + controllerUser + `"]
+- level: None
+`
+
+// auditLogMaxMiB keeps the API server from rotating the log during a run.
+const auditLogMaxMiB = "100000"
+
+// auditFlags writes the policy into dir and returns the kube-apiserver flags
+// that log to dir.
+func auditFlags(dir string) (map[string]string, string, error) {
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+		return nil, "", err
+	}
+	log := filepath.Join(dir, "audit.log")
+	return map[string]string{
+		"audit-policy-file": policy, "audit-log-path": log, "audit-log-maxsize": auditLogMaxMiB, "audit-log-format": "json",
+	}, log, nil
+}
+
+// auditEvent is what the benchmark reads of an audit event.
+type auditEvent struct {
+	Stage      string `json:"stage"`
+	Verb       string `json:"verb"`
+	RequestURI string `json:"requestURI"`
+	ObjectRef  *struct {
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
+	} `json:"objectRef"`
+	ResponseStatus *struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+}
+
+// requestCounts are the controller's requests in a phase, as the API server
+// logged them.
+type requestCounts struct {
+	// ByVerbResource counts "verb resource[/subresource]", or "verb path"
+	// for discovery.
+	ByVerbResource map[string]int `json:"byVerbResource"`
+	Total          int            `json:"total"`
+	// Failed are the responses with a code of 400 or more (conflicts,
+	// not-found, throttling); FailedByVerbResource counts them by
+	// "verb resource code".
+	Failed               int            `json:"failed"`
+	FailedByVerbResource map[string]int `json:"failedByVerbResource,omitempty"`
+}
+
+// failedCode is the first HTTP status of a failed request.
+const failedCode = 400
+
+// auditReader reads the audit log from where it last stopped.
+type auditReader struct {
+	path   string
+	offset int64
+}
+
+// next counts the requests logged since the last call; a line still being
+// written is left for the next call.
+func (a *auditReader) next() (requestCounts, error) {
+	counts := requestCounts{ByVerbResource: map[string]int{}}
+	f, err := os.Open(a.path)
+	if os.IsNotExist(err) {
+		return counts, nil
+	}
+	if err != nil {
+		return counts, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(a.offset, io.SeekStart); err != nil {
+		return counts, err
+	}
+	reader := bufio.NewReaderSize(f, 1<<20)
+	for {
+		line, err := reader.ReadBytes('\n')
+		if err == io.EOF {
+			return counts, nil
+		}
+		if err != nil {
+			return counts, err
+		}
+		a.offset += int64(len(line))
+		var e auditEvent
+		if err := json.Unmarshal(line, &e); err != nil {
+			return counts, fmt.Errorf("audit log line at %d: %w", a.offset, err)
+		}
+		counts.add(e)
+	}
+}
+
+// add counts an event once per request: a watch when it starts, any other
+// request when it completes.
+func (c *requestCounts) add(e auditEvent) {
+	want := "ResponseComplete"
+	if e.Verb == "watch" {
+		want = "ResponseStarted"
+	}
+	if e.Stage != want {
+		return
+	}
+	// Discovery has no object: its path says what it read.
+	key := e.Verb + " " + e.RequestURI
+	if e.ObjectRef != nil {
+		key = e.Verb + " " + e.ObjectRef.Resource
+		if e.ObjectRef.Subresource != "" {
+			key += "/" + e.ObjectRef.Subresource
+		}
+	}
+	c.ByVerbResource[key]++
+	c.Total++
+	if e.ResponseStatus != nil && e.ResponseStatus.Code >= failedCode {
+		c.Failed++
+		if c.FailedByVerbResource == nil {
+			c.FailedByVerbResource = map[string]int{}
+		}
+		c.FailedByVerbResource[fmt.Sprintf("%s %d", key, e.ResponseStatus.Code)]++
+	}
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/nodehealthcheck/nhc-controller/test/controlplane"
+)
+
+// config is one run's parameters; every one is a flag.
+type config struct {
+	Nodes int `json:"nodes"`
+	NHCs  int `json:"nodeHealthChecks"`
+	// HeartbeatRate is node status updates a second in the quiet phase.
+	HeartbeatRate float64       `json:"heartbeatRate"`
+	Quiet         time.Duration `json:"quiet"`
+	// Trickle nodes fail one every TrickleInterval; 0 is 1% of the nodes.
+	Trickle         int           `json:"trickle"`
+	TrickleInterval time.Duration `json:"trickleInterval"`
+	// Storm nodes of the first NodeHealthCheck fail at once and recover
+	// StormHold later; 0 is 30% of its nodes.
+	Storm     int           `json:"storm"`
+	StormHold time.Duration `json:"stormHold"`
+	// ConditionDuration is how long Ready=False or Unknown must hold.
+	ConditionDuration time.Duration `json:"conditionDuration"`
+	MinHealthy        string        `json:"minHealthy"`
+	// Settle is added to each phase so that the work its last change caused
+	// is counted in it.
+	Settle time.Duration `json:"settle"`
+	// WaitTimeout bounds every wait for the controller.
+	WaitTimeout time.Duration `json:"waitTimeout"`
+	// Writers are the benchmark's parallel node writers.
+	Writers         int    `json:"writers"`
+	ControllerFlags string `json:"controllerFlags"`
+	Output          string `json:"-"`
+}
+
+func parseConfig(args []string) (*config, error) {
+	c := &config{}
+	fs := flag.NewFlagSet("scale", flag.ContinueOnError)
+	fs.IntVar(&c.Nodes, "nodes", 10000, "nodes in the cluster")
+	fs.IntVar(&c.NHCs, "nhcs", 10, "NodeHealthChecks, each selecting nodes/nhcs of the nodes (disjoint)")
+	fs.Float64Var(&c.HeartbeatRate, "heartbeat-rate", 50, "node status updates a second in the quiet phase, round-robin over the nodes")
+	fs.DurationVar(&c.Quiet, "quiet", 60*time.Second, "length of the quiet phase (heartbeats only)")
+	fs.IntVar(&c.Trickle, "trickle", 0, "nodes that fail one by one in the trickle phase; 0 is 1% of the nodes")
+	fs.DurationVar(&c.TrickleInterval, "trickle-interval", time.Second, "time between two failures of the trickle phase")
+	fs.IntVar(&c.Storm, "storm", 0, "nodes of the first NodeHealthCheck that fail at once in the storm phase; 0 is 30% of its nodes")
+	fs.DurationVar(&c.StormHold, "storm-hold", time.Minute, "how long the storm's nodes stay failed before they recover together")
+	fs.DurationVar(&c.ConditionDuration, "condition-duration", 5*time.Second, "duration of the NodeHealthChecks' unhealthy conditions")
+	fs.StringVar(&c.MinHealthy, "min-healthy", "60%", "minHealthy of every NodeHealthCheck")
+	fs.DurationVar(&c.Settle, "settle", 3*time.Second, "time added to each phase for the work its last change caused")
+	fs.DurationVar(&c.WaitTimeout, "wait-timeout", 10*time.Minute, "longest wait for the controller in any phase")
+	fs.IntVar(&c.Writers, "writers", 32, "parallel node writers of the benchmark")
+	fs.StringVar(&c.ControllerFlags, "controller-flags", "", "extra flags for nhc-controller, space separated")
+	fs.StringVar(&c.Output, "output", filepath.Join(controlplane.RepoRoot(), "_output", "scale"), "directory of the JSON results and the controller log")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if c.Trickle == 0 {
+		c.Trickle = max(c.Nodes/100, 1)
+	}
+	if c.Storm == 0 {
+		c.Storm = max(groupSize(c, 0)*30/100, 1)
+	}
+	return c, c.validate()
+}
+
+func (c *config) validate() error {
+	switch {
+	case c.Nodes < 1 || c.NHCs < 1 || c.NHCs > c.Nodes:
+		return fmt.Errorf("need 1 <= --nhcs <= --nodes")
+	case c.HeartbeatRate <= 0 || c.HeartbeatRate > float64(c.Nodes):
+		// A node's heartbeat time has one-second precision: a second one
+		// within the same second would change nothing.
+		return fmt.Errorf("--heartbeat-rate must be positive and at most one update per node a second (%d)", c.Nodes)
+	case c.Trickle > c.Nodes || c.Storm > groupSize(c, 0):
+		return fmt.Errorf("--trickle must be at most --nodes, --storm at most the first NodeHealthCheck's %d nodes", groupSize(c, 0))
+	case c.Writers < 1:
+		return fmt.Errorf("--writers must be at least 1")
+	}
+	if _, err := allowedUnhealthy(c.MinHealthy, 1); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (c *config) controllerFlags() []string {
+	return strings.Fields(c.ControllerFlags)
+}
+
+// allowedUnhealthy is how many of observed nodes may be unhealthy with new
+// remediations still starting: observed - minHealthy, a percentage rounded
+// up as the controller rounds it.
+func allowedUnhealthy(minHealthy string, observed int) (int, error) {
+	value := intstr.Parse(minHealthy)
+	healthy, err := intstr.GetScaledValueFromIntOrPercent(&value, observed, true)
+	if err != nil || healthy < 0 {
+		return 0, fmt.Errorf("--min-healthy must be a number or a percentage: %q", minHealthy)
+	}
+	return max(observed-healthy, 0), nil
+}

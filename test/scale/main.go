@@ -1,0 +1,118 @@
+// Command scale measures nhc-controller on a real kube-apiserver with
+// thousands of realistic nodes, in four phases: start-up, quiet (heartbeats
+// only), trickle (nodes failing one by one) and storm (many nodes of one
+// NodeHealthCheck failing at once). It reports numbers and asserts none:
+// a table on stdout, and JSON and the controller's log under _output/scale.
+// Run it with make scale; docs/performance.md says what each number means.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nodehealthcheck/nhc-controller/test/controlplane"
+)
+
+// machine describes where a run ran: its numbers mean little without it.
+type machine struct {
+	CPUs       int    `json:"cpus"`
+	Model      string `json:"model"`
+	LoadBefore string `json:"loadAverageBefore"`
+	LoadAfter  string `json:"loadAverageAfter"`
+}
+
+func main() {
+	cfg, err := parseConfig(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	res := &result{Config: cfg, Started: time.Now(), Commit: commit(), Machine: machine{CPUs: runtime.NumCPU(), Model: cpuModel(), LoadBefore: loadAverage()}}
+	name := fmt.Sprintf("scale-%dn-%dnhc-%s", cfg.Nodes, cfg.NHCs, res.Started.Format("20060102-150405"))
+	err = run(ctx, cfg, res, filepath.Join(cfg.Output, name+"-controller.log"))
+	res.Machine.LoadAfter = loadAverage()
+	if err != nil {
+		res.Error = err.Error()
+	}
+	res.printTable(os.Stdout)
+	path, writeErr := res.write(cfg.Output, name)
+	if writeErr != nil {
+		log.Printf("writing the results: %v", writeErr)
+	} else {
+		fmt.Printf("\nresults: %s\n", path)
+	}
+	if err != nil || writeErr != nil {
+		log.Printf("run failed: %v", errors.Join(err, writeErr))
+		os.Exit(1)
+	}
+}
+
+// run sets the cluster up, runs the phases in order, and tears it all down.
+func run(ctx context.Context, cfg *config, res *result, controllerLog string) error {
+	b, err := startBench(ctx, cfg, res)
+	if b != nil {
+		defer b.stop(controllerLog)
+	}
+	if err != nil {
+		return err
+	}
+	phases := []struct {
+		name string
+		run  func(context.Context, *phase) error
+	}{{"startup", b.startup}, {"quiet", b.quiet}, {"trickle", b.trickle}, {"storm", b.storm}}
+	for _, ph := range phases {
+		p, err := b.measure(ctx, ph.name, ph.run)
+		res.Phases = append(res.Phases, p)
+		if err != nil {
+			return fmt.Errorf("phase %s: %w", ph.name, err)
+		}
+	}
+	return nil
+}
+
+// commit names the source the controller was built from.
+func commit() string {
+	out, err := exec.Command("git", "-C", controlplane.RepoRoot(), "describe", "--always", "--dirty", "--abbrev=12").Output()
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func cpuModel() string {
+	data, _ := os.ReadFile("/proc/cpuinfo")
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if name, ok := strings.CutPrefix(line, "model name"); ok {
+			return strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(name), ":"))
+		}
+	}
+	return runtime.GOARCH
+}
+
+// loadAverage is the 1, 5 and 15 minute load: other work on the machine
+// shows in every number.
+func loadAverage() string {
+	data, _ := os.ReadFile("/proc/loadavg")
+	fields := strings.Fields(string(data))
+	if len(fields) < 3 {
+		return "unknown"
+	}
+	return strings.Join(fields[:3], " ")
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"log"
+	"time"
+)
+
+// phase is what one phase measured. Requests are the controller's, from
+// the API server's audit log; CPU and memory are the controller process's.
+type phase struct {
+	Name       string  `json:"name"`
+	Seconds    float64 `json:"seconds"`
+	CPUSeconds float64 `json:"controllerCpuSeconds"`
+	// PeakRSSMiB is VmHWM over the phase (over the run so far where the
+	// kernel cannot reset it); RSSMiB is VmRSS at its end.
+	PeakRSSMiB float64            `json:"peakRssMiB"`
+	RSSMiB     float64            `json:"rssMiB"`
+	Requests   requestCounts      `json:"requests"`
+	Controller controllerCounters `json:"controller"`
+	// Changes are the node writes the controller receives: heartbeats in
+	// the quiet phase, Ready changes (failures and recoveries) after it.
+	Changes           int     `json:"changes"`
+	CPUMsPerChange    float64 `json:"controllerCpuMsPerChange"`
+	RequestsPerChange float64 `json:"requestsPerChange"`
+
+	// StartupSeconds is from the controller's start to the last
+	// NodeHealthCheck's status counting all its nodes.
+	StartupSeconds float64 `json:"startupSeconds,omitempty"`
+	// Detection is from a failed node's deadline (stored
+	// lastTransitionTime + duration) to its remediation resource appearing;
+	// Recovery from the node's Ready write to the resource's deletion.
+	Detection *latency `json:"detection,omitempty"`
+	Recovery  *latency `json:"recovery,omitempty"`
+	// Remediations are resources created; Late ones were created after
+	// their node was Ready again; Duplicates while the node had one;
+	// BudgetViolations while the NodeHealthCheck had as many as minHealthy
+	// allows. Missed failed nodes got no resource before they recovered,
+	// Leftover resources were not deleted at the phase's end.
+	Remediations     int `json:"remediations"`
+	Late             int `json:"late"`
+	Duplicates       int `json:"duplicates"`
+	BudgetViolations int `json:"budgetViolations"`
+	Missed           int `json:"missed"`
+	Leftover         int `json:"leftover"`
+}
+
+// measure runs a phase, then waits the settle time, and measures the
+// controller over both. The startup phase starts the controller itself:
+// before it, everything counts from zero.
+func (b *bench) measure(ctx context.Context, name string, run func(context.Context, *phase) error) (*phase, error) {
+	p := &phase{Name: name}
+	var cpuBefore float64
+	var before controllerCounters
+	if b.controller != nil {
+		if !resetPeak(b.controller.PID()) {
+			log.Printf("warning: cannot reset the controller's peak RSS: peaks include earlier phases")
+		}
+		cpuBefore, _ = cpuSeconds(b.controller.PID())
+		before, _ = scrape(ctx, b.controller.MetricsAddress)
+	}
+	if _, err := b.audit.next(); err != nil {
+		return p, err
+	}
+	b.tracker.reset()
+	log.Printf("phase %s", name)
+	started := time.Now()
+	if err := run(ctx, p); err != nil {
+		return p, err
+	}
+	if !sleepUntil(ctx, time.Now().Add(b.cfg.Settle)) {
+		return p, ctx.Err()
+	}
+	p.Seconds = time.Since(started).Seconds()
+
+	pid := b.controller.PID()
+	cpu, err := cpuSeconds(pid)
+	if err != nil {
+		return p, err
+	}
+	p.CPUSeconds = cpu - cpuBefore
+	if p.PeakRSSMiB, p.RSSMiB, err = memoryMiB(pid); err != nil {
+		return p, err
+	}
+	after, err := scrape(ctx, b.controller.MetricsAddress)
+	if err != nil {
+		return p, err
+	}
+	p.Controller = after.minus(before)
+	if p.Requests, err = b.audit.next(); err != nil {
+		return p, err
+	}
+	if p.Changes > 0 {
+		p.CPUMsPerChange = p.CPUSeconds * 1000 / float64(p.Changes)
+		p.RequestsPerChange = float64(p.Requests.Total) / float64(p.Changes)
+	}
+	return p, nil
+}

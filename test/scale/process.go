@@ -1,0 +1,61 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// clockTicksPerSecond is USER_HZ, the unit of /proc/<pid>/stat's times: 100
+// on every architecture Linux and Go share.
+const clockTicksPerSecond = 100
+
+// resetPeakRSS is what /proc/<pid>/clear_refs takes to reset VmHWM.
+const resetPeakRSS = "5"
+
+// cpuSeconds is a process's user and system CPU time so far, all threads.
+func cpuSeconds(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, in parentheses, may hold spaces: count after it.
+	fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	// utime and stime are the 14th and 15th fields; fields[0] is the 3rd.
+	const utime, stime = 14 - 3, 15 - 3
+	if len(fields) <= stime {
+		return 0, fmt.Errorf("/proc/%d/stat: too few fields", pid)
+	}
+	user, err1 := strconv.ParseUint(fields[utime], 10, 64)
+	system, err2 := strconv.ParseUint(fields[stime], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: bad times %q %q", pid, fields[utime], fields[stime])
+	}
+	return float64(user+system) / clockTicksPerSecond, nil
+}
+
+// memoryMiB returns a process's peak (VmHWM) and current (VmRSS) resident
+// memory.
+func memoryMiB(pid int) (peak, current float64, err error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		var kib float64
+		if _, err := fmt.Sscanf(line, "VmHWM: %f kB", &kib); err == nil {
+			peak = kib / 1024
+		} else if _, err := fmt.Sscanf(line, "VmRSS: %f kB", &kib); err == nil {
+			current = kib / 1024
+		}
+	}
+	return peak, current, nil
+}
+
+// resetPeak makes VmHWM start again from the current RSS, so that each
+// phase reports its own peak; where the kernel refuses, peaks only grow.
+func resetPeak(pid int) bool {
+	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte(resetPeakRSS), 0) == nil
+}
