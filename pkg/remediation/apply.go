@@ -85,9 +85,9 @@ func (m *Manager) Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan
 // still bounds them.
 const createWorkers = 16
 
-// createAll carries out creations in parallel, each rechecked just before
-// it is sent and after its node lease is taken, and records what happened
-// in plan order.
+// createAll carries out creations in parallel, each after its node lease is
+// taken and rechecked just before it is sent, and records what happened in
+// plan order.
 func (m *Manager) createAll(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, creations []health.Creation, obs *Observation, recheck Recheck, out *health.Outcome) {
 	type result struct {
 		created   *health.Created
@@ -98,10 +98,6 @@ func (m *Manager) createAll(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, 
 	results := make([]result, len(creations))
 	workqueue.ParallelizeUntil(ctx, createWorkers, len(creations), func(i int) {
 		c, r := creations[i], &results[i]
-		if why := recheck(c); why != "" {
-			r.blocked, r.withdrawn = &health.Blocked{Node: c.Node, Message: why}, true
-			return
-		}
 		if c.Lease != nil {
 			if err := m.leases.acquire(ctx, *c.Lease); err != nil {
 				if why := m.leases.problem(err); why != "" {
@@ -111,6 +107,13 @@ func (m *Manager) createAll(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, 
 				}
 				return
 			}
+		}
+		// After the lease, which may have waited for the client's rate
+		// limit: the node may have recovered meanwhile. A lease taken for
+		// nothing is released by the next sync.
+		if why := recheck(c); why != "" {
+			r.blocked, r.withdrawn = &health.Blocked{Node: c.Node, Message: why}, true
+			return
 		}
 		created, err := m.create(ctx, nhc, c, obs)
 		var notOwned *notOwnedError
