@@ -80,7 +80,7 @@ func startBench(ctx context.Context, cfg *config, res *result) (*bench, error) {
 	}
 	res.NodesCreatedSeconds = time.Since(started).Seconds()
 	log.Printf("created %d nodes in %.1fs", cfg.Nodes, res.NodesCreatedSeconds)
-	raw, err := b.kube.CoreV1().RESTClient().Get().Resource("nodes").Name(nodeName(0)).DoRaw(ctx)
+	raw, err := b.kube.CoreV1().RESTClient().Get().Resource("nodes").Name(nodeName(0)).SetHeader("Accept", "application/json").DoRaw(ctx)
 	if err != nil {
 		return b, err
 	}

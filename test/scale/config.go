@@ -12,28 +12,29 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/test/controlplane"
 )
 
-// config is one run's parameters; every one is a flag.
+// config is one run's parameters; every one is a flag. Durations are in
+// nanoseconds in the JSON.
 type config struct {
 	Nodes int `json:"nodes"`
 	NHCs  int `json:"nodeHealthChecks"`
 	// HeartbeatRate is node status updates a second in the quiet phase.
 	HeartbeatRate float64       `json:"heartbeatRate"`
-	Quiet         time.Duration `json:"quiet"`
+	Quiet         time.Duration `json:"quietNs"`
 	// Trickle nodes fail one every TrickleInterval; 0 is 1% of the nodes.
 	Trickle         int           `json:"trickle"`
-	TrickleInterval time.Duration `json:"trickleInterval"`
+	TrickleInterval time.Duration `json:"trickleIntervalNs"`
 	// Storm nodes of the first NodeHealthCheck fail at once and recover
 	// StormHold later; 0 is 30% of its nodes.
 	Storm     int           `json:"storm"`
-	StormHold time.Duration `json:"stormHold"`
+	StormHold time.Duration `json:"stormHoldNs"`
 	// ConditionDuration is how long Ready=False or Unknown must hold.
-	ConditionDuration time.Duration `json:"conditionDuration"`
+	ConditionDuration time.Duration `json:"conditionDurationNs"`
 	MinHealthy        string        `json:"minHealthy"`
 	// Settle is added to each phase so that the work its last change caused
 	// is counted in it.
-	Settle time.Duration `json:"settle"`
+	Settle time.Duration `json:"settleNs"`
 	// WaitTimeout bounds every wait for the controller.
-	WaitTimeout time.Duration `json:"waitTimeout"`
+	WaitTimeout time.Duration `json:"waitTimeoutNs"`
 	// Writers are the benchmark's parallel node writers.
 	Writers         int    `json:"writers"`
 	ControllerFlags string `json:"controllerFlags"`

@@ -30,8 +30,10 @@ type phase struct {
 	// Detection is from a failed node's deadline (stored
 	// lastTransitionTime + duration) to its remediation resource appearing;
 	// Recovery from the node's Ready write to the resource's deletion.
+	// LateBy is from a node's Ready write to a resource created after it.
 	Detection *latency `json:"detection,omitempty"`
 	Recovery  *latency `json:"recovery,omitempty"`
+	LateBy    *latency `json:"lateBy,omitempty"`
 	// Remediations are resources created; Late ones were created after
 	// their node was Ready again; Duplicates while the node had one;
 	// BudgetViolations while the NodeHealthCheck had as many as minHealthy

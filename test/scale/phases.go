@@ -166,7 +166,7 @@ func (b *bench) outcomes(p *phase, failures, recoveries []written) {
 	p.Duplicates, p.BudgetViolations, p.Leftover = duplicates, violations, b.tracker.total()
 	failed, recovered := byNode(failures), byNode(recoveries)
 	remediated, cleaned := map[string]bool{}, map[string]bool{}
-	var detection, recovery []time.Duration
+	var detection, recovery, late []time.Duration
 	for _, e := range events {
 		f, r := failed[e.node], recovered[e.node]
 		switch {
@@ -175,6 +175,7 @@ func (b *bench) outcomes(p *phase, failures, recoveries []written) {
 			// after the node was Ready again.
 			p.Late++
 			p.Remediations++
+			late = append(late, e.seen.Sub(r.sent))
 		case !e.deleted:
 			p.Remediations++
 			if f.version > 0 && e.version > f.version && !remediated[e.node] {
@@ -189,7 +190,7 @@ func (b *bench) outcomes(p *phase, failures, recoveries []written) {
 		}
 	}
 	p.Missed = len(failed) - len(remediated)
-	p.Detection, p.Recovery = summarize(detection), summarize(recovery)
+	p.Detection, p.Recovery, p.LateBy = summarize(detection), summarize(recovery), summarize(late)
 }
 
 func byNode(ws []written) map[string]written {

@@ -29,9 +29,6 @@ type result struct {
 
 // write saves the result as JSON and returns the file's path.
 func (r *result) write(dir, name string) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return "", err
@@ -82,6 +79,7 @@ func (r *result) printTable(w io.Writer) {
 	row("late / duplicates / over budget", func(p *phase) string {
 		return optional(p.Detection != nil || p.Remediations > 0, "%d / %d / %d", p.Late, p.Duplicates, p.BudgetViolations)
 	})
+	row("late after Ready p50/p99/max (ms)", func(p *phase) string { return p.LateBy.String() })
 	breakdown := func(counts func(*phase) map[string]int) {
 		keys := map[string]bool{}
 		for _, p := range r.Phases {

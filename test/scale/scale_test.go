@@ -115,6 +115,7 @@ func TestOutcomesTellLateDuplicateAndOverBudgetResources(t *testing.T) {
 	assert.Equal(t, 8, p.Changes)
 	assert.Equal(t, 4, p.Remediations)
 	assert.Equal(t, 1, p.Late, "c's")
+	require.NotNil(t, p.LateBy)
 	assert.Equal(t, 1, p.Duplicates)
 	assert.Equal(t, 2, p.BudgetViolations, "b's and c's")
 	assert.Equal(t, 2, p.Missed, "c got its resource late, d none")
