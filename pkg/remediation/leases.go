@@ -117,11 +117,6 @@ func (l *NodeLeases) AddChangeHandler(handler LeaseChangeFunc) error {
 	return err
 }
 
-// Namespace is the namespace of the node leases.
-func (l *NodeLeases) Namespace() string {
-	return l.namespace
-}
-
 // read returns the node leases; nil while the informer has not synced, with
 // the problem when it cannot list them.
 func (l *NodeLeases) read() (*health.Leases, *health.Problem, error) {
@@ -146,14 +141,14 @@ func LeasesOf(all []*coordinationv1.Lease, duration, buffer time.Duration) *heal
 	leases := &health.Leases{ByNode: make(map[string]health.NodeLease, len(all)), Duration: duration, Buffer: buffer}
 	for _, lease := range all {
 		if node, ok := health.LeaseNode(lease.Name); ok {
-			leases.ByNode[node] = NodeLeaseOf(lease)
+			leases.ByNode[node] = nodeLeaseOf(lease)
 		}
 	}
 	return leases
 }
 
-// NodeLeaseOf is what decisions need of a Lease.
-func NodeLeaseOf(lease *coordinationv1.Lease) health.NodeLease {
+// nodeLeaseOf is what decisions need of a Lease.
+func nodeLeaseOf(lease *coordinationv1.Lease) health.NodeLease {
 	var l health.NodeLease
 	l.Holder = ptr.Deref(lease.Spec.HolderIdentity, "")
 	if t := lease.Spec.AcquireTime; t != nil {
@@ -210,7 +205,7 @@ func (l *NodeLeases) acquire(ctx context.Context, req health.LeaseRequest) error
 	if err != nil {
 		return err
 	}
-	current := NodeLeaseOf(cached)
+	current := nodeLeaseOf(cached)
 	lease := cached.DeepCopy()
 	switch {
 	case current.Holder == req.Holder:
