@@ -131,8 +131,8 @@ func New(ctx context.Context, nodeInformer coreinformers.NodeInformer, nhcInform
 	}, cache.HandlerOptions{Logger: &logger}); err != nil {
 		return nil, err
 	}
-	if _, err := nodeInformer.Informer().AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.addNode(obj) },
+	if _, err := nodeInformer.Informer().AddEventHandlerWithOptions(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    func(obj any, isInInitialList bool) { c.addNode(obj, isInInitialList) },
 		UpdateFunc: func(oldObj, newObj any) { c.updateNode(logger, oldObj, newObj) },
 		DeleteFunc: func(obj any) { c.deleteNode(logger, obj) },
 	}, cache.HandlerOptions{Logger: &logger}); err != nil {

@@ -82,10 +82,17 @@ func (c *Controller) enqueueOthers(name string) {
 	}
 }
 
-func (c *Controller) addNode(obj any) {
+// addNode places a node in the membership, and enqueues the
+// NodeHealthChecks that select a node added after the start. The nodes of
+// the initial list wake nobody: every NodeHealthCheck's first sync, after
+// the node cache has synced, sees them all, and thousands of them would
+// each sync their NodeHealthCheck again.
+func (c *Controller) addNode(obj any, isInInitialList bool) {
 	if node, ok := obj.(*corev1.Node); ok {
 		c.members.update(node.Name, node.Labels)
-		c.enqueueSelecting(node.Labels, nil)
+		if !isInInitialList {
+			c.enqueueSelecting(node.Labels, nil)
+		}
 	}
 }
 
