@@ -105,11 +105,13 @@ func (c *Controller) updateNode(logger klog.Logger, oldObj, newObj any) {
 	if !ok1 || !ok2 || old.ResourceVersion == updated.ResourceVersion {
 		return
 	}
-	if !maps.Equal(old.Labels, updated.Labels) {
-		c.members.update(updated.Name, updated.Labels)
-	}
 	if !nodeChanged(old, updated, func() map[string]bool { return c.selectors.get(c.nhcLister).keys }) {
 		return
+	}
+	// Membership follows the labels selectors use, which nodeChanged
+	// looks at: a heartbeat compares no labels twice.
+	if !maps.Equal(old.Labels, updated.Labels) {
+		c.members.update(updated.Name, updated.Labels)
 	}
 	logger.V(6).Info("Node changed", "node", klog.KObj(updated))
 	c.enqueueSelecting(old.Labels, updated.Labels)

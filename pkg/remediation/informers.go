@@ -56,10 +56,7 @@ type runningInformer struct {
 	stop     context.CancelFunc
 	users    sets.Set[string]
 	started  time.Time
-
-	mu sync.Mutex
-	// watchErr is the last list or watch error, such as Forbidden.
-	watchErr error
+	errors   watchErrors
 }
 
 // NewInformers returns a manager whose informers run until ctx ends.
@@ -126,12 +123,7 @@ func (m *Informers) start(gvr schema.GroupVersionResource) *runningInformer {
 		}
 		return obj, nil
 	})
-	_ = informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, reflector *cache.Reflector, err error) {
-		r.mu.Lock()
-		r.watchErr = err
-		r.mu.Unlock()
-		cache.DefaultWatchErrorHandler(ctx, reflector, err)
-	})
+	r.errors.record(informer)
 	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { m.notify(gvr, obj, false) },
 		UpdateFunc: func(_, obj any) { m.notify(gvr, obj, false) },
@@ -187,12 +179,10 @@ func (m *Informers) Synced(resources ...schema.GroupVersionResource) bool {
 // while it has not synced, such as a Forbidden for missing RBAC.
 func (m *Informers) watchError(gvr schema.GroupVersionResource) error {
 	r := m.informer(gvr)
-	if r == nil || r.informer.HasSynced() {
+	if r == nil {
 		return nil
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.watchErr
+	return r.errors.unsynced(r.informer)
 }
 
 // watchGrace is how long an informer may fail to list before its error is

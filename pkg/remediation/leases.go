@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -56,15 +55,11 @@ type NodeLeases struct {
 	namespaces coreclient.NamespaceInterface
 	informer   cache.SharedIndexInformer
 	lister     coordinationlisters.LeaseNamespaceLister
-	synced     cache.InformerSynced
 	namespace  string
 	// duration and buffer are health.Leases' durations.
 	duration, buffer time.Duration
 	clock            clock.PassiveClock
-
-	mu sync.Mutex
-	// watchErr is the informer's last list or watch error, such as Forbidden.
-	watchErr error
+	errors           watchErrors
 }
 
 // NewNodeLeases returns node leases of the informer's namespace. The informer
@@ -72,15 +67,10 @@ type NodeLeases struct {
 // renewed every 10 seconds, that is no business of ours.
 func NewNodeLeases(client coordinationclient.LeasesGetter, namespaces coreclient.NamespaceInterface, informer coordinationinformers.LeaseInformer, namespace string, duration, buffer time.Duration, clk clock.PassiveClock) *NodeLeases {
 	l := &NodeLeases{
-		client: client, namespaces: namespaces, informer: informer.Informer(), lister: informer.Lister().Leases(namespace), synced: informer.Informer().HasSynced,
+		client: client, namespaces: namespaces, informer: informer.Informer(), lister: informer.Lister().Leases(namespace),
 		namespace: namespace, duration: duration, buffer: buffer, clock: clk,
 	}
-	_ = informer.Informer().SetWatchErrorHandlerWithContext(func(ctx context.Context, reflector *cache.Reflector, err error) {
-		l.mu.Lock()
-		l.watchErr = err
-		l.mu.Unlock()
-		cache.DefaultWatchErrorHandler(ctx, reflector, err)
-	})
+	l.errors.record(l.informer)
 	return l
 }
 
@@ -120,13 +110,11 @@ func (l *NodeLeases) AddChangeHandler(handler LeaseChangeFunc) error {
 // read returns the node leases; nil while the informer has not synced, with
 // the problem when it cannot list them.
 func (l *NodeLeases) read() (*health.Leases, *health.Problem, error) {
-	if !l.synced() {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		if l.watchErr == nil {
-			return nil, nil, nil
+	if !l.informer.HasSynced() {
+		if err := l.errors.unsynced(l.informer); err != nil {
+			return nil, &health.Problem{Reason: v1alpha1.ReasonNodeLeasesUnavailable, Message: fmt.Sprintf(messageLeasesUnreadable, l.namespace, err)}, nil
 		}
-		return nil, &health.Problem{Reason: v1alpha1.ReasonNodeLeasesUnavailable, Message: fmt.Sprintf(messageLeasesUnreadable, l.namespace, l.watchErr)}, nil
+		return nil, nil, nil
 	}
 	all, err := l.lister.List(labels.Everything())
 	if err != nil {
@@ -240,18 +228,26 @@ func (l *NodeLeases) createNamespace(ctx context.Context) error {
 	return apierrors.NewNotFound(corev1.Resource("namespaces"), l.namespace)
 }
 
+// ours returns a node's lease from the cache if the holder holds it, or nil.
+func (l *NodeLeases) ours(node, holder string) (*coordinationv1.Lease, error) {
+	cached, err := l.lister.Get(health.LeaseName(node))
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case ptr.Deref(cached.Spec.HolderIdentity, "") != holder:
+		return nil, nil
+	}
+	return cached, nil
+}
+
 // renew extends a lease of ours from now. A lease that is not ours (any
 // more) is left alone.
 func (l *NodeLeases) renew(ctx context.Context, req health.LeaseRequest) error {
-	cached, err := l.lister.Get(health.LeaseName(req.Node))
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	cached, err := l.ours(req.Node, req.Holder)
+	if cached == nil {
 		return err
-	}
-	if ptr.Deref(cached.Spec.HolderIdentity, "") != req.Holder {
-		return nil
 	}
 	lease := cached.DeepCopy()
 	lease.Spec.RenewTime = ptr.To(metav1.NewMicroTime(l.clock.Now()))
@@ -263,15 +259,9 @@ func (l *NodeLeases) renew(ctx context.Context, req health.LeaseRequest) error {
 // release deletes a lease of ours, only the version we saw: a lease someone
 // else has just taken over is not deleted.
 func (l *NodeLeases) release(ctx context.Context, node, holder string) error {
-	cached, err := l.lister.Get(health.LeaseName(node))
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	cached, err := l.ours(node, holder)
+	if cached == nil {
 		return err
-	}
-	if ptr.Deref(cached.Spec.HolderIdentity, "") != holder {
-		return nil
 	}
 	err = l.client.Leases(l.namespace).Delete(ctx, cached.Name, metav1.DeleteOptions{
 		Preconditions: &metav1.Preconditions{UID: &cached.UID, ResourceVersion: &cached.ResourceVersion},
@@ -303,7 +293,7 @@ func (m *Manager) keepLeases(ctx context.Context, nhc string, plan *health.Plan)
 	return errs
 }
 
-// leaseProblem says why a lease cannot be taken until someone does
+// problem says why a lease cannot be taken until someone does
 // something, or "" for an error worth a quick retry, such as a conflict with
 // a write the informer does not show yet.
 func (l *NodeLeases) problem(err error) string {

@@ -45,7 +45,7 @@ func newLeaseFixture(t *testing.T, objects ...runtime.Object) (*NodeLeases, *kub
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	factory.Start(ctx.Done())
-	require.True(t, cache.WaitForCacheSync(ctx.Done(), leases.synced))
+	require.True(t, cache.WaitForCacheSync(ctx.Done(), leases.informer.HasSynced))
 	return leases, client
 }
 
