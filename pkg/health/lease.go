@@ -173,9 +173,12 @@ func (e *evaluation) leaseOverdue(node string, currentStep int) time.Time {
 
 // keepLeases renews the leases of the nodes that still have this
 // NodeHealthCheck's resources, when half their duration has passed, and
-// releases those of nodes that have none and get none, selected or not. A
-// lease it does not hold is left alone: not taken again after it went
-// overdue, and never released.
+// releases those of nodes that have none and get none, and are healthy or
+// no longer selected (upstream's rule): an unhealthy node that waits keeps
+// its lease until it ends, so that another process of the same
+// NodeHealthCheck, whose cache does not show its resource yet, cannot
+// release a lease taken a moment ago. A lease it does not hold is left
+// alone: not taken again after it went overdue, and never released.
 func (e *evaluation) keepLeases() {
 	if e.in.Leases == nil {
 		return
@@ -187,12 +190,20 @@ func (e *evaluation) keepLeases() {
 	for _, node := range e.p.ReleaseLeases {
 		planned[node] = true
 	}
+	unhealthy := map[string]bool{}
+	for i := range e.p.Nodes {
+		if v := &e.p.Nodes[i]; v.State != StateHealthy {
+			unhealthy[v.Node.Name] = true
+		}
+	}
 	for node, l := range e.in.Leases.ByNode {
 		if l.Holder != e.holder() || planned[node] || e.in.PendingNodes[node] {
 			continue
 		}
 		if len(e.in.Remediations[node]) == 0 {
-			e.p.ReleaseLeases = append(e.p.ReleaseLeases, node)
+			if !unhealthy[node] {
+				e.p.ReleaseLeases = append(e.p.ReleaseLeases, node)
+			}
 			continue
 		}
 		renewAt := l.Renewed.Add(l.Duration / 2)

@@ -237,3 +237,17 @@ func TestEscalationStepExtendsTheLease(t *testing.T) {
 	require.Len(t, d.Create, 1)
 	assert.Equal(t, &LeaseRequest{Node: "sick", Holder: ourHolder, Duration: 11 * time.Minute}, d.Create[0].Lease)
 }
+
+func TestAWaitingUnhealthyNodeKeepsItsLeaseUntilItEnds(t *testing.T) {
+	// Paused, the node gets nothing; its lease, maybe taken a moment ago by
+	// another process whose resource this one's cache does not show yet,
+	// is neither released nor renewed.
+	d := withLeases(paused, oneSick(), nil, map[string]NodeLease{"sick": lease(ourHolder, 10*time.Minute, 11*time.Minute)})
+	assert.Equal(t, WaitPaused, verdictOf(d, "sick").Waiting)
+	assert.Empty(t, d.ReleaseLeases)
+	assert.Empty(t, d.RenewLeases)
+
+	// Healthy again: released.
+	d = withLeases(paused, nodes("healthy", 3), nil, map[string]NodeLease{"healthy-0": lease(ourHolder, 10*time.Minute, 11*time.Minute)})
+	assert.Equal(t, []string{"healthy-0"}, d.ReleaseLeases)
+}

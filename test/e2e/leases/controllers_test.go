@@ -1,6 +1,7 @@
 package leases
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -37,8 +38,20 @@ func TestTwoControllersTwoHoldersOneRemediation(t *testing.T) {
 	failing := nodes[:3]
 	env.Fail(t, time.Hour, failing...)
 
+	// seen is the last state looked at, for the failure message: whether a
+	// wait ran out or a node got two remediations.
+	var seen string
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("last seen: %s", seen)
+		}
+	})
 	oneEach := func() bool {
 		a, b := env.Remediations(t, "pair-a"), env.Remediations(t, "pair-b")
+		seen = ""
+		for _, node := range failing {
+			seen += fmt.Sprintf("%s: pair-a %d, pair-b %d, lease %q; ", node, len(a[node]), len(b[node]), holder(t, node))
+		}
 		for _, node := range failing {
 			if len(a[node])+len(b[node]) != 1 {
 				return false
