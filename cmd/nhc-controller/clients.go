@@ -22,6 +22,8 @@ type apiClients struct {
 	nhc versioned.Interface
 	// dynamic writes remediation resources of any kind, in JSON.
 	dynamic dynamic.Interface
+	// config is what they share, for the node informer's own client.
+	config *rest.Config
 }
 
 // newClients returns the clients. Responses are not compressed: the
@@ -32,7 +34,7 @@ func newClients(config *rest.Config, opts *options) (*apiClients, error) {
 	config.DisableCompression = true
 	events := rest.CopyConfig(config)
 	events.QPS, events.Burst = opts.eventsQPS, opts.eventsBurst
-	var c apiClients
+	c := apiClients{config: config}
 	var err error
 	if c.kube, err = kubernetes.NewForConfig(config); err != nil {
 		return nil, err

@@ -38,6 +38,9 @@ type options struct {
 	tlsCertFile   string
 	tlsKeyFile    string
 	probeAddress  string
+	// profiling serves Go's pprof under /debug/pprof/ beside /metrics, with
+	// the same protection.
+	profiling bool
 
 	// nodeLeases takes upstream's node leases before remediating, shared
 	// with the other medik8s operators.
@@ -75,6 +78,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.metricsSecure, "metrics-secure", o.metricsSecure, "Serve /metrics over HTTPS to callers that a TokenReview authenticates and a SubjectAccessReview allows GET /metrics (ClusterRole nhc-controller-metrics-reader). false serves plain HTTP to anyone: only behind a network policy.")
 	fs.StringVar(&o.tlsCertFile, "tls-cert-file", o.tlsCertFile, "Certificate of the HTTPS metrics server; without it a self-signed one is made at start.")
 	fs.StringVar(&o.tlsKeyFile, "tls-private-key-file", o.tlsKeyFile, "Private key of --tls-cert-file.")
+	fs.BoolVar(&o.profiling, "profiling", o.profiling, "Serve Go's pprof profiles under /debug/pprof/ on the metrics address, to callers allowed GET on that non-resource URL when --metrics-secure.")
 	fs.StringVar(&o.probeAddress, "health-probe-bind-address", o.probeAddress, "Address of /healthz and /readyz; 0 disables them.")
 	fs.BoolVar(&o.nodeLeases, "node-leases", o.nodeLeases, "Take a node's Lease before remediating it, as upstream NodeHealthCheck and node-maintenance-operator do, so that they never act on one node at once. false only where no other medik8s operator runs.")
 	fs.StringVar(&o.leaseNamespace, "lease-namespace", o.leaseNamespace, "Namespace of the node leases. Defaults to $"+remediation.LeaseNamespaceEnv+", else "+remediation.DefaultLeaseNamespace+".")

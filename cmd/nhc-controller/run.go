@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 	"os"
 
 	"github.com/google/uuid"
@@ -29,6 +30,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/controller"
 	nhcscheme "github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned/scheme"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
@@ -77,9 +79,13 @@ func run(ctx context.Context, opts *options) error {
 
 	// Nodes and NodeHealthChecks are watched on every replica, so that a new
 	// leader starts with warm caches. Nothing needs a periodic resync.
-	// NodeHealthChecks are decoded one at a time, so that one that cannot be
-	// decoded is reported alone instead of failing the list of all.
-	kubeInformers := informers.NewSharedInformerFactory(kubeClient, 0)
+	// Nodes are decoded trimmed, straight from protobuf. NodeHealthChecks are
+	// decoded one at a time, so that one that cannot be decoded is reported
+	// alone instead of failing the list of all.
+	nodeInformer, err := nodecache.NewInformer(apis.config)
+	if err != nil {
+		return err
+	}
 	nhcInformer := controller.NewNodeHealthCheckInformer(dynamicClient)
 	var leases *remediation.NodeLeases
 	var leaseInformers informers.SharedInformerFactory
@@ -91,13 +97,12 @@ func run(ctx context.Context, opts *options) error {
 			opts.leaseNamespace, opts.nodeLeaseDuration, opts.nodeLeaseBuffer, clock.RealClock{})
 	}
 	remediations := newRemediationManager(ctx, kubeClient, dynamicClient, leases, clock.RealClock{})
-	ctrl, err := controller.New(ctx, kubeInformers.Core().V1().Nodes(), nhcInformer,
+	ctrl, err := controller.New(ctx, nodeInformer, nhcInformer,
 		nhcClient, remediations, recorder, metrics, clock.RealClock{})
 	if err != nil {
 		return err
 	}
-	kubeInformers.Start(ctx.Done())
-	defer kubeInformers.Shutdown()
+	go nodeInformer.Informer().RunWithContext(ctx)
 	if leaseInformers != nil {
 		leaseInformers.Start(ctx.Done())
 		defer leaseInformers.Shutdown()
@@ -185,14 +190,21 @@ func runElected(ctx context.Context, opts *options, kubeClient kubernetes.Interf
 	return runErr
 }
 
-// serveMetrics serves /metrics, over HTTPS to authorized callers unless
-// --metrics-secure=false.
+// serveMetrics serves /metrics, and /debug/pprof/ with --profiling, over
+// HTTPS to authorized callers unless --metrics-secure=false.
 func serveMetrics(ctx context.Context, opts *options, kubeClient kubernetes.Interface) error {
 	if opts.metricsAddress == "" || opts.metricsAddress == "0" {
 		return nil
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", legacyregistry.Handler())
+	if opts.profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	if !opts.metricsSecure {
 		serve(ctx, "metrics", opts.metricsAddress, mux)
 		return nil

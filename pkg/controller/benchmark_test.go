@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 )
 
 // benchmarkNHCs is how many NodeHealthChecks the handler benchmarks route
@@ -15,7 +16,7 @@ import (
 const benchmarkNHCs = 10
 
 // nodeUpdates are updates a node gets, from the most frequent: a heartbeat
-// (after trimNode, only the resourceVersion differs), a label no selector
+// (once trimmed, only the resourceVersion differs), a label no selector
 // uses, and a condition that changes.
 var nodeUpdates = []struct {
 	name   string
@@ -34,19 +35,7 @@ func trimmedUpdate(change func(*corev1.Node)) (old, updated *corev1.Node) {
 	next := node.DeepCopy()
 	next.ResourceVersion = "2"
 	change(next)
-	o, _ := trimNode(node)
-	u, _ := trimNode(next)
-	return o.(*corev1.Node), u.(*corev1.Node)
-}
-
-// BenchmarkTrimNode is the node informer's transform, which every node
-// event pays, heartbeats included.
-func BenchmarkTrimNode(b *testing.B) {
-	node := realisticNode(1)
-	b.ReportAllocs()
-	for b.Loop() {
-		_, _ = trimNode(node)
-	}
+	return nodecache.Trim(node), nodecache.Trim(next)
 }
 
 // BenchmarkNodeChanged is the filter that drops the updates that cannot

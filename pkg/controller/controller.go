@@ -94,7 +94,8 @@ type Controller struct {
 }
 
 // New returns a controller. The informers must not have started yet, so that
-// the controller's indexer and transform can be added.
+// the controller's indexer can be added. The node informer is meant to be
+// nodecache's, whose nodes keep only what the controller reads.
 func New(ctx context.Context, nodeInformer coreinformers.NodeInformer, nhcInformer nhcinformers.NodeHealthCheckInformer,
 	nhcClient versioned.Interface, remediations *remediation.Manager, recorder record.EventRecorder, metrics *Metrics, clk clock.WithTicker) (*Controller, error) {
 	logger := klog.FromContext(ctx)
@@ -120,9 +121,6 @@ func New(ctx context.Context, nodeInformer coreinformers.NodeInformer, nhcInform
 	}
 	if err := nhcInformer.Informer().AddIndexers(cache.Indexers{templateIndex: indexByTemplate}); err != nil {
 		return nil, fmt.Errorf("adding the template index: %w", err)
-	}
-	if err := nodeInformer.Informer().SetTransform(trimNode); err != nil {
-		return nil, fmt.Errorf("setting the node transform: %w", err)
 	}
 	if _, err := nhcInformer.Informer().AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.addNHC(logger, obj) },

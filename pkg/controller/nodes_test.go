@@ -10,9 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 )
 
 var t0 = metav1.NewTime(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
@@ -67,44 +67,15 @@ func TestNodeChanged(t *testing.T) {
 			old := baseNode()
 			updated := old.DeepCopy()
 			tc.change(updated)
-			trimmedOld, _ := trimNode(old)
-			trimmedNew, _ := trimNode(updated)
+			trimmedOld, trimmedNew := nodecache.Trim(old), nodecache.Trim(updated)
 			looked := false
 			keys := func() map[string]bool { looked = true; return selectorKeys }
-			assert.Equal(t, tc.want, nodeChanged(trimmedOld.(*corev1.Node), trimmedNew.(*corev1.Node), keys))
+			assert.Equal(t, tc.want, nodeChanged(trimmedOld, trimmedNew, keys))
 			if tc.name == "a heartbeat" {
 				assert.False(t, looked, "a heartbeat costs no selector lookup")
 			}
 		})
 	}
-}
-
-func TestTrimNodeKeepsWhatTheControllerReads(t *testing.T) {
-	node := realisticNode(1)
-	trimmed, err := trimNode(node)
-	assert.NoError(t, err)
-	n := trimmed.(*corev1.Node)
-	assert.Equal(t, node.Name, n.Name)
-	assert.Equal(t, node.Labels, n.Labels)
-	assert.Nil(t, n.Annotations, "no annotation a decision reads")
-	assert.Equal(t, node.ResourceVersion, n.ResourceVersion)
-	assert.Len(t, n.Status.Conditions, len(node.Status.Conditions))
-	assert.Equal(t, node.Status.Conditions[0].LastTransitionTime, n.Status.Conditions[0].LastTransitionTime)
-	assert.Empty(t, n.ManagedFields)
-	assert.Empty(t, n.Status.Images)
-	assert.Empty(t, n.Spec.Taints)
-
-	outOfService := corev1.Taint{Key: corev1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute, TimeAdded: &t0}
-	node.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}, outOfService}
-	trimmed, _ = trimNode(node)
-	assert.Equal(t, []corev1.Taint{outOfService}, trimmed.(*corev1.Node).Spec.Taints, "the history records the fencing")
-
-	node.Annotations[v1alpha1.ManuallyConfirmedHealthyAnnotation] = ""
-	trimmed, _ = trimNode(node)
-	assert.Equal(t, map[string]string{v1alpha1.ManuallyConfirmedHealthyAnnotation: ""}, trimmed.(*corev1.Node).Annotations, "the manual confirmation is kept")
-
-	tombstone, _ := trimNode(cache.DeletedFinalStateUnknown{Key: "worker", Obj: node})
-	assert.Empty(t, tombstone.(cache.DeletedFinalStateUnknown).Obj.(*corev1.Node).Status.Images)
 }
 
 // realisticNode is a node as a kubelet reports it: managed fields, 50
@@ -139,7 +110,7 @@ func realisticNode(i int) *corev1.Node {
 }
 
 // BenchmarkNodeCacheMemory reports the heap that 5,000 cached nodes hold,
-// with and without trimNode.
+// with and without nodecache.Trim.
 func BenchmarkNodeCacheMemory(b *testing.B) {
 	const nodes = 5000
 	for _, trim := range []bool{false, true} {
@@ -150,11 +121,11 @@ func BenchmarkNodeCacheMemory(b *testing.B) {
 				runtime.ReadMemStats(&before)
 				cached := make([]any, nodes)
 				for i := range cached {
-					var obj any = realisticNode(i)
+					node := realisticNode(i)
 					if trim {
-						obj, _ = trimNode(obj)
+						node = nodecache.Trim(node)
 					}
-					cached[i] = obj
+					cached[i] = node
 				}
 				runtime.GC()
 				runtime.ReadMemStats(&after)

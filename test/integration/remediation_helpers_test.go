@@ -16,9 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/clock"
@@ -28,6 +28,7 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/controller"
 	"github.com/nodehealthcheck/nhc-controller/pkg/generated/informers/externalversions"
 	nhclisters "github.com/nodehealthcheck/nhc-controller/pkg/generated/listers/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
@@ -72,18 +73,17 @@ func newRemediationEnv(t *testing.T) *remediationEnv {
 	}
 	env.manager, env.informers = newRemediationManager(ctx, env.mapperClock)
 
-	kubeInformers := informers.NewSharedInformerFactory(kubeClient, 0)
+	nodeInformer, err := nodecache.NewInformer(cluster.Config)
+	require.NoError(t, err)
 	nhcInformers := externalversions.NewSharedInformerFactory(nhcClient, 0)
-	nodeInformer := kubeInformers.Core().V1().Nodes()
 	nhcInformer := nhcInformers.Remediation().V1alpha1().NodeHealthChecks()
 	env.nodeLister, env.nhcLister = nodeInformer.Lister(), nhcInformer.Lister()
-	var err error
 	env.ctrl, err = controller.New(ctx, nodeInformer, nhcInformer, nhcClient, env.manager, env.recorder, controller.NewMetrics(), env.clock)
 	require.NoError(t, err)
 	// Added last, this handler hears of a change after the expectations and
 	// the controller have.
 	env.manager.AddChangeHandler(env.heard.record)
-	kubeInformers.Start(ctx.Done())
+	go nodeInformer.Informer().RunWithContext(ctx)
 	nhcInformers.Start(ctx.Done())
 	// Run with no workers takes no work from the queue that the event
 	// handlers fill, and shuts that queue down when ctx ends.
@@ -92,13 +92,10 @@ func newRemediationEnv(t *testing.T) *remediationEnv {
 	t.Cleanup(func() {
 		cancel()
 		assert.NoError(t, <-stopped, "the controller's Run")
-		kubeInformers.Shutdown()
 		nhcInformers.Shutdown()
 	})
 
-	for informer, synced := range kubeInformers.WaitForCacheSync(ctx.Done()) {
-		require.True(t, synced, "informer of %v synced", informer)
-	}
+	require.True(t, cache.WaitForCacheSync(ctx.Done(), nodeInformer.Informer().HasSynced), "node informer synced")
 	for informer, synced := range nhcInformers.WaitForCacheSync(ctx.Done()) {
 		require.True(t, synced, "informer of %v synced", informer)
 	}

@@ -44,6 +44,8 @@ type bench struct {
 	conditionTypes []corev1.NodeConditionType
 	tempDir        string
 	stopWatch      context.CancelFunc
+	// profiler saves the controller's profiles with --profile, else nil.
+	profiler *profiler
 }
 
 // startBench starts the control plane with the audit log, creates the

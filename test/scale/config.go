@@ -38,7 +38,9 @@ type config struct {
 	// Writers are the benchmark's parallel node writers.
 	Writers         int    `json:"writers"`
 	ControllerFlags string `json:"controllerFlags"`
-	Output          string `json:"-"`
+	// Profile runs the controller with --profiling and saves its profiles.
+	Profile bool   `json:"profile"`
+	Output  string `json:"-"`
 }
 
 func parseConfig(args []string) (*config, error) {
@@ -58,6 +60,7 @@ func parseConfig(args []string) (*config, error) {
 	fs.DurationVar(&c.WaitTimeout, "wait-timeout", 10*time.Minute, "longest wait for the controller in any phase")
 	fs.IntVar(&c.Writers, "writers", 32, "parallel node writers of the benchmark")
 	fs.StringVar(&c.ControllerFlags, "controller-flags", "", "extra flags for nhc-controller, space separated")
+	fs.BoolVar(&c.Profile, "profile", false, "run the controller with --profiling and save a CPU profile of each phase of known length and a heap profile at each phase's end, next to the results")
 	fs.StringVar(&c.Output, "output", filepath.Join(controlplane.RepoRoot(), "_output", "scale"), "directory of the JSON results and the controller log")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -91,7 +94,11 @@ func (c *config) validate() error {
 }
 
 func (c *config) controllerFlags() []string {
-	return strings.Fields(c.ControllerFlags)
+	flags := strings.Fields(c.ControllerFlags)
+	if c.Profile {
+		flags = append(flags, "--profiling")
+	}
+	return flags
 }
 
 // allowedUnhealthy is how many of observed nodes may be unhealthy with new

@@ -50,7 +50,7 @@ func main() {
 
 	res := &result{Config: cfg, Started: time.Now(), Commit: commit(), Machine: machine{CPUs: runtime.NumCPU(), Model: cpuModel(), LoadBefore: loadAverage()}}
 	name := fmt.Sprintf("scale-%dn-%dnhc-%s", cfg.Nodes, cfg.NHCs, res.Started.Format("20060102-150405"))
-	err = run(ctx, cfg, res, filepath.Join(cfg.Output, name+"-controller.log"))
+	err = run(ctx, cfg, res, name)
 	res.Machine.LoadAfter = loadAverage()
 	if err != nil {
 		res.Error = err.Error()
@@ -69,20 +69,32 @@ func main() {
 }
 
 // run sets the cluster up, runs the phases in order, and tears it all down.
-func run(ctx context.Context, cfg *config, res *result, controllerLog string) error {
+// The controller's log, and its profiles, go next to the results.
+func run(ctx context.Context, cfg *config, res *result, name string) error {
 	b, err := startBench(ctx, cfg, res)
 	if b != nil {
-		defer b.stop(controllerLog)
+		defer b.stop(filepath.Join(cfg.Output, name+"-controller.log"))
 	}
 	if err != nil {
 		return err
 	}
+	if cfg.Profile {
+		b.profiler = &profiler{dir: cfg.Output, run: name}
+	}
+	// A phase's length, where it is known in advance, is that of its CPU
+	// profile.
 	phases := []struct {
-		name string
-		run  func(context.Context, *phase) error
-	}{{"startup", b.startup}, {"quiet", b.quiet}, {"trickle", b.trickle}, {"storm", b.storm}}
+		name   string
+		run    func(context.Context, *phase) error
+		length time.Duration
+	}{
+		{"startup", b.startup, 0},
+		{"quiet", b.quiet, cfg.Quiet},
+		{"trickle", b.trickle, time.Duration(cfg.Trickle) * cfg.TrickleInterval},
+		{"storm", b.storm, cfg.StormHold},
+	}
 	for _, ph := range phases {
-		p, err := b.measure(ctx, ph.name, ph.run)
+		p, err := b.measure(ctx, ph.name, ph.run, ph.length)
 		res.Phases = append(res.Phases, p)
 		if err != nil {
 			return fmt.Errorf("phase %s: %w", ph.name, err)

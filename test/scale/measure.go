@@ -49,8 +49,9 @@ type phase struct {
 
 // measure runs a phase, then waits the settle time, and measures the
 // controller over both. The startup phase starts the controller itself:
-// before it, everything counts from zero.
-func (b *bench) measure(ctx context.Context, name string, run func(context.Context, *phase) error) (*phase, error) {
+// before it, everything counts from zero. With --profile, a CPU profile
+// covers the phase's first length, if known (not 0).
+func (b *bench) measure(ctx context.Context, name string, run func(context.Context, *phase) error, length time.Duration) (*phase, error) {
 	p := &phase{Name: name}
 	var cpuBefore float64
 	var before controllerCounters
@@ -66,6 +67,10 @@ func (b *bench) measure(ctx context.Context, name string, run func(context.Conte
 	}
 	b.tracker.reset()
 	log.Printf("phase %s", name)
+	profiled := func() {}
+	if b.profiler != nil && b.controller != nil && length > 0 {
+		profiled = b.profiler.cpu(ctx, b.controller.MetricsAddress, name, length)
+	}
 	started := time.Now()
 	if err := run(ctx, p); err != nil {
 		return p, err
@@ -73,6 +78,7 @@ func (b *bench) measure(ctx context.Context, name string, run func(context.Conte
 	if !sleepUntil(ctx, time.Now().Add(b.cfg.Settle)) {
 		return p, ctx.Err()
 	}
+	profiled()
 	p.Seconds = time.Since(started).Seconds()
 
 	pid := b.controller.PID()
@@ -89,6 +95,9 @@ func (b *bench) measure(ctx context.Context, name string, run func(context.Conte
 		return p, err
 	}
 	p.Controller = after.minus(before)
+	if b.profiler != nil {
+		b.profiler.heap(ctx, b.controller.MetricsAddress, name)
+	}
 	if p.Requests, err = b.audit.next(); err != nil {
 		return p, err
 	}

@@ -1,0 +1,75 @@
+package nodecache
+
+import (
+	"google.golang.org/protobuf/encoding/protowire"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// conditions sets the node's conditions from a NodeStatus: type, status and
+// transition time, the previous node's slice where they all are equal.
+func conditions(status []byte, node, previous *corev1.Node) error {
+	var prev []corev1.NodeCondition
+	if previous != nil {
+		prev = previous.Status.Conditions
+	}
+	count, same := 0, prev != nil
+	err := eachCondition(status, func(c corev1.NodeCondition, typ, stat []byte) {
+		same = same && count < len(prev) && string(typ) == string(prev[count].Type) &&
+			string(stat) == string(prev[count].Status) && c.LastTransitionTime.Time == prev[count].LastTransitionTime.Time
+		count++
+	})
+	if err != nil || count == 0 {
+		return err
+	}
+	if same && count == len(prev) {
+		node.Status.Conditions = prev
+		return nil
+	}
+	node.Status.Conditions = make([]corev1.NodeCondition, 0, count)
+	return eachCondition(status, func(c corev1.NodeCondition, typ, stat []byte) {
+		c.Type, c.Status = corev1.NodeConditionType(intern(string(typ))), corev1.ConditionStatus(intern(string(stat)))
+		node.Status.Conditions = append(node.Status.Conditions, c)
+	})
+}
+
+// eachCondition calls f with every condition of a NodeStatus: its transition
+// time decoded, its type and status as bytes.
+func eachCondition(status []byte, f func(c corev1.NodeCondition, typ, stat []byte)) error {
+	r := reader{b: status}
+	for r.next() {
+		if r.num != statusConditions {
+			continue
+		}
+		if r.typ != protowire.BytesType {
+			return errNotCanonical
+		}
+		var c corev1.NodeCondition
+		var typ, stat []byte
+		fields := reader{b: r.val}
+		for fields.next() {
+			switch fields.num {
+			case conditionType, conditionStatus, conditionLastTransitionTime:
+				if fields.typ != protowire.BytesType {
+					return errNotCanonical
+				}
+			}
+			switch fields.num {
+			case conditionType:
+				typ = fields.val
+			case conditionStatus:
+				stat = fields.val
+			case conditionLastTransitionTime:
+				t, err := timeOf(fields.val)
+				if err != nil {
+					return err
+				}
+				c.LastTransitionTime = t
+			}
+		}
+		if fields.err != nil {
+			return fields.err
+		}
+		f(c, typ, stat)
+	}
+	return r.err
+}

@@ -1,0 +1,87 @@
+package nodecache
+
+import (
+	"bytes"
+	"slices"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// stringMap decodes the map<string, string> field of an ObjectMeta, keeping
+// only the keys in only unless it is nil. It returns previous when the map
+// equals it, so that an unchanged node shares its maps with the cached one,
+// and nil when no entry is kept, as Trim does.
+func stringMap(meta []byte, field protowire.Number, previous map[string]string, only []string) (map[string]string, error) {
+	count, same, err := compareEntries(meta, field, previous, only)
+	if err != nil || count == 0 {
+		return nil, err
+	}
+	if same && count == len(previous) {
+		return previous, nil
+	}
+	out := make(map[string]string, count)
+	err = eachEntry(meta, field, only, func(key, value []byte) {
+		out[intern(string(key))] = intern(string(value))
+	})
+	return out, err
+}
+
+// compareEntries counts the kept entries and tells whether each is in
+// previous with the same value and they come in strictly ascending key
+// order, as the API server sorts them: with no key twice, as many entries
+// as previous has are then previous.
+func compareEntries(meta []byte, field protowire.Number, previous map[string]string, only []string) (count int, same bool, err error) {
+	same = previous != nil
+	var last []byte
+	err = eachEntry(meta, field, only, func(key, value []byte) {
+		count++
+		if same {
+			v, ok := previous[string(key)]
+			same = ok && v == string(value) && (count == 1 || bytes.Compare(last, key) < 0)
+			last = key
+		}
+	})
+	return count, same, err
+}
+
+// eachEntry calls f with the key and value of every entry of the map field,
+// in order, skipping keys not in only unless it is nil.
+func eachEntry(meta []byte, field protowire.Number, only []string, f func(key, value []byte)) error {
+	r := reader{b: meta}
+	for r.next() {
+		if r.num != field {
+			continue
+		}
+		if r.typ != protowire.BytesType {
+			return errNotCanonical
+		}
+		key, value, err := entry(r.val)
+		if err != nil {
+			return err
+		}
+		if only != nil && !slices.Contains(only, string(key)) {
+			continue
+		}
+		f(key, value)
+	}
+	return r.err
+}
+
+// entry decodes a map entry; a missing key or value is empty.
+func entry(data []byte) (key, value []byte, err error) {
+	r := reader{b: data}
+	for r.next() {
+		switch r.num {
+		case mapKey, mapValue:
+			if r.typ != protowire.BytesType {
+				return nil, nil, errNotCanonical
+			}
+			if r.num == mapKey {
+				key = r.val
+			} else {
+				value = r.val
+			}
+		}
+	}
+	return key, value, r.err
+}

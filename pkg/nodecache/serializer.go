@@ -1,0 +1,191 @@
+package nodecache
+
+import (
+	"bytes"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// protobufPrefix starts every Kubernetes protobuf object, before its
+// runtime.Unknown envelope.
+var protobufPrefix = []byte{0x6b, 0x38, 0x73, 0x00}
+
+// Field numbers of runtime.Unknown, its TypeMeta, metav1.WatchEvent and
+// runtime.RawExtension.
+const (
+	unknownTypeMeta, unknownRaw, unknownContentEncoding = 1, 2, 3
+	typeMetaAPIVersion, typeMetaKind                    = 1, 2
+	watchEventType, watchEventObject                    = 1, 2
+	rawExtensionRaw                                     = 1
+)
+
+var (
+	nodeKind     = corev1.SchemeGroupVersion.WithKind("Node")
+	nodeListKind = corev1.SchemeGroupVersion.WithKind("NodeList")
+)
+
+// serializers speaks protobuf and JSON to the API server for nodes, and
+// decodes every Node and NodeList trimmed: protobuf Nodes by the decoder,
+// anything else by client-go's serializers and then Trim.
+type serializers struct {
+	infos []runtime.SerializerInfo
+}
+
+func newSerializers(d *decoder) *serializers {
+	var s serializers
+	for _, info := range scheme.Codecs.SupportedMediaTypes() {
+		switch info.MediaType {
+		case runtime.ContentTypeProtobuf:
+			info.Serializer = &trimming{Serializer: info.Serializer, decoder: d}
+			raw := protobuf.NewRawSerializer(scheme.Scheme, scheme.Scheme)
+			info.StreamSerializer = &runtime.StreamSerializerInfo{
+				Serializer: watchEvents{Serializer: raw}, Framer: protobuf.LengthDelimitedFramer,
+			}
+		case runtime.ContentTypeJSON:
+			info.Serializer = &trimming{Serializer: info.Serializer}
+		default:
+			continue
+		}
+		s.infos = append(s.infos, info)
+	}
+	return &s
+}
+
+func (s *serializers) SupportedMediaTypes() []runtime.SerializerInfo { return s.infos }
+
+func (s *serializers) EncoderForVersion(encoder runtime.Encoder, gv runtime.GroupVersioner) runtime.Encoder {
+	return runtime.WithVersionEncoder{Version: gv, Encoder: encoder, ObjectTyper: scheme.Scheme}
+}
+
+// DecoderToVersion does no conversion and leaves the type meta empty, as
+// client-go's typed clients do.
+func (s *serializers) DecoderToVersion(decoder runtime.Decoder, _ runtime.GroupVersioner) runtime.Decoder {
+	return runtime.WithoutVersionDecoder{Decoder: decoder}
+}
+
+// trimming decodes with the decoder where it can, else with the serializer,
+// and trims the nodes.
+type trimming struct {
+	runtime.Serializer
+	// decoder decodes protobuf Nodes and NodeLists; nil for JSON.
+	decoder *decoder
+}
+
+func (t *trimming) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	if t.decoder != nil && into == nil {
+		if obj, gvk, err := t.decodeFast(data); err == nil {
+			return obj, gvk, nil
+		}
+	}
+	obj, gvk, err := t.Serializer.Decode(data, defaults, into)
+	if err != nil {
+		return obj, gvk, err
+	}
+	switch o := obj.(type) {
+	case *corev1.Node:
+		*o = *Trim(o)
+	case *corev1.NodeList:
+		for i := range o.Items {
+			o.Items[i] = *Trim(&o.Items[i])
+		}
+	}
+	return obj, gvk, nil
+}
+
+// decodeFast decodes a protobuf Node or NodeList by the decoder; it declines
+// (errNotCanonical) anything else.
+func (t *trimming) decodeFast(data []byte) (runtime.Object, *schema.GroupVersionKind, error) {
+	raw, ok := bytes.CutPrefix(data, protobufPrefix)
+	if !ok {
+		return nil, nil, errNotCanonical
+	}
+	var apiVersion, kind, body []byte
+	r := reader{b: raw}
+	for r.next() {
+		switch r.num {
+		case unknownTypeMeta:
+			meta := reader{b: r.val}
+			for meta.next() {
+				switch meta.num {
+				case typeMetaAPIVersion:
+					apiVersion = meta.val
+				case typeMetaKind:
+					kind = meta.val
+				}
+			}
+		case unknownRaw:
+			body = r.val
+		case unknownContentEncoding:
+			if len(r.val) > 0 {
+				return nil, nil, errNotCanonical
+			}
+		}
+	}
+	if r.err != nil || string(apiVersion) != nodeKind.GroupVersion().String() {
+		return nil, nil, errNotCanonical
+	}
+	switch string(kind) {
+	case nodeKind.Kind:
+		node, err := t.decoder.node(body)
+		return node, &nodeKind, err
+	case nodeListKind.Kind:
+		list, err := t.decoder.list(body)
+		return list, &nodeListKind, err
+	}
+	return nil, nil, errNotCanonical
+}
+
+// watchEvents decodes the frames of a protobuf watch into WatchEvents whose
+// object is the frame's bytes, not a copy: the watch decodes the object
+// before it reads the next frame, and every decoder copies what it keeps.
+type watchEvents struct {
+	runtime.Serializer
+}
+
+func (w watchEvents) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	event, ok := into.(*metav1.WatchEvent)
+	if !ok {
+		return w.Serializer.Decode(data, defaults, into)
+	}
+	r := reader{b: data}
+	for r.next() {
+		if r.typ != protowire.BytesType {
+			continue
+		}
+		switch r.num {
+		case watchEventType:
+			event.Type = eventType(r.val)
+		case watchEventObject:
+			object := reader{b: r.val}
+			for object.next() {
+				if object.num == rawExtensionRaw && object.typ == protowire.BytesType {
+					event.Object.Raw = object.val
+				}
+			}
+			if object.err != nil {
+				return nil, nil, object.err
+			}
+		}
+	}
+	if r.err != nil {
+		return nil, nil, r.err
+	}
+	return event, nil, nil
+}
+
+// eventType returns the watch event type of the bytes without allocating
+// for the known ones.
+func eventType(b []byte) string {
+	switch t := watch.EventType(b); t {
+	case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark, watch.Error:
+		return string(t)
+	}
+	return string(b)
+}

@@ -1,0 +1,71 @@
+package nodecache
+
+import (
+	"bytes"
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/scheme"
+	restclientwatch "k8s.io/client-go/rest/watch"
+)
+
+// TestWatchDecodesTrimmedNodes decodes a protobuf watch stream as client-go
+// does, through the negotiated serializers: nodes come trimmed, a bookmark
+// keeps the end of the initial events, an error is a Status.
+func TestWatchDecodesTrimmedNodes(t *testing.T) {
+	node := fixtureNode(t)
+	bookmark := &corev1.Node{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "99", Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}}
+	gone := &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired}
+
+	var stream bytes.Buffer
+	frames := protobuf.LengthDelimitedFramer.NewFrameWriter(&stream)
+	raw := protobuf.NewRawSerializer(scheme.Scheme, scheme.Scheme)
+	for _, e := range []struct {
+		typ watch.EventType
+		obj runtime.Object
+	}{{watch.Modified, node}, {watch.Bookmark, bookmark}, {watch.Error, gone}} {
+		event := &metav1.WatchEvent{Type: string(e.typ), Object: runtime.RawExtension{Raw: encode(t, e.obj)}}
+		require.NoError(t, raw.Encode(event, frames))
+	}
+
+	negotiator := runtime.NewClientNegotiator(newSerializers(&decoder{}), corev1.SchemeGroupVersion)
+	objects, events, framer, err := negotiator.StreamDecoder(runtime.ContentTypeProtobuf, nil)
+	require.NoError(t, err)
+	decoder := restclientwatch.NewDecoder(streaming.NewDecoder(framer.NewFrameReader(io.NopCloser(&stream)), events), objects)
+
+	typ, obj, err := decoder.Decode()
+	require.NoError(t, err)
+	assert.Equal(t, watch.Modified, typ)
+	assert.Equal(t, standard(t, encode(t, node)), obj)
+
+	typ, obj, err = decoder.Decode()
+	require.NoError(t, err)
+	assert.Equal(t, watch.Bookmark, typ)
+	assert.Equal(t, "true", obj.(*corev1.Node).Annotations[metav1.InitialEventsAnnotationKey])
+
+	typ, obj, err = decoder.Decode()
+	require.NoError(t, err)
+	assert.Equal(t, watch.Error, typ)
+	assert.Equal(t, metav1.StatusReasonExpired, obj.(*metav1.Status).Reason)
+}
+
+// TestJSONNodesAreTrimmed: a server that answers JSON gets the same cache.
+func TestJSONNodesAreTrimmed(t *testing.T) {
+	node := fixtureNode(t)
+	node.Kind, node.APIVersion = "Node", "v1"
+	data, err := runtime.Encode(scheme.Codecs.LegacyCodec(corev1.SchemeGroupVersion), node)
+	require.NoError(t, err)
+	info, ok := runtime.SerializerInfoForMediaType(newSerializers(&decoder{}).SupportedMediaTypes(), runtime.ContentTypeJSON)
+	require.True(t, ok)
+	obj, _, err := runtime.WithoutVersionDecoder{Decoder: info.Serializer}.Decode(data, nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, standard(t, encode(t, node)), obj)
+}

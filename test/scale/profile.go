@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// profiler saves the controller's pprof profiles of a run (--profile): a
+// CPU profile over each phase of a known length and a heap profile at
+// each phase's end, as <run>-<phase>.{cpu,heap}.pprof.
+type profiler struct {
+	dir, run string
+}
+
+// cpu profiles the controller for seconds in the background; wait returns
+// once the profile is written.
+func (p *profiler) cpu(ctx context.Context, address, phase string, length time.Duration) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		seconds := max(int(length.Seconds()), 1)
+		p.save(ctx, address, fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds), phase+".cpu", time.Duration(seconds+scrapeTimeoutSeconds)*time.Second)
+	}()
+	return func() { <-done }
+}
+
+// heap saves the heap profile after a garbage collection.
+func (p *profiler) heap(ctx context.Context, address, phase string) {
+	p.save(ctx, address, "/debug/pprof/heap?gc=1", phase+".heap", scrapeTimeout)
+}
+
+// scrapeTimeoutSeconds is added to a CPU profile's length for its transfer.
+const scrapeTimeoutSeconds = int(scrapeTimeout / time.Second)
+
+func (p *profiler) save(ctx context.Context, address, path, name string, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	file := filepath.Join(p.dir, p.run+"-"+name+".pprof")
+	if err := download(ctx, "http://"+address+path, file); err != nil {
+		log.Printf("warning: profile %s: %v", name, err)
+		return
+	}
+	log.Printf("profile: %s", file)
+}
+
+func download(ctx context.Context, url, file string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s (is the controller run with --profiling?)", url, resp.Status)
+	}
+	out, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, resp.Body); err != nil {
+		_ = out.Close()
+		return err
+	}
+	return out.Close()
+}
