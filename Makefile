@@ -42,6 +42,10 @@ integration: k8s-binaries ## Run the tests against a real kube-apiserver and etc
 fuzz: ## Fuzz the pure packages, FUZZTIME each (default 60s).
 	go test -run XXX -fuzz FuzzEvaluate -fuzztime $(or $(FUZZTIME),60s) ./pkg/health
 	go test -run XXX -fuzz FuzzMinHealthy -fuzztime $(or $(FUZZTIME),60s) ./pkg/health
+	# Without coverage guidance: instrumented, k8s.io/api's generated
+	# protobuf code slows the decoder's fuzzing to a few inputs a minute.
+	go test -c -o _output/nodecache.test ./pkg/nodecache
+	cd pkg/nodecache && ../../_output/nodecache.test -test.run XXX -test.fuzz FuzzDecoder -test.fuzztime $(or $(FUZZTIME),60s) -test.fuzzcachedir ../../_output/fuzzcache
 
 .PHONY: bench
 bench: ## Run the benchmarks; compare ratios within one run, the machines are noisy.
