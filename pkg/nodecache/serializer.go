@@ -180,12 +180,18 @@ func (w watchEvents) Decode(data []byte, defaults *schema.GroupVersionKind, into
 	return event, nil, nil
 }
 
-// eventType returns the watch event type of the bytes without allocating
+// eventType returns the watch event type of the bytes, without allocating
 // for the known ones.
 func eventType(b []byte) string {
-	switch t := watch.EventType(b); t {
-	case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark, watch.Error:
-		return string(t)
+	switch string(b) {
+	case string(watch.Added):
+		return string(watch.Added)
+	case string(watch.Modified):
+		return string(watch.Modified)
+	case string(watch.Deleted):
+		return string(watch.Deleted)
+	case string(watch.Bookmark):
+		return string(watch.Bookmark)
 	}
 	return string(b)
 }

@@ -69,3 +69,9 @@ func TestJSONNodesAreTrimmed(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, standard(t, encode(t, node)), obj)
 }
+
+func TestEventTypesCostNoAllocation(t *testing.T) {
+	modified := []byte(watch.Modified)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = eventType(modified) }))
+	assert.Equal(t, "SURPRISE", eventType([]byte("SURPRISE")))
+}
