@@ -103,27 +103,34 @@ func (b *statusBuilder) entries() []*v1alpha1.UnhealthyNode {
 	for _, to := range b.out.TimedOut {
 		timedOut[to.Resource.UID] = to.At
 	}
+	deleted := make(map[string]bool, len(b.out.Deleted))
+	for _, del := range b.out.Deleted {
+		deleted[del.Node] = true
+	}
 	var entries []*v1alpha1.UnhealthyNode
 	byNode := map[string]*v1alpha1.UnhealthyNode{}
-	add := func(node string, superseded map[types.UID]time.Time) *v1alpha1.UnhealthyNode {
-		entry := newEntry(node, b.in.Remediations[node], previous[node], superseded, timedOut)
-		if b.in.PendingNodes[node] && previous[node] != nil {
-			// The caches do not show the last write yet: the entry that
-			// recorded it stays.
-			entry = previous[node].DeepCopy()
+	// add returns the node's entry, and whether it is the last status's.
+	add := func(node string, superseded map[types.UID]time.Time) (*v1alpha1.UnhealthyNode, bool) {
+		entry, kept := newEntry(node, b.in.Remediations[node], previous[node], superseded, timedOut), false
+		if (b.in.PendingNodes[node] || deleted[node]) && previous[node] != nil {
+			// The caches do not show the last write yet, or this sync's
+			// deletion: the entry that recorded the node stays until a sync
+			// sees the result, which is usually the resource gone and the
+			// entry with it. One write instead of two within milliseconds.
+			entry, kept = previous[node].DeepCopy(), true
 		}
 		entries = append(entries, entry)
 		byNode[node] = entry
-		return entry
+		return entry, kept
 	}
 	for i := range b.p.Nodes {
 		v := &b.p.Nodes[i]
 		if !v.Listed {
 			continue
 		}
-		entry := add(v.Node.Name, v.Superseded)
+		entry, kept := add(v.Node.Name, v.Superseded)
 		b.verdicts[v.Node.Name] = v
-		if v.State == StateRecovering && v.Waiting != WaitOwnWrite {
+		if v.State == StateRecovering && !kept {
 			entry.ConditionsHealthyTimestamp = ptr.To(metav1.NewTime(v.HealthySince))
 			if v.HealthyDelayed {
 				entry.HealthyDelayed = ptr.To(true)
@@ -136,7 +143,7 @@ func (b *statusBuilder) entries() []*v1alpha1.UnhealthyNode {
 	for _, c := range b.out.Created {
 		entry := byNode[c.Node]
 		if entry == nil {
-			entry = add(c.Node, nil)
+			entry, _ = add(c.Node, nil)
 		}
 		entry.Remediations = append(entry.Remediations, &v1alpha1.Remediation{
 			Resource: c.Resource, Started: metav1.NewTime(c.CreationTime), TemplateName: c.Template.Name,

@@ -196,8 +196,11 @@ func TestLastUpdateTimeMovesOnlyWithAChange(t *testing.T) {
 	assert.Equal(t, first, s.evaluate().Status, "nothing changed: the same status, so no write")
 
 	s.recover("node-00")
+	assert.Equal(t, first, s.evaluate().Status, "the resource is being deleted: the status waits to see it gone")
+	s.advance(time.Second)
 	changed := s.evaluate().Status
-	assert.Equal(t, metav1.NewTime(now.Add(time.Minute)), *changed.LastUpdateTime)
+	assert.Empty(t, changed.UnhealthyNodes)
+	assert.Equal(t, metav1.NewTime(now.Add(time.Minute+time.Second)), *changed.LastUpdateTime)
 }
 
 func TestMessagesFitWhatTheAPIAccepts(t *testing.T) {
