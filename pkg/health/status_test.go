@@ -222,3 +222,33 @@ func TestMessagesFitWhatTheAPIAccepts(t *testing.T) {
 	})
 	assert.LessOrEqual(t, len(decide(Input{NHC: paused, Nodes: oneSick(), Now: now}).Status.Reason), 1024)
 }
+
+// The sync that deletes a node's resources leaves its entry as last written,
+// for the sync that sees the deletion; a node the last status did not list
+// is listed as it is.
+func TestStatusWaitsToSeeADeletion(t *testing.T) {
+	ref := corev1.ObjectReference{APIVersion: "test.medik8s.io/v1alpha1", Kind: "TestRemediation", Namespace: "default", Name: "node-00", UID: "uid-1"}
+	started := metav1.NewTime(now.Add(-time.Hour))
+	resources := map[string][]Remediation{"node-00": {{Ref: ref, Created: started.Time}}}
+	written := &v1alpha1.UnhealthyNode{Name: "node-00", Remediations: []*v1alpha1.Remediation{{Resource: ref, Started: started}}}
+	listed := testNHC()
+	listed.Status.UnhealthyNodes = []*v1alpha1.UnhealthyNode{written}
+	recovering := written.DeepCopy()
+	recovering.ConditionsHealthyTimestamp = ptr.To(metav1.NewTime(now))
+
+	cases := []struct {
+		name string
+		nhc  *v1alpha1.NodeHealthCheck
+		want *v1alpha1.UnhealthyNode
+	}{
+		{"listed: as written", listed, written},
+		{"not listed: recovering", testNHC(), recovering},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := evaluate(tc.nhc, []*corev1.Node{testNode("node-00")}, resources)
+			require.Len(t, d.Delete, 1)
+			assert.Equal(t, tc.want, entryOf(d, "node-00"))
+		})
+	}
+}
