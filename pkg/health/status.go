@@ -16,7 +16,8 @@ import (
 // Status builds the status from the input, the plan and the outcome of
 // carrying the plan out. It is the only place that sets status fields, so the
 // status records only what the cluster shows: a resource appears once it was
-// created, a step is timed out once its annotation was written.
+// created and leaves once the informers show it deleted, a step is timed out
+// once its annotation was written.
 func Status(in Input, p *Plan, out *Outcome) v1alpha1.NodeHealthCheckStatus {
 	b := &statusBuilder{in: in, p: p, out: out, verdicts: map[string]*NodeVerdict{}}
 	if in.ResourcesUnknown {
@@ -90,8 +91,9 @@ func newlyRemediating(out *Outcome) int {
 }
 
 // entries lists the nodes the plan lists and the orphans, by name, each with
-// its resources, the created ones included, before the bounds apply. It
-// keeps the listed verdicts for the history.
+// its resources, the created ones included, before the bounds apply; a node
+// with a write not yet seen keeps its last entry. It keeps the listed
+// verdicts for the history.
 func (b *statusBuilder) entries() []*v1alpha1.UnhealthyNode {
 	previous := make(map[string]*v1alpha1.UnhealthyNode, len(b.in.NHC.Status.UnhealthyNodes))
 	for _, entry := range b.in.NHC.Status.UnhealthyNodes {
@@ -103,27 +105,37 @@ func (b *statusBuilder) entries() []*v1alpha1.UnhealthyNode {
 	for _, to := range b.out.TimedOut {
 		timedOut[to.Resource.UID] = to.At
 	}
+	deleted := make(map[string]bool, len(b.out.Deleted))
+	for _, del := range b.out.Deleted {
+		deleted[del.Node] = true
+	}
 	var entries []*v1alpha1.UnhealthyNode
 	byNode := map[string]*v1alpha1.UnhealthyNode{}
-	add := func(node string, superseded map[types.UID]time.Time) *v1alpha1.UnhealthyNode {
-		entry := newEntry(node, b.in.Remediations[node], previous[node], superseded, timedOut)
-		if b.in.PendingNodes[node] && previous[node] != nil {
-			// The caches do not show the last write yet: the entry that
-			// recorded it stays.
+	// add returns the node's entry, and whether it is the last status's.
+	add := func(node string, superseded map[types.UID]time.Time) (*v1alpha1.UnhealthyNode, bool) {
+		// The caches do not show the last write yet, or this sync's
+		// deletion: the entry that recorded the node stays until a sync sees
+		// the result, usually the resource gone and the entry with it, in
+		// one write.
+		kept := (b.in.PendingNodes[node] || deleted[node]) && previous[node] != nil
+		var entry *v1alpha1.UnhealthyNode
+		if kept {
 			entry = previous[node].DeepCopy()
+		} else {
+			entry = newEntry(node, b.in.Remediations[node], previous[node], superseded, timedOut)
 		}
 		entries = append(entries, entry)
 		byNode[node] = entry
-		return entry
+		return entry, kept
 	}
 	for i := range b.p.Nodes {
 		v := &b.p.Nodes[i]
 		if !v.Listed {
 			continue
 		}
-		entry := add(v.Node.Name, v.Superseded)
+		entry, kept := add(v.Node.Name, v.Superseded)
 		b.verdicts[v.Node.Name] = v
-		if v.State == StateRecovering && v.Waiting != WaitOwnWrite {
+		if v.State == StateRecovering && !kept {
 			entry.ConditionsHealthyTimestamp = ptr.To(metav1.NewTime(v.HealthySince))
 			if v.HealthyDelayed {
 				entry.HealthyDelayed = ptr.To(true)
@@ -136,7 +148,7 @@ func (b *statusBuilder) entries() []*v1alpha1.UnhealthyNode {
 	for _, c := range b.out.Created {
 		entry := byNode[c.Node]
 		if entry == nil {
-			entry = add(c.Node, nil)
+			entry, _ = add(c.Node, nil)
 		}
 		entry.Remediations = append(entry.Remediations, &v1alpha1.Remediation{
 			Resource: c.Resource, Started: metav1.NewTime(c.CreationTime), TemplateName: c.Template.Name,

@@ -196,8 +196,11 @@ func TestLastUpdateTimeMovesOnlyWithAChange(t *testing.T) {
 	assert.Equal(t, first, s.evaluate().Status, "nothing changed: the same status, so no write")
 
 	s.recover("node-00")
+	assert.Equal(t, first, s.evaluate().Status, "the resource is being deleted: the status waits to see it gone")
+	s.advance(time.Second)
 	changed := s.evaluate().Status
-	assert.Equal(t, metav1.NewTime(now.Add(time.Minute)), *changed.LastUpdateTime)
+	assert.Empty(t, changed.UnhealthyNodes)
+	assert.Equal(t, metav1.NewTime(now.Add(time.Minute+time.Second)), *changed.LastUpdateTime)
 }
 
 func TestMessagesFitWhatTheAPIAccepts(t *testing.T) {
@@ -218,4 +221,34 @@ func TestMessagesFitWhatTheAPIAccepts(t *testing.T) {
 		n.Spec.PauseRequests = slices.Repeat([]string{strings.Repeat("p", 64)}, 64)
 	})
 	assert.LessOrEqual(t, len(decide(Input{NHC: paused, Nodes: oneSick(), Now: now}).Status.Reason), 1024)
+}
+
+// The sync that deletes a node's resources leaves its entry as last written,
+// for the sync that sees the deletion; a node the last status did not list
+// is listed as it is.
+func TestStatusWaitsToSeeADeletion(t *testing.T) {
+	ref := corev1.ObjectReference{APIVersion: "test.medik8s.io/v1alpha1", Kind: "TestRemediation", Namespace: "default", Name: "node-00", UID: "uid-1"}
+	started := metav1.NewTime(now.Add(-time.Hour))
+	resources := map[string][]Remediation{"node-00": {{Ref: ref, Created: started.Time}}}
+	written := &v1alpha1.UnhealthyNode{Name: "node-00", Remediations: []*v1alpha1.Remediation{{Resource: ref, Started: started}}}
+	listed := testNHC()
+	listed.Status.UnhealthyNodes = []*v1alpha1.UnhealthyNode{written}
+	recovering := written.DeepCopy()
+	recovering.ConditionsHealthyTimestamp = ptr.To(metav1.NewTime(now))
+
+	cases := []struct {
+		name string
+		nhc  *v1alpha1.NodeHealthCheck
+		want *v1alpha1.UnhealthyNode
+	}{
+		{"listed: as written", listed, written},
+		{"not listed: recovering", testNHC(), recovering},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := evaluate(tc.nhc, []*corev1.Node{testNode("node-00")}, resources)
+			require.Len(t, d.Delete, 1)
+			assert.Equal(t, tc.want, entryOf(d, "node-00"))
+		})
+	}
 }
