@@ -209,11 +209,7 @@ func serveMetrics(ctx context.Context, opts *options, kubeClient kubernetes.Inte
 		serve(ctx, "metrics", opts.metricsAddress, mux)
 		return nil
 	}
-	handler, err := protectMetrics(kubeClient, mux)
-	if err != nil {
-		return err
-	}
-	return serveTLS(ctx, "metrics", opts.metricsAddress, opts.tlsCertFile, opts.tlsKeyFile, handler)
+	return serveTLS(ctx, "metrics", opts.metricsAddress, opts.tlsCertFile, opts.tlsKeyFile, protectMetrics(kubeClient, mux))
 }
 
 // newRemediationManager wires pkg/remediation: dynamic informers for the

@@ -163,8 +163,10 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer utilruntime.HandleCrashWithContext(ctx)
 	logger := klog.FromContext(ctx)
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.nhcSynced, c.nodeSynced) {
+		// Only a stop ends the wait: a SIGTERM at start is a clean exit.
+		logger.Info("Stopped before the caches synced")
 		c.queue.ShutDown()
-		return fmt.Errorf("caches did not sync")
+		return nil
 	}
 	logger.Info("Starting workers", "count", workers)
 	var running sync.WaitGroup

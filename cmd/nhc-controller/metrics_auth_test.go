@@ -1,0 +1,91 @@
+package main
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+func TestMetricsAuth(t *testing.T) {
+	cases := []struct {
+		name      string
+		header    string
+		reviewErr error
+		want      int
+	}{
+		{"no token", "", nil, http.StatusUnauthorized},
+		{"not a bearer token", "Basic cHJvbWV0aGV1cw==", nil, http.StatusUnauthorized},
+		{"a token nobody issued", "Bearer forged", nil, http.StatusUnauthorized},
+		{"a token without the role", "Bearer nobody", nil, http.StatusForbidden},
+		{"a token with the role", "Bearer prometheus", nil, http.StatusOK},
+		{"any case of bearer", "bearer prometheus", nil, http.StatusOK},
+		{"the reviews fail", "Bearer prometheus", apierrors.NewForbidden(schema.GroupResource{}, "", errors.New("no")), http.StatusUnauthorized},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			client, reviews := reviewingClient(tc.reviewErr)
+			auth := protectMetrics(client, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("metrics")) })).(*delegatedAuth)
+			clk := clocktesting.NewFakePassiveClock(time.Now())
+			auth.clock = clk
+			scrape := func() int {
+				req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+				if tc.header != "" {
+					req.Header.Set("Authorization", tc.header)
+				}
+				rec := httptest.NewRecorder()
+				auth.ServeHTTP(rec, req)
+				return rec.Code
+			}
+			assert.Equal(t, tc.want, scrape())
+			first := *reviews
+			assert.Equal(t, tc.want, scrape(), "again")
+			if tc.reviewErr == nil {
+				assert.Equal(t, first, *reviews, "the answers are reused")
+				clk.SetTime(clk.Now().Add(allowedTTL))
+				assert.Equal(t, tc.want, scrape(), "after they expire")
+				if first > 0 {
+					assert.Greater(t, *reviews, first, "and asked anew")
+				}
+			}
+		})
+	}
+}
+
+// reviewingClient authenticates the tokens prometheus and nobody, and lets
+// prometheus alone get /metrics. It counts the reviews.
+func reviewingClient(fail error) (*fake.Clientset, *int) {
+	client := fake.NewClientset()
+	reviews := new(int)
+	client.PrependReactor("create", "tokenreviews", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		*reviews++
+		if fail != nil {
+			return true, nil, fail
+		}
+		review := action.(clienttesting.CreateAction).GetObject().(*authenticationv1.TokenReview)
+		switch review.Spec.Token {
+		case "prometheus", "nobody":
+			review.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: authenticationv1.UserInfo{Username: review.Spec.Token}}
+		}
+		return true, review, nil
+	})
+	client.PrependReactor("create", "subjectaccessreviews", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		*reviews++
+		review := action.(clienttesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview)
+		attrs := review.Spec.NonResourceAttributes
+		review.Status.Allowed = review.Spec.User == "prometheus" && attrs.Verb == "get" && attrs.Path == "/metrics"
+		return true, review, nil
+	})
+	return client, reviews
+}
