@@ -18,14 +18,24 @@ const (
 	memoryLimitShare = 0.9
 	// goMemLimitEnv, when set, wins: the runtime reads it itself.
 	goMemLimitEnv = "GOMEMLIMIT"
+	// gcPercent is the heap growth allowed between collections, instead of
+	// Go's 100. Most of the heap is the node cache, and a node event leaves
+	// about a kilobyte of garbage: collecting at 1.5 times the cache instead
+	// of twice costs little CPU and keeps the process near its cache's size.
+	gcPercent = 50
+	// goGCEnv, when set, wins.
+	goGCEnv = "GOGC"
 )
 
 // cgroupMemoryLimitFiles hold a container's memory limit: cgroup v2, then v1.
 var cgroupMemoryLimitFiles = []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}
 
-// limitMemory sets the Go memory limit from the container's, unless
-// GOMEMLIMIT is set or there is no limit.
+// limitMemory sets the garbage collector's target, and the Go memory limit
+// from the container's unless GOMEMLIMIT is set or there is no limit.
 func limitMemory(logger klog.Logger) {
+	if os.Getenv(goGCEnv) == "" {
+		debug.SetGCPercent(gcPercent)
+	}
 	if os.Getenv(goMemLimitEnv) != "" {
 		return
 	}

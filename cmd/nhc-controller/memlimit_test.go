@@ -3,9 +3,11 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"k8s.io/klog/v2"
 )
 
 func TestContainerMemoryLimit(t *testing.T) {
@@ -34,4 +36,16 @@ func TestContainerMemoryLimit(t *testing.T) {
 			assert.Equal(t, tc.want, got)
 		})
 	}
+}
+
+func TestGCPercentUnlessGOGCIsSet(t *testing.T) {
+	previous := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(previous)
+	t.Setenv(goGCEnv, "")
+	limitMemory(klog.Background())
+	assert.Equal(t, gcPercent, debug.SetGCPercent(100))
+
+	t.Setenv(goGCEnv, "200")
+	limitMemory(klog.Background())
+	assert.Equal(t, 100, debug.SetGCPercent(100), "GOGC wins")
 }
