@@ -165,7 +165,8 @@ func fillWhatIf(r *WhatIfReport, e *evaluation, forecasts map[string]health.Fore
 	r.Selected, r.Healthy, r.MinHealthy, r.RemediationAllowed, r.StormActive = p.Observed, p.Healthy, p.Budget.MinHealthy, p.Budget.Allowed, p.Storm.Active
 	later, held, nowCount := 0, 0, 0
 	for _, v := range p.Nodes {
-		if v.ControlPlane {
+		// The plan marks only the nodes that are not healthy.
+		if v1alpha1.IsControlPlane(v.Node.Labels) {
 			r.ControlPlane++
 		}
 		x := e.explained[v.Node.Name]

@@ -1,14 +1,19 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
 // benchmarkNHCs is how many NodeHealthChecks the handler benchmarks route
@@ -86,3 +91,73 @@ func controllerWithNHCs(b *testing.B) *Controller {
 	}
 	return newTestController(b, nhcs...)
 }
+
+// BenchmarkSync is one whole sync of a NodeHealthCheck of n nodes, in a
+// cluster of 10 such NodeHealthChecks with disjoint selectors, as make scale
+// runs them: realistic trimmed nodes, one of them unhealthy under
+// remediation, as in the trickle phase, and a status that needs no write.
+// Each iteration syncs the next NodeHealthCheck, so that the caches hold the
+// whole cluster, as in the controller. Issue 13: a condition change costs
+// one sync or a few, so the ratio of the two is what the nodes add to it.
+func BenchmarkSync(b *testing.B) {
+	for _, n := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			f := newSyncFixture(b, nil)
+			pools := poolRemediations{}
+			f.c.remediations = pools
+			nhcs := make([]string, benchmarkNHCs)
+			for i := range nhcs {
+				nhc := workersNHC()
+				nhc.Name, nhc.UID = fmt.Sprintf("nhc-%d", i), types.UID(fmt.Sprintf("uid-nhc-%d", i))
+				nhc.Spec.Selector.MatchLabels = map[string]string{"role": fmt.Sprintf("role-%d", i)}
+				f.setNHC(b, nhc)
+				nhcs[i] = nhc.Name
+				obs := remediation.Observation{Ready: true, Remediations: map[string][]health.Remediation{}}
+				for j := range n {
+					node := realisticNode(i*n + j)
+					node.Labels["role"] = nhc.Spec.Selector.MatchLabels["role"]
+					if j == 0 {
+						node.Status.Conditions[0].Status = corev1.ConditionFalse
+						node.Status.Conditions[0].LastTransitionTime = metav1.NewTime(longAgo)
+						obs.Remediations[node.Name] = []health.Remediation{{
+							Ref: createdRef(health.Creation{Node: node.Name, Template: snrTemplate}), TemplateName: snrTemplate.Name, Created: longAgo}}
+					}
+					f.setNode(b, nodecache.Trim(node))
+				}
+				pools[nhc.Name] = obs
+			}
+			ctx := context.Background()
+			for _, name := range nhcs {
+				// The first sync writes the status; the next ones find it unchanged.
+				_, _ = f.c.Sync(ctx, name)
+			}
+			written := len(f.statuses.written)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, err := f.c.Sync(ctx, nhcs[i%len(nhcs)]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+			if len(f.statuses.written) != written {
+				b.Fatalf("%d status writes in steady state", len(f.statuses.written)-written)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/node")
+		})
+	}
+}
+
+// poolRemediations observes each NodeHealthCheck's own resources, and
+// carries out no plan: a steady state plans nothing.
+type poolRemediations map[string]remediation.Observation
+
+func (p poolRemediations) Read(nhc *v1alpha1.NodeHealthCheck) (remediation.Observation, error) {
+	return p[nhc.Name], nil
+}
+
+func (p poolRemediations) Apply(context.Context, *v1alpha1.NodeHealthCheck, *health.Plan, *remediation.Observation, remediation.Recheck) health.Outcome {
+	return health.Outcome{}
+}
+
+func (p poolRemediations) Forget(string) {}

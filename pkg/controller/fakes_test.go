@@ -109,7 +109,7 @@ type syncFixture struct {
 	metrics      *Metrics
 }
 
-func newSyncFixture(t *testing.T, nhc *v1alpha1.NodeHealthCheck, nodes ...*corev1.Node) *syncFixture {
+func newSyncFixture(t testing.TB, nhc *v1alpha1.NodeHealthCheck, nodes ...*corev1.Node) *syncFixture {
 	t.Helper()
 	f := &syncFixture{
 		nhcs:     cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}),
@@ -140,20 +140,20 @@ func newSyncFixture(t *testing.T, nhc *v1alpha1.NodeHealthCheck, nodes ...*corev
 	return f
 }
 
-func (f *syncFixture) setNHC(t *testing.T, nhc *v1alpha1.NodeHealthCheck) {
+func (f *syncFixture) setNHC(t testing.TB, nhc *v1alpha1.NodeHealthCheck) {
 	t.Helper()
 	if err := f.nhcs.Update(nhc); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func (f *syncFixture) setNode(t *testing.T, node *corev1.Node) {
+func (f *syncFixture) setNode(t testing.TB, node *corev1.Node) {
 	t.Helper()
 	if err := f.nodes.Update(node); err != nil {
 		t.Fatal(err)
 	}
 	// As the node handlers do.
-	f.c.members.update(node.Name, node.Labels)
+	f.c.members.update(node.Name, node)
 }
 
 func (f *syncFixture) sync() (time.Duration, error) {

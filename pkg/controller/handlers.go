@@ -89,7 +89,7 @@ func (c *Controller) enqueueOthers(name string) {
 // each sync their NodeHealthCheck again.
 func (c *Controller) addNode(obj any, isInInitialList bool) {
 	if node, ok := obj.(*corev1.Node); ok {
-		c.members.update(node.Name, node.Labels)
+		c.members.update(node.Name, node)
 		if !isInInitialList {
 			c.enqueueSelecting(node.Labels, nil)
 		}
@@ -111,7 +111,7 @@ func (c *Controller) updateNode(logger klog.Logger, oldObj, newObj any) {
 	// Membership follows the labels selectors use, which nodeChanged
 	// looks at: a heartbeat compares no labels twice.
 	if !maps.Equal(old.Labels, updated.Labels) {
-		c.members.update(updated.Name, updated.Labels)
+		c.members.update(updated.Name, updated)
 	}
 	logger.V(6).Info("Node changed", "node", klog.KObj(updated))
 	c.enqueueSelecting(old.Labels, updated.Labels)

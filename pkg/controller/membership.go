@@ -5,14 +5,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/sets"
 	corelisters "k8s.io/client-go/listers/core/v1"
 )
 
-// membership keeps, per NodeHealthCheck, the names of the nodes its selector
-// matches, so that a sync reads its own nodes instead of matching every node
-// of the cluster. The node handlers keep it current; a set is built from the
-// node cache the first time a selector is asked for.
+// membership keeps, per NodeHealthCheck, the nodes its selector matches, so
+// that a sync reads its own nodes instead of matching every node of the
+// cluster. The node handlers keep it current; a set is built from the node
+// cache the first time a selector is asked for.
 type membership struct {
 	mu sync.Mutex
 	// byNHC holds each NodeHealthCheck's set, with the selector it was built for.
@@ -22,66 +21,79 @@ type membership struct {
 type memberSet struct {
 	selector labels.Selector
 	// key is the selector's string form: a changed selector builds anew.
-	key   string
-	nodes sets.Set[string]
+	key string
+	// nodes holds, by name, the cached node object each member's labels
+	// were matched in. Cached objects are never modified, only replaced: a
+	// member whose object the cache still holds needs no match again.
+	nodes map[string]*corev1.Node
 }
 
 func newMembership() *membership {
 	return &membership{byNHC: map[string]*memberSet{}}
 }
 
-// nodes returns the nodes a NodeHealthCheck's selector matches. Each is
-// matched again against the node as the cache has it now: a label change
-// whose event has not reached the handlers yet never makes a node selected
-// that is not.
+// nodes returns the nodes a NodeHealthCheck's selector matches, as the cache
+// has them now. A member whose cached object was replaced since it was
+// matched is matched again, so a label change whose event has not reached
+// the handlers yet never makes a node selected that is not; a heartbeat or a
+// condition change costs one match, the first sync after it.
 func (m *membership) nodes(nhc string, selector labels.Selector, lister corelisters.NodeLister) ([]*corev1.Node, error) {
-	names, err := m.members(nhc, selector, lister)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	set, err := m.set(nhc, selector, lister)
 	if err != nil {
 		return nil, err
 	}
-	nodes := make([]*corev1.Node, 0, len(names))
-	for _, name := range names {
-		if node, err := lister.Get(name); err == nil && selector.Matches(labels.Set(node.Labels)) {
-			nodes = append(nodes, node)
+	nodes := make([]*corev1.Node, 0, len(set.nodes))
+	for name, matched := range set.nodes {
+		node, err := lister.Get(name)
+		if err != nil {
+			continue
 		}
+		if node != matched {
+			if !selector.Matches(labels.Set(node.Labels)) {
+				// The handlers will take it out when they hear of the change.
+				continue
+			}
+			set.nodes[name] = node
+		}
+		nodes = append(nodes, node)
 	}
 	return nodes, nil
 }
 
-// members returns the names in a NodeHealthCheck's set, building it when
-// its selector is new. Building and the handlers' updates hold the same lock,
-// and the cache changes before its handlers run, so a set never misses a
-// change: built before an update, the update fixes it; built after, it reads
-// the change.
-func (m *membership) members(nhc string, selector labels.Selector, lister corelisters.NodeLister) ([]string, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+// set returns a NodeHealthCheck's set, building it when its selector is
+// new. Building and the handlers' updates hold the same lock, and the cache
+// changes before its handlers run, so a set never misses a change: built
+// before an update, the update fixes it; built after, it reads the change.
+func (m *membership) set(nhc string, selector labels.Selector, lister corelisters.NodeLister) (*memberSet, error) {
 	set, ok := m.byNHC[nhc]
-	if !ok || set.key != selector.String() {
-		matching, err := lister.List(selector)
-		if err != nil {
-			return nil, err
-		}
-		set = &memberSet{selector: selector, key: selector.String(), nodes: sets.New[string]()}
-		for _, node := range matching {
-			set.nodes.Insert(node.Name)
-		}
-		m.byNHC[nhc] = set
+	if ok && set.key == selector.String() {
+		return set, nil
 	}
-	return set.nodes.UnsortedList(), nil
+	matching, err := lister.List(selector)
+	if err != nil {
+		return nil, err
+	}
+	set = &memberSet{selector: selector, key: selector.String(), nodes: make(map[string]*corev1.Node, len(matching))}
+	for _, node := range matching {
+		set.nodes[node.Name] = node
+	}
+	m.byNHC[nhc] = set
+	return set, nil
 }
 
-// update places a node with these labels in the sets whose selector matches
-// them, and takes it out of the others; nil labels take it out of all, for a
-// deleted node.
-func (m *membership) update(node string, nodeLabels map[string]string) {
+// update places a node, the object the cache holds, in the sets whose
+// selector matches its labels, and takes it out of the others; a nil node
+// takes it out of all, for a deleted node.
+func (m *membership) update(name string, node *corev1.Node) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, set := range m.byNHC {
-		if nodeLabels != nil && set.selector.Matches(labels.Set(nodeLabels)) {
-			set.nodes.Insert(node)
+		if node != nil && set.selector.Matches(labels.Set(node.Labels)) {
+			set.nodes[name] = node
 		} else {
-			set.nodes.Delete(node)
+			delete(set.nodes, name)
 		}
 	}
 }

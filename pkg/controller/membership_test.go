@@ -35,7 +35,7 @@ func TestMembershipFollowsNodesAndSelectors(t *testing.T) {
 	// informer and the node handlers do.
 	set := func(node *corev1.Node) {
 		require.NoError(t, store.Update(node))
-		m.update(node.Name, node.Labels)
+		m.update(node.Name, node)
 	}
 	set(labelledNode("a-0", "a"))
 	set(labelledNode("a-1", "a"))
@@ -54,6 +54,16 @@ func TestMembershipFollowsNodesAndSelectors(t *testing.T) {
 	require.NoError(t, store.Update(labelledNode("a-1", "c")))
 	nodes, _ = m.nodes("nhc", poolA, lister)
 	assert.Equal(t, []string{"b-1"}, names(nodes), "never a node the selector does not match")
+
+	// An update the handlers pass over (a condition): the cache's object is read.
+	changed := labelledNode("b-1", "a")
+	changed.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse}}
+	require.NoError(t, store.Update(changed))
+	for range 2 {
+		nodes, _ = m.nodes("nhc", poolA, lister)
+		require.Len(t, nodes, 1)
+		assert.Same(t, changed, nodes[0], "the object the cache holds")
+	}
 
 	require.NoError(t, store.Delete(labelledNode("b-1", "a")))
 	m.update("b-1", nil)
@@ -75,7 +85,7 @@ func BenchmarkSelectedNodes(b *testing.B) {
 	for i := range 10000 {
 		node := labelledNode(fmt.Sprintf("node-%05d", i), fmt.Sprint(i%10))
 		require.NoError(b, store.Add(node))
-		m.update(node.Name, node.Labels)
+		m.update(node.Name, node)
 	}
 	pool := labels.SelectorFromSet(labels.Set{"pool": "3"})
 	b.Run("membership", func(b *testing.B) {

@@ -101,8 +101,6 @@ func (e *evaluation) evaluateNode(i int) {
 	v := &e.p.Nodes[i]
 	node := v.Node
 	resources := e.in.Remediations[node.Name]
-	v.ControlPlane = v1alpha1.IsControlPlane(node.Labels)
-	v.Excluded = node.Labels[v1alpha1.ExcludeFromRemediationLabel] == "true"
 	v.Remediations = len(resources)
 	m := matchConditions(node, e.rules.conditions, e.now)
 	switch {
@@ -124,6 +122,10 @@ func (e *evaluation) evaluateNode(i int) {
 		}
 		return
 	}
+	// Only a node that is not healthy is gated: a healthy one's labels are
+	// not read, which at thousands of nodes a sync is mostly cache misses.
+	v.ControlPlane = v1alpha1.IsControlPlane(node.Labels)
+	v.Excluded = node.Labels[v1alpha1.ExcludeFromRemediationLabel] == "true"
 	v.Since, v.Expires = m.since, m.expires
 	previous := e.previous[node.Name]
 	if e.in.PendingNodes[node.Name] {

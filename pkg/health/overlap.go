@@ -100,6 +100,11 @@ func remediatesFirst(a, b *Claim) bool {
 // the peers whose selector matches a node, and owners, the other
 // NodeHealthChecks with remediation resources for a node, by node.
 func ClaimsOn(nodes []*corev1.Node, peers []SelectingPeer, owners map[string][]Peer) map[string][]Claim {
+	if len(peers) == 0 && len(owners) == 0 {
+		// Disjoint NodeHealthChecks, the usual case: no pass over the nodes,
+		// which at thousands of nodes is mostly cache misses.
+		return nil
+	}
 	var claims map[string][]Claim
 	// The claims of all nodes share one backing array: thousands of nodes
 	// selected by several NodeHealthChecks make few allocations.
@@ -157,6 +162,9 @@ func (in *Input) selfClaim(node string) Claim {
 // overlaps decides which selected nodes another NodeHealthCheck remediates,
 // and sums up the overlap, with an event when it starts.
 func (e *evaluation) overlaps() {
+	if len(e.in.Claims) == 0 {
+		return
+	}
 	o := Overlap{ByOther: map[string]int{}}
 	others := map[string]bool{}
 	var all []Claim

@@ -139,10 +139,12 @@ type NodeVerdict struct {
 	// Since is the matching node condition's lastTransitionTime.
 	Since time.Time
 	// Expires is when Condition's duration passes.
-	Expires      time.Time
+	Expires time.Time
+	// ControlPlane and Excluded are set for a node that is not healthy:
+	// whether it has a control-plane role label, and whether its
+	// exclude-from-remediation label is "true".
 	ControlPlane bool
-	// Excluded is true when the exclude-from-remediation label is "true".
-	Excluded bool
+	Excluded     bool
 	// Remediations is the number of this NodeHealthCheck's resources for the node.
 	Remediations int
 	// Waiting is why the node does not get a remediation it needs.
