@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"reflect"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,10 +23,12 @@ type memberSet struct {
 	selector labels.Selector
 	// key is the selector's string form: a changed selector builds anew.
 	key string
-	// nodes holds, by name, the cached node object each member's labels
-	// were matched in. Cached objects are never modified, only replaced: a
-	// member whose object the cache still holds needs no match again.
-	nodes map[string]*corev1.Node
+	// nodes holds, by name, the label map each member was matched with.
+	// Cached maps are never modified, only replaced, and nodecache shares
+	// an unchanged map with the node's next object: a member whose node
+	// still has that map needs no match again. Holding the map rather than
+	// the node keeps no replaced node alive.
+	nodes map[string]map[string]string
 }
 
 func newMembership() *membership {
@@ -33,10 +36,9 @@ func newMembership() *membership {
 }
 
 // nodes returns the nodes a NodeHealthCheck's selector matches, as the cache
-// has them now. A member whose cached object was replaced since it was
-// matched is matched again, so a label change whose event has not reached
-// the handlers yet never makes a node selected that is not; a heartbeat or a
-// condition change costs one match, the first sync after it.
+// has them now. A member whose labels are another map than the one it was
+// matched with is matched again, so a label change whose event has not
+// reached the handlers yet never makes a node selected that is not.
 func (m *membership) nodes(nhc string, selector labels.Selector, lister corelisters.NodeLister) ([]*corev1.Node, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -50,12 +52,12 @@ func (m *membership) nodes(nhc string, selector labels.Selector, lister corelist
 		if err != nil {
 			continue
 		}
-		if node != matched {
+		if !sameMap(node.Labels, matched) {
 			if !selector.Matches(labels.Set(node.Labels)) {
 				// The handlers will take it out when they hear of the change.
 				continue
 			}
-			set.nodes[name] = node
+			set.nodes[name] = node.Labels
 		}
 		nodes = append(nodes, node)
 	}
@@ -75,9 +77,9 @@ func (m *membership) set(nhc string, selector labels.Selector, lister corelister
 	if err != nil {
 		return nil, err
 	}
-	set = &memberSet{selector: selector, key: selector.String(), nodes: make(map[string]*corev1.Node, len(matching))}
+	set = &memberSet{selector: selector, key: selector.String(), nodes: make(map[string]map[string]string, len(matching))}
 	for _, node := range matching {
-		set.nodes[node.Name] = node
+		set.nodes[node.Name] = node.Labels
 	}
 	m.byNHC[nhc] = set
 	return set, nil
@@ -91,11 +93,17 @@ func (m *membership) update(name string, node *corev1.Node) {
 	defer m.mu.Unlock()
 	for _, set := range m.byNHC {
 		if node != nil && set.selector.Matches(labels.Set(node.Labels)) {
-			set.nodes[name] = node
+			set.nodes[name] = node.Labels
 		} else {
 			delete(set.nodes, name)
 		}
 	}
+}
+
+// sameMap tells whether two maps are one: equal contents in another map
+// count as different.
+func sameMap(a, b map[string]string) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 // forget drops a deleted NodeHealthCheck's set.

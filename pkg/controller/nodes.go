@@ -29,7 +29,7 @@ func nodeChanged(old, updated *corev1.Node, selectorKeys func() map[string]bool)
 	if (health.OutOfServiceTaint(old) == nil) != (health.OutOfServiceTaint(updated) == nil) {
 		return true
 	}
-	if maps.Equal(old.Labels, updated.Labels) {
+	if sameMap(old.Labels, updated.Labels) || maps.Equal(old.Labels, updated.Labels) {
 		return false
 	}
 	for key := range selectorKeys() {
@@ -44,6 +44,10 @@ func nodeChanged(old, updated *corev1.Node, selectorKeys func() map[string]bool)
 func sameConditions(a, b []corev1.NodeCondition) bool {
 	if len(a) != len(b) {
 		return false
+	}
+	if len(a) == 0 || &a[0] == &b[0] {
+		// nodecache shares unchanged conditions with the node's next object.
+		return true
 	}
 	for _, ca := range a {
 		found := false
