@@ -52,7 +52,7 @@ type options struct {
 
 func defaultOptions() *options {
 	return &options{
-		workers: 2, qps: 100, burst: 1000, eventsQPS: 20, eventsBurst: 100,
+		workers: 2, qps: 100, burst: 2000, eventsQPS: 20, eventsBurst: 100,
 		leaderElect: true, leaderElectionID: "nhc-controller.remediation.medik8s.io",
 		leaseDuration: 15 * time.Second, renewDeadline: 10 * time.Second, retryPeriod: 2 * time.Second,
 		metricsAddress: ":8443", metricsSecure: true, probeAddress: ":8081",
