@@ -136,10 +136,10 @@ func New(ctx context.Context, nodeInformer coreinformers.NodeInformer, nhcInform
 	}, cache.HandlerOptions{Logger: &logger}); err != nil {
 		return nil, err
 	}
-	remediations.AddChangeHandler(func(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool) {
-		c.remediationChanged(logger, gvr, obj, deleted)
+	remediations.AddChangeHandler(func(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool, confirmed []string) {
+		c.remediationChanged(logger, gvr, obj, deleted, confirmed)
 	})
-	if err := remediations.AddLeaseChangeHandler(func(node string, holders ...string) { c.leaseChanged(logger, node, holders) }); err != nil {
+	if err := remediations.AddLeaseChangeHandler(func(node string, own bool, holders ...string) { c.leaseChanged(logger, node, own, holders) }); err != nil {
 		return nil, fmt.Errorf("adding the node lease handler: %w", err)
 	}
 	return c, nil

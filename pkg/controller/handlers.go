@@ -2,6 +2,7 @@ package controller
 
 import (
 	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -131,7 +132,16 @@ func (c *Controller) deleteNode(logger klog.Logger, obj any) {
 // enqueueSelecting enqueues the NodeHealthChecks whose selector matches any
 // of the label sets.
 func (c *Controller) enqueueSelecting(labelSets ...map[string]string) {
+	c.enqueueSelectingBut(nil, labelSets...)
+}
+
+// enqueueSelectingBut enqueues the NodeHealthChecks but those named whose
+// selector matches any of the label sets.
+func (c *Controller) enqueueSelectingBut(but []string, labelSets ...map[string]string) {
 	for _, s := range c.selectors.get(c.nhcLister).entries {
+		if slices.Contains(but, s.name) {
+			continue
+		}
 		for _, l := range labelSets {
 			if l != nil && s.selector.Matches(labels.Set(l)) {
 				c.queue.Add(s.name)
@@ -146,18 +156,25 @@ func (c *Controller) enqueueSelecting(labelSets ...map[string]string) {
 // the NodeHealthChecks that select its node (another owner's resource may
 // have held the node back), every NodeHealthCheck for a control-plane
 // remediation (it held back every control-plane node), and the
-// NodeHealthChecks that reference a template.
-func (c *Controller) remediationChanged(logger klog.Logger, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool) {
+// NodeHealthChecks that reference a template. A NodeHealthCheck whose own
+// create the change confirms is not woken: the sync that sent it recorded
+// it, and requeues itself for anything left.
+func (c *Controller) remediationChanged(logger klog.Logger, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool, confirmed []string) {
 	for _, owner := range remediation.OwnerNames(obj) {
+		if slices.Contains(confirmed, owner) {
+			continue
+		}
 		logger.V(6).Info("Remediation resource changed", "resource", gvr, "object", klog.KObj(obj), "deleted", deleted, "nodeHealthCheck", klog.KRef("", owner))
 		c.queue.Add(owner)
 	}
 	if _, controlPlane := obj.GetLabels()[v1alpha1.ControlPlaneNodeLabel]; controlPlane {
 		for _, s := range c.selectors.get(c.nhcLister).entries {
-			c.queue.Add(s.name)
+			if !slices.Contains(confirmed, s.name) {
+				c.queue.Add(s.name)
+			}
 		}
 	} else if node, err := c.nodeLister.Get(remediation.NodeOf(obj)); err == nil {
-		c.enqueueSelecting(node.Labels)
+		c.enqueueSelectingBut(confirmed, node.Labels)
 	}
 	key := templateKey(gvr.Group, obj.GetKind(), obj.GetNamespace(), obj.GetName())
 	referencing, _ := c.nhcIndexer.ByIndex(templateIndex, key)
@@ -171,15 +188,23 @@ func (c *Controller) remediationChanged(logger klog.Logger, gvr schema.GroupVers
 
 // leaseChanged hears of a node lease that was taken, released or changed
 // hands: the NodeHealthChecks that select the node may remediate it now, and
-// a NodeHealthCheck that held it may have to release it.
-func (c *Controller) leaseChanged(logger klog.Logger, node string, holders []string) {
-	logger.V(6).Info("Node lease changed", "node", klog.KRef("", node), "holders", holders)
+// a NodeHealthCheck that held it may have to release it. A lease this
+// process took wakes not the NodeHealthCheck it took it for: that sync
+// records the outcome, and requeues itself for anything left.
+func (c *Controller) leaseChanged(logger klog.Logger, node string, own bool, holders []string) {
+	logger.V(6).Info("Node lease changed", "node", klog.KRef("", node), "own", own, "holders", holders)
+	var taker []string
+	if own && len(holders) > 0 {
+		if nhc, ok := health.LeaseHolderNHC(holders[len(holders)-1]); ok {
+			taker = []string{nhc}
+		}
+	}
 	for _, holder := range holders {
-		if nhc, ok := health.LeaseHolderNHC(holder); ok {
+		if nhc, ok := health.LeaseHolderNHC(holder); ok && !slices.Contains(taker, nhc) {
 			c.queue.Add(nhc)
 		}
 	}
 	if n, err := c.nodeLister.Get(node); err == nil {
-		c.enqueueSelecting(n.Labels)
+		c.enqueueSelectingBut(taker, n.Labels)
 	}
 }

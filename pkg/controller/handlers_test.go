@@ -149,18 +149,20 @@ func TestRemediatorEventsEnqueueOwnersAndTemplateUsers(t *testing.T) {
 	owned.SetName("worker-1")
 	owned.SetNamespace("snr")
 	owned.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "remediation.medik8s.io/v1alpha1", Kind: "NodeHealthCheck", Name: "infra", UID: "x"}})
-	c.remediationChanged(klog.Background(), snrResource, owned, false)
+	c.remediationChanged(klog.Background(), snrResource, owned, false, nil)
 	assert.Equal(t, []string{"infra"}, queued(c), "a remediation resource wakes its owner")
+	c.remediationChanged(klog.Background(), snrResource, owned, false, []string{"infra"})
+	assert.Empty(t, queued(c), "but not when it confirms the owner's own create: that sync recorded it")
 
 	template := &unstructured.Unstructured{Object: map[string]any{"apiVersion": snrTemplate.APIVersion, "kind": snrTemplate.Kind}}
 	template.SetName(snrTemplate.Name)
 	template.SetNamespace(snrTemplate.Namespace)
-	c.remediationChanged(klog.Background(), schema.GroupVersionResource{Group: "self-node-remediation.medik8s.io", Version: "v1alpha1", Resource: "selfnoderemediationtemplates"}, template, true)
+	c.remediationChanged(klog.Background(), schema.GroupVersionResource{Group: "self-node-remediation.medik8s.io", Version: "v1alpha1", Resource: "selfnoderemediationtemplates"}, template, true, nil)
 	assert.Equal(t, []string{"infra", "workers"}, queued(c), "a template wakes every NodeHealthCheck that references it")
 
 	other := template.DeepCopy()
 	other.SetName("manual")
-	c.remediationChanged(klog.Background(), schema.GroupVersionResource{Group: "self-node-remediation.medik8s.io", Version: "v1alpha1", Resource: "selfnoderemediationtemplates"}, other, false)
+	c.remediationChanged(klog.Background(), schema.GroupVersionResource{Group: "self-node-remediation.medik8s.io", Version: "v1alpha1", Resource: "selfnoderemediationtemplates"}, other, false, nil)
 	assert.Empty(t, queued(c), "another template wakes nobody")
 }
 
@@ -176,13 +178,24 @@ func TestARemediationResourceWakesTheNodeHealthChecksItHeldBack(t *testing.T) {
 	theirs := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "self-node-remediation.medik8s.io/v1alpha1", "kind": "SelfNodeRemediation"}}
 	theirs.SetName("worker-1")
 	theirs.SetNamespace("snr")
-	c.remediationChanged(klog.Background(), snrResource, theirs, true)
+	c.remediationChanged(klog.Background(), snrResource, theirs, true, nil)
 	assert.Equal(t, []string{"workers"}, queued(c), "the NodeHealthCheck that selects its node")
+
+	// A node lease: its holders and the NodeHealthChecks that select the
+	// node, but not the one this process took it for.
+	c.leaseChanged(klog.Background(), "worker-1", false, []string{"NodeHealthCheck-infra"})
+	assert.Equal(t, []string{"infra", "workers"}, queued(c), "a lease someone took wakes its holder and those that select the node")
+	c.leaseChanged(klog.Background(), "worker-1", true, []string{"NodeHealthCheck-workers"})
+	assert.Empty(t, queued(c), "a lease this process took for workers: its sync records the outcome")
+	c.leaseChanged(klog.Background(), "worker-1", true, []string{"NodeHealthCheck-infra", "NodeHealthCheck-workers"})
+	assert.Equal(t, []string{"infra"}, queued(c), "taken over from infra: infra hears of it")
 
 	// A control-plane remediation going frees every control-plane node.
 	controlPlane := theirs.DeepCopy()
 	controlPlane.SetName("master-0")
 	controlPlane.SetLabels(map[string]string{v1alpha1.ControlPlaneNodeLabel: ""})
-	c.remediationChanged(klog.Background(), snrResource, controlPlane, true)
+	c.remediationChanged(klog.Background(), snrResource, controlPlane, true, nil)
 	assert.Equal(t, []string{"infra", "workers"}, queued(c))
+	c.remediationChanged(klog.Background(), snrResource, controlPlane, false, []string{"workers"})
+	assert.Equal(t, []string{"infra"}, queued(c), "a control-plane remediation workers created itself wakes the others")
 }

@@ -100,17 +100,19 @@ func (e *Expectations) forgetDeletion(nhc string, uid types.UID) {
 
 // settle settles the expectations an informer's change satisfies: a resource
 // that exists settles its creation, a deleted one, or one with a deletion
-// timestamp, its deletion. It is a ChangeFunc.
-func (e *Expectations) settle(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool) {
+// timestamp, its deletion. It returns the NodeHealthChecks whose create it
+// confirms.
+func (e *Expectations) settle(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool) (confirmed []string) {
 	template := obj.GetAnnotations()[v1alpha1.TemplateNameAnnotation]
 	for _, nhc := range OwnerNames(obj) {
-		if !deleted {
-			e.observe(nhc, creationKey(gvr, obj.GetNamespace(), NodeOf(obj), template))
+		if !deleted && e.observe(nhc, creationKey(gvr, obj.GetNamespace(), NodeOf(obj), template)) {
+			confirmed = append(confirmed, nhc)
 		}
 		if deleted || obj.GetDeletionTimestamp() != nil {
 			e.observe(nhc, deletionKey(obj.GetUID()))
 		}
 	}
+	return confirmed
 }
 
 // pendingNodes returns the nodes of a NodeHealthCheck with a write that was
@@ -150,8 +152,11 @@ func (e *Expectations) expectLocked(nhc, node, key string, creation bool) {
 	e.pending[nhc][key] = expectation{node: node, creation: creation, lapses: e.clock.Now().Add(ExpectationsTTL)}
 }
 
-func (e *Expectations) observe(nhc, key string) {
+// observe settles an expectation; it tells whether one was pending.
+func (e *Expectations) observe(nhc, key string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	_, pending := e.pending[nhc][key]
 	delete(e.pending[nhc], key)
+	return pending
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -60,6 +61,9 @@ type NodeLeases struct {
 	duration, buffer time.Duration
 	clock            clock.PassiveClock
 	errors           watchErrors
+	// taking are the leases this process is taking: the informer's event
+	// of such a write is its own.
+	taking ownWrites
 }
 
 // NewNodeLeases returns node leases of the informer's namespace. The informer
@@ -75,23 +79,26 @@ func NewNodeLeases(client coordinationclient.LeasesGetter, namespaces coreclient
 }
 
 // LeaseChangeFunc hears of a node lease that was added, deleted, or changed
-// hands, with its holders before and after; renewals are no change.
-type LeaseChangeFunc func(node string, holders ...string)
+// hands, with its holders before and after; renewals are no change. own is
+// true when this process took the lease for its last holder: the sync that
+// took it records the outcome.
+type LeaseChangeFunc func(node string, own bool, holders ...string)
 
 // AddChangeHandler adds a handler that hears of every change of a node lease.
 func (l *NodeLeases) AddChangeHandler(handler LeaseChangeFunc) error {
-	notify := func(obj any) {
+	notify := func(obj any, added bool) {
 		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = tombstone.Obj
 		}
 		if lease, ok := obj.(*coordinationv1.Lease); ok {
 			if node, ok := health.LeaseNode(lease.Name); ok {
-				handler(node, ptr.Deref(lease.Spec.HolderIdentity, ""))
+				holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+				handler(node, added && l.taking.seen(lease.Name, holder), holder)
 			}
 		}
 	}
 	_, err := l.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: notify,
+		AddFunc: func(obj any) { notify(obj, true) },
 		UpdateFunc: func(oldObj, newObj any) {
 			old, ok1 := oldObj.(*coordinationv1.Lease)
 			updated, ok2 := newObj.(*coordinationv1.Lease)
@@ -99,10 +106,11 @@ func (l *NodeLeases) AddChangeHandler(handler LeaseChangeFunc) error {
 				return
 			}
 			if node, ok := health.LeaseNode(updated.Name); ok {
-				handler(node, ptr.Deref(old.Spec.HolderIdentity, ""), ptr.Deref(updated.Spec.HolderIdentity, ""))
+				holder := ptr.Deref(updated.Spec.HolderIdentity, "")
+				handler(node, l.taking.seen(updated.Name, holder), ptr.Deref(old.Spec.HolderIdentity, ""), holder)
 			}
 		},
-		DeleteFunc: notify,
+		DeleteFunc: func(obj any) { notify(obj, false) },
 	})
 	return err
 }
@@ -179,14 +187,19 @@ func (l *NodeLeases) acquire(ctx context.Context, req health.LeaseRequest) error
 		if req.NodeUID != "" {
 			lease.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: req.Node, UID: req.NodeUID}}
 		}
+		l.taking.start(lease.Name, req.Holder)
 		_, err = l.client.Leases(l.namespace).Create(ctx, lease, metav1.CreateOptions{FieldManager: FieldManager})
 		if apierrors.IsNotFound(err) {
 			// Like upstream, the namespace is created when it is missing,
 			// if the controller may.
 			if err := l.createNamespace(ctx); err != nil {
+				l.taking.failed(lease.Name)
 				return err
 			}
 			_, err = l.client.Leases(l.namespace).Create(ctx, lease, metav1.CreateOptions{FieldManager: FieldManager})
+		}
+		if err != nil {
+			l.taking.failed(lease.Name)
 		}
 		return err
 	}
@@ -211,10 +224,47 @@ func (l *NodeLeases) acquire(ctx context.Context, req health.LeaseRequest) error
 		lease.Spec.HolderIdentity = ptr.To(req.Holder)
 		lease.Spec.AcquireTime = &now
 		lease.Spec.LeaseTransitions = ptr.To(ptr.Deref(lease.Spec.LeaseTransitions, 0) + 1)
+		l.taking.start(lease.Name, req.Holder)
 	}
 	lease.Spec.RenewTime, lease.Spec.LeaseDurationSeconds = &now, seconds
 	_, err = l.client.Leases(l.namespace).Update(ctx, lease, metav1.UpdateOptions{FieldManager: FieldManager})
+	if err != nil {
+		l.taking.failed(lease.Name)
+	}
 	return err
+}
+
+// ownWrites are the leases this process is taking, by name, with the holder
+// it writes: from before the write is sent until the informer shows it.
+type ownWrites struct {
+	mu      sync.Mutex
+	holders map[string]string
+}
+
+func (o *ownWrites) start(name, holder string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.holders == nil {
+		o.holders = map[string]string{}
+	}
+	o.holders[name] = holder
+}
+
+// failed forgets a write that failed: the lease's next event is not ours.
+func (o *ownWrites) failed(name string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.holders, name)
+}
+
+// seen tells whether a lease's event shows the holder this process wrote,
+// and forgets the write.
+func (o *ownWrites) seen(name, holder string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ours, ok := o.holders[name]
+	delete(o.holders, name)
+	return ok && ours == holder
 }
 
 // createNamespace creates the lease namespace. A failure is returned as

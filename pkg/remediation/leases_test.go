@@ -158,3 +158,17 @@ func TestReadLeases(t *testing.T) {
 	}}, read.ByNode, "only node leases")
 	assert.Equal(t, health.DefaultLeaseDuration, read.Duration)
 }
+
+func TestOwnLeaseWritesAreSeenOnce(t *testing.T) {
+	var o ownWrites
+	assert.False(t, o.seen("node-a", "NodeHealthCheck-workers"), "nothing written")
+	o.start("node-a", "NodeHealthCheck-workers")
+	assert.True(t, o.seen("node-a", "NodeHealthCheck-workers"), "the informer shows our write")
+	assert.False(t, o.seen("node-a", "NodeHealthCheck-workers"), "once")
+
+	o.start("node-a", "NodeHealthCheck-workers")
+	assert.False(t, o.seen("node-a", "node-maintenance"), "someone else's holder is not ours")
+	o.start("node-b", "NodeHealthCheck-workers")
+	o.failed("node-b")
+	assert.False(t, o.seen("node-b", "NodeHealthCheck-workers"), "a failed write is not ours")
+}

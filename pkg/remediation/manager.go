@@ -2,6 +2,7 @@ package remediation
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,23 +24,46 @@ type Manager struct {
 	controlPlane *controlPlaneReservations
 	// leases are the node leases; nil when the controller takes none.
 	leases *NodeLeases
+
+	mu sync.Mutex
+	// handlers hear of every change, after the expectations.
+	handlers []ResourceChangeFunc
 }
 
+// ResourceChangeFunc hears of a change of a template or remediation
+// resource that the informers see; deleted is true for deletions, when obj
+// is the last state known. confirmed names the NodeHealthChecks whose own
+// create the change confirms: the sync that sent it recorded the outcome.
+type ResourceChangeFunc func(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool, confirmed []string)
+
 // NewManager returns a manager; nil leases takes no node leases. The
-// expectations hear of the informers' changes before any handler added
-// later, so that a NodeHealthCheck woken by a change finds its expectations
-// settled.
+// expectations hear of the informers' changes before any handler, so that a
+// NodeHealthCheck woken by a change finds its expectations settled.
 func NewManager(informers *Informers, templates *Templates, expectations *Expectations, writer *Writer, leases *NodeLeases) *Manager {
 	m := &Manager{informers: informers, templates: templates, expectations: expectations, writer: writer, controlPlane: newControlPlaneReservations(), leases: leases}
-	informers.AddChangeHandler(expectations.settle)
-	informers.AddChangeHandler(m.controlPlane.settle)
+	informers.AddChangeHandler(m.changed)
 	return m
 }
 
 // AddChangeHandler adds a handler that hears of every change of a template
 // or remediation resource the informers see.
-func (m *Manager) AddChangeHandler(handler ChangeFunc) {
-	m.informers.AddChangeHandler(handler)
+func (m *Manager) AddChangeHandler(handler ResourceChangeFunc) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.handlers = append(m.handlers, handler)
+}
+
+// changed settles the expectations and the control-plane reservations a
+// change satisfies, then tells the handlers.
+func (m *Manager) changed(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool) {
+	confirmed := m.expectations.settle(gvr, obj, deleted)
+	m.controlPlane.settle(gvr, obj, deleted)
+	m.mu.Lock()
+	handlers := m.handlers
+	m.mu.Unlock()
+	for _, handler := range handlers {
+		handler(gvr, obj, deleted, confirmed)
+	}
 }
 
 // AddLeaseChangeHandler adds a handler that hears of every change of a node

@@ -82,7 +82,9 @@ func newRemediationEnv(t *testing.T) *remediationEnv {
 	require.NoError(t, err)
 	// Added last, this handler hears of a change after the expectations and
 	// the controller have.
-	env.manager.AddChangeHandler(env.heard.record)
+	env.manager.AddChangeHandler(func(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool, _ []string) {
+		env.heard.record(gvr, obj, deleted)
+	})
 	go nodeInformer.Informer().RunWithContext(ctx)
 	nhcInformers.Start(ctx.Done())
 	// Run with no workers takes no work from the queue that the event
