@@ -2,7 +2,9 @@ package nodecache
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,11 +16,18 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// Informer is a shared informer of trimmed nodes (see Trim) and its lister.
-// It satisfies client-go's NodeInformer.
+// Informer is the node informer: trimmed nodes (see Trim), their lister,
+// and the handlers it calls itself, in the loop that stores each event. A
+// shared informer hands every event to a goroutine per handler through two
+// more goroutines: at a kubelet's cadence each hand-off wakes a thread, which
+// cost more than decoding the node.
 type Informer struct {
-	informer cache.SharedIndexInformer
-	lister   corelisters.NodeLister
+	controller cache.Controller
+	indexer    cache.Indexer
+	lister     corelisters.NodeLister
+	// handlers hear of every event in order; they are added before Run.
+	handlers []cache.ResourceEventHandler
+	started  atomic.Bool
 }
 
 // NewInformer returns the node informer. Its own REST client asks for
@@ -51,22 +60,65 @@ func NewInformer(config *rest.Config) (*Informer, error) {
 			return client.Get().Resource("nodes").VersionedParams(&opts, scheme.ParameterCodec).Watch(ctx)
 		},
 	}
-	informer := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), &corev1.Node{},
-		cache.SharedIndexInformerOptions{})
-	indexer := informer.GetIndexer()
+	i := &Informer{}
+	store, controller := cache.NewInformerWithOptions(cache.InformerOptions{
+		ListerWatcher: cache.ToListWatcherWithWatchListSemantics(lw, client),
+		ObjectType:    &corev1.Node{},
+		Handler:       dispatcher{i},
+		Indexers:      cache.Indexers{},
+	})
+	i.controller, i.indexer = controller, store.(cache.Indexer)
+	i.lister = corelisters.NewNodeLister(i.indexer)
 	d.previous = func(name string) *corev1.Node {
-		obj, ok, _ := indexer.GetByKey(name)
+		obj, ok, _ := i.indexer.GetByKey(name)
 		node, _ := obj.(*corev1.Node)
 		if !ok {
 			return nil
 		}
 		return node
 	}
-	return &Informer{informer: informer, lister: corelisters.NewNodeLister(indexer)}, nil
+	return i, nil
 }
 
-// Informer returns the shared informer.
-func (i *Informer) Informer() cache.SharedIndexInformer { return i.informer }
+// AddEventHandler adds a handler; it must come before Run.
+func (i *Informer) AddEventHandler(handler cache.ResourceEventHandler) error {
+	if i.started.Load() {
+		return errors.New("nodecache: a handler added after the informer started")
+	}
+	i.handlers = append(i.handlers, handler)
+	return nil
+}
+
+// Run lists and watches nodes until ctx ends.
+func (i *Informer) Run(ctx context.Context) {
+	i.started.Store(true)
+	i.controller.RunWithContext(ctx)
+}
+
+// HasSynced tells whether the initial nodes are stored and every handler
+// has heard of them.
+func (i *Informer) HasSynced() bool { return i.controller.HasSynced() }
 
 // Lister returns the lister of its cache.
 func (i *Informer) Lister() corelisters.NodeLister { return i.lister }
+
+// dispatcher calls the informer's handlers in order.
+type dispatcher struct{ i *Informer }
+
+func (d dispatcher) OnAdd(obj any, isInInitialList bool) {
+	for _, h := range d.i.handlers {
+		h.OnAdd(obj, isInInitialList)
+	}
+}
+
+func (d dispatcher) OnUpdate(oldObj, newObj any) {
+	for _, h := range d.i.handlers {
+		h.OnUpdate(oldObj, newObj)
+	}
+}
+
+func (d dispatcher) OnDelete(obj any) {
+	for _, h := range d.i.handlers {
+		h.OnDelete(obj)
+	}
+}
