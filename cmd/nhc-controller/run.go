@@ -102,7 +102,7 @@ func run(ctx context.Context, opts *options) error {
 	if err != nil {
 		return err
 	}
-	go nodeInformer.Run(ctx)
+	go nodeInformer.Informer().RunWithContext(ctx)
 	if leaseInformers != nil {
 		leaseInformers.Start(ctx.Done())
 		defer leaseInformers.Shutdown()

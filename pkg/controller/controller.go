@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -93,8 +94,9 @@ type Controller struct {
 }
 
 // New returns a controller. The informers must not have started yet, so that
-// the controller's indexer and handlers can be added.
-func New(ctx context.Context, nodeInformer NodeInformer, nhcInformer nhcinformers.NodeHealthCheckInformer,
+// the controller's indexer can be added. The node informer is meant to be
+// nodecache's, whose nodes keep only what the controller reads.
+func New(ctx context.Context, nodeInformer coreinformers.NodeInformer, nhcInformer nhcinformers.NodeHealthCheckInformer,
 	nhcClient versioned.Interface, remediations *remediation.Manager, recorder record.EventRecorder, metrics *Metrics, clk clock.WithTicker) (*Controller, error) {
 	logger := klog.FromContext(ctx)
 	c := &Controller{
@@ -102,7 +104,7 @@ func New(ctx context.Context, nodeInformer NodeInformer, nhcInformer nhcinformer
 		nhcIndexer:   nhcInformer.Informer().GetIndexer(),
 		nhcSynced:    nhcInformer.Informer().HasSynced,
 		nodeLister:   nodeInformer.Lister(),
-		nodeSynced:   nodeInformer.HasSynced,
+		nodeSynced:   nodeInformer.Informer().HasSynced,
 		remediations: remediations,
 		statuses:     clientStatusWriter{client: nhcClient},
 		recorder:     recorder,
@@ -127,11 +129,11 @@ func New(ctx context.Context, nodeInformer NodeInformer, nhcInformer nhcinformer
 	}, cache.HandlerOptions{Logger: &logger}); err != nil {
 		return nil, err
 	}
-	if err := nodeInformer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+	if _, err := nodeInformer.Informer().AddEventHandlerWithOptions(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc:    func(obj any, isInInitialList bool) { c.addNode(obj, isInInitialList) },
 		UpdateFunc: func(oldObj, newObj any) { c.updateNode(logger, oldObj, newObj) },
 		DeleteFunc: func(obj any) { c.deleteNode(logger, obj) },
-	}); err != nil {
+	}, cache.HandlerOptions{Logger: &logger}); err != nil {
 		return nil, err
 	}
 	remediations.AddChangeHandler(func(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool, confirmed []string) {

@@ -15,9 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery/cached/memory"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -28,7 +28,6 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	nhcfake "github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned/fake"
 	"github.com/nodehealthcheck/nhc-controller/pkg/generated/informers/externalversions"
-	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
@@ -63,10 +62,7 @@ func newTestController(t testing.TB, nhcs ...*v1alpha1.NodeHealthCheck) *Control
 	manager := remediation.NewManager(dynamicInformers,
 		remediation.NewTemplates(restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery())), dynamicInformers, clk),
 		remediation.NewExpectations(clk), remediation.NewWriter(dynamicClient, kube), nil)
-	// Never run: the tests seed the node cache themselves.
-	nodeInformer, err := nodecache.NewInformer(&rest.Config{Host: "https://127.0.0.1:1"})
-	require.NoError(t, err)
-	c, err := New(ctx, nodeInformer, nhcInformer,
+	c, err := New(ctx, informers.NewSharedInformerFactory(kube, 0).Core().V1().Nodes(), nhcInformer,
 		nhcClient, manager, record.NewFakeRecorder(100), nil, clk)
 	require.NoError(t, err)
 	for _, nhc := range nhcs {

@@ -6,8 +6,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
@@ -26,15 +24,6 @@ type remediationManager interface {
 	Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, obs *remediation.Observation, recheck remediation.Recheck) health.Outcome
 	// Forget drops what is kept for a deleted NodeHealthCheck.
 	Forget(nhc string)
-}
-
-// NodeInformer is what the controller needs of the node informer:
-// *nodecache.Informer, whose nodes keep only what the controller reads.
-type NodeInformer interface {
-	// AddEventHandler adds a handler, before the informer runs.
-	AddEventHandler(handler cache.ResourceEventHandler) error
-	HasSynced() bool
-	Lister() corelisters.NodeLister
 }
 
 // statusWriter writes a NodeHealthCheck's status subresource.

@@ -2,9 +2,7 @@ package nodecache
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,18 +14,11 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// Informer is the node informer: trimmed nodes (see Trim), their lister,
-// and the handlers it calls itself, in the loop that stores each event. A
-// shared informer hands every event to a goroutine per handler through two
-// more goroutines: at a kubelet's cadence each hand-off wakes a thread, which
-// cost more than decoding the node.
+// Informer is a shared informer of trimmed nodes (see Trim) and its lister.
+// It satisfies client-go's NodeInformer.
 type Informer struct {
-	controller cache.Controller
-	indexer    cache.Indexer
-	lister     corelisters.NodeLister
-	// handlers hear of every event in order; they are added before Run.
-	handlers []cache.ResourceEventHandler
-	started  atomic.Bool
+	informer cache.SharedIndexInformer
+	lister   corelisters.NodeLister
 }
 
 // NewInformer returns the node informer. Its own REST client asks for
@@ -60,65 +51,22 @@ func NewInformer(config *rest.Config) (*Informer, error) {
 			return client.Get().Resource("nodes").VersionedParams(&opts, scheme.ParameterCodec).Watch(ctx)
 		},
 	}
-	i := &Informer{}
-	store, controller := cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: cache.ToListWatcherWithWatchListSemantics(lw, client),
-		ObjectType:    &corev1.Node{},
-		Handler:       dispatcher{i},
-		Indexers:      cache.Indexers{},
-	})
-	i.controller, i.indexer = controller, store.(cache.Indexer)
-	i.lister = corelisters.NewNodeLister(i.indexer)
+	informer := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), &corev1.Node{},
+		cache.SharedIndexInformerOptions{})
+	indexer := informer.GetIndexer()
 	d.previous = func(name string) *corev1.Node {
-		obj, ok, _ := i.indexer.GetByKey(name)
+		obj, ok, _ := indexer.GetByKey(name)
 		node, _ := obj.(*corev1.Node)
 		if !ok {
 			return nil
 		}
 		return node
 	}
-	return i, nil
+	return &Informer{informer: informer, lister: corelisters.NewNodeLister(indexer)}, nil
 }
 
-// AddEventHandler adds a handler; it must come before Run.
-func (i *Informer) AddEventHandler(handler cache.ResourceEventHandler) error {
-	if i.started.Load() {
-		return errors.New("nodecache: a handler added after the informer started")
-	}
-	i.handlers = append(i.handlers, handler)
-	return nil
-}
-
-// Run lists and watches nodes until ctx ends.
-func (i *Informer) Run(ctx context.Context) {
-	i.started.Store(true)
-	i.controller.RunWithContext(ctx)
-}
-
-// HasSynced tells whether the initial nodes are stored and every handler
-// has heard of them.
-func (i *Informer) HasSynced() bool { return i.controller.HasSynced() }
+// Informer returns the shared informer.
+func (i *Informer) Informer() cache.SharedIndexInformer { return i.informer }
 
 // Lister returns the lister of its cache.
 func (i *Informer) Lister() corelisters.NodeLister { return i.lister }
-
-// dispatcher calls the informer's handlers in order.
-type dispatcher struct{ i *Informer }
-
-func (d dispatcher) OnAdd(obj any, isInInitialList bool) {
-	for _, h := range d.i.handlers {
-		h.OnAdd(obj, isInInitialList)
-	}
-}
-
-func (d dispatcher) OnUpdate(oldObj, newObj any) {
-	for _, h := range d.i.handlers {
-		h.OnUpdate(oldObj, newObj)
-	}
-}
-
-func (d dispatcher) OnDelete(obj any) {
-	for _, h := range d.i.handlers {
-		h.OnDelete(obj)
-	}
-}

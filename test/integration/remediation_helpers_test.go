@@ -85,7 +85,7 @@ func newRemediationEnv(t *testing.T) *remediationEnv {
 	env.manager.AddChangeHandler(func(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool, _ []string) {
 		env.heard.record(gvr, obj, deleted)
 	})
-	go nodeInformer.Run(ctx)
+	go nodeInformer.Informer().RunWithContext(ctx)
 	nhcInformers.Start(ctx.Done())
 	// Run with no workers takes no work from the queue that the event
 	// handlers fill, and shuts that queue down when ctx ends.
@@ -97,7 +97,7 @@ func newRemediationEnv(t *testing.T) *remediationEnv {
 		nhcInformers.Shutdown()
 	})
 
-	require.True(t, cache.WaitForCacheSync(ctx.Done(), nodeInformer.HasSynced), "node informer synced")
+	require.True(t, cache.WaitForCacheSync(ctx.Done(), nodeInformer.Informer().HasSynced), "node informer synced")
 	for informer, synced := range nhcInformers.WaitForCacheSync(ctx.Done()) {
 		require.True(t, synced, "informer of %v synced", informer)
 	}
