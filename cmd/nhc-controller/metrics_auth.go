@@ -6,13 +6,13 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
@@ -27,7 +27,7 @@ const (
 	unauthenticatedTTL = 10 * time.Second
 	allowedTTL         = 5 * time.Minute
 	deniedTTL          = 10 * time.Second
-	// reviewCacheSize bounds each cache; a full one starts over.
+	// reviewCacheSize bounds each cache; the least recently used go first.
 	reviewCacheSize = 1024
 	reviewTimeout   = 10 * time.Second
 )
@@ -46,15 +46,22 @@ var authWebhookBackoff = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 
 type delegatedAuth struct {
 	client  kubernetes.Interface
 	handler http.Handler
-	clock   clock.PassiveClock
-	// users caches TokenReviews by the token's hash; access caches
-	// SubjectAccessReviews by user, verb and path.
-	users  reviewCache[*authenticationv1.UserInfo]
-	access reviewCache[string]
+	// users caches TokenReviews by the token's hash, a nil user for an
+	// unknown token; access caches SubjectAccessReviews by user, verb and
+	// path, the refusal or "" when allowed.
+	users, access *cache.LRUExpireCache
 }
 
 func protectMetrics(kubeClient kubernetes.Interface, handler http.Handler) http.Handler {
-	return &delegatedAuth{client: kubeClient, handler: handler, clock: clock.RealClock{}}
+	return newDelegatedAuth(kubeClient, handler, clock.RealClock{})
+}
+
+func newDelegatedAuth(kubeClient kubernetes.Interface, handler http.Handler, clk clock.PassiveClock) *delegatedAuth {
+	return &delegatedAuth{
+		client: kubeClient, handler: handler,
+		users:  cache.NewLRUExpireCacheWithClock(reviewCacheSize, clk),
+		access: cache.NewLRUExpireCacheWithClock(reviewCacheSize, clk),
+	}
 }
 
 func (a *delegatedAuth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -90,8 +97,8 @@ func (a *delegatedAuth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (a *delegatedAuth) authenticate(ctx context.Context, token string) (*authenticationv1.UserInfo, error) {
 	sum := sha256.Sum256([]byte(token))
 	key := string(sum[:])
-	if user, ok := a.users.get(key, a.clock.Now()); ok {
-		return user, nil
+	if user, ok := a.users.Get(key); ok {
+		return user.(*authenticationv1.UserInfo), nil
 	}
 	var review *authenticationv1.TokenReview
 	err := retry.OnError(authWebhookBackoff, retriable, func() error {
@@ -106,18 +113,18 @@ func (a *delegatedAuth) authenticate(ctx context.Context, token string) (*authen
 		return nil, err
 	}
 	if !review.Status.Authenticated {
-		a.users.put(key, nil, a.clock.Now().Add(unauthenticatedTTL))
+		a.users.Add(key, (*authenticationv1.UserInfo)(nil), unauthenticatedTTL)
 		return nil, nil
 	}
-	a.users.put(key, &review.Status.User, a.clock.Now().Add(authenticatedTTL))
+	a.users.Add(key, &review.Status.User, authenticatedTTL)
 	return &review.Status.User, nil
 }
 
 // authorize returns why the user may not do verb on path, empty if allowed.
 func (a *delegatedAuth) authorize(ctx context.Context, user *authenticationv1.UserInfo, verb, path string) (string, error) {
 	key := user.Username + "\x00" + user.UID + "\x00" + strings.Join(user.Groups, ",") + "\x00" + verb + "\x00" + path
-	if denied, ok := a.access.get(key, a.clock.Now()); ok {
-		return denied, nil
+	if denied, ok := a.access.Get(key); ok {
+		return denied.(string), nil
 	}
 	extra := map[string]authorizationv1.ExtraValue{}
 	for k, v := range user.Extra {
@@ -140,14 +147,14 @@ func (a *delegatedAuth) authorize(ctx context.Context, user *authenticationv1.Us
 		return "", err
 	}
 	if review.Status.Allowed {
-		a.access.put(key, "", a.clock.Now().Add(allowedTTL))
+		a.access.Add(key, "", allowedTTL)
 		return "", nil
 	}
 	denied := "Forbidden: user " + user.Username + " may not " + verb + " " + path
 	if review.Status.Reason != "" {
 		denied += ": " + review.Status.Reason
 	}
-	a.access.put(key, denied, a.clock.Now().Add(deniedTTL))
+	a.access.Add(key, denied, deniedTTL)
 	return denied, nil
 }
 
@@ -170,35 +177,4 @@ func retriable(err error) bool {
 		return code >= http.StatusInternalServerError || code == http.StatusTooManyRequests
 	}
 	return true
-}
-
-// reviewCache remembers answers until they expire.
-type reviewCache[V any] struct {
-	mu      sync.Mutex
-	entries map[string]cached[V]
-}
-
-type cached[V any] struct {
-	value   V
-	expires time.Time
-}
-
-func (c *reviewCache[V]) get(key string, now time.Time) (V, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.entries[key]
-	if !ok || !now.Before(e.expires) {
-		var zero V
-		return zero, false
-	}
-	return e.value, true
-}
-
-func (c *reviewCache[V]) put(key string, value V, expires time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.entries == nil || len(c.entries) >= reviewCacheSize {
-		c.entries = map[string]cached[V]{}
-	}
-	c.entries[key] = cached[V]{value: value, expires: expires}
 }

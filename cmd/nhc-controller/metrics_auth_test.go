@@ -36,9 +36,8 @@ func TestMetricsAuth(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			client, reviews := reviewingClient(tc.reviewErr)
-			auth := protectMetrics(client, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("metrics")) })).(*delegatedAuth)
 			clk := clocktesting.NewFakePassiveClock(time.Now())
-			auth.clock = clk
+			auth := newDelegatedAuth(client, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("metrics")) }), clk)
 			scrape := func() int {
 				req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
 				if tc.header != "" {

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -111,7 +110,7 @@ func (c *Controller) updateNode(logger klog.Logger, oldObj, newObj any) {
 	}
 	// Membership follows the labels selectors use, which nodeChanged
 	// looks at: a heartbeat compares no labels twice.
-	if !maps.Equal(old.Labels, updated.Labels) {
+	if !sameLabels(old.Labels, updated.Labels) {
 		c.members.update(updated.Name, updated)
 	}
 	logger.V(6).Info("Node changed", "node", klog.KObj(updated))

@@ -29,7 +29,7 @@ func nodeChanged(old, updated *corev1.Node, selectorKeys func() map[string]bool)
 	if (health.OutOfServiceTaint(old) == nil) != (health.OutOfServiceTaint(updated) == nil) {
 		return true
 	}
-	if sameMap(old.Labels, updated.Labels) || maps.Equal(old.Labels, updated.Labels) {
+	if sameLabels(old.Labels, updated.Labels) {
 		return false
 	}
 	for key := range selectorKeys() {
@@ -67,4 +67,10 @@ func sameConditions(a, b []corev1.NodeCondition) bool {
 func hasKey(m map[string]string, key string) bool {
 	_, ok := m[key]
 	return ok
+}
+
+// sameLabels tells whether two label maps are equal; nodecache gives a
+// node's next object the same map while its labels do not change.
+func sameLabels(a, b map[string]string) bool {
+	return sameMap(a, b) || maps.Equal(a, b)
 }

@@ -96,18 +96,24 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	case !plan.NextDeadline.IsZero():
 		requeueAfter = max(plan.NextDeadline.Sub(c.clock.Now()), time.Millisecond)
 	}
-	if len(out.Blocked) > 0 && (requeueAfter == 0 || requeueAfter > health.WaitRetry) {
-		requeueAfter = health.WaitRetry
+	if len(out.Blocked) > 0 {
+		requeueAfter = sooner(requeueAfter, health.WaitRetry)
 	}
-	if obs.RefreshAfter > 0 && (requeueAfter == 0 || requeueAfter > obs.RefreshAfter) {
-		requeueAfter = obs.RefreshAfter
-	}
+	requeueAfter = sooner(requeueAfter, obs.RefreshAfter)
 	logVerdicts(logger, &plan)
 	logger.V(2).Info("Synced", "phase", status.Phase, "observed", plan.Observed, "healthy", plan.Healthy,
 		"remediating", plan.Remediating, "created", len(out.Created), "deleted", len(out.Deleted), "timedOut", len(out.TimedOut),
 		"deferred", plan.Deferred, "withdrawn", len(out.Withdrawn),
 		"stormActive", plan.Storm.Active, "requeueAfter", requeueAfter, "duration", c.clock.Since(started))
 	return requeueAfter, errors.Join(append(out.Errors, statusErr)...)
+}
+
+// sooner is the sooner of two requeues; zero is none.
+func sooner(a, b time.Duration) time.Duration {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // reportUnreadable disables a NodeHealthCheck that the API server stored but

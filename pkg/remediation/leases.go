@@ -192,11 +192,9 @@ func (l *NodeLeases) acquire(ctx context.Context, req health.LeaseRequest) error
 		if apierrors.IsNotFound(err) {
 			// Like upstream, the namespace is created when it is missing,
 			// if the controller may.
-			if err := l.createNamespace(ctx); err != nil {
-				l.taking.failed(lease.Name)
-				return err
+			if err = l.createNamespace(ctx); err == nil {
+				_, err = l.client.Leases(l.namespace).Create(ctx, lease, metav1.CreateOptions{FieldManager: FieldManager})
 			}
-			_, err = l.client.Leases(l.namespace).Create(ctx, lease, metav1.CreateOptions{FieldManager: FieldManager})
 		}
 		if err != nil {
 			l.taking.failed(lease.Name)

@@ -2,6 +2,7 @@ package remediation
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -173,6 +174,12 @@ func (m *Manager) Read(nhc *v1alpha1.NodeHealthCheck) (Observation, error) {
 			obs.templates[templateKey(tmpl.Ref)] = read.obj
 			templates = append(templates, read.obj)
 		}
+	}
+	// A template kind found unwatchable just now stops being watched now,
+	// instead of retrying until the next Read.
+	unwatched := func(gvr schema.GroupVersionResource) bool { return !m.templates.watched(gvr) }
+	if slices.ContainsFunc(watched, unwatched) {
+		m.informers.Use(nhc.Name, slices.DeleteFunc(watched, unwatched)...)
 	}
 	if obs.TemplateProblem == nil {
 		obs.TemplateProblem = checkKinds(templates)

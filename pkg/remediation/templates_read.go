@@ -25,9 +25,6 @@ const (
 	watchRetryInterval = 10 * time.Minute
 	// getTimeout bounds one GET of a template.
 	getTimeout = 10 * time.Second
-	// forbiddenRefresh is how soon a NodeHealthCheck syncs again after its
-	// template kind's informer was found forbidden, to stop it.
-	forbiddenRefresh = time.Millisecond
 )
 
 // messageGetForbidden (kind, template, error, resource) says that a template
@@ -84,13 +81,7 @@ func (t *Templates) get(tmpl Template) (templateRead, error) {
 		return checked(tmpl, t.informers.Get(tmpl.Resource, tmpl.Namespace, tmpl.Ref.Name), 0), nil
 	}
 	if apierrors.IsForbidden(t.informers.watchError(tmpl.Resource)) {
-		if t.forbidWatch(tmpl.Resource) {
-			// The next Read stops the informer: let it come at once rather
-			// than when the template read with GET expires.
-			read, err := t.fetch(tmpl)
-			read.refreshAfter = min(read.refreshAfter, forbiddenRefresh)
-			return read, err
-		}
+		t.forbidWatch(tmpl.Resource)
 	} else if !t.readWithGet(tmpl.Resource) {
 		return templateRead{}, nil // its informer is starting
 	}
@@ -155,19 +146,15 @@ func (t *Templates) readWithGet(gvr schema.GroupVersionResource) bool {
 
 // forbidWatch records that a kind's informer is forbidden: the next Read
 // leaves the kind out of what is watched, which stops the informer instead of
-// letting it retry and log forever. It tells whether the kind was watched
-// until now.
-func (t *Templates) forbidWatch(gvr schema.GroupVersionResource) bool {
+// letting it retry and log forever.
+func (t *Templates) forbidWatch(gvr schema.GroupVersionResource) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.clock.Now()
-	since, unwatchable := t.unwatchable[gvr]
-	newly := !unwatchable || now.Sub(since) >= watchRetryInterval
-	if newly {
+	if since, unwatchable := t.unwatchable[gvr]; !unwatchable || now.Sub(since) >= watchRetryInterval {
 		klog.FromContext(t.informers.ctx).V(2).Info(logReadWithGet, "resource", gvr, "cacheTime", getCacheTime, "watchRetryInterval", watchRetryInterval)
 	}
 	t.unwatchable[gvr] = now
-	return newly
 }
 
 // watchable forgets that a kind was read with GET: its informer has synced.

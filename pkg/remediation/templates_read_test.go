@@ -107,14 +107,12 @@ func TestATemplateKindThatCannotBeWatchedIsReadWithGet(t *testing.T) {
 		wantReady    bool
 		wantReason   string
 		wantMessage  string
-		// wantRefresh: the first read after the informer was found
-		// forbidden asks for the next one at once, which stops it.
-		wantRefresh time.Duration
+		wantRefresh  time.Duration
 	}{
-		{name: "get allowed", stored: []runtime.Object{testTemplate(nil)}, wantReady: true, wantRefresh: forbiddenRefresh},
-		{name: "get allowed, the template missing", wantReady: true, wantRefresh: forbiddenRefresh, wantReason: v1alpha1.ReasonTemplateNotFound,
+		{name: "get allowed", stored: []runtime.Object{testTemplate(nil)}, wantReady: true, wantRefresh: getCacheTime},
+		{name: "get allowed, the template missing", wantReady: true, wantRefresh: getCacheTime, wantReason: v1alpha1.ReasonTemplateNotFound,
 			wantMessage: "Remediation template TestRemediationTemplate remediators/reboot not found"},
-		{name: "get allowed, the template without spec.template.spec", stored: []runtime.Object{noTemplateSpec()}, wantReady: true, wantRefresh: forbiddenRefresh,
+		{name: "get allowed, the template without spec.template.spec", stored: []runtime.Object{noTemplateSpec()}, wantReady: true, wantRefresh: getCacheTime,
 			wantReason: v1alpha1.ReasonTemplateInvalid, wantMessage: "Remediation template TestRemediationTemplate remediators/reboot is invalid: it has no spec.template.spec"},
 		{name: "get forbidden too", getForbidden: true, stored: []runtime.Object{testTemplate(nil)}, wantReason: v1alpha1.ReasonTemplateNotFound,
 			wantMessage: "Remediation template TestRemediationTemplate remediators/reboot cannot be read: " +

@@ -4,7 +4,6 @@
 package e2e
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -17,29 +16,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	var err error
-	env, err = framework.StartEnv()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer env.Stop()
-	controller, err = env.StartController("e2e", "--leader-elect=false")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	code := m.Run()
-	if err := controller.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the controller:", err)
-		code = 1
-	}
-	if code != 0 {
-		controller.DumpLog(os.Stderr)
-	}
-	return code
+	os.Exit(framework.RunWithController(m, "e2e", []string{"--leader-elect=false"}, func(e *framework.Env, c *framework.Controller) {
+		env, controller = e, c
+	}))
 }

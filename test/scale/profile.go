@@ -25,7 +25,7 @@ func (p *profiler) cpu(ctx context.Context, address, phase string, length time.D
 	go func() {
 		defer close(done)
 		seconds := max(int(length.Seconds()), 1)
-		p.save(ctx, address, fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds), phase+".cpu", time.Duration(seconds+scrapeTimeoutSeconds)*time.Second)
+		p.save(ctx, address, fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds), phase+".cpu", time.Duration(seconds)*time.Second+scrapeTimeout)
 	}()
 	return func() { <-done }
 }
@@ -34,9 +34,6 @@ func (p *profiler) cpu(ctx context.Context, address, phase string, length time.D
 func (p *profiler) heap(ctx context.Context, address, phase string) {
 	p.save(ctx, address, "/debug/pprof/heap?gc=1", phase+".heap", scrapeTimeout)
 }
-
-// scrapeTimeoutSeconds is added to a CPU profile's length for its transfer.
-const scrapeTimeoutSeconds = int(scrapeTimeout / time.Second)
 
 func (p *profiler) save(ctx context.Context, address, path, name string, timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)

@@ -6,7 +6,6 @@
 package leases
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -23,29 +22,7 @@ var (
 var leaseFlags = []string{"--leader-elect=false", "--node-lease-duration=3s", "--node-lease-buffer=1s"}
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	var err error
-	env, err = framework.StartEnv()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer env.Stop()
-	controller, err = env.StartController("leases", leaseFlags...)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	code := m.Run()
-	if err := controller.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the controller:", err)
-		code = 1
-	}
-	if code != 0 {
-		controller.DumpLog(os.Stderr)
-	}
-	return code
+	os.Exit(framework.RunWithController(m, "leases", leaseFlags, func(e *framework.Env, c *framework.Controller) {
+		env, controller = e, c
+	}))
 }

@@ -38,24 +38,7 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "building kubectl-nhc: %v\n%s", err, out)
 		return 1
 	}
-	env, err = framework.StartEnv()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer env.Stop()
-	controller, err := env.StartController("plugin", "--leader-elect=false")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	code := m.Run()
-	if err := controller.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the controller:", err)
-		code = 1
-	}
-	if code != 0 {
-		controller.DumpLog(os.Stderr)
-	}
-	return code
+	return framework.RunWithController(m, "plugin", []string{"--leader-elect=false"}, func(e *framework.Env, _ *framework.Controller) {
+		env = e
+	})
 }
