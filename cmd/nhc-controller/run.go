@@ -82,7 +82,7 @@ func run(ctx context.Context, opts *options) error {
 	// Nodes are decoded trimmed, straight from protobuf. NodeHealthChecks are
 	// decoded one at a time, so that one that cannot be decoded is reported
 	// alone instead of failing the list of all.
-	nodeInformer, err := nodecache.NewInformer(apis.config)
+	nodeInformer, err := nodecache.NewInformer(apis.config, opts.nodeBatchWindow)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package nodecache
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +13,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 )
 
 // Informer is a shared informer of trimmed nodes (see Trim) and its lister.
@@ -22,8 +24,10 @@ type Informer struct {
 }
 
 // NewInformer returns the node informer. Its own REST client asks for
-// protobuf, and decodes every node trimmed as it arrives.
-func NewInformer(config *rest.Config) (*Informer, error) {
+// protobuf, and decodes every node trimmed as it arrives. Once synced, its
+// reads are paced by batchWindow (see readPacing); 0 reads every update
+// as it arrives.
+func NewInformer(config *rest.Config, batchWindow time.Duration) (*Informer, error) {
 	d := &decoder{}
 	config = rest.CopyConfig(config)
 	config.GroupVersion = &corev1.SchemeGroupVersion
@@ -35,6 +39,10 @@ func NewInformer(config *rest.Config) (*Informer, error) {
 	// frame reader goroutine in between and without a flow-control
 	// window update written back for every node.
 	config.TLSClientConfig.NextProtos = []string{"http/1.1"}
+	pacing := &readPacing{window: batchWindow, active: func() bool { return false }, clock: clock.RealClock{}}
+	if batchWindow > 0 {
+		config.Dial = pacing.dialer()
+	}
 	if config.UserAgent == "" {
 		config.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
@@ -53,6 +61,7 @@ func NewInformer(config *rest.Config) (*Informer, error) {
 	}
 	informer := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), &corev1.Node{},
 		cache.SharedIndexInformerOptions{})
+	pacing.active = informer.HasSynced
 	indexer := informer.GetIndexer()
 	d.previous = func(name string) *corev1.Node {
 		obj, ok, _ := indexer.GetByKey(name)

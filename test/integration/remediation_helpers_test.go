@@ -73,7 +73,7 @@ func newRemediationEnv(t *testing.T) *remediationEnv {
 	}
 	env.manager, env.informers = newRemediationManager(ctx, env.mapperClock)
 
-	nodeInformer, err := nodecache.NewInformer(cluster.Config)
+	nodeInformer, err := nodecache.NewInformer(cluster.Config, 0)
 	require.NoError(t, err)
 	nhcInformers := externalversions.NewSharedInformerFactory(nhcClient, 0)
 	nhcInformer := nhcInformers.Remediation().V1alpha1().NodeHealthChecks()

@@ -61,6 +61,10 @@ type requestCounts struct {
 	// for discovery.
 	ByVerbResource map[string]int `json:"byVerbResource"`
 	Total          int            `json:"total"`
+	// Leases are the requests on Leases: the node leases shared with other
+	// operators and the leader election's renewals, which the counts of
+	// issue 13's starting point did not include.
+	Leases int `json:"leases"`
 	// Failed are the responses with a code of 400 or more (conflicts,
 	// not-found, throttling); FailedByVerbResource counts them by
 	// "verb resource code".
@@ -130,6 +134,9 @@ func (c *requestCounts) add(e auditEvent) {
 	}
 	c.ByVerbResource[key]++
 	c.Total++
+	if e.ObjectRef != nil && e.ObjectRef.Resource == "leases" {
+		c.Leases++
+	}
 	if e.ResponseStatus != nil && e.ResponseStatus.Code >= failedCode {
 		c.Failed++
 		if c.FailedByVerbResource == nil {

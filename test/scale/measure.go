@@ -23,6 +23,8 @@ type phase struct {
 	Changes           int     `json:"changes"`
 	CPUMsPerChange    float64 `json:"controllerCpuMsPerChange"`
 	RequestsPerChange float64 `json:"requestsPerChange"`
+	// RequestsPerChangeBeyondLeases leaves out the requests on Leases.
+	RequestsPerChangeBeyondLeases float64 `json:"requestsPerChangeBeyondLeases"`
 
 	// StartupSeconds is from the controller's start to the last
 	// NodeHealthCheck's status counting all its nodes.
@@ -104,6 +106,7 @@ func (b *bench) measure(ctx context.Context, name string, run func(context.Conte
 	if p.Changes > 0 {
 		p.CPUMsPerChange = p.CPUSeconds * 1000 / float64(p.Changes)
 		p.RequestsPerChange = float64(p.Requests.Total) / float64(p.Changes)
+		p.RequestsPerChangeBeyondLeases = float64(p.Requests.Total-p.Requests.Leases) / float64(p.Changes)
 	}
 	return p, nil
 }

@@ -68,6 +68,7 @@ func (r *result) printTable(w io.Writer) {
 	row("syncs", func(p *phase) string { return fmt.Sprintf("%.0f", p.Controller.Syncs) })
 	row("API requests", func(p *phase) string { return fmt.Sprintf("%d", p.Requests.Total) })
 	row("requests per change", func(p *phase) string { return optional(p.Changes > 0, "%.3f", p.RequestsPerChange) })
+	row("  without Leases", func(p *phase) string { return optional(p.Changes > 0, "%.3f", p.RequestsPerChangeBeyondLeases) })
 	row("failed requests (code >= 400)", func(p *phase) string { return fmt.Sprintf("%d", p.Requests.Failed) })
 	row("peak RSS (MiB)", func(p *phase) string { return fmt.Sprintf("%.0f", p.PeakRSSMiB) })
 	row("RSS at end (MiB)", func(p *phase) string { return fmt.Sprintf("%.0f", p.RSSMiB) })

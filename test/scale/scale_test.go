@@ -64,13 +64,15 @@ func TestAuditCountsEachRequestOnce(t *testing.T) {
 		`{"stage":"ResponseComplete","verb":"watch","objectRef":{"resource":"nodes"},"responseStatus":{"code":200}}`,
 		`{"stage":"ResponseComplete","verb":"update","objectRef":{"resource":"nodehealthchecks","subresource":"status"},"responseStatus":{"code":409}}`,
 		`{"stage":"ResponseComplete","verb":"get","requestURI":"/apis","responseStatus":{"code":200}}`,
+		`{"stage":"ResponseComplete","verb":"update","objectRef":{"resource":"leases"},"responseStatus":{"code":200}}`,
 	} {
 		var e auditEvent
 		require.NoError(t, json.Unmarshal([]byte(line), &e))
 		counts.add(e)
 	}
-	assert.Equal(t, map[string]int{"watch nodes": 1, "update nodehealthchecks/status": 1, "get /apis": 1}, counts.ByVerbResource)
-	assert.Equal(t, 3, counts.Total)
+	assert.Equal(t, map[string]int{"watch nodes": 1, "update nodehealthchecks/status": 1, "get /apis": 1, "update leases": 1}, counts.ByVerbResource)
+	assert.Equal(t, 4, counts.Total)
+	assert.Equal(t, 1, counts.Leases)
 	assert.Equal(t, 1, counts.Failed)
 }
 
