@@ -9,24 +9,26 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
 
 // BenchmarkDecodeNode is what every node event costs to decode, the
-// benchmark's 11 KB node in protobuf: client-go's decoder and Trim, the
+// benchmark's 11 KB node in protobuf: client-go's decoder and NodeOf, the
 // decoder with nothing cached, and the decoder for a heartbeat, whose
 // labels and conditions it shares with the cached node.
 func BenchmarkDecodeNode(b *testing.B) {
 	data := encode(b, fixtureNode(b))
 	info, _ := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
-	b.Run("client-go+trim", func(b *testing.B) {
+	b.Run("client-go+NodeOf", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			obj, _, _ := info.Serializer.Decode(data, nil, nil)
-			_ = Trim(obj.(*corev1.Node))
+			_ = health.NodeOf(obj.(*corev1.Node))
 		}
 	})
 	b.Run("decoder", func(b *testing.B) {
-		t := &trimming{decoder: &decoder{}}
+		t := &compacting{decoder: &decoder{}}
 		b.ReportAllocs()
 		for b.Loop() {
 			_, _, _ = t.decodeFast(data)
@@ -34,9 +36,9 @@ func BenchmarkDecodeNode(b *testing.B) {
 	})
 	b.Run("decoder-heartbeat", func(b *testing.B) {
 		d := &decoder{}
-		t := &trimming{decoder: d}
+		t := &compacting{decoder: d}
 		cached, _, _ := t.decodeFast(data)
-		d.previous = func(string) *corev1.Node { return cached.(*corev1.Node) }
+		d.previous = func(string) *health.Node { return cached.(*health.Node) }
 		b.ReportAllocs()
 		for b.Loop() {
 			_, _, _ = t.decodeFast(data)
@@ -59,9 +61,9 @@ func BenchmarkCachedNodeBytes(b *testing.B) {
 		data[i] = encode(b, node)
 	}
 	for b.Loop() {
-		cache := make(map[string]*corev1.Node, nodes)
-		d := &decoder{previous: func(name string) *corev1.Node { return cache[name] }}
-		t := &trimming{decoder: d}
+		cache := make(map[string]*health.Node, nodes)
+		d := &decoder{previous: func(name string) *health.Node { return cache[name] }}
+		t := &compacting{decoder: d}
 		var before, after goruntime.MemStats
 		goruntime.GC()
 		goruntime.ReadMemStats(&before)
@@ -70,7 +72,7 @@ func BenchmarkCachedNodeBytes(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			cache[obj.(*corev1.Node).Name] = obj.(*corev1.Node)
+			cache[obj.(*health.Node).Name] = obj.(*health.Node)
 		}
 		goruntime.GC()
 		goruntime.ReadMemStats(&after)
