@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Regenerates everything derived from pkg/apis:
-#   - deepcopy functions, the clientset (with watch), listers, informers and
-#     apply configurations, with k8s.io/code-generator's kube_codegen.sh;
+# Regenerates the generated code and the CRD:
+#   - from pkg/apis, deepcopy functions, the clientset (with watch), listers,
+#     informers and apply configurations, with k8s.io/code-generator's
+#     kube_codegen.sh;
 #   - the deepcopy functions of the node cache's own types (pkg/health,
 #     pkg/nodecache), which its informer needs as runtime.Objects;
 #   - the CRD in manifests/crd/, with controller-gen (see docs/crd.md).
