@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Regenerates everything derived from pkg/apis:
-#   - deepcopy functions, the clientset (with watch), listers, informers and
-#     apply configurations, with k8s.io/code-generator's kube_codegen.sh;
+# Regenerates the generated code and the CRD:
+#   - from pkg/apis, deepcopy functions, the clientset (with watch), listers,
+#     informers and apply configurations, with k8s.io/code-generator's
+#     kube_codegen.sh;
+#   - the deepcopy functions of the node cache's own types (pkg/health,
+#     pkg/nodecache), which its informer needs as runtime.Objects;
 #   - the CRD in manifests/crd/, with controller-gen (see docs/crd.md).
 # Both generators run at the versions pinned in go.mod (its tool directives).
 set -euo pipefail
@@ -20,9 +23,11 @@ mkdir -p "${GOBIN}"
 # shellcheck source=/dev/null
 source "${codegen_pkg}/kube_codegen.sh"
 
-kube::codegen::gen_helpers \
-  --boilerplate "${repo_root}/hack/boilerplate.go.txt" \
-  "${repo_root}/pkg/apis"
+for dir in pkg/apis pkg/health pkg/nodecache; do
+  kube::codegen::gen_helpers \
+    --boilerplate "${repo_root}/hack/boilerplate.go.txt" \
+    "${repo_root}/${dir}"
+done
 
 kube::codegen::gen_client \
   --with-watch \

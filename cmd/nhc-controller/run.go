@@ -79,9 +79,9 @@ func run(ctx context.Context, opts *options) error {
 
 	// Nodes and NodeHealthChecks are watched on every replica, so that a new
 	// leader starts with warm caches. Nothing needs a periodic resync.
-	// Nodes are decoded trimmed, straight from protobuf. NodeHealthChecks are
-	// decoded one at a time, so that one that cannot be decoded is reported
-	// alone instead of failing the list of all.
+	// Nodes are decoded as health.Nodes, straight from protobuf.
+	// NodeHealthChecks are decoded one at a time, so that one that cannot be
+	// decoded is reported alone instead of failing the list of all.
 	nodeInformer, err := nodecache.NewInformer(apis.config, opts.nodeBatchWindow)
 	if err != nil {
 		return err

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -83,27 +82,27 @@ func (c *cluster) nodeHealthChecks(ctx context.Context, name string) ([]v1alpha1
 	return nil, fmt.Errorf(hintNoSuchNHC, name)
 }
 
-// nodes lists every node.
-func (c *cluster) nodes(ctx context.Context) ([]*corev1.Node, error) {
+// nodes lists every node, as the controller keeps them.
+func (c *cluster) nodes(ctx context.Context) ([]*health.Node, error) {
 	list, err := c.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, readError(err, "list", "nodes")
 	}
-	nodes := make([]*corev1.Node, len(list.Items))
+	nodes := make([]*health.Node, len(list.Items))
 	for i := range list.Items {
-		nodes[i] = &list.Items[i]
+		nodes[i] = health.NodeOf(&list.Items[i])
 	}
 	return nodes, nil
 }
 
 // selects returns the nodes a NodeHealthCheck's selector matches; an
 // invalid selector matches none.
-func selects(nhc *v1alpha1.NodeHealthCheck, nodes []*corev1.Node) []*corev1.Node {
+func selects(nhc *v1alpha1.NodeHealthCheck, nodes []*health.Node) []*health.Node {
 	selector, err := metav1.LabelSelectorAsSelector(&nhc.Spec.Selector)
 	if err != nil {
 		return nil
 	}
-	var selected []*corev1.Node
+	var selected []*health.Node
 	for _, node := range nodes {
 		if selector.Matches(labels.Set(node.Labels)) {
 			selected = append(selected, node)
@@ -117,7 +116,7 @@ func selects(nhc *v1alpha1.NodeHealthCheck, nodes []*corev1.Node) []*corev1.Node
 // checked with the controller's rules, its resources by owner, other
 // owners' control-plane remediations, the nodes that are gone, and the
 // other NodeHealthChecks that claim its nodes.
-func (c *cluster) input(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, nodes []*corev1.Node, now time.Time) health.Input {
+func (c *cluster) input(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, nodes []*health.Node, now time.Time) health.Input {
 	in := health.Input{NHC: nhc, Nodes: selects(nhc, nodes), Remediations: map[string][]health.Remediation{}, Leases: c.nodeLeases(ctx), Now: now}
 	templates, problem, unreadable := remediation.ReadTemplates(ctx, c.mapper, c.dynamic, nhc.Spec.TemplateRefs())
 	in.TemplateProblem = problem

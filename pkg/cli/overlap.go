@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -16,7 +15,7 @@ import (
 // selected nodes, as the controller does: the other NodeHealthChecks whose
 // selector matches a node, and the owners of remediation resources for it,
 // of the kinds any NodeHealthCheck uses.
-func (c *cluster) claims(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, selected []*corev1.Node) map[string][]health.Claim {
+func (c *cluster) claims(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, selected []*health.Node) map[string][]health.Claim {
 	known := map[types.UID]health.Peer{}
 	var peers []health.SelectingPeer
 	for i := range c.all {

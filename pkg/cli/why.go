@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -136,7 +135,7 @@ func whyShared(r *WhyReport, in *health.Input) {
 	r.Summary = fmt.Sprintf(whySelectedByMany, r.Node, selectedBy, by.Name, verdict)
 }
 
-func selectsNode(nhc *v1alpha1.NodeHealthCheck, nodes []*corev1.Node, name string) bool {
+func selectsNode(nhc *v1alpha1.NodeHealthCheck, nodes []*health.Node, name string) bool {
 	for _, node := range selects(nhc, nodes) {
 		if node.Name == name {
 			return true

@@ -12,7 +12,6 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
-	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
@@ -21,8 +20,8 @@ import (
 const benchmarkNHCs = 10
 
 // nodeUpdates are updates a node gets, from the most frequent: a heartbeat
-// (once trimmed, only the resourceVersion differs), a label no selector
-// uses, and a condition that changes.
+// (as cached, only the resourceVersion differs), a label no selector uses,
+// and a condition that changes.
 var nodeUpdates = []struct {
 	name   string
 	change func(*corev1.Node)
@@ -32,15 +31,15 @@ var nodeUpdates = []struct {
 	{"condition", func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse }},
 }
 
-// trimmedUpdate is a realistic node of role-3 and its update, both trimmed
-// as the informer caches them.
-func trimmedUpdate(change func(*corev1.Node)) (old, updated *corev1.Node) {
+// cachedUpdate is a realistic node of role-3 and its update, both as the
+// informer caches them.
+func cachedUpdate(change func(*corev1.Node)) (old, updated *health.Node) {
 	node := realisticNode(1)
 	node.Labels["role"] = "role-3"
 	next := node.DeepCopy()
 	next.ResourceVersion = "2"
 	change(next)
-	return nodecache.Trim(node), nodecache.Trim(next)
+	return health.NodeOf(node), health.NodeOf(next)
 }
 
 // BenchmarkNodeChanged is the filter that drops the updates that cannot
@@ -49,7 +48,7 @@ func BenchmarkNodeChanged(b *testing.B) {
 	keys := map[string]bool{"role": true}
 	for _, u := range nodeUpdates {
 		b.Run(u.name, func(b *testing.B) {
-			old, updated := trimmedUpdate(u.change)
+			old, updated := cachedUpdate(u.change)
 			b.ReportAllocs()
 			for b.Loop() {
 				nodeChanged(old, updated, func() map[string]bool { return keys })
@@ -64,7 +63,7 @@ func BenchmarkUpdateNode(b *testing.B) {
 	c := controllerWithNHCs(b)
 	for _, u := range nodeUpdates {
 		b.Run(u.name, func(b *testing.B) {
-			old, updated := trimmedUpdate(u.change)
+			old, updated := cachedUpdate(u.change)
 			b.ReportAllocs()
 			for b.Loop() {
 				c.updateNode(klog.Background(), old, updated)
@@ -94,8 +93,9 @@ func controllerWithNHCs(b *testing.B) *Controller {
 
 // BenchmarkSync is one whole sync of a NodeHealthCheck of n nodes, in a
 // cluster of 10 such NodeHealthChecks with disjoint selectors, as make scale
-// runs them: realistic trimmed nodes, one of them unhealthy under
-// remediation, as in the trickle phase, and a status that needs no write.
+// runs them: realistic nodes as the cache keeps them, one of them unhealthy
+// under remediation, as in the trickle phase, and a status that needs no
+// write.
 // Each iteration syncs the next NodeHealthCheck, so that the caches hold the
 // whole cluster, as in the controller. Issue 13: a condition change costs
 // one sync or a few, so the ratio of the two is what the nodes add to it.
@@ -122,7 +122,7 @@ func BenchmarkSync(b *testing.B) {
 						obs.Remediations[node.Name] = []health.Remediation{{
 							Ref: createdRef(health.Creation{Node: node.Name, Template: snrTemplate}), TemplateName: snrTemplate.Name, Created: longAgo}}
 					}
-					f.setNode(b, nodecache.Trim(node))
+					f.setNode(b, node)
 				}
 				pools[nhc.Name] = obs
 			}

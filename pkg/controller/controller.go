@@ -13,8 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	coreinformers "k8s.io/client-go/informers/core/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -24,6 +22,7 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
 	nhcinformers "github.com/nodehealthcheck/nhc-controller/pkg/generated/informers/externalversions/remediation/v1alpha1"
 	nhclisters "github.com/nodehealthcheck/nhc-controller/pkg/generated/listers/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
@@ -56,8 +55,8 @@ type Controller struct {
 	nhcIndexer cache.Indexer
 	// nhcSynced tells whether the NodeHealthCheck cache has synced.
 	nhcSynced cache.InformerSynced
-	// nodeLister reads nodes from the shared informer's trimmed cache.
-	nodeLister corelisters.NodeLister
+	// nodeLister reads nodes from the shared informer's cache, as health.Nodes.
+	nodeLister nodecache.Lister
 	// nodeSynced tells whether the node cache has synced.
 	nodeSynced cache.InformerSynced
 
@@ -94,9 +93,8 @@ type Controller struct {
 }
 
 // New returns a controller. The informers must not have started yet, so that
-// the controller's indexer can be added. The node informer is meant to be
-// nodecache's, whose nodes keep only what the controller reads.
-func New(ctx context.Context, nodeInformer coreinformers.NodeInformer, nhcInformer nhcinformers.NodeHealthCheckInformer,
+// the controller's indexer can be added.
+func New(ctx context.Context, nodeInformer *nodecache.Informer, nhcInformer nhcinformers.NodeHealthCheckInformer,
 	nhcClient versioned.Interface, remediations *remediation.Manager, recorder record.EventRecorder, metrics *Metrics, clk clock.WithTicker) (*Controller, error) {
 	logger := klog.FromContext(ctx)
 	c := &Controller{

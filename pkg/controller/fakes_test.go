@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -21,6 +20,7 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	nhclisters "github.com/nodehealthcheck/nhc-controller/pkg/generated/listers/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
@@ -126,7 +126,7 @@ func newSyncFixture(t testing.TB, nhc *v1alpha1.NodeHealthCheck, nodes ...*corev
 	t.Cleanup(queue.ShutDown)
 	f.c = &Controller{
 		nhcLister: nhclisters.NewNodeHealthCheckLister(f.nhcs), nhcIndexer: f.nhcs,
-		nodeLister:   corelisters.NewNodeLister(f.nodes),
+		nodeLister:   nodecache.NewLister(f.nodes),
 		remediations: f.remediations, statuses: f.statuses, recorder: f.recorder,
 		metrics: f.metrics, clock: f.clock, queue: queue,
 		selectors: newSelectorCache(), members: newMembership(), skips: newSkipMemory(), mayWrite: func() error { return nil },
@@ -147,13 +147,15 @@ func (f *syncFixture) setNHC(t testing.TB, nhc *v1alpha1.NodeHealthCheck) {
 	}
 }
 
+// setNode puts the node in the cache as the informer keeps it.
 func (f *syncFixture) setNode(t testing.TB, node *corev1.Node) {
 	t.Helper()
-	if err := f.nodes.Update(node); err != nil {
+	cached := health.NodeOf(node)
+	if err := f.nodes.Update(cached); err != nil {
 		t.Fatal(err)
 	}
 	// As the node handlers do.
-	f.c.members.update(node.Name, node)
+	f.c.members.update(cached.Name, cached)
 }
 
 func (f *syncFixture) sync() (time.Duration, error) {

@@ -3,7 +3,6 @@ package controller
 import (
 	"slices"
 
-	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -88,7 +87,7 @@ func (c *Controller) enqueueOthers(name string) {
 // the node cache has synced, sees them all, and thousands of them would
 // each sync their NodeHealthCheck again.
 func (c *Controller) addNode(obj any, isInInitialList bool) {
-	if node, ok := obj.(*corev1.Node); ok {
+	if node, ok := obj.(*health.Node); ok {
 		c.members.update(node.Name, node)
 		if !isInInitialList {
 			c.enqueueSelecting(node.Labels, nil)
@@ -100,8 +99,8 @@ func (c *Controller) addNode(obj any, isInInitialList bool) {
 // after the update, when the update can change a decision: the one a label
 // change takes the node from hears of it too.
 func (c *Controller) updateNode(logger klog.Logger, oldObj, newObj any) {
-	old, ok1 := oldObj.(*corev1.Node)
-	updated, ok2 := newObj.(*corev1.Node)
+	old, ok1 := oldObj.(*health.Node)
+	updated, ok2 := newObj.(*health.Node)
 	if !ok1 || !ok2 || old.ResourceVersion == updated.ResourceVersion {
 		return
 	}
@@ -121,7 +120,7 @@ func (c *Controller) deleteNode(logger klog.Logger, obj any) {
 	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tombstone.Obj
 	}
-	if node, ok := obj.(*corev1.Node); ok {
+	if node, ok := obj.(*health.Node); ok {
 		logger.V(6).Info("Node deleted", "node", klog.KObj(node))
 		c.members.update(node.Name, nil)
 		c.enqueueSelecting(node.Labels, nil)

@@ -15,9 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery/cached/memory"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
-	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
-	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -28,6 +27,8 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	nhcfake "github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned/fake"
 	"github.com/nodehealthcheck/nhc-controller/pkg/generated/informers/externalversions"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
@@ -62,8 +63,9 @@ func newTestController(t testing.TB, nhcs ...*v1alpha1.NodeHealthCheck) *Control
 	manager := remediation.NewManager(dynamicInformers,
 		remediation.NewTemplates(restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery())), dynamicInformers, clk),
 		remediation.NewExpectations(clk), remediation.NewWriter(dynamicClient, kube), nil)
-	c, err := New(ctx, informers.NewSharedInformerFactory(kube, 0).Core().V1().Nodes(), nhcInformer,
-		nhcClient, manager, record.NewFakeRecorder(100), nil, clk)
+	nodeInformer, err := nodecache.NewInformer(&rest.Config{Host: "https://nodes.invalid"}, 0)
+	require.NoError(t, err)
+	c, err := New(ctx, nodeInformer, nhcInformer, nhcClient, manager, record.NewFakeRecorder(100), nil, clk)
 	require.NoError(t, err)
 	for _, nhc := range nhcs {
 		require.NoError(t, nhcInformer.Informer().GetIndexer().Add(nhc))
@@ -111,12 +113,12 @@ func TestNodeEventsEnqueueTheSelectingNodeHealthChecks(t *testing.T) {
 			c := newTestController(t, selectingNHC("workers", "worker"), selectingNHC("infra", "infra"))
 			switch {
 			case tc.deleted:
-				c.deleteNode(klog.Background(), tc.old)
+				c.deleteNode(klog.Background(), health.NodeOf(tc.old))
 			default:
 				updated := tc.old.DeepCopy()
 				updated.ResourceVersion = "2"
 				tc.change(updated)
-				c.updateNode(klog.Background(), tc.old, updated)
+				c.updateNode(klog.Background(), health.NodeOf(tc.old), health.NodeOf(updated))
 			}
 			assert.Equal(t, tc.want, queued(c))
 		})
@@ -169,10 +171,10 @@ func TestRemediatorEventsEnqueueOwnersAndTemplateUsers(t *testing.T) {
 func TestARemediationResourceWakesTheNodeHealthChecksItHeldBack(t *testing.T) {
 	c := newTestController(t, selectingNHC("workers", "worker"), selectingNHC("infra", "infra"))
 	nodes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	c.nodeLister = corelisters.NewNodeLister(nodes)
+	c.nodeLister = nodecache.NewLister(nodes)
 	worker := nodeWithRole("worker")
 	worker.Name = "worker-1"
-	require.NoError(t, nodes.Add(worker))
+	require.NoError(t, nodes.Add(health.NodeOf(worker)))
 
 	// Someone else's resource for worker-1 goes: "workers" may remediate it now.
 	theirs := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "self-node-remediation.medik8s.io/v1alpha1", "kind": "SelfNodeRemediation"}}

@@ -4,9 +4,10 @@ import (
 	"reflect"
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	corelisters "k8s.io/client-go/listers/core/v1"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 )
 
 // membership keeps, per NodeHealthCheck, the nodes its selector matches, so
@@ -39,14 +40,14 @@ func newMembership() *membership {
 // has them now. A member whose labels are another map than the one it was
 // matched with is matched again, so a label change whose event has not
 // reached the handlers yet never makes a node selected that is not.
-func (m *membership) nodes(nhc string, selector labels.Selector, lister corelisters.NodeLister) ([]*corev1.Node, error) {
+func (m *membership) nodes(nhc string, selector labels.Selector, lister nodecache.Lister) ([]*health.Node, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	set, err := m.set(nhc, selector, lister)
 	if err != nil {
 		return nil, err
 	}
-	nodes := make([]*corev1.Node, 0, len(set.nodes))
+	nodes := make([]*health.Node, 0, len(set.nodes))
 	for name, matched := range set.nodes {
 		node, err := lister.Get(name)
 		if err != nil {
@@ -68,7 +69,7 @@ func (m *membership) nodes(nhc string, selector labels.Selector, lister corelist
 // new. Building and the handlers' updates hold the same lock, and the cache
 // changes before its handlers run, so a set never misses a change: built
 // before an update, the update fixes it; built after, it reads the change.
-func (m *membership) set(nhc string, selector labels.Selector, lister corelisters.NodeLister) (*memberSet, error) {
+func (m *membership) set(nhc string, selector labels.Selector, lister nodecache.Lister) (*memberSet, error) {
 	set, ok := m.byNHC[nhc]
 	if ok && set.key == selector.String() {
 		return set, nil
@@ -88,7 +89,7 @@ func (m *membership) set(nhc string, selector labels.Selector, lister corelister
 // update places a node, the object the cache holds, in the sets whose
 // selector matches its labels, and takes it out of the others; a nil node
 // takes it out of all, for a deleted node.
-func (m *membership) update(name string, node *corev1.Node) {
+func (m *membership) update(name string, node *health.Node) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, set := range m.byNHC {

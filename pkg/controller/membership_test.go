@@ -10,15 +10,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 )
 
-func labelledNode(name, pool string) *corev1.Node {
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pool": pool}}}
+func labelledNode(name, pool string) *health.Node {
+	return &health.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pool": pool}}}
 }
 
-func names(nodes []*corev1.Node) []string {
+func names(nodes []*health.Node) []string {
 	var n []string
 	for _, node := range nodes {
 		n = append(n, node.Name)
@@ -29,11 +31,11 @@ func names(nodes []*corev1.Node) []string {
 
 func TestMembershipFollowsNodesAndSelectors(t *testing.T) {
 	store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	lister := corelisters.NewNodeLister(store)
+	lister := nodecache.NewLister(store)
 	m := newMembership()
 	// set changes a node in the cache, then tells the membership, as the
 	// informer and the node handlers do.
-	set := func(node *corev1.Node) {
+	set := func(node *health.Node) {
 		require.NoError(t, store.Update(node))
 		m.update(node.Name, node)
 	}
@@ -57,7 +59,7 @@ func TestMembershipFollowsNodesAndSelectors(t *testing.T) {
 
 	// An update the handlers pass over (a condition): the cache's object is read.
 	changed := labelledNode("b-1", "a")
-	changed.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse}}
+	changed.Conditions = []health.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse}}
 	require.NoError(t, store.Update(changed))
 	for range 2 {
 		nodes, _ = m.nodes("nhc", poolA, lister)
@@ -80,7 +82,7 @@ func TestMembershipFollowsNodesAndSelectors(t *testing.T) {
 // reading of its pool through the membership with matching every node.
 func BenchmarkSelectedNodes(b *testing.B) {
 	store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	lister := corelisters.NewNodeLister(store)
+	lister := nodecache.NewLister(store)
 	m := newMembership()
 	for i := range 10000 {
 		node := labelledNode(fmt.Sprintf("node-%05d", i), fmt.Sprint(i%10))

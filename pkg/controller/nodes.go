@@ -3,8 +3,6 @@ package controller
 import (
 	"maps"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
@@ -15,8 +13,8 @@ import (
 // label that some selector uses. Heartbeats change none of these.
 // selectorKeys is called only when labels changed, so
 // that the frequent updates that change nothing cost no selector lookup.
-func nodeChanged(old, updated *corev1.Node, selectorKeys func() map[string]bool) bool {
-	if !sameConditions(old.Status.Conditions, updated.Status.Conditions) {
+func nodeChanged(old, updated *health.Node, selectorKeys func() map[string]bool) bool {
+	if !sameConditions(old.Conditions, updated.Conditions) {
 		return true
 	}
 	if old.Labels[v1alpha1.ExcludeFromRemediationLabel] != updated.Labels[v1alpha1.ExcludeFromRemediationLabel] ||
@@ -26,7 +24,7 @@ func nodeChanged(old, updated *corev1.Node, selectorKeys func() map[string]bool)
 	if hasKey(old.Annotations, v1alpha1.ManuallyConfirmedHealthyAnnotation) != hasKey(updated.Annotations, v1alpha1.ManuallyConfirmedHealthyAnnotation) {
 		return true
 	}
-	if (health.OutOfServiceTaint(old) == nil) != (health.OutOfServiceTaint(updated) == nil) {
+	if (old.OutOfService == nil) != (updated.OutOfService == nil) {
 		return true
 	}
 	if sameLabels(old.Labels, updated.Labels) {
@@ -41,7 +39,7 @@ func nodeChanged(old, updated *corev1.Node, selectorKeys func() map[string]bool)
 	return v1alpha1.IsControlPlane(old.Labels) != v1alpha1.IsControlPlane(updated.Labels)
 }
 
-func sameConditions(a, b []corev1.NodeCondition) bool {
+func sameConditions(a, b []health.NodeCondition) bool {
 	if len(a) != len(b) {
 		return false
 	}

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
-	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
 
 var t0 = metav1.NewTime(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
@@ -67,10 +67,9 @@ func TestNodeChanged(t *testing.T) {
 			old := baseNode()
 			updated := old.DeepCopy()
 			tc.change(updated)
-			trimmedOld, trimmedNew := nodecache.Trim(old), nodecache.Trim(updated)
 			looked := false
 			keys := func() map[string]bool { looked = true; return selectorKeys }
-			assert.Equal(t, tc.want, nodeChanged(trimmedOld, trimmedNew, keys))
+			assert.Equal(t, tc.want, nodeChanged(health.NodeOf(old), health.NodeOf(updated), keys))
 			if tc.name == "a heartbeat" {
 				assert.False(t, looked, "a heartbeat costs no selector lookup")
 			}
@@ -110,7 +109,7 @@ func realisticNode(i int) *corev1.Node {
 }
 
 // BenchmarkNodeCacheMemory reports the heap that 5,000 cached nodes hold,
-// with and without nodecache.Trim.
+// whole and as the cache keeps them (health.NodeOf).
 func BenchmarkNodeCacheMemory(b *testing.B) {
 	const nodes = 5000
 	for _, trim := range []bool{false, true} {
@@ -122,10 +121,10 @@ func BenchmarkNodeCacheMemory(b *testing.B) {
 				cached := make([]any, nodes)
 				for i := range cached {
 					node := realisticNode(i)
-					if trim {
-						node = nodecache.Trim(node)
-					}
 					cached[i] = node
+					if trim {
+						cached[i] = health.NodeOf(node)
+					}
 				}
 				runtime.GC()
 				runtime.ReadMemStats(&after)

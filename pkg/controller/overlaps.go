@@ -3,8 +3,6 @@ package controller
 import (
 	"slices"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
@@ -15,7 +13,7 @@ import (
 // and the owners of remediation resources for it. Only the selectors that
 // are not disjoint from this one's are matched, so NodeHealthChecks with
 // disjoint selectors cost a sync nothing.
-func (c *Controller) claims(nhc *v1alpha1.NodeHealthCheck, nodes []*corev1.Node, owners map[string][]remediation.Owner) map[string][]health.Claim {
+func (c *Controller) claims(nhc *v1alpha1.NodeHealthCheck, nodes []*health.Node, owners map[string][]remediation.Owner) map[string][]health.Claim {
 	s := c.selectors.get(c.nhcLister)
 	var peers map[string][]health.Peer
 	for node, list := range owners {

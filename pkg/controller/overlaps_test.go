@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -147,11 +146,12 @@ func TestOverlapsWakeEveryNodeHealthCheck(t *testing.T) {
 // per node against each of the others.
 func BenchmarkClaims(b *testing.B) {
 	const nodeCount, nhcCount = 10000, 10
-	nodes := make([]*corev1.Node, nodeCount)
+	nodes := make([]*health.Node, nodeCount)
 	for i := range nodes {
-		nodes[i] = healthyNode(fmt.Sprintf("worker-%05d", i))
-		nodes[i].Labels["pool"] = "pool-0"
-		nodes[i].Labels["kubernetes.io/hostname"] = nodes[i].Name
+		node := healthyNode(fmt.Sprintf("worker-%05d", i))
+		node.Labels["pool"] = "pool-0"
+		node.Labels["kubernetes.io/hostname"] = node.Name
+		nodes[i] = health.NodeOf(node)
 	}
 	// shared is how many other NodeHealthChecks select the same nodes; the
 	// rest select pools of their own.

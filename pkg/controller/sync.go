@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
@@ -157,12 +156,12 @@ func (c *Controller) recheck(name string, plan *health.Plan) remediation.Recheck
 // (stored before validation could catch it, and reported by Evaluate)
 // selects the nodes under remediation, so that their resources are not taken
 // for orphans.
-func (c *Controller) selectedNodes(nhc *v1alpha1.NodeHealthCheck, remediations map[string][]health.Remediation) ([]*corev1.Node, error) {
+func (c *Controller) selectedNodes(nhc *v1alpha1.NodeHealthCheck, remediations map[string][]health.Remediation) ([]*health.Node, error) {
 	selector, err := metav1.LabelSelectorAsSelector(&nhc.Spec.Selector)
 	if err == nil {
 		return c.members.nodes(nhc.Name, selector, c.nodeLister)
 	}
-	var nodes []*corev1.Node
+	var nodes []*health.Node
 	for name := range remediations {
 		if node, err := c.nodeLister.Get(name); err == nil {
 			nodes = append(nodes, node)

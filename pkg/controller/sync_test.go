@@ -429,7 +429,7 @@ func TestSyncRechecksEachCreateAgainstTheCachesOfThatMoment(t *testing.T) {
 		{"the node got the exclude label", func(t *testing.T, f *syncFixture) { f.setNode(t, excluded) }},
 		{"the NodeHealthCheck was paused", func(t *testing.T, f *syncFixture) { f.setNHC(t, paused) }},
 		{"the node was deleted", func(t *testing.T, f *syncFixture) {
-			require.NoError(t, f.nodes.Delete(healthyNode("worker-1")))
+			require.NoError(t, f.nodes.Delete(health.NodeOf(healthyNode("worker-1"))))
 			f.c.members.update("worker-1", nil)
 		}},
 	}

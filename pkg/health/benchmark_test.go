@@ -16,7 +16,7 @@ func benchmarkInput(n int) Input {
 	in := Input{NHC: testNHC(minHealthy(intstr.FromString("51%")), stormThreshold(int32(n/10))), Remediations: map[string][]Remediation{}, Now: now}
 	for i := range n {
 		name := fmt.Sprintf("node-%05d", i)
-		var node *corev1.Node
+		var node *Node
 		switch i % 100 {
 		case 0, 1:
 			node = testNode(name, unhealthy)

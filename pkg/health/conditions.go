@@ -3,8 +3,6 @@ package health
 import (
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
 
@@ -24,12 +22,12 @@ type conditionMatch struct {
 
 // matchConditions compares a node's conditions with the unhealthy conditions.
 // It allocates nothing: both lists are short.
-func matchConditions(node *corev1.Node, unhealthy []v1alpha1.UnhealthyCondition, now time.Time) conditionMatch {
+func matchConditions(node *Node, unhealthy []v1alpha1.UnhealthyCondition, now time.Time) conditionMatch {
 	var m conditionMatch
 	for i := range unhealthy {
 		uc := &unhealthy[i]
-		for j := range node.Status.Conditions {
-			nc := &node.Status.Conditions[j]
+		for j := range node.Conditions {
+			nc := &node.Conditions[j]
 			if nc.Type != uc.Type || nc.Status != uc.Status {
 				continue
 			}

@@ -32,7 +32,7 @@ func threeSteps() nhcOption {
 }
 
 // oneSick is two healthy nodes and an unhealthy "sick" one.
-func oneSick() []*corev1.Node {
+func oneSick() []*Node {
 	return append(nodes("healthy", 2), testNode("sick", unhealthy))
 }
 

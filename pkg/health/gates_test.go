@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
@@ -101,59 +100,59 @@ func TestControlPlaneNodesOneAtATime(t *testing.T) {
 	healthyWorkers := nodes("worker", 6)
 	cases := []struct {
 		name        string
-		nodes       []*corev1.Node
+		nodes       []*Node
 		resources   map[string][]Remediation
 		busy        map[string]bool
 		wantCreated []string
 	}{
 		{
 			name:        "of two unhealthy control-plane nodes, the one unhealthy longer goes first",
-			nodes:       []*corev1.Node{testNode("cp-b", controlPlane, notReady(time.Hour)), testNode("cp-a", controlPlane, notReady(30*time.Minute)), testNode("worker-sick", unhealthy)},
+			nodes:       []*Node{testNode("cp-b", controlPlane, notReady(time.Hour)), testNode("cp-a", controlPlane, notReady(30*time.Minute)), testNode("worker-sick", unhealthy)},
 			wantCreated: []string{"cp-b", "worker-sick"},
 		},
 		{
 			name:        "unhealthy since the same instant: by name",
-			nodes:       []*corev1.Node{testNode("cp-c", controlPlane, unhealthy), testNode("cp-a", controlPlane, unhealthy), testNode("cp-b", controlPlane, unhealthy)},
+			nodes:       []*Node{testNode("cp-c", controlPlane, unhealthy), testNode("cp-a", controlPlane, unhealthy), testNode("cp-b", controlPlane, unhealthy)},
 			wantCreated: []string{"cp-a"},
 		},
 		{
 			name:        "the master label counts too",
-			nodes:       []*corev1.Node{testNode("m-1", label(v1alpha1.MasterRoleLabel, ""), unhealthy), testNode("m-2", label(v1alpha1.MasterRoleLabel, ""), notReady(2*time.Hour))},
+			nodes:       []*Node{testNode("m-1", label(v1alpha1.MasterRoleLabel, ""), unhealthy), testNode("m-2", label(v1alpha1.MasterRoleLabel, ""), notReady(2*time.Hour))},
 			wantCreated: []string{"m-2"},
 		},
 		{
 			name:        "another control-plane node under our remediation blocks",
-			nodes:       []*corev1.Node{testNode("cp-a", controlPlane, unhealthy), testNode("cp-b", controlPlane, notReady(time.Minute))},
+			nodes:       []*Node{testNode("cp-a", controlPlane, unhealthy), testNode("cp-b", controlPlane, notReady(time.Minute))},
 			resources:   remediations(snrRemediation("cp-b", time.Minute, controlPlaneLabel)),
 			wantCreated: nil,
 		},
 		{
 			name:        "a control-plane remediation pending deletion still blocks",
-			nodes:       []*corev1.Node{testNode("cp-a", controlPlane, unhealthy), testNode("cp-b", controlPlane)},
+			nodes:       []*Node{testNode("cp-a", controlPlane, unhealthy), testNode("cp-b", controlPlane)},
 			resources:   remediations(snrRemediation("cp-b", time.Minute, controlPlaneLabel, deleting)),
 			wantCreated: nil,
 		},
 		{
 			name:        "a control-plane orphan blocks",
-			nodes:       []*corev1.Node{testNode("cp-a", controlPlane, unhealthy)},
+			nodes:       []*Node{testNode("cp-a", controlPlane, unhealthy)},
 			resources:   remediations(snrRemediation("cp-gone", time.Minute, controlPlaneLabel, permanentNodeDeletion)),
 			wantCreated: nil,
 		},
 		{
 			name:        "another owner's control-plane remediation blocks",
-			nodes:       []*corev1.Node{testNode("cp-a", controlPlane, unhealthy)},
+			nodes:       []*Node{testNode("cp-a", controlPlane, unhealthy)},
 			busy:        map[string]bool{"cp-z": true},
 			wantCreated: nil,
 		},
 		{
 			name:        "another owner's remediation of the same node is no other node",
-			nodes:       []*corev1.Node{testNode("cp-a", controlPlane, unhealthy)},
+			nodes:       []*Node{testNode("cp-a", controlPlane, unhealthy)},
 			busy:        map[string]bool{"cp-a": true},
 			wantCreated: []string{"cp-a"},
 		},
 		{
 			name:        "workers are not limited",
-			nodes:       []*corev1.Node{testNode("worker-sick-1", unhealthy), testNode("worker-sick-2", unhealthy), testNode("cp-a", controlPlane, unhealthy)},
+			nodes:       []*Node{testNode("worker-sick-1", unhealthy), testNode("worker-sick-2", unhealthy), testNode("cp-a", controlPlane, unhealthy)},
 			busy:        map[string]bool{"cp-z": true},
 			wantCreated: []string{"worker-sick-1", "worker-sick-2"},
 		},

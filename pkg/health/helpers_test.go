@@ -18,15 +18,15 @@ var now = time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC)
 
 const conditionDuration = 300 * time.Second
 
-type nodeOption func(*corev1.Node)
+type nodeOption func(*Node)
 
 // testNode returns a node that has been Ready for an hour.
-func testNode(name string, opts ...nodeOption) *corev1.Node {
-	n := &corev1.Node{
+func testNode(name string, opts ...nodeOption) *Node {
+	n := &Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}, Annotations: map[string]string{}},
-		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
+		Conditions: []NodeCondition{
 			{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))},
-		}},
+		},
 	}
 	for _, opt := range opts {
 		opt(n)
@@ -36,15 +36,15 @@ func testNode(name string, opts ...nodeOption) *corev1.Node {
 
 // condition sets a node condition that changed to status `ago` before now.
 func condition(conditionType corev1.NodeConditionType, status corev1.ConditionStatus, ago time.Duration) nodeOption {
-	return func(n *corev1.Node) {
-		c := corev1.NodeCondition{Type: conditionType, Status: status, LastTransitionTime: metav1.NewTime(now.Add(-ago))}
-		for i := range n.Status.Conditions {
-			if n.Status.Conditions[i].Type == conditionType {
-				n.Status.Conditions[i] = c
+	return func(n *Node) {
+		c := NodeCondition{Type: conditionType, Status: status, LastTransitionTime: metav1.NewTime(now.Add(-ago))}
+		for i := range n.Conditions {
+			if n.Conditions[i].Type == conditionType {
+				n.Conditions[i] = c
 				return
 			}
 		}
-		n.Status.Conditions = append(n.Status.Conditions, c)
+		n.Conditions = append(n.Conditions, c)
 	}
 }
 
@@ -57,20 +57,20 @@ func notReady(ago time.Duration) nodeOption {
 var unhealthy = notReady(time.Hour)
 
 func label(key, value string) nodeOption {
-	return func(n *corev1.Node) { n.Labels[key] = value }
+	return func(n *Node) { n.Labels[key] = value }
 }
 
 var controlPlane = label(v1alpha1.ControlPlaneRoleLabel, "")
 
 func annotate(key, value string) nodeOption {
-	return func(n *corev1.Node) { n.Annotations[key] = value }
+	return func(n *Node) { n.Annotations[key] = value }
 }
 
 var confirmedHealthy = annotate(v1alpha1.ManuallyConfirmedHealthyAnnotation, "true")
 
 // nodes returns count nodes named prefix-0, prefix-1, ...
-func nodes(prefix string, count int, opts ...nodeOption) []*corev1.Node {
-	list := make([]*corev1.Node, count)
+func nodes(prefix string, count int, opts ...nodeOption) []*Node {
+	list := make([]*Node, count)
 	for i := range list {
 		list[i] = testNode(fmt.Sprintf("%s-%d", prefix, i), opts...)
 	}
@@ -257,7 +257,7 @@ func eventReasons(events []Event) []string {
 	return reasons
 }
 
-func evaluate(nhc *v1alpha1.NodeHealthCheck, nodeList []*corev1.Node, resources map[string][]Remediation) result {
+func evaluate(nhc *v1alpha1.NodeHealthCheck, nodeList []*Node, resources map[string][]Remediation) result {
 	return decide(Input{NHC: nhc, Nodes: nodeList, Remediations: resources, Now: now})
 }
 

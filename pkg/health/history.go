@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -155,21 +154,10 @@ func mergeStep(r *v1alpha1.RemediationRecord, rem *v1alpha1.Remediation) {
 	})
 }
 
-// OutOfServiceTaint returns the node's out-of-service taint, which fencing
-// remediators set once the node is powered off, or nil.
-func OutOfServiceTaint(node *corev1.Node) *corev1.Taint {
-	for i := range node.Spec.Taints {
-		if node.Spec.Taints[i].Key == corev1.TaintNodeOutOfService {
-			return &node.Spec.Taints[i]
-		}
-	}
-	return nil
-}
-
 // outOfServiceSince is when the node got the out-of-service taint: its
 // timeAdded, not before the remediation started, else now. Nil without it.
-func outOfServiceSince(node *corev1.Node, started, now time.Time) *metav1.Time {
-	taint := OutOfServiceTaint(node)
+func outOfServiceSince(node *Node, started, now time.Time) *metav1.Time {
+	taint := node.OutOfService
 	if taint == nil {
 		return nil
 	}

@@ -168,13 +168,13 @@ func TestHistoryOutcomeOfANodeThatLeftTheSelection(t *testing.T) {
 func TestHistoryFencedByTheOutOfServiceTaint(t *testing.T) {
 	resources := remediations(snrRemediation("sick", 10*time.Minute))
 	taint := func(added *metav1.Time) nodeOption {
-		return func(n *corev1.Node) {
-			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute, TimeAdded: added})
+		return func(n *Node) {
+			n.OutOfService = &corev1.Taint{Key: corev1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute, TimeAdded: added}
 		}
 	}
 	cases := []struct {
 		name string
-		node *corev1.Node
+		node *Node
 		want *metav1.Time
 	}{
 		{"no taint", testNode("sick", unhealthy), nil},

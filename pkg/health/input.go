@@ -15,7 +15,7 @@ type Input struct {
 	// modifies it.
 	NHC *v1alpha1.NodeHealthCheck
 	// Nodes are the nodes the selector matches, in any order.
-	Nodes []*corev1.Node
+	Nodes []*Node
 	// Remediations are this NodeHealthCheck's remediation resources, keyed by
 	// the name of the node they remediate. Resources of nodes that are not in
 	// Nodes (deleted or no longer selected) are orphans.

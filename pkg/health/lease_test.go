@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
@@ -15,7 +14,7 @@ import (
 const ourHolder = "NodeHealthCheck-test"
 
 // withLeases evaluates with node leases, at upstream's default durations.
-func withLeases(nhc nhcOption, nodeList []*corev1.Node, resources map[string][]Remediation, leases map[string]NodeLease) result {
+func withLeases(nhc nhcOption, nodeList []*Node, resources map[string][]Remediation, leases map[string]NodeLease) result {
 	return decide(Input{
 		NHC: testNHC(nhc), Nodes: nodeList, Remediations: resources, Now: now,
 		Leases: &Leases{ByNode: leases, Duration: DefaultLeaseDuration, Buffer: DefaultLeaseBuffer},
@@ -103,7 +102,7 @@ func TestLeaseRenewalAndRelease(t *testing.T) {
 	running := remediationsFor("sick", snrRemediation("sick", 3*time.Minute))
 	cases := []struct {
 		name         string
-		nodes        []*corev1.Node
+		nodes        []*Node
 		resources    map[string][]Remediation
 		leases       map[string]NodeLease
 		wantRenew    []string

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -99,7 +98,7 @@ func remediatesFirst(a, b *Claim) bool {
 // ClaimsOn finds, by node, the claims of other NodeHealthChecks on nodes:
 // the peers whose selector matches a node, and owners, the other
 // NodeHealthChecks with remediation resources for a node, by node.
-func ClaimsOn(nodes []*corev1.Node, peers []SelectingPeer, owners map[string][]Peer) map[string][]Claim {
+func ClaimsOn(nodes []*Node, peers []SelectingPeer, owners map[string][]Peer) map[string][]Claim {
 	if len(peers) == 0 && len(owners) == 0 {
 		// Disjoint NodeHealthChecks, the usual case: no pass over the nodes,
 		// which at thousands of nodes is mostly cache misses.

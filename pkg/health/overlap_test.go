@@ -69,7 +69,7 @@ func TestClaimsOn(t *testing.T) {
 	workers := labels.SelectorFromSet(labels.Set{"role": "worker"})
 	peers := []SelectingPeer{{Peer: peer("workers", time.Hour), Selector: workers}, {Peer: peer("broken", 0)}}
 	owners := map[string][]Peer{"w-0": {peer("workers", time.Hour)}, "infra-0": {peer("infra", 0)}}
-	list := []*corev1.Node{testNode("w-0", label("role", "worker")), testNode("w-1", label("role", "worker")), testNode("infra-0"), testNode("alone")}
+	list := []*Node{testNode("w-0", label("role", "worker")), testNode("w-1", label("role", "worker")), testNode("infra-0"), testNode("alone")}
 
 	claims := ClaimsOn(list, peers, owners)
 	assert.Equal(t, map[string][]Claim{

@@ -131,7 +131,7 @@ const (
 
 // NodeVerdict is the evaluation of one selected node.
 type NodeVerdict struct {
-	Node  *corev1.Node
+	Node  *Node
 	State NodeState
 	// Condition is the unhealthy condition that matches: the expired one for
 	// StateUnhealthy, the one that expires first for StateSoonUnhealthy.

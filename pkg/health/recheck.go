@@ -3,7 +3,6 @@ package health
 import (
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -27,7 +26,7 @@ const (
 // A plan creates one resource after another; a node may recover, get the
 // exclude label or leave the selector meanwhile, and the NodeHealthCheck may
 // be paused, edited or deleted (any spec change is a new generation).
-func (p *Plan) Recheck(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node, c Creation, now time.Time) string {
+func (p *Plan) Recheck(nhc *v1alpha1.NodeHealthCheck, node *Node, c Creation, now time.Time) string {
 	switch {
 	case nhc == nil || nhc.UID != p.decidedFrom.UID:
 		return withdrawnNHCGone
@@ -47,7 +46,7 @@ func (p *Plan) Recheck(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node, c Creat
 	return ""
 }
 
-func selects(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node) bool {
+func selects(nhc *v1alpha1.NodeHealthCheck, node *Node) bool {
 	selector, err := metav1.LabelSelectorAsSelector(&nhc.Spec.Selector)
 	return err == nil && selector.Matches(labels.Set(node.Labels))
 }

@@ -17,7 +17,7 @@ func TestRecheckJustBeforeTheCreate(t *testing.T) {
 	nhc := testNHC(minHealthy(intstr.FromInt32(0)))
 	nhc.Spec.Selector.MatchLabels = nil
 	sick := testNode("sick", unhealthy)
-	p := Evaluate(Input{NHC: nhc, Nodes: []*corev1.Node{sick}, Now: now})
+	p := Evaluate(Input{NHC: nhc, Nodes: []*Node{sick}, Now: now})
 	require.Len(t, p.Create, 1)
 	c := p.Create[0]
 	edited := nhc.DeepCopy()
@@ -27,7 +27,7 @@ func TestRecheckJustBeforeTheCreate(t *testing.T) {
 	cases := []struct {
 		name string
 		nhc  *v1alpha1.NodeHealthCheck
-		node *corev1.Node
+		node *Node
 		want string
 	}{
 		{"nothing changed", nhc, sick, ""},
@@ -47,7 +47,7 @@ func TestRecheckJustBeforeTheCreate(t *testing.T) {
 
 	selecting := testNHC(minHealthy(intstr.FromInt32(0)))
 	worker := testNode("sick", unhealthy, label("role", "worker"))
-	p = Evaluate(Input{NHC: selecting, Nodes: []*corev1.Node{worker}, Now: now})
+	p = Evaluate(Input{NHC: selecting, Nodes: []*Node{worker}, Now: now})
 	require.Len(t, p.Create, 1)
 	assert.Equal(t, withdrawnDeselected, p.Recheck(selecting, testNode("sick", unhealthy, label("role", "infra")), p.Create[0], now))
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // recovered is two healthy nodes and "back", which is Ready again.
-func recovered(opts ...nodeOption) []*corev1.Node {
+func recovered(opts ...nodeOption) []*Node {
 	return append(nodes("healthy", 2), testNode("back", opts...))
 }
 

@@ -17,7 +17,7 @@ import (
 // resources disappear at once, as without remediator finalizers.
 type simulation struct {
 	nhc       *v1alpha1.NodeHealthCheck
-	nodes     []*corev1.Node
+	nodes     []*Node
 	resources map[string][]Remediation
 	clock     time.Time
 	created   int
@@ -36,7 +36,7 @@ func newSimulation(nhc *v1alpha1.NodeHealthCheck, nodeCount int) *simulation {
 	return s
 }
 
-func (s *simulation) node(name string) *corev1.Node {
+func (s *simulation) node(name string) *Node {
 	for _, n := range s.nodes {
 		if n.Name == name {
 			return n
@@ -48,7 +48,7 @@ func (s *simulation) node(name string) *corev1.Node {
 // setReady sets a node's Ready condition, as of `ago` before the clock.
 func (s *simulation) setReady(name string, status corev1.ConditionStatus, ago time.Duration) {
 	n := s.node(name).DeepCopy()
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, LastTransitionTime: metav1.NewTime(s.clock.Add(-ago))}}
+	n.Conditions = []NodeCondition{{Type: corev1.NodeReady, Status: status, LastTransitionTime: metav1.NewTime(s.clock.Add(-ago))}}
 	s.nodes[slices.Index(s.nodes, s.node(name))] = n
 }
 

@@ -122,7 +122,7 @@ func TestEvaluateDoesNotModifyItsInput(t *testing.T) {
 	s.evaluate()
 	s.recover(s.nodeNames(0, 3)...)
 	nhc := s.nhc.DeepCopy()
-	nodesBefore := make([]*corev1.Node, len(s.nodes))
+	nodesBefore := make([]*Node, len(s.nodes))
 	for i, n := range s.nodes {
 		nodesBefore[i] = n.DeepCopy()
 	}
@@ -246,7 +246,7 @@ func TestStatusWaitsToSeeADeletion(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			d := evaluate(tc.nhc, []*corev1.Node{testNode("node-00")}, resources)
+			d := evaluate(tc.nhc, []*Node{testNode("node-00")}, resources)
 			require.Len(t, d.Delete, 1)
 			assert.Equal(t, tc.want, entryOf(d, "node-00"))
 		})

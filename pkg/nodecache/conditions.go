@@ -3,17 +3,19 @@ package nodecache
 import (
 	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
 
 // conditions sets the node's conditions from a NodeStatus: type, status and
 // transition time, the previous node's slice where they all are equal.
-func conditions(status []byte, node, previous *corev1.Node) error {
-	var prev []corev1.NodeCondition
+func conditions(status []byte, node, previous *health.Node) error {
+	var prev []health.NodeCondition
 	if previous != nil {
-		prev = previous.Status.Conditions
+		prev = previous.Conditions
 	}
 	count, same := 0, prev != nil
-	err := eachCondition(status, func(c corev1.NodeCondition, typ, stat []byte) {
+	err := eachCondition(status, func(c health.NodeCondition, typ, stat []byte) {
 		same = same && count < len(prev) && string(typ) == string(prev[count].Type) &&
 			string(stat) == string(prev[count].Status) && c.LastTransitionTime.Time == prev[count].LastTransitionTime.Time
 		count++
@@ -22,19 +24,19 @@ func conditions(status []byte, node, previous *corev1.Node) error {
 		return err
 	}
 	if same && count == len(prev) {
-		node.Status.Conditions = prev
+		node.Conditions = prev
 		return nil
 	}
-	node.Status.Conditions = make([]corev1.NodeCondition, 0, count)
-	return eachCondition(status, func(c corev1.NodeCondition, typ, stat []byte) {
-		c.Type, c.Status = corev1.NodeConditionType(intern(string(typ))), corev1.ConditionStatus(intern(string(stat)))
-		node.Status.Conditions = append(node.Status.Conditions, c)
+	node.Conditions = make([]health.NodeCondition, 0, count)
+	return eachCondition(status, func(c health.NodeCondition, typ, stat []byte) {
+		c.Type, c.Status = corev1.NodeConditionType(health.Intern(string(typ))), corev1.ConditionStatus(health.Intern(string(stat)))
+		node.Conditions = append(node.Conditions, c)
 	})
 }
 
 // eachCondition calls f with every condition of a NodeStatus: its transition
 // time decoded, its type and status as bytes.
-func eachCondition(status []byte, f func(c corev1.NodeCondition, typ, stat []byte)) error {
+func eachCondition(status []byte, f func(c health.NodeCondition, typ, stat []byte)) error {
 	r := reader{b: status}
 	for r.next() {
 		if r.num != statusConditions {
@@ -43,7 +45,7 @@ func eachCondition(status []byte, f func(c corev1.NodeCondition, typ, stat []byt
 		if r.typ != protowire.BytesType {
 			return errNotCanonical
 		}
-		var c corev1.NodeCondition
+		var c health.NodeCondition
 		var typ, stat []byte
 		fields := reader{b: r.val}
 		for fields.next() {

@@ -8,14 +8,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
 
 // errNotCanonical declines an input the fast path does not handle, such as
-// a message field given twice; the standard decoder and Trim take it.
+// a message field given twice; client-go's decoder and health.NodeOf take it.
 var errNotCanonical = errors.New("not a canonical Node encoding")
 
 // Field numbers of k8s.io/api/core/v1 and k8s.io/apimachinery's
-// generated.proto, for the fields a trimmed node keeps.
+// generated.proto, for the fields a health.Node keeps.
 const (
 	nodeMetadata, nodeSpec, nodeStatus                                = 1, 2, 3
 	metaName, metaUID, metaResourceVersion                            = 1, 5, 6
@@ -31,18 +33,18 @@ const (
 	listMetaResourceVersion, listMetaContinue, listMetaRemainingItems = 2, 3, 4
 )
 
-// decoder decodes a protobuf Node into its trimmed form (see Trim) without
-// the whole node: it reads the fields a trimmed node keeps and skips the
-// rest. Labels, kept annotations and conditions equal to those of the node
-// previous returns, the cached one, are shared with it, so that a heartbeat
-// allocates little more than the node itself.
+// decoder decodes a protobuf Node into what health.NodeOf keeps of it,
+// without the whole node: it reads the fields a health.Node keeps and
+// skips the rest. Labels, kept annotations and conditions equal to those of
+// the node previous returns, the cached one, are shared with it, so that a
+// heartbeat allocates little more than the node itself.
 type decoder struct {
 	// previous returns the cached node of that name, or nil.
-	previous func(name string) *corev1.Node
+	previous func(name string) *health.Node
 }
 
 // node decodes a Node's protobuf bytes (the raw of its runtime.Unknown).
-func (d *decoder) node(data []byte) (*corev1.Node, error) {
+func (d *decoder) node(data []byte) (*health.Node, error) {
 	var meta, spec, status []byte
 	var seen [nodeStatus + 1]bool
 	r := reader{b: data}
@@ -66,11 +68,11 @@ func (d *decoder) node(data []byte) (*corev1.Node, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	node := &corev1.Node{}
+	node := &health.Node{}
 	if err := d.metadata(meta, node); err != nil {
 		return nil, err
 	}
-	var previous *corev1.Node
+	var previous *health.Node
 	if d.previous != nil && node.Name != "" {
 		previous = d.previous(node.Name)
 	}
@@ -86,8 +88,8 @@ func (d *decoder) node(data []byte) (*corev1.Node, error) {
 	return node, nil
 }
 
-// metadata decodes the scalar fields of the ObjectMeta a trimmed node keeps.
-func (d *decoder) metadata(data []byte, node *corev1.Node) error {
+// metadata decodes the scalar fields of the ObjectMeta a health.Node keeps.
+func (d *decoder) metadata(data []byte, node *health.Node) error {
 	r := reader{b: data}
 	for r.next() {
 		switch r.num {
@@ -122,7 +124,7 @@ func (d *decoder) metadata(data []byte, node *corev1.Node) error {
 
 // labels sets the node's labels and kept annotations, the previous node's
 // maps where equal.
-func (d *decoder) labels(meta []byte, node, previous *corev1.Node) error {
+func (d *decoder) labels(meta []byte, node, previous *health.Node) error {
 	var previousLabels, previousAnnotations map[string]string
 	if previous != nil {
 		previousLabels, previousAnnotations = previous.Labels, previous.Annotations
@@ -131,7 +133,7 @@ func (d *decoder) labels(meta []byte, node, previous *corev1.Node) error {
 	if err != nil {
 		return err
 	}
-	annotations, err := stringMap(meta, metaAnnotations, previousAnnotations, keptAnnotations)
+	annotations, err := stringMap(meta, metaAnnotations, previousAnnotations, health.KeptAnnotations)
 	if err != nil {
 		return err
 	}
@@ -140,7 +142,7 @@ func (d *decoder) labels(meta []byte, node, previous *corev1.Node) error {
 }
 
 // outOfServiceTaint keeps the first out-of-service taint of a NodeSpec.
-func outOfServiceTaint(spec []byte, node *corev1.Node) error {
+func outOfServiceTaint(spec []byte, node *health.Node) error {
 	r := reader{b: spec}
 	for r.next() {
 		if r.num != specTaints {
@@ -153,8 +155,8 @@ func outOfServiceTaint(spec []byte, node *corev1.Node) error {
 		if err != nil {
 			return err
 		}
-		if taint.Key == corev1.TaintNodeOutOfService && node.Spec.Taints == nil {
-			node.Spec.Taints = []corev1.Taint{taint}
+		if taint.Key == corev1.TaintNodeOutOfService && node.OutOfService == nil {
+			node.OutOfService = &taint
 		}
 	}
 	return r.err
@@ -247,8 +249,8 @@ func (r *reader) next() bool {
 }
 
 // list decodes a NodeList's protobuf bytes.
-func (d *decoder) list(data []byte) (*corev1.NodeList, error) {
-	list := &corev1.NodeList{}
+func (d *decoder) list(data []byte) (*NodeList, error) {
+	list := &NodeList{}
 	r := reader{b: data}
 	for r.next() {
 		switch r.num {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
 
 var t0 = metav1.NewTime(time.Date(2026, 3, 15, 10, 0, 0, 0, time.UTC))
@@ -49,16 +50,16 @@ func encode(t testing.TB, obj runtime.Object) []byte {
 	return buf.Bytes()
 }
 
-// standard decodes as client-go does, then trims.
-func standard(t testing.TB, data []byte) *corev1.Node {
+// standard decodes as client-go does, then keeps what health.NodeOf keeps.
+func standard(t testing.TB, data []byte) *health.Node {
 	t.Helper()
 	info, _ := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
 	obj, _, err := runtime.WithoutVersionDecoder{Decoder: info.Serializer}.Decode(data, nil, nil)
 	require.NoError(t, err)
-	return Trim(obj.(*corev1.Node))
+	return health.NodeOf(obj.(*corev1.Node))
 }
 
-func TestDecoderTrimsAsTrimDoes(t *testing.T) {
+func TestDecoderKeepsWhatNodeOfKeeps(t *testing.T) {
 	cases := []struct {
 		name   string
 		change func(*corev1.Node)
@@ -85,7 +86,7 @@ func TestDecoderTrimsAsTrimDoes(t *testing.T) {
 			node := fixtureNode(t)
 			tc.change(node)
 			data := encode(t, node)
-			obj, _, err := (&trimming{decoder: &decoder{}}).decodeFast(data)
+			obj, _, err := (&compacting{decoder: &decoder{}}).decodeFast(data)
 			require.NoError(t, err, "the fast path takes it")
 			assert.Equal(t, standard(t, data), obj)
 		})
@@ -94,12 +95,12 @@ func TestDecoderTrimsAsTrimDoes(t *testing.T) {
 
 func TestDecoderSharesWhatDidNotChange(t *testing.T) {
 	node := fixtureNode(t)
-	var cached *corev1.Node
-	d := &decoder{previous: func(string) *corev1.Node { return cached }}
-	decode := func() *corev1.Node {
-		obj, _, err := (&trimming{decoder: d}).decodeFast(encode(t, node))
+	var cached *health.Node
+	d := &decoder{previous: func(string) *health.Node { return cached }}
+	decode := func() *health.Node {
+		obj, _, err := (&compacting{decoder: d}).decodeFast(encode(t, node))
 		require.NoError(t, err)
-		return obj.(*corev1.Node)
+		return obj.(*health.Node)
 	}
 	cached = decode()
 
@@ -110,7 +111,7 @@ func TestDecoderSharesWhatDidNotChange(t *testing.T) {
 	heartbeat := decode()
 	assert.Equal(t, "4712", heartbeat.ResourceVersion)
 	assert.True(t, sameMap(cached.Labels, heartbeat.Labels), "a heartbeat shares the labels")
-	assert.Same(t, &cached.Status.Conditions[0], &heartbeat.Status.Conditions[0], "and the conditions")
+	assert.Same(t, &cached.Conditions[0], &heartbeat.Conditions[0], "and the conditions")
 	cached = heartbeat
 
 	node.Labels["topology.kubernetes.io/zone"] = "elsewhere"
@@ -119,7 +120,7 @@ func TestDecoderSharesWhatDidNotChange(t *testing.T) {
 	assert.False(t, sameMap(cached.Labels, changed.Labels))
 	assert.Equal(t, "elsewhere", changed.Labels["topology.kubernetes.io/zone"])
 	assert.NotEqual(t, "elsewhere", cached.Labels["topology.kubernetes.io/zone"], "the cached node is untouched")
-	assert.Equal(t, corev1.ConditionUnknown, changed.Status.Conditions[0].Status)
+	assert.Equal(t, corev1.ConditionUnknown, changed.Conditions[0].Status)
 	assert.Equal(t, standard(t, encode(t, node)), changed)
 }
 
@@ -133,9 +134,9 @@ func TestDecoderDecodesNodeLists(t *testing.T) {
 	remaining := int64(7)
 	list := &corev1.NodeList{ListMeta: metav1.ListMeta{ResourceVersion: "12", Continue: "next", RemainingItemCount: &remaining},
 		Items: []corev1.Node{*first, *second}}
-	obj, _, err := (&trimming{decoder: &decoder{}}).decodeFast(encode(t, list))
+	obj, _, err := (&compacting{decoder: &decoder{}}).decodeFast(encode(t, list))
 	require.NoError(t, err)
-	want := &corev1.NodeList{ListMeta: list.ListMeta, Items: []corev1.Node{
+	want := &NodeList{ListMeta: list.ListMeta, Items: []health.Node{
 		*standard(t, encode(t, first)), *standard(t, encode(t, second)),
 	}}
 	assert.Equal(t, want, obj)
@@ -144,6 +145,6 @@ func TestDecoderDecodesNodeLists(t *testing.T) {
 func TestDecoderDeclinesOtherKinds(t *testing.T) {
 	status := &metav1.Status{Status: metav1.StatusFailure, Message: "too old", Code: 410}
 	status.Kind, status.APIVersion = "Status", "v1"
-	_, _, err := (&trimming{decoder: &decoder{}}).decodeFast(encode(t, status))
+	_, _, err := (&compacting{decoder: &decoder{}}).decodeFast(encode(t, status))
 	assert.ErrorIs(t, err, errNotCanonical)
 }

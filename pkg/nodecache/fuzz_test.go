@@ -5,11 +5,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
 
 // FuzzDecoder: whatever bytes arrive, the decoder never panics, and where
-// it and the standard decoder both take them, it decodes what Trim keeps of
-// the standard node, with or without a cached node to share with.
+// it and the standard decoder both take them, it decodes what health.NodeOf
+// keeps of the standard node, with or without a cached node to share with.
 func FuzzDecoder(f *testing.F) {
 	node := fixtureNode(f)
 	seed, err := node.Marshal()
@@ -28,9 +30,9 @@ func FuzzDecoder(f *testing.F) {
 		if err != nil || full.Unmarshal(data) != nil {
 			return
 		}
-		want := Trim(&full)
+		want := health.NodeOf(&full)
 		require.Equal(t, want, fast)
-		d.previous = func(string) *corev1.Node { return fast }
+		d.previous = func(string) *health.Node { return fast }
 		again, err := d.node(data)
 		require.NoError(t, err)
 		require.Equal(t, want, again)

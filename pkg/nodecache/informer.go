@@ -1,3 +1,8 @@
+// Package nodecache is the controller's node informer: it keeps, of every
+// Node, only what the controller reads (health.Node), and decodes it that
+// way straight from the API server's protobuf, so that the heartbeats of
+// thousands of kubelets cost neither the decoding nor the garbage of whole
+// Node objects.
 package nodecache
 
 import (
@@ -10,23 +15,23 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
 
-// Informer is a shared informer of trimmed nodes (see Trim) and its lister.
-// It satisfies client-go's NodeInformer.
+// Informer is a shared informer of nodes as health.Node, and its lister.
 type Informer struct {
 	informer cache.SharedIndexInformer
-	lister   corelisters.NodeLister
+	lister   Lister
 }
 
 // NewInformer returns the node informer. Its own REST client asks for
-// protobuf, and decodes every node trimmed as it arrives. Once synced, its
-// reads are paced by batchWindow (see readPacing); 0 reads every update
-// as it arrives.
+// protobuf, and decodes every node into a health.Node as it arrives. Once
+// synced, its reads are paced by batchWindow (see readPacing); 0 reads
+// every update as it arrives.
 func NewInformer(config *rest.Config, batchWindow time.Duration) (*Informer, error) {
 	d := &decoder{}
 	config = rest.CopyConfig(config)
@@ -59,23 +64,20 @@ func NewInformer(config *rest.Config, batchWindow time.Duration) (*Informer, err
 			return client.Get().Resource("nodes").VersionedParams(&opts, scheme.ParameterCodec).Watch(ctx)
 		},
 	}
-	informer := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), &corev1.Node{},
+	informer := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), &health.Node{},
 		cache.SharedIndexInformerOptions{})
 	pacing.active = informer.HasSynced
 	indexer := informer.GetIndexer()
-	d.previous = func(name string) *corev1.Node {
-		obj, ok, _ := indexer.GetByKey(name)
-		node, _ := obj.(*corev1.Node)
-		if !ok {
-			return nil
-		}
+	d.previous = func(name string) *health.Node {
+		obj, _, _ := indexer.GetByKey(name)
+		node, _ := obj.(*health.Node)
 		return node
 	}
-	return &Informer{informer: informer, lister: corelisters.NewNodeLister(indexer)}, nil
+	return &Informer{informer: informer, lister: NewLister(indexer)}, nil
 }
 
 // Informer returns the shared informer.
 func (i *Informer) Informer() cache.SharedIndexInformer { return i.informer }
 
 // Lister returns the lister of its cache.
-func (i *Informer) Lister() corelisters.NodeLister { return i.lister }
+func (i *Informer) Lister() Lister { return i.lister }

@@ -5,12 +5,14 @@ import (
 	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
 
 // stringMap decodes the map<string, string> field of an ObjectMeta, keeping
 // only the keys in only unless it is nil. It returns previous when the map
 // equals it, so that an unchanged node shares its maps with the cached one,
-// and nil when no entry is kept, as Trim does.
+// and nil when no entry is kept, as health.NodeOf does.
 func stringMap(meta []byte, field protowire.Number, previous map[string]string, only []string) (map[string]string, error) {
 	count, same, err := compareEntries(meta, field, previous, only)
 	if err != nil || count == 0 {
@@ -21,7 +23,7 @@ func stringMap(meta []byte, field protowire.Number, previous map[string]string, 
 	}
 	out := make(map[string]string, count)
 	err = eachEntry(meta, field, only, func(key, value []byte) {
-		out[intern(string(key))] = intern(string(value))
+		out[health.Intern(string(key))] = health.Intern(string(value))
 	})
 	return out, err
 }

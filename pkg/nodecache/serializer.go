@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
 
 // protobufPrefix starts every Kubernetes protobuf object, before its
@@ -32,8 +34,9 @@ var (
 )
 
 // serializers speaks protobuf and JSON to the API server for nodes, and
-// decodes every Node and NodeList trimmed: protobuf Nodes by the decoder,
-// anything else by client-go's serializers and then Trim.
+// decodes every Node as a health.Node and every NodeList as a NodeList:
+// protobuf ones by the decoder, anything else by client-go's serializers
+// and then health.NodeOf.
 type serializers struct {
 	infos []runtime.SerializerInfo
 }
@@ -43,13 +46,13 @@ func newSerializers(d *decoder) *serializers {
 	for _, info := range scheme.Codecs.SupportedMediaTypes() {
 		switch info.MediaType {
 		case runtime.ContentTypeProtobuf:
-			info.Serializer = &trimming{Serializer: info.Serializer, decoder: d}
+			info.Serializer = &compacting{Serializer: info.Serializer, decoder: d}
 			raw := protobuf.NewRawSerializer(scheme.Scheme, scheme.Scheme)
 			info.StreamSerializer = &runtime.StreamSerializerInfo{
 				Serializer: watchEvents{Serializer: raw}, Framer: protobuf.LengthDelimitedFramer,
 			}
 		case runtime.ContentTypeJSON:
-			info.Serializer = &trimming{Serializer: info.Serializer}
+			info.Serializer = &compacting{Serializer: info.Serializer}
 		default:
 			continue
 		}
@@ -70,15 +73,15 @@ func (s *serializers) DecoderToVersion(decoder runtime.Decoder, _ runtime.GroupV
 	return runtime.WithoutVersionDecoder{Decoder: decoder}
 }
 
-// trimming decodes with the decoder where it can, else with the serializer,
-// and trims the nodes.
-type trimming struct {
+// compacting decodes with the decoder where it can, else with the
+// serializer and then health.NodeOf.
+type compacting struct {
 	runtime.Serializer
 	// decoder decodes protobuf Nodes and NodeLists; nil for JSON.
 	decoder *decoder
 }
 
-func (t *trimming) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+func (t *compacting) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
 	if t.decoder != nil && into == nil {
 		if obj, gvk, err := t.decodeFast(data); err == nil {
 			return obj, gvk, nil
@@ -90,18 +93,20 @@ func (t *trimming) Decode(data []byte, defaults *schema.GroupVersionKind, into r
 	}
 	switch o := obj.(type) {
 	case *corev1.Node:
-		*o = *Trim(o)
+		return health.NodeOf(o), gvk, nil
 	case *corev1.NodeList:
+		list := &NodeList{ListMeta: o.ListMeta, Items: make([]health.Node, len(o.Items))}
 		for i := range o.Items {
-			o.Items[i] = *Trim(&o.Items[i])
+			list.Items[i] = *health.NodeOf(&o.Items[i])
 		}
+		return list, gvk, nil
 	}
 	return obj, gvk, nil
 }
 
 // decodeFast decodes a protobuf Node or NodeList by the decoder; it declines
 // (errNotCanonical) anything else.
-func (t *trimming) decodeFast(data []byte) (runtime.Object, *schema.GroupVersionKind, error) {
+func (t *compacting) decodeFast(data []byte) (runtime.Object, *schema.GroupVersionKind, error) {
 	raw, ok := bytes.CutPrefix(data, protobufPrefix)
 	if !ok {
 		return nil, nil, errNotCanonical

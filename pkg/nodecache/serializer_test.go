@@ -15,12 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
 	restclientwatch "k8s.io/client-go/rest/watch"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
 
-// TestWatchDecodesTrimmedNodes decodes a protobuf watch stream as client-go
-// does, through the negotiated serializers: nodes come trimmed, a bookmark
-// keeps the end of the initial events, an error is a Status.
-func TestWatchDecodesTrimmedNodes(t *testing.T) {
+// TestWatchDecodesCompactNodes decodes a protobuf watch stream as client-go
+// does, through the negotiated serializers: nodes come as health.Nodes, a
+// bookmark keeps the end of the initial events, an error is a Status.
+func TestWatchDecodesCompactNodes(t *testing.T) {
 	node := fixtureNode(t)
 	bookmark := &corev1.Node{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "99", Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}}
 	gone := &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired}
@@ -49,7 +51,7 @@ func TestWatchDecodesTrimmedNodes(t *testing.T) {
 	typ, obj, err = decoder.Decode()
 	require.NoError(t, err)
 	assert.Equal(t, watch.Bookmark, typ)
-	assert.Equal(t, "true", obj.(*corev1.Node).Annotations[metav1.InitialEventsAnnotationKey])
+	assert.Equal(t, "true", obj.(*health.Node).Annotations[metav1.InitialEventsAnnotationKey])
 
 	typ, obj, err = decoder.Decode()
 	require.NoError(t, err)
@@ -57,8 +59,8 @@ func TestWatchDecodesTrimmedNodes(t *testing.T) {
 	assert.Equal(t, metav1.StatusReasonExpired, obj.(*metav1.Status).Reason)
 }
 
-// TestJSONNodesAreTrimmed: a server that answers JSON gets the same cache.
-func TestJSONNodesAreTrimmed(t *testing.T) {
+// TestJSONNodesAreCompact: a server that answers JSON gets the same cache.
+func TestJSONNodesAreCompact(t *testing.T) {
 	node := fixtureNode(t)
 	node.Kind, node.APIVersion = "Node", "v1"
 	data, err := runtime.Encode(scheme.Codecs.LegacyCodec(corev1.SchemeGroupVersion), node)
@@ -68,6 +70,23 @@ func TestJSONNodesAreTrimmed(t *testing.T) {
 	obj, _, err := runtime.WithoutVersionDecoder{Decoder: info.Serializer}.Decode(data, nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, standard(t, encode(t, node)), obj)
+}
+
+// TestJSONNodeListsAreCompact: so does its list, as the protobuf one.
+func TestJSONNodeListsAreCompact(t *testing.T) {
+	first, second := fixtureNode(t), fixtureNode(t)
+	second.Name = "worker-2"
+	list := &corev1.NodeList{TypeMeta: metav1.TypeMeta{Kind: "NodeList", APIVersion: "v1"}, ListMeta: metav1.ListMeta{ResourceVersion: "12", Continue: "next"},
+		Items: []corev1.Node{*first, *second}}
+	data, err := runtime.Encode(scheme.Codecs.LegacyCodec(corev1.SchemeGroupVersion), list)
+	require.NoError(t, err)
+	info, ok := runtime.SerializerInfoForMediaType(newSerializers(&decoder{}).SupportedMediaTypes(), runtime.ContentTypeJSON)
+	require.True(t, ok)
+	obj, _, err := runtime.WithoutVersionDecoder{Decoder: info.Serializer}.Decode(data, nil, nil)
+	require.NoError(t, err)
+	fast, _, err := (&compacting{decoder: &decoder{}}).decodeFast(encode(t, list))
+	require.NoError(t, err)
+	assert.Equal(t, fast, obj)
 }
 
 func TestEventTypesCostNoAllocation(t *testing.T) {

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery/cached/memory"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -28,6 +27,7 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/controller"
 	"github.com/nodehealthcheck/nhc-controller/pkg/generated/informers/externalversions"
 	nhclisters "github.com/nodehealthcheck/nhc-controller/pkg/generated/listers/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
@@ -44,7 +44,7 @@ type remediationEnv struct {
 	manager   *remediation.Manager
 	informers *remediation.Informers
 	// nodeLister and nhcLister read the controller's shared informers.
-	nodeLister corelisters.NodeLister
+	nodeLister nodecache.Lister
 	nhcLister  nhclisters.NodeHealthCheckLister
 	// heard is what the remediation informers' change handlers last heard
 	// of each remediation resource.
@@ -308,13 +308,13 @@ func unhealthyNode(t *testing.T, scenario, name string, ready corev1.ConditionSt
 
 // selectedNodes lists the nodes a NodeHealthCheck selects, as the API
 // server has them.
-func selectedNodes(t *testing.T, nhc *v1alpha1.NodeHealthCheck) []*corev1.Node {
+func selectedNodes(t *testing.T, nhc *v1alpha1.NodeHealthCheck) []*health.Node {
 	t.Helper()
 	list, err := kubeClient.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{LabelSelector: framework.ScenarioLabel + "=" + nhc.Name})
 	require.NoError(t, err)
-	nodes := make([]*corev1.Node, len(list.Items))
+	nodes := make([]*health.Node, len(list.Items))
 	for i := range list.Items {
-		nodes[i] = &list.Items[i]
+		nodes[i] = health.NodeOf(&list.Items[i])
 	}
 	return nodes
 }

@@ -32,11 +32,11 @@ func TestAMassFailureStatusIsWritable(t *testing.T) {
 	in := health.Input{NHC: nhc, Remediations: map[string][]health.Remediation{}, Now: now}
 	for i := range 10000 {
 		name := fmt.Sprintf("massfailure-worker-%05d.cluster.example.com", i)
-		in.Nodes = append(in.Nodes, &corev1.Node{
+		in.Nodes = append(in.Nodes, &health.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{
+			Conditions: []health.NodeCondition{{
 				Type: corev1.NodeReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour)),
-			}}},
+			}},
 		})
 		in.Remediations[name] = []health.Remediation{{
 			Ref: corev1.ObjectReference{APIVersion: template.APIVersion, Kind: "TestRemediation", Namespace: template.Namespace, Name: name,

@@ -1,0 +1,41 @@
+package nodecache
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+)
+
+// Lister reads the cached nodes, as client-go's NodeLister does.
+type Lister struct {
+	indexer cache.Indexer
+}
+
+// NewLister returns the lister of an indexer of nodes.
+func NewLister(indexer cache.Indexer) Lister {
+	return Lister{indexer: indexer}
+}
+
+// List returns the nodes whose labels the selector matches.
+func (l Lister) List(selector labels.Selector) ([]*health.Node, error) {
+	var nodes []*health.Node
+	err := cache.ListAll(l.indexer, selector, func(obj any) {
+		nodes = append(nodes, obj.(*health.Node))
+	})
+	return nodes, err
+}
+
+// Get returns the node of that name, or a NotFound error.
+func (l Lister) Get(name string) (*health.Node, error) {
+	obj, exists, err := l.indexer.GetByKey(name)
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		return nil, apierrors.NewNotFound(corev1.Resource("node"), name)
+	}
+	return obj.(*health.Node), nil
+}

@@ -1,0 +1,23 @@
+package nodecache
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+)
+
+// NodeList is a list of nodes as the cache keeps them, what the informer's
+// List decodes.
+//
+// +k8s:deepcopy-gen=true
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+type NodeList struct {
+	// ListMeta has the resourceVersion, continue token and remaining item
+	// count that the informer's list reads.
+	metav1.ListMeta
+	Items []health.Node
+}
+
+// GetObjectKind is empty, as for health.Node.
+func (*NodeList) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
