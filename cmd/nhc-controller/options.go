@@ -61,7 +61,7 @@ func defaultOptions() *options {
 	return &options{
 		workers: 2, qps: 100, burst: 2000, eventsQPS: 20, eventsBurst: 100,
 		nodeBatchWindow: 100 * time.Millisecond,
-		leaderElect: true, leaderElectionID: "nhc-controller.remediation.medik8s.io",
+		leaderElect:     true, leaderElectionID: "nhc-controller.remediation.medik8s.io",
 		leaseDuration: 15 * time.Second, renewDeadline: 10 * time.Second, retryPeriod: 2 * time.Second,
 		metricsAddress: ":8443", metricsSecure: true, probeAddress: ":8081",
 		nodeLeases: true, leaseNamespace: remediation.LeaseNamespace(),
