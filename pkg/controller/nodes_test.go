@@ -2,7 +2,6 @@ package controller
 
 import (
 	"fmt"
-	"runtime"
 	"testing"
 	"time"
 
@@ -106,31 +105,4 @@ func realisticNode(i int) *corev1.Node {
 	node.Status.NodeInfo = corev1.NodeSystemInfo{MachineID: "0123456789abcdef", KernelVersion: "6.8.0", OSImage: "Ubuntu 24.04", ContainerRuntimeVersion: "containerd://2.0.0", KubeletVersion: "v1.37.1"}
 	node.Spec.PodCIDR, node.Spec.ProviderID = "10.244.1.0/24", "aws:///zone-a/i-0123456789"
 	return node
-}
-
-// BenchmarkNodeCacheMemory reports the heap that 5,000 cached nodes hold,
-// whole and as the cache keeps them (health.NodeOf).
-func BenchmarkNodeCacheMemory(b *testing.B) {
-	const nodes = 5000
-	for _, trim := range []bool{false, true} {
-		b.Run(fmt.Sprintf("trim=%v", trim), func(b *testing.B) {
-			for b.Loop() {
-				runtime.GC()
-				var before, after runtime.MemStats
-				runtime.ReadMemStats(&before)
-				cached := make([]any, nodes)
-				for i := range cached {
-					node := realisticNode(i)
-					cached[i] = node
-					if trim {
-						cached[i] = health.NodeOf(node)
-					}
-				}
-				runtime.GC()
-				runtime.ReadMemStats(&after)
-				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "MiB")
-				runtime.KeepAlive(cached)
-			}
-		})
-	}
 }
