@@ -17,6 +17,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
 
@@ -104,8 +105,14 @@ func startBench(ctx context.Context, cfg *config, res *result) (*bench, error) {
 	return b, b.tracker.run(watchCtx, b.env.Dynamic)
 }
 
-// createNHCs creates the template and one NodeHealthCheck per group.
+// createNHCs creates the template, the node lease namespace as the
+// manifests install it (manifests/deploy/lease-namespace.yaml), and one
+// NodeHealthCheck per group.
 func (b *bench) createNHCs(ctx context.Context) error {
+	leases := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: remediation.LeaseNamespace()}}
+	if _, err := b.env.Kube.CoreV1().Namespaces().Create(ctx, leases, metav1.CreateOptions{}); err != nil {
+		return err
+	}
 	template := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "test.medik8s.io/v1alpha1", "kind": "TestRemediationTemplate",
 		"metadata": map[string]any{"name": templateName, "namespace": framework.RemediatorNamespace},
