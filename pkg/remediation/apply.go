@@ -45,13 +45,7 @@ func (m *Manager) Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan
 		}
 	}
 	m.createAll(ctx, nhc, creations, obs, recheck, &out)
-	for _, del := range plan.Delete {
-		if err := m.delete(ctx, nhc.Name, obs, del); err != nil {
-			out.Errors = append(out.Errors, fmt.Errorf("deleting %s %s/%s: %w", del.Resource.Kind, del.Resource.Namespace, del.Resource.Name, err))
-			continue
-		}
-		out.Deleted = append(out.Deleted, del)
-	}
+	m.deleteAll(ctx, nhc.Name, plan.Delete, obs, &out)
 	out.Errors = append(out.Errors, m.keepLeases(ctx, nhc.Name, plan)...)
 	for _, mark := range plan.StartHealthyDelay {
 		start := mark.Start.UTC().Format(time.RFC3339)
@@ -80,10 +74,21 @@ func (m *Manager) Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan
 	return out
 }
 
-// createWorkers bounds the creates sent at once. A storm's resources go out
-// together instead of one round trip after another; the client's rate limit
-// still bounds them.
-const createWorkers = 16
+// A storm's creates and deletes go out together instead of one round trip
+// after another; the client's rate limit still bounds them. Creates all go
+// at once: a plan holds at most the controller's per-sync bound of them
+// (50), so that a storm's first resources do not wait for the last ones'
+// round trips. Deletes and lease writes, which nothing bounds, go 16 at a
+// time (inParallel).
+const writeWorkers = 16
+
+// inParallel calls write for pieces 0 to n-1, writeWorkers at a time, and
+// returns their errors by piece.
+func inParallel(ctx context.Context, n int, write func(i int) error) []error {
+	errs := make([]error, n)
+	workqueue.ParallelizeUntil(ctx, writeWorkers, n, func(i int) { errs[i] = write(i) })
+	return errs
+}
 
 // createAll carries out creations in parallel, each after its node lease is
 // taken and rechecked just before it is sent, and records what happened in
@@ -96,7 +101,7 @@ func (m *Manager) createAll(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, 
 		err       error
 	}
 	results := make([]result, len(creations))
-	workqueue.ParallelizeUntil(ctx, createWorkers, len(creations), func(i int) {
+	workqueue.ParallelizeUntil(ctx, len(creations), len(creations), func(i int) {
 		c, r := creations[i], &results[i]
 		if c.Lease != nil {
 			if err := m.leases.acquire(ctx, *c.Lease); err != nil {
@@ -220,6 +225,19 @@ type controlPlaneBusyError struct {
 
 func (e *controlPlaneBusyError) Error() string {
 	return fmt.Sprintf("another control-plane node's remediation has just started; %s waits, to protect etcd quorum", e.node)
+}
+
+// deleteAll carries out deletions in parallel and records what happened in
+// plan order.
+func (m *Manager) deleteAll(ctx context.Context, nhc string, deletions []health.Deletion, obs *Observation, out *health.Outcome) {
+	errs := inParallel(ctx, len(deletions), func(i int) error { return m.delete(ctx, nhc, obs, deletions[i]) })
+	for i, del := range deletions {
+		if errs[i] != nil {
+			out.Errors = append(out.Errors, fmt.Errorf("deleting %s %s/%s: %w", del.Resource.Kind, del.Resource.Namespace, del.Resource.Name, errs[i]))
+			continue
+		}
+		out.Deleted = append(out.Deleted, del)
+	}
 }
 
 func (m *Manager) delete(ctx context.Context, nhc string, obs *Observation, del health.Deletion) error {

@@ -262,3 +262,31 @@ func TestCreationsGoOutTogetherAndAreReportedInPlanOrder(t *testing.T) {
 	}
 	assert.Equal(t, []health.Blocked{{Node: "worker-07", Message: "the node recovered"}}, out.Withdrawn)
 }
+
+func TestDeletionsGoOutTogetherAndAreReportedInPlanOrder(t *testing.T) {
+	f := newApplyFixture(t)
+	var nodes []string
+	for i := range 40 {
+		nodes = append(nodes, fmt.Sprintf("worker-%02d", i))
+	}
+	created := f.manager.Apply(context.Background(), testNHC, createPlan(nodes...), f.obs, sendAll)
+	require.Len(t, created.Created, 40)
+	plan := &health.Plan{}
+	for _, c := range created.Created {
+		plan.Delete = append(plan.Delete, health.Deletion{Node: c.Node, Resource: c.Resource})
+	}
+	// One resource is of a kind the observation does not serve.
+	plan.Delete[7].Resource.Kind = "Unserved"
+
+	out := f.manager.Apply(context.Background(), testNHC, plan, f.obs, sendAll)
+	require.Len(t, out.Errors, 1)
+	assert.Contains(t, out.Errors[0].Error(), "worker-07")
+	require.Len(t, out.Deleted, 39)
+	for i, d := range out.Deleted {
+		want := i
+		if i >= 7 {
+			want++
+		}
+		assert.Equal(t, nodes[want], d.Node, "in plan order")
+	}
+}

@@ -325,17 +325,20 @@ func leaseSeconds(d time.Duration) int32 {
 	return int32((d + time.Second - 1) / time.Second)
 }
 
-// keepLeases renews and releases the leases a plan says to.
+// keepLeases renews and releases the leases a plan says to, in parallel.
 func (m *Manager) keepLeases(ctx context.Context, nhc string, plan *health.Plan) []error {
 	var errs []error
-	for _, req := range plan.RenewLeases {
-		if err := m.leases.renew(ctx, req); err != nil {
-			errs = append(errs, fmt.Errorf("renewing the lease of node %s: %w", req.Node, err))
+	renewed := inParallel(ctx, len(plan.RenewLeases), func(i int) error { return m.leases.renew(ctx, plan.RenewLeases[i]) })
+	for i, err := range renewed {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("renewing the lease of node %s: %w", plan.RenewLeases[i].Node, err))
 		}
 	}
-	for _, node := range plan.ReleaseLeases {
-		if err := m.leases.release(ctx, node, health.LeaseHolder(nhc)); err != nil {
-			errs = append(errs, fmt.Errorf("releasing the lease of node %s: %w", node, err))
+	holder := health.LeaseHolder(nhc)
+	released := inParallel(ctx, len(plan.ReleaseLeases), func(i int) error { return m.leases.release(ctx, plan.ReleaseLeases[i], holder) })
+	for i, err := range released {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("releasing the lease of node %s: %w", plan.ReleaseLeases[i], err))
 		}
 	}
 	return errs
