@@ -125,6 +125,14 @@ func (m *Manager) Read(nhc *v1alpha1.NodeHealthCheck) (Observation, error) {
 		templates:             map[corev1.ObjectReference]*unstructured.Unstructured{},
 		resources:             map[schema.GroupVersionKind]schema.GroupVersionResource{},
 	}
+	// The writes under way first, the caches after, as the in-tree
+	// controllers check their expectations before they list: a write the
+	// informer shows between the two reads is then both pending and in the
+	// cache. The other order misses it in both, and a resource whose
+	// deletion settled just after the listing still showed it was deleted
+	// a second time (in a storm's recovery, 3 of 300).
+	obs.PendingNodes = m.expectations.pendingNodes(nhc.Name)
+	reserved := m.controlPlane.nodes()
 	var resolved []Template
 	var watched []schema.GroupVersionResource
 	for _, ref := range nhc.Spec.TemplateRefs() {
@@ -202,11 +210,10 @@ func (m *Manager) Read(nhc *v1alpha1.NodeHealthCheck) (Observation, error) {
 	for _, node := range m.informers.controlPlaneNodes() {
 		obs.BusyControlPlaneNodes[node] = true
 	}
-	for _, node := range m.controlPlane.nodes() {
+	for _, node := range reserved {
 		obs.BusyControlPlaneNodes[node] = true
 	}
 	obs.OtherOwners = m.informers.otherOwners(nhc.UID)
-	obs.PendingNodes = m.expectations.pendingNodes(nhc.Name)
 	if m.leases != nil {
 		// Never decide without knowing who holds which node.
 		leases, problem, err := m.leases.read()
