@@ -39,9 +39,10 @@ const notReadyRequeue = time.Second
 const problemRequeue = 10 * time.Second
 
 // maxCreationsPerSync bounds the remediation resources one sync creates, so
-// that none is sent long after the snapshot it was decided from: sent 16 at
-// a time within the client's burst, they take a few round trips, and each
-// is rechecked just before. The next sync follows at once and goes on.
+// that none is sent long after the snapshot it was decided from: sent all at
+// once within the client's burst, they take one round trip of a lease and a
+// resource, and each is rechecked just before. The next sync follows at once
+// and goes on.
 const maxCreationsPerSync = 50
 
 // syncTimeout bounds the API calls of one sync.
@@ -87,6 +88,9 @@ type Controller struct {
 	readNHCs sync.Map
 	// skips remembers which lasting events were recorded, to record each once.
 	skips *skipMemory
+	// attention holds the NodeHealthChecks with a node that is not healthy;
+	// while there is one, the node cache reads updates as they arrive.
+	attention *attention
 	// mayWrite says whether this replica may write now: with leader
 	// election, whether it can show that it still holds the lease.
 	mayWrite func() error
@@ -115,8 +119,10 @@ func New(ctx context.Context, nodeInformer *nodecache.Informer, nhcInformer nhci
 		selectors: newSelectorCache(),
 		members:   newMembership(),
 		skips:     newSkipMemory(),
+		attention: &attention{},
 		mayWrite:  func() error { return nil },
 	}
+	nodeInformer.ReadAtOnceWhile(c.attention.any)
 	if err := nhcInformer.Informer().AddIndexers(cache.Indexers{templateIndex: indexByTemplate}); err != nil {
 		return nil, fmt.Errorf("adding the template index: %w", err)
 	}
@@ -210,6 +216,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 
 // nhcGone forgets what the controller kept about a deleted NodeHealthCheck.
 func (c *Controller) nhcGone(name string) {
+	c.attention.set(name, false)
 	c.remediations.Forget(name)
 	c.members.forget(name)
 	c.written.Delete(name)

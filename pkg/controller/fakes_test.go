@@ -129,7 +129,7 @@ func newSyncFixture(t testing.TB, nhc *v1alpha1.NodeHealthCheck, nodes ...*corev
 		nodeLister:   nodecache.NewLister(f.nodes),
 		remediations: f.remediations, statuses: f.statuses, recorder: f.recorder,
 		metrics: f.metrics, clock: f.clock, queue: queue,
-		selectors: newSelectorCache(), members: newMembership(), skips: newSkipMemory(), mayWrite: func() error { return nil },
+		selectors: newSelectorCache(), members: newMembership(), skips: newSkipMemory(), attention: &attention{}, mayWrite: func() error { return nil },
 	}
 	if nhc != nil {
 		f.setNHC(t, nhc)

@@ -61,6 +61,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 		in.Claims = c.claims(nhc, in.Nodes, obs.OtherOwners)
 	}
 	plan := health.Evaluate(in)
+	c.attention.set(name, plan.Healthy < plan.Observed)
 	if in.ResourcesUnknown && plan.Problem == nil {
 		logger.V(4).Info("Waiting for informers to sync")
 		return notReadyRequeue, nil

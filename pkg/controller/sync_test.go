@@ -472,3 +472,29 @@ func TestSyncReportsAnUnreadableNodeHealthCheckOnItsOwn(t *testing.T) {
 	assert.Len(t, withReason(f.events(), health.ReasonDisabled), 1)
 	assert.Empty(t, f.c.selectors.get(f.c.nhcLister).entries, "its selector is unknown: node events do not wake it")
 }
+
+// While a NodeHealthCheck has a node that is not healthy, the node cache
+// reads updates as they arrive: a remediation is never created from a
+// picture older than the watch's delay. Healthy again, or gone, it no
+// longer asks for that.
+func TestSyncAsksForNodeUpdatesAtOnceWhileANodeIsNotHealthy(t *testing.T) {
+	f := newSyncFixture(t, workersNHC(), healthyNode("worker-1"), notReady("worker-2", t0.Add(-100*time.Second)))
+	_, err := f.sync()
+	require.NoError(t, err)
+	assert.True(t, f.c.attention.any(), "a node waits for its deadline")
+
+	f.setNode(t, healthyNode("worker-2"))
+	_, err = f.sync()
+	require.NoError(t, err)
+	assert.False(t, f.c.attention.any(), "every node is healthy")
+
+	f.setNode(t, notReady("worker-2", longAgo))
+	_, err = f.sync()
+	require.NoError(t, err)
+	assert.True(t, f.c.attention.any(), "a node is unhealthy")
+
+	require.NoError(t, f.nhcs.Delete(workersNHC()))
+	_, err = f.sync()
+	require.NoError(t, err)
+	assert.False(t, f.c.attention.any(), "the NodeHealthCheck is gone")
+}

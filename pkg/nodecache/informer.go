@@ -26,6 +26,7 @@ import (
 type Informer struct {
 	informer cache.SharedIndexInformer
 	lister   Lister
+	pacing   *readPacing
 }
 
 // NewInformer returns the node informer. Its own REST client asks for
@@ -44,7 +45,7 @@ func NewInformer(config *rest.Config, batchWindow time.Duration) (*Informer, err
 	// frame reader goroutine in between and without a flow-control
 	// window update written back for every node.
 	config.TLSClientConfig.NextProtos = []string{"http/1.1"}
-	pacing := &readPacing{window: batchWindow, active: func() bool { return false }, clock: clock.RealClock{}}
+	pacing := &readPacing{window: batchWindow, clock: clock.RealClock{}}
 	if batchWindow > 0 {
 		config.Dial = pacing.dialer()
 	}
@@ -66,15 +67,20 @@ func NewInformer(config *rest.Config, batchWindow time.Duration) (*Informer, err
 	}
 	informer := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), &health.Node{},
 		cache.SharedIndexInformerOptions{})
-	pacing.active = informer.HasSynced
+	pacing.synced = informer.HasSynced
 	indexer := informer.GetIndexer()
 	d.previous = func(name string) *health.Node {
 		obj, _, _ := indexer.GetByKey(name)
 		node, _ := obj.(*health.Node)
 		return node
 	}
-	return &Informer{informer: informer, lister: NewLister(indexer)}, nil
+	return &Informer{informer: informer, lister: NewLister(indexer), pacing: pacing}, nil
 }
+
+// ReadAtOnceWhile makes the informer read node updates as they arrive,
+// without the batch window, whenever urgent says so. Call it before the
+// informer runs.
+func (i *Informer) ReadAtOnceWhile(urgent func() bool) { i.pacing.urgent = urgent }
 
 // Informer returns the shared informer.
 func (i *Informer) Informer() cache.SharedIndexInformer { return i.informer }

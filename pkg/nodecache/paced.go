@@ -19,10 +19,18 @@ import (
 // window.
 type readPacing struct {
 	window time.Duration
-	// active tells whether to pace now: not while the initial list or
-	// watch-list streams in, which a pause would only slow down.
-	active func() bool
+	// synced tells whether the initial list or watch-list is in: until
+	// then, a pause would only slow it down.
+	synced func() bool
+	// urgent, when set, tells whether updates must be read as they arrive
+	// (Informer.ReadAtOnceWhile).
+	urgent func() bool
 	clock  clock.Clock
+}
+
+// active tells whether to pace reads now.
+func (p *readPacing) active() bool {
+	return p.synced() && (p.urgent == nil || !p.urgent())
 }
 
 // dialer returns a dial function whose connections are paced.

@@ -48,7 +48,7 @@ func TestPacedConnWaitsOnlyAfterEmptyingTheSocket(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := clocktesting.NewFakeClock(time.Unix(0, 0))
-			pacing := &readPacing{window: window, active: func() bool { return tt.active }, clock: clock}
+			pacing := &readPacing{window: window, synced: func() bool { return tt.active }, clock: clock}
 			conn := &pacedConn{Conn: &scriptedConn{counts: tt.counts}, pacing: pacing}
 			var waits []time.Duration
 			for range tt.counts {
@@ -63,7 +63,7 @@ func TestPacedConnWaitsOnlyAfterEmptyingTheSocket(t *testing.T) {
 
 func TestPacedConnWaitsOnlyWhatIsLeftOfTheWindow(t *testing.T) {
 	clock := clocktesting.NewFakeClock(time.Unix(0, 0))
-	pacing := &readPacing{window: 100 * time.Millisecond, active: func() bool { return true }, clock: clock}
+	pacing := &readPacing{window: 100 * time.Millisecond, synced: func() bool { return true }, clock: clock}
 	conn := &pacedConn{Conn: &scriptedConn{counts: []int{1, 1}}, pacing: pacing}
 	_, _ = conn.Read(make([]byte, 8))
 	// Handling what was read took 30ms.
@@ -71,4 +71,18 @@ func TestPacedConnWaitsOnlyWhatIsLeftOfTheWindow(t *testing.T) {
 	before := clock.Now()
 	_, _ = conn.Read(make([]byte, 8))
 	assert.Equal(t, 70*time.Millisecond, clock.Since(before))
+}
+
+func TestPacingStandsDownWhileUpdatesAreUrgent(t *testing.T) {
+	urgent := false
+	pacing := &readPacing{window: time.Second, synced: func() bool { return true }, clock: clocktesting.NewFakeClock(time.Unix(0, 0))}
+	assert.True(t, pacing.active(), "synced, no one asks for more")
+	i := &Informer{pacing: pacing}
+	i.ReadAtOnceWhile(func() bool { return urgent })
+	assert.True(t, pacing.active(), "synced, nothing urgent")
+	urgent = true
+	assert.False(t, pacing.active(), "a decision is due")
+	pacing.synced = func() bool { return false }
+	urgent = false
+	assert.False(t, pacing.active(), "not synced")
 }
