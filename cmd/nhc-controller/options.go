@@ -59,7 +59,7 @@ const maxNodeBatchWindow = time.Second
 
 func defaultOptions() *options {
 	return &options{
-		workers: 2, qps: 100, burst: 2000, eventsQPS: 20, eventsBurst: 100,
+		workers: 2, qps: 100, burst: 2000, eventsQPS: 20, eventsBurst: 10,
 		nodeBatchWindow: 100 * time.Millisecond,
 		leaderElect:     true, leaderElectionID: "nhc-controller.remediation.medik8s.io",
 		leaseDuration: 15 * time.Second, renewDeadline: 10 * time.Second, retryPeriod: 2 * time.Second,
