@@ -74,12 +74,9 @@ func (m *Manager) Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan
 	return out
 }
 
-// A storm's creates and deletes go out together instead of one round trip
-// after another; the client's rate limit still bounds them. Creates all go
-// at once: a plan holds at most the controller's per-sync bound of them
-// (50), so that a storm's first resources do not wait for the last ones'
-// round trips. Deletes and lease writes, which nothing bounds, go 16 at a
-// time (inParallel).
+// writeWorkers bounds the deletes and lease writes sent at once, which no
+// plan bounds: a storm's recovery goes out together instead of one round
+// trip after another, and the client's rate limit still bounds it.
 const writeWorkers = 16
 
 // inParallel calls write for pieces 0 to n-1, writeWorkers at a time, and
@@ -90,9 +87,11 @@ func inParallel(ctx context.Context, n int, write func(i int) error) []error {
 	return errs
 }
 
-// createAll carries out creations in parallel, each after its node lease is
+// createAll carries out creations all at once, each after its node lease is
 // taken and rechecked just before it is sent, and records what happened in
-// plan order.
+// plan order. A plan holds at most the controller's per-sync bound of them
+// (50), so that a storm's first resources do not wait for the last ones'
+// round trips.
 func (m *Manager) createAll(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, creations []health.Creation, obs *Observation, recheck Recheck, out *health.Outcome) {
 	type result struct {
 		created   *health.Created
