@@ -10,13 +10,10 @@ import (
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -96,7 +93,9 @@ func run(ctx context.Context, opts *options) error {
 		leases = remediation.NewNodeLeases(kubeClient.CoordinationV1(), kubeClient.CoreV1().Namespaces(), leaseInformers.Coordination().V1().Leases(),
 			opts.leaseNamespace, opts.nodeLeaseDuration, opts.nodeLeaseBuffer, clock.RealClock{})
 	}
-	remediations := newRemediationManager(ctx, kubeClient, dynamicClient, leases, clock.RealClock{})
+	// Template kinds resolve through discovery, which notices CRDs
+	// installed later.
+	remediations := remediation.New(remediation.Config{Context: ctx, Dynamic: dynamicClient, Kube: kubeClient, Leases: leases, Clock: clock.RealClock{}})
 	ctrl, err := controller.New(ctx, nodeInformer, nhcInformer,
 		nhcClient, remediations, recorder, metrics, clock.RealClock{})
 	if err != nil {
@@ -210,17 +209,6 @@ func serveMetrics(ctx context.Context, opts *options, kubeClient kubernetes.Inte
 		return nil
 	}
 	return serveTLS(ctx, "metrics", opts.metricsAddress, opts.tlsCertFile, opts.tlsKeyFile, protectMetrics(kubeClient, mux))
-}
-
-// newRemediationManager wires pkg/remediation: dynamic informers for the
-// template and remediation kinds in use, template resolution through a
-// discovery RESTMapper that notices CRDs installed later, expectations, and
-// the writer, and the node leases (nil without them).
-func newRemediationManager(ctx context.Context, kubeClient kubernetes.Interface, dynamicClient dynamic.Interface, leases *remediation.NodeLeases, clk clock.PassiveClock) *remediation.Manager {
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kubeClient.Discovery()))
-	informers := remediation.NewInformers(ctx, dynamicClient)
-	return remediation.NewManager(informers, remediation.NewTemplates(mapper, informers, clk),
-		remediation.NewExpectations(clk), remediation.NewWriter(dynamicClient, kubeClient), leases)
 }
 
 // probes serves /healthz (the process and, with leader election, the lease

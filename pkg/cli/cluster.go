@@ -47,6 +47,8 @@ type cluster struct {
 	// ownersByNode are the owners of their resources, read once.
 	all          []v1alpha1.NodeHealthCheck
 	ownersByNode map[string][]remediation.Owner
+	// busyControlPlane are the control-plane nodes under remediation, read once.
+	busyControlPlane map[string]bool
 	// warnings are what could not be read, said once each.
 	warnings []string
 }
@@ -113,8 +115,8 @@ func selects(nhc *v1alpha1.NodeHealthCheck, nodes []*health.Node) []*health.Node
 
 // input gathers what the controller's engine reads to decide for a
 // NodeHealthCheck now, as the controller would gather it: its templates
-// checked with the controller's rules, its resources by owner, other
-// owners' control-plane remediations, the nodes that are gone, and the
+// checked with the controller's rules, its resources by owner, the
+// control-plane nodes under remediation, the nodes that are gone, and the
 // other NodeHealthChecks that claim its nodes.
 func (c *cluster) input(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, nodes []*health.Node, now time.Time) health.Input {
 	in := health.Input{NHC: nhc, Nodes: selects(nhc, nodes), Remediations: map[string][]health.Remediation{}, Leases: c.nodeLeases(ctx), Now: now}
@@ -125,19 +127,13 @@ func (c *cluster) input(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, node
 	}
 	for _, tmpl := range templates {
 		for _, obj := range c.remediationResources(ctx, tmpl) {
-			node := remediation.NodeOf(&obj)
 			if remediation.OwnedBy(&obj, nhc) {
+				node := remediation.NodeOf(&obj)
 				in.Remediations[node] = append(in.Remediations[node], remediation.Summarize(&obj))
-				continue
-			}
-			if _, controlPlane := obj.GetLabels()[v1alpha1.ControlPlaneNodeLabel]; controlPlane {
-				if in.BusyControlPlaneNodes == nil {
-					in.BusyControlPlaneNodes = map[string]bool{}
-				}
-				in.BusyControlPlaneNodes[node] = true
 			}
 		}
 	}
+	in.BusyControlPlaneNodes = c.busyControlPlaneNodes(ctx)
 	exists := make(map[string]bool, len(nodes))
 	for _, node := range nodes {
 		exists[node.Name] = true
@@ -152,6 +148,27 @@ func (c *cluster) input(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, node
 	}
 	in.Claims = c.claims(ctx, nhc, in.Nodes)
 	return in
+}
+
+// busyControlPlaneNodes are the control-plane nodes under remediation, as
+// the controller counts them: with a remediation resource of any owner and
+// of any kind that any NodeHealthCheck uses. Read once.
+func (c *cluster) busyControlPlaneNodes(ctx context.Context) map[string]bool {
+	if c.busyControlPlane != nil {
+		return c.busyControlPlane
+	}
+	c.busyControlPlane = map[string]bool{}
+	for i := range c.all {
+		templates, _, _ := remediation.ReadTemplates(ctx, c.mapper, c.dynamic, c.all[i].Spec.TemplateRefs())
+		for _, tmpl := range templates {
+			for _, obj := range c.remediationResources(ctx, tmpl) {
+				if remediation.IsControlPlaneRemediation(&obj) {
+					c.busyControlPlane[remediation.NodeOf(&obj)] = true
+				}
+			}
+		}
+	}
+	return c.busyControlPlane
 }
 
 // remediationResources lists the resources a template's kind generates, in

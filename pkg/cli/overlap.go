@@ -27,7 +27,7 @@ func (c *cluster) claims(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, sel
 		}
 		// An invalid selector matches no node.
 		selector, _ := metav1.LabelSelectorAsSelector(&other.Spec.Selector)
-		peers = append(peers, health.SelectingPeer{Peer: peer, Selector: selector})
+		peers = append(peers, health.SelectingPeer{Peer: peer, Selector: selector, Conditions: other.Spec.UnhealthyConditions})
 	}
 	owners := map[string][]health.Peer{}
 	for node, list := range c.owners(ctx) {

@@ -152,7 +152,13 @@ func BenchmarkSync(b *testing.B) {
 // carries out no plan: a steady state plans nothing.
 type poolRemediations map[string]remediation.Observation
 
-func (p poolRemediations) Read(nhc *v1alpha1.NodeHealthCheck) (remediation.Observation, error) {
+func (p poolRemediations) WatchAll(func() ([]*v1alpha1.NodeHealthCheck, error)) error { return nil }
+
+func (p poolRemediations) Watch(*v1alpha1.NodeHealthCheck) (remediation.Watched, error) {
+	return remediation.Watched{}, nil
+}
+
+func (p poolRemediations) Read(nhc *v1alpha1.NodeHealthCheck, _ remediation.Watched) (remediation.Observation, error) {
 	return p[nhc.Name], nil
 }
 

@@ -60,6 +60,12 @@ type Controller struct {
 	nodeLister nodecache.Lister
 	// nodeSynced tells whether the node cache has synced.
 	nodeSynced cache.InformerSynced
+	// liveNodes lists nodes at the API server, for a NodeHealthCheck's
+	// first evaluation (catchup.go).
+	liveNodes liveNodes
+	// catchUps are the nodes the cache must show before a NodeHealthCheck's
+	// first evaluation.
+	catchUps *catchUps
 
 	// remediations reads remediation resources and carries out plans.
 	remediations remediationManager
@@ -107,6 +113,8 @@ func New(ctx context.Context, nodeInformer *nodecache.Informer, nhcInformer nhci
 		nhcSynced:    nhcInformer.Informer().HasSynced,
 		nodeLister:   nodeInformer.Lister(),
 		nodeSynced:   nodeInformer.Informer().HasSynced,
+		liveNodes:    nodeInformer,
+		catchUps:     newCatchUps(),
 		remediations: remediations,
 		statuses:     clientStatusWriter{client: nhcClient},
 		recorder:     recorder,
@@ -143,6 +151,7 @@ func New(ctx context.Context, nodeInformer *nodecache.Informer, nhcInformer nhci
 	remediations.AddChangeHandler(func(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool, confirmed []string) {
 		c.remediationChanged(logger, gvr, obj, deleted, confirmed)
 	})
+	remediations.AddKindChangeHandler(func(gvr schema.GroupVersionResource) { c.kindChanged(logger, gvr) })
 	if err := remediations.AddLeaseChangeHandler(func(node string, own bool, holders ...string) { c.leaseChanged(logger, node, own, holders) }); err != nil {
 		return nil, fmt.Errorf("adding the node lease handler: %w", err)
 	}
@@ -217,6 +226,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 // nhcGone forgets what the controller kept about a deleted NodeHealthCheck.
 func (c *Controller) nhcGone(name string) {
 	c.attention.set(name, false)
+	c.catchUps.forget(name)
 	c.remediations.Forget(name)
 	c.members.forget(name)
 	c.written.Delete(name)

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"maps"
 	"strconv"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/cache"
@@ -38,7 +40,13 @@ type fakeRemediations struct {
 	forgotten    []string
 }
 
-func (f *fakeRemediations) Read(*v1alpha1.NodeHealthCheck) (remediation.Observation, error) {
+func (f *fakeRemediations) WatchAll(func() ([]*v1alpha1.NodeHealthCheck, error)) error { return nil }
+
+func (f *fakeRemediations) Watch(*v1alpha1.NodeHealthCheck) (remediation.Watched, error) {
+	return remediation.Watched{}, nil
+}
+
+func (f *fakeRemediations) Read(*v1alpha1.NodeHealthCheck, remediation.Watched) (remediation.Observation, error) {
 	return f.obs, nil
 }
 
@@ -98,10 +106,34 @@ func (f *fakeStatuses) UpdateStatus(_ context.Context, nhc *v1alpha1.NodeHealthC
 	return written.DeepCopy(), nil
 }
 
+// fakeLiveNodes is the API server's nodes: those of the cache, unless
+// versions says otherwise.
+type fakeLiveNodes struct {
+	nodes cache.Indexer
+	// versions, when set, are the nodes the API server has.
+	versions map[string]string
+	lists    int
+}
+
+func (f *fakeLiveNodes) Versions(_ context.Context, selector labels.Selector) (map[string]string, error) {
+	f.lists++
+	if f.versions != nil {
+		return maps.Clone(f.versions), nil
+	}
+	versions := map[string]string{}
+	for _, obj := range f.nodes.List() {
+		if node := obj.(*health.Node); selector.Matches(labels.Set(node.Labels)) {
+			versions[node.Name] = node.ResourceVersion
+		}
+	}
+	return versions, nil
+}
+
 // syncFixture is a Controller on fakes and a fake clock, with no API server.
 type syncFixture struct {
 	c            *Controller
 	nhcs, nodes  cache.Indexer
+	liveNodes    *fakeLiveNodes
 	remediations *fakeRemediations
 	statuses     *fakeStatuses
 	recorder     *record.FakeRecorder
@@ -122,11 +154,12 @@ func newSyncFixture(t testing.TB, nhc *v1alpha1.NodeHealthCheck, nodes ...*corev
 	f.remediations = &fakeRemediations{clock: f.clock, obs: remediation.Observation{
 		Ready: true, Remediations: map[string][]health.Remediation{}, BusyControlPlaneNodes: map[string]bool{},
 	}}
+	f.liveNodes = &fakeLiveNodes{nodes: f.nodes}
 	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
 	t.Cleanup(queue.ShutDown)
 	f.c = &Controller{
 		nhcLister: nhclisters.NewNodeHealthCheckLister(f.nhcs), nhcIndexer: f.nhcs,
-		nodeLister:   nodecache.NewLister(f.nodes),
+		nodeLister: nodecache.NewLister(f.nodes), liveNodes: f.liveNodes, catchUps: newCatchUps(),
 		remediations: f.remediations, statuses: f.statuses, recorder: f.recorder,
 		metrics: f.metrics, clock: f.clock, queue: queue,
 		selectors: newSelectorCache(), members: newMembership(), skips: newSkipMemory(), attention: &attention{}, mayWrite: func() error { return nil },

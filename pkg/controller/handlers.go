@@ -22,6 +22,9 @@ func templateKey(group, kind, namespace, name string) string {
 	return group + "/" + kind + "/" + namespace + "/" + name
 }
 
+// indexByTemplate keys a NodeHealthCheck by each template it references,
+// also without the reference's namespace: a cluster-scoped template, whose
+// reference carries a namespace all the same, comes without one.
 func indexByTemplate(obj any) ([]string, error) {
 	nhc, ok := obj.(*v1alpha1.NodeHealthCheck)
 	if !ok {
@@ -29,7 +32,12 @@ func indexByTemplate(obj any) ([]string, error) {
 	}
 	var keys []string
 	for _, ref := range nhc.Spec.TemplateRefs() {
-		keys = append(keys, templateKey(ref.GroupVersionKind().Group, ref.Kind, ref.Namespace, ref.Name))
+		group := ref.GroupVersionKind().Group
+		for _, namespace := range []string{ref.Namespace, ""} {
+			if key := templateKey(group, ref.Kind, namespace, ref.Name); !slices.Contains(keys, key) {
+				keys = append(keys, key)
+			}
+		}
 	}
 	return keys, nil
 }
@@ -165,7 +173,7 @@ func (c *Controller) remediationChanged(logger klog.Logger, gvr schema.GroupVers
 		logger.V(6).Info("Remediation resource changed", "resource", gvr, "object", klog.KObj(obj), "deleted", deleted, "nodeHealthCheck", klog.KRef("", owner))
 		c.queue.Add(owner)
 	}
-	if _, controlPlane := obj.GetLabels()[v1alpha1.ControlPlaneNodeLabel]; controlPlane {
+	if remediation.IsControlPlaneRemediation(obj) {
 		for _, s := range c.selectors.get(c.nhcLister).entries {
 			if !slices.Contains(confirmed, s.name) {
 				c.queue.Add(s.name)
@@ -182,6 +190,14 @@ func (c *Controller) remediationChanged(logger klog.Logger, gvr schema.GroupVers
 			c.queue.Add(nhc.Name)
 		}
 	}
+}
+
+// kindChanged hears of a kind whose informer synced or failed: what the
+// NodeHealthChecks that use it read changed, and a control-plane
+// remediation of it may hold back the control-plane nodes of any.
+func (c *Controller) kindChanged(logger klog.Logger, gvr schema.GroupVersionResource) {
+	logger.V(4).Info("Remediation kind synced or failed", "resource", gvr)
+	c.enqueueOthers("")
 }
 
 // leaseChanged hears of a node lease that was taken, released or changed

@@ -13,11 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery/cached/memory"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -59,10 +57,7 @@ func newTestController(t testing.TB, nhcs ...*v1alpha1.NodeHealthCheck) *Control
 	nhcInformer := nhcInformers.Remediation().V1alpha1().NodeHealthChecks()
 	clk := clocktesting.NewFakeClock(t0.Time)
 	dynamicClient := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
-	dynamicInformers := remediation.NewInformers(ctx, dynamicClient)
-	manager := remediation.NewManager(dynamicInformers,
-		remediation.NewTemplates(restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery())), dynamicInformers, clk),
-		remediation.NewExpectations(clk), remediation.NewWriter(dynamicClient, kube), nil)
+	manager := remediation.New(remediation.Config{Context: ctx, Dynamic: dynamicClient, Kube: kube, Clock: clk})
 	nodeInformer, err := nodecache.NewInformer(&rest.Config{Host: "https://nodes.invalid"}, 0)
 	require.NoError(t, err)
 	c, err := New(ctx, nodeInformer, nhcInformer, nhcClient, manager, record.NewFakeRecorder(100), nil, clk)
@@ -166,6 +161,21 @@ func TestRemediatorEventsEnqueueOwnersAndTemplateUsers(t *testing.T) {
 	other.SetName("manual")
 	c.remediationChanged(klog.Background(), schema.GroupVersionResource{Group: "self-node-remediation.medik8s.io", Version: "v1alpha1", Resource: "selfnoderemediationtemplates"}, other, false, nil)
 	assert.Empty(t, queued(c), "another template wakes nobody")
+}
+
+// A cluster-scoped template has no namespace, while the reference to it has
+// one (the spec requires it): its change still wakes the NodeHealthChecks
+// that reference it, and no others.
+func TestAClusterScopedTemplateWakesTheNodeHealthChecksThatReferenceIt(t *testing.T) {
+	fence := corev1.ObjectReference{APIVersion: "fence-agents-remediation.medik8s.io/v1alpha1", Kind: "FenceAgentsRemediationTemplate", Namespace: "openshift-workload-availability", Name: "fence"}
+	fencing := selectingNHC("fencing", "worker")
+	fencing.Spec.RemediationTemplate = ptr.To(fence)
+	c := newTestController(t, fencing, selectingNHC("workers", "worker"))
+	template := &unstructured.Unstructured{Object: map[string]any{"apiVersion": fence.APIVersion, "kind": fence.Kind}}
+	template.SetName(fence.Name)
+	resource := schema.GroupVersionResource{Group: "fence-agents-remediation.medik8s.io", Version: "v1alpha1", Resource: "fenceagentsremediationtemplates"}
+	c.remediationChanged(klog.Background(), resource, template, false, nil)
+	assert.Equal(t, []string{"fencing"}, queued(c))
 }
 
 func TestARemediationResourceWakesTheNodeHealthChecksItHeldBack(t *testing.T) {

@@ -16,9 +16,15 @@ import (
 // remediationManager reads and writes remediation resources:
 // *remediation.Manager, or a fake in tests.
 type remediationManager interface {
+	// WatchAll watches the kinds of every NodeHealthCheck list returns,
+	// until it succeeded once: before, no control-plane remediation starts.
+	WatchAll(list func() ([]*v1alpha1.NodeHealthCheck, error)) error
+	// Watch keeps the kinds a NodeHealthCheck's templates and resources
+	// are of watched.
+	Watch(nhc *v1alpha1.NodeHealthCheck) (remediation.Watched, error)
 	// Read observes what a NodeHealthCheck's evaluation needs from its
-	// templates and remediation resources.
-	Read(nhc *v1alpha1.NodeHealthCheck) (remediation.Observation, error)
+	// templates and remediation resources, in the caches of the kinds watched.
+	Read(nhc *v1alpha1.NodeHealthCheck, watched remediation.Watched) (remediation.Observation, error)
 	// Apply carries out a plan, rechecking each create just before it is
 	// sent, and says what happened.
 	Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, obs *remediation.Observation, recheck remediation.Recheck) health.Outcome

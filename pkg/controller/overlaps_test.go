@@ -50,6 +50,7 @@ func TestDisjoint(t *testing.T) {
 func olderNHC() *v1alpha1.NodeHealthCheck {
 	nhc := selectingNHC("older", "worker")
 	nhc.CreationTimestamp = metav1.NewTime(t0.Add(-2 * time.Hour))
+	nhc.Spec.UnhealthyConditions = workersNHC().Spec.UnhealthyConditions
 	return nhc
 }
 
@@ -73,7 +74,7 @@ func TestSyncLeavesASharedNodeToTheNodeHealthCheckThatRemediatesIt(t *testing.T)
 	require.NotNil(t, c)
 	assert.Equal(t, metav1.ConditionTrue, c.Status)
 	assert.Equal(t, "2 selected nodes are also selected by NodeHealthChecks older; only one NodeHealthCheck remediates a node, "+
-		"the one already remediating it, else the oldest: this one remediates 0, older remediates 2. Make the selectors disjoint", c.Message)
+		"the one already remediating it, else the oldest whose unhealthy conditions hold on it: this one remediates 0, older remediates 2. Make the selectors disjoint", c.Message)
 	assert.Len(t, overlapEvents(), 1)
 
 	// Read, it is the older one: it remediates the node, by age.

@@ -37,6 +37,8 @@ type selectorEntry struct {
 	name     string
 	selector labels.Selector
 	peer     health.Peer
+	// conditions are its unhealthy conditions, for the overlap rule.
+	conditions []v1alpha1.UnhealthyCondition
 }
 
 func newSelectorCache() *selectorCache {
@@ -64,7 +66,7 @@ func (s *selectorCache) get(lister nhclisters.NodeHealthCheckLister) selectors {
 		if err != nil {
 			continue
 		}
-		current.entries = append(current.entries, selectorEntry{name: nhc.Name, selector: selector, peer: peer})
+		current.entries = append(current.entries, selectorEntry{name: nhc.Name, selector: selector, peer: peer, conditions: nhc.Spec.UnhealthyConditions})
 		for key := range nhc.Spec.Selector.MatchLabels {
 			current.keys[key] = true
 		}
@@ -84,7 +86,7 @@ func mayShare(entries []selectorEntry) map[types.UID][]health.SelectingPeer {
 	for i := range entries {
 		for j := range entries {
 			if i != j && !disjoint(entries[i].selector, entries[j].selector) {
-				pairs[entries[i].peer.UID] = append(pairs[entries[i].peer.UID], health.SelectingPeer{Peer: entries[j].peer, Selector: entries[j].selector})
+				pairs[entries[i].peer.UID] = append(pairs[entries[i].peer.UID], health.SelectingPeer{Peer: entries[j].peer, Selector: entries[j].selector, Conditions: entries[j].conditions})
 			}
 		}
 	}
@@ -101,7 +103,7 @@ func (s selectors) peersOf(nhc *v1alpha1.NodeHealthCheck) []health.SelectingPeer
 	var peers []health.SelectingPeer
 	for _, e := range s.entries {
 		if e.peer.UID != nhc.UID {
-			peers = append(peers, health.SelectingPeer{Peer: e.peer, Selector: e.selector})
+			peers = append(peers, health.SelectingPeer{Peer: e.peer, Selector: e.selector, Conditions: e.conditions})
 		}
 	}
 	return peers

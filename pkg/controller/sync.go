@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
@@ -44,15 +45,30 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	}
 
 	// Decide.
-	obs, err := c.remediations.Read(nhc)
+	if err := c.remediations.WatchAll(c.readableNHCs); err != nil {
+		logger.V(2).Info("Cannot watch the remediation kinds of every NodeHealthCheck yet; no control-plane remediation starts", "err", err)
+	}
+	watched, err := c.remediations.Watch(nhc)
+	if err != nil {
+		return 0, fmt.Errorf("watching remediation kinds: %w", err)
+	}
+	obs, err := c.remediations.Read(nhc, watched)
 	if err != nil {
 		return 0, fmt.Errorf("reading remediation resources: %w", err)
 	}
 	in := health.Input{
-		NHC: nhc, Remediations: obs.Remediations, BusyControlPlaneNodes: obs.BusyControlPlaneNodes, PendingNodes: obs.PendingNodes,
+		NHC: nhc, Remediations: obs.Remediations, BusyControlPlaneNodes: obs.BusyControlPlaneNodes, ControlPlaneUnknown: obs.ControlPlaneUnknown, PendingNodes: obs.PendingNodes,
 		TemplateProblem: obs.TemplateProblem, ResourcesUnknown: !obs.Ready, Leases: obs.Leases, MaxCreations: maxCreationsPerSync, Now: c.clock.Now(),
 	}
 	if obs.Ready {
+		caughtUp, err := c.nodesCaughtUp(ctx, nhc)
+		if err != nil {
+			return 0, fmt.Errorf("listing the selected nodes at the API server: %w", err)
+		}
+		if !caughtUp {
+			logger.V(4).Info("Waiting for the node cache to show the nodes the API server selects")
+			return catchUpRequeue, nil
+		}
 		if in.Nodes, err = c.selectedNodes(nhc, obs.Remediations); err != nil {
 			return 0, fmt.Errorf("listing the selected nodes: %w", err)
 		}
@@ -83,7 +99,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	if in.ResourcesUnknown {
 		c.metrics.setDisabled(name, true)
 		logger.V(2).Info("Cannot evaluate", "reason", plan.Problem.Reason, "message", plan.Problem.Message)
-		return problemRequeue, statusErr
+		return sooner(problemRequeue, obs.RefreshAfter), statusErr
 	}
 	c.recordLastingEvents(ctx, nhc, &plan, &out)
 	c.metrics.record(nhc, &plan, &out, status, statusErr == nil, in.Now)
@@ -135,6 +151,22 @@ func (c *Controller) reportUnreadable(ctx context.Context, nhc *v1alpha1.NodeHea
 	c.metrics.setDisabled(nhc.Name, true)
 	klog.FromContext(ctx).V(2).Info("Cannot read the stored NodeHealthCheck", "error", why)
 	return nil
+}
+
+// readableNHCs lists the NodeHealthChecks that can be read, as syncs see them.
+func (c *Controller) readableNHCs() ([]*v1alpha1.NodeHealthCheck, error) {
+	all, err := c.nhcLister.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	readable := make([]*v1alpha1.NodeHealthCheck, 0, len(all))
+	for _, nhc := range all {
+		nhc = c.latest(nhc)
+		if _, bad := unreadable(nhc); !bad {
+			readable = append(readable, nhc)
+		}
+	}
+	return readable, nil
 }
 
 // recheck reads a NodeHealthCheck and a node from the caches as they are

@@ -87,7 +87,7 @@ func Evaluate(in Input) Plan {
 	e.enablementEvent()
 	for i := range e.p.Nodes {
 		switch e.p.Nodes[i].Waiting {
-		case WaitControlPlane, WaitDeletion, WaitOwnWrite, WaitOverlap:
+		case WaitControlPlane, WaitControlPlaneUnknown, WaitDeletion, WaitOwnWrite, WaitOverlap:
 			// Events should end these waits; a deadline ends them if none comes.
 			e.deadline(e.now.Add(WaitRetry))
 		}

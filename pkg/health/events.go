@@ -59,7 +59,7 @@ const (
 	messageWaitStorm        = "Storm recovery active: skipping creation of new remediations"
 	messageWaitPaused       = "Postponing potential remediations because of pause requests"
 	messageWaitExcluded     = "Remediation skipped on node %s: node has Exclude from Remediation label"
-	messageWaitControlPlane = "Skipping remediation of %s for preventing control plane / etcd quorum loss: another control-plane node is under remediation"
+	messageWaitControlPlane = "Skipping remediation of %s for preventing control plane / etcd quorum loss, going to retry in a minute"
 	messageWaitLeaseHeld    = "Skipped remediation of node: %s, because node lease is already taken"
 )
 
@@ -124,6 +124,8 @@ func (p *Plan) LastingEvents(out *Outcome) map[string]Event {
 			events["excluded/"+v.Node.Name] = warning(ReasonRemediationSkipped, v.Node.Name, fmt.Sprintf(messageWaitExcluded, v.Node.Name))
 		case WaitControlPlane:
 			events["controlPlane/"+v.Node.Name] = warning(ReasonRemediationSkipped, v.Node.Name, fmt.Sprintf(messageWaitControlPlane, v.Node.Name))
+		case WaitControlPlaneUnknown:
+			events["controlPlaneUnknown/"+v.Node.Name] = warning(ReasonRemediationSkipped, v.Node.Name, fmt.Sprintf(messageWaitControlPlaneUnknown, v.Node.Name, p.ControlPlaneUnknown))
 		case WaitLeaseHeld:
 			events["lease/"+v.Node.Name] = warning(ReasonRemediationSkipped, v.Node.Name, fmt.Sprintf(messageWaitLeaseHeld, v.Node.Name))
 		}
@@ -159,3 +161,15 @@ func (o *Outcome) Events() []Event {
 	}
 	return events
 }
+
+// messageWaitControlPlaneUnknown (node, why) is WaitControlPlaneUnknown's
+// event.
+const messageWaitControlPlaneUnknown = "Skipping remediation of %s for preventing control plane / etcd quorum loss: not every control-plane remediation is known yet (%s)"
+
+// ReasonLeaseLapsing and messageLeaseLapsing (node, why, when) say that a
+// node's lease is no longer renewed, as this NodeHealthCheck no longer acts
+// on the node, and when it lapses.
+const (
+	ReasonLeaseLapsing  = "NodeLeaseLapsing"
+	messageLeaseLapsing = "Node lease of %s released: %s; it is no longer renewed and lapses at %s, so that node maintenance may take the node"
+)

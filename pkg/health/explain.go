@@ -18,12 +18,14 @@ const (
 	becausePaused       = "the NodeHealthCheck is paused: %s"
 	becauseExcluded     = "the node has the label " + v1alpha1.ExcludeFromRemediationLabel + "=true"
 	becauseControlPlane = "another control-plane node is under remediation, and only one at a time may be"
-	becauseDisabled     = "the NodeHealthCheck is disabled: %s: %s"
-	becauseDeletion     = "its previous remediation resource is still being deleted"
-	becauseNoTemplate   = "every remediation step timed out or failed, and none is left to try"
-	becauseOwnWrite     = "the controller's last write for this node is not visible yet"
-	becauseNextBatch    = "the controller creates remediations in batches, and this one is in the next"
-	becauseLeaseHeld    = "its node lease %s is held by %s until %s (node maintenance or another remediation); it is remediated when the lease is released or expires"
+	// becauseControlPlaneUnknown (why) is Input.ControlPlaneUnknown's wait.
+	becauseControlPlaneUnknown = "only one control-plane node at a time may be under remediation, and not all of those under remediation are known yet: %s"
+	becauseDisabled            = "the NodeHealthCheck is disabled: %s: %s"
+	becauseDeletion            = "its previous remediation resource is still being deleted"
+	becauseNoTemplate          = "every remediation step timed out or failed, and none is left to try"
+	becauseOwnWrite            = "the controller's last write for this node is not visible yet"
+	becauseNextBatch           = "the controller creates remediations in batches, and this one is in the next"
+	becauseLeaseHeld           = "its node lease %s is held by %s until %s (node maintenance or another remediation); it is remediated when the lease is released or expires"
 )
 
 // Explanation is what the engine says about one selected node: its state,
@@ -124,6 +126,8 @@ func (p *Plan) because(v *NodeVerdict) string {
 		return becauseExcluded
 	case WaitControlPlane:
 		return becauseControlPlane
+	case WaitControlPlaneUnknown:
+		return fmt.Sprintf(becauseControlPlaneUnknown, p.ControlPlaneUnknown)
 	case WaitDisabled:
 		if p.Problem != nil {
 			return fmt.Sprintf(becauseDisabled, p.Problem.Reason, p.Problem.Message)
@@ -138,7 +142,7 @@ func (p *Plan) because(v *NodeVerdict) string {
 		return becauseNextBatch
 	case WaitOverlap:
 		if v.RemediatedBy != nil {
-			return p.becauseOverlap(v.RemediatedBy)
+			return p.becauseOverlap(v.RemediatedBy, v.State == StateUnhealthy || v.State == StateSoonUnhealthy)
 		}
 	case WaitLeaseHeld:
 		if v.Lease != nil {

@@ -52,8 +52,13 @@ func (e *evaluation) firstRemediationGate(v *NodeVerdict) WaitReason {
 	if w := e.escalationGate(v); w != WaitNone {
 		return w
 	}
-	if v.ControlPlane && e.controlPlaneBusy(v.Node.Name) {
+	switch {
+	case !v.ControlPlane:
+	case e.controlPlaneBusy(v.Node.Name):
 		return WaitControlPlane
+	case e.in.ControlPlaneUnknown != "":
+		e.p.ControlPlaneUnknown = e.in.ControlPlaneUnknown
+		return WaitControlPlaneUnknown
 	}
 	return WaitNone
 }

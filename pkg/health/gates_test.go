@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
@@ -174,6 +175,28 @@ func TestControlPlaneNodesOneAtATime(t *testing.T) {
 			}
 		})
 	}
+}
+
+// While not every control-plane remediation is known (after a start, before
+// the kinds of every NodeHealthCheck are read), no control-plane node starts
+// a remediation; workers and control-plane nodes already under remediation
+// go on, and a known busy node says so rather than the unknown.
+func TestNoControlPlaneRemediationStartsWhileTheBusyOnesAreUnknown(t *testing.T) {
+	const why = "the remediation kinds of every NodeHealthCheck are not watched yet"
+	list := append(nodes("worker", 6), testNode("cp-a", controlPlane, unhealthy), testNode("worker-sick", unhealthy), testNode("cp-b", controlPlane, notReady(2*time.Hour)))
+	d := decide(Input{
+		NHC: testNHC(minHealthy(intstr.FromInt32(1))), Nodes: list, ControlPlaneUnknown: why, Now: now,
+		Remediations: remediations(snrRemediation("cp-b", 2*time.Minute, controlPlaneLabel)),
+	})
+	assert.Equal(t, []string{"worker-sick"}, createdNodes(d))
+	assert.Equal(t, WaitControlPlane, verdictOf(d, "cp-a").Waiting, "cp-b is known to be under remediation")
+
+	d = decide(Input{NHC: testNHC(minHealthy(intstr.FromInt32(1))), Nodes: list[:8], ControlPlaneUnknown: why, Now: now})
+	assert.Equal(t, []string{"worker-sick"}, createdNodes(d))
+	assert.Equal(t, WaitControlPlaneUnknown, verdictOf(d, "cp-a").Waiting)
+	assert.Equal(t, now.Add(WaitRetry), d.NextDeadline)
+	assert.Equal(t, "only one control-plane node at a time may be under remediation, and not all of those under remediation are known yet: "+why, d.because(ptr.To(verdictOf(d, "cp-a"))))
+	assert.Contains(t, d.LastingEvents(&Outcome{}), "controlPlaneUnknown/cp-a")
 }
 
 func TestWaitsForSomethingElseHaveAFallbackDeadline(t *testing.T) {

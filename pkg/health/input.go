@@ -20,10 +20,15 @@ type Input struct {
 	// the name of the node they remediate. Resources of nodes that are not in
 	// Nodes (deleted or no longer selected) are orphans.
 	Remediations map[string][]Remediation
-	// BusyControlPlaneNodes are control-plane nodes with a remediation that is
-	// not this NodeHealthCheck's (another owner's resource of a kind this
-	// NodeHealthCheck uses). Only one control-plane node is remediated at a time.
+	// BusyControlPlaneNodes are the control-plane nodes under remediation:
+	// with a remediation resource of any owner and of any kind that any
+	// NodeHealthCheck uses, or a create of one under way. Only one
+	// control-plane node is remediated at a time.
 	BusyControlPlaneNodes map[string]bool
+	// ControlPlaneUnknown, when set, is why BusyControlPlaneNodes may be
+	// incomplete (after a start, the kinds of another NodeHealthCheck are not
+	// read yet): no control-plane node starts a remediation meanwhile.
+	ControlPlaneUnknown string
 	// Claims are, by selected node, the other NodeHealthChecks that select
 	// it too or have remediation resources for it. Remediator says which one
 	// remediates it.

@@ -1,6 +1,7 @@
 package health
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -171,14 +172,18 @@ func (e *evaluation) leaseOverdue(node string, currentStep int) time.Time {
 	return acquired.Add(leaseOverdueFactor*e.stepLeaseDuration(currentStep) + previous)
 }
 
-// keepLeases renews the leases of the nodes that still have this
-// NodeHealthCheck's resources, when half their duration has passed, and
-// releases those of nodes that have none and get none, and are healthy or
-// no longer selected (upstream's rule): an unhealthy node that waits keeps
-// its lease until it ends, so that another process of the same
-// NodeHealthCheck, whose cache does not show its resource yet, cannot
-// release a lease taken a moment ago. A lease it does not hold is left
-// alone: not taken again after it went overdue, and never released.
+// keepLeases renews this NodeHealthCheck's leases while it acts on their
+// nodes, when half their duration has passed, and releases those of nodes
+// that have none of its resources and get none, and are healthy or no
+// longer selected (upstream's rule): an unhealthy node that waits keeps its
+// lease until it ends, so that another process of the same NodeHealthCheck,
+// whose cache does not show its resource yet, cannot release a lease taken a
+// moment ago. A node whose resources stay while it no longer acts (every
+// step timed out, the node excluded, the running step past its timeout) is
+// no longer renewed: the lease lapses, and node-maintenance-operator may take
+// the node. A lease it does not hold is left alone: not taken again after it
+// went overdue, and never released. A lease taken by this plan's create is
+// renewed at half its duration, as any other.
 func (e *evaluation) keepLeases() {
 	if e.in.Leases == nil {
 		return
@@ -186,14 +191,17 @@ func (e *evaluation) keepLeases() {
 	planned := map[string]bool{}
 	for _, c := range e.p.Create {
 		planned[c.Node] = true
+		if c.Lease != nil {
+			e.deadline(e.now.Add(c.Lease.Duration / 2))
+		}
 	}
 	for _, node := range e.p.ReleaseLeases {
 		planned[node] = true
 	}
-	unhealthy := map[string]bool{}
+	verdicts := map[string]*NodeVerdict{}
 	for i := range e.p.Nodes {
 		if v := &e.p.Nodes[i]; v.State != StateHealthy {
-			unhealthy[v.Node.Name] = true
+			verdicts[v.Node.Name] = v
 		}
 	}
 	for node, l := range e.in.Leases.ByNode {
@@ -201,8 +209,14 @@ func (e *evaluation) keepLeases() {
 			continue
 		}
 		if len(e.in.Remediations[node]) == 0 {
-			if !unhealthy[node] {
+			if verdicts[node] == nil {
 				e.p.ReleaseLeases = append(e.p.ReleaseLeases, node)
+			}
+			continue
+		}
+		if why := e.leaseLapses(verdicts[node]); why != "" {
+			if l.HeldAt(e.now) {
+				e.p.Warnings = append(e.p.Warnings, normal(ReasonLeaseLapsing, node, fmt.Sprintf(messageLeaseLapsing, node, why, l.Expires().UTC().Format(time.RFC3339))))
 			}
 			continue
 		}
@@ -216,4 +230,37 @@ func (e *evaluation) keepLeases() {
 	}
 	slices.Sort(e.p.ReleaseLeases)
 	slices.SortFunc(e.p.RenewLeases, func(a, b LeaseRequest) int { return strings.Compare(a.Node, b.Node) })
+}
+
+// Why a lease of a node with this NodeHealthCheck's resources is no longer
+// renewed: it no longer acts on the node.
+const (
+	lapseExhausted = "escalation exhausted"
+	lapseExcluded  = "node excluded"
+	lapseTimedOut  = "remediation step timed out"
+)
+
+// leaseLapses says why this NodeHealthCheck no longer acts on a node with
+// its resources, or "": a step runs within its timeout (a remediationTemplate
+// until its lease is overdue), or the node recovers and its resources wait
+// for their deletion. A node that is no longer selected has no verdict: its
+// resources go, and so does the lease after them.
+func (e *evaluation) leaseLapses(v *NodeVerdict) string {
+	switch {
+	case v == nil || v.State == StateRecovering:
+		return ""
+	case v.Excluded:
+		return lapseExcluded
+	case v.Waiting == WaitNoTemplate:
+		return lapseExhausted
+	}
+	p := progressOf(e.rules.steps, e.in.Remediations[v.Node.Name], e.previous[v.Node.Name])
+	switch {
+	case p.current == nil:
+		return lapseTimedOut
+	case p.currentStep >= 0 && e.rules.steps[p.currentStep].timeout > 0 &&
+		!e.now.Before(p.current.Created.Add(e.rules.steps[p.currentStep].timeout)):
+		return lapseTimedOut
+	}
+	return ""
 }

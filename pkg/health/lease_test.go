@@ -250,3 +250,59 @@ func TestAWaitingUnhealthyNodeKeepsItsLeaseUntilItEnds(t *testing.T) {
 	d = withLeases(paused, nodes("healthy", 3), nil, map[string]NodeLease{"healthy-0": lease(ourHolder, 10*time.Minute, 11*time.Minute)})
 	assert.Equal(t, []string{"healthy-0"}, d.ReleaseLeases)
 }
+
+// A node's lease is renewed only while this NodeHealthCheck acts on it: not
+// once every step timed out, once the node is excluded from remediation
+// (node-maintenance-operator's label), or while its running step is past its
+// timeout and the next waits. Then it lapses, and it says so once.
+func TestALeaseLapsesWhenTheNodeIsNoLongerActedOn(t *testing.T) {
+	twoSteps := escalating(escalationStep(templateA, 1, 5*time.Minute), escalationStep(templateB, 2, 5*time.Minute))
+	halfGone := map[string]NodeLease{"sick": lease(ourHolder, 4*time.Minute, 6*time.Minute)}
+	cases := []struct {
+		name      string
+		nhc       nhcOption
+		nodes     []*Node
+		resources map[string][]Remediation
+		wantWhy   string
+	}{
+		{"a step runs within its timeout: renewed", twoSteps, oneSick(), remediationsFor("sick", remediationOf(templateA, "sick", 4*time.Minute)), ""},
+		{"a classic remediation: renewed", asIs, oneSick(), remediationsFor("sick", snrRemediation("sick", 4*time.Minute)), ""},
+		{"paused, a step still runs: renewed", func(n *v1alpha1.NodeHealthCheck) { twoSteps(n); paused(n) }, oneSick(), remediationsFor("sick", remediationOf(templateA, "sick", 4*time.Minute)), ""},
+		{"excluded", asIs, append(nodes("healthy", 2), testNode("sick", unhealthy, label(v1alpha1.ExcludeFromRemediationLabel, "true"))),
+			remediationsFor("sick", snrRemediation("sick", 4*time.Minute)), lapseExcluded},
+		{"every step timed out", twoSteps, oneSick(), remediationsFor("sick",
+			remediationOf(templateA, "sick", 12*time.Minute, timedOutAnnotation(now.Add(-7*time.Minute))),
+			remediationOf(templateB, "sick", 7*time.Minute, timedOutAnnotation(now.Add(-2*time.Minute)))), lapseExhausted},
+		{"the step timed out, the next one waits", func(n *v1alpha1.NodeHealthCheck) { twoSteps(n); paused(n) }, oneSick(),
+			remediationsFor("sick", remediationOf(templateA, "sick", 6*time.Minute)), lapseTimedOut},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := withLeases(tc.nhc, tc.nodes, tc.resources, halfGone)
+			var lapsing []Event
+			for _, w := range d.Warnings {
+				if w.Reason == ReasonLeaseLapsing {
+					lapsing = append(lapsing, w)
+				}
+			}
+			if tc.wantWhy == "" {
+				require.Len(t, d.RenewLeases, 1)
+				assert.Empty(t, lapsing)
+				return
+			}
+			assert.Empty(t, d.RenewLeases)
+			assert.Empty(t, d.ReleaseLeases, "it lapses: node maintenance takes it when it ends")
+			require.Len(t, lapsing, 1)
+			assert.Equal(t, "Node lease of sick released: "+tc.wantWhy+"; it is no longer renewed and lapses at "+
+				now.Add(2*time.Minute).UTC().Format(time.RFC3339)+", so that node maintenance may take the node", lapsing[0].Message)
+		})
+	}
+}
+
+// The create that takes a lease asks for the sync that renews it: no event
+// comes of its own lease.
+func TestATakenLeaseIsRenewedAtHalfItsDuration(t *testing.T) {
+	d := withLeases(asIs, oneSick(), nil, nil)
+	require.Len(t, d.Create, 1)
+	assert.Equal(t, now.Add(11*time.Minute/2), d.NextDeadline)
+}

@@ -24,7 +24,7 @@ import (
 // reason's summary, and why a node waits.
 const (
 	messageNodesOverlap = "%d selected nodes are also selected by NodeHealthChecks %s; only one NodeHealthCheck remediates a node, " +
-		"the one already remediating it, else the oldest: %s. Make the selectors disjoint"
+		"the one already remediating it, else the oldest whose unhealthy conditions hold on it: %s. Make the selectors disjoint"
 	messageRemediatesSelf  = "this one remediates %d"
 	messageRemediatesOther = "%s remediates %d"
 	messageNoOverlap       = "No selected node is selected by another NodeHealthCheck"
@@ -33,6 +33,7 @@ const (
 	becauseOverlapOlder       = "NodeHealthCheck %s selects it too and remediates it, being older; make the selectors disjoint"
 	becauseOverlapFirstByName = "NodeHealthCheck %s selects it too and remediates it: both were created in the same second, and its name comes first; make the selectors disjoint"
 	becauseOverlapRemediating = "NodeHealthCheck %s has remediation resources for it, and this one leaves it alone until they are gone; make the selectors disjoint"
+	becauseOverlapConditions  = "NodeHealthCheck %s selects it too and remediates it: its unhealthy conditions hold on the node, and this one's do not; make the selectors disjoint"
 
 	// maxNamed bounds the NodeHealthChecks a message names.
 	maxNamed = 10
@@ -55,6 +56,8 @@ type SelectingPeer struct {
 	// (their kinds are not watched yet): it may be remediating any node it
 	// selects.
 	Unknown bool
+	// Conditions are its unhealthy conditions.
+	Conditions []v1alpha1.UnhealthyCondition
 }
 
 // Claim is a NodeHealthCheck's claim on a node: it selects the node, has
@@ -65,14 +68,19 @@ type Claim struct {
 	// Remediating is true when it has remediation resources for the node,
 	// or may have because they cannot be known yet.
 	Remediating bool
+	// ConditionsHold is true when one of its unhealthy conditions matches
+	// the node now, whether its duration has passed or not: it would act.
+	ConditionsHold bool
 }
 
 // Remediator returns the index of the claim whose NodeHealthCheck
 // remediates the node, or -1 when there is none. It is the one that has
 // remediation resources for the node already (a selector changed during its
-// remediation: never two remediations for one node), else the oldest by
-// creationTimestamp, then by name. Timing decides nothing, so every
-// NodeHealthCheck that claims the node, and kubectl nhc, pick the same one.
+// remediation: never two remediations for one node), else the oldest whose
+// unhealthy conditions hold on the node (an older one that checks other
+// conditions would never act), else the oldest, by creationTimestamp, then
+// by name. Timing decides nothing, so every NodeHealthCheck that claims the
+// node, and kubectl nhc, pick the same one from the same node.
 func Remediator(claims []Claim) int {
 	best := -1
 	for i := range claims {
@@ -87,6 +95,8 @@ func remediatesFirst(a, b *Claim) bool {
 	switch {
 	case a.Remediating != b.Remediating:
 		return a.Remediating
+	case !a.Remediating && a.ConditionsHold != b.ConditionsHold:
+		return a.ConditionsHold
 	case !a.Created.Equal(b.Created):
 		return a.Created.Before(b.Created)
 	case a.Name != b.Name:
@@ -112,7 +122,7 @@ func ClaimsOn(nodes []*Node, peers []SelectingPeer, owners map[string][]Peer) ma
 		start := len(buf)
 		for i := range peers {
 			if peers[i].Selector != nil && peers[i].Selector.Matches(labels.Set(node.Labels)) {
-				buf = append(buf, Claim{Peer: peers[i].Peer, Selects: true, Remediating: peers[i].Unknown})
+				buf = append(buf, Claim{Peer: peers[i].Peer, Selects: true, Remediating: peers[i].Unknown, ConditionsHold: conditionsHold(node, peers[i].Conditions)})
 			}
 		}
 		for _, owner := range owners[node.Name] {
@@ -147,15 +157,28 @@ type Overlap struct {
 // RemediatorOf says which NodeHealthCheck remediates a node that this one
 // selects, and whether it is this one.
 func (in *Input) RemediatorOf(node string) (by Claim, self bool) {
-	all := append([]Claim{in.selfClaim(node)}, in.Claims[node]...)
+	var selected *Node
+	if i := slices.IndexFunc(in.Nodes, func(n *Node) bool { return n.Name == node }); i >= 0 {
+		selected = in.Nodes[i]
+	}
+	all := append([]Claim{in.selfClaim(node, selected)}, in.Claims[node]...)
 	i := Remediator(all)
 	return all[i], i == 0
 }
 
-// selfClaim is this NodeHealthCheck's claim on a node it selects.
-func (in *Input) selfClaim(node string) Claim {
+// selfClaim is this NodeHealthCheck's claim on a node it selects; a nil
+// node holds no condition.
+func (in *Input) selfClaim(name string, node *Node) Claim {
 	nhc := in.NHC
-	return Claim{Peer: Peer{Name: nhc.Name, UID: nhc.UID, Created: nhc.CreationTimestamp.Time}, Selects: true, Remediating: len(in.Remediations[node]) > 0}
+	return Claim{Peer: Peer{Name: nhc.Name, UID: nhc.UID, Created: nhc.CreationTimestamp.Time}, Selects: true,
+		Remediating: len(in.Remediations[name]) > 0, ConditionsHold: node != nil && conditionsHold(node, nhc.Spec.UnhealthyConditions)}
+}
+
+// conditionsHold tells whether one of the unhealthy conditions matches a
+// node's conditions, whether its duration has passed or not.
+func conditionsHold(node *Node, unhealthy []v1alpha1.UnhealthyCondition) bool {
+	m := matchConditions(node, unhealthy, time.Time{})
+	return m.expired != nil || m.pending != nil
 }
 
 // overlaps decides which selected nodes another NodeHealthCheck remediates,
@@ -173,7 +196,7 @@ func (e *evaluation) overlaps() {
 		if len(claims) == 0 {
 			continue
 		}
-		all = append(append(all[:0], e.in.selfClaim(v.Node.Name)), claims...)
+		all = append(append(all[:0], e.in.selfClaim(v.Node.Name, v.Node)), claims...)
 		winner := Remediator(all)
 		if winner > 0 {
 			by := all[winner]
@@ -247,10 +270,12 @@ func (p *Plan) overlapSummary(n int) string {
 }
 
 // becauseOverlap says why a node waits for another NodeHealthCheck, naming it.
-func (p *Plan) becauseOverlap(by *Claim) string {
+func (p *Plan) becauseOverlap(by *Claim, selfHolds bool) string {
 	switch {
 	case by.Remediating:
 		return fmt.Sprintf(becauseOverlapRemediating, by.Name)
+	case by.ConditionsHold && !selfHolds:
+		return fmt.Sprintf(becauseOverlapConditions, by.Name)
 	case by.Created.Equal(p.decidedFrom.CreationTimestamp.Time):
 		return fmt.Sprintf(becauseOverlapFirstByName, by.Name)
 	}

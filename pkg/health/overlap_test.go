@@ -27,8 +27,10 @@ func peer(name string, age time.Duration) Peer {
 }
 
 // selecting is a claim of a peer that selects the node.
+// selecting is a claim of a peer that selects the node and whose
+// conditions hold on it, as when NodeHealthChecks check the same conditions.
 func selecting(name string, age time.Duration) Claim {
-	return Claim{Peer: peer(name, age), Selects: true}
+	return Claim{Peer: peer(name, age), Selects: true, ConditionsHold: true}
 }
 
 // remediatingClaim is a claim of a peer with remediation resources for the node.
@@ -67,16 +69,17 @@ func TestRemediator(t *testing.T) {
 
 func TestClaimsOn(t *testing.T) {
 	workers := labels.SelectorFromSet(labels.Set{"role": "worker"})
-	peers := []SelectingPeer{{Peer: peer("workers", time.Hour), Selector: workers}, {Peer: peer("broken", 0)}}
+	conditions := testNHC(asIs).Spec.UnhealthyConditions
+	peers := []SelectingPeer{{Peer: peer("workers", time.Hour), Selector: workers, Conditions: conditions}, {Peer: peer("broken", 0)}}
 	owners := map[string][]Peer{"w-0": {peer("workers", time.Hour)}, "infra-0": {peer("infra", 0)}}
-	list := []*Node{testNode("w-0", label("role", "worker")), testNode("w-1", label("role", "worker")), testNode("infra-0"), testNode("alone")}
+	list := []*Node{testNode("w-0", label("role", "worker")), testNode("w-1", label("role", "worker"), unhealthy), testNode("infra-0"), testNode("alone")}
 
 	claims := ClaimsOn(list, peers, owners)
 	assert.Equal(t, map[string][]Claim{
 		"w-0":     {{Peer: peer("workers", time.Hour), Selects: true, Remediating: true}},
 		"w-1":     {selecting("workers", time.Hour)},
 		"infra-0": {{Peer: peer("infra", 0), Remediating: true}},
-	}, claims, "a peer without a selector selects nothing")
+	}, claims, "a peer without a selector selects nothing; the peer's conditions hold on w-1 only")
 }
 
 func TestAnotherNodeHealthCheckRemediatesASharedNode(t *testing.T) {
@@ -158,7 +161,7 @@ func TestNodesOverlapConditionAndEvent(t *testing.T) {
 	d := decide(Input{NHC: nhc, Nodes: list, Claims: claims, Now: now})
 
 	const message = "3 selected nodes are also selected by NodeHealthChecks b, c; only one NodeHealthCheck remediates a node, " +
-		"the one already remediating it, else the oldest: this one remediates 1, b remediates 2. Make the selectors disjoint"
+		"the one already remediating it, else the oldest whose unhealthy conditions hold on it: this one remediates 1, b remediates 2. Make the selectors disjoint"
 	c := meta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionNodesOverlap)
 	require.NotNil(t, c)
 	assert.Equal(t, metav1.ConditionTrue, c.Status)
@@ -215,4 +218,45 @@ func eventsOf(d result, reason string) []Event {
 		}
 	}
 	return found
+}
+
+// An older NodeHealthCheck whose unhealthy conditions do not hold on a
+// shared node (it checks Ready, the node has DiskPressure) would never act:
+// the node goes to the one whose conditions hold. One that already has
+// resources for the node keeps it, whatever its conditions.
+func TestASharedNodeGoesToTheOldestWhoseConditionsHold(t *testing.T) {
+	olderElsewhere := Claim{Peer: peer("older", time.Hour), Selects: true}
+	cases := []struct {
+		name     string
+		claims   []Claim
+		wantWait WaitReason
+		wantWhy  string
+	}{
+		{"the older one's conditions do not hold: this one remediates", []Claim{olderElsewhere}, WaitNone, ""},
+		{"the older one's conditions hold too: the older one", []Claim{selecting("older", time.Hour)}, WaitOverlap,
+			"NodeHealthCheck older selects it too and remediates it, being older; make the selectors disjoint"},
+		{"the older one already remediates it: it keeps it", []Claim{remediatingClaim(olderElsewhere)}, WaitOverlap,
+			"NodeHealthCheck older has remediation resources for it, and this one leaves it alone until they are gone; make the selectors disjoint"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := Input{NHC: testNHC(createdAt(created)), Nodes: oneSick(), Claims: map[string][]Claim{"sick": tc.claims}, Now: now}
+			d := decide(in)
+			v := verdictOf(d, "sick")
+			assert.Equal(t, tc.wantWait, v.Waiting)
+			if tc.wantWait == WaitNone {
+				assert.Equal(t, []string{"sick"}, createdNodes(d))
+				return
+			}
+			assert.Empty(t, d.Create)
+			assert.Equal(t, tc.wantWhy, d.because(&v))
+		})
+	}
+
+	// Seen from the older one, whose conditions do not hold on the node:
+	// the younger one, whose do, remediates it.
+	in := Input{NHC: testNHC(createdAt(created)), Nodes: nodes("healthy", 3), Claims: map[string][]Claim{"healthy-0": {selecting("younger", -time.Hour)}}, Now: now}
+	by, self := in.RemediatorOf("healthy-0")
+	assert.False(t, self)
+	assert.Equal(t, "younger", by.Name)
 }

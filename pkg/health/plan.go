@@ -79,6 +79,9 @@ type Plan struct {
 	// Deferred is the number of resources Input.MaxCreations held for the
 	// next plan, which should follow at once.
 	Deferred int
+	// ControlPlaneUnknown is Input.ControlPlaneUnknown when a node waits for
+	// it (WaitControlPlaneUnknown).
+	ControlPlaneUnknown string
 
 	// rules is the spec as Evaluate parsed it, for Status.
 	rules *rules
@@ -113,8 +116,11 @@ const (
 	WaitMinHealthy   WaitReason = "MinHealthy"
 	WaitStorm        WaitReason = "StormRecovery"
 	WaitControlPlane WaitReason = "ControlPlaneRemediationOngoing"
-	WaitDeletion     WaitReason = "RemediationDeletionPending"
-	WaitNoTemplate   WaitReason = "NoTemplateLeft"
+	// WaitControlPlaneUnknown: the control-plane nodes under remediation are
+	// not all known yet (Input.ControlPlaneUnknown).
+	WaitControlPlaneUnknown WaitReason = "ControlPlaneRemediationsUnknown"
+	WaitDeletion            WaitReason = "RemediationDeletionPending"
+	WaitNoTemplate          WaitReason = "NoTemplateLeft"
 	// WaitOwnWrite: the caches do not show this controller's last write for
 	// the node yet.
 	WaitOwnWrite WaitReason = "OwnWritePending"

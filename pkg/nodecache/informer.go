@@ -27,6 +27,9 @@ type Informer struct {
 	informer cache.SharedIndexInformer
 	lister   Lister
 	pacing   *readPacing
+	// lists reads nodes at the API server (Versions); its connections are
+	// never paced.
+	lists rest.Interface
 }
 
 // NewInformer returns the node informer. Its own REST client asks for
@@ -45,12 +48,17 @@ func NewInformer(config *rest.Config, batchWindow time.Duration) (*Informer, err
 	// frame reader goroutine in between and without a flow-control
 	// window update written back for every node.
 	config.TLSClientConfig.NextProtos = []string{"http/1.1"}
-	pacing := &readPacing{window: batchWindow, clock: clock.RealClock{}}
-	if batchWindow > 0 {
-		config.Dial = pacing.dialer()
-	}
 	if config.UserAgent == "" {
 		config.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	lists, err := rest.RESTClientFor(config)
+	if err != nil {
+		return nil, fmt.Errorf("the node client: %w", err)
+	}
+	pacing := &readPacing{window: batchWindow, clock: clock.RealClock{}}
+	if batchWindow > 0 {
+		config = rest.CopyConfig(config)
+		config.Dial = pacing.dialer()
 	}
 	client, err := rest.RESTClientFor(config)
 	if err != nil {
@@ -74,7 +82,7 @@ func NewInformer(config *rest.Config, batchWindow time.Duration) (*Informer, err
 		node, _ := obj.(*health.Node)
 		return node
 	}
-	return &Informer{informer: informer, lister: NewLister(indexer), pacing: pacing}, nil
+	return &Informer{informer: informer, lister: NewLister(indexer), pacing: pacing, lists: lists}, nil
 }
 
 // ReadAtOnceWhile makes the informer read node updates as they arrive,

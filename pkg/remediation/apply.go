@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
@@ -171,6 +172,7 @@ func (m *Manager) create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, c h
 		return nil, &controlPlaneBusyError{node: c.Node}
 	}
 	created, err := m.writer.Create(ctx, gvr, obj, nhc)
+	m.checkAccess(gvr, err)
 	switch {
 	case err != nil && certainlyFailed(err):
 		m.expectations.forgetCreation(nhc.Name, gvr, obj.GetNamespace(), c.Node, template.GetName())
@@ -247,6 +249,7 @@ func (m *Manager) delete(ctx context.Context, nhc string, obs *Observation, del 
 	}
 	m.expectations.expectDeletion(nhc, del.Node, ref.UID)
 	err = m.writer.Delete(ctx, gvr, ref)
+	m.checkAccess(gvr, err)
 	switch {
 	case err != nil && certainlyFailed(err):
 		m.expectations.forgetDeletion(nhc, ref.UID)
@@ -264,7 +267,18 @@ func (m *Manager) annotate(ctx context.Context, obs *Observation, ref corev1.Obj
 	if err != nil {
 		return err
 	}
-	return m.writer.Annotate(ctx, gvr, ref, key, value)
+	err = m.writer.Annotate(ctx, gvr, ref, key, value)
+	m.checkAccess(gvr, err)
+	return err
+}
+
+// checkAccess reports a write that was forbidden: the kind's informer stops
+// and every NodeHealthCheck that uses the kind is disabled with the error,
+// which names the verb, until access comes back.
+func (m *Manager) checkAccess(gvr schema.GroupVersionResource, err error) {
+	if apierrors.IsForbidden(err) {
+		m.informers.forbidden(gvr, err)
+	}
 }
 
 func (o *Observation) resource(gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {

@@ -42,8 +42,8 @@ func newApplyFixture(t *testing.T) *applyFixture {
 	t.Cleanup(cancel)
 	client := fakeDynamic()
 	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
-	informers := NewInformers(ctx, client)
-	m := NewManager(informers, nil, NewExpectations(clock), NewWriter(client, kubefake.NewClientset()), nil)
+	informers := NewInformers(ctx, client, clock)
+	m := newManager(informers, nil, NewExpectations(clock), NewWriter(client, kubefake.NewClientset()), nil)
 	obs := &Observation{
 		templates: map[corev1.ObjectReference]*unstructured.Unstructured{templateKey(templateRef): testTemplate(nil)},
 		resources: map[schema.GroupVersionKind]schema.GroupVersionResource{testGVR.GroupVersion().WithKind("TestRemediation"): testGVR},
@@ -180,12 +180,12 @@ func TestAKindThatCannotBeWatchedDisablesAfterAGrace(t *testing.T) {
 				return true, nil, tc.err
 			})
 			clock := clocktesting.NewFakePassiveClock(time.Now())
-			informers := NewInformers(ctx, client)
+			informers := NewInformers(ctx, client, clock)
 			informers.grace = 0
-			m := NewManager(informers, NewTemplates(resettable{meta.NewDefaultRESTMapper(nil)}, informers, clock), NewExpectations(clock), NewWriter(client, kubefake.NewClientset()), nil)
-			informers.Use("workers", testGVR)
+			m := newManager(informers, NewTemplates(resettable{meta.NewDefaultRESTMapper(nil)}, informers, clock), NewExpectations(clock), NewWriter(client, kubefake.NewClientset()), nil)
+			informers.Use("workers", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 			var problem *health.Problem
-			require.Eventually(t, func() bool { problem = m.unwatchable(testGVR); return problem != nil }, 10*time.Second, 10*time.Millisecond)
+			require.Eventually(t, func() bool { problem = m.unreadable(testGVR, informers.State(testGVR).Err); return problem != nil }, 10*time.Second, 10*time.Millisecond)
 			assert.Equal(t, v1alpha1.ReasonTemplateNotFound, problem.Reason)
 			assert.Contains(t, problem.Message, tc.message)
 		})
@@ -196,7 +196,7 @@ func TestOneRemediationPerNodeAcrossNodeHealthChecks(t *testing.T) {
 	f := newApplyFixture(t)
 	// Generated names, so that the API server would take both resources.
 	f.obs.templates[templateKey(templateRef)] = testTemplate(map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: "true"})
-	f.manager.informers.Use("watcher", testGVR)
+	f.manager.informers.Use("watcher", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 	require.Eventually(t, func() bool { return f.manager.informers.Synced(testGVR) }, 10*time.Second, 10*time.Millisecond)
 
 	// Two NodeHealthChecks that select the node, each deciding from caches

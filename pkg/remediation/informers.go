@@ -6,65 +6,129 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
-
-	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"k8s.io/utils/clock"
 )
 
-// Index names of the dynamic informers.
+// How long a kind whose informer was stopped, because it may not be listed
+// or watched or is no longer served, stays unwatched before it is tried
+// again.
 const (
-	// ownerIndex keys resources by the UID of each NodeHealthCheck owning them.
-	ownerIndex = "nodehealthcheck-owner"
-	// controlPlaneIndex keys control-plane remediations by their node.
-	controlPlaneIndex = "control-plane-node"
-	// nodeIndex keys the resources NodeHealthChecks own by their node.
-	nodeIndex = "nodehealthcheck-node"
+	// remediationRetryInterval is upstream's requeue for a template problem:
+	// a remediator whose access is restored works again within it.
+	remediationRetryInterval = 15 * time.Second
+	// templateRetryInterval is long: a template kind that grants only get
+	// is a normal setup, read with GET meanwhile (templates_read.go).
+	templateRetryInterval = 10 * time.Minute
 )
 
-// ChangeFunc hears of a change an informer sees; deleted is true for
-// deletions, when obj is the last state known.
-type ChangeFunc func(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool)
+// watchGrace is how long an informer of remediation resources may fail to
+// list before its error counts: RBAC granted together with a
+// NodeHealthCheck, or a CRD being installed, may take a moment to apply.
+const watchGrace = 5 * time.Second
+
+// Log messages, at level 2.
+const (
+	logStarted        = "Started informer"
+	logStoppedUnused  = "Stopped informer, no NodeHealthCheck uses it"
+	logStoppedFailing = "Stopped informer: its kind may not be listed or watched, or is no longer served; it is tried again later"
+	logStartedAgain   = "Starting informer again"
+)
+
+// Kinds are the resources a NodeHealthCheck needs watched.
+type Kinds struct {
+	// Remediations are the kinds of its remediation resources: without
+	// their informers, its resources are unknown.
+	Remediations []schema.GroupVersionResource
+	// Templates are the kinds of its templates; one that may not be watched
+	// is read with GET.
+	Templates []schema.GroupVersionResource
+}
+
+// KindState is what is known of a kind's informer.
+type KindState struct {
+	// Synced is true when its cache holds what the API server has.
+	Synced bool
+	// Err is why the kind cannot be read: the error that stopped its
+	// informer, or one that keeps it from syncing past the grace.
+	Err error
+	// RetryAt is when a stopped informer starts again; zero otherwise.
+	RetryAt time.Time
+}
+
+// KindChangeFunc hears of a kind whose informer synced or stopped failing:
+// what every NodeHealthCheck may read of it changed.
+type KindChangeFunc func(gvr schema.GroupVersionResource)
 
 // Informers runs one dynamic informer per resource that some NodeHealthCheck
 // uses: the kinds of its templates and of its remediation resources. An
 // informer starts when the first NodeHealthCheck uses its resource and stops
 // when the last one no longer does, so the controller watches only kinds
-// that matter, whichever remediators are installed.
+// that matter, whichever remediators are installed. An informer that may not
+// list or watch its kind, or whose kind is no longer served, is stopped
+// instead of retrying forever, and started again after a while.
 type Informers struct {
 	ctx    context.Context
 	client dynamic.Interface
-	// grace is how long an informer may fail to list before its error counts.
+	clock  clock.PassiveClock
+	// grace is how long an informer of remediation resources may fail to
+	// list before its error counts.
 	grace time.Duration
 
 	mu sync.Mutex
 	// handlers hear of every change, in the order they were added.
 	handlers []ChangeFunc
-	running  map[schema.GroupVersionResource]*runningInformer
-	// uses holds the resources each NodeHealthCheck uses, by its name.
-	uses map[string]sets.Set[schema.GroupVersionResource]
+	// kindHandlers hear of kinds that synced or failed.
+	kindHandlers []KindChangeFunc
+	running      map[schema.GroupVersionResource]*runningInformer
+	// stopped holds the kinds whose informer failed, until they are retried.
+	stopped map[schema.GroupVersionResource]stoppedInformer
+	// uses holds the kinds each NodeHealthCheck uses, by its name.
+	uses map[string]use
+}
+
+// ChangeFunc hears of a change an informer sees; deleted is true for
+// deletions, when obj is the last state known.
+type ChangeFunc func(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool)
+
+type use struct {
+	remediations, templates sets.Set[schema.GroupVersionResource]
+}
+
+func (u use) all() sets.Set[schema.GroupVersionResource] {
+	return u.remediations.Union(u.templates)
 }
 
 type runningInformer struct {
 	informer cache.SharedIndexInformer
 	stop     context.CancelFunc
-	users    sets.Set[string]
 	started  time.Time
 	errors   watchErrors
+	// retried is the error that stopped the informer before this retry:
+	// it stands until the informer syncs, and a retry that fails the same
+	// way stops at once.
+	retried error
+}
+
+type stoppedInformer struct {
+	err     error
+	retryAt time.Time
 }
 
 // NewInformers returns a manager whose informers run until ctx ends.
-func NewInformers(ctx context.Context, client dynamic.Interface) *Informers {
+func NewInformers(ctx context.Context, client dynamic.Interface, clk clock.PassiveClock) *Informers {
 	return &Informers{
-		ctx: ctx, client: client, grace: watchGrace,
+		ctx: ctx, client: client, clock: clk, grace: watchGrace,
 		running: map[schema.GroupVersionResource]*runningInformer{},
-		uses:    map[string]sets.Set[schema.GroupVersionResource]{},
+		stopped: map[schema.GroupVersionResource]stoppedInformer{},
+		uses:    map[string]use{},
 	}
 }
 
@@ -76,45 +140,90 @@ func (m *Informers) AddChangeHandler(handler ChangeFunc) {
 	m.handlers = append(m.handlers, handler)
 }
 
-// Use sets the resources a NodeHealthCheck uses, starting and stopping
-// informers as needed. Use(nhc) with no resources forgets the NodeHealthCheck.
-func (m *Informers) Use(nhc string, resources ...schema.GroupVersionResource) {
+// AddKindChangeHandler adds a handler that hears of every kind whose
+// informer synced or failed.
+func (m *Informers) AddKindChangeHandler(handler KindChangeFunc) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	want := sets.New(resources...)
-	had := m.uses[nhc]
-	for gvr := range want.Difference(had) {
-		r, ok := m.running[gvr]
-		if !ok {
-			r = m.start(gvr)
-			m.running[gvr] = r
-		}
-		r.users.Insert(nhc)
-	}
-	for gvr := range had.Difference(want) {
-		r := m.running[gvr]
-		r.users.Delete(nhc)
-		if r.users.Len() == 0 {
-			r.stop()
-			delete(m.running, gvr)
-			klog.FromContext(m.ctx).V(2).Info("Stopped informer, no NodeHealthCheck uses it", "resource", gvr)
-		}
-	}
-	if want.Len() == 0 {
+	m.kindHandlers = append(m.kindHandlers, handler)
+}
+
+// Use sets the kinds a NodeHealthCheck uses, starting the informers it
+// needs, again if their retry is due, and stopping those no one needs.
+// Use(nhc, Kinds{}) forgets the NodeHealthCheck.
+func (m *Informers) Use(nhc string, kinds Kinds) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	want := use{remediations: sets.New(kinds.Remediations...), templates: sets.New(kinds.Templates...)}
+	had := m.uses[nhc].all()
+	if want.all().Len() == 0 {
 		delete(m.uses, nhc)
 	} else {
 		m.uses[nhc] = want
 	}
+	for gvr := range want.all() {
+		m.ensure(gvr)
+	}
+	for gvr := range had.Difference(want.all()) {
+		if m.users(gvr).Len() > 0 {
+			continue
+		}
+		delete(m.stopped, gvr)
+		if r, ok := m.running[gvr]; ok {
+			r.stop()
+			delete(m.running, gvr)
+			klog.FromContext(m.ctx).V(2).Info(logStoppedUnused, "resource", gvr)
+		}
+	}
 }
 
-func (m *Informers) start(gvr schema.GroupVersionResource) *runningInformer {
-	logger := klog.FromContext(m.ctx)
+// ensure starts a kind's informer unless it runs, or failed and is not due
+// for a retry.
+func (m *Informers) ensure(gvr schema.GroupVersionResource) {
+	if _, ok := m.running[gvr]; ok {
+		return
+	}
+	var retried error
+	if s, ok := m.stopped[gvr]; ok {
+		if m.clock.Now().Before(s.retryAt) {
+			return
+		}
+		delete(m.stopped, gvr)
+		retried = s.err
+		klog.FromContext(m.ctx).V(2).Info(logStartedAgain, "resource", gvr, "lastError", s.err)
+	}
+	m.running[gvr] = m.start(gvr, retried)
+}
+
+// users are the NodeHealthCheck that use a kind; m.mu is held.
+func (m *Informers) users(gvr schema.GroupVersionResource) sets.Set[string] {
+	users := sets.New[string]()
+	for nhc, u := range m.uses {
+		if u.all().Has(gvr) {
+			users.Insert(nhc)
+		}
+	}
+	return users
+}
+
+// usedForRemediations tells whether some NodeHealthCheck reads a kind's
+// remediation resources; m.mu is held.
+func (m *Informers) usedForRemediations(gvr schema.GroupVersionResource) bool {
+	for _, u := range m.uses {
+		if u.remediations.Has(gvr) {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *Informers) start(gvr schema.GroupVersionResource, retried error) *runningInformer {
 	informer := dynamicinformer.NewFilteredDynamicInformer(m.client, gvr, "", 0, cache.Indexers{
 		ownerIndex:        indexByOwner,
 		controlPlaneIndex: indexByControlPlaneNode,
 		nodeIndex:         indexByNode,
 	}, nil).Informer()
-	r := &runningInformer{informer: informer, users: sets.New[string](), started: time.Now()}
+	r := &runningInformer{informer: informer, started: m.clock.Now(), retried: retried}
 	// Managed fields are never read; dropping them halves the memory of
 	// small objects.
 	_ = informer.SetTransform(func(obj any) (any, error) {
@@ -123,7 +232,7 @@ func (m *Informers) start(gvr schema.GroupVersionResource) *runningInformer {
 		}
 		return obj, nil
 	})
-	r.errors.record(informer)
+	r.errors.record(informer, func(err error) { m.failed(gvr, r, err) })
 	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { m.notify(gvr, obj, false) },
 		UpdateFunc: func(_, obj any) { m.notify(gvr, obj, false) },
@@ -132,8 +241,66 @@ func (m *Informers) start(gvr schema.GroupVersionResource) *runningInformer {
 	ctx, stop := context.WithCancel(m.ctx)
 	r.stop = stop
 	go informer.RunWithContext(ctx)
-	logger.V(2).Info("Started informer", "resource", gvr)
+	go func() {
+		// Every NodeHealthCheck hears of it: a control-plane remediation of
+		// this kind may hold back any of them.
+		if cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+			m.kindChanged(gvr)
+		}
+	}()
+	klog.FromContext(m.ctx).V(2).Info(logStarted, "resource", gvr)
 	return r
+}
+
+// failed stops an informer whose kind may not be listed or watched, or is no
+// longer served: its cache no longer shows what the API server has, and its
+// reflector would retry and log forever. A template kind's informer stops at
+// once (its templates are read with GET); a remediation kind's after the
+// grace, unless it had synced or is being retried.
+func (m *Informers) failed(gvr schema.GroupVersionResource, r *runningInformer, err error) {
+	if !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err) {
+		return
+	}
+	m.mu.Lock()
+	if m.running[gvr] != r || (m.usedForRemediations(gvr) && r.retried == nil && !r.informer.HasSynced() && m.clock.Since(r.started) < m.grace) {
+		m.mu.Unlock()
+		return
+	}
+	m.stopFailing(gvr, err)
+}
+
+// forbidden stops a kind's informer, as failed does, when a write of its
+// resources was forbidden: its remediator's role was removed. The watch,
+// authorized when it started, would go on until it expires.
+func (m *Informers) forbidden(gvr schema.GroupVersionResource, err error) {
+	m.mu.Lock()
+	m.stopFailing(gvr, err)
+}
+
+// stopFailing stops a kind's informer for a lasting error, if it runs, and
+// records when to try it again; it is called with m.mu held, and unlocks it.
+func (m *Informers) stopFailing(gvr schema.GroupVersionResource, err error) {
+	retry := templateRetryInterval
+	if m.usedForRemediations(gvr) {
+		retry = remediationRetryInterval
+	}
+	if r, ok := m.running[gvr]; ok {
+		r.stop()
+		delete(m.running, gvr)
+	}
+	m.stopped[gvr] = stoppedInformer{err: err, retryAt: m.clock.Now().Add(retry)}
+	m.mu.Unlock()
+	klog.FromContext(m.ctx).V(2).Info(logStoppedFailing, "resource", gvr, "err", err, "retryIn", retry)
+	m.kindChanged(gvr)
+}
+
+func (m *Informers) kindChanged(gvr schema.GroupVersionResource) {
+	m.mu.Lock()
+	handlers := m.kindHandlers
+	m.mu.Unlock()
+	for _, handle := range handlers {
+		handle(gvr)
+	}
 }
 
 func (m *Informers) notify(gvr schema.GroupVersionResource, obj any, deleted bool) {
@@ -150,6 +317,51 @@ func (m *Informers) notify(gvr schema.GroupVersionResource, obj any, deleted boo
 	for _, handle := range handlers {
 		handle(gvr, u, deleted)
 	}
+}
+
+// State says whether a kind's cache can be read.
+func (m *Informers) State(gvr schema.GroupVersionResource) KindState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.state(gvr)
+}
+
+// state is State with m.mu held.
+func (m *Informers) state(gvr schema.GroupVersionResource) KindState {
+	if s, ok := m.stopped[gvr]; ok {
+		return KindState{Err: s.err, RetryAt: s.retryAt}
+	}
+	r, ok := m.running[gvr]
+	if !ok {
+		return KindState{}
+	}
+	if r.informer.HasSynced() {
+		return KindState{Synced: true}
+	}
+	if r.retried != nil {
+		return KindState{Err: r.retried}
+	}
+	if m.clock.Since(r.started) < m.grace {
+		return KindState{}
+	}
+	return KindState{Err: r.errors.unsynced(r.informer)}
+}
+
+// unknownRemediations lists the kinds some NodeHealthCheck uses for
+// remediation resources whose cache cannot be read: starting, or failing for
+// another reason than their kind no longer being served.
+func (m *Informers) unknownRemediations() []schema.GroupVersionResource {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var unknown []schema.GroupVersionResource
+	for _, u := range m.uses {
+		for gvr := range u.remediations {
+			if s := m.state(gvr); !s.Synced && !apierrors.IsNotFound(s.Err) && !slices.Contains(unknown, gvr) {
+				unknown = append(unknown, gvr)
+			}
+		}
+	}
+	return unknown
 }
 
 func (m *Informers) informer(gvr schema.GroupVersionResource) *runningInformer {
@@ -173,159 +385,4 @@ func (m *Informers) Synced(resources ...schema.GroupVersionResource) bool {
 		}
 	}
 	return true
-}
-
-// watchError returns the last list or watch error of a resource's informer
-// while it has not synced, such as a Forbidden for missing RBAC.
-func (m *Informers) watchError(gvr schema.GroupVersionResource) error {
-	r := m.informer(gvr)
-	if r == nil {
-		return nil
-	}
-	return r.errors.unsynced(r.informer)
-}
-
-// watchGrace is how long an informer may fail to list before its error is
-// reported: RBAC granted together with a NodeHealthCheck, or a CRD being
-// installed, may take a moment to apply.
-const watchGrace = 5 * time.Second
-
-// lastingWatchError returns the list or watch error of a resource's
-// informer that has not synced within watchGrace of its start, or nil.
-func (m *Informers) lastingWatchError(gvr schema.GroupVersionResource) error {
-	r := m.informer(gvr)
-	if r == nil || time.Since(r.started) < m.grace {
-		return nil
-	}
-	return m.watchError(gvr)
-}
-
-// Get returns an object from a resource's cache, or nil.
-func (m *Informers) Get(gvr schema.GroupVersionResource, namespace, name string) *unstructured.Unstructured {
-	r := m.informer(gvr)
-	if r == nil {
-		return nil
-	}
-	key := name
-	if namespace != "" {
-		key = namespace + "/" + name
-	}
-	obj, exists, err := r.informer.GetIndexer().GetByKey(key)
-	if err != nil || !exists {
-		return nil
-	}
-	return obj.(*unstructured.Unstructured)
-}
-
-// ownedBy returns the resources a NodeHealthCheck owns, by its UID.
-func (m *Informers) ownedBy(gvr schema.GroupVersionResource, uid types.UID) []*unstructured.Unstructured {
-	return m.byIndex(gvr, ownerIndex, string(uid))
-}
-
-// controlPlaneNodes returns the control-plane nodes with a remediation
-// resource of any kind watched, whoever owns it.
-func (m *Informers) controlPlaneNodes() []string {
-	var nodes []string
-	for _, r := range m.runningInformers() {
-		nodes = append(nodes, r.informer.GetIndexer().ListIndexFuncValues(controlPlaneIndex)...)
-	}
-	return nodes
-}
-
-// otherOwners returns, by node, the NodeHealthChecks but one that own
-// remediation resources of any kind watched. It reads only the resources
-// of NodeHealthChecks, through their node index.
-func (m *Informers) otherOwners(except types.UID) map[string][]Owner {
-	var owners map[string][]Owner
-	for _, r := range m.runningInformers() {
-		indexer := r.informer.GetIndexer()
-		for _, node := range indexer.ListIndexFuncValues(nodeIndex) {
-			objs, _ := indexer.ByIndex(nodeIndex, node)
-			for _, obj := range objs {
-				for _, owner := range Owners(obj.(*unstructured.Unstructured)) {
-					if owner.UID == except || slices.Contains(owners[node], owner) {
-						continue
-					}
-					if owners == nil {
-						owners = map[string][]Owner{}
-					}
-					owners[node] = append(owners[node], owner)
-				}
-			}
-		}
-	}
-	return owners
-}
-
-// otherOwner returns a NodeHealthCheck but one that owns a remediation
-// resource of a node, of any kind watched, or "".
-func (m *Informers) otherOwner(node string, except types.UID) string {
-	for _, r := range m.runningInformers() {
-		objs, _ := r.informer.GetIndexer().ByIndex(nodeIndex, node)
-		for _, obj := range objs {
-			for _, owner := range Owners(obj.(*unstructured.Unstructured)) {
-				if owner.UID != except {
-					return owner.Name
-				}
-			}
-		}
-	}
-	return ""
-}
-
-func (m *Informers) runningInformers() []*runningInformer {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	running := make([]*runningInformer, 0, len(m.running))
-	for _, r := range m.running {
-		running = append(running, r)
-	}
-	return running
-}
-
-func (m *Informers) byIndex(gvr schema.GroupVersionResource, index, key string) []*unstructured.Unstructured {
-	r := m.informer(gvr)
-	if r == nil {
-		return nil
-	}
-	objs, err := r.informer.GetIndexer().ByIndex(index, key)
-	if err != nil {
-		return nil
-	}
-	list := make([]*unstructured.Unstructured, 0, len(objs))
-	for _, obj := range objs {
-		list = append(list, obj.(*unstructured.Unstructured))
-	}
-	return list
-}
-
-func indexByOwner(obj any) ([]string, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return nil, nil
-	}
-	var keys []string
-	for _, uid := range ownerUIDs(u) {
-		keys = append(keys, string(uid))
-	}
-	return keys, nil
-}
-
-func indexByNode(obj any) ([]string, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok || len(ownerUIDs(u)) == 0 {
-		return nil, nil
-	}
-	return []string{NodeOf(u)}, nil
-}
-
-func indexByControlPlaneNode(obj any) ([]string, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return nil, nil
-	}
-	if _, ok := u.GetLabels()[v1alpha1.ControlPlaneNodeLabel]; !ok {
-		return nil, nil
-	}
-	return []string{NodeOf(u)}, nil
 }

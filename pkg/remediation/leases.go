@@ -74,7 +74,7 @@ func NewNodeLeases(client coordinationclient.LeasesGetter, namespaces coreclient
 		client: client, namespaces: namespaces, informer: informer.Informer(), lister: informer.Lister().Leases(namespace),
 		namespace: namespace, duration: duration, buffer: buffer, clock: clk,
 	}
-	l.errors.record(l.informer)
+	l.errors.record(l.informer, nil)
 	return l
 }
 

@@ -80,7 +80,7 @@ func (r *controlPlaneReservations) nodes() []string {
 // settle releases the reservation of a control-plane remediation seen gone.
 // It is a ChangeFunc.
 func (r *controlPlaneReservations) settle(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool) {
-	if _, controlPlane := obj.GetLabels()[v1alpha1.ControlPlaneNodeLabel]; !deleted || !controlPlane {
+	if !deleted || !IsControlPlaneRemediation(obj) {
 		return
 	}
 	r.release(creationKey(gvr, obj.GetNamespace(), NodeOf(obj), obj.GetAnnotations()[v1alpha1.TemplateNameAnnotation]))

@@ -91,7 +91,6 @@ func Reference(r *unstructured.Unstructured) corev1.ObjectReference {
 func Summarize(r *unstructured.Unstructured) health.Remediation {
 	annotations := r.GetAnnotations()
 	_, flaggedOld := annotations[v1alpha1.OldRemediationAnnotation]
-	_, controlPlane := r.GetLabels()[v1alpha1.ControlPlaneNodeLabel]
 	created := r.GetCreationTimestamp().Time
 	s := health.Remediation{
 		Ref:               Reference(r),
@@ -100,7 +99,7 @@ func Summarize(r *unstructured.Unstructured) health.Remediation {
 		Deleting:          r.GetDeletionTimestamp() != nil,
 		HealthyDelayStart: annotationTime(annotations, v1alpha1.HealthyDelayAnnotation, time.Time{}),
 		FlaggedOld:        flaggedOld,
-		ControlPlane:      controlPlane,
+		ControlPlane:      IsControlPlaneRemediation(r),
 	}
 	// A time-out annotation that does not parse still says the resource timed out.
 	s.TimedOut = annotationTime(annotations, v1alpha1.TimedOutAnnotation, created)

@@ -15,6 +15,20 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
 
+// Why a template cannot be used: ours, with upstream's words after them
+// ("failed to get ...", "no namespace is provided"), which tools that read
+// upstream's status.reason look for.
+const (
+	// messageKindNotServed (kind, apiVersion, kind, version).
+	messageKindNotServed = "Remediation template kind %s of %s is not served by the API server: is its remediator installed? (failed to get restmapping: no matches for kind %q in version %q)"
+	// messageRemediationKindNotServed (kind, apiVersion, template kind, kind, version).
+	messageRemediationKindNotServed = "Remediation kind %s of %s, which template kind %s creates, is not served by the API server: is its remediator installed? (failed to get restmapping: no matches for kind %q in version %q)"
+	// messageNoNamespace (kind, name).
+	messageNoNamespace = "Remediation template %s %q is namespaced, but no namespace is provided"
+	// messageTemplateNotFound (kind, template, template).
+	messageTemplateNotFound = "Remediation template %s %s not found: failed to get external remediation template %s"
+)
+
 // mapperResetInterval throttles rediscovery of the API when a template kind
 // is unknown: a CRD installed later is noticed within this time.
 const mapperResetInterval = 10 * time.Second
@@ -29,9 +43,6 @@ type Templates struct {
 
 	mu        sync.Mutex
 	lastReset time.Time
-	// unwatchable holds the template kinds whose informer was forbidden, by
-	// when it last was: their templates are read with GET.
-	unwatchable map[schema.GroupVersionResource]time.Time
 	// fetched holds the templates read with GET.
 	fetched map[templateID]fetchedTemplate
 }
@@ -39,8 +50,7 @@ type Templates struct {
 // NewTemplates returns a resolver. The mapper should be a
 // DeferredDiscoveryRESTMapper, so that a reset rediscovers the API.
 func NewTemplates(mapper meta.ResettableRESTMapper, informers *Informers, clock clock.PassiveClock) *Templates {
-	return &Templates{mapper: mapper, informers: informers, clock: clock,
-		unwatchable: map[schema.GroupVersionResource]time.Time{}, fetched: map[templateID]fetchedTemplate{}}
+	return &Templates{mapper: mapper, informers: informers, clock: clock, fetched: map[templateID]fetchedTemplate{}}
 }
 
 // Template is a template reference resolved to its resources.
@@ -65,7 +75,7 @@ func (t *Templates) resolve(ref corev1.ObjectReference) (Template, *health.Probl
 	}
 	templateMapping, err := t.mapping(gv.WithKind(ref.Kind))
 	if meta.IsNoMatchError(err) {
-		return Template{}, notFound(fmt.Sprintf("Remediation template kind %s of %s is not served by the API server: is its remediator installed?", ref.Kind, ref.APIVersion)), nil
+		return Template{}, notFound(fmt.Sprintf(messageKindNotServed, ref.Kind, ref.APIVersion, ref.Kind, gv.Version)), nil
 	}
 	if err != nil {
 		return Template{}, nil, fmt.Errorf("mapping %s %s: %w", ref.APIVersion, ref.Kind, err)
@@ -73,7 +83,7 @@ func (t *Templates) resolve(ref corev1.ObjectReference) (Template, *health.Probl
 	remediationKind := health.RemediationKind(ref.Kind)
 	remediationMapping, err := t.mapping(gv.WithKind(remediationKind))
 	if meta.IsNoMatchError(err) {
-		return Template{}, notFound(fmt.Sprintf("Remediation kind %s of %s, which template kind %s creates, is not served by the API server: is its remediator installed?", remediationKind, ref.APIVersion, ref.Kind)), nil
+		return Template{}, notFound(fmt.Sprintf(messageRemediationKindNotServed, remediationKind, ref.APIVersion, ref.Kind, remediationKind, gv.Version)), nil
 	}
 	if err != nil {
 		return Template{}, nil, fmt.Errorf("mapping %s %s: %w", ref.APIVersion, remediationKind, err)
@@ -85,7 +95,7 @@ func (t *Templates) resolve(ref corev1.ObjectReference) (Template, *health.Probl
 	resolved := Template{Ref: ref, Resource: templateMapping.Resource, Remediation: remediationMapping.Resource}
 	if namespaced {
 		if ref.Namespace == "" {
-			return Template{}, notFound(fmt.Sprintf("Remediation template %s %q is namespaced, but the reference has no namespace", ref.Kind, ref.Name)), nil
+			return Template{}, notFound(fmt.Sprintf(messageNoNamespace, ref.Kind, ref.Name)), nil
 		}
 		resolved.Namespace = ref.Namespace
 	}
@@ -126,7 +136,7 @@ func (t *Templates) mayReset() bool {
 // not exist (obj is nil) or has no spec.template.spec.
 func checkTemplate(tmpl Template, obj *unstructured.Unstructured) *health.Problem {
 	if obj == nil {
-		return notFound(fmt.Sprintf("Remediation template %s %s not found", tmpl.Ref.Kind, describe(tmpl)))
+		return notFound(fmt.Sprintf(messageTemplateNotFound, tmpl.Ref.Kind, describe(tmpl), describe(tmpl)))
 	}
 	if _, err := templateSpec(obj); err != nil {
 		return templateInvalid(tmpl.Ref, err.Error())

@@ -8,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/klog/v2"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
@@ -20,9 +19,6 @@ const (
 	// come with no event, so its NodeHealthChecks sync again when it expires
 	// (Observation.RefreshAfter) and read it again.
 	getCacheTime = 30 * time.Second
-	// watchRetryInterval is how often a kind read with GET gets an informer
-	// again, so that a role that later grants list and watch is used.
-	watchRetryInterval = 10 * time.Minute
 	// getTimeout bounds one GET of a template.
 	getTimeout = 10 * time.Second
 )
@@ -31,11 +27,9 @@ const (
 // may not even be read with GET.
 const messageGetForbidden = "Remediation template %s %s cannot be read: %v. Grant get on %s (get, list and watch let changes be seen at once), for example with a ClusterRole labelled rbac.ext-remediation/aggregate-to-ext-remediation=true"
 
-// Log messages, at level 2, when a kind changes between informer and GET.
-const (
-	logReadWithGet  = "Template kind cannot be listed or watched; reading its templates with GET"
-	logWatchedAgain = "Template kind can be watched again; reading its templates from an informer"
-)
+// messageTemplatesUnwatchable (resource, error) says that the templates of a
+// kind cannot be watched for another reason than a missing permission.
+const messageTemplatesUnwatchable = "Remediation templates %s cannot be watched: %v"
 
 // templateRead is what reading one template found.
 type templateRead struct {
@@ -63,29 +57,20 @@ type fetchedTemplate struct {
 	read time.Time
 }
 
-// watched tells whether a template kind's informer should run: not while its
-// templates are read with GET, except to try again every watchRetryInterval.
-func (t *Templates) watched(gvr schema.GroupVersionResource) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	since, unwatchable := t.unwatchable[gvr]
-	return !unwatchable || t.clock.Since(since) >= watchRetryInterval
-}
-
-// get reads a template from its informer's cache, or with GET when its kind
-// may not be listed or watched, and checks it. An error (a GET failed) is
-// worth a retry.
+// get reads a template from its informer's cache, or with GET while its
+// kind may not be listed or watched, and checks it. An error (a GET failed)
+// is worth a retry.
 func (t *Templates) get(tmpl Template) (templateRead, error) {
-	if t.informers.Synced(tmpl.Resource) {
-		t.watchable(tmpl.Resource)
+	state := t.informers.State(tmpl.Resource)
+	switch {
+	case state.Synced:
 		return checked(tmpl, t.informers.Get(tmpl.Resource, tmpl.Namespace, tmpl.Ref.Name), 0), nil
+	case apierrors.IsForbidden(state.Err):
+		return t.fetch(tmpl)
+	case state.Err != nil:
+		return templateRead{problem: notFound(fmt.Sprintf(messageTemplatesUnwatchable, tmpl.Resource.GroupResource(), state.Err))}, nil
 	}
-	if apierrors.IsForbidden(t.informers.watchError(tmpl.Resource)) {
-		t.forbidWatch(tmpl.Resource)
-	} else if !t.readWithGet(tmpl.Resource) {
-		return templateRead{}, nil // its informer is starting
-	}
-	return t.fetch(tmpl)
+	return templateRead{}, nil // its informer is starting
 }
 
 // checked is a template as read (nil: not found), or the problem that keeps
@@ -133,42 +118,4 @@ func (t *Templates) remember(id templateID, f fetchedTemplate) {
 		}
 	}
 	t.fetched[id] = f
-}
-
-// readWithGet tells whether a kind's templates are read with GET, including
-// while its informer is tried again.
-func (t *Templates) readWithGet(gvr schema.GroupVersionResource) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	_, unwatchable := t.unwatchable[gvr]
-	return unwatchable
-}
-
-// forbidWatch records that a kind's informer is forbidden: the next Read
-// leaves the kind out of what is watched, which stops the informer instead of
-// letting it retry and log forever.
-func (t *Templates) forbidWatch(gvr schema.GroupVersionResource) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	now := t.clock.Now()
-	if since, unwatchable := t.unwatchable[gvr]; !unwatchable || now.Sub(since) >= watchRetryInterval {
-		klog.FromContext(t.informers.ctx).V(2).Info(logReadWithGet, "resource", gvr, "cacheTime", getCacheTime, "watchRetryInterval", watchRetryInterval)
-	}
-	t.unwatchable[gvr] = now
-}
-
-// watchable forgets that a kind was read with GET: its informer has synced.
-func (t *Templates) watchable(gvr schema.GroupVersionResource) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if _, unwatchable := t.unwatchable[gvr]; !unwatchable {
-		return
-	}
-	delete(t.unwatchable, gvr)
-	for id := range t.fetched {
-		if id.resource == gvr {
-			delete(t.fetched, id)
-		}
-	}
-	klog.FromContext(t.informers.ctx).V(2).Info(logWatchedAgain, "resource", gvr)
 }

@@ -58,8 +58,8 @@ func newRBACFixture(t *testing.T, listForbidden, getForbidden bool, objects ...r
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(testTemplateGVR.GroupVersion().WithKind("TestRemediationTemplate"), meta.RESTScopeNamespace)
 	mapper.Add(testGVR.GroupVersion().WithKind("TestRemediation"), meta.RESTScopeNamespace)
-	f.informers = NewInformers(ctx, f.client)
-	f.manager = NewManager(f.informers, NewTemplates(resettable{mapper}, f.informers, f.clock), NewExpectations(f.clock), NewWriter(f.client, kubefake.NewClientset()), nil)
+	f.informers = NewInformers(ctx, f.client, f.clock)
+	f.manager = newManager(f.informers, NewTemplates(resettable{mapper}, f.informers, f.clock), NewExpectations(f.clock), NewWriter(f.client, kubefake.NewClientset()), nil)
 	f.nhc = testNHC.DeepCopy()
 	f.nhc.Spec.RemediationTemplate = ptr.To(templateRef)
 	return f
@@ -67,7 +67,9 @@ func newRBACFixture(t *testing.T, listForbidden, getForbidden bool, objects ...r
 
 func (f *rbacFixture) read(t *testing.T) Observation {
 	t.Helper()
-	obs, err := f.manager.Read(f.nhc)
+	w, err := f.manager.Watch(f.nhc)
+	require.NoError(t, err)
+	obs, err := f.manager.Read(f.nhc, w)
 	require.NoError(t, err)
 	return obs
 }
@@ -111,10 +113,11 @@ func TestATemplateKindThatCannotBeWatchedIsReadWithGet(t *testing.T) {
 	}{
 		{name: "get allowed", stored: []runtime.Object{testTemplate(nil)}, wantReady: true, wantRefresh: getCacheTime},
 		{name: "get allowed, the template missing", wantReady: true, wantRefresh: getCacheTime, wantReason: v1alpha1.ReasonTemplateNotFound,
-			wantMessage: "Remediation template TestRemediationTemplate remediators/reboot not found"},
+			wantMessage: "Remediation template TestRemediationTemplate remediators/reboot not found: failed to get external remediation template remediators/reboot"},
 		{name: "get allowed, the template without spec.template.spec", stored: []runtime.Object{noTemplateSpec()}, wantReady: true, wantRefresh: getCacheTime,
 			wantReason: v1alpha1.ReasonTemplateInvalid, wantMessage: "Remediation template TestRemediationTemplate remediators/reboot is invalid: it has no spec.template.spec"},
-		{name: "get forbidden too", getForbidden: true, stored: []runtime.Object{testTemplate(nil)}, wantReason: v1alpha1.ReasonTemplateNotFound,
+		// The forbidden GET is not cached: the refresh is the informer's retry.
+		{name: "get forbidden too", getForbidden: true, stored: []runtime.Object{testTemplate(nil)}, wantRefresh: templateRetryInterval, wantReason: v1alpha1.ReasonTemplateNotFound,
 			wantMessage: "Remediation template TestRemediationTemplate remediators/reboot cannot be read: " +
 				"testremediationtemplates.test.medik8s.io is forbidden: assert.AnError general error for testing. " +
 				"Grant get on testremediationtemplates.test.medik8s.io (get, list and watch let changes be seen at once), " +
@@ -156,10 +159,10 @@ func TestATemplateReadWithGetIsCachedForItsCacheTime(t *testing.T) {
 		wantGets    int32
 	}{
 		{name: "deleted, within the cache time", advance: getCacheTime - time.Second, change: func() { f.deleteTemplate(t) }, wantRefresh: time.Second, wantGets: 1},
-		{name: "the cache time over", advance: time.Second, wantProblem: "Remediation template TestRemediationTemplate remediators/reboot not found", wantRefresh: getCacheTime, wantGets: 2},
+		{name: "the cache time over", advance: time.Second, wantProblem: "Remediation template TestRemediationTemplate remediators/reboot not found: failed to get external remediation template remediators/reboot", wantRefresh: getCacheTime, wantGets: 2},
 		{name: "created again, the absence cached", advance: time.Second, change: func() {
 			require.NoError(t, f.client.Tracker().Create(testTemplateGVR, testTemplate(nil), templateRef.Namespace))
-		}, wantProblem: "Remediation template TestRemediationTemplate remediators/reboot not found", wantRefresh: getCacheTime - time.Second, wantGets: 2},
+		}, wantProblem: "Remediation template TestRemediationTemplate remediators/reboot not found: failed to get external remediation template remediators/reboot", wantRefresh: getCacheTime - time.Second, wantGets: 2},
 		{name: "found again after the cache time", advance: getCacheTime, wantRefresh: getCacheTime, wantGets: 3},
 	}
 	for _, step := range steps {
@@ -179,7 +182,7 @@ func TestATemplateReadWithGetIsCachedForItsCacheTime(t *testing.T) {
 	}
 }
 
-// A kind read with GET gets an informer again every watchRetryInterval: a
+// A kind read with GET gets an informer again every templateRetryInterval: a
 // role that now grants list and watch is used, and one that still does not
 // goes back to GET.
 func TestATemplateKindReadWithGetIsWatchedAgainLater(t *testing.T) {
@@ -199,7 +202,7 @@ func TestATemplateKindReadWithGetIsWatchedAgainLater(t *testing.T) {
 			f.readKnown(t)
 			f.read(t)
 			require.False(t, f.templateWatched())
-			f.clock.Step(watchRetryInterval - time.Second)
+			f.clock.Step(templateRetryInterval - time.Second)
 			f.read(t)
 			assert.False(t, f.templateWatched(), "not before the retry interval")
 

@@ -15,14 +15,18 @@ type watchErrors struct {
 	last error
 }
 
-// record makes the informer report its list and watch errors here, and
-// still log them as client-go does. Call it before the informer starts.
-func (w *watchErrors) record(informer cache.SharedIndexInformer) {
+// record makes the informer report its list and watch errors here, and to
+// failed when it is not nil, and still log them as client-go does. Call it
+// before the informer starts.
+func (w *watchErrors) record(informer cache.SharedIndexInformer, failed func(error)) {
 	_ = informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, reflector *cache.Reflector, err error) {
 		w.mu.Lock()
 		w.last = err
 		w.mu.Unlock()
 		cache.DefaultWatchErrorHandler(ctx, reflector, err)
+		if failed != nil {
+			failed(err)
+		}
 	})
 }
 

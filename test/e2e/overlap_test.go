@@ -142,3 +142,27 @@ func TestARemediationInProgressKeepsItsNodeWhenAnotherNodeHealthCheckSelectsIt(t
 	framework.Eventually(t, 15*time.Second, "the older one to remediate the node", func() bool { return remediated(t, older)[node] })
 	framework.Consistently(t, 2*time.Second, "and the younger one to leave it", func() bool { return len(remediated(t, younger)) == 0 })
 }
+
+// TestASharedNodeGoesToTheNodeHealthCheckWhoseConditionsHold: two
+// NodeHealthChecks select a node; the older checks only Ready, the younger
+// only DiskPressure. The node's disk fills up: the older one would never
+// act, so the younger one remediates it instead of waiting on it forever.
+func TestASharedNodeGoesToTheNodeHealthCheckWhoseConditionsHold(t *testing.T) {
+	t.Parallel()
+	const older, younger = "overlap-ready", "overlap-disk"
+	env.CreateTemplate(t, older, nil)
+	env.CreateTemplate(t, younger, nil)
+	nodes := env.CreateNodes(t, older, 3)
+	env.CreateNHC(t, older, nil)
+	// creationTimestamp has one-second precision: the other is younger.
+	time.Sleep(1100 * time.Millisecond)
+	env.CreateNHC(t, younger, func(s *v1alpha1.NodeHealthCheckSpec) {
+		s.Selector = metav1.LabelSelector{MatchLabels: map[string]string{framework.ScenarioLabel: older}}
+		s.UnhealthyConditions = []v1alpha1.UnhealthyCondition{{Type: corev1.NodeDiskPressure, Status: corev1.ConditionTrue, Duration: metav1.Duration{Duration: 2 * time.Second}}}
+	})
+	env.SetCondition(t, nodes[0], corev1.NodeDiskPressure, corev1.ConditionTrue, time.Hour)
+	framework.Eventually(t, 15*time.Second, "the younger one to remediate the node", func() bool {
+		return len(env.Remediations(t, younger)[nodes[0]]) == 1
+	})
+	framework.Consistently(t, 2*time.Second, "the older one leaves it alone", func() bool { return len(env.Remediations(t, older)) == 0 })
+}

@@ -36,7 +36,7 @@ func TestMissingTemplateDisablesUntilItIsCreated(t *testing.T) {
 	})
 	c := disabledCondition(t, scenario)
 	assert.Equal(t, v1alpha1.ReasonTemplateNotFound, c.Reason)
-	assert.Equal(t, "Remediation template TestRemediationTemplate remediators/missing-template not found", c.Message)
+	assert.Equal(t, "Remediation template TestRemediationTemplate remediators/missing-template not found: failed to get external remediation template remediators/missing-template", c.Message)
 	assert.Equal(t, "NHC is disabled: RemediationTemplateNotFound: "+c.Message, statusOf(t, scenario).Reason)
 	assert.Empty(t, remediated(t, scenario))
 

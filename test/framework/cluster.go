@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
@@ -184,10 +185,18 @@ func (e *Env) CreateNHC(t testing.TB, scenario string, change func(*v1alpha1.Nod
 	created, err := e.NHC.RemediationV1alpha1().NodeHealthChecks().Create(context.Background(), nhc, metav1.CreateOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		_ = e.NHC.RemediationV1alpha1().NodeHealthChecks().Delete(context.Background(), scenario, metav1.DeleteOptions{})
+		e.deleteNHC(scenario)
 		e.deleteRemediationsOf(scenario)
 	})
 	return created
+}
+
+// deleteNHC deletes a NodeHealthCheck that may still list remediations, with
+// the override the remediation guard of the default install asks for.
+func (e *Env) deleteNHC(name string) {
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, v1alpha1.OverrideRemediationGuardAnnotation)
+	_, _ = e.NHC.RemediationV1alpha1().NodeHealthChecks().Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	_ = e.NHC.RemediationV1alpha1().NodeHealthChecks().Delete(context.Background(), name, metav1.DeleteOptions{})
 }
 
 // UpdateNHC changes a NodeHealthCheck's spec.

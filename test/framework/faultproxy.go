@@ -34,6 +34,9 @@ type FaultProxy struct {
 	loseCreates string
 	// unreachable answers every request with 503.
 	unreachable bool
+	// held is closed when the node watches, held back since it was made,
+	// may go on; nil while they flow.
+	held chan struct{}
 }
 
 // NewFaultProxy starts a proxy to the API server of config, and writes a
@@ -63,6 +66,8 @@ func NewFaultProxy(config *rest.Config, dir string) (*FaultProxy, error) {
 		case loseCreates != "" && r.Method == http.MethodPost && strings.Contains(r.URL.Path, loseCreates):
 			forward.ServeHTTP(discard{header: http.Header{}}, r)
 			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"InternalError","code":500}`, http.StatusInternalServerError)
+		case r.URL.Path == "/api/v1/nodes" && r.URL.Query().Get("watch") == "true":
+			forward.ServeHTTP(&heldWriter{ResponseWriter: w, proxy: p}, r)
 		default:
 			forward.ServeHTTP(w, r)
 		}
@@ -108,6 +113,40 @@ func (p *FaultProxy) Unreachable(unreachable bool) {
 		p.server.CloseClientConnections()
 	}
 }
+
+// HoldNodeWatches holds back what the node watches send, as an API server
+// too busy to keep them current: the controller's node cache lags until
+// they are let go, then sees every event in order.
+func (p *FaultProxy) HoldNodeWatches(hold bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case hold && p.held == nil:
+		p.held = make(chan struct{})
+	case !hold && p.held != nil:
+		close(p.held)
+		p.held = nil
+	}
+}
+
+// heldWriter writes a node watch's events once the proxy lets them go.
+type heldWriter struct {
+	http.ResponseWriter
+	proxy *FaultProxy
+}
+
+func (w *heldWriter) Write(b []byte) (int, error) {
+	w.proxy.mu.Lock()
+	held := w.proxy.held
+	w.proxy.mu.Unlock()
+	if held != nil {
+		<-held
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets the reverse proxy flush each event.
+func (w *heldWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Close stops the proxy.
 func (p *FaultProxy) Close() { p.server.Close() }

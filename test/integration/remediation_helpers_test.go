@@ -15,8 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
@@ -40,9 +38,8 @@ type remediationEnv struct {
 	// ctx carries the test's logger; it ends at cleanup.
 	ctx  context.Context
 	ctrl *controller.Controller
-	// manager and informers are the controller's pkg/remediation.
-	manager   *remediation.Manager
-	informers *remediation.Informers
+	// manager is the controller's pkg/remediation.
+	manager *remediation.Manager
 	// nodeLister and nhcLister read the controller's shared informers.
 	nodeLister nodecache.Lister
 	nhcLister  nhclisters.NodeHealthCheckLister
@@ -71,7 +68,7 @@ func newRemediationEnv(t *testing.T) *remediationEnv {
 		clock:       clocktesting.NewFakeClock(time.Now()),
 		mapperClock: clocktesting.NewFakePassiveClock(time.Now()),
 	}
-	env.manager, env.informers = newRemediationManager(ctx, env.mapperClock)
+	env.manager = newRemediationManager(ctx, env.mapperClock)
 
 	nodeInformer, err := nodecache.NewInformer(cluster.Config, 0)
 	require.NoError(t, err)
@@ -105,13 +102,10 @@ func newRemediationEnv(t *testing.T) *remediationEnv {
 	return env
 }
 
-// newRemediationManager wires pkg/remediation as cmd/nhc-controller's
-// newRemediationManager does, with the clock given.
-func newRemediationManager(ctx context.Context, clk clock.PassiveClock) (*remediation.Manager, *remediation.Informers) {
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kubeClient.Discovery()))
-	informers := remediation.NewInformers(ctx, dynamicClient)
-	return remediation.NewManager(informers, remediation.NewTemplates(mapper, informers, clk),
-		remediation.NewExpectations(clk), remediation.NewWriter(dynamicClient, kubeClient), nil), informers
+// newRemediationManager wires pkg/remediation as cmd/nhc-controller does,
+// with the clock given.
+func newRemediationManager(ctx context.Context, clk clock.PassiveClock) *remediation.Manager {
+	return remediation.New(remediation.Config{Context: ctx, Dynamic: dynamicClient, Kube: kubeClient, Clock: clk})
 }
 
 // seen is what a user sees after a sync.
@@ -172,13 +166,12 @@ func (env *remediationEnv) waitToCatchUp(t *testing.T, name string) {
 		if !sameObjects(objectMetas(list.Items), cachedNodes) {
 			return false
 		}
-		obs, err := env.manager.Read(stored)
-		require.NoError(t, err)
+		obs := env.readOnce(t, stored)
 		if !obs.Ready {
 			return false
 		}
 		var owned []metav1.ObjectMeta
-		for _, gvr := range env.informers.Running() {
+		for _, gvr := range env.manager.Running() {
 			list, err := dynamicClient.Resource(gvr).List(context.Background(), metav1.ListOptions{})
 			require.NoError(t, err)
 			for _, r := range list.Items {
@@ -277,11 +270,20 @@ func (env *remediationEnv) read(t *testing.T, name string) remediation.Observati
 	t.Helper()
 	var obs remediation.Observation
 	framework.Eventually(t, 30*time.Second, "the remediation resources to be readable", func() bool {
-		var err error
-		obs, err = env.manager.Read(fw.GetNHC(t, name))
-		require.NoError(t, err)
+		obs = env.readOnce(t, fw.GetNHC(t, name))
 		return obs.Ready
 	})
+	return obs
+}
+
+// readOnce keeps a NodeHealthCheck's kinds watched and reads what the
+// informers show now, as a sync does.
+func (env *remediationEnv) readOnce(t *testing.T, nhc *v1alpha1.NodeHealthCheck) remediation.Observation {
+	t.Helper()
+	watched, err := env.manager.Watch(nhc)
+	require.NoError(t, err)
+	obs, err := env.manager.Read(nhc, watched)
+	require.NoError(t, err)
 	return obs
 }
 

@@ -241,11 +241,11 @@ func TestInvalidTemplates(t *testing.T) {
 		{"no spec.template.spec", framework.TemplateRef("no-spec"), v1alpha1.ReasonTemplateInvalid,
 			"Remediation template TestRemediationTemplate remediators/no-spec is invalid: it has no spec.template.spec"},
 		{"missing", framework.TemplateRef("absent"), v1alpha1.ReasonTemplateNotFound,
-			"Remediation template TestRemediationTemplate remediators/absent not found"},
+			"Remediation template TestRemediationTemplate remediators/absent not found: failed to get external remediation template remediators/absent"},
 		{"namespaced without a namespace", corev1.ObjectReference{APIVersion: "test.medik8s.io/v1alpha1", Kind: "TestRemediationTemplate", Name: "x"}, v1alpha1.ReasonTemplateNotFound,
-			`Remediation template TestRemediationTemplate "x" is namespaced, but the reference has no namespace`},
+			`Remediation template TestRemediationTemplate "x" is namespaced, but no namespace is provided`},
 		{"a kind nobody serves", corev1.ObjectReference{APIVersion: "nowhere.example.com/v1", Kind: "GhostTemplate", Namespace: "ns", Name: "x"}, v1alpha1.ReasonTemplateNotFound,
-			"Remediation template kind GhostTemplate of nowhere.example.com/v1 is not served by the API server: is its remediator installed?"},
+			"Remediation template kind GhostTemplate of nowhere.example.com/v1 is not served by the API server: is its remediator installed? (failed to get restmapping: no matches for kind \"GhostTemplate\" in version \"v1\")"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -268,29 +268,26 @@ func TestTemplateCRDInstalledAfterTheNodeHealthCheck(t *testing.T) {
 	late := corev1.ObjectReference{APIVersion: "test.medik8s.io/v1alpha1", Kind: "LateRemediationTemplate", Namespace: framework.RemediatorNamespace, Name: "late"}
 	nhc := fw.CreateNHC(t, "late", func(s *v1alpha1.NodeHealthCheckSpec) { s.RemediationTemplate = &late })
 
-	obs, err := env.manager.Read(nhc)
-	require.NoError(t, err)
+	obs := env.readOnce(t, nhc)
 	require.NotNil(t, obs.TemplateProblem)
 	assert.Contains(t, obs.TemplateProblem.Message, "is not served by the API server")
 
 	require.NoError(t, cluster.InstallCRDs("test/crds/late"))
 	env.mapperClock.SetTime(env.mapperClock.Now().Add(time.Minute))
 	framework.Eventually(t, 30*time.Second, "the late kind to resolve", func() bool {
-		obs, err = env.manager.Read(nhc)
-		require.NoError(t, err)
-		return obs.TemplateProblem != nil && obs.TemplateProblem.Message == "Remediation template LateRemediationTemplate remediators/late not found"
+		obs = env.readOnce(t, nhc)
+		return obs.TemplateProblem != nil && obs.TemplateProblem.Message == "Remediation template LateRemediationTemplate remediators/late not found: failed to get external remediation template remediators/late"
 	})
 
 	lateGVR := schema.GroupVersionResource{Group: "test.medik8s.io", Version: "v1alpha1", Resource: "lateremediationtemplates"}
-	_, err = dynamicClient.Resource(lateGVR).Namespace(framework.RemediatorNamespace).Create(context.Background(), &unstructured.Unstructured{Object: map[string]any{
+	_, err := dynamicClient.Resource(lateGVR).Namespace(framework.RemediatorNamespace).Create(context.Background(), &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "test.medik8s.io/v1alpha1", "kind": "LateRemediationTemplate",
 		"metadata": map[string]any{"name": "late", "namespace": framework.RemediatorNamespace},
 		"spec":     map[string]any{"template": map[string]any{"spec": map[string]any{}}},
 	}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	framework.Eventually(t, 30*time.Second, "the template to be found", func() bool {
-		obs, err = env.manager.Read(nhc)
-		require.NoError(t, err)
+		obs = env.readOnce(t, nhc)
 		return obs.Ready && obs.TemplateProblem == nil
 	})
 }
@@ -300,18 +297,24 @@ func TestInformersFollowTheReferences(t *testing.T) {
 	fw.CreateTemplate(t, "follow", nil)
 	nhc := fw.CreateNHC(t, "follow", func(s *v1alpha1.NodeHealthCheckSpec) { s.RemediationTemplate = ptr.To(framework.TemplateRef("follow")) })
 	env.read(t, nhc.Name)
-	assert.ElementsMatch(t, []schema.GroupVersionResource{framework.TemplateResource, framework.RemediationResource}, env.informers.Running())
+	assert.ElementsMatch(t, []schema.GroupVersionResource{framework.TemplateResource, framework.RemediationResource}, env.manager.Running())
 
 	clusterTemplate := schema.GroupVersionResource{Group: "test.medik8s.io", Version: "v1alpha1", Resource: "clusterremediationtemplates"}
 	clusterRemediation := schema.GroupVersionResource{Group: "test.medik8s.io", Version: "v1alpha1", Resource: "clusterremediations"}
-	env.informers.Use("another", framework.TemplateResource, clusterTemplate, clusterRemediation)
-	assert.ElementsMatch(t, []schema.GroupVersionResource{framework.TemplateResource, framework.RemediationResource, clusterTemplate, clusterRemediation}, env.informers.Running())
-	framework.Eventually(t, 30*time.Second, "the new informers to sync", func() bool { return env.informers.Synced(clusterTemplate, clusterRemediation) })
+	another := fw.CreateNHC(t, "follow-another", func(s *v1alpha1.NodeHealthCheckSpec) {
+		s.RemediationTemplate = nil
+		s.EscalatingRemediations = []v1alpha1.EscalatingRemediation{
+			{RemediationTemplate: framework.TemplateRef("follow"), Order: 0, Timeout: metav1.Duration{Duration: time.Minute}},
+			{RemediationTemplate: corev1.ObjectReference{APIVersion: "test.medik8s.io/v1alpha1", Kind: "ClusterRemediationTemplate", Name: "fence"}, Order: 1, Timeout: metav1.Duration{Duration: time.Minute}},
+		}
+	})
+	env.read(t, another.Name)
+	assert.ElementsMatch(t, []schema.GroupVersionResource{framework.TemplateResource, framework.RemediationResource, clusterTemplate, clusterRemediation}, env.manager.Running())
 
-	env.informers.Use(nhc.Name)
-	assert.ElementsMatch(t, []schema.GroupVersionResource{framework.TemplateResource, clusterTemplate, clusterRemediation}, env.informers.Running(), "the template kind is still used by another")
-	env.informers.Use("another")
-	assert.Empty(t, env.informers.Running())
+	env.manager.Forget(nhc.Name)
+	assert.ElementsMatch(t, []schema.GroupVersionResource{framework.TemplateResource, framework.RemediationResource, clusterTemplate, clusterRemediation}, env.manager.Running(), "the kinds are still used by another")
+	env.manager.Forget(another.Name)
+	assert.Empty(t, env.manager.Running())
 }
 
 func TestClusterScopedTemplates(t *testing.T) {

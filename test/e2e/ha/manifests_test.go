@@ -42,7 +42,8 @@ func TestManifestsInstallAndGrantEnough(t *testing.T) {
 	out, err = env.Cluster.Kubectl("delete", "-k", filepath.Join(root, "manifests"), "--dry-run=server")
 	require.NoError(t, err, out)
 	for _, object := range []string{"customresourcedefinition.apiextensions.k8s.io \"nodehealthchecks.remediation.medik8s.io\" deleted",
-		"namespace \"nhc-system\" deleted", "deployment.apps \"nhc-controller\" deleted", "clusterrole.rbac.authorization.k8s.io \"nhc-controller\" deleted"} {
+		"namespace \"nhc-system\" deleted", "deployment.apps \"nhc-controller\" deleted", "clusterrole.rbac.authorization.k8s.io \"nhc-controller\" deleted",
+		"validatingadmissionpolicy.admissionregistration.k8s.io \"nhc-controller-remediation-guard\" deleted"} {
 		assert.Contains(t, out, object)
 	}
 
@@ -72,6 +73,17 @@ func TestManifestsInstallAndGrantEnough(t *testing.T) {
 	framework.Eventually(t, 30*time.Second, "a remediation created with the manifests' rights", func() bool {
 		return len(env.Remediations(t, scenario)[nodes[0]]) == 1
 	})
+	// The manifests' remediation guard refuses to delete the NodeHealthCheck
+	// while the controller's status lists the remediation, and lets it be
+	// deleted once the status no longer does (below).
+	deletion := func() error {
+		_, err := env.Cluster.Kubectl("delete", "nodehealthcheck", scenario, "--dry-run=server")
+		return err
+	}
+	framework.Eventually(t, 30*time.Second, "the deletion refused while remediating", func() bool {
+		err := deletion()
+		return err != nil && strings.Contains(err.Error(), "deletion prohibited due to running remediation: node "+nodes[0]+" has remediations of this NodeHealthCheck")
+	})
 	lease, err := env.Kube.CoordinationV1().Leases("medik8s-leases").Get(t.Context(), "node-"+nodes[0], metav1.GetOptions{})
 	require.NoError(t, err, "the node lease taken with the manifests' rights")
 	assert.Equal(t, "NodeHealthCheck-"+scenario, *lease.Spec.HolderIdentity)
@@ -85,6 +97,7 @@ func TestManifestsInstallAndGrantEnough(t *testing.T) {
 		_, confirmed := n.Annotations[v1alpha1.ManuallyConfirmedHealthyAnnotation]
 		return !confirmed && len(env.Remediations(t, scenario)) == 0
 	})
+	framework.Eventually(t, 10*time.Second, "the deletion allowed once nothing remediates", func() bool { return deletion() == nil })
 	framework.Eventually(t, 10*time.Second, "the node lease released", func() bool {
 		_, err := env.Kube.CoordinationV1().Leases("medik8s-leases").Get(t.Context(), "node-"+nodes[0], metav1.GetOptions{})
 		return apierrors.IsNotFound(err)

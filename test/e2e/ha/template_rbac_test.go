@@ -74,7 +74,7 @@ func TestTemplatesReadableOnlyWithGet(t *testing.T) {
 	framework.Eventually(t, templateCacheTime, "the deleted template noticed within the cache time", func() bool {
 		disabled := meta.FindStatusCondition(env.GetNHC(t, scenario).Status.Conditions, v1alpha1.ConditionDisabled)
 		return disabled != nil && disabled.Status == metav1.ConditionTrue && disabled.Reason == v1alpha1.ReasonTemplateNotFound &&
-			disabled.Message == "Remediation template TestRemediationTemplate remediators/"+scenario+" not found"
+			disabled.Message == "Remediation template TestRemediationTemplate remediators/"+scenario+" not found: failed to get external remediation template remediators/"+scenario
 	})
 	assert.Equal(t, failedLists, forbiddenListsOfTemplates(c), "the forbidden template informer was stopped, not retried")
 }

@@ -216,11 +216,7 @@ func TestOverdueLeaseEndsClassicRemediation(t *testing.T) {
 	framework.Consistently(t, 4*time.Second, "the lease is not taken again", func() bool {
 		return lease(t, nodes[0]) == nil && len(env.Remediations(t, scenario)[nodes[0]]) == 1
 	})
-	found := false
-	for _, e := range env.Events(t, scenario) {
-		found = found || (e.Reason == "RemediationTimedOut" && strings.Contains(e.Message, "its node lease is overdue"))
-	}
-	assert.True(t, found, "a RemediationTimedOut event says why")
+	assert.True(t, hasEvent(t, scenario, corev1.EventTypeWarning, "RemediationTimedOut", "its node lease is overdue"), "a RemediationTimedOut event says why")
 }
 
 func TestLeaseOfAnotherHolderIsNotReleased(t *testing.T) {

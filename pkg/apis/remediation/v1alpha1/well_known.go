@@ -54,6 +54,13 @@ const (
 	ProcessingCondition = "Processing"
 )
 
+// OverrideRemediationGuardAnnotation on a NodeHealthCheck, when its value is
+// exactly "true", lets it be deleted, and its selector and templates be
+// changed, while it has remediations in flight, which the remediation guard
+// (manifests/admission/remediation-guard.yaml) otherwise refuses. It is this
+// controller's, not upstream's: upstream's webhook has no override.
+const OverrideRemediationGuardAnnotation = "remediation.medik8s.io/override-remediation-guard"
+
 // NodeHealthCheck condition types and reasons.
 const (
 	// ConditionDisabled is True when the NodeHealthCheck cannot work.

@@ -1,0 +1,156 @@
+package remediation
+
+import (
+	"slices"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+)
+
+// Index names of the dynamic informers.
+const (
+	// ownerIndex keys resources by the UID of each NodeHealthCheck owning them.
+	ownerIndex = "nodehealthcheck-owner"
+	// controlPlaneIndex keys control-plane remediations by their node.
+	controlPlaneIndex = "control-plane-node"
+	// nodeIndex keys the resources NodeHealthChecks own by their node.
+	nodeIndex = "nodehealthcheck-node"
+)
+
+// IsControlPlaneRemediation tells whether a remediation resource remediates
+// a control-plane node: it carries the control-plane label, which the
+// controller sets when it creates it for one.
+func IsControlPlaneRemediation(r *unstructured.Unstructured) bool {
+	_, ok := r.GetLabels()[v1alpha1.ControlPlaneNodeLabel]
+	return ok
+}
+
+// Get returns an object from a resource's cache, or nil.
+func (m *Informers) Get(gvr schema.GroupVersionResource, namespace, name string) *unstructured.Unstructured {
+	r := m.informer(gvr)
+	if r == nil {
+		return nil
+	}
+	key := name
+	if namespace != "" {
+		key = namespace + "/" + name
+	}
+	obj, exists, err := r.informer.GetIndexer().GetByKey(key)
+	if err != nil || !exists {
+		return nil
+	}
+	return obj.(*unstructured.Unstructured)
+}
+
+// ownedBy returns the resources a NodeHealthCheck owns, by its UID.
+func (m *Informers) ownedBy(gvr schema.GroupVersionResource, uid types.UID) []*unstructured.Unstructured {
+	return m.byIndex(gvr, ownerIndex, string(uid))
+}
+
+// controlPlaneNodes returns the control-plane nodes with a remediation
+// resource of any kind watched, whoever owns it.
+func (m *Informers) controlPlaneNodes() []string {
+	var nodes []string
+	for _, r := range m.runningInformers() {
+		nodes = append(nodes, r.informer.GetIndexer().ListIndexFuncValues(controlPlaneIndex)...)
+	}
+	return nodes
+}
+
+// otherOwners returns, by node, the NodeHealthChecks but one that own
+// remediation resources of any kind watched. It reads only the resources
+// of NodeHealthChecks, through their node index.
+func (m *Informers) otherOwners(except types.UID) map[string][]Owner {
+	var owners map[string][]Owner
+	for _, r := range m.runningInformers() {
+		indexer := r.informer.GetIndexer()
+		for _, node := range indexer.ListIndexFuncValues(nodeIndex) {
+			objs, _ := indexer.ByIndex(nodeIndex, node)
+			for _, obj := range objs {
+				for _, owner := range Owners(obj.(*unstructured.Unstructured)) {
+					if owner.UID == except || slices.Contains(owners[node], owner) {
+						continue
+					}
+					if owners == nil {
+						owners = map[string][]Owner{}
+					}
+					owners[node] = append(owners[node], owner)
+				}
+			}
+		}
+	}
+	return owners
+}
+
+// otherOwner returns a NodeHealthCheck but one that owns a remediation
+// resource of a node, of any kind watched, or "".
+func (m *Informers) otherOwner(node string, except types.UID) string {
+	for _, r := range m.runningInformers() {
+		objs, _ := r.informer.GetIndexer().ByIndex(nodeIndex, node)
+		for _, obj := range objs {
+			for _, owner := range Owners(obj.(*unstructured.Unstructured)) {
+				if owner.UID != except {
+					return owner.Name
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func (m *Informers) runningInformers() []*runningInformer {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	running := make([]*runningInformer, 0, len(m.running))
+	for _, r := range m.running {
+		running = append(running, r)
+	}
+	return running
+}
+
+func (m *Informers) byIndex(gvr schema.GroupVersionResource, index, key string) []*unstructured.Unstructured {
+	r := m.informer(gvr)
+	if r == nil {
+		return nil
+	}
+	objs, err := r.informer.GetIndexer().ByIndex(index, key)
+	if err != nil {
+		return nil
+	}
+	list := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, obj := range objs {
+		list = append(list, obj.(*unstructured.Unstructured))
+	}
+	return list
+}
+
+func indexByOwner(obj any) ([]string, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, nil
+	}
+	var keys []string
+	for _, uid := range ownerUIDs(u) {
+		keys = append(keys, string(uid))
+	}
+	return keys, nil
+}
+
+func indexByNode(obj any) ([]string, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || len(ownerUIDs(u)) == 0 {
+		return nil, nil
+	}
+	return []string{NodeOf(u)}, nil
+}
+
+func indexByControlPlaneNode(obj any) ([]string, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || !IsControlPlaneRemediation(u) {
+		return nil, nil
+	}
+	return []string{NodeOf(u)}, nil
+}

@@ -1,0 +1,103 @@
+package remediation
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clienttesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// heardKinds records the kinds whose informer synced or failed.
+type heardKinds struct {
+	mu    sync.Mutex
+	kinds []schema.GroupVersionResource
+}
+
+func (h *heardKinds) record(gvr schema.GroupVersionResource) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.kinds = append(h.kinds, gvr)
+}
+
+func (h *heardKinds) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.kinds)
+}
+
+// A remediation kind whose informer had synced, and then may no longer be
+// listed or watched (its remediator uninstalled, its role removed), is
+// stopped and reported instead of served from a stale cache, and tried again
+// after remediationRetryInterval; a synced retry clears the error.
+func TestALostRemediationKindIsStoppedAndRetried(t *testing.T) {
+	cases := []struct {
+		name        string
+		err         error
+		wantUnknown bool
+	}{
+		{"forbidden", apierrors.NewForbidden(testGVR.GroupResource(), "", assert.AnError), true},
+		// A kind no longer served has no resources that could hold back a
+		// control-plane node.
+		{"no longer served", apierrors.NewNotFound(testGVR.GroupResource(), ""), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			t.Cleanup(cancel)
+			clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
+			informers := NewInformers(ctx, fakeDynamic(), clock)
+			heard := &heardKinds{}
+			informers.AddKindChangeHandler(heard.record)
+			informers.Use("workers", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
+			require.Eventually(t, func() bool { return informers.State(testGVR).Synced && heard.count() == 1 }, 10*time.Second, 10*time.Millisecond, "synced, and heard of")
+			assert.Empty(t, informers.unknownRemediations())
+
+			informers.failed(testGVR, informers.informer(testGVR), tc.err)
+			assert.Equal(t, KindState{Err: tc.err, RetryAt: clock.Now().Add(remediationRetryInterval)}, informers.State(testGVR))
+			assert.Empty(t, informers.Running(), "the informer is stopped")
+			assert.Equal(t, 2, heard.count(), "its users hear of it")
+			assert.Equal(t, tc.wantUnknown, len(informers.unknownRemediations()) == 1)
+
+			clock.SetTime(clock.Now().Add(remediationRetryInterval - time.Second))
+			informers.Use("workers", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
+			assert.Empty(t, informers.Running(), "not tried before the retry interval")
+
+			clock.SetTime(clock.Now().Add(time.Second))
+			informers.Use("workers", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
+			assert.Equal(t, []schema.GroupVersionResource{testGVR}, informers.Running(), "tried again")
+			require.Eventually(t, func() bool { return informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
+			assert.Equal(t, KindState{Synced: true}, informers.State(testGVR))
+		})
+	}
+}
+
+// A forbidden first list of a remediation kind does not stop its informer
+// within the grace, and does after it: RBAC granted with a NodeHealthCheck
+// may take a moment to apply.
+func TestARemediationKindFailingWithinTheGraceKeepsRunning(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
+	client := fakeDynamic()
+	forbidden := apierrors.NewForbidden(testGVR.GroupResource(), "", assert.AnError)
+	client.PrependReactor("list", testGVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, forbidden })
+	informers := NewInformers(ctx, client, clock)
+	informers.Use("workers", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
+	r := informers.informer(testGVR)
+	informers.failed(testGVR, r, forbidden)
+	assert.Equal(t, []schema.GroupVersionResource{testGVR}, informers.Running(), "within the grace")
+	assert.Equal(t, KindState{}, informers.State(testGVR), "starting")
+
+	clock.SetTime(clock.Now().Add(watchGrace))
+	informers.failed(testGVR, r, forbidden)
+	assert.Empty(t, informers.Running(), "after the grace")
+	assert.Equal(t, forbidden, informers.State(testGVR).Err)
+}

@@ -1,0 +1,182 @@
+package remediation
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+)
+
+// Why control-plane remediations cannot all be known, and so no
+// control-plane remediation starts.
+const (
+	messageKindsNotWatchedYet = "the remediation kinds of every NodeHealthCheck are not watched yet"
+	messageKindsUnknown       = "the remediation resources %s cannot be read, and may hold a control-plane remediation"
+)
+
+// Messages of a remediation kind whose informer cannot read it.
+const (
+	messageRemediationsForbidden = "Remediation resources %s cannot be watched or written: %v. Grant get, list, watch, create, update, patch and delete on %s, for example with a ClusterRole labelled rbac.ext-remediation/aggregate-to-ext-remediation=true"
+	messageRemediationsGone      = "Remediation resources %s are no longer served by the API server: is their remediator uninstalled?"
+	messageRemediationsFailing   = "Remediation resources %s cannot be watched: %v"
+)
+
+// Observation is what a NodeHealthCheck's evaluation needs from the cluster
+// besides nodes.
+type Observation struct {
+	// Ready is false while an informer the NodeHealthCheck needs has not
+	// synced: evaluate later.
+	Ready bool
+	// PendingNodes are the nodes with a write of this controller that the
+	// informers do not show yet: they get no new action until it shows.
+	PendingNodes map[string]bool
+	// TemplateProblem, when set, is why the templates cannot be used.
+	TemplateProblem *health.Problem
+	// Remediations are the NodeHealthCheck's resources by node.
+	Remediations map[string][]health.Remediation
+	// BusyControlPlaneNodes are health.Input's.
+	BusyControlPlaneNodes map[string]bool
+	// ControlPlaneUnknown is health.Input's.
+	ControlPlaneUnknown string
+	// Leases are the node leases; nil when the controller takes none.
+	Leases *health.Leases
+	// RefreshAfter, when set, is how soon to read again: a template read
+	// with GET expires, a kind not served is looked up again, a stopped
+	// informer is tried again. None of these comes with an event.
+	RefreshAfter time.Duration
+	// OtherOwners are, by node, the other NodeHealthChecks with remediation
+	// resources for it, of any kind watched.
+	OtherOwners map[string][]Owner
+
+	templates map[corev1.ObjectReference]*unstructured.Unstructured
+	resources map[schema.GroupVersionKind]schema.GroupVersionResource
+}
+
+// Read reads a NodeHealthCheck's templates and remediation resources from
+// the informers of the kinds Watch found, or with GET where a template kind
+// may not be watched, and what else its evaluation needs: the control-plane
+// nodes under remediation, the other owners, the node leases. An error is
+// worth a retry.
+func (m *Manager) Read(nhc *v1alpha1.NodeHealthCheck, w Watched) (Observation, error) {
+	obs := Observation{
+		Ready:                 true,
+		TemplateProblem:       w.problem,
+		Remediations:          map[string][]health.Remediation{},
+		BusyControlPlaneNodes: map[string]bool{},
+		RefreshAfter:          w.retryAfter,
+		templates:             map[corev1.ObjectReference]*unstructured.Unstructured{},
+		resources:             w.resources,
+	}
+	// The writes under way first, the caches after, as the in-tree
+	// controllers check their expectations before they list: a write the
+	// informer shows between the two reads is then both pending and in the
+	// cache. The other order misses it in both.
+	obs.PendingNodes = m.expectations.pendingNodes(nhc.Name)
+	reserved := m.controlPlane.nodes()
+	now := m.informers.clock.Now()
+	var templates []*unstructured.Unstructured
+	for _, tmpl := range w.templates {
+		read, err := m.templates.get(tmpl)
+		if err != nil {
+			return obs, err
+		}
+		obs.Ready = obs.Ready && read.ready
+		obs.RefreshAfter = sooner(obs.RefreshAfter, read.refreshAfter)
+		if read.problem != nil {
+			obs.problem(read.problem)
+		}
+		if read.obj != nil {
+			obs.templates[templateKey(tmpl.Ref)] = read.obj
+			templates = append(templates, read.obj)
+		}
+		obs.refreshWith(m.informers.State(tmpl.Resource), now)
+	}
+	if obs.TemplateProblem == nil {
+		obs.TemplateProblem = checkKinds(templates)
+	}
+	for _, gvr := range obs.resources {
+		state := m.informers.State(gvr)
+		obs.refreshWith(state, now)
+		if !state.Synced {
+			obs.Ready = false
+			if problem := m.unreadable(gvr, state.Err); problem != nil {
+				obs.problem(problem)
+			}
+			continue
+		}
+		for _, obj := range m.informers.ownedBy(gvr, nhc.UID) {
+			node := NodeOf(obj)
+			obs.Remediations[node] = append(obs.Remediations[node], Summarize(obj))
+		}
+	}
+	m.readControlPlane(&obs, reserved)
+	obs.OtherOwners = m.informers.otherOwners(nhc.UID)
+	if m.leases != nil {
+		// Never decide without knowing who holds which node.
+		leases, problem, err := m.leases.read()
+		if err != nil {
+			return obs, fmt.Errorf("reading node leases: %w", err)
+		}
+		if problem != nil {
+			obs.problem(problem)
+		}
+		obs.Leases, obs.Ready = leases, obs.Ready && leases != nil
+	}
+	return obs, nil
+}
+
+// readControlPlane reads the control-plane nodes under remediation: quorum
+// does not care who remediates, so every kind any NodeHealthCheck uses
+// counts, whoever owns the resource, and so do the creates under way. They
+// are known only once every NodeHealthCheck's kinds are watched and synced.
+func (m *Manager) readControlPlane(obs *Observation, reserved []string) {
+	for _, node := range m.informers.controlPlaneNodes() {
+		obs.BusyControlPlaneNodes[node] = true
+	}
+	for _, node := range reserved {
+		obs.BusyControlPlaneNodes[node] = true
+	}
+	switch unknown := m.informers.unknownRemediations(); {
+	case !m.everyKindWatched.Load():
+		obs.ControlPlaneUnknown = messageKindsNotWatchedYet
+	case len(unknown) > 0:
+		obs.ControlPlaneUnknown = fmt.Sprintf(messageKindsUnknown, kindList(unknown))
+	}
+}
+
+// unreadable says why a remediation kind whose informer has not synced
+// cannot be read: without its resources, evaluating could lose
+// remediations, so the NodeHealthCheck is disabled with what to fix. A kind
+// that is no longer served makes the API be rediscovered, so that it drops
+// out of what is watched. Nil while the informer is starting.
+func (m *Manager) unreadable(gvr schema.GroupVersionResource, err error) *health.Problem {
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsForbidden(err):
+		return notFound(fmt.Sprintf(messageRemediationsForbidden, gvr.GroupResource(), err, gvr.GroupResource()))
+	case apierrors.IsNotFound(err):
+		m.templates.rediscover()
+		return notFound(fmt.Sprintf(messageRemediationsGone, gvr.GroupResource()))
+	}
+	return notFound(fmt.Sprintf(messageRemediationsFailing, gvr.GroupResource(), err))
+}
+
+// refreshWith reads again when a stopped informer is tried again.
+func (o *Observation) refreshWith(state KindState, now time.Time) {
+	if !state.RetryAt.IsZero() {
+		o.RefreshAfter = sooner(o.RefreshAfter, max(state.RetryAt.Sub(now), time.Millisecond))
+	}
+}
+
+func (o *Observation) problem(p *health.Problem) {
+	if o.TemplateProblem == nil {
+		o.TemplateProblem = p
+	}
+}
