@@ -86,12 +86,12 @@ func TestARunningRemediationsLeaseIsRenewed(t *testing.T) {
 }
 
 // lapsesForMaintenance asserts that node maintenance gets a node's lease
-// once ours lapses, that we never take it back, and that the remediation
-// resource stays until the node is healthy.
-func lapsesForMaintenance(t *testing.T, scenario, node string) {
+// once ours lapses, within the time given, that we never take it back, and
+// that the remediation resource stays until the node is healthy.
+func lapsesForMaintenance(t *testing.T, scenario, node string, within time.Duration) {
 	t.Helper()
 	t.Cleanup(func() { releaseLease(node) })
-	framework.Eventually(t, 15*time.Second, "node maintenance to get the lease once ours lapses", func() bool { return takeOverAsMaintenance(node) })
+	framework.Eventually(t, within, "node maintenance to get the lease once ours lapses", func() bool { return takeOverAsMaintenance(node) })
 	framework.Consistently(t, 3*time.Second, "the lease is never taken back", func() bool {
 		return holder(t, node) == maintenanceHolder && len(env.Remediations(t, scenario)[node]) == 1
 	})
@@ -108,5 +108,30 @@ func TestAnExcludedNodesLeaseLapses(t *testing.T) {
 	nodes := remediatedWithLease(t, scenario)
 	require.False(t, takeOverAsMaintenance(nodes[0]), "our lease is in force")
 	env.UpdateNode(t, nodes[0], func(n *corev1.Node) { n.Labels[v1alpha1.ExcludeFromRemediationLabel] = "true" })
-	lapsesForMaintenance(t, scenario, nodes[0])
+	lapsesForMaintenance(t, scenario, nodes[0], 15*time.Second)
+}
+
+// TestAnExhaustedEscalationsLeaseLapses: the remediator of the only
+// escalation step reports it failed, so no step runs and none is left (the
+// node waits NoTemplateLeft until it recovers): its lease is no longer
+// renewed, and maintenance takes the node when it ends (a step's lease
+// lasts its timeout, at least 60s, and the buffer), while the failed
+// resource stays.
+func TestAnExhaustedEscalationsLeaseLapses(t *testing.T) {
+	t.Parallel()
+	const scenario = "lapse-exhausted"
+	env.CreateTemplate(t, scenario, nil)
+	nodes := env.CreateNodes(t, scenario, 3)
+	env.CreateNHC(t, scenario, func(s *v1alpha1.NodeHealthCheckSpec) {
+		s.RemediationTemplate = nil
+		s.EscalatingRemediations = []v1alpha1.EscalatingRemediation{{RemediationTemplate: framework.TemplateRef(scenario), Order: 0, Timeout: metav1.Duration{Duration: time.Minute}}}
+	})
+	env.Fail(t, time.Hour, nodes[0])
+	framework.Eventually(t, 10*time.Second, "remediated with the lease taken", func() bool {
+		return len(env.Remediations(t, scenario)[nodes[0]]) == 1 && holder(t, nodes[0]) == "NodeHealthCheck-"+scenario
+	})
+	require.False(t, takeOverAsMaintenance(nodes[0]), "our lease is in force")
+	env.SetRemediationCondition(t, env.Remediations(t, scenario)[nodes[0]][0].GetName(), v1alpha1.SucceededCondition, "False")
+	lapsesForMaintenance(t, scenario, nodes[0], 75*time.Second)
+	assert.True(t, hasEvent(t, scenario, corev1.EventTypeNormal, "NodeLeaseLapsing", "escalation exhausted"))
 }
