@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -148,6 +149,15 @@ func TestControlPlaneNodesOneAtATime(t *testing.T) {
 	framework.Consistently(t, 2*time.Second, "one control-plane node at a time", func() bool { return len(remediated(t, scenario)) == 1 })
 	r := env.Remediations(t, scenario)[nodes[1]][0]
 	assert.Contains(t, r.GetLabels(), v1alpha1.ControlPlaneNodeLabel)
+	framework.Eventually(t, 5*time.Second, "upstream's skip event", func() bool {
+		for _, e := range env.Events(t, scenario) {
+			if e.Reason == "RemediationSkipped" && strings.HasSuffix(e.Message,
+				"Skipping remediation of "+nodes[2]+" for preventing control plane / etcd quorum loss, going to retry in a minute") {
+				return true
+			}
+		}
+		return false
+	})
 
 	env.Recover(t, nodes[1])
 	framework.Eventually(t, 10*time.Second, "the next control-plane node's turn", func() bool {
