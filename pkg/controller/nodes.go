@@ -39,6 +39,13 @@ func nodeChanged(old, updated *health.Node, selectorKeys func() map[string]bool)
 	return v1alpha1.IsControlPlane(old.Labels) != v1alpha1.IsControlPlane(updated.Labels)
 }
 
+// sameConditions tells whether two condition lists hold the same
+// conditions, each as often, in any order. A kubelet and
+// node-problem-detector keep their order, so the lists are compared
+// position by position first, and counted only when that fails. Either way
+// it is linear however many conditions a node has, and a change of any copy
+// of a duplicated type counts: a decision reads every copy
+// (matchConditions).
 func sameConditions(a, b []health.NodeCondition) bool {
 	if len(a) != len(b) {
 		return false
@@ -47,19 +54,39 @@ func sameConditions(a, b []health.NodeCondition) bool {
 		// nodecache shares unchanged conditions with the node's next object.
 		return true
 	}
-	for _, ca := range a {
-		found := false
-		for _, cb := range b {
-			if ca.Type == cb.Type {
-				found = ca.Status == cb.Status && ca.LastTransitionTime.Equal(&cb.LastTransitionTime)
-				break
-			}
-		}
-		if !found {
+	i := 0
+	for i < len(a) && sameCondition(a[i], b[i]) {
+		i++
+	}
+	if i == len(a) {
+		return true
+	}
+	counts := make(map[conditionKey]int, len(a)-i)
+	for j := i; j < len(a); j++ {
+		counts[keyOf(a[j])]++
+		counts[keyOf(b[j])]--
+	}
+	for _, n := range counts {
+		if n != 0 {
 			return false
 		}
 	}
 	return true
+}
+
+func sameCondition(a, b health.NodeCondition) bool {
+	return a.Type == b.Type && a.Status == b.Status && a.LastTransitionTime.Equal(&b.LastTransitionTime)
+}
+
+// conditionKey is what sameCondition compares, as a map key.
+type conditionKey struct {
+	conditionType string
+	status        string
+	transition    int64
+}
+
+func keyOf(c health.NodeCondition) conditionKey {
+	return conditionKey{string(c.Type), string(c.Status), c.LastTransitionTime.UnixNano()}
 }
 
 func hasKey(m map[string]string, key string) bool {

@@ -76,6 +76,50 @@ func TestNodeChanged(t *testing.T) {
 	}
 }
 
+func TestSameConditions(t *testing.T) {
+	at := func(c corev1.NodeConditionType, s corev1.ConditionStatus, minute int) health.NodeCondition {
+		return health.NodeCondition{Type: c, Status: s, LastTransitionTime: metav1.NewTime(t0.Add(time.Duration(minute) * time.Minute))}
+	}
+	ready, notReady, pressure := at(corev1.NodeReady, corev1.ConditionTrue, 0), at(corev1.NodeReady, corev1.ConditionFalse, 1), at(corev1.NodeMemoryPressure, corev1.ConditionFalse, 0)
+	cases := []struct {
+		name string
+		a, b []health.NodeCondition
+		same bool
+	}{
+		{"equal", []health.NodeCondition{ready, pressure}, []health.NodeCondition{ready, pressure}, true},
+		{"another order", []health.NodeCondition{ready, pressure}, []health.NodeCondition{pressure, ready}, true},
+		{"one changed", []health.NodeCondition{ready, pressure}, []health.NodeCondition{notReady, pressure}, false},
+		{"the second copy of a duplicated type changed", []health.NodeCondition{ready, ready}, []health.NodeCondition{ready, notReady}, false},
+		{"the first copy of a duplicated type changed", []health.NodeCondition{ready, ready}, []health.NodeCondition{notReady, ready}, false},
+		{"duplicates in another order", []health.NodeCondition{ready, notReady, ready}, []health.NodeCondition{notReady, ready, ready}, true},
+		{"one copy more, one type less", []health.NodeCondition{ready, ready, pressure}, []health.NodeCondition{ready, pressure, pressure}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.same, sameConditions(tc.a, tc.b))
+			assert.Equal(t, tc.same, sameConditions(tc.b, tc.a))
+		})
+	}
+}
+
+// BenchmarkSameConditionsOfAHugeNode compares a node of 10,000 conditions
+// with its update that changed the last one: one node's flood of conditions
+// must not stall the node handlers.
+func BenchmarkSameConditionsOfAHugeNode(b *testing.B) {
+	const count = 10000
+	old, updated := make([]health.NodeCondition, count), make([]health.NodeCondition, count)
+	for i := range old {
+		old[i] = health.NodeCondition{Type: corev1.NodeConditionType(fmt.Sprintf("Custom%05d", i)), Status: corev1.ConditionFalse, LastTransitionTime: t0}
+	}
+	copy(updated, old)
+	updated[count-1].Status = corev1.ConditionTrue
+	for b.Loop() {
+		if sameConditions(old, updated) {
+			b.Fatal("the change is not seen")
+		}
+	}
+}
+
 // realisticNode is a node as a kubelet reports it: managed fields, 50
 // images, capacity, addresses, node info.
 func realisticNode(i int) *corev1.Node {
