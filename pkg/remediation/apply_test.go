@@ -35,6 +35,7 @@ type applyFixture struct {
 	client  *dynamicfake.FakeDynamicClient
 	manager *Manager
 	obs     *Observation
+	clock   *clocktesting.FakePassiveClock
 }
 
 func newApplyFixture(t *testing.T) *applyFixture {
@@ -48,7 +49,7 @@ func newApplyFixture(t *testing.T) *applyFixture {
 		templates: map[corev1.ObjectReference]*unstructured.Unstructured{templateKey(templateRef): testTemplate(nil)},
 		resources: map[schema.GroupVersionKind]schema.GroupVersionResource{testGVR.GroupVersion().WithKind("TestRemediation"): testGVR},
 	}
-	return &applyFixture{client: client, manager: m, obs: obs}
+	return &applyFixture{client: client, manager: m, obs: obs, clock: clock}
 }
 
 // sendAll lets every create through its recheck.
@@ -151,6 +152,34 @@ func TestControlPlaneNodesOneAtATimeAcrossNodeHealthChecks(t *testing.T) {
 	// Forgetting a deleted NodeHealthCheck releases what it held.
 	f.manager.Forget("cp-" + waiting)
 	assert.Empty(t, f.manager.controlPlane.nodes())
+}
+
+// A create whose outcome is uncertain, and whose follow-up GET fails too,
+// keeps its reservation: nothing says whether the resource exists. It lapses
+// with the create's expectation, instead of holding every other
+// control-plane node back until a restart.
+func TestAnUnsettledControlPlaneReservationLapses(t *testing.T) {
+	f := newApplyFixture(t)
+	failing := true
+	f.client.PrependReactor("*", "testremediations", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		switch {
+		case !failing:
+			return false, nil, nil
+		case action.GetVerb() == "create":
+			return true, nil, apierrors.NewInternalError(assert.AnError)
+		}
+		return true, nil, apierrors.NewServiceUnavailable("the API server is restarting")
+	})
+	out := f.manager.Apply(context.Background(), testNHC, controlPlanePlan("master-0"), f.obs, sendAll)
+	require.Len(t, out.Errors, 1)
+	assert.Equal(t, []string{"master-0"}, f.manager.controlPlane.nodes(), "held while the outcome is unknown")
+	failing = false
+
+	f.clock.SetTime(f.clock.Now().Add(ExpectationsTTL - time.Second))
+	assert.Len(t, f.manager.Apply(context.Background(), nhcNamed("cp-b"), controlPlanePlan("master-1"), f.obs, sendAll).Blocked, 1)
+	f.clock.SetTime(f.clock.Now().Add(time.Second))
+	assert.Empty(t, f.manager.controlPlane.nodes(), "lapsed")
+	assert.Len(t, f.manager.Apply(context.Background(), nhcNamed("cp-b"), controlPlanePlan("master-1"), f.obs, sendAll).Created, 1)
 }
 
 func TestWorkersAreNotHeldByAControlPlaneReservation(t *testing.T) {

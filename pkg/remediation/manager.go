@@ -69,7 +69,7 @@ func New(cfg Config) *Manager {
 // informers' changes before any handler, so that a NodeHealthCheck woken by
 // a change finds its expectations settled.
 func newManager(informers *Informers, templates *Templates, expectations *Expectations, writer *Writer, leases *NodeLeases) *Manager {
-	m := &Manager{informers: informers, templates: templates, expectations: expectations, writer: writer, controlPlane: newControlPlaneReservations(), leases: leases}
+	m := &Manager{informers: informers, templates: templates, expectations: expectations, writer: writer, controlPlane: newControlPlaneReservations(expectations.clock), leases: leases}
 	informers.AddChangeHandler(m.changed)
 	return m
 }
