@@ -1,12 +1,15 @@
 package health
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Node leases: before it remediates a node, a NodeHealthCheck takes the
@@ -41,13 +44,31 @@ func LeaseHolderNHC(holder string) (string, bool) {
 	return strings.CutPrefix(holder, leaseHolderPrefix)
 }
 
-// LeaseName is the name of a node's lease.
+// leaseNameHashLength is the number of hex digits that stand for the end of
+// a node name too long for its lease's name.
+const leaseNameHashLength = 10
+
+// LeaseName is the name of a node's lease: upstream's "node-<name>", or,
+// where that would be longer than an object name may be (a node name of
+// over 248 characters), its first part and a hash of the whole node name,
+// as Kubernetes names what it derives from long names.
 func LeaseName(node string) string {
-	return strings.ToLower(leaseNamePrefix + node)
+	name := strings.ToLower(leaseNamePrefix + node)
+	if len(name) <= validation.DNS1123SubdomainMaxLength {
+		return name
+	}
+	sum := sha256.Sum256([]byte(node))
+	suffix := "-" + hex.EncodeToString(sum[:])[:leaseNameHashLength]
+	return strings.TrimRight(name[:validation.DNS1123SubdomainMaxLength-len(suffix)], ".-") + suffix
 }
 
-// LeaseNode is the node a lease name is for, if it is a node lease.
-func LeaseNode(leaseName string) (string, bool) {
+// LeaseNode is the node a node lease is for. owner is the name of the Node
+// that owns the lease, "" without: it says which node a lease whose name was
+// shortened is for. A lease not named after a node is none.
+func LeaseNode(leaseName, owner string) (string, bool) {
+	if owner != "" && LeaseName(owner) == leaseName {
+		return owner, true
+	}
 	return strings.CutPrefix(leaseName, leaseNamePrefix)
 }
 

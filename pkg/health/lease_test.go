@@ -1,12 +1,14 @@
 package health
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
@@ -31,11 +33,37 @@ func lease(holder string, renewedAgo, duration time.Duration) NodeLease {
 func TestLeaseNames(t *testing.T) {
 	assert.Equal(t, "NodeHealthCheck-workers", LeaseHolder("workers"))
 	assert.Equal(t, "node-worker-1", LeaseName("worker-1"))
-	node, ok := LeaseNode("node-worker-1")
+	node, ok := LeaseNode("node-worker-1", "")
 	assert.True(t, ok)
 	assert.Equal(t, "worker-1", node)
-	_, ok = LeaseNode("nhc-controller.remediation.medik8s.io")
+	_, ok = LeaseNode("nhc-controller.remediation.medik8s.io", "")
 	assert.False(t, ok)
+}
+
+// longNodeName is a valid node name of 253 characters that ends with end.
+func longNodeName(end string) string {
+	label := strings.Repeat("a", 63)
+	name := strings.Join([]string{label, label, label, label}, ".")
+	return name[:validation.DNS1123SubdomainMaxLength-len(end)] + end
+}
+
+// A node name of over 248 characters would make a lease name longer than
+// an object name may be: it is shortened with a hash of the whole name, so
+// that two such nodes never share a lease, and the owner reference says
+// which node it is for.
+func TestLeaseNamesOfLongNodeNames(t *testing.T) {
+	a, b := longNodeName("-a"), longNodeName("-b")
+	for _, node := range []string{a, b, longNodeName("")[:249], longNodeName("")[:248]} {
+		name := LeaseName(node)
+		assert.Empty(t, validation.IsDNS1123Subdomain(name), "%q", name)
+		got, ok := LeaseNode(name, node)
+		assert.True(t, ok)
+		assert.Equal(t, node, got)
+	}
+	assert.Equal(t, "node-"+longNodeName("")[:248], LeaseName(longNodeName("")[:248]), "as upstream while it fits")
+	assert.NotEqual(t, LeaseName(a), LeaseName(b))
+	other, _ := LeaseNode(LeaseName(a), b)
+	assert.NotEqual(t, b, other, "an owner the name does not fit is not the node")
 }
 
 func TestLeaseHeldAt(t *testing.T) {

@@ -90,10 +90,15 @@ const stepNameHashLength = 10
 
 // stepName is the name of a node's resource from a template that allows
 // several per node: the node's name and a hash of the NodeHealthCheck's UID
-// and the template. The node part is shortened to keep the name a valid
-// object name.
+// and the template. A node name too long to fit whole is shortened, and
+// then hashed too, so that two nodes that share the part kept never share
+// a name.
 func stepName(node string, nhc *v1alpha1.NodeHealthCheck, template *unstructured.Unstructured) string {
-	sum := sha256.Sum256([]byte(string(nhc.UID) + "/" + template.GetAPIVersion() + "/" + template.GetKind() + "/" + template.GetNamespace() + "/" + template.GetName()))
-	suffix := "-" + hex.EncodeToString(sum[:])[:stepNameHashLength]
-	return strings.TrimRight(node[:min(len(node), validation.DNS1123SubdomainMaxLength-len(suffix))], ".-") + suffix
+	hashed := string(nhc.UID) + "/" + template.GetAPIVersion() + "/" + template.GetKind() + "/" + template.GetNamespace() + "/" + template.GetName()
+	kept := validation.DNS1123SubdomainMaxLength - 1 - stepNameHashLength
+	if len(node) > kept {
+		hashed += "/" + node
+	}
+	sum := sha256.Sum256([]byte(hashed))
+	return strings.TrimRight(node[:min(len(node), kept)], ".-") + "-" + hex.EncodeToString(sum[:])[:stepNameHashLength]
 }

@@ -109,6 +109,10 @@ func TestNewRemediationWithMultipleTemplatesSupport(t *testing.T) {
 	assert.Len(t, r.GetName(), 253, "shortened to a valid name")
 	assert.Empty(t, validation.IsDNS1123Subdomain(r.GetName()))
 	assert.Equal(t, long, NodeOf(r))
+	sharingItsStart := strings.Repeat("n", 252) + "m"
+	r2, err := newRemediation(testTemplate(multi), testNHC, sharingItsStart, false)
+	require.NoError(t, err)
+	assert.NotEqual(t, r.GetName(), r2.GetName(), "two long node names that share their start")
 }
 
 func TestTemplateSpec(t *testing.T) {

@@ -91,7 +91,7 @@ func (l *NodeLeases) AddChangeHandler(handler LeaseChangeFunc) error {
 			obj = tombstone.Obj
 		}
 		if lease, ok := obj.(*coordinationv1.Lease); ok {
-			if node, ok := health.LeaseNode(lease.Name); ok {
+			if node, ok := leaseNode(lease); ok {
 				holder := ptr.Deref(lease.Spec.HolderIdentity, "")
 				handler(node, added && l.taking.seen(lease.Name, holder), holder)
 			}
@@ -105,7 +105,7 @@ func (l *NodeLeases) AddChangeHandler(handler LeaseChangeFunc) error {
 			if !ok1 || !ok2 || ptr.Deref(old.Spec.HolderIdentity, "") == ptr.Deref(updated.Spec.HolderIdentity, "") {
 				return
 			}
-			if node, ok := health.LeaseNode(updated.Name); ok {
+			if node, ok := leaseNode(updated); ok {
 				holder := ptr.Deref(updated.Spec.HolderIdentity, "")
 				handler(node, l.taking.seen(updated.Name, holder), ptr.Deref(old.Spec.HolderIdentity, ""), holder)
 			}
@@ -136,11 +136,24 @@ func (l *NodeLeases) read() (*health.Leases, *health.Problem, error) {
 func LeasesOf(all []*coordinationv1.Lease, duration, buffer time.Duration) *health.Leases {
 	leases := &health.Leases{ByNode: make(map[string]health.NodeLease, len(all)), Duration: duration, Buffer: buffer}
 	for _, lease := range all {
-		if node, ok := health.LeaseNode(lease.Name); ok {
+		if node, ok := leaseNode(lease); ok {
 			leases.ByNode[node] = nodeLeaseOf(lease)
 		}
 	}
 	return leases
+}
+
+// leaseNode is the node a node lease is for, by its name and the Node that
+// owns it: a lease whose name was shortened names its node only there.
+func leaseNode(lease *coordinationv1.Lease) (string, bool) {
+	owner := ""
+	for _, ref := range lease.OwnerReferences {
+		if ref.Kind == "Node" && ref.APIVersion == "v1" {
+			owner = ref.Name
+			break
+		}
+	}
+	return health.LeaseNode(lease.Name, owner)
 }
 
 // nodeLeaseOf is what decisions need of a Lease.
