@@ -3,14 +3,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"syscall"
-	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/tools/leaderelection"
@@ -65,27 +63,6 @@ func buildVersion() string {
 		return info.Main.Version
 	}
 	return "(devel)"
-}
-
-// serve runs an HTTP server until ctx ends; "0" disables it.
-func serve(ctx context.Context, name, address string, handler http.Handler) {
-	if address == "" || address == "0" {
-		return
-	}
-	logger := klog.FromContext(ctx)
-	server := &http.Server{Addr: address, Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = server.Shutdown(shutdownCtx)
-	}()
-	go func() {
-		logger.Info("Serving", "server", name, "address", address)
-		if err := server.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Error(err, "Server failed", "server", name, "address", address)
-		}
-	}()
 }
 
 // readiness says whether this replica is ready: its caches synced and, with

@@ -113,7 +113,9 @@ func run(ctx context.Context, opts *options) error {
 	}
 
 	if !opts.leaderElect {
-		serve(ctx, "probes", opts.probeAddress, probes(ctrl.CachesSynced, nil, nil))
+		if err := serve(ctx, "probes", opts.probeAddress, probeLimits, probes(ctrl.CachesSynced, nil, nil)); err != nil {
+			return err
+		}
 		return ctrl.Run(ctx, opts.workers)
 	}
 	return runElected(ctx, opts, kubeClient, ctrl, logger)
@@ -177,7 +179,9 @@ func runElected(ctx context.Context, opts *options, kubeClient kubernetes.Interf
 	if err != nil {
 		return err
 	}
-	serve(ctx, "probes", opts.probeAddress, probes(ctrl.CachesSynced, elector, healthz))
+	if err := serve(ctx, "probes", opts.probeAddress, probeLimits, probes(ctrl.CachesSynced, elector, healthz)); err != nil {
+		return err
+	}
 	go func() {
 		// A replica that never led ends its election on SIGTERM.
 		<-ctx.Done()
@@ -192,9 +196,6 @@ func runElected(ctx context.Context, opts *options, kubeClient kubernetes.Interf
 // serveMetrics serves /metrics, and /debug/pprof/ with --profiling, over
 // HTTPS to authorized callers unless --metrics-secure=false.
 func serveMetrics(ctx context.Context, opts *options, kubeClient kubernetes.Interface) error {
-	if opts.metricsAddress == "" || opts.metricsAddress == "0" {
-		return nil
-	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", legacyregistry.Handler())
 	if opts.profiling {
@@ -205,10 +206,9 @@ func serveMetrics(ctx context.Context, opts *options, kubeClient kubernetes.Inte
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	if !opts.metricsSecure {
-		serve(ctx, "metrics", opts.metricsAddress, mux)
-		return nil
+		return serve(ctx, "metrics", opts.metricsAddress, metricsLimits, mux)
 	}
-	return serveTLS(ctx, "metrics", opts.metricsAddress, opts.tlsCertFile, opts.tlsKeyFile, protectMetrics(kubeClient, mux))
+	return serveTLS(ctx, "metrics", opts.metricsAddress, opts.tlsCertFile, opts.tlsKeyFile, metricsLimits, protectMetrics(kubeClient, mux))
 }
 
 // probes serves /healthz (the process and, with leader election, the lease

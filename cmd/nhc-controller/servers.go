@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"golang.org/x/net/netutil"
+	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/klog/v2"
+)
+
+// serverLimits bound what callers of the metrics and probe servers can take
+// of the process: without them, idle connections stay open forever (1,000
+// cost about 40 MiB), and a few thousand OOM-kill the pod.
+type serverLimits struct {
+	// readHeader bounds the time to send a request's headers, read its
+	// whole request, write a response, and keep an idle connection open.
+	readHeader, read, write, idle time.Duration
+	// connections caps the open connections; more wait to be accepted.
+	connections int
+}
+
+// probeLimits serve the kubelet, which opens a connection per probe and
+// gives up after a second.
+var probeLimits = serverLimits{readHeader: 5 * time.Second, read: 5 * time.Second, write: 10 * time.Second, idle: 10 * time.Second, connections: 64}
+
+// metricsLimits serve Prometheus, which keeps a connection per target and
+// scrapes every 15 to 60 seconds, and pprof, whose CPU profile writes
+// after 30 seconds.
+var metricsLimits = serverLimits{readHeader: 10 * time.Second, read: 30 * time.Second, write: 2 * time.Minute, idle: 90 * time.Second, connections: 256}
+
+// serve runs an HTTP server until ctx ends; "0" disables it.
+func serve(ctx context.Context, name, address string, limits serverLimits, handler http.Handler) error {
+	return runServer(ctx, name, address, limits, nil, handler)
+}
+
+// serveTLS runs an HTTPS server until ctx ends, with the certificate given
+// or, without one, a self-signed one made at start.
+func serveTLS(ctx context.Context, name, address, certFile, keyFile string, limits serverLimits, handler http.Handler) error {
+	var cert tls.Certificate
+	var err error
+	if certFile != "" {
+		cert, err = tls.LoadX509KeyPair(certFile, keyFile)
+	} else {
+		var certPEM, keyPEM []byte
+		certPEM, keyPEM, err = certutil.GenerateSelfSignedCertKey("nhc-controller", nil, []string{"nhc-controller-metrics.nhc-system.svc", "localhost"})
+		if err == nil {
+			cert, err = tls.X509KeyPair(certPEM, keyPEM)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("the %s server's certificate: %w", name, err)
+	}
+	return runServer(ctx, name, address, limits, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, handler)
+}
+
+// runServer listens at once, so that a port in use fails the start, and
+// serves until ctx ends.
+func runServer(ctx context.Context, name, address string, limits serverLimits, tlsConfig *tls.Config, handler http.Handler) error {
+	if address == "" || address == "0" {
+		return nil
+	}
+	listener, err := net.Listen("tcp", address)
+	if err != nil {
+		return fmt.Errorf("the %s server: %w", name, err)
+	}
+	server := newServer(limits, tlsConfig, handler)
+	logger := klog.FromContext(ctx)
+	go func() {
+		<-ctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = server.Shutdown(shutdownCtx)
+	}()
+	go func() {
+		logger.Info("Serving", "server", name, "address", listener.Addr().String(), "tls", tlsConfig != nil)
+		if err := serveOn(server, listener, limits); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error(err, "Server failed", "server", name, "address", address)
+		}
+	}()
+	return nil
+}
+
+func newServer(limits serverLimits, tlsConfig *tls.Config, handler http.Handler) *http.Server {
+	return &http.Server{
+		Handler: handler, TLSConfig: tlsConfig,
+		ReadHeaderTimeout: limits.readHeader, ReadTimeout: limits.read, WriteTimeout: limits.write, IdleTimeout: limits.idle,
+		MaxHeaderBytes: 64 << 10,
+	}
+}
+
+// serveOn serves on a listener whose open connections are capped.
+func serveOn(server *http.Server, listener net.Listener, limits serverLimits) error {
+	listener = netutil.LimitListener(listener, limits.connections)
+	if server.TLSConfig != nil {
+		return server.ServeTLS(listener, "", "")
+	}
+	return server.Serve(listener)
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// startServer serves ok on a loopback port with the given limits.
+func startServer(t *testing.T, limits serverLimits) string {
+	t.Helper()
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	server := newServer(limits, nil, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
+	go func() { _ = serveOn(server, listener, limits) }()
+	t.Cleanup(func() { _ = server.Close() })
+	return listener.Addr().String()
+}
+
+// get sends a request on a connection and reads its response.
+func get(t *testing.T, conn net.Conn) {
+	t.Helper()
+	_, err := conn.Write([]byte("GET / HTTP/1.1\r\nHost: test\r\n\r\n"))
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	require.NoError(t, resp.Body.Close())
+}
+
+// closedWithin tells whether the server closes a connection within d.
+func closedWithin(conn net.Conn, d time.Duration) bool {
+	_ = conn.SetReadDeadline(time.Now().Add(d))
+	_, err := conn.Read(make([]byte, 1))
+	return err == io.EOF
+}
+
+// Idle connections, and connections that never send a request, are closed:
+// they would otherwise stay open forever, 40 KiB each.
+func TestIdleConnectionsAreClosed(t *testing.T) {
+	addr := startServer(t, serverLimits{readHeader: 200 * time.Millisecond, read: time.Second, write: time.Second, idle: 300 * time.Millisecond, connections: 8})
+
+	idle, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer idle.Close()
+	get(t, idle)
+	assert.True(t, closedWithin(idle, 2*time.Second), "an idle connection after a request")
+
+	silent, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer silent.Close()
+	assert.True(t, closedWithin(silent, 2*time.Second), "a connection that never sends a request")
+}
+
+// Open connections are capped: one more waits until one closes.
+func TestConnectionsAreCapped(t *testing.T) {
+	addr := startServer(t, serverLimits{readHeader: 10 * time.Second, read: 10 * time.Second, write: 10 * time.Second, idle: 10 * time.Second, connections: 2})
+	held := make([]net.Conn, 2)
+	for i := range held {
+		conn, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		defer conn.Close()
+		get(t, conn)
+		held[i] = conn
+	}
+
+	waiting, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer waiting.Close()
+	_, err = waiting.Write([]byte("GET / HTTP/1.1\r\nHost: test\r\n\r\n"))
+	require.NoError(t, err)
+	_ = waiting.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	_, err = waiting.Read(make([]byte, 1))
+	var timeout net.Error
+	require.ErrorAs(t, err, &timeout, "not served while two are open")
+	assert.True(t, timeout.Timeout())
+
+	require.NoError(t, held[0].Close())
+	_ = waiting.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(waiting), nil)
+	require.NoError(t, err, "served once one closed")
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+}
