@@ -54,8 +54,10 @@ type options struct {
 }
 
 // maxNodeBatchWindow bounds how much later than it could a node update may
-// be seen.
-const maxNodeBatchWindow = time.Second
+// be seen, and how slowly a watch may be read: at 100ms, paced reads were
+// measured to keep up with 11.8 MiB/s; at 1s only with 0.24 MiB/s, and a
+// steady 350 KB/s watch fell 12.7 s behind.
+const maxNodeBatchWindow = 100 * time.Millisecond
 
 func defaultOptions() *options {
 	return &options{

@@ -59,6 +59,7 @@ func NewInformer(config *rest.Config, batchWindow time.Duration) (*Informer, err
 	if batchWindow > 0 {
 		config = rest.CopyConfig(config)
 		config.Dial = pacing.dialer()
+		config.Wrap(pacing.wrap)
 	}
 	client, err := rest.RESTClientFor(config)
 	if err != nil {
@@ -75,7 +76,6 @@ func NewInformer(config *rest.Config, batchWindow time.Duration) (*Informer, err
 	}
 	informer := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), &health.Node{},
 		cache.SharedIndexInformerOptions{})
-	pacing.synced = informer.HasSynced
 	indexer := informer.GetIndexer()
 	d.previous = func(name string) *health.Node {
 		obj, _, _ := indexer.GetByKey(name)

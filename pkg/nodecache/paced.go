@@ -2,7 +2,11 @@ package nodecache
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
+	"net/http"
+	"net/http/httptrace"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -17,20 +21,59 @@ import (
 // finds the socket empty waits for data as usual: an update is seen at
 // most window later, and only while updates arrive faster than one per
 // window.
+//
+// Only a watch of changes is paced, never a list: neither the initial list
+// nor the relist after a 410 Gone or a watch error, whether a LIST or a
+// watch that streams the initial list first (sendInitialEvents). Paced
+// reads were measured to keep up with 11.8 MiB/s at a 100ms window, far
+// more than a watch of changes needs, and 0.24 MiB/s at 1s, less than a
+// steady 350 KB/s watch; unpaced, a relist reads 342 MiB/s.
 type readPacing struct {
 	window time.Duration
-	// synced tells whether the initial list or watch-list is in: until
-	// then, a pause would only slow it down.
-	synced func() bool
 	// urgent, when set, tells whether updates must be read as they arrive
 	// (Informer.ReadAtOnceWhile).
 	urgent func() bool
 	clock  clock.Clock
 }
 
-// active tells whether to pace reads now.
+// active tells whether to pace a watch's reads now.
 func (p *readPacing) active() bool {
-	return p.synced() && (p.urgent == nil || !p.urgent())
+	return p.urgent == nil || !p.urgent()
+}
+
+// pacedRequest tells whether a request's response may be read paced: a
+// watch of changes, not a list.
+func pacedRequest(req *http.Request) bool {
+	query := req.URL.Query()
+	return query.Get("watch") == "true" && query.Get("sendInitialEvents") != "true"
+}
+
+// wrap marks the connection each request goes out on with whether its
+// response may be read paced: an HTTP/1.1 connection carries one request at
+// a time, a list after a watch or the other way round.
+func (p *readPacing) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		paced := pacedRequest(req)
+		trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+			if c := pacedConnOf(info.Conn); c != nil {
+				c.watch.Store(paced)
+			}
+		}}
+		return rt.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
+	})
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// pacedConnOf is the paced connection under a connection, or nil.
+func pacedConnOf(conn net.Conn) *pacedConn {
+	if tlsConn, ok := conn.(*tls.Conn); ok {
+		conn = tlsConn.NetConn()
+	}
+	c, _ := conn.(*pacedConn)
+	return c
 }
 
 // dialer returns a dial function whose connections are paced.
@@ -50,6 +93,9 @@ func (p *readPacing) dialer() func(ctx context.Context, network, address string)
 type pacedConn struct {
 	net.Conn
 	pacing *readPacing
+	// watch is true while the connection carries a watch of changes
+	// (pacedRequest), whose reads may be paced.
+	watch atomic.Bool
 	// readAt is when the next read may start; zero is now. The reads of
 	// one connection never overlap: its TLS layer serializes them.
 	readAt time.Time
@@ -63,7 +109,7 @@ func (c *pacedConn) Read(b []byte) (int, error) {
 		c.readAt = time.Time{}
 	}
 	n, err := c.Conn.Read(b)
-	if n > 0 && n < len(b) && c.pacing.active() {
+	if n > 0 && n < len(b) && c.watch.Load() && c.pacing.active() {
 		c.readAt = c.pacing.clock.Now().Add(c.pacing.window)
 	}
 	return n, err

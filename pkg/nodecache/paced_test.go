@@ -1,12 +1,16 @@
 package nodecache
 
 import (
+	"context"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -29,27 +33,29 @@ func (c *scriptedConn) Read(b []byte) (int, error) {
 func TestPacedConnWaitsOnlyAfterEmptyingTheSocket(t *testing.T) {
 	const window, buffer = 100 * time.Millisecond, 16
 	tests := []struct {
-		name   string
-		active bool
+		name string
+		// watch is true for a watch of changes, false for a list.
+		watch bool
 		// counts are the bytes each read returns out of buffer.
 		counts []int
 		// waits are how long each read waited before reading.
 		waits []time.Duration
 	}{
-		{name: "a short read makes the next one wait", active: true,
+		{name: "a short read makes the next one wait", watch: true,
 			counts: []int{5, 7, 3}, waits: []time.Duration{0, window, window}},
-		{name: "a full read leaves more to read at once", active: true,
+		{name: "a full read leaves more to read at once", watch: true,
 			counts: []int{buffer, buffer, 2, buffer}, waits: []time.Duration{0, 0, 0, window}},
-		{name: "an ended connection does not wait", active: true,
+		{name: "an ended connection does not wait", watch: true,
 			counts: []int{-1, 4}, waits: []time.Duration{0, 0}},
-		{name: "before the cache syncs, nothing waits", active: false,
+		{name: "a list never waits", watch: false,
 			counts: []int{5, 7, 3}, waits: []time.Duration{0, 0, 0}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := clocktesting.NewFakeClock(time.Unix(0, 0))
-			pacing := &readPacing{window: window, synced: func() bool { return tt.active }, clock: clock}
+			pacing := &readPacing{window: window, clock: clock}
 			conn := &pacedConn{Conn: &scriptedConn{counts: tt.counts}, pacing: pacing}
+			conn.watch.Store(tt.watch)
 			var waits []time.Duration
 			for range tt.counts {
 				before := clock.Now()
@@ -63,8 +69,9 @@ func TestPacedConnWaitsOnlyAfterEmptyingTheSocket(t *testing.T) {
 
 func TestPacedConnWaitsOnlyWhatIsLeftOfTheWindow(t *testing.T) {
 	clock := clocktesting.NewFakeClock(time.Unix(0, 0))
-	pacing := &readPacing{window: 100 * time.Millisecond, synced: func() bool { return true }, clock: clock}
+	pacing := &readPacing{window: 100 * time.Millisecond, clock: clock}
 	conn := &pacedConn{Conn: &scriptedConn{counts: []int{1, 1}}, pacing: pacing}
+	conn.watch.Store(true)
 	_, _ = conn.Read(make([]byte, 8))
 	// Handling what was read took 30ms.
 	clock.Step(30 * time.Millisecond)
@@ -75,14 +82,54 @@ func TestPacedConnWaitsOnlyWhatIsLeftOfTheWindow(t *testing.T) {
 
 func TestPacingStandsDownWhileUpdatesAreUrgent(t *testing.T) {
 	urgent := false
-	pacing := &readPacing{window: time.Second, synced: func() bool { return true }, clock: clocktesting.NewFakeClock(time.Unix(0, 0))}
-	assert.True(t, pacing.active(), "synced, no one asks for more")
+	pacing := &readPacing{window: time.Second, clock: clocktesting.NewFakeClock(time.Unix(0, 0))}
+	assert.True(t, pacing.active(), "no one asks for more")
 	i := &Informer{pacing: pacing}
 	i.ReadAtOnceWhile(func() bool { return urgent })
-	assert.True(t, pacing.active(), "synced, nothing urgent")
+	assert.True(t, pacing.active(), "nothing urgent")
 	urgent = true
 	assert.False(t, pacing.active(), "a decision is due")
-	pacing.synced = func() bool { return false }
-	urgent = false
-	assert.False(t, pacing.active(), "not synced")
+}
+
+// Only a watch of changes is paced; a list, and a watch that streams the
+// initial list first, as the informer's relist after a 410 Gone does, are
+// read at once.
+func TestOnlyAWatchOfChangesIsPaced(t *testing.T) {
+	for query, paced := range map[string]bool{
+		"watch=true&resourceVersion=12&allowWatchBookmarks=true":                                       true,
+		"resourceVersion=0&limit=500":                                                                  false,
+		"watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true": false,
+	} {
+		req := httptest.NewRequest(http.MethodGet, "/api/v1/nodes?"+query, nil)
+		assert.Equal(t, paced, pacedRequest(req), query)
+	}
+}
+
+// The connection a request goes out on is marked with whether it is paced,
+// request by request: a keep-alive connection carries a watch, then a list.
+func TestTheConnectionOfAListIsNotPaced(t *testing.T) {
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("{}")) }))
+	defer server.Close()
+	pacing := &readPacing{window: time.Millisecond, clock: clocktesting.NewFakeClock(time.Unix(0, 0))}
+	var conns []*pacedConn
+	dial := pacing.dialer()
+	transport := &http.Transport{DialContext: func(ctx context.Context, network, address string) (net.Conn, error) {
+		conn, err := dial(ctx, network, address)
+		if err == nil {
+			conns = append(conns, conn.(*pacedConn))
+		}
+		return conn, err
+	}}
+	client := &http.Client{Transport: pacing.wrap(transport)}
+	for _, tc := range []struct {
+		query string
+		paced bool
+	}{{"watch=true&resourceVersion=1", true}, {"limit=500", false}, {"watch=true&resourceVersion=2", true}} {
+		resp, err := client.Get(server.URL + "/api/v1/nodes?" + tc.query)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		require.NoError(t, resp.Body.Close())
+		require.Len(t, conns, 1, "one keep-alive connection")
+		assert.Equal(t, tc.paced, conns[0].watch.Load(), tc.query)
+	}
 }
