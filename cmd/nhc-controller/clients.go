@@ -9,7 +9,9 @@ import (
 )
 
 // apiClients are the controller's clients. Each has its own rate limit, so
-// that events, however many a storm brings, never delay a remediation.
+// that events, however many a storm brings, never delay a remediation, and
+// nothing a caller of the metrics endpoint does (each new bearer token is a
+// TokenReview) ever delays the leader's lease renewal.
 // client-go's typed clients speak protobuf for built-in kinds already
 // (Nodes, Leases, Events): decoding an 11 KB Node from it costs a fraction of
 // JSON, and the node informer decodes every heartbeat.
@@ -18,6 +20,11 @@ type apiClients struct {
 	kube kubernetes.Interface
 	// events records events, within --events-qps and --events-burst.
 	events kubernetes.Interface
+	// election renews the leader-election lease, and nothing else.
+	election kubernetes.Interface
+	// reviews asks the API server to authenticate and authorize the
+	// callers of the metrics endpoint, within reviewQPS and reviewBurst.
+	reviews kubernetes.Interface
 	// nhc reads and writes NodeHealthChecks, in JSON as custom resources are.
 	nhc versioned.Interface
 	// dynamic writes remediation resources of any kind, in JSON.
@@ -34,12 +41,21 @@ func newClients(config *rest.Config, opts *options) (*apiClients, error) {
 	config.DisableCompression = true
 	events := rest.CopyConfig(config)
 	events.QPS, events.Burst = opts.eventsQPS, opts.eventsBurst
+	reviews := rest.CopyConfig(config)
+	reviews.QPS, reviews.Burst = reviewQPS, reviewBurst
 	c := apiClients{config: config}
 	var err error
 	if c.kube, err = kubernetes.NewForConfig(config); err != nil {
 		return nil, err
 	}
 	if c.events, err = kubernetes.NewForConfig(events); err != nil {
+		return nil, err
+	}
+	// A rate limiter of its own: the lease is renewed every retry period.
+	if c.election, err = kubernetes.NewForConfig(rest.CopyConfig(config)); err != nil {
+		return nil, err
+	}
+	if c.reviews, err = kubernetes.NewForConfig(reviews); err != nil {
 		return nil, err
 	}
 	if c.nhc, err = versioned.NewForConfig(config); err != nil {

@@ -41,3 +41,26 @@ func TestClientsAcceptProtobufForBuiltinKinds(t *testing.T) {
 	assert.Contains(t, accept["/apis/events.k8s.io/v1/namespaces/default/events"], runtime.ContentTypeProtobuf, "events")
 	assert.NotContains(t, accept["/apis/remediation.medik8s.io/v1alpha1/nodehealthchecks"], runtime.ContentTypeProtobuf, "NodeHealthChecks are custom resources")
 }
+
+// Leader election and the reviews of metrics callers each have a rate
+// limiter of their own: no flood of scrapes, events or remediations delays
+// a lease renewal.
+func TestLeaderElectionSharesNoRateLimit(t *testing.T) {
+	clients, err := newClients(&rest.Config{Host: "https://example.invalid"}, defaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	limiters := map[string]any{
+		"kube":     clients.kube.CoordinationV1().RESTClient().GetRateLimiter(),
+		"events":   clients.events.CoreV1().RESTClient().GetRateLimiter(),
+		"election": clients.election.CoordinationV1().RESTClient().GetRateLimiter(),
+		"reviews":  clients.reviews.AuthenticationV1().RESTClient().GetRateLimiter(),
+	}
+	for a, la := range limiters {
+		for b, lb := range limiters {
+			if a < b {
+				assert.NotSame(t, la, lb, "%s and %s", a, b)
+			}
+		}
+	}
+}

@@ -27,9 +27,22 @@ const (
 	unauthenticatedTTL = 10 * time.Second
 	allowedTTL         = 5 * time.Minute
 	deniedTTL          = 10 * time.Second
+	// failedTTL is how long a review that failed (no answer) is not asked
+	// again for the same token: a caller retrying at once gets the same.
+	failedTTL = 2 * time.Second
 	// reviewCacheSize bounds each cache; the least recently used go first.
 	reviewCacheSize = 1024
 	reviewTimeout   = 10 * time.Second
+)
+
+// What the reviews may take of the API server and of the process: a
+// client of their own with this rate limit, and at most reviewsInFlight
+// callers reviewed at once; one more is answered 429 at once. Prometheus's
+// token is reviewed once every authenticatedTTL, whatever anyone else sends.
+const (
+	reviewQPS       = 20
+	reviewBurst     = 40
+	reviewsInFlight = 16
 )
 
 // authWebhookBackoff retries TokenReviews and SubjectAccessReviews briefly,
@@ -47,10 +60,16 @@ type delegatedAuth struct {
 	client  kubernetes.Interface
 	handler http.Handler
 	// users caches TokenReviews by the token's hash, a nil user for an
-	// unknown token; access caches SubjectAccessReviews by user, verb and
-	// path, the refusal or "" when allowed.
+	// unknown token, errReviewFailed for a review that failed; access
+	// caches SubjectAccessReviews by user, verb and path, the refusal or
+	// "" when allowed.
 	users, access *cache.LRUExpireCache
+	// inFlight holds a slot for each caller being reviewed.
+	inFlight chan struct{}
 }
+
+// errReviewFailed stands for a review that got no answer, while it is cached.
+var errReviewFailed = errors.New("the token review failed a moment ago")
 
 func protectMetrics(kubeClient kubernetes.Interface, handler http.Handler) http.Handler {
 	return newDelegatedAuth(kubeClient, handler, clock.RealClock{})
@@ -59,8 +78,9 @@ func protectMetrics(kubeClient kubernetes.Interface, handler http.Handler) http.
 func newDelegatedAuth(kubeClient kubernetes.Interface, handler http.Handler, clk clock.PassiveClock) *delegatedAuth {
 	return &delegatedAuth{
 		client: kubeClient, handler: handler,
-		users:  cache.NewLRUExpireCacheWithClock(reviewCacheSize, clk),
-		access: cache.NewLRUExpireCacheWithClock(reviewCacheSize, clk),
+		users:    cache.NewLRUExpireCacheWithClock(reviewCacheSize, clk),
+		access:   cache.NewLRUExpireCacheWithClock(reviewCacheSize, clk),
+		inFlight: make(chan struct{}, reviewsInFlight),
 	}
 }
 
@@ -71,6 +91,11 @@ func (a *delegatedAuth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	user, err := a.authenticate(r.Context(), token)
+	if errors.Is(err, errTooManyReviews) {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "Too many requests are being authenticated", http.StatusTooManyRequests)
+		return
+	}
 	if err != nil {
 		klog.FromContext(r.Context()).V(2).Info("Cannot review a metrics token", "err", err)
 	}
@@ -97,8 +122,17 @@ func (a *delegatedAuth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (a *delegatedAuth) authenticate(ctx context.Context, token string) (*authenticationv1.UserInfo, error) {
 	sum := sha256.Sum256([]byte(token))
 	key := string(sum[:])
-	if user, ok := a.users.Get(key); ok {
-		return user.(*authenticationv1.UserInfo), nil
+	if cached, ok := a.users.Get(key); ok {
+		if err, failed := cached.(error); failed {
+			return nil, err
+		}
+		return cached.(*authenticationv1.UserInfo), nil
+	}
+	select {
+	case a.inFlight <- struct{}{}:
+		defer func() { <-a.inFlight }()
+	default:
+		return nil, errTooManyReviews
 	}
 	var review *authenticationv1.TokenReview
 	err := retry.OnError(authWebhookBackoff, retriable, func() error {
@@ -110,6 +144,7 @@ func (a *delegatedAuth) authenticate(ctx context.Context, token string) (*authen
 		return err
 	})
 	if err != nil {
+		a.users.Add(key, errReviewFailed, failedTTL)
 		return nil, err
 	}
 	if !review.Status.Authenticated {
@@ -119,6 +154,9 @@ func (a *delegatedAuth) authenticate(ctx context.Context, token string) (*authen
 	a.users.Add(key, &review.Status.User, authenticatedTTL)
 	return &review.Status.User, nil
 }
+
+// errTooManyReviews: reviewsInFlight callers are being reviewed already.
+var errTooManyReviews = errors.New("too many token reviews in flight")
 
 // authorize returns why the user may not do verb on path, empty if allowed.
 func (a *delegatedAuth) authorize(ctx context.Context, user *authenticationv1.UserInfo, verb, path string) (string, error) {

@@ -2,12 +2,15 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -87,4 +90,52 @@ func reviewingClient(fail error) (*fake.Clientset, *int) {
 		return true, review, nil
 	})
 	return client, reviews
+}
+
+// A flood of tokens nobody issued costs the API server at most
+// reviewsInFlight reviews at a time: one more caller is answered 429 at
+// once, without a review, and a caller whose review failed is not reviewed
+// again at once.
+func TestReviewsAreBounded(t *testing.T) {
+	client, reviews := reviewingClient(nil)
+	release := make(chan struct{})
+	client.PrependReactor("create", "tokenreviews", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		<-release
+		return false, nil, nil
+	})
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	auth := newDelegatedAuth(client, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clk)
+	scrape := func(token string) int {
+		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		auth.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	var wg sync.WaitGroup
+	for i := range reviewsInFlight {
+		wg.Go(func() { assert.Equal(t, http.StatusUnauthorized, scrape(fmt.Sprintf("forged-%d", i))) })
+	}
+	require.Eventually(t, func() bool { return len(auth.inFlight) == reviewsInFlight }, 5*time.Second, time.Millisecond)
+	assert.Equal(t, http.StatusTooManyRequests, scrape("one-more"))
+	close(release)
+	wg.Wait()
+	assert.Equal(t, reviewsInFlight, *reviews, "one review each, none for the one refused")
+	assert.Equal(t, http.StatusOK, scrape("prometheus"), "a slot is free again")
+
+	failing, failed := reviewingClient(apierrors.NewForbidden(schema.GroupResource{}, "", errors.New("no")))
+	auth = newDelegatedAuth(failing, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clk)
+	auth.ServeHTTP(httptest.NewRecorder(), authorized("prometheus"))
+	asked := *failed
+	auth.ServeHTTP(httptest.NewRecorder(), authorized("prometheus"))
+	assert.Equal(t, asked, *failed, "a failed review is not asked again at once")
+	clk.SetTime(clk.Now().Add(failedTTL + time.Millisecond))
+	auth.ServeHTTP(httptest.NewRecorder(), authorized("prometheus"))
+	assert.Greater(t, *failed, asked, "but after a moment")
+}
+
+func authorized(token string) *http.Request {
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	return req
 }

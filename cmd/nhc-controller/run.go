@@ -108,7 +108,7 @@ func run(ctx context.Context, opts *options) error {
 	}
 	go nhcInformer.Informer().RunWithContext(ctx)
 
-	if err := serveMetrics(ctx, opts, kubeClient); err != nil {
+	if err := serveMetrics(ctx, opts, apis.reviews); err != nil {
 		return err
 	}
 
@@ -118,19 +118,19 @@ func run(ctx context.Context, opts *options) error {
 		}
 		return ctrl.Run(ctx, opts.workers)
 	}
-	return runElected(ctx, opts, kubeClient, ctrl, logger)
+	return runElected(ctx, opts, apis.election, ctrl, logger)
 }
 
 // runElected runs the controller while this replica leads. On SIGTERM the
 // workers drain first, and only then is the lease released, so that the next
 // leader never acts beside a sync still in flight.
-func runElected(ctx context.Context, opts *options, kubeClient kubernetes.Interface, ctrl *controller.Controller, logger klog.Logger) error {
+func runElected(ctx context.Context, opts *options, electionClient kubernetes.Interface, ctrl *controller.Controller, logger klog.Logger) error {
 	hostname, _ := os.Hostname()
 	identity := hostname + "_" + uuid.NewString()
 	lock := &renewalTracker{
 		Interface: &resourcelock.LeaseLock{
 			LeaseMeta:  metav1.ObjectMeta{Namespace: opts.leaderElectionNamespace, Name: opts.leaderElectionID},
-			Client:     kubeClient.CoordinationV1(),
+			Client:     electionClient.CoordinationV1(),
 			LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
 		},
 		clock:    clock.RealClock{},
@@ -195,7 +195,7 @@ func runElected(ctx context.Context, opts *options, kubeClient kubernetes.Interf
 
 // serveMetrics serves /metrics, and /debug/pprof/ with --profiling, over
 // HTTPS to authorized callers unless --metrics-secure=false.
-func serveMetrics(ctx context.Context, opts *options, kubeClient kubernetes.Interface) error {
+func serveMetrics(ctx context.Context, opts *options, reviewClient kubernetes.Interface) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", legacyregistry.Handler())
 	if opts.profiling {
@@ -208,7 +208,7 @@ func serveMetrics(ctx context.Context, opts *options, kubeClient kubernetes.Inte
 	if !opts.metricsSecure {
 		return serve(ctx, "metrics", opts.metricsAddress, metricsLimits, mux)
 	}
-	return serveTLS(ctx, "metrics", opts.metricsAddress, opts.tlsCertFile, opts.tlsKeyFile, metricsLimits, protectMetrics(kubeClient, mux))
+	return serveTLS(ctx, "metrics", opts.metricsAddress, opts.tlsCertFile, opts.tlsKeyFile, metricsLimits, protectMetrics(reviewClient, mux))
 }
 
 // probes serves /healthz (the process and, with leader election, the lease

@@ -34,10 +34,13 @@ type FaultProxy struct {
 	loseCreates string
 	// unreachable answers every request with 503.
 	unreachable bool
-	// held is closed when the node watches, held back since it was made,
-	// may go on; nil while they flow.
-	held chan struct{}
+	// held are, by what they hold (nodeWatches, or a part of the path of
+	// the reads held), channels closed when the responses held may go on.
+	held map[string]chan struct{}
 }
+
+// nodeWatches keys the hold of the node watches.
+const nodeWatches = "node watches"
 
 // NewFaultProxy starts a proxy to the API server of config, and writes a
 // kubeconfig for it into dir.
@@ -54,7 +57,7 @@ func NewFaultProxy(config *rest.Config, dir string) (*FaultProxy, error) {
 	forward.Transport = transport
 	// Watches stream: pass every event on at once.
 	forward.FlushInterval = -1
-	p := &FaultProxy{}
+	p := &FaultProxy{held: map[string]chan struct{}{}}
 	p.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		unreachable, failWrites, loseCreates := p.unreachable, p.failWrites, p.loseCreates
@@ -66,8 +69,8 @@ func NewFaultProxy(config *rest.Config, dir string) (*FaultProxy, error) {
 		case loseCreates != "" && r.Method == http.MethodPost && strings.Contains(r.URL.Path, loseCreates):
 			forward.ServeHTTP(discard{header: http.Header{}}, r)
 			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"InternalError","code":500}`, http.StatusInternalServerError)
-		case r.URL.Path == "/api/v1/nodes" && r.URL.Query().Get("watch") == "true":
-			forward.ServeHTTP(&heldWriter{ResponseWriter: w, proxy: p}, r)
+		case p.holding(r) != "":
+			forward.ServeHTTP(&heldWriter{ResponseWriter: w, proxy: p, key: p.holding(r)}, r)
 		default:
 			forward.ServeHTTP(w, r)
 		}
@@ -117,27 +120,54 @@ func (p *FaultProxy) Unreachable(unreachable bool) {
 // HoldNodeWatches holds back what the node watches send, as an API server
 // too busy to keep them current: the controller's node cache lags until
 // they are let go, then sees every event in order.
-func (p *FaultProxy) HoldNodeWatches(hold bool) {
+func (p *FaultProxy) HoldNodeWatches(hold bool) { p.hold(nodeWatches, hold) }
+
+// HoldReads holds back the responses to the reads (lists and watches) of
+// paths that contain part, such as "/clusterremediations": an informer of
+// that kind does not sync until they are let go.
+func (p *FaultProxy) HoldReads(part string, hold bool) { p.hold(part, hold) }
+
+func (p *FaultProxy) hold(key string, hold bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	held, ok := p.held[key]
 	switch {
-	case hold && p.held == nil:
-		p.held = make(chan struct{})
-	case !hold && p.held != nil:
-		close(p.held)
-		p.held = nil
+	case hold && !ok:
+		p.held[key] = make(chan struct{})
+	case !hold && ok:
+		close(held)
+		delete(p.held, key)
 	}
 }
 
-// heldWriter writes a node watch's events once the proxy lets them go.
+// holding says which hold a request's response is subject to, or "".
+func (p *FaultProxy) holding(r *http.Request) string {
+	if r.Method != http.MethodGet {
+		return ""
+	}
+	if r.URL.Path == "/api/v1/nodes" && r.URL.Query().Get("watch") == "true" {
+		return nodeWatches
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for key := range p.held {
+		if key != nodeWatches && strings.Contains(r.URL.Path, key) {
+			return key
+		}
+	}
+	return ""
+}
+
+// heldWriter writes a response once the proxy lets it go.
 type heldWriter struct {
 	http.ResponseWriter
 	proxy *FaultProxy
+	key   string
 }
 
 func (w *heldWriter) Write(b []byte) (int, error) {
 	w.proxy.mu.Lock()
-	held := w.proxy.held
+	held := w.proxy.held[w.key]
 	w.proxy.mu.Unlock()
 	if held != nil {
 		<-held

@@ -1,0 +1,77 @@
+package ha
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/nodehealthcheck/nhc-controller/test/framework"
+)
+
+// TestAFloodOfUnauthenticatedScrapesLeavesTheLeaderLeading: whoever reaches
+// the metrics port sends 5,000 scrapes, 200 at a time, each with a bearer
+// token nobody issued, so that each asks the controller for a TokenReview.
+// The leader renews its lease throughout (renew deadline 3s): nothing a
+// caller of an endpoint does may cost it the lease.
+func TestAFloodOfUnauthenticatedScrapesLeavesTheLeaderLeading(t *testing.T) {
+	const scrapes, concurrent = 5000, 200
+	c, err := env.StartController("metrics-flood", "--leader-elect=true", "--leader-election-namespace=default", "--leader-election-id=nhc-metrics-flood",
+		"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms", "--metrics-secure=true", "--node-leases=false")
+	require.NoError(t, err)
+	dumpOnFailure(t, c)
+	defer func() { assert.NoError(t, c.Stop()) }()
+	framework.Eventually(t, 20*time.Second, "the leader", func() bool { return strings.Contains(c.Log(), `"Became the leader"`) })
+
+	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, MaxIdleConnsPerHost: concurrent,
+	}}
+	codes := map[int]int{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range concurrent {
+		wg.Go(func() {
+			for i := range next {
+				req, err := http.NewRequest(http.MethodGet, "https://"+c.MetricsAddress+"/metrics", nil)
+				if err != nil {
+					continue
+				}
+				req.Header.Set("Authorization", fmt.Sprintf("Bearer flood-%d", i))
+				code := 0
+				if resp, err := client.Do(req); err == nil {
+					code = resp.StatusCode
+					_ = resp.Body.Close()
+				}
+				mu.Lock()
+				codes[code]++
+				mu.Unlock()
+			}
+		})
+	}
+	started := time.Now()
+	for i := range scrapes {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	t.Logf("%d scrapes in %s: %v (status code: count; 0 is a client error)", scrapes, time.Since(started).Round(time.Millisecond), codes)
+
+	assert.False(t, c.Exited(), "the leader still runs")
+	assert.NotContains(t, c.Log(), `"Lost the lease; stopping"`)
+	assert.Zero(t, codes[http.StatusOK], "no scrape without a valid token succeeds")
+	framework.Eventually(t, 10*time.Second, "the metrics server answers again", func() bool {
+		resp, err := client.Get("https://" + c.MetricsAddress + "/metrics")
+		if err != nil {
+			return false
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusUnauthorized
+	})
+}
