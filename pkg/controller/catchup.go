@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
 
 // A NodeHealthCheck created a moment after its nodes may be synced before
@@ -30,11 +31,13 @@ const (
 	catchUpRenew = 10 * time.Second
 )
 
-// liveNodes lists nodes at the API server: *nodecache.Informer, or a fake.
+// liveNodes reads nodes at the API server: *nodecache.Informer, or a fake.
 type liveNodes interface {
 	// Versions returns the resourceVersion of each node the selector
 	// matches, from a consistent list.
 	Versions(ctx context.Context, selector labels.Selector) (map[string]string, error)
+	// Node reads a node, consistently; a NotFound error when it is gone.
+	Node(ctx context.Context, name string) (*health.Node, error)
 }
 
 // catchUps holds, by NodeHealthCheck name, the nodes that the cache did not

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -60,7 +61,15 @@ func (f *fakeRemediations) Apply(_ context.Context, _ *v1alpha1.NodeHealthCheck,
 		if f.beforeCreate != nil {
 			f.beforeCreate(c)
 		}
-		if why := recheck(c); why != "" {
+		why, unconfirmed, err := recheck(context.Background(), c)
+		switch {
+		case err != nil:
+			out.Errors = append(out.Errors, err)
+			continue
+		case unconfirmed:
+			out.Unconfirmed = append(out.Unconfirmed, health.Blocked{Node: c.Node, Message: why})
+			continue
+		case why != "":
 			out.Withdrawn = append(out.Withdrawn, health.Blocked{Node: c.Node, Message: why})
 			continue
 		}
@@ -107,12 +116,35 @@ func (f *fakeStatuses) UpdateStatus(_ context.Context, nhc *v1alpha1.NodeHealthC
 }
 
 // fakeLiveNodes is the API server's nodes: those of the cache, unless
-// versions says otherwise.
+// versions or live say otherwise.
 type fakeLiveNodes struct {
 	nodes cache.Indexer
 	// versions, when set, are the nodes the API server has.
 	versions map[string]string
 	lists    int
+	// live, when set, are the nodes the API server has, for Node; err
+	// fails each read.
+	live  map[string]*corev1.Node
+	err   error
+	reads int
+}
+
+func (f *fakeLiveNodes) Node(_ context.Context, name string) (*health.Node, error) {
+	f.reads++
+	if f.err != nil {
+		return nil, f.err
+	}
+	if f.live != nil {
+		if node, ok := f.live[name]; ok {
+			return health.NodeOf(node), nil
+		}
+		return nil, apierrors.NewNotFound(corev1.Resource("nodes"), name)
+	}
+	obj, ok, _ := f.nodes.GetByKey(name)
+	if !ok {
+		return nil, apierrors.NewNotFound(corev1.Resource("nodes"), name)
+	}
+	return obj.(*health.Node), nil
 }
 
 func (f *fakeLiveNodes) Versions(_ context.Context, selector labels.Selector) (map[string]string, error) {

@@ -35,6 +35,9 @@ type Metrics struct {
 	old         *prometheus.GaugeVec
 
 	remediations *prometheus.CounterVec
+	// notConfirmed counts first remediations not started because the API
+	// server showed the node no longer needed one, while the cache did.
+	notConfirmed *prometheus.CounterVec
 	syncErrors   *prometheus.CounterVec
 	buildInfo    *prometheus.GaugeVec
 
@@ -83,6 +86,9 @@ func NewMetrics() *Metrics {
 		remediations: counter("nodehealthcheck_remediations_total",
 			"Remediation resources by what happened to them: created, deleted_healthy (the node recovered or was confirmed healthy), deleted_node_gone, timed_out, failed (the remediator reported Succeeded=False)",
 			"nodehealthcheck", "kind", "outcome"),
+		notConfirmed: counter("nodehealthcheck_remediations_not_confirmed_total",
+			"First remediations not started because the node, read at the API server just before the create, no longer needed one, while the controller's node cache still showed it unhealthy: the node watch lagged behind",
+			"nodehealthcheck"),
 		syncErrors: counter("nodehealthcheck_sync_errors_total", "Syncs of a NodeHealthCheck that failed and were retried", "nodehealthcheck"),
 		buildInfo:  gauge("nodehealthcheck_build_info", "1, labelled with the controller's version and the Go version it was built with", "version", "goversion"),
 		nodeSeries: map[string]map[nodeSeries]bool{},
@@ -125,7 +131,7 @@ func (m *Metrics) syncFailed(nhc string) {
 // Register registers the metrics.
 func (m *Metrics) Register(registerer prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{m.oldRemediation, m.ongoing, m.unhealthyDuration, m.remediationDuration, m.observed, m.healthy, m.unhealthy, m.remediating, m.stormActive, m.disabled, m.old,
-		m.remediations, m.syncErrors, m.buildInfo} {
+		m.remediations, m.notConfirmed, m.syncErrors, m.buildInfo} {
 		if err := registerer.Register(c); err != nil {
 			return err
 		}
@@ -155,6 +161,7 @@ func (m *Metrics) record(nhc *v1alpha1.NodeHealthCheck, p *health.Plan, out *hea
 	m.setDisabled(nhc.Name, p.Problem != nil)
 	// A counter alerts rely on exists from the first sync on, at 0.
 	m.syncErrors.WithLabelValues(nhc.Name).Add(0)
+	m.notConfirmed.WithLabelValues(nhc.Name).Add(float64(len(out.Unconfirmed)))
 
 	current := map[nodeSeries]bool{}
 	listed := map[string]bool{}
@@ -267,6 +274,7 @@ func (m *Metrics) forget(nhc string) {
 	m.remediationDuration.DeletePartialMatch(prometheus.Labels{"nodehealthcheck": nhc})
 	m.remediations.DeletePartialMatch(prometheus.Labels{"nodehealthcheck": nhc})
 	m.syncErrors.DeleteLabelValues(nhc)
+	m.notConfirmed.DeleteLabelValues(nhc)
 	m.mu.Lock()
 	previous := m.nodeSeries[nhc]
 	delete(m.nodeSeries, nhc)

@@ -115,11 +115,15 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	if len(out.Blocked) > 0 {
 		requeueAfter = sooner(requeueAfter, health.WaitRetry)
 	}
+	if len(out.Unconfirmed) > 0 {
+		// The node's update, once the cache shows it, wakes the sync first.
+		requeueAfter = sooner(requeueAfter, notReadyRequeue)
+	}
 	requeueAfter = sooner(requeueAfter, obs.RefreshAfter)
 	logVerdicts(logger, &plan)
 	logger.V(2).Info("Synced", "phase", status.Phase, "observed", plan.Observed, "healthy", plan.Healthy,
 		"remediating", plan.Remediating, "created", len(out.Created), "deleted", len(out.Deleted), "timedOut", len(out.TimedOut),
-		"deferred", plan.Deferred, "withdrawn", len(out.Withdrawn),
+		"deferred", plan.Deferred, "withdrawn", len(out.Withdrawn), "notConfirmed", len(out.Unconfirmed),
 		"stormActive", plan.Storm.Active, "requeueAfter", requeueAfter, "duration", c.clock.Since(started))
 	return requeueAfter, errors.Join(append(out.Errors, statusErr)...)
 }
@@ -170,9 +174,12 @@ func (c *Controller) readableNHCs() ([]*v1alpha1.NodeHealthCheck, error) {
 }
 
 // recheck reads a NodeHealthCheck and a node from the caches as they are
-// just before a create, for Plan.Recheck.
+// just before a create, for Plan.Recheck. A node's first remediation
+// reboots, fences or deletes a machine: it is confirmed against the node as
+// the API server has it, which a lagging watch cannot hold back (an
+// overloaded API server's watches were seen 27 s behind).
 func (c *Controller) recheck(name string, plan *health.Plan) remediation.Recheck {
-	return func(cr health.Creation) string {
+	return func(ctx context.Context, cr health.Creation) (string, bool, error) {
 		var nhc *v1alpha1.NodeHealthCheck
 		if cached, err := c.nhcLister.Get(name); err == nil {
 			nhc = c.latest(cached)
@@ -181,7 +188,23 @@ func (c *Controller) recheck(name string, plan *health.Plan) remediation.Recheck
 		if err != nil {
 			node = nil
 		}
-		return plan.Recheck(nhc, node, cr, c.clock.Now())
+		now := c.clock.Now()
+		if why := plan.Recheck(nhc, node, cr, now); why != "" || !cr.First() {
+			return why, false, nil
+		}
+		live, err := c.liveNodes.Node(ctx, cr.Node)
+		switch {
+		case apierrors.IsNotFound(err):
+			live = nil
+		case err != nil:
+			return "", false, err
+		}
+		why := plan.Recheck(nhc, live, cr, now)
+		klog.FromContext(ctx).V(4).Info("Node confirmed at the API server", "node", klog.KRef("", cr.Node), "withdrawn", why)
+		if why != "" {
+			return why, true, nil
+		}
+		return "", false, nil
 	}
 }
 

@@ -159,8 +159,19 @@ func (o *Outcome) Events() []Event {
 	for _, del := range o.Deleted {
 		events = append(events, normal(ReasonRemediationRemoved, del.Node, fmt.Sprintf(messageRemoved, del.Resource.Kind, del.Resource.Name)))
 	}
+	for _, u := range o.Unconfirmed {
+		events = append(events, normal(ReasonRemediationNotConfirmed, u.Node, fmt.Sprintf(messageNotConfirmed, u.Node, u.Message)))
+	}
 	return events
 }
+
+// ReasonRemediationNotConfirmed and messageNotConfirmed (node, why) say
+// that a node's first remediation was not started: the API server showed
+// the node no longer needs it, while the node cache still did.
+const (
+	ReasonRemediationNotConfirmed = "RemediationNotConfirmed"
+	messageNotConfirmed           = "Remediation of node %s not started: at the API server, %s; the controller's node cache had not caught up"
+)
 
 // messageWaitControlPlaneUnknown (node, why) is WaitControlPlaneUnknown's
 // event.

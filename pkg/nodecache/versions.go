@@ -7,7 +7,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
+
+// The node client's reads at the API server, beside the informer's watch.
 
 // versionsPageSize bounds a page of Versions' list, and so the memory it
 // takes at once.
@@ -37,4 +41,18 @@ func (i *Informer) Versions(ctx context.Context, selector labels.Selector) (map[
 		}
 		opts.Continue = list.Continue
 	}
+}
+
+// Node reads a node at the API server, consistently (no resourceVersion):
+// what a watch that lags behind cannot show yet.
+func (i *Informer) Node(ctx context.Context, name string) (*health.Node, error) {
+	obj, err := i.lists.Get().Resource("nodes").Name(name).Do(ctx).Get()
+	if err != nil {
+		return nil, err
+	}
+	node, ok := obj.(*health.Node)
+	if !ok {
+		return nil, fmt.Errorf("reading node %s: decoded %T", name, obj)
+	}
+	return node, nil
 }

@@ -17,8 +17,10 @@ import (
 )
 
 // Recheck says, just before a create is sent, why it must not be after all,
-// or "" to send it.
-type Recheck func(c health.Creation) string
+// or "" to send it; unconfirmed is true when the caches still showed the
+// need but the API server did not. An error is a check that could not be
+// made: the create is not sent, and the sync retried.
+type Recheck func(ctx context.Context, c health.Creation) (why string, unconfirmed bool, err error)
 
 // Apply carries out a plan's actions on remediation resources and nodes, and
 // says what happened, action by action. Each action stands alone: one failure
@@ -95,10 +97,11 @@ func inParallel(ctx context.Context, n int, write func(i int) error) []error {
 // round trips.
 func (m *Manager) createAll(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, creations []health.Creation, obs *Observation, recheck Recheck, out *health.Outcome) {
 	type result struct {
-		created   *health.Created
-		blocked   *health.Blocked
-		withdrawn bool
-		err       error
+		created     *health.Created
+		blocked     *health.Blocked
+		withdrawn   bool
+		unconfirmed bool
+		err         error
 	}
 	results := make([]result, len(creations))
 	workqueue.ParallelizeUntil(ctx, len(creations), len(creations), func(i int) {
@@ -116,8 +119,13 @@ func (m *Manager) createAll(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, 
 		// After the lease, which may have waited for the client's rate
 		// limit: the node may have recovered meanwhile. A lease taken for
 		// nothing is released by the next sync.
-		if why := recheck(c); why != "" {
-			r.blocked, r.withdrawn = &health.Blocked{Node: c.Node, Message: why}, true
+		why, unconfirmed, err := recheck(ctx, c)
+		switch {
+		case err != nil:
+			r.err = fmt.Errorf("confirming that node %s needs its remediation: %w", c.Node, err)
+			return
+		case why != "":
+			r.blocked, r.withdrawn, r.unconfirmed = &health.Blocked{Node: c.Node, Message: why}, true, unconfirmed
 			return
 		}
 		created, err := m.create(ctx, nhc, c, obs)
@@ -135,6 +143,8 @@ func (m *Manager) createAll(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, 
 	})
 	for i, r := range results {
 		switch {
+		case r.unconfirmed:
+			out.Unconfirmed = append(out.Unconfirmed, *r.blocked)
 		case r.withdrawn:
 			out.Withdrawn = append(out.Withdrawn, *r.blocked)
 		case r.blocked != nil:

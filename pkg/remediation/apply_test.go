@@ -53,7 +53,7 @@ func newApplyFixture(t *testing.T) *applyFixture {
 }
 
 // sendAll lets every create through its recheck.
-func sendAll(health.Creation) string { return "" }
+func sendAll(context.Context, health.Creation) (string, bool, error) { return "", false, nil }
 
 func createPlan(nodes ...string) *health.Plan {
 	p := &health.Plan{}
@@ -274,20 +274,27 @@ func TestCreationsGoOutTogetherAndAreReportedInPlanOrder(t *testing.T) {
 	for i := range 40 {
 		nodes = append(nodes, fmt.Sprintf("worker-%02d", i))
 	}
-	withdrawn := func(c health.Creation) string {
-		if c.Node == "worker-07" {
-			return "the node recovered"
+	withdrawn := func(_ context.Context, c health.Creation) (string, bool, error) {
+		switch c.Node {
+		case "worker-07":
+			return "the node recovered", false, nil
+		case "worker-09":
+			return "the node is healthy", true, nil
+		case "worker-11":
+			return "", false, assert.AnError
 		}
-		return ""
+		return "", false, nil
 	}
 	out := f.manager.Apply(context.Background(), testNHC, createPlan(nodes...), f.obs, withdrawn)
-	assert.Empty(t, out.Errors)
+	require.Len(t, out.Errors, 1, "the check that could not be made")
+	assert.ErrorIs(t, out.Errors[0], assert.AnError)
 	var created []string
 	for _, c := range out.Created {
 		created = append(created, c.Node)
 	}
-	assert.Equal(t, slices.Delete(slices.Clone(nodes), 7, 8), created, "in plan order, but for worker-07")
+	assert.Equal(t, slices.Concat(nodes[:7], nodes[8:9], nodes[10:11], nodes[12:]), created, "in plan order, but for worker-07, 09 and 11")
 	assert.Equal(t, []health.Blocked{{Node: "worker-07", Message: "the node recovered"}}, out.Withdrawn)
+	assert.Equal(t, []health.Blocked{{Node: "worker-09", Message: "the node is healthy"}}, out.Unconfirmed, "withdrawn by the API server's node")
 }
 
 func TestDeletionsGoOutTogetherAndAreReportedInPlanOrder(t *testing.T) {

@@ -1,0 +1,58 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// A node's first remediation is confirmed against the node as the API
+// server has it: a node the lagging cache still shows unhealthy, but the API
+// server shows recovered, gets none, and the skip is counted and said.
+func TestAFirstRemediationIsConfirmedAtTheAPIServer(t *testing.T) {
+	tests := []struct {
+		name string
+		// live is worker-1 at the API server; nil: gone.
+		live    *corev1.Node
+		readErr error
+		// created, notConfirmed, failed: what the sync does.
+		created, notConfirmed, failed bool
+	}{
+		{name: "unhealthy there too", live: notReady("worker-1", longAgo), created: true},
+		{name: "recovered there", live: healthyNode("worker-1"), notConfirmed: true},
+		{name: "deleted there", live: nil, notConfirmed: true},
+		{name: "the read fails", readErr: apierrors.NewServiceUnavailable("overloaded"), failed: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newSyncFixture(t, workersNHC(), notReady("worker-1", longAgo), healthyNode("worker-2"))
+			f.liveNodes.live, f.liveNodes.err = map[string]*corev1.Node{"worker-2": healthyNode("worker-2")}, tt.readErr
+			if tt.live != nil {
+				f.liveNodes.live["worker-1"] = tt.live
+			}
+			d, err := f.sync()
+			assert.Equal(t, 1, f.liveNodes.reads, "one read, just before the create")
+			assert.Equal(t, tt.failed, err != nil, "%v", err)
+			status := f.lastStatus(t)
+			assert.Equal(t, tt.created, entryOf(status, "worker-1") != nil && len(entryOf(status, "worker-1").Remediations) == 1)
+			events := withReason(f.events(), "RemediationNotConfirmed")
+			var counted dto.Metric
+			require.NoError(t, f.metrics.notConfirmed.WithLabelValues("workers").Write(&counted))
+			if !tt.notConfirmed {
+				assert.Empty(t, events)
+				assert.Zero(t, counted.GetCounter().GetValue())
+				return
+			}
+			require.Len(t, events, 1)
+			assert.Contains(t, events[0], "Remediation of node worker-1 not started: at the API server, ")
+			assert.Equal(t, 1.0, counted.GetCounter().GetValue())
+			assert.Positive(t, d)
+			assert.LessOrEqual(t, d, time.Second, "tried again soon, if no node update comes first")
+		})
+	}
+}

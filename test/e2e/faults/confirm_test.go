@@ -1,0 +1,54 @@
+package faults
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/test/framework"
+)
+
+// TestANodeRecoveredAtTheAPIServerIsNotRemediated: a node fails, and
+// recovers a moment before its condition's duration passes, while the
+// controller's node watch lags behind (an overloaded API server). The cache
+// still shows it unhealthy at the deadline; the API server does not. No
+// remediation starts, and the controller says why.
+func TestANodeRecoveredAtTheAPIServerIsNotRemediated(t *testing.T) {
+	const scenario = "recovered-unseen"
+	env.CreateTemplate(t, scenario, nil)
+	nodes := env.CreateNodes(t, scenario, 3)
+	env.CreateNHC(t, scenario, func(s *v1alpha1.NodeHealthCheckSpec) {
+		for i := range s.UnhealthyConditions {
+			s.UnhealthyConditions[i].Duration = metav1.Duration{Duration: 4 * time.Second}
+		}
+	})
+	startController(t, scenario)
+	env.Fail(t, 0, nodes[0])
+	framework.Eventually(t, 10*time.Second, "the controller to see the node fail", func() bool {
+		s := env.GetNHC(t, scenario).Status
+		return s.HealthyNodes != nil && *s.HealthyNodes == 2
+	})
+
+	proxy.HoldNodeWatches(true)
+	t.Cleanup(func() { proxy.HoldNodeWatches(false) })
+	env.Recover(t, nodes[0])
+	framework.Eventually(t, 15*time.Second, "the create not confirmed at the deadline", func() bool {
+		for _, e := range env.Events(t, scenario) {
+			if e.Reason == "RemediationNotConfirmed" && strings.Contains(e.Message, "Remediation of node "+nodes[0]+" not started: at the API server,") {
+				return true
+			}
+		}
+		return false
+	})
+	assert.Empty(t, env.Remediations(t, scenario), "no remediation of a node the API server shows recovered")
+
+	proxy.HoldNodeWatches(false)
+	framework.Eventually(t, 10*time.Second, "the node healthy once the cache catches up", func() bool {
+		return len(env.GetNHC(t, scenario).Status.UnhealthyNodes) == 0
+	})
+	assert.Empty(t, env.Remediations(t, scenario))
+}
