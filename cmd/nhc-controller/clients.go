@@ -39,6 +39,7 @@ type apiClients struct {
 func newClients(config *rest.Config, opts *options) (*apiClients, error) {
 	config = rest.CopyConfig(config)
 	config.DisableCompression = true
+	config.Wrap(serverTimeouts)
 	events := rest.CopyConfig(config)
 	events.QPS, events.Burst = opts.eventsQPS, opts.eventsBurst
 	reviews := rest.CopyConfig(config)

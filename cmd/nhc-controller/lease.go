@@ -57,17 +57,19 @@ func (t *renewalTracker) record(record resourcelock.LeaderElectionRecord, err er
 	t.failed, t.renewed = false, t.clock.Now()
 }
 
-// mayWrite tells whether this replica can show that it still holds the lease.
-func (t *renewalTracker) mayWrite() error {
+// writesUntil tells until when this replica may write: the renew deadline
+// after its last renewal, while that succeeded; after it, a standby may
+// take the lease over once it expires.
+func (t *renewalTracker) writesUntil() (time.Time, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch age := t.clock.Since(t.renewed); {
 	case t.renewed.IsZero():
-		return errors.New("the leader-election lease was never acquired")
+		return time.Time{}, errors.New("the leader-election lease was never acquired")
 	case t.failed:
-		return errRenewalFailed
+		return time.Time{}, errRenewalFailed
 	case age >= t.validFor:
-		return fmt.Errorf("the leader-election lease was last renewed %s ago, longer than the renew deadline %s", age.Round(time.Millisecond), t.validFor)
+		return time.Time{}, fmt.Errorf("the leader-election lease was last renewed %s ago, longer than the renew deadline %s", age.Round(time.Millisecond), t.validFor)
 	}
-	return nil
+	return t.renewed.Add(t.validFor), nil
 }

@@ -27,25 +27,31 @@ func TestRenewalTrackerAllowsWritesOnlyWhileTheLeaseIsSurelyHeld(t *testing.T) {
 	ctx := context.Background()
 	mine := resourcelock.LeaderElectionRecord{HolderIdentity: "me"}
 
-	assert.Error(t, tracker.mayWrite(), "not acquired yet")
+	mayWrite := func() error {
+		_, err := tracker.writesUntil()
+		return err
+	}
+	assert.Error(t, mayWrite(), "not acquired yet")
 	assert.NoError(t, tracker.Create(ctx, mine))
-	assert.NoError(t, tracker.mayWrite(), "acquired")
+	until, err := tracker.writesUntil()
+	assert.NoError(t, err, "acquired")
+	assert.Equal(t, clock.Now().Add(10*time.Second), until, "until the renew deadline after the renewal")
 
 	lock.err = assert.AnError
 	assert.Error(t, tracker.Update(ctx, mine))
-	assert.ErrorIs(t, tracker.mayWrite(), errRenewalFailed, "the first failed renewal stops the writes")
+	assert.ErrorIs(t, mayWrite(), errRenewalFailed, "the first failed renewal stops the writes")
 
 	lock.err = nil
 	clock.SetTime(clock.Now().Add(5 * time.Second))
 	assert.NoError(t, tracker.Update(ctx, mine))
-	assert.NoError(t, tracker.mayWrite(), "renewed again")
+	assert.NoError(t, mayWrite(), "renewed again")
 
 	clock.SetTime(clock.Now().Add(10*time.Second - time.Millisecond))
-	assert.NoError(t, tracker.mayWrite())
+	assert.NoError(t, mayWrite())
 	clock.SetTime(clock.Now().Add(time.Millisecond))
-	assert.Error(t, tracker.mayWrite(), "no renewal for the renew deadline: a standby may take over soon")
+	assert.Error(t, mayWrite(), "no renewal for the renew deadline: a standby may take over soon")
 
 	assert.NoError(t, tracker.Update(ctx, mine))
 	assert.NoError(t, tracker.Update(ctx, resourcelock.LeaderElectionRecord{}), "the release")
-	assert.NoError(t, tracker.mayWrite(), "a release is no renewal")
+	assert.NoError(t, mayWrite(), "a release is no renewal")
 }

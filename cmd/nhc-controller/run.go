@@ -158,7 +158,7 @@ func runElected(ctx context.Context, opts *options, electionClient kubernetes.In
 					<-leading.Done()
 					stopWork()
 				}()
-				ctrl.GuardWrites(lock.mayWrite)
+				ctrl.GuardWrites(lock.writesUntil)
 				runErr = ctrl.Run(workCtx, opts.workers)
 				endElection()
 			},

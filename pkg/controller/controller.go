@@ -97,9 +97,10 @@ type Controller struct {
 	// attention holds the NodeHealthChecks with a node that is not healthy;
 	// while there is one, the node cache reads updates as they arrive.
 	attention *attention
-	// mayWrite says whether this replica may write now: with leader
-	// election, whether it can show that it still holds the lease.
-	mayWrite func() error
+	// writesUntil says until when this replica may write (zero: no end),
+	// or why it may not write now: with leader election, whether and how
+	// long it can show that it still holds the lease.
+	writesUntil func() (time.Time, error)
 }
 
 // New returns a controller. The informers must not have started yet, so that
@@ -124,11 +125,11 @@ func New(ctx context.Context, nodeInformer *nodecache.Informer, nhcInformer nhci
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: QueueName, Clock: clk},
 		),
-		selectors: newSelectorCache(),
-		members:   newMembership(),
-		skips:     newSkipMemory(),
-		attention: &attention{},
-		mayWrite:  func() error { return nil },
+		selectors:   newSelectorCache(),
+		members:     newMembership(),
+		skips:       newSkipMemory(),
+		attention:   &attention{},
+		writesUntil: func() (time.Time, error) { return time.Time{}, nil },
 	}
 	nodeInformer.ReadAtOnceWhile(c.attention.any)
 	if err := nhcInformer.Informer().AddIndexers(cache.Indexers{templateIndex: indexByTemplate}); err != nil {
@@ -158,11 +159,12 @@ func New(ctx context.Context, nodeInformer *nodecache.Informer, nhcInformer nhci
 	return c, nil
 }
 
-// GuardWrites makes every sync ask mayWrite before it writes: with leader
+// GuardWrites bounds every sync's writes by writesUntil: with leader
 // election, a replica that cannot show that it still holds the lease must
-// not act beside the one that may have taken it over. Call it before Run.
-func (c *Controller) GuardWrites(mayWrite func() error) {
-	c.mayWrite = mayWrite
+// not act beside the one that may have taken it over, and a write it sends
+// must not land after that. Call it before Run.
+func (c *Controller) GuardWrites(writesUntil func() (time.Time, error)) {
+	c.writesUntil = writesUntil
 }
 
 // CachesSynced tells whether the Node and NodeHealthCheck caches have synced.

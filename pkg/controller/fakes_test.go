@@ -39,6 +39,8 @@ type fakeRemediations struct {
 	beforeCreate func(health.Creation)
 	applied      []health.Plan
 	forgotten    []string
+	// deadlines are the deadlines of the contexts Apply got; zero for none.
+	deadlines []time.Time
 }
 
 func (f *fakeRemediations) WatchAll(func() ([]*v1alpha1.NodeHealthCheck, error)) error { return nil }
@@ -51,8 +53,10 @@ func (f *fakeRemediations) Read(*v1alpha1.NodeHealthCheck, remediation.Watched) 
 	return f.obs, nil
 }
 
-func (f *fakeRemediations) Apply(_ context.Context, _ *v1alpha1.NodeHealthCheck, p *health.Plan, _ *remediation.Observation, recheck remediation.Recheck) health.Outcome {
+func (f *fakeRemediations) Apply(ctx context.Context, _ *v1alpha1.NodeHealthCheck, p *health.Plan, _ *remediation.Observation, recheck remediation.Recheck) health.Outcome {
 	f.applied = append(f.applied, *p)
+	deadline, _ := ctx.Deadline()
+	f.deadlines = append(f.deadlines, deadline)
 	if f.outcome != nil {
 		return f.outcome(p)
 	}
@@ -194,7 +198,7 @@ func newSyncFixture(t testing.TB, nhc *v1alpha1.NodeHealthCheck, nodes ...*corev
 		nodeLister: nodecache.NewLister(f.nodes), liveNodes: f.liveNodes, catchUps: newCatchUps(),
 		remediations: f.remediations, statuses: f.statuses, recorder: f.recorder,
 		metrics: f.metrics, clock: f.clock, queue: queue,
-		selectors: newSelectorCache(), members: newMembership(), skips: newSkipMemory(), attention: &attention{}, mayWrite: func() error { return nil },
+		selectors: newSelectorCache(), members: newMembership(), skips: newSkipMemory(), attention: &attention{}, writesUntil: func() (time.Time, error) { return time.Time{}, nil },
 	}
 	if nhc != nil {
 		f.setNHC(t, nhc)

@@ -84,16 +84,19 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	}
 
 	// Act.
-	if err := c.mayWrite(); err != nil {
-		return 0, fmt.Errorf("not acting: %w", err)
+	actCtx, cancel, err := c.writeContext(ctx)
+	if err != nil {
+		return 0, err
 	}
-	out := c.remediations.Apply(ctx, nhc, &plan, &obs, c.recheck(name, &plan))
+	out := c.remediations.Apply(actCtx, nhc, &plan, &obs, c.recheck(name, &plan))
+	cancel()
 
 	// Record.
 	status := health.Status(in, &plan, &out)
-	statusErr := c.mayWrite()
+	recordCtx, cancel, statusErr := c.writeContext(ctx)
 	if statusErr == nil {
-		statusErr = c.writeStatus(ctx, nhc, status)
+		statusErr = c.writeStatus(recordCtx, nhc, status)
+		cancel()
 	}
 	c.recordEvents(ctx, nhc, &plan, &out)
 	if in.ResourcesUnknown {
@@ -128,6 +131,21 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	return requeueAfter, errors.Join(append(out.Errors, statusErr)...)
 }
 
+// writeContext is ctx, ending when this replica may no longer write (the
+// client tells the API server, so that a write sent never lands later), or
+// why it may not write now.
+func (c *Controller) writeContext(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	until, err := c.writesUntil()
+	switch {
+	case err != nil:
+		return nil, nil, fmt.Errorf("not acting: %w", err)
+	case until.IsZero():
+		return ctx, func() {}, nil
+	}
+	ctx, cancel := context.WithDeadline(ctx, until)
+	return ctx, cancel, nil
+}
+
 // sooner is the sooner of two requeues; zero is none.
 func sooner(a, b time.Duration) time.Duration {
 	if a == 0 || (b > 0 && b < a) {
@@ -145,9 +163,11 @@ func (c *Controller) reportUnreadable(ctx context.Context, nhc *v1alpha1.NodeHea
 	}}
 	plan := health.Evaluate(in)
 	status := health.Status(in, &plan, &health.Outcome{})
-	if err := c.mayWrite(); err != nil {
-		return fmt.Errorf("not acting: %w", err)
+	ctx, cancel, err := c.writeContext(ctx)
+	if err != nil {
+		return err
 	}
+	defer cancel()
 	if err := c.statuses.PatchStatus(ctx, nhc.Name, nhc.ResourceVersion, status); err != nil {
 		return fmt.Errorf("writing the status: %w", err)
 	}
@@ -180,6 +200,9 @@ func (c *Controller) readableNHCs() ([]*v1alpha1.NodeHealthCheck, error) {
 // overloaded API server's watches were seen 27 s behind).
 func (c *Controller) recheck(name string, plan *health.Plan) remediation.Recheck {
 	return func(ctx context.Context, cr health.Creation) (string, bool, error) {
+		if _, err := c.writesUntil(); err != nil {
+			return "", false, fmt.Errorf("not acting: %w", err)
+		}
 		var nhc *v1alpha1.NodeHealthCheck
 		if cached, err := c.nhcLister.Get(name); err == nil {
 			nhc = c.latest(cached)

@@ -398,18 +398,41 @@ func TestSyncWritesNothingWithoutTheLease(t *testing.T) {
 	// must neither remediate nor write the status, and it retries.
 	f := newSyncFixture(t, workersNHC(), notReady("worker-1", longAgo), healthyNode("worker-2"))
 	lost := errors.New("the last lease renewal failed")
-	f.c.GuardWrites(func() error { return lost })
+	f.c.GuardWrites(func() (time.Time, error) { return time.Time{}, lost })
 	_, err := f.sync()
 	assert.ErrorIs(t, err, lost)
 	assert.Empty(t, f.remediations.applied, "no action")
 	assert.Empty(t, f.statuses.written, "no status")
 	assert.Empty(t, f.events(), "no event")
 
-	f.c.GuardWrites(func() error { return nil })
+	f.c.GuardWrites(func() (time.Time, error) { return time.Now().Add(time.Minute), nil })
 	_, err = f.sync()
 	require.NoError(t, err)
 	require.Len(t, f.remediations.applied, 1)
 	assert.Len(t, f.remediations.applied[0].Create, 1, "renewed: it acts again")
+}
+
+// A leader's writes end when it can no longer show that it holds the
+// lease: the context of every write ends then, and a create is not sent
+// once the lease cannot be shown, even within the sync that planned it.
+func TestWritesEndWithTheLease(t *testing.T) {
+	f := newSyncFixture(t, workersNHC(), notReady("worker-1", longAgo), healthyNode("worker-2"))
+	until := time.Now().Add(7 * time.Second)
+	calls := 0
+	lost := errors.New("the last lease renewal failed")
+	f.c.GuardWrites(func() (time.Time, error) {
+		calls++
+		if calls > 1 {
+			return time.Time{}, lost
+		}
+		return until, nil
+	})
+	_, err := f.sync()
+	assert.ErrorIs(t, err, lost)
+	require.Len(t, f.remediations.deadlines, 1)
+	assert.Equal(t, until, f.remediations.deadlines[0], "the writes end with the lease")
+	assert.Empty(t, withReason(f.events(), "RemediationCreated"), "the create is not sent: the lease could not be shown just before")
+	assert.Empty(t, f.statuses.written, "nor the status")
 }
 
 func TestSyncRechecksEachCreateAgainstTheCachesOfThatMoment(t *testing.T) {
