@@ -51,6 +51,7 @@ func NewInformer(config *rest.Config, batchWindow time.Duration) (*Informer, err
 	if config.UserAgent == "" {
 		config.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
+	config.Dial = nodeDialer().DialContext
 	lists, err := rest.RESTClientFor(config)
 	if err != nil {
 		return nil, fmt.Errorf("the node client: %w", err)

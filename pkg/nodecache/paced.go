@@ -78,8 +78,7 @@ func pacedConnOf(conn net.Conn) *pacedConn {
 
 // dialer returns a dial function whose connections are paced.
 func (p *readPacing) dialer() func(ctx context.Context, network, address string) (net.Conn, error) {
-	// The values of client-go's own dialer.
-	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	dialer := nodeDialer()
 	return func(ctx context.Context, network, address string) (net.Conn, error) {
 		conn, err := dialer.DialContext(ctx, network, address)
 		if err != nil {
