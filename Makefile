@@ -22,10 +22,11 @@ build: ## Compile every package, the nhc-controller binary and the kubectl-nhc p
 	go build ./...
 	go build -ldflags "-X main.version=$(VERSION)" -o bin/nhc-controller ./cmd/nhc-controller
 	go build -o bin/kubectl-nhc ./cmd/kubectl-nhc
+	install -m 0755 plugin/kubectl_complete-nhc bin/kubectl_complete-nhc
 
 .PHONY: image
-image: ## Build the container image without a Docker daemon into _output/image (OCI layout and tarball); IMAGE names it, PUSH=1 pushes it.
-	go run ./hack/image --output _output/image --tag "$(or $(IMAGE),nhc-controller:$(VERSION))" --version "$(VERSION)" $(if $(PUSH),--push)
+image: ## Build the container image without a Docker daemon into _output/image (OCI layout and tarball), tagged as manifests/kustomization.yaml deploys it; IMAGE names it otherwise, PUSH=1 pushes it.
+	go run ./hack/image --output _output/image $(if $(IMAGE),--tag "$(IMAGE)") --version "$(VERSION)" $(if $(PUSH),--push)
 
 .PHONY: test
 test: unit integration ## Run all tests: unit, then integration on a real kube-apiserver.

@@ -33,11 +33,19 @@ const nonroot = 65532
 
 func main() {
 	output := flag.String("output", "_output/image", "folder for the OCI layout (oci/) and the tarball (nhc-controller.tar)")
-	tag := flag.String("tag", "nhc-controller:dev", "the image reference recorded in the tarball")
+	tag := flag.String("tag", "", "the image reference recorded in the tarball; by default the image "+defaultKustomization+" deploys")
 	version := flag.String("version", "dev", "the version stamped into the binary and the image labels")
 	arch := flag.String("arch", "amd64", "the target architecture (GOARCH)")
 	push := flag.Bool("push", false, "also push the image to --tag's registry, with the credentials of docker login or podman login")
 	flag.Parse()
+	if *tag == "" {
+		deployed, err := manifestImage(defaultKustomization)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "image:", err)
+			os.Exit(1)
+		}
+		*tag = deployed
+	}
 	if err := build(*output, *tag, *version, *arch, *push); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)

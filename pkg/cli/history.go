@@ -31,7 +31,12 @@ func newHistoryCommand(o *Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "history [NAME]",
 		Short: "Show the remediations of the NodeHealthChecks, newest first: when each node was detected, remediated, fenced and healthy again",
-		Args:  cobra.MaximumNArgs(1),
+		Example: `  # Every remediation on record
+  kubectl nhc history
+
+  # One NodeHealthCheck's remediations of one node
+  kubectl nhc history nhc-worker --node worker-3`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.history(cmd, optionalName(args), node)
 		},

@@ -47,13 +47,19 @@ type Options struct {
 func NewCommand(streams genericiooptions.IOStreams, now func() time.Time) *cobra.Command {
 	o := &Options{IOStreams: streams, configFlags: genericclioptions.NewConfigFlags(true), now: now}
 	root := &cobra.Command{
-		Use:   "kubectl nhc",
-		Short: "See what nhc-controller does with your nodes, and why",
+		Use: "nhc",
+		// Usage and help say "kubectl nhc status", as kubectl plugins do.
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl nhc"},
+		Short:       "See what nhc-controller does with your nodes, and why",
 		Long: "kubectl nhc shows NodeHealthChecks, their remediation history, why a node is or is not remediated, " +
 			"and what a NodeHealthCheck would do before you apply it. It only reads the cluster, and decides " +
 			"with the controller's own engine.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// kubectl completes plugins through kubectl_complete-nhc, which
+		// calls "kubectl-nhc __complete"; a completion script of its own
+		// would replace kubectl's.
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)

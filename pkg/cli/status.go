@@ -58,7 +58,13 @@ func newStatusCommand(o *Options) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status [NAME]",
 		Short: "Show each NodeHealthCheck's phase, budget, storm state and the nodes under remediation",
-		Args:  cobra.MaximumNArgs(1),
+		Example: `  # Every NodeHealthCheck
+  kubectl nhc status
+
+  # One, with the columns of -o wide, or as JSON
+  kubectl nhc status nhc-worker -o wide
+  kubectl nhc status nhc-worker -o json`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.status(cmd, optionalName(args))
 		},

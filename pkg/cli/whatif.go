@@ -89,6 +89,11 @@ func newWhatIfCommand(o *Options) *cobra.Command {
 			"which nodes it selects, which other NodeHealthChecks select them too, which it would remediate now, " +
 			"which later and when, and which minHealthy/maxUnhealthy or storm recovery would hold back. " +
 			"For a NodeHealthCheck that exists, it evaluates the change with its current remediations. It writes nothing.",
+		Example: `  # What would this NodeHealthCheck do if applied now?
+  kubectl nhc what-if -f nhc-worker.yaml
+
+  # A change of one that exists, with its current remediations
+  kubectl get nhc nhc-worker -o yaml > nhc.yaml && vi nhc.yaml && kubectl nhc what-if -f nhc.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.whatIf(cmd, file, horizon) },
 	}

@@ -62,7 +62,12 @@ func newWhyCommand(o *Options) *cobra.Command {
 	return &cobra.Command{
 		Use:   "why NODE",
 		Short: "Say which NodeHealthChecks select a node and what each does with it now, and why",
-		Args:  cobra.ExactArgs(1),
+		Example: `  # Why is worker-3 (not) remediated?
+  kubectl nhc why worker-3
+
+  # The same as YAML, for a bug report
+  kubectl nhc why worker-3 -o yaml`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.why(cmd, args[0])
 		},
