@@ -36,7 +36,8 @@ func newHistoryCommand(o *Options) *cobra.Command {
 
   # One NodeHealthCheck's remediations of one node
   kubectl nhc history nhc-worker --node worker-3`,
-		Args: cobra.MaximumNArgs(1),
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: o.completeNHCNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.history(cmd, optionalName(args), node)
 		},

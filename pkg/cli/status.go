@@ -64,7 +64,8 @@ func newStatusCommand(o *Options) *cobra.Command {
   # One, with the columns of -o wide, or as JSON
   kubectl nhc status nhc-worker -o wide
   kubectl nhc status nhc-worker -o json`,
-		Args: cobra.MaximumNArgs(1),
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: o.completeNHCNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.status(cmd, optionalName(args))
 		},

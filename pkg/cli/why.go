@@ -67,7 +67,8 @@ func newWhyCommand(o *Options) *cobra.Command {
 
   # The same as YAML, for a bug report
   kubectl nhc why worker-3 -o yaml`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: o.completeNodeNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.why(cmd, args[0])
 		},
