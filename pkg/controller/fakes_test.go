@@ -5,6 +5,7 @@ import (
 	"maps"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -130,11 +131,11 @@ type fakeLiveNodes struct {
 	// fails each read.
 	live  map[string]*corev1.Node
 	err   error
-	reads int
+	reads atomic.Int32
 }
 
 func (f *fakeLiveNodes) Node(_ context.Context, name string) (*health.Node, error) {
-	f.reads++
+	f.reads.Add(1)
 	if f.err != nil {
 		return nil, f.err
 	}
