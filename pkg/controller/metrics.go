@@ -104,6 +104,9 @@ const (
 	outcomeFailed         = "failed"
 )
 
+// outcomes are every outcome of remediations_total.
+var outcomes = []string{outcomeCreated, outcomeDeletedHealthy, outcomeDeletedGone, outcomeTimedOut, outcomeFailed}
+
 // SetBuildInfo records the controller's version.
 func (m *Metrics) SetBuildInfo(version string) {
 	m.buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
@@ -159,8 +162,15 @@ func (m *Metrics) record(nhc *v1alpha1.NodeHealthCheck, p *health.Plan, out *hea
 	m.stormActive.WithLabelValues(nhc.Name).Set(storm)
 	m.old.WithLabelValues(nhc.Name).Set(float64(p.OldRemediations))
 	m.setDisabled(nhc.Name, p.Problem != nil)
-	// A counter alerts rely on exists from the first sync on, at 0.
+	// The counters alerts rely on exist from the first sync on, at 0, for
+	// every outcome of every kind its templates make, so that increase()
+	// sees the first one after a restart.
 	m.syncErrors.WithLabelValues(nhc.Name).Add(0)
+	for _, ref := range nhc.Spec.TemplateRefs() {
+		for _, outcome := range outcomes {
+			m.remediations.WithLabelValues(nhc.Name, health.RemediationKind(ref.Kind), outcome).Add(0)
+		}
+	}
 	m.notConfirmed.WithLabelValues(nhc.Name).Add(float64(len(out.Unconfirmed)))
 
 	current := map[nodeSeries]bool{}

@@ -87,6 +87,21 @@ func TestRemediationsAreCountedByOutcome(t *testing.T) {
 	assert.Zero(t, series["nodehealthcheck_sync_errors_total"])
 }
 
+// Every outcome of every kind a NodeHealthCheck's templates make is counted
+// from its first sync on, at 0, so that increase() sees the first failure
+// after a restart (a series that appears at 1 has no increase).
+func TestRemediationCountersStartAtZero(t *testing.T) {
+	m := NewMetrics()
+	m.record(workersNHC(), &health.Plan{}, &health.Outcome{}, v1alpha1.NodeHealthCheckStatus{}, true, t0.Time)
+	for _, outcome := range outcomes {
+		var metric dto.Metric
+		require.NoError(t, m.remediations.WithLabelValues("workers", "SelfNodeRemediation", outcome).Write(&metric))
+		assert.Zero(t, metric.GetCounter().GetValue(), outcome)
+	}
+	assert.Equal(t, len(outcomes), seriesOf(t, m)["nodehealthcheck_remediations_total"], "one series per outcome, before anything happened")
+	assert.Equal(t, 1, seriesOf(t, m)["nodehealthcheck_remediations_not_confirmed_total"])
+}
+
 func TestRemediationDurationIsObservedOnceWhenARecordFinishes(t *testing.T) {
 	m := NewMetrics()
 	nhc := workersNHC()
