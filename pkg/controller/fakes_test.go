@@ -5,7 +5,6 @@ import (
 	"maps"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,11 +130,11 @@ type fakeLiveNodes struct {
 	// fails each read.
 	live  map[string]*corev1.Node
 	err   error
-	reads atomic.Int32
+	reads int
 }
 
 func (f *fakeLiveNodes) Node(_ context.Context, name string) (*health.Node, error) {
-	f.reads.Add(1)
+	f.reads++
 	if f.err != nil {
 		return nil, f.err
 	}

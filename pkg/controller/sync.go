@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
 // messageUnreadable says what to do about a stored NodeHealthCheck that
@@ -87,7 +88,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	if err != nil {
 		return 0, err
 	}
-	out := c.remediations.Apply(actCtx, nhc, &plan, &obs, c.recheck(actCtx, name, &plan))
+	out := c.remediations.Apply(actCtx, nhc, &plan, &obs, c.recheck(name, &plan))
 	cancel()
 
 	// Record.
@@ -190,6 +191,44 @@ func (c *Controller) readableNHCs() ([]*v1alpha1.NodeHealthCheck, error) {
 		}
 	}
 	return readable, nil
+}
+
+// recheck reads a NodeHealthCheck and a node from the caches as they are
+// just before a create, for Plan.Recheck. A node's first remediation
+// reboots, fences or deletes a machine: it is confirmed against the node as
+// the API server has it, which a lagging watch cannot hold back (an
+// overloaded API server's watches were seen 27 s behind).
+func (c *Controller) recheck(name string, plan *health.Plan) remediation.Recheck {
+	return func(ctx context.Context, cr health.Creation) (string, bool, error) {
+		if _, err := c.writesUntil(); err != nil {
+			return "", false, fmt.Errorf("not acting: %w", err)
+		}
+		var nhc *v1alpha1.NodeHealthCheck
+		if cached, err := c.nhcLister.Get(name); err == nil {
+			nhc = c.latest(cached)
+		}
+		node, err := c.nodeLister.Get(cr.Node)
+		if err != nil {
+			node = nil
+		}
+		now := c.clock.Now()
+		if why := plan.Recheck(nhc, node, cr, now); why != "" || !cr.First() {
+			return why, false, nil
+		}
+		live, err := c.liveNodes.Node(ctx, cr.Node)
+		switch {
+		case apierrors.IsNotFound(err):
+			live = nil
+		case err != nil:
+			return "", false, err
+		}
+		why := plan.Recheck(nhc, live, cr, now)
+		klog.FromContext(ctx).V(4).Info("Node confirmed at the API server", "node", klog.KRef("", cr.Node), "withdrawn", why)
+		if why != "" {
+			return why, true, nil
+		}
+		return "", false, nil
+	}
 }
 
 // selectedNodes lists the nodes the selector matches. An invalid selector
