@@ -1,7 +1,6 @@
 package ha
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,52 +8,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
-
-var (
-	clusterTemplateResource    = schema.GroupVersionResource{Group: "test.medik8s.io", Version: "v1alpha1", Resource: "clusterremediationtemplates"}
-	clusterRemediationResource = schema.GroupVersionResource{Group: "test.medik8s.io", Version: "v1alpha1", Resource: "clusterremediations"}
-)
-
-// createClusterTemplate creates a ClusterRemediationTemplate, a kind of
-// another remediator than the test one, and returns a reference to it with a
-// namespace, as the spec requires of every reference.
-func createClusterTemplate(t *testing.T, name string) corev1.ObjectReference {
-	t.Helper()
-	_, err := env.Dynamic.Resource(clusterTemplateResource).Create(t.Context(), &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "test.medik8s.io/v1alpha1", "kind": "ClusterRemediationTemplate",
-		"metadata": map[string]any{"name": name},
-		"spec":     map[string]any{"template": map[string]any{"spec": map[string]any{"agent": "ipmi"}}},
-	}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_ = env.Dynamic.Resource(clusterTemplateResource).Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
-	return corev1.ObjectReference{APIVersion: "test.medik8s.io/v1alpha1", Kind: "ClusterRemediationTemplate", Namespace: framework.RemediatorNamespace, Name: name}
-}
-
-// clusterRemediations lists the ClusterRemediations of a node; cleanup
-// deletes them, as there is no garbage collector.
-func clusterRemediations(t *testing.T, node string) []unstructured.Unstructured {
-	t.Helper()
-	list, err := env.Dynamic.Resource(clusterRemediationResource).List(context.Background(), metav1.ListOptions{})
-	require.NoError(t, err)
-	var found []unstructured.Unstructured
-	for _, r := range list.Items {
-		if remediation.NodeOf(&r) == node {
-			found = append(found, r)
-		}
-	}
-	return found
-}
 
 // twoControlPlaneNodeHealthChecks creates two NodeHealthChecks, X of the
 // test remediator and Y of the cluster-scoped one, each selecting one
@@ -62,16 +19,11 @@ func clusterRemediations(t *testing.T, node string) []unstructured.Unstructured 
 func twoControlPlaneNodeHealthChecks(t *testing.T, scenarioX, scenarioY string) (nodeX, nodeY string) {
 	t.Helper()
 	env.CreateTemplate(t, scenarioX, nil)
-	fence := createClusterTemplate(t, scenarioY)
+	fence := env.CreateClusterTemplate(t, scenarioY)
 	nodeX = env.CreateNodes(t, scenarioX, 1, framework.ControlPlane)[0]
 	nodeY = env.CreateNodes(t, scenarioY, 1, framework.ControlPlane)[0]
 	env.CreateNHC(t, scenarioX, nil)
 	env.CreateNHC(t, scenarioY, func(s *v1alpha1.NodeHealthCheckSpec) { s.RemediationTemplate = &fence })
-	t.Cleanup(func() {
-		for _, r := range clusterRemediations(t, nodeY) {
-			_ = env.Dynamic.Resource(clusterRemediationResource).Delete(context.Background(), r.GetName(), metav1.DeleteOptions{})
-		}
-	})
 	return nodeX, nodeY
 }
 
@@ -92,7 +44,7 @@ func TestOneControlPlaneNodeAtATimeAcrossAFailover(t *testing.T) {
 	defer func() { assert.NoError(t, b.Stop()) }()
 	env.Fail(t, time.Hour, nodeY)
 	framework.Eventually(t, 20*time.Second, "the remediation of the first control-plane node", func() bool {
-		return len(clusterRemediations(t, nodeY)) == 1
+		return len(env.ClusterRemediations(t, nodeY)) == 1
 	})
 
 	a.Kill()
@@ -103,7 +55,7 @@ func TestOneControlPlaneNodeAtATimeAcrossAFailover(t *testing.T) {
 	assert.Empty(t, env.Remediations(t, scenarioX), "never two control-plane nodes under remediation")
 	env.Recover(t, nodeY)
 	framework.Eventually(t, 20*time.Second, "then the second control-plane node's remediation", func() bool {
-		return len(clusterRemediations(t, nodeY)) == 0 && len(env.Remediations(t, scenarioX)[nodeX]) == 1
+		return len(env.ClusterRemediations(t, nodeY)) == 0 && len(env.Remediations(t, scenarioX)[nodeX]) == 1
 	})
 }
 
@@ -122,7 +74,7 @@ func TestOneControlPlaneNodeAtATimeAcrossRestarts(t *testing.T) {
 	dumpOnFailure(t, first)
 	env.Fail(t, time.Hour, nodeY)
 	framework.Eventually(t, 20*time.Second, "the remediation of the first control-plane node", func() bool {
-		return len(clusterRemediations(t, nodeY)) == 1
+		return len(env.ClusterRemediations(t, nodeY)) == 1
 	})
 	first.Kill()
 	env.Fail(t, time.Hour, nodeX)
@@ -152,7 +104,7 @@ func TestOneControlPlaneNodeAtATimeAcrossRestarts(t *testing.T) {
 			strings.Contains(last.Log(), `"Synced" nodeHealthCheck="`+scenarioX+`"`)
 	})
 	env.Recover(t, nodeY)
-	framework.Eventually(t, 20*time.Second, "the first remediation to end", func() bool { return len(clusterRemediations(t, nodeY)) == 0 })
+	framework.Eventually(t, 20*time.Second, "the first remediation to end", func() bool { return len(env.ClusterRemediations(t, nodeY)) == 0 })
 	framework.Eventually(t, 20*time.Second, "then the second control-plane node's remediation", func() bool {
 		return len(env.Remediations(t, scenarioX)[nodeX]) == 1
 	})
