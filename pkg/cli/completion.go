@@ -1,32 +1,44 @@
 package cli
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // completeNHCNames completes a NodeHealthCheck's name from the cluster.
 func (o *Options) completeNHCNames(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	if len(args) > 0 {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	c, err := o.cluster()
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveError
-	}
-	list, err := c.nhcs.RemediationV1alpha1().NodeHealthChecks().List(cmd.Context(), metav1.ListOptions{})
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveError
-	}
-	names := make([]cobra.Completion, 0, len(list.Items))
-	for _, nhc := range list.Items {
-		names = append(names, nhc.Name)
-	}
-	return names, cobra.ShellCompDirectiveNoFileComp
+	return o.completeName(cmd.Context(), args, func(ctx context.Context, c *cluster) ([]string, error) {
+		list, err := c.nhcs.RemediationV1alpha1().NodeHealthChecks().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		names := make([]string, 0, len(list.Items))
+		for _, nhc := range list.Items {
+			names = append(names, nhc.Name)
+		}
+		return names, nil
+	})
 }
 
 // completeNodeNames completes a node's name from the cluster.
 func (o *Options) completeNodeNames(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	return o.completeName(cmd.Context(), args, func(ctx context.Context, c *cluster) ([]string, error) {
+		list, err := c.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		names := make([]string, 0, len(list.Items))
+		for _, node := range list.Items {
+			names = append(names, node.Name)
+		}
+		return names, nil
+	})
+}
+
+// completeName completes the one name argument with the names list reads.
+func (o *Options) completeName(ctx context.Context, args []string, list func(context.Context, *cluster) ([]string, error)) ([]cobra.Completion, cobra.ShellCompDirective) {
 	if len(args) > 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
@@ -34,13 +46,9 @@ func (o *Options) completeNodeNames(cmd *cobra.Command, args []string, _ string)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveError
 	}
-	list, err := c.kube.CoreV1().Nodes().List(cmd.Context(), metav1.ListOptions{})
+	names, err := list(ctx, c)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveError
-	}
-	names := make([]cobra.Completion, 0, len(list.Items))
-	for _, node := range list.Items {
-		names = append(names, node.Name)
 	}
 	return names, cobra.ShellCompDirectiveNoFileComp
 }
