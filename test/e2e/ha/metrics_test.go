@@ -3,6 +3,7 @@ package ha
 import (
 	"crypto/tls"
 	"net/http"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 
 	"github.com/nodehealthcheck/nhc-controller/test/controlplane"
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
@@ -70,4 +73,54 @@ func TestMetricsNeedAnAuthorizedToken(t *testing.T) {
 	assert.Equal(t, http.StatusForbidden, scrape(nobody), "a token without the role")
 	assert.Equal(t, http.StatusOK, scrape(prometheus), "a token with the role")
 	assert.Equal(t, http.StatusUnauthorized, scrape("not-a-token"), "a token nobody issued")
+}
+
+// TestTheServiceMonitorScrapesAsItsOwnServiceAccount: manifests/monitoring/
+// scrapes with the token of its own ServiceAccount, referenced the current
+// way (authorization, not bearerTokenFile), and that ServiceAccount may
+// read /metrics: a token issued for it gets 200.
+func TestTheServiceMonitorScrapesAsItsOwnServiceAccount(t *testing.T) {
+	ctx := t.Context()
+	root := controlplane.RepoRoot()
+	for _, file := range []string{"manifests/deploy/namespace.yaml", "manifests/rbac/metrics-reader.yaml", "manifests/monitoring/scraper.yaml"} {
+		out, err := env.Cluster.Kubectl("apply", "-f", filepath.Join(root, file))
+		require.NoError(t, err, out)
+	}
+	var monitor struct {
+		Spec struct {
+			Endpoints []map[string]any `json:"endpoints"`
+		} `json:"spec"`
+	}
+	data, err := os.ReadFile(filepath.Join(root, "manifests/monitoring/service-monitor.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(data, &monitor))
+	require.Len(t, monitor.Spec.Endpoints, 1)
+	endpoint := monitor.Spec.Endpoints[0]
+	assert.NotContains(t, endpoint, "bearerTokenFile", "deprecated")
+	secretName, _, _ := unstructured.NestedString(endpoint, "authorization", "credentials", "name")
+	secret, err := env.Kube.CoreV1().Secrets("nhc-system").Get(ctx, secretName, metav1.GetOptions{})
+	require.NoError(t, err, "the Secret the ServiceMonitor references is installed with it")
+	account := secret.Annotations[corev1.ServiceAccountNameKey]
+	require.NotEmpty(t, account)
+
+	// The test control plane has no token controller to fill the Secret:
+	// a token for the same ServiceAccount proves its rights.
+	token, err := env.Kube.CoreV1().ServiceAccounts("nhc-system").CreateToken(ctx, account, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	c, err := env.StartController("scraper", "--leader-elect=false", "--metrics-secure=true")
+	require.NoError(t, err)
+	dumpOnFailure(t, c)
+	defer func() { assert.NoError(t, c.Stop()) }()
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	framework.Eventually(t, 30*time.Second, "the scraper's token reads /metrics", func() bool {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+c.MetricsAddress+"/metrics", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token.Status.Token)
+		resp, err := client.Do(req)
+		if err != nil {
+			return false
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 }

@@ -19,6 +19,9 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
 
+// runbookURL is where the alerts' runbooks are published: docs/runbooks.md.
+const runbookURL = "https://github.com/nodehealthcheck/nhc-controller/blob/main/docs/runbooks.md#"
+
 // TestTheAlertsParseAndUseMetricsThatExist parses the PrometheusRule's rules
 // with Prometheus's own parser, and checks that every metric an alert uses is
 // served by a running controller.
@@ -33,12 +36,16 @@ func TestTheAlertsParseAndUseMetricsThatExist(t *testing.T) {
 	require.NoError(t, err)
 	parsed, errs := rulefmt.Parse(groups, false)
 	require.Empty(t, errs, "the rules parse")
+	runbooks, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(), "docs/runbooks.md"))
+	require.NoError(t, err)
 	used := map[string]bool{}
 	alerts := 0
 	for _, group := range parsed.Groups {
 		for _, r := range group.Rules {
 			alerts++
-			assert.NotEmpty(t, r.Annotations["runbook"], "alert %s has a runbook", r.Alert)
+			assert.NotEmpty(t, r.Annotations["description"], "alert %s says what it means", r.Alert)
+			assert.Equal(t, runbookURL+strings.ToLower(r.Alert), r.Annotations["runbook_url"], "alert %s links its runbook", r.Alert)
+			assert.Contains(t, string(runbooks), "\n## "+r.Alert+"\n", "docs/runbooks.md has a section for %s", r.Alert)
 			expr, err := parser.ParseExpr(r.Expr)
 			require.NoError(t, err, r.Alert)
 			for _, selector := range parser.ExtractSelectors(expr) {
