@@ -21,7 +21,7 @@ demo: k8s-binaries ## Run the controller on a local control plane with simulated
 build: ## Compile every package, the nhc-controller binary and the kubectl-nhc plugin into bin/.
 	go build ./...
 	go build -ldflags "-X main.version=$(VERSION)" -o bin/nhc-controller ./cmd/nhc-controller
-	go build -o bin/kubectl-nhc ./cmd/kubectl-nhc
+	go build -ldflags "-X main.version=$(VERSION)" -o bin/kubectl-nhc ./cmd/kubectl-nhc
 	install -m 0755 plugin/kubectl_complete-nhc bin/kubectl_complete-nhc
 
 .PHONY: image

@@ -90,7 +90,7 @@ func NewMetrics() *Metrics {
 			"First remediations not started because the node, read at the API server just before the create, no longer needed one, while the controller's node cache still showed it unhealthy: the node watch lagged behind",
 			"nodehealthcheck"),
 		syncErrors: counter("nodehealthcheck_sync_errors_total", "Syncs of a NodeHealthCheck that failed and were retried", "nodehealthcheck"),
-		buildInfo:  gauge("nodehealthcheck_build_info", "1, labelled with the controller's version and the Go version it was built with", "version", "goversion"),
+		buildInfo:  gauge("nhc_controller_build_info", "1, labelled with the controller's version and the Go version it was built with", "version", "goversion"),
 		nodeSeries: map[string]map[nodeSeries]bool{},
 	}
 }

@@ -80,7 +80,7 @@ func TestRemediationsAreCountedByOutcome(t *testing.T) {
 	}
 	series := seriesOf(t, m)
 	assert.Equal(t, 1, series["nodehealthcheck_sync_errors_total"])
-	assert.Equal(t, 1, series["nodehealthcheck_build_info"])
+	assert.Equal(t, 1, series["nhc_controller_build_info"])
 	m.forget(nhc.Name)
 	series = seriesOf(t, m)
 	assert.Zero(t, series["nodehealthcheck_remediations_total"])

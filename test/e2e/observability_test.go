@@ -56,7 +56,7 @@ func TestProbesAndMetrics(t *testing.T) {
 		`nodehealthcheck_remediations_in_flight{nodehealthcheck="metrics"} 1`,
 		`nodehealthcheck_storm_recovery_active{nodehealthcheck="metrics"} 0`,
 		`nodehealthcheck_remediations_total{kind="TestRemediation",nodehealthcheck="metrics",outcome="created"} 1`,
-		`nodehealthcheck_build_info{goversion="go`,
+		`nhc_controller_build_info{goversion="go`,
 		`workqueue_adds_total{name="nodehealthcheck"}`,
 		`workqueue_depth{name="nodehealthcheck"}`,
 		`rest_client_requests_total{`,
