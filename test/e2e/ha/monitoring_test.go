@@ -1,6 +1,7 @@
 package ha
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -19,12 +20,47 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
 
+// dashboardMetrics parses every query of the Grafana dashboard with
+// Prometheus's parser, its variables given values, and returns the metrics
+// they read.
+func dashboardMetrics(t *testing.T) map[string]bool {
+	data, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(), "manifests/monitoring/dashboards/nhc-controller.json"))
+	require.NoError(t, err)
+	var dashboard struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	require.NoError(t, json.Unmarshal(data, &dashboard))
+	variables := strings.NewReplacer("$__rate_interval", "5m", "$nhc", ".*", "$job", ".*")
+	used := map[string]bool{}
+	for _, panel := range dashboard.Panels {
+		require.NotEmpty(t, panel.Targets, panel.Title)
+		for _, target := range panel.Targets {
+			expr, err := parser.ParseExpr(variables.Replace(target.Expr))
+			require.NoError(t, err, panel.Title)
+			for _, selector := range parser.ExtractSelectors(expr) {
+				for _, matcher := range selector {
+					if matcher.Name == "__name__" {
+						used[matcher.Value] = true
+					}
+				}
+			}
+		}
+	}
+	assert.GreaterOrEqual(t, len(dashboard.Panels), 12)
+	return used
+}
+
 // runbookURL is where the alerts' runbooks are published: docs/runbooks.md.
 const runbookURL = "https://github.com/nodehealthcheck/nhc-controller/blob/main/docs/runbooks.md#"
 
 // TestTheAlertsParseAndUseMetricsThatExist parses the PrometheusRule's rules
-// with Prometheus's own parser, and checks that every metric an alert uses is
-// served by a running controller.
+// and the Grafana dashboard's queries with Prometheus's own parser, and
+// checks that every metric they use is served by a running controller.
 func TestTheAlertsParseAndUseMetricsThatExist(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(), "manifests/monitoring/prometheus-rule.yaml"))
 	require.NoError(t, err)
@@ -58,6 +94,9 @@ func TestTheAlertsParseAndUseMetricsThatExist(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 6, alerts)
+	for name := range dashboardMetrics(t) {
+		used[name] = true
+	}
 
 	// A leader with a NodeHealthCheck that has remediated a node.
 	const scenario = "monitoring"
@@ -91,4 +130,18 @@ func TestTheAlertsParseAndUseMetricsThatExist(t *testing.T) {
 	for name := range used {
 		assert.Contains(t, metrics, "\n"+name, "the alerts use %s", name)
 	}
+}
+
+// TestTheMonitoringKustomizationRenders: kubectl apply -k
+// manifests/monitoring/ renders the scraper, the ServiceMonitor, the alerts,
+// and the dashboard as a ConfigMap that Grafana's sidecar loads.
+func TestTheMonitoringKustomizationRenders(t *testing.T) {
+	out, err := env.Cluster.Kubectl("kustomize", filepath.Join(controlplane.RepoRoot(), "manifests/monitoring"))
+	require.NoError(t, err)
+	for _, kind := range []string{"ServiceAccount", "Secret", "ClusterRoleBinding", "ServiceMonitor", "PrometheusRule", "ConfigMap"} {
+		assert.Contains(t, out, "\nkind: "+kind+"\n", kind)
+	}
+	assert.Contains(t, out, "grafana_dashboard: \"1\"")
+	assert.Contains(t, out, "nhc-controller.json: |")
+	assert.Contains(t, out, "name: nhc-controller-grafana-dashboard\n")
 }
