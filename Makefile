@@ -28,6 +28,10 @@ build: ## Compile every package, the nhc-controller binary and the kubectl-nhc p
 image: ## Build the container image without a Docker daemon into _output/image (OCI layout and tarball), tagged as manifests/kustomization.yaml deploys it; IMAGE names it otherwise, PUSH=1 pushes it.
 	go run ./hack/image --output _output/image $(if $(IMAGE),--tag "$(IMAGE)") --version "$(VERSION)" $(if $(PUSH),--push)
 
+.PHONY: release
+release: k8s-binaries ## Write a release into _output/release (VERSION=vX.Y.Z, with its section in CHANGELOG.md): images for amd64 and arm64, nhc-controller.yaml, kubectl-nhc archives and krew manifest, release notes, SHA256SUMS; IMAGE_REPO names the image.
+	go run ./hack/release --version "$(VERSION)" --output _output/release --kubectl "$(K8S_BINARIES)/kubectl" $(if $(IMAGE_REPO),--image "$(IMAGE_REPO)")
+
 .PHONY: test
 test: unit integration ## Run all tests: unit, then integration on a real kube-apiserver.
 

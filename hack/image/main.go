@@ -32,10 +32,10 @@ import (
 const nonroot = 65532
 
 func main() {
-	output := flag.String("output", "_output/image", "folder for the OCI layout (oci/) and the tarball (nhc-controller.tar)")
-	tag := flag.String("tag", "", "the image reference recorded in the tarball; by default the image "+defaultKustomization+" deploys")
+	output := flag.String("output", "_output/image", "folder for the OCI layout (oci/) and the tarballs")
+	tag := flag.String("tag", "", "the image reference recorded in the layout and the tarballs; by default the image "+defaultKustomization+" deploys")
 	version := flag.String("version", "dev", "the version stamped into the binary and the image labels")
-	arch := flag.String("arch", "amd64", "the target architecture (GOARCH)")
+	archs := flag.String("arch", "amd64", "the target architectures (GOARCH), comma-separated; more than one makes an image index")
 	push := flag.Bool("push", false, "also push the image to --tag's registry, with the credentials of docker login or podman login")
 	flag.Parse()
 	if *tag == "" {
@@ -46,33 +46,63 @@ func main() {
 		}
 		*tag = deployed
 	}
-	if err := build(*output, *tag, *version, *arch, *push); err != nil {
+	if err := build(*output, *tag, *version, strings.Split(*archs, ","), *push); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
 }
 
-func build(output, tag, version, arch string, push bool) error {
+// build builds an image per architecture and writes them: as an OCI
+// layout whose index lists them all, and as one tarball each.
+func build(output, tag, version string, archs []string, push bool) error {
+	ref, err := name.NewTag(tag)
+	if err != nil {
+		return err
+	}
 	created, revision, err := commit()
 	if err != nil {
 		return err
 	}
+	images := make([]v1.Image, len(archs))
+	for i, arch := range archs {
+		if images[i], err = buildImage(created, revision, version, arch); err != nil {
+			return fmt.Errorf("%s: %w", arch, err)
+		}
+	}
+	index, err := writeAll(output, ref, archs, images)
+	if err != nil || !push {
+		return err
+	}
+	if len(images) == 1 {
+		err = remote.Write(ref, images[0], remote.WithAuthFromKeychain(authn.DefaultKeychain))
+	} else {
+		err = remote.WriteIndex(ref, index, remote.WithAuthFromKeychain(authn.DefaultKeychain))
+	}
+	if err != nil {
+		return fmt.Errorf("pushing %s: %w", ref, err)
+	}
+	fmt.Printf("pushed %s\n", ref)
+	return nil
+}
+
+// buildImage builds the image of one architecture.
+func buildImage(created time.Time, revision, version, arch string) (v1.Image, error) {
 	work, err := os.MkdirTemp("", "nhc-image-")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer os.RemoveAll(work)
 	binary := filepath.Join(work, "nhc-controller")
 	if err := goBuild(binary, version, arch); err != nil {
-		return err
+		return nil, err
 	}
 	layer, err := rootfsLayer(binary, created)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layer)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 	user := strconv.Itoa(nonroot) + ":" + strconv.Itoa(nonroot)
@@ -91,65 +121,66 @@ func build(output, tag, version, arch string, push bool) error {
 		},
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	img, err = mutate.CreatedAt(img, v1.Time{Time: created})
-	if err != nil {
-		return err
+	if img, err = mutate.CreatedAt(img, v1.Time{Time: created}); err != nil {
+		return nil, err
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cf.OS, cf.Architecture = "linux", arch
-	if img, err = mutate.ConfigFile(img, cf); err != nil {
-		return err
-	}
-	if err := write(img, output, tag); err != nil {
-		return err
-	}
-	if !push {
-		return nil
-	}
-	ref, err := name.ParseReference(tag)
-	if err != nil {
-		return err
-	}
-	if err := remote.Write(ref, img, remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
-		return fmt.Errorf("pushing %s: %w", ref, err)
-	}
-	fmt.Printf("pushed %s\n", ref)
-	return nil
+	return mutate.ConfigFile(img, cf)
 }
 
-// write replaces the output folder's OCI layout and tarball, and prints the
-// digest.
-func write(img v1.Image, output, tag string) error {
-	ref, err := name.NewTag(tag)
-	if err != nil {
-		return err
-	}
+// writeAll replaces the output folder's OCI layout and tarballs, and prints
+// the digests: one image is the layout's only entry and nhc-controller.tar,
+// as before; several are an index in the layout (what a registry serves
+// for the tag) and nhc-controller-linux-<arch>.tar each, since a tarball
+// that docker load or kind load image-archive reads holds one platform per
+// tag. It returns the index.
+func writeAll(output string, ref name.Tag, archs []string, images []v1.Image) (v1.ImageIndex, error) {
 	oci := filepath.Join(output, "oci")
 	if err := os.RemoveAll(oci); err != nil {
-		return err
+		return nil, err
 	}
 	path, err := layout.Write(oci, empty.Index)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := path.AppendImage(img, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": ref.String()})); err != nil {
-		return err
+	named := layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": ref.String()})
+	var index v1.ImageIndex = mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	for i, img := range images {
+		index = mutate.AppendManifests(index, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: archs[i]}}})
 	}
-	archive := filepath.Join(output, "nhc-controller.tar")
-	if err := tarball.WriteToFile(archive, ref, img); err != nil {
-		return err
+	archives := map[string]v1.Image{}
+	if len(images) == 1 {
+		if err := path.AppendImage(images[0], named); err != nil {
+			return nil, err
+		}
+		archives["nhc-controller.tar"] = images[0]
+	} else {
+		if err := path.AppendIndex(index, named); err != nil {
+			return nil, err
+		}
+		for i, img := range images {
+			archives["nhc-controller-linux-"+archs[i]+".tar"] = img
+		}
 	}
-	digest, err := img.Digest()
-	if err != nil {
-		return err
+	fmt.Printf("%s\n  OCI layout: %s\n", ref, oci)
+	for file, img := range archives {
+		archive := filepath.Join(output, file)
+		if err := tarball.WriteToFile(archive, ref, img); err != nil {
+			return nil, err
+		}
+		digest, err := img.Digest()
+		if err != nil {
+			return nil, err
+		}
+		fmt.Printf("  tarball:    %s (%s)\n", archive, digest)
 	}
-	fmt.Printf("%s %s\n  OCI layout: %s\n  tarball:    %s\n", ref, digest, oci, archive)
-	return nil
+	return index, nil
 }
 
 // goBuild builds the static, reproducible binary.

@@ -1,8 +1,6 @@
 package image
 
 import (
-	"bufio"
-	"bytes"
 	"io"
 	"os"
 	"os/exec"
@@ -13,9 +11,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	appsv1 "k8s.io/api/apps/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
 
 	"github.com/nodehealthcheck/nhc-controller/test/controlplane"
 )
@@ -43,23 +38,7 @@ func TestMakeImageTagsTheImageTheManifestsDeploy(t *testing.T) {
 
 	rendered, err := exec.Command(filepath.Join(assets, "kubectl"), "kustomize", filepath.Join(root, "manifests")).Output()
 	require.NoError(t, err)
-	decoder := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(rendered)))
-	var images []string
-	for {
-		doc, err := decoder.Read()
-		if err == io.EOF {
-			break
-		}
-		require.NoError(t, err)
-		var deployment appsv1.Deployment
-		require.NoError(t, yaml.Unmarshal(doc, &deployment))
-		if deployment.Kind != "Deployment" {
-			continue
-		}
-		for _, c := range deployment.Spec.Template.Spec.Containers {
-			images = append(images, c.Image)
-		}
-	}
+	images := deploymentImages(t, rendered)
 	assert.Equal(t, normalized(manifest[0].RepoTags), normalized(images), "the image make image wrote is the one the manifests deploy")
 }
 

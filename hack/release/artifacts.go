@@ -1,0 +1,253 @@
+package main
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+// kustomization is what release reads and changes of the install's.
+type kustomization struct {
+	Images []struct {
+		Name    string `json:"name"`
+		NewName string `json:"newName,omitempty"`
+		NewTag  string `json:"newTag,omitempty"`
+	} `json:"images"`
+}
+
+// manifestRepository is the image name the install deploys.
+func manifestRepository(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	var k kustomization
+	if err := yaml.Unmarshal(data, &k); err != nil {
+		return "", err
+	}
+	for _, image := range k.Images {
+		if image.Name == "nhc-controller" && image.NewName != "" {
+			return image.NewName, nil
+		}
+	}
+	return "nhc-controller", nil
+}
+
+// installYAML renders the default install with its image set, into one file.
+func installYAML(kubectl, image, out string) error {
+	work, err := os.MkdirTemp("", "nhc-release-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	if err := os.CopyFS(filepath.Join(work, "manifests"), os.DirFS("manifests")); err != nil {
+		return err
+	}
+	path := filepath.Join(work, "manifests", "kustomization.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var k map[string]any
+	if err := yaml.Unmarshal(data, &k); err != nil {
+		return err
+	}
+	repository, tag, _ := strings.Cut(image, ":")
+	k["images"] = []map[string]string{{"name": "nhc-controller", "newName": repository, "newTag": tag}}
+	if data, err = yaml.Marshal(k); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return err
+	}
+	rendered, err := exec.Command(kubectl, "kustomize", filepath.Join(work, "manifests")).Output()
+	if err != nil {
+		return fmt.Errorf("rendering the manifests: %w", err)
+	}
+	header := "# nhc-controller " + tag + ": the default install in one file.\n#   kubectl apply -f nhc-controller.yaml\n"
+	return os.WriteFile(out, append([]byte(header), rendered...), 0o644)
+}
+
+// pluginArchives builds kubectl-nhc for each platform into a .tar.gz with
+// its completion helper, and returns the archives' names by platform.
+func pluginArchives(version, output string) (map[[2]string]string, error) {
+	work, err := os.MkdirTemp("", "nhc-plugin-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	completion, err := os.ReadFile("plugin/kubectl_complete-nhc")
+	if err != nil {
+		return nil, err
+	}
+	archives := map[[2]string]string{}
+	for _, platform := range pluginPlatforms {
+		binary := filepath.Join(work, platform[0]+"-"+platform[1])
+		cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w -buildid= -X main.version="+version, "-o", binary, "./cmd/kubectl-nhc")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+platform[0], "GOARCH="+platform[1])
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("building kubectl-nhc for %s/%s: %w", platform[0], platform[1], err)
+		}
+		data, err := os.ReadFile(binary)
+		if err != nil {
+			return nil, err
+		}
+		name := fmt.Sprintf("kubectl-nhc_%s_%s_%s.tar.gz", version, platform[0], platform[1])
+		if err := writeArchive(filepath.Join(output, name), map[string][]byte{"kubectl-nhc": data, "kubectl_complete-nhc": completion}); err != nil {
+			return nil, err
+		}
+		archives[platform] = name
+	}
+	return archives, nil
+}
+
+// writeArchive writes executables into a .tar.gz whose bytes depend on
+// nothing but their contents.
+func writeArchive(path string, entries map[string][]byte) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	gz := gzip.NewWriter(f)
+	tw := tar.NewWriter(gz)
+	for _, name := range []string{"kubectl-nhc", "kubectl_complete-nhc"} {
+		data := entries[name]
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o755, Size: int64(len(data)), ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg}); err != nil {
+			return err
+		}
+		if _, err := tw.Write(data); err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	if err := gz.Close(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// krewManifest writes the krew plugin manifest of the archives.
+func krewManifest(version string, archives map[[2]string]string, out string) error {
+	type platform struct {
+		Selector struct {
+			MatchLabels map[string]string `json:"matchLabels"`
+		} `json:"selector"`
+		URI    string              `json:"uri"`
+		Sha256 string              `json:"sha256"`
+		Bin    string              `json:"bin"`
+		Files  []map[string]string `json:"files"`
+	}
+	var platforms []platform
+	for _, p := range pluginPlatforms {
+		name := archives[p]
+		sum, err := sha256File(filepath.Join(filepath.Dir(out), name))
+		if err != nil {
+			return err
+		}
+		var entry platform
+		entry.Selector.MatchLabels = map[string]string{"os": p[0], "arch": p[1]}
+		entry.URI = "https://github.com/nodehealthcheck/nhc-controller/releases/download/" + version + "/" + name
+		entry.Sha256, entry.Bin = sum, "kubectl-nhc"
+		entry.Files = []map[string]string{{"from": "kubectl-nhc", "to": "."}, {"from": "kubectl_complete-nhc", "to": "."}}
+		platforms = append(platforms, entry)
+	}
+	manifest := map[string]any{
+		"apiVersion": "krew.googlecontainertools.github.com/v1alpha2",
+		"kind":       "Plugin",
+		"metadata":   map[string]string{"name": "nhc"},
+		"spec": map[string]any{
+			"version":          version,
+			"homepage":         "https://github.com/nodehealthcheck/nhc-controller",
+			"shortDescription": "See what nhc-controller does with your nodes, and why",
+			"description":      "kubectl nhc shows NodeHealthChecks, their remediation history, why a node is or is not remediated, and what a NodeHealthCheck would do before you apply it. It only reads the cluster.",
+			"platforms":        platforms,
+		},
+	}
+	data, err := yaml.Marshal(manifest)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(out, data, 0o644)
+}
+
+// checksums writes SHA256SUMS of the release's files, as sha256sum -c reads it.
+func checksums(output string) error {
+	names, err := files(output)
+	if err != nil {
+		return err
+	}
+	var lines strings.Builder
+	for _, name := range names {
+		sum, err := sha256File(filepath.Join(output, name))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&lines, "%s  %s\n", sum, name)
+	}
+	return os.WriteFile(filepath.Join(output, "SHA256SUMS"), []byte(lines.String()), 0o644)
+}
+
+func sha256File(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// ociArchive tars an OCI layout folder, as an oci-archive.
+func ociArchive(dir, out string) error {
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	tw := tar.NewWriter(f)
+	err = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || path == dir {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return tw.WriteHeader(&tar.Header{Name: rel + "/", Mode: 0o755, ModTime: time.Unix(0, 0), Typeflag: tar.TypeDir})
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: rel, Mode: 0o644, Size: int64(len(data)), ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg}); err != nil {
+			return err
+		}
+		_, err = tw.Write(data)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,135 @@
+// Command release writes everything a release publishes into one folder,
+// with no Docker daemon and no network beyond the Go module proxy:
+//   - the image for linux/amd64 and linux/arm64: an OCI layout whose index
+//     lists both (oci/, and as an OCI archive, which ctr images import and
+//     skopeo read), and a tarball each for docker load and kind load
+//     image-archive;
+//   - nhc-controller.yaml: the default install in one file, its image
+//     pinned to the version;
+//   - kubectl-nhc for linux and darwin, amd64 and arm64, as archives, and
+//     the krew plugin manifest with their sha256 sums;
+//   - release-notes.md, the version's section of CHANGELOG.md;
+//   - SHA256SUMS of every file.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// semver is a release version: vMAJOR.MINOR.PATCH, with a pre-release.
+var semver = regexp.MustCompile(`^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$`)
+
+// pluginPlatforms are the platforms kubectl-nhc is built for.
+var pluginPlatforms = [][2]string{{"linux", "amd64"}, {"linux", "arm64"}, {"darwin", "amd64"}, {"darwin", "arm64"}}
+
+func main() {
+	version := flag.String("version", "", "the release's version, vMAJOR.MINOR.PATCH")
+	output := flag.String("output", "_output/release", "the folder to write the release into; it is replaced")
+	repository := flag.String("image", "", "the image repository, such as registry.example.com/nhc-controller; by default the name manifests/kustomization.yaml gives")
+	kubectl := flag.String("kubectl", "kubectl", "the kubectl that renders the manifests (kubectl kustomize)")
+	flag.Parse()
+	if err := release(*version, *output, *repository, *kubectl); err != nil {
+		fmt.Fprintln(os.Stderr, "release:", err)
+		os.Exit(1)
+	}
+}
+
+func release(version, output, repository, kubectl string) error {
+	if !semver.MatchString(version) {
+		return fmt.Errorf("version %q is not vMAJOR.MINOR.PATCH: tag the release, then make release VERSION=vX.Y.Z", version)
+	}
+	notes, err := releaseNotes("CHANGELOG.md", version)
+	if err != nil {
+		return err
+	}
+	if repository == "" {
+		if repository, err = manifestRepository("manifests/kustomization.yaml"); err != nil {
+			return err
+		}
+	}
+	image := repository + ":" + version
+	if err := os.RemoveAll(output); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(output, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(output, "release-notes.md"), []byte(notes), 0o644); err != nil {
+		return err
+	}
+	if err := run("go", "run", "./hack/image", "--output", output, "--arch", "amd64,arm64", "--tag", image, "--version", version); err != nil {
+		return err
+	}
+	if err := ociArchive(filepath.Join(output, "oci"), filepath.Join(output, "nhc-controller-"+version+"-oci.tar")); err != nil {
+		return err
+	}
+	if err := installYAML(kubectl, image, filepath.Join(output, "nhc-controller.yaml")); err != nil {
+		return err
+	}
+	archives, err := pluginArchives(version, output)
+	if err != nil {
+		return err
+	}
+	if err := krewManifest(version, archives, filepath.Join(output, "nhc.yaml")); err != nil {
+		return err
+	}
+	return checksums(output)
+}
+
+// releaseNotes returns the section of the changelog headed with the version.
+func releaseNotes(changelog, version string) (string, error) {
+	data, err := os.ReadFile(changelog)
+	if err != nil {
+		return "", err
+	}
+	var section []string
+	in := false
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "## ") {
+			if in {
+				break
+			}
+			in = strings.Fields(line)[1] == version
+		}
+		if in {
+			section = append(section, line)
+		}
+	}
+	if len(section) < 2 {
+		return "", fmt.Errorf("%s has no section \"## %s\": write the release's notes first", changelog, version)
+	}
+	return strings.TrimSpace(strings.Join(section, "\n")) + "\n", nil
+}
+
+// run runs a command, its output on standard error.
+func run(name string, args ...string) error {
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
+	}
+	return nil
+}
+
+// files lists the regular files of the release folder, sorted.
+func files(output string) ([]string, error) {
+	entries, err := os.ReadDir(output)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if e.Type().IsRegular() && e.Name() != "SHA256SUMS" {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}

@@ -1,0 +1,132 @@
+package image
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nodehealthcheck/nhc-controller/test/controlplane"
+	"github.com/nodehealthcheck/nhc-controller/test/framework"
+)
+
+// TestMakeRelease: make release VERSION=v0.1.0 writes what a release
+// publishes, each file with its checksum: an install file whose image is
+// the version's and which a real API server accepts, the images of both
+// architectures tagged with the version, kubectl-nhc for four platforms
+// and the krew manifest that names their checksums, and the release notes.
+func TestMakeRelease(t *testing.T) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Skip("needs kubectl from KUBEBUILDER_ASSETS (make test sets it)")
+	}
+	root := controlplane.RepoRoot()
+	const version = "v0.1.0"
+	build := exec.Command("make", "release", "VERSION="+version)
+	build.Dir = root
+	output, err := build.CombinedOutput()
+	require.NoError(t, err, "%s", output)
+	dir := filepath.Join(root, "_output/release")
+
+	sums, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS"))
+	require.NoError(t, err)
+	listed := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(sums)), "\n") {
+		sum, name, ok := strings.Cut(line, "  ")
+		require.True(t, ok, line)
+		listed[name] = sum
+		assert.Equal(t, sum, sha256Of(t, filepath.Join(dir, name)), name)
+	}
+	for _, name := range []string{"nhc-controller.yaml", "release-notes.md", "nhc.yaml", "nhc-controller-" + version + "-oci.tar",
+		"nhc-controller-linux-amd64.tar", "nhc-controller-linux-arm64.tar",
+		"kubectl-nhc_" + version + "_linux_amd64.tar.gz", "kubectl-nhc_" + version + "_linux_arm64.tar.gz",
+		"kubectl-nhc_" + version + "_darwin_amd64.tar.gz", "kubectl-nhc_" + version + "_darwin_arm64.tar.gz"} {
+		assert.Contains(t, listed, name)
+	}
+
+	for _, arch := range []string{"amd64", "arm64"} {
+		manifest, err := tarball.LoadManifest(func() (io.ReadCloser, error) {
+			return os.Open(filepath.Join(dir, "nhc-controller-linux-"+arch+".tar"))
+		})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"nhc-controller:" + version}, manifest[0].RepoTags, arch)
+	}
+
+	install, err := os.ReadFile(filepath.Join(dir, "nhc-controller.yaml"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"nhc-controller:" + version}, deploymentImages(t, install))
+	env, err := framework.StartEnv()
+	require.NoError(t, err)
+	defer env.Stop()
+	out, err := env.Cluster.Kubectl("apply", "-f", filepath.Join(dir, "nhc-controller.yaml"))
+	require.NoError(t, err, "the API server accepts the install file: %s", out)
+
+	var krew struct {
+		Spec struct {
+			Version   string `json:"version"`
+			Platforms []struct {
+				URI    string `json:"uri"`
+				Sha256 string `json:"sha256"`
+			} `json:"platforms"`
+		} `json:"spec"`
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "nhc.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(data, &krew))
+	assert.Equal(t, version, krew.Spec.Version)
+	require.Len(t, krew.Spec.Platforms, 4)
+	for _, p := range krew.Spec.Platforms {
+		assert.Equal(t, listed[filepath.Base(p.URI)], p.Sha256, p.URI)
+	}
+
+	notes, err := os.ReadFile(filepath.Join(dir, "release-notes.md"))
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(notes), "## "+version+"\n"))
+
+	bad := exec.Command("make", "release", "VERSION=v0.1")
+	bad.Dir = root
+	output, err = bad.CombinedOutput()
+	assert.Error(t, err)
+	assert.Contains(t, string(output), `version "v0.1" is not vMAJOR.MINOR.PATCH`)
+}
+
+func sha256Of(t *testing.T, path string) string {
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// deploymentImages are the container images of the Deployments in a
+// multi-document YAML.
+func deploymentImages(t *testing.T, data []byte) []string {
+	decoder := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var images []string
+	for {
+		doc, err := decoder.Read()
+		if err == io.EOF {
+			return images
+		}
+		require.NoError(t, err)
+		var deployment appsv1.Deployment
+		require.NoError(t, yaml.Unmarshal(doc, &deployment))
+		if deployment.Kind != "Deployment" {
+			continue
+		}
+		for _, c := range deployment.Spec.Template.Spec.Containers {
+			images = append(images, c.Image)
+		}
+	}
+}
