@@ -42,7 +42,7 @@ func (o *Options) completeName(ctx context.Context, args []string, list func(con
 	if len(args) > 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	c, err := o.cluster()
+	c, err := o.connect()
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveError
 	}

@@ -40,12 +40,20 @@ type Options struct {
 	now func() time.Time
 	// leaseNamespace is where the controller's node leases live.
 	leaseNamespace string
+	// connect connects to the cluster: Options.cluster, or fakes in tests.
+	connect func() (*cluster, error)
 }
 
 // NewCommand returns kubectl nhc with its subcommands. now is the clock the
 // engine decides at: time.Now, or a fixed time in tests.
 func NewCommand(streams genericiooptions.IOStreams, now func() time.Time) *cobra.Command {
 	o := &Options{IOStreams: streams, configFlags: genericclioptions.NewConfigFlags(true), now: now}
+	o.connect = o.cluster
+	return newCommand(o)
+}
+
+// newCommand builds the commands on options whose connect is set.
+func newCommand(o *Options) *cobra.Command {
 	root := &cobra.Command{
 		Use: "nhc",
 		// Usage and help say "kubectl nhc status", as kubectl plugins do.
@@ -61,8 +69,8 @@ func NewCommand(streams genericiooptions.IOStreams, now func() time.Time) *cobra
 		// would replace kubectl's.
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
-	root.SetOut(streams.Out)
-	root.SetErr(streams.ErrOut)
+	root.SetOut(o.Out)
+	root.SetErr(o.ErrOut)
 	o.configFlags.AddFlags(root.PersistentFlags())
 	root.PersistentFlags().StringVarP(&o.output, "output", "o", "", "Output format: wide, json or yaml; a table by default")
 	root.PersistentFlags().StringVar(&o.leaseNamespace, "lease-namespace", remediation.LeaseNamespace(), "Namespace of the node leases, as the controller's --lease-namespace")
@@ -106,7 +114,7 @@ func section(w io.Writer) {
 func (o *Options) start() (*cluster, error) {
 	switch o.output {
 	case "", outputWide, outputJSON, outputYAML:
-		return o.cluster()
+		return o.connect()
 	}
 	return nil, fmt.Errorf("unknown output format %q: use wide, json or yaml", o.output)
 }
