@@ -29,8 +29,8 @@ image: ## Build the container image without a Docker daemon into _output/image (
 	go run ./hack/image --output _output/image $(if $(IMAGE),--tag "$(IMAGE)") --version "$(VERSION)" $(if $(PUSH),--push)
 
 .PHONY: release
-release: k8s-binaries ## Write a release into _output/release (VERSION=vX.Y.Z, with its section in CHANGELOG.md): images for amd64 and arm64, nhc-controller.yaml, kubectl-nhc archives and krew manifest, release notes, SHA256SUMS; IMAGE_REPO names the image.
-	go run ./hack/release --version "$(VERSION)" --output _output/release --kubectl "$(K8S_BINARIES)/kubectl" $(if $(IMAGE_REPO),--image "$(IMAGE_REPO)")
+release: k8s-binaries ## Write a release into _output/release (VERSION=vX.Y.Z, with its section in CHANGELOG.md): images for amd64 and arm64, nhc-controller.yaml, kubectl-nhc archives and krew manifest, release notes, SHA256SUMS; IMAGE_REPO names the image, PUSH=1 pushes it and pins the install file to its digest.
+	go run ./hack/release --version "$(VERSION)" --output _output/release --kubectl "$(K8S_BINARIES)/kubectl" $(if $(IMAGE_REPO),--image "$(IMAGE_REPO)") $(if $(PUSH),--push)
 
 .PHONY: test
 test: unit integration ## Run all tests: unit, then integration on a real kube-apiserver.

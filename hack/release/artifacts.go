@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"sigs.k8s.io/yaml"
 )
 
@@ -62,8 +63,14 @@ func installYAML(kubectl, image, out string) error {
 	if err := yaml.Unmarshal(data, &k); err != nil {
 		return err
 	}
-	repository, tag, _ := strings.Cut(image, ":")
-	k["images"] = []map[string]string{{"name": "nhc-controller", "newName": repository, "newTag": tag}}
+	pinned := map[string]string{"name": "nhc-controller"}
+	reference, digest, _ := strings.Cut(image, "@")
+	colon := strings.LastIndex(reference, ":")
+	pinned["newName"], pinned["newTag"] = reference[:colon], reference[colon+1:]
+	if digest != "" {
+		pinned["digest"] = digest
+	}
+	k["images"] = []map[string]string{pinned}
 	if data, err = yaml.Marshal(k); err != nil {
 		return err
 	}
@@ -74,7 +81,7 @@ func installYAML(kubectl, image, out string) error {
 	if err != nil {
 		return fmt.Errorf("rendering the manifests: %w", err)
 	}
-	header := "# nhc-controller " + tag + ": the default install in one file.\n#   kubectl apply -f nhc-controller.yaml\n"
+	header := "# nhc-controller " + pinned["newTag"] + ": the default install in one file.\n#   kubectl apply -f nhc-controller.yaml\n"
 	return os.WriteFile(out, append([]byte(header), rendered...), 0o644)
 }
 
@@ -250,4 +257,20 @@ func ociArchive(dir, out string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// indexDigest is the digest of the image index an OCI layout names.
+func indexDigest(dir string) (string, error) {
+	index, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		return "", err
+	}
+	manifest, err := index.IndexManifest()
+	if err != nil {
+		return "", err
+	}
+	if len(manifest.Manifests) != 1 {
+		return "", fmt.Errorf("%s lists %d entries, not the one index", dir, len(manifest.Manifests))
+	}
+	return manifest.Manifests[0].Digest.String(), nil
 }

@@ -5,7 +5,7 @@
 //     skopeo read), and a tarball each for docker load and kind load
 //     image-archive;
 //   - nhc-controller.yaml: the default install in one file, its image
-//     pinned to the version;
+//     pinned to the version, and to the digest with --push;
 //   - kubectl-nhc for linux and darwin, amd64 and arm64, as archives, and
 //     the krew plugin manifest with their sha256 sums;
 //   - release-notes.md, the version's section of CHANGELOG.md;
@@ -34,14 +34,15 @@ func main() {
 	output := flag.String("output", "_output/release", "the folder to write the release into; it is replaced")
 	repository := flag.String("image", "", "the image repository, such as registry.example.com/nhc-controller; by default the name manifests/kustomization.yaml gives")
 	kubectl := flag.String("kubectl", "kubectl", "the kubectl that renders the manifests (kubectl kustomize)")
+	push := flag.Bool("push", false, "also push the image index to --image's registry, and pin the install file to its digest")
 	flag.Parse()
-	if err := release(*version, *output, *repository, *kubectl); err != nil {
+	if err := release(*version, *output, *repository, *kubectl, *push); err != nil {
 		fmt.Fprintln(os.Stderr, "release:", err)
 		os.Exit(1)
 	}
 }
 
-func release(version, output, repository, kubectl string) error {
+func release(version, output, repository, kubectl string, push bool) error {
 	if !semver.MatchString(version) {
 		return fmt.Errorf("version %q is not vMAJOR.MINOR.PATCH: tag the release, then make release VERSION=vX.Y.Z", version)
 	}
@@ -64,8 +65,21 @@ func release(version, output, repository, kubectl string) error {
 	if err := os.WriteFile(filepath.Join(output, "release-notes.md"), []byte(notes), 0o644); err != nil {
 		return err
 	}
-	if err := run("go", "run", "./hack/image", "--output", output, "--arch", "amd64,arm64", "--tag", image, "--version", version); err != nil {
+	args := []string{"run", "./hack/image", "--output", output, "--arch", "amd64,arm64", "--tag", image, "--version", version}
+	if push {
+		args = append(args, "--push")
+	}
+	if err := run("go", args...); err != nil {
 		return err
+	}
+	if push {
+		// What the registry serves for the tag: the install file names it
+		// by digest, so that a moved tag cannot change what runs.
+		digest, err := indexDigest(filepath.Join(output, "oci"))
+		if err != nil {
+			return err
+		}
+		image += "@" + digest
 	}
 	if err := ociArchive(filepath.Join(output, "oci"), filepath.Join(output, "nhc-controller-"+version+"-oci.tar")); err != nil {
 		return err

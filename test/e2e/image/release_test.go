@@ -6,12 +6,17 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,18 +28,22 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
 
-// TestMakeRelease: make release VERSION=v0.1.0 writes what a release
-// publishes, each file with its checksum: an install file whose image is
-// the version's and which a real API server accepts, the images of both
-// architectures tagged with the version, kubectl-nhc for four platforms
-// and the krew manifest that names their checksums, and the release notes.
+// TestMakeRelease: make release VERSION=v0.1.0 PUSH=1, to a registry,
+// writes what a release publishes, each file with its checksum: an install
+// file whose image is the version's, pinned to the digest the registry
+// serves, and which a real API server accepts; the images of both
+// architectures tagged with the version; kubectl-nhc for four platforms and
+// the krew manifest that names their checksums; and the release notes.
 func TestMakeRelease(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Skip("needs kubectl from KUBEBUILDER_ASSETS (make test sets it)")
 	}
 	root := controlplane.RepoRoot()
 	const version = "v0.1.0"
-	build := exec.Command("make", "release", "VERSION="+version)
+	registry := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
+	defer registry.Close()
+	repository := strings.TrimPrefix(registry.URL, "http://") + "/nhc-controller"
+	build := exec.Command("make", "release", "VERSION="+version, "IMAGE_REPO="+repository, "PUSH=1")
 	build.Dir = root
 	output, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", output)
@@ -61,12 +70,22 @@ func TestMakeRelease(t *testing.T) {
 			return os.Open(filepath.Join(dir, "nhc-controller-linux-"+arch+".tar"))
 		})
 		require.NoError(t, err)
-		assert.Equal(t, []string{"nhc-controller:" + version}, manifest[0].RepoTags, arch)
+		assert.Equal(t, []string{repository + ":" + version}, manifest[0].RepoTags, arch)
 	}
 
+	pushed, err := remote.Index(mustTag(t, repository+":"+version))
+	require.NoError(t, err, "the index is in the registry")
+	digest, err := pushed.Digest()
+	require.NoError(t, err)
+	platforms, err := pushed.IndexManifest()
+	require.NoError(t, err)
+	require.Len(t, platforms.Manifests, 2, "amd64 and arm64")
 	install, err := os.ReadFile(filepath.Join(dir, "nhc-controller.yaml"))
 	require.NoError(t, err)
-	assert.Equal(t, []string{"nhc-controller:" + version}, deploymentImages(t, install))
+	images := deploymentImages(t, install)
+	require.Len(t, images, 1)
+	assert.True(t, strings.HasPrefix(images[0], repository), images[0])
+	assert.True(t, strings.HasSuffix(images[0], "@"+digest.String()), "pinned to the digest the registry serves: %s", images[0])
 	env, err := framework.StartEnv()
 	require.NoError(t, err)
 	defer env.Stop()
@@ -100,6 +119,12 @@ func TestMakeRelease(t *testing.T) {
 	output, err = bad.CombinedOutput()
 	assert.Error(t, err)
 	assert.Contains(t, string(output), `version "v0.1" is not vMAJOR.MINOR.PATCH`)
+}
+
+func mustTag(t *testing.T, ref string) name.Tag {
+	tag, err := name.NewTag(ref)
+	require.NoError(t, err)
+	return tag
 }
 
 func sha256Of(t *testing.T, path string) string {
