@@ -24,7 +24,9 @@ func TestACreatedClusterScopedTemplateWakesItsNodeHealthCheck(t *testing.T) {
 		return statusOf(t, scenario).Phase == v1alpha1.PhaseDisabled
 	})
 	// Past the sync that disabled it and any follow-up it asked for.
-	time.Sleep(2 * time.Second)
+	framework.Consistently(t, 2*time.Second, "disabled while the template is missing", func() bool {
+		return statusOf(t, scenario).Phase == v1alpha1.PhaseDisabled && len(env.ClusterRemediations(t, nodes[0])) == 0
+	})
 
 	env.CreateClusterTemplate(t, scenario)
 	framework.Eventually(t, 3*time.Second, "the node remediated once the template exists", func() bool {

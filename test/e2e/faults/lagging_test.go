@@ -57,8 +57,10 @@ func TestANodeHealthCheckCreatedWhileTheNodeCacheLagsSeesAllItsNodes(t *testing.
 		s.MinHealthy = ptr.To(intstr.FromInt32(11))
 		s.StormRecoveryThreshold = ptr.To[int32](2)
 	})
-	// Time for the controller to evaluate it, on what its cache shows.
-	time.Sleep(2 * time.Second)
+	framework.Consistently(t, 2*time.Second, "no status, and no storm, from part of its nodes", func() bool {
+		s := env.GetNHC(t, scenario).Status
+		return s.ObservedNodes == nil && meta.FindStatusCondition(s.Conditions, v1alpha1.ConditionStormActive) == nil
+	})
 	proxy.HoldNodeWatches(false)
 
 	framework.Eventually(t, 15*time.Second, "the 3 failed nodes remediated", func() bool {
