@@ -33,7 +33,7 @@ const (
 	ReasonRemediationSkipped  = "RemediationSkipped"
 	ReasonRemediationTimedOut = "RemediationTimedOut"
 	// ReasonNodesOverlap: other NodeHealthChecks started to select some of
-	// the same nodes (new, issue 12).
+	// the same nodes; upstream has no such event.
 	ReasonNodesOverlap = "NodesOverlap"
 )
 

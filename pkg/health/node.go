@@ -18,7 +18,7 @@ import (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 type Node struct {
 	// ObjectMeta has the name, UID, resourceVersion, labels, the kept
-	// annotations (KeptAnnotations), and the creation and deletion
+	// annotations (IsKeptAnnotation), and the creation and deletion
 	// timestamps; nothing else.
 	metav1.ObjectMeta
 	// Conditions are the node's conditions in its order.
@@ -42,10 +42,16 @@ type NodeCondition struct {
 // object's: the informer's cache holds one kind only.
 func (*Node) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 
-// KeptAnnotations are the annotations a Node keeps: the manual
+// IsKeptAnnotation tells whether a Node keeps an annotation: the manual
 // confirmation, the only one a decision reads, and the end of a watch's
 // initial events, which the node informer reads on a bookmark.
-var KeptAnnotations = []string{v1alpha1.ManuallyConfirmedHealthyAnnotation, metav1.InitialEventsAnnotationKey}
+func IsKeptAnnotation(key string) bool {
+	switch key {
+	case v1alpha1.ManuallyConfirmedHealthyAnnotation, metav1.InitialEventsAnnotationKey:
+		return true
+	}
+	return false
+}
 
 // NodeOf keeps of a node what the controller reads (see Node), with label
 // keys and values, condition types and statuses interned. It is the one
@@ -101,8 +107,8 @@ func interned(labels map[string]string) map[string]string {
 // keptAnnotations returns the kept annotations, nil without any.
 func keptAnnotations(annotations map[string]string) map[string]string {
 	var out map[string]string
-	for _, key := range KeptAnnotations {
-		if value, ok := annotations[key]; ok {
+	for key, value := range annotations {
+		if IsKeptAnnotation(key) {
 			if out == nil {
 				out = map[string]string{}
 			}

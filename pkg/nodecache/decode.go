@@ -129,11 +129,11 @@ func (d *decoder) labels(meta []byte, node, previous *health.Node) error {
 	if previous != nil {
 		previousLabels, previousAnnotations = previous.Labels, previous.Annotations
 	}
-	labels, err := stringMap(meta, metaLabels, previousLabels, nil)
+	labels, err := stringMap(meta, metaLabels, previousLabels, false)
 	if err != nil {
 		return err
 	}
-	annotations, err := stringMap(meta, metaAnnotations, previousAnnotations, health.KeptAnnotations)
+	annotations, err := stringMap(meta, metaAnnotations, previousAnnotations, true)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package nodecache
 
 import (
 	"bytes"
-	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -10,11 +9,11 @@ import (
 )
 
 // stringMap decodes the map<string, string> field of an ObjectMeta, keeping
-// only the keys in only unless it is nil. It returns previous when the map
+// only the kept annotations (health.IsKeptAnnotation) when keptOnly. It returns previous when the map
 // equals it, so that an unchanged node shares its maps with the cached one,
 // and nil when no entry is kept, as health.NodeOf does.
-func stringMap(meta []byte, field protowire.Number, previous map[string]string, only []string) (map[string]string, error) {
-	count, same, err := compareEntries(meta, field, previous, only)
+func stringMap(meta []byte, field protowire.Number, previous map[string]string, keptOnly bool) (map[string]string, error) {
+	count, same, err := compareEntries(meta, field, previous, keptOnly)
 	if err != nil || count == 0 {
 		return nil, err
 	}
@@ -22,7 +21,7 @@ func stringMap(meta []byte, field protowire.Number, previous map[string]string, 
 		return previous, nil
 	}
 	out := make(map[string]string, count)
-	err = eachEntry(meta, field, only, func(key, value []byte) {
+	err = eachEntry(meta, field, keptOnly, func(key, value []byte) {
 		out[health.Intern(string(key))] = health.Intern(string(value))
 	})
 	return out, err
@@ -32,10 +31,10 @@ func stringMap(meta []byte, field protowire.Number, previous map[string]string, 
 // previous with the same value and they come in strictly ascending key
 // order, as the API server sorts them: with no key twice, as many entries
 // as previous has are then previous.
-func compareEntries(meta []byte, field protowire.Number, previous map[string]string, only []string) (count int, same bool, err error) {
+func compareEntries(meta []byte, field protowire.Number, previous map[string]string, keptOnly bool) (count int, same bool, err error) {
 	same = previous != nil
 	var last []byte
-	err = eachEntry(meta, field, only, func(key, value []byte) {
+	err = eachEntry(meta, field, keptOnly, func(key, value []byte) {
 		count++
 		if same {
 			v, ok := previous[string(key)]
@@ -47,8 +46,8 @@ func compareEntries(meta []byte, field protowire.Number, previous map[string]str
 }
 
 // eachEntry calls f with the key and value of every entry of the map field,
-// in order, skipping keys not in only unless it is nil.
-func eachEntry(meta []byte, field protowire.Number, only []string, f func(key, value []byte)) error {
+// in order, skipping keys that are not kept annotations when keptOnly.
+func eachEntry(meta []byte, field protowire.Number, keptOnly bool, f func(key, value []byte)) error {
 	r := reader{b: meta}
 	for r.next() {
 		if r.num != field {
@@ -61,7 +60,7 @@ func eachEntry(meta []byte, field protowire.Number, only []string, f func(key, v
 		if err != nil {
 			return err
 		}
-		if only != nil && !slices.Contains(only, string(key)) {
+		if keptOnly && !health.IsKeptAnnotation(string(key)) {
 			continue
 		}
 		f(key, value)
