@@ -12,7 +12,7 @@ COPY . .
 ARG VERSION=dev
 ARG TARGETARCH=amd64
 RUN CGO_ENABLED=0 GOOS=linux GOARCH=${TARGETARCH} \
-    go build -trimpath -buildvcs=false -ldflags "-s -w -buildid= -X main.version=${VERSION}" \
+    go build -trimpath -buildvcs=false -ldflags "-s -w -buildid= -X github.com/nodehealthcheck/nhc-controller/pkg/version.stamped=${VERSION}" \
     -o /out/nhc-controller ./cmd/nhc-controller
 
 # distroless static, nonroot: no shell, no package manager, uid 65532.

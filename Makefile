@@ -20,8 +20,8 @@ demo: k8s-binaries ## Run the controller on a local control plane with simulated
 .PHONY: build
 build: ## Compile every package, the nhc-controller binary and the kubectl-nhc plugin into bin/.
 	go build ./...
-	go build -ldflags "-X main.version=$(VERSION)" -o bin/nhc-controller ./cmd/nhc-controller
-	go build -ldflags "-X main.version=$(VERSION)" -o bin/kubectl-nhc ./cmd/kubectl-nhc
+	go build -ldflags "-X github.com/nodehealthcheck/nhc-controller/pkg/version.stamped=$(VERSION)" -o bin/nhc-controller ./cmd/nhc-controller
+	go build -ldflags "-X github.com/nodehealthcheck/nhc-controller/pkg/version.stamped=$(VERSION)" -o bin/kubectl-nhc ./cmd/kubectl-nhc
 	install -m 0755 plugin/kubectl_complete-nhc bin/kubectl_complete-nhc
 
 .PHONY: image

@@ -5,33 +5,19 @@ package main
 import (
 	"fmt"
 	"os"
-	"runtime/debug"
 	"time"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/cli"
+	"github.com/nodehealthcheck/nhc-controller/pkg/version"
 )
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = ""
 
 func main() {
 	cmd := cli.NewCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, time.Now)
-	cmd.Version = buildVersion()
+	cmd.Version = version.Get()
 	if err := cmd.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
-}
-
-// buildVersion is the version stamped at build time, or the module's.
-func buildVersion() string {
-	if version != "" {
-		return version
-	}
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
-		return info.Main.Version
-	}
-	return "(devel)"
 }

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -16,10 +15,9 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
 	"k8s.io/klog/v2"
-)
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = ""
+	"github.com/nodehealthcheck/nhc-controller/pkg/version"
+)
 
 func main() {
 	opts := defaultOptions()
@@ -30,7 +28,7 @@ func main() {
 	showVersion := fs.Bool("version", false, "Print the version and exit.")
 	pflag.Parse()
 	if *showVersion {
-		fmt.Println("nhc-controller", buildVersion())
+		fmt.Println("nhc-controller", version.Get())
 		return
 	}
 	if err := logsapi.ValidateAndApply(logging, nil); err != nil {
@@ -46,23 +44,13 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	logger := klog.FromContext(ctx)
-	logger.Info("Starting nhc-controller", "version", buildVersion(), "workers", opts.workers, "leaderElection", opts.leaderElect)
+	logger.Info("Starting nhc-controller", "version", version.Get(), "workers", opts.workers, "leaderElection", opts.leaderElect)
 	limitMemory(logger)
 	if err := run(ctx, opts); err != nil {
 		logger.Error(err, "nhc-controller failed")
 		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
 	}
 	logger.Info("nhc-controller stopped")
-}
-
-func buildVersion() string {
-	if version != "" {
-		return version
-	}
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
-		return info.Main.Version
-	}
-	return "(devel)"
 }
 
 // readiness says whether this replica is ready: its caches synced and, with

@@ -29,6 +29,7 @@ import (
 	nhcscheme "github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned/scheme"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+	"github.com/nodehealthcheck/nhc-controller/pkg/version"
 )
 
 // eventComponent is the source of the controller's events, as upstream's.
@@ -48,7 +49,7 @@ func run(ctx context.Context, opts *options) error {
 		return fmt.Errorf("loading the client configuration: %w", err)
 	}
 	config.QPS, config.Burst = opts.qps, opts.burst
-	config.UserAgent = "nhc-controller/" + buildVersion()
+	config.UserAgent = "nhc-controller/" + version.Get()
 	apis, err := newClients(config, opts)
 	if err != nil {
 		return err
@@ -59,7 +60,7 @@ func run(ctx context.Context, opts *options) error {
 	if err := metrics.Register(legacyregistry.Registerer()); err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
-	metrics.SetBuildInfo(buildVersion())
+	metrics.SetBuildInfo(version.Get())
 	if err := nhcscheme.AddToScheme(scheme.Scheme); err != nil {
 		return err
 	}

@@ -26,6 +26,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/nodehealthcheck/nhc-controller/hack/internal/manifests"
 )
 
 // nonroot is the user and group the image runs as, as distroless's nonroot.
@@ -33,18 +35,18 @@ const nonroot = 65532
 
 func main() {
 	output := flag.String("output", "_output/image", "folder for the OCI layout (oci/) and the tarballs")
-	tag := flag.String("tag", "", "the image reference recorded in the layout and the tarballs; by default the image "+defaultKustomization+" deploys")
+	tag := flag.String("tag", "", "the image reference recorded in the layout and the tarballs; by default the image "+manifests.Kustomization+" deploys")
 	version := flag.String("version", "dev", "the version stamped into the binary and the image labels")
 	archs := flag.String("arch", "amd64", "the target architectures (GOARCH), comma-separated; more than one makes an image index")
 	push := flag.Bool("push", false, "also push the image to --tag's registry, with the credentials of docker login or podman login")
 	flag.Parse()
 	if *tag == "" {
-		deployed, err := manifestImage(defaultKustomization)
+		repository, deployed, err := manifests.Image(manifests.Kustomization)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "image:", err)
 			os.Exit(1)
 		}
-		*tag = deployed
+		*tag = repository + ":" + deployed
 	}
 	if err := build(*output, *tag, *version, strings.Split(*archs, ","), *push); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
@@ -154,23 +156,22 @@ func writeAll(output string, ref name.Tag, archs []string, images []v1.Image) (v
 	for i, img := range images {
 		index = mutate.AppendManifests(index, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: archs[i]}}})
 	}
-	archives := map[string]v1.Image{}
+	files := []string{"nhc-controller.tar"}
 	if len(images) == 1 {
-		if err := path.AppendImage(images[0], named); err != nil {
-			return nil, err
-		}
-		archives["nhc-controller.tar"] = images[0]
+		err = path.AppendImage(images[0], named)
 	} else {
-		if err := path.AppendIndex(index, named); err != nil {
-			return nil, err
-		}
-		for i, img := range images {
-			archives["nhc-controller-linux-"+archs[i]+".tar"] = img
+		err = path.AppendIndex(index, named)
+		files = files[:0]
+		for _, arch := range archs {
+			files = append(files, "nhc-controller-linux-"+arch+".tar")
 		}
 	}
+	if err != nil {
+		return nil, err
+	}
 	fmt.Printf("%s\n  OCI layout: %s\n", ref, oci)
-	for file, img := range archives {
-		archive := filepath.Join(output, file)
+	for i, img := range images {
+		archive := filepath.Join(output, files[i])
 		if err := tarball.WriteToFile(archive, ref, img); err != nil {
 			return nil, err
 		}
@@ -186,7 +187,7 @@ func writeAll(output string, ref name.Tag, archs []string, images []v1.Image) (v
 // goBuild builds the static, reproducible binary.
 func goBuild(out, version, arch string) error {
 	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false",
-		"-ldflags", "-s -w -buildid= -X main.version="+version, "-o", out, "./cmd/nhc-controller")
+		"-ldflags", "-s -w -buildid= -X github.com/nodehealthcheck/nhc-controller/pkg/version.stamped="+version, "-o", out, "./cmd/nhc-controller")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {

@@ -17,33 +17,6 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// kustomization is what release reads and changes of the install's.
-type kustomization struct {
-	Images []struct {
-		Name    string `json:"name"`
-		NewName string `json:"newName,omitempty"`
-		NewTag  string `json:"newTag,omitempty"`
-	} `json:"images"`
-}
-
-// manifestRepository is the image name the install deploys.
-func manifestRepository(path string) (string, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	var k kustomization
-	if err := yaml.Unmarshal(data, &k); err != nil {
-		return "", err
-	}
-	for _, image := range k.Images {
-		if image.Name == "nhc-controller" && image.NewName != "" {
-			return image.NewName, nil
-		}
-	}
-	return "nhc-controller", nil
-}
-
 // installYAML renders the default install with its image set, into one file.
 func installYAML(kubectl, image, out string) error {
 	work, err := os.MkdirTemp("", "nhc-release-")
@@ -100,7 +73,7 @@ func pluginArchives(version, output string) (map[[2]string]string, error) {
 	archives := map[[2]string]string{}
 	for _, platform := range pluginPlatforms {
 		binary := filepath.Join(work, platform[0]+"-"+platform[1])
-		cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w -buildid= -X main.version="+version, "-o", binary, "./cmd/kubectl-nhc")
+		cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w -buildid= -X github.com/nodehealthcheck/nhc-controller/pkg/version.stamped="+version, "-o", binary, "./cmd/kubectl-nhc")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+platform[0], "GOARCH="+platform[1])
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {
@@ -111,7 +84,7 @@ func pluginArchives(version, output string) (map[[2]string]string, error) {
 			return nil, err
 		}
 		name := fmt.Sprintf("kubectl-nhc_%s_%s_%s.tar.gz", version, platform[0], platform[1])
-		if err := writeArchive(filepath.Join(output, name), map[string][]byte{"kubectl-nhc": data, "kubectl_complete-nhc": completion}); err != nil {
+		if err := writeArchive(filepath.Join(output, name), []archived{{"kubectl-nhc", data}, {"kubectl_complete-nhc", completion}}); err != nil {
 			return nil, err
 		}
 		archives[platform] = name
@@ -119,9 +92,15 @@ func pluginArchives(version, output string) (map[[2]string]string, error) {
 	return archives, nil
 }
 
+// archived is an executable to archive.
+type archived struct {
+	name string
+	data []byte
+}
+
 // writeArchive writes executables into a .tar.gz whose bytes depend on
 // nothing but their contents.
-func writeArchive(path string, entries map[string][]byte) error {
+func writeArchive(path string, entries []archived) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -129,12 +108,11 @@ func writeArchive(path string, entries map[string][]byte) error {
 	defer f.Close()
 	gz := gzip.NewWriter(f)
 	tw := tar.NewWriter(gz)
-	for _, name := range []string{"kubectl-nhc", "kubectl_complete-nhc"} {
-		data := entries[name]
-		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o755, Size: int64(len(data)), ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg}); err != nil {
+	for _, e := range entries {
+		if err := tw.WriteHeader(&tar.Header{Name: e.name, Mode: 0o755, Size: int64(len(e.data)), ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg}); err != nil {
 			return err
 		}
-		if _, err := tw.Write(data); err != nil {
+		if _, err := tw.Write(e.data); err != nil {
 			return err
 		}
 	}

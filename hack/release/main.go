@@ -18,13 +18,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
-)
 
-// semver is a release version: vMAJOR.MINOR.PATCH, with a pre-release.
-var semver = regexp.MustCompile(`^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$`)
+	"golang.org/x/mod/semver"
+
+	"github.com/nodehealthcheck/nhc-controller/hack/internal/manifests"
+)
 
 // pluginPlatforms are the platforms kubectl-nhc is built for.
 var pluginPlatforms = [][2]string{{"linux", "amd64"}, {"linux", "arm64"}, {"darwin", "amd64"}, {"darwin", "arm64"}}
@@ -43,7 +43,9 @@ func main() {
 }
 
 func release(version, output, repository, kubectl string, push bool) error {
-	if !semver.MatchString(version) {
+	// Canonical: vMAJOR.MINOR.PATCH in full, a pre-release allowed, no build
+	// metadata.
+	if !semver.IsValid(version) || semver.Canonical(version) != version {
 		return fmt.Errorf("version %q is not vMAJOR.MINOR.PATCH: tag the release, then make release VERSION=vX.Y.Z", version)
 	}
 	notes, err := releaseNotes("CHANGELOG.md", version)
@@ -51,7 +53,7 @@ func release(version, output, repository, kubectl string, push bool) error {
 		return err
 	}
 	if repository == "" {
-		if repository, err = manifestRepository("manifests/kustomization.yaml"); err != nil {
+		if repository, _, err = manifests.Image(manifests.Kustomization); err != nil {
 			return err
 		}
 	}

@@ -63,14 +63,15 @@ func NewFaultProxy(config *rest.Config, dir string) (*FaultProxy, error) {
 		unreachable, failWrites, loseCreates := p.unreachable, p.failWrites, p.loseCreates
 		p.mu.Unlock()
 		write := r.Method != http.MethodGet && r.Method != http.MethodHead
+		held := p.holding(r)
 		switch {
 		case unreachable, failWrites && write:
 			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"ServiceUnavailable","code":503}`, http.StatusServiceUnavailable)
 		case loseCreates != "" && r.Method == http.MethodPost && strings.Contains(r.URL.Path, loseCreates):
 			forward.ServeHTTP(discard{header: http.Header{}}, r)
 			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"InternalError","code":500}`, http.StatusInternalServerError)
-		case p.holding(r) != "":
-			forward.ServeHTTP(&heldWriter{ResponseWriter: w, proxy: p, key: p.holding(r)}, r)
+		case held != "":
+			forward.ServeHTTP(&heldWriter{ResponseWriter: w, proxy: p, key: held}, r)
 		default:
 			forward.ServeHTTP(w, r)
 		}
