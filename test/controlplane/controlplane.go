@@ -144,3 +144,21 @@ func (cp *ControlPlane) Stop() error {
 	}
 	return err
 }
+
+// Helm returns the pinned helm binary, building it first when needed
+// (hack/build-helm.sh), unless $HELM names one.
+func Helm() (string, error) {
+	if helm := os.Getenv("HELM"); helm != "" {
+		return helm, nil
+	}
+	script := filepath.Join(RepoRoot(), "hack", "build-helm.sh")
+	var stdout bytes.Buffer
+	cmd := exec.Command("bash", script)
+	cmd.Stdout = &stdout
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("building helm with %s: %w", script, err)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	return lines[len(lines)-1], nil
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -310,4 +311,26 @@ func (e *Env) Events(t testing.TB, nhc string) []corev1.Event {
 
 func retryOnConflict(fn func() error) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, fn)
+}
+
+// AggregateClusterRoles does what kube-controller-manager's aggregation
+// controller does, which this control plane lacks: it fills an aggregated
+// ClusterRole with the rules of the ClusterRoles its selectors match.
+func (e *Env) AggregateClusterRoles(t testing.TB, name string) {
+	t.Helper()
+	ctx := t.Context()
+	roles := e.Kube.RbacV1().ClusterRoles()
+	aggregated, err := roles.Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	var rules []rbacv1.PolicyRule
+	for _, selector := range aggregated.AggregationRule.ClusterRoleSelectors {
+		list, err := roles.List(ctx, metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(&selector)})
+		require.NoError(t, err)
+		for _, role := range list.Items {
+			rules = append(rules, role.Rules...)
+		}
+	}
+	aggregated.Rules = rules
+	_, err = roles.Update(ctx, aggregated, metav1.UpdateOptions{})
+	require.NoError(t, err)
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -69,7 +68,7 @@ func TestManifestsInstallAndGrantEnough(t *testing.T) {
 		return s.Phase == v1alpha1.PhaseDisabled && strings.Contains(s.Reason, "Grant get on testremediationtemplates.test.medik8s.io")
 	})
 
-	aggregateClusterRoles(t, "nhc-controller-remediators")
+	env.AggregateClusterRoles(t, "nhc-controller-remediators")
 	framework.Eventually(t, 30*time.Second, "a remediation created with the manifests' rights", func() bool {
 		return len(env.Remediations(t, scenario)[nodes[0]]) == 1
 	})
@@ -103,26 +102,4 @@ func TestManifestsInstallAndGrantEnough(t *testing.T) {
 		return apierrors.IsNotFound(err)
 	})
 	framework.Eventually(t, 10*time.Second, "events recorded in namespace default", func() bool { return len(env.Events(t, scenario)) > 0 })
-}
-
-// aggregateClusterRoles does what kube-controller-manager's aggregation
-// controller does, which this control plane lacks: it fills an aggregated
-// ClusterRole with the rules of the ClusterRoles its selectors match.
-func aggregateClusterRoles(t *testing.T, name string) {
-	t.Helper()
-	ctx := t.Context()
-	roles := env.Kube.RbacV1().ClusterRoles()
-	aggregated, err := roles.Get(ctx, name, metav1.GetOptions{})
-	require.NoError(t, err)
-	var rules []rbacv1.PolicyRule
-	for _, selector := range aggregated.AggregationRule.ClusterRoleSelectors {
-		list, err := roles.List(ctx, metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(&selector)})
-		require.NoError(t, err)
-		for _, role := range list.Items {
-			rules = append(rules, role.Rules...)
-		}
-	}
-	aggregated.Rules = rules
-	_, err = roles.Update(ctx, aggregated, metav1.UpdateOptions{})
-	require.NoError(t, err)
 }

@@ -91,7 +91,7 @@ func TestOnlyClusterAdminsManageNodeHealthChecks(t *testing.T) {
 	require.NoError(t, err, out)
 	// view is aggregated into edit, and edit into admin: in that order.
 	for _, role := range []string{"view", "edit", "admin"} {
-		aggregateClusterRoles(t, role)
+		env.AggregateClusterRoles(t, role)
 	}
 	bind := func(user, role string) {
 		_, err := env.Kube.RbacV1().ClusterRoleBindings().Create(context.Background(), &rbacv1.ClusterRoleBinding{

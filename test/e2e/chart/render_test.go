@@ -1,0 +1,116 @@
+package chart
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/nodehealthcheck/nhc-controller/test/controlplane"
+)
+
+// objects parses a multi-document YAML into objects by kind, namespace and
+// name, without what may differ between the chart and the plain install:
+// labels (Helm's own are added), and Helm's keep policy.
+func objects(t *testing.T, rendered string) map[string]map[string]any {
+	t.Helper()
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewBufferString(rendered), 4096)
+	byKey := map[string]map[string]any{}
+	for {
+		var object map[string]any
+		err := decoder.Decode(&object)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		if object == nil {
+			continue
+		}
+		u := unstructured.Unstructured{Object: object}
+		u.SetLabels(nil)
+		annotations := u.GetAnnotations()
+		delete(annotations, "helm.sh/resource-policy")
+		if len(annotations) == 0 {
+			annotations = nil
+		}
+		u.SetAnnotations(annotations)
+		unstructured.RemoveNestedField(u.Object, "spec", "template", "metadata", "labels")
+		key := u.GetKind() + " " + u.GetNamespace() + "/" + u.GetName()
+		require.NotContains(t, byKey, key, "rendered twice")
+		byKey[key] = u.Object
+	}
+	return byKey
+}
+
+// kustomize renders a kustomization of this repository.
+func kustomize(t *testing.T, dir string) string {
+	t.Helper()
+	out, err := env.Cluster.Kubectl("kustomize", filepath.Join(controlplane.RepoRoot(), dir))
+	require.NoError(t, err)
+	return out
+}
+
+// render renders the chart as `helm install -n nhc-system` would, with the
+// image the plain install deploys, and more values.
+func render(t *testing.T, values ...string) string {
+	t.Helper()
+	deployment := objects(t, kustomize(t, "manifests"))["Deployment nhc-system/nhc-controller"]
+	containers, _, _ := unstructured.NestedSlice(deployment, "spec", "template", "spec", "containers")
+	require.Len(t, containers, 1)
+	image := containers[0].(map[string]any)["image"].(string)
+	colon := strings.LastIndex(image, ":")
+	args := []string{"template", "nhc", chartDir, "--namespace", "nhc-system", "--include-crds",
+		"--set", "image.repository=" + image[:colon] + ",image.tag=" + image[colon+1:]}
+	for _, v := range values {
+		args = append(args, "--set", v)
+	}
+	out, err := helm(args...)
+	require.NoError(t, err)
+	return out
+}
+
+// TestTheChartRendersThePlainInstall compares the chart's default render
+// with `kubectl kustomize manifests/`, and with monitoring on with
+// manifests/monitoring/ added: object for object, field for field, labels
+// aside. The one object only the plain install has is the controller's
+// namespace, which `helm install --create-namespace` creates.
+func TestTheChartRendersThePlainInstall(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		values         []string
+		kustomizations []string
+	}{
+		{name: "default", kustomizations: []string{"manifests"}},
+		{
+			name:           "monitoring",
+			values:         []string{"metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true,metrics.dashboard.enabled=true"},
+			kustomizations: []string{"manifests", "manifests/monitoring"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var plain string
+			for _, dir := range tc.kustomizations {
+				plain += "---\n" + kustomize(t, dir)
+			}
+			want := objects(t, plain)
+			require.Contains(t, want, "Namespace /nhc-system")
+			delete(want, "Namespace /nhc-system")
+			got := objects(t, render(t, tc.values...))
+			for key, object := range want {
+				if assert.Contains(t, got, key, "the chart renders what the plain install has") {
+					assert.Equal(t, object, got[key], key)
+				}
+			}
+			for key := range got {
+				assert.Contains(t, want, key, "the chart renders nothing the plain install lacks")
+			}
+		})
+	}
+}
