@@ -8,6 +8,8 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 # The control-plane cache; hack/build-k8s-binaries.sh prints its directory.
 K8S_BINARIES = $(shell hack/build-k8s-binaries.sh | tail -n 1)
+# The pinned Helm; hack/build-helm.sh builds it once and prints its path.
+HELM = $(shell hack/build-helm.sh | tail -n 1)
 
 .PHONY: help
 help: ## List the targets.
@@ -29,8 +31,8 @@ image: ## Build the container image without a Docker daemon into _output/image (
 	go run ./hack/image --output _output/image $(if $(IMAGE),--tag "$(IMAGE)") --version "$(VERSION)" $(if $(PUSH),--push)
 
 .PHONY: release
-release: k8s-binaries ## Write a release into _output/release (VERSION=vX.Y.Z, with its section in CHANGELOG.md): images for amd64 and arm64, nhc-controller.yaml, kubectl-nhc archives and krew manifest, release notes, SHA256SUMS; IMAGE_REPO names the image, PUSH=1 pushes it and pins the install file to its digest.
-	go run ./hack/release --version "$(VERSION)" --output _output/release --kubectl "$(K8S_BINARIES)/kubectl" $(if $(IMAGE_REPO),--image "$(IMAGE_REPO)") $(if $(PUSH),--push)
+release: k8s-binaries helm ## Write a release into _output/release (VERSION=vX.Y.Z, with its section in CHANGELOG.md): images for amd64 and arm64, nhc-controller.yaml, the Helm chart, kubectl-nhc archives and krew manifest, release notes, SHA256SUMS; IMAGE_REPO names the image, PUSH=1 pushes it and pins the install file to its digest.
+	go run ./hack/release --version "$(VERSION)" --output _output/release --kubectl "$(K8S_BINARIES)/kubectl" --helm "$(HELM)" $(if $(IMAGE_REPO),--image "$(IMAGE_REPO)") $(if $(PUSH),--push)
 
 .PHONY: test
 test: unit integration ## Run all tests: unit, then integration on a real kube-apiserver.
@@ -40,8 +42,8 @@ unit: ## Run the unit tests (no control plane).
 	go test ./pkg/... ./cmd/...
 
 .PHONY: integration
-integration: k8s-binaries ## Run the tests against a real kube-apiserver and etcd.
-	KUBEBUILDER_ASSETS="$(K8S_BINARIES)" go test -count=1 ./test/...
+integration: k8s-binaries helm ## Run the tests against a real kube-apiserver and etcd.
+	KUBEBUILDER_ASSETS="$(K8S_BINARIES)" HELM="$(HELM)" go test -count=1 ./test/...
 
 .PHONY: fuzz
 fuzz: ## Fuzz the pure packages, FUZZTIME each (default 60s).
@@ -73,12 +75,14 @@ scale: k8s-binaries ## Measure the controller on a real API server: start-up, qu
 	KUBEBUILDER_ASSETS="$(K8S_BINARIES)" go run ./test/scale $(SCALE_FLAGS)
 
 .PHONY: generate
-generate: ## Regenerate the clientset, listers, informers, apply configurations, deepcopy and the CRD.
+generate: ## Regenerate the clientset, listers, informers, apply configurations, deepcopy and the CRD, and copy the CRD, guards, alerts and dashboard into the chart.
 	hack/update-codegen.sh
+	hack/update-chart.sh
 
 .PHONY: verify
-verify: ## Check generated code, the CRD, gofmt, go vet, go.mod and the k8s.io versions.
+verify: ## Check generated code, the CRD, the chart (its copies, helm lint), gofmt, go vet, go.mod and the k8s.io versions.
 	hack/verify-codegen.sh
+	hack/verify-chart.sh
 	hack/verify-gofmt.sh
 	go vet ./...
 	hack/verify-gomod.sh
@@ -87,6 +91,10 @@ verify: ## Check generated code, the CRD, gofmt, go vet, go.mod and the k8s.io v
 .PHONY: k8s-binaries
 k8s-binaries: ## Build kube-apiserver, kubectl and etcd from source into bin/k8s/ (once).
 	hack/build-k8s-binaries.sh
+
+.PHONY: helm
+helm: ## Build the pinned Helm from its Go module into bin/helm/ (once).
+	hack/build-helm.sh
 
 .PHONY: tools
 tools: k8s-binaries ## Build the control plane and the pinned generators into bin/.

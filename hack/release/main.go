@@ -6,6 +6,8 @@
 //     image-archive;
 //   - nhc-controller.yaml: the default install in one file, its image
 //     pinned to the version, and to the digest with --push;
+//   - nhc-controller-X.Y.Z.tgz: the Helm chart, its version the release's
+//     and its image the release's (pinned to the digest with --push);
 //   - kubectl-nhc for linux and darwin, amd64 and arm64, as archives, and
 //     the krew plugin manifest with their sha256 sums;
 //   - release-notes.md, the version's section of CHANGELOG.md;
@@ -29,20 +31,32 @@ import (
 // pluginPlatforms are the platforms kubectl-nhc is built for.
 var pluginPlatforms = [][2]string{{"linux", "amd64"}, {"linux", "arm64"}, {"darwin", "amd64"}, {"darwin", "arm64"}}
 
+// options are the release's flags.
+type options struct {
+	version, output, repository string
+	// kubectl and helm are the tools that render the install file and
+	// package the chart.
+	kubectl, helm string
+	push          bool
+}
+
 func main() {
-	version := flag.String("version", "", "the release's version, vMAJOR.MINOR.PATCH")
-	output := flag.String("output", "_output/release", "the folder to write the release into; it is replaced")
-	repository := flag.String("image", "", "the image repository, such as registry.example.com/nhc-controller; by default the name manifests/kustomization.yaml gives")
-	kubectl := flag.String("kubectl", "kubectl", "the kubectl that renders the manifests (kubectl kustomize)")
-	push := flag.Bool("push", false, "also push the image index to --image's registry, and pin the install file to its digest")
+	var o options
+	flag.StringVar(&o.version, "version", "", "the release's version, vMAJOR.MINOR.PATCH")
+	flag.StringVar(&o.output, "output", "_output/release", "the folder to write the release into; it is replaced")
+	flag.StringVar(&o.repository, "image", "", "the image repository, such as registry.example.com/nhc-controller; by default the name manifests/kustomization.yaml gives")
+	flag.StringVar(&o.kubectl, "kubectl", "kubectl", "the kubectl that renders the manifests (kubectl kustomize)")
+	flag.StringVar(&o.helm, "helm", "helm", "the helm that packages the chart (hack/build-helm.sh)")
+	flag.BoolVar(&o.push, "push", false, "also push the image index to --image's registry, and pin the install file and the chart to its digest")
 	flag.Parse()
-	if err := release(*version, *output, *repository, *kubectl, *push); err != nil {
+	if err := release(o); err != nil {
 		fmt.Fprintln(os.Stderr, "release:", err)
 		os.Exit(1)
 	}
 }
 
-func release(version, output, repository, kubectl string, push bool) error {
+func release(o options) error {
+	version, output, repository, push := o.version, o.output, o.repository, o.push
 	// Canonical: vMAJOR.MINOR.PATCH in full, a pre-release allowed, no build
 	// metadata.
 	if !semver.IsValid(version) || semver.Canonical(version) != version {
@@ -86,7 +100,10 @@ func release(version, output, repository, kubectl string, push bool) error {
 	if err := ociArchive(filepath.Join(output, "oci"), filepath.Join(output, "nhc-controller-"+version+"-oci.tar")); err != nil {
 		return err
 	}
-	if err := installYAML(kubectl, image, filepath.Join(output, "nhc-controller.yaml")); err != nil {
+	if err := installYAML(o.kubectl, image, filepath.Join(output, "nhc-controller.yaml")); err != nil {
+		return err
+	}
+	if err := chartPackage(o.helm, version, image, output); err != nil {
 		return err
 	}
 	archives, err := pluginArchives(version, output)

@@ -162,3 +162,19 @@ func Helm() (string, error) {
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	return lines[len(lines)-1], nil
 }
+
+// Helm runs the pinned Helm against this control plane and returns its
+// standard output; a failure returns the standard error in the error.
+func (cp *ControlPlane) Helm(args ...string) (string, error) {
+	helm, err := Helm()
+	if err != nil {
+		return "", err
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(helm, append([]string{"--kubeconfig", cp.Kubeconfig}, args...)...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("helm %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String(), nil
+}

@@ -7,12 +7,9 @@
 package chart
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/nodehealthcheck/nhc-controller/test/controlplane"
@@ -21,18 +18,12 @@ import (
 
 var (
 	env *framework.Env
-	// helmBinary is the pinned Helm (hack/build-helm.sh).
-	helmBinary string
 	// chartDir is the chart in this repository.
 	chartDir = filepath.Join(controlplane.RepoRoot(), "charts", "nhc-controller")
 )
 
 func TestMain(m *testing.M) {
 	var err error
-	if helmBinary, err = controlplane.Helm(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
 	if env, err = framework.StartEnv(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -40,16 +31,4 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	env.Stop()
 	os.Exit(code)
-}
-
-// helm runs the pinned Helm against the test control plane and returns its
-// standard output; a failure returns the standard error in the error.
-func helm(args ...string) (string, error) {
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(helmBinary, append([]string{"--kubeconfig", env.Cluster.Kubeconfig}, args...)...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("helm %s: %w: %s", strings.Join(args, " "), err, stderr.String())
-	}
-	return stdout.String(), nil
 }

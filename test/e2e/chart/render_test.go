@@ -71,7 +71,7 @@ func render(t *testing.T, values ...string) string {
 	for _, v := range values {
 		args = append(args, "--set", v)
 	}
-	out, err := helm(args...)
+	out, err := env.Cluster.Helm(args...)
 	require.NoError(t, err)
 	return out
 }

@@ -36,10 +36,16 @@ func TestManifestsInstallAndGrantEnough(t *testing.T) {
 	image, err := env.Cluster.Kubectl("get", "deployment", "-n", "nhc-system", "nhc-controller", "-o", "jsonpath={.spec.template.spec.containers[0].image}")
 	require.NoError(t, err)
 	assert.Equal(t, "nhc-controller:dev", image, "the image comes from the kustomization's images:")
-	// kubectl delete -k removes all of it; a server-side dry run shows what,
-	// without taking the CRD from the other tests.
+	// kubectl delete -k removes all of it but the shared lease namespace; a
+	// server-side dry run shows what, without taking the CRD from the other
+	// tests (test/e2e/chart deletes for real).
+	framework.Eventually(t, 30*time.Second, "the lease namespace guard in force", func() bool {
+		_, err := env.Cluster.Kubectl("delete", "namespace", "medik8s-leases", "--dry-run=server")
+		return err != nil
+	})
 	out, err = env.Cluster.Kubectl("delete", "-k", filepath.Join(root, "manifests"), "--dry-run=server")
-	require.NoError(t, err, out)
+	require.Error(t, err, out)
+	assert.Contains(t, err.Error(), "namespace medik8s-leases holds the node leases that the medik8s operators share")
 	for _, object := range []string{"customresourcedefinition.apiextensions.k8s.io \"nodehealthchecks.remediation.medik8s.io\" deleted",
 		"namespace \"nhc-system\" deleted", "deployment.apps \"nhc-controller\" deleted", "clusterrole.rbac.authorization.k8s.io \"nhc-controller\" deleted",
 		"validatingadmissionpolicy.admissionregistration.k8s.io \"nhc-controller-remediation-guard\" deleted"} {

@@ -28,10 +28,11 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
 
-// TestMakeRelease: make release VERSION=v0.1.0 PUSH=1, to a registry,
+// TestMakeRelease: make release VERSION=v0.3.0 PUSH=1, to a registry,
 // writes what a release publishes, each file with its checksum: an install
 // file whose image is the version's, pinned to the digest the registry
-// serves, and which a real API server accepts; the images of both
+// serves, and which a real API server accepts; the Helm chart, its version
+// the release's and its image the same; the images of both
 // architectures tagged with the version; kubectl-nhc for four platforms and
 // the krew manifest that names their checksums; and the release notes.
 func TestMakeRelease(t *testing.T) {
@@ -39,7 +40,7 @@ func TestMakeRelease(t *testing.T) {
 		t.Skip("needs kubectl from KUBEBUILDER_ASSETS (make test sets it)")
 	}
 	root := controlplane.RepoRoot()
-	const version = "v0.1.0"
+	const version = "v0.3.0"
 	registry := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
 	defer registry.Close()
 	repository := strings.TrimPrefix(registry.URL, "http://") + "/nhc-controller"
@@ -58,7 +59,7 @@ func TestMakeRelease(t *testing.T) {
 		listed[name] = sum
 		assert.Equal(t, sum, sha256Of(t, filepath.Join(dir, name)), name)
 	}
-	for _, name := range []string{"nhc-controller.yaml", "release-notes.md", "nhc.yaml", "nhc-controller-" + version + "-oci.tar",
+	for _, name := range []string{"nhc-controller.yaml", "release-notes.md", "nhc-controller-0.3.0.tgz", "nhc.yaml", "nhc-controller-" + version + "-oci.tar",
 		"nhc-controller-linux-amd64.tar", "nhc-controller-linux-arm64.tar",
 		"kubectl-nhc_" + version + "_linux_amd64.tar.gz", "kubectl-nhc_" + version + "_linux_arm64.tar.gz",
 		"kubectl-nhc_" + version + "_darwin_amd64.tar.gz", "kubectl-nhc_" + version + "_darwin_arm64.tar.gz"} {
@@ -86,6 +87,15 @@ func TestMakeRelease(t *testing.T) {
 	require.Len(t, images, 1)
 	assert.True(t, strings.HasPrefix(images[0], repository), images[0])
 	assert.True(t, strings.HasSuffix(images[0], "@"+digest.String()), "pinned to the digest the registry serves: %s", images[0])
+	helm, err := controlplane.Helm()
+	require.NoError(t, err)
+	chart, err := exec.Command(helm, "template", "nhc", filepath.Join(dir, "nhc-controller-0.3.0.tgz"), "--namespace", "nhc-system").Output()
+	require.NoError(t, err)
+	assert.Equal(t, images, deploymentImages(t, chart), "the chart deploys the install file's image")
+	chartYAML, err := exec.Command(helm, "show", "chart", filepath.Join(dir, "nhc-controller-0.3.0.tgz")).Output()
+	require.NoError(t, err)
+	assert.Contains(t, string(chartYAML), "\nversion: 0.3.0\n")
+	assert.Contains(t, string(chartYAML), "\nappVersion: v0.3.0\n")
 	env, err := framework.StartEnv()
 	require.NoError(t, err)
 	defer env.Stop()

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// The image lines of the chart's values.yaml that a release pins; the rest
+// of the file, comments included, stays as written.
+var (
+	repositoryValue = regexp.MustCompile(`(?m)^  repository: .*$`)
+	digestValue     = regexp.MustCompile(`(?m)^  digest: .*$`)
+)
+
+// chartPackage packages charts/nhc-controller as nhc-controller-X.Y.Z.tgz:
+// its version is the release's (without the v), its appVersion (the image's
+// default tag) the release's, and its image the release's repository, and
+// digest when pushed.
+func chartPackage(helm, version, image, output string) error {
+	work, err := os.MkdirTemp("", "nhc-release-chart-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	chart := filepath.Join(work, "nhc-controller")
+	if err := os.CopyFS(chart, os.DirFS("charts/nhc-controller")); err != nil {
+		return err
+	}
+	values := filepath.Join(chart, "values.yaml")
+	data, err := os.ReadFile(values)
+	if err != nil {
+		return err
+	}
+	reference, digest, _ := strings.Cut(image, "@")
+	repository := reference[:strings.LastIndex(reference, ":")]
+	if repositoryValue.FindIndex(data) == nil || digestValue.FindIndex(data) == nil {
+		return fmt.Errorf("%s has no image repository or digest to pin", values)
+	}
+	data = repositoryValue.ReplaceAll(data, []byte("  repository: "+repository))
+	if digest != "" {
+		data = digestValue.ReplaceAll(data, []byte("  digest: "+digest))
+	}
+	if err := os.WriteFile(values, data, 0o644); err != nil {
+		return err
+	}
+	return run(helm, "package", chart, "--version", strings.TrimPrefix(version, "v"), "--app-version", version, "--destination", output)
+}

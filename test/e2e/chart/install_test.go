@@ -1,0 +1,94 @@
+package chart
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+	"github.com/nodehealthcheck/nhc-controller/test/controlplane"
+	"github.com/nodehealthcheck/nhc-controller/test/framework"
+)
+
+// maintenanceLease is a node lease of node-maintenance-operator, which
+// shares the lease namespace: no uninstall of nhc-controller may take it.
+const maintenanceLease = "node-under-maintenance"
+
+// TestHelmInstallRemediatesAndUninstallKeepsTheLeaseNamespace installs the
+// chart with `helm install`, runs the controller as the chart's
+// ServiceAccount with the chart's flags (this control plane runs no pods),
+// upgrades it, and watches it remediate a node under its node lease. `helm uninstall`
+// removes the release but keeps the lease namespace with every lease in it,
+// and installing again adopts that namespace.
+func TestHelmInstallRemediatesAndUninstallKeepsTheLeaseNamespace(t *testing.T) {
+	out, err := env.Cluster.Helm("install", "nhc", chartDir, "--namespace", "nhc-system", "--create-namespace")
+	require.NoError(t, err, out)
+	_, err = env.Kube.CoordinationV1().Leases(remediation.DefaultLeaseNamespace).Create(t.Context(), &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: maintenanceLease},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("node-maintenance"), LeaseDurationSeconds: ptr.To[int32](3600)},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err, "the chart creates the lease namespace")
+
+	out, err = env.Cluster.Kubectl("apply", "-f", filepath.Join(controlplane.RepoRoot(), "test/crds/rbac"))
+	require.NoError(t, err, out)
+	env.AggregateClusterRoles(t, "nhc-controller-remediators")
+	// An upgrade leaves the aggregated rules to the aggregation controller:
+	// Helm's server-side apply does not own them, so it neither conflicts
+	// with that controller nor empties the role.
+	out, err = env.Cluster.Helm("upgrade", "nhc", chartDir, "--namespace", "nhc-system", "--set", "logging.verbosity=2")
+	require.NoError(t, err, out)
+	role, err := env.Kube.RbacV1().ClusterRoles().Get(t.Context(), "nhc-controller-remediators", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.NotEmpty(t, role.Rules, "the aggregated rules survive helm upgrade")
+	c := env.StartAsDeployed(t, "chart", env.Binary)
+	defer func() { assert.NoError(t, c.Stop()) }()
+
+	const scenario = "chart"
+	env.CreateTemplate(t, scenario, nil)
+	nodes := env.CreateNodes(t, scenario, 3)
+	env.CreateNHC(t, scenario, nil)
+	env.Fail(t, time.Hour, nodes[0])
+	framework.Eventually(t, 30*time.Second, "a remediation created with the chart's rights", func() bool {
+		return len(env.Remediations(t, scenario)[nodes[0]]) == 1
+	})
+	lease, err := env.Kube.CoordinationV1().Leases(remediation.DefaultLeaseNamespace).Get(t.Context(), "node-"+nodes[0], metav1.GetOptions{})
+	require.NoError(t, err, "the node lease taken with the chart's rights")
+	assert.Equal(t, "NodeHealthCheck-"+scenario, *lease.Spec.HolderIdentity)
+	env.Recover(t, nodes[0])
+	framework.Eventually(t, 30*time.Second, "the remediation deleted once the node is healthy", func() bool {
+		return len(env.Remediations(t, scenario)) == 0
+	})
+	require.NoError(t, c.Stop())
+
+	out, err = env.Cluster.Helm("uninstall", "nhc", "--namespace", "nhc-system", "--wait")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "These resources were kept due to the resource policy:\n[Namespace] "+remediation.DefaultLeaseNamespace)
+	_, err = env.Kube.AppsV1().Deployments("nhc-system").Get(t.Context(), "nhc-controller", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "the release is gone: %v", err)
+	leaseNamespaceKept(t)
+
+	// Installing again adopts the kept namespace.
+	out, err = env.Cluster.Helm("install", "nhc", chartDir, "--namespace", "nhc-system")
+	require.NoError(t, err, out)
+	out, err = env.Cluster.Helm("uninstall", "nhc", "--namespace", "nhc-system", "--wait")
+	require.NoError(t, err, out)
+	leaseNamespaceKept(t)
+}
+
+// leaseNamespaceKept asserts that the lease namespace and the other
+// operator's lease in it outlived an uninstall.
+func leaseNamespaceKept(t *testing.T) {
+	t.Helper()
+	namespace, err := env.Kube.CoreV1().Namespaces().Get(t.Context(), remediation.DefaultLeaseNamespace, metav1.GetOptions{})
+	require.NoError(t, err, "the lease namespace is kept")
+	assert.Nil(t, namespace.DeletionTimestamp, "the lease namespace is not being deleted")
+	_, err = env.Kube.CoordinationV1().Leases(remediation.DefaultLeaseNamespace).Get(t.Context(), maintenanceLease, metav1.GetOptions{})
+	assert.NoError(t, err, "node-maintenance-operator's lease is kept")
+}
