@@ -22,11 +22,8 @@ import (
 func main() {
 	opts := defaultOptions()
 	logging := logsapi.NewLoggingConfiguration()
-	fs := pflag.CommandLine
-	opts.addFlags(fs)
-	logsapi.AddFlags(logging, fs)
-	showVersion := fs.Bool("version", false, "Print the version and exit.")
-	pflag.Parse()
+	fs, showVersion := flagSet(opts, logging)
+	_ = fs.Parse(os.Args[1:]) // ExitOnError
 	if *showVersion {
 		fmt.Println("nhc-controller", version.Get())
 		return
@@ -51,6 +48,15 @@ func main() {
 		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
 	}
 	logger.Info("nhc-controller stopped")
+}
+
+// flagSet registers every flag of the binary: the options', logging's and
+// --version. docs/operating.md documents each (TestEveryFlagIsDocumented).
+func flagSet(opts *options, logging *logsapi.LoggingConfiguration) (fs *pflag.FlagSet, showVersion *bool) {
+	fs = pflag.NewFlagSet("nhc-controller", pflag.ExitOnError)
+	opts.addFlags(fs)
+	logsapi.AddFlags(logging, fs)
+	return fs, fs.Bool("version", false, "Print the version and exit.")
 }
 
 // readiness says whether this replica is ready: its caches synced and, with
