@@ -114,3 +114,35 @@ func TestTheChartRendersThePlainInstall(t *testing.T) {
 		})
 	}
 }
+
+// TestTheChartsValuesChangeWhatTheySay renders the chart with values an
+// operator sets, and checks the Deployment's flags and fields that follow;
+// values the schema refuses fail with its message.
+func TestTheChartsValuesChangeWhatTheySay(t *testing.T) {
+	out, err := env.Cluster.Helm("template", "nhc", chartDir, "--namespace", "ops",
+		"--set", "image.repository=registry.example.com/nhc,image.tag=v9.9.9,image.digest=sha256:"+strings.Repeat("a", 64),
+		"--set", "replicas=1,priorityClassName=system-cluster-critical,logging.verbosity=3,logging.format=json",
+		"--set", "nodeLeases.namespace=leases,metrics.tlsSecret=nhc-tls,extraArgs={--workers=4}",
+		"--set", "nodeSelector.node-role\\.kubernetes\\.io/control-plane=")
+	require.NoError(t, err)
+	rendered := objects(t, out)
+	assert.NotContains(t, rendered, "PodDisruptionBudget ops/nhc-controller", "no budget for one replica")
+	assert.Contains(t, rendered, "Namespace /leases")
+	assert.Contains(t, rendered, "Role leases/nhc-controller-node-leases")
+	deployment := rendered["Deployment ops/nhc-controller"]
+	spec, _, _ := unstructured.NestedMap(deployment, "spec", "template", "spec")
+	assert.Equal(t, "system-cluster-critical", spec["priorityClassName"])
+	assert.Equal(t, map[string]any{"node-role.kubernetes.io/control-plane": ""}, spec["nodeSelector"])
+	container := spec["containers"].([]any)[0].(map[string]any)
+	assert.Equal(t, "registry.example.com/nhc:v9.9.9@sha256:"+strings.Repeat("a", 64), container["image"])
+	assert.Equal(t, []any{"--leader-elect=true", "--metrics-bind-address=:8443", "--health-probe-bind-address=:8081", "--v=3",
+		"--logging-format=json", "--lease-namespace=leases", "--tls-cert-file=/etc/nhc-controller/tls/tls.crt",
+		"--tls-private-key-file=/etc/nhc-controller/tls/tls.key", "--workers=4"}, container["args"])
+	guard := rendered["ValidatingAdmissionPolicy /nhc-controller-lease-namespace-guard"]
+	rules, _, _ := unstructured.NestedSlice(guard, "spec", "matchConstraints", "resourceRules")
+	assert.Equal(t, []any{"leases"}, rules[0].(map[string]any)["resourceNames"], "the guard keeps the namespace in use")
+
+	_, err = env.Cluster.Helm("template", "nhc", chartDir, "--set", "logging.format=xml")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "at '/logging/format': value must be one of 'text', 'json'")
+}
