@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
@@ -60,13 +59,12 @@ func newCatchUps() *catchUps { return &catchUps{byName: map[string]catchUp{}} }
 // nodesCaughtUp tells whether a NodeHealthCheck may be evaluated: one that
 // has been (its status counts observed nodes) may, and so may one whose
 // nodes the cache shows as the API server did when it was first due.
-func (c *Controller) nodesCaughtUp(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (bool, error) {
+func (c *Controller) nodesCaughtUp(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, selector labels.Selector) (bool, error) {
 	if nhc.Status.ObservedNodes != nil {
 		c.catchUps.forget(nhc.Name)
 		return true, nil
 	}
-	selector, err := metav1.LabelSelectorAsSelector(&nhc.Spec.Selector)
-	if err != nil {
+	if selector == nil {
 		// Evaluate reports the selector; no node is selected.
 		return true, nil
 	}

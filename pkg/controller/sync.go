@@ -56,12 +56,16 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	if err != nil {
 		return 0, fmt.Errorf("reading remediation resources: %w", err)
 	}
+	// Parsed once for this sync: the node listing, Evaluate and the
+	// re-check of each create use it. An invalid one is nil, and Evaluate
+	// reports it.
+	selector, _ := metav1.LabelSelectorAsSelector(&nhc.Spec.Selector)
 	in := health.Input{
-		NHC: nhc, Remediations: obs.Remediations, BusyControlPlaneNodes: obs.BusyControlPlaneNodes, ControlPlaneUnknown: obs.ControlPlaneUnknown, PendingNodes: obs.PendingNodes,
+		NHC: nhc, Selector: selector, Remediations: obs.Remediations, BusyControlPlaneNodes: obs.BusyControlPlaneNodes, ControlPlaneUnknown: obs.ControlPlaneUnknown, PendingNodes: obs.PendingNodes,
 		TemplateProblem: obs.TemplateProblem, ResourcesUnknown: !obs.Ready, Leases: obs.Leases, MaxCreations: maxCreationsPerSync, Now: c.clock.Now(),
 	}
 	if obs.Ready {
-		caughtUp, err := c.nodesCaughtUp(ctx, nhc)
+		caughtUp, err := c.nodesCaughtUp(ctx, nhc, selector)
 		if err != nil {
 			return 0, fmt.Errorf("listing the selected nodes at the API server: %w", err)
 		}
@@ -69,7 +73,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 			logger.V(4).Info("Waiting for the node cache to show the nodes the API server selects")
 			return catchUpRequeue, nil
 		}
-		if in.Nodes, err = c.selectedNodes(nhc, obs.Remediations); err != nil {
+		if in.Nodes, err = c.selectedNodes(nhc, selector, obs.Remediations); err != nil {
 			return 0, fmt.Errorf("listing the selected nodes: %w", err)
 		}
 		in.DeletedNodes = c.deletedNodes(nhc, obs.Remediations)
@@ -232,12 +236,11 @@ func (c *Controller) recheck(name string, plan *health.Plan) remediation.Recheck
 }
 
 // selectedNodes lists the nodes the selector matches. An invalid selector
-// (stored before validation could catch it, and reported by Evaluate)
+// (nil: stored before validation could catch it, and reported by Evaluate)
 // selects the nodes under remediation, so that their resources are not taken
 // for orphans.
-func (c *Controller) selectedNodes(nhc *v1alpha1.NodeHealthCheck, remediations map[string][]health.Remediation) ([]*health.Node, error) {
-	selector, err := metav1.LabelSelectorAsSelector(&nhc.Spec.Selector)
-	if err == nil {
+func (c *Controller) selectedNodes(nhc *v1alpha1.NodeHealthCheck, selector labels.Selector, remediations map[string][]health.Remediation) ([]*health.Node, error) {
+	if selector != nil {
 		return c.members.nodes(nhc.Name, selector, c.nodeLister)
 	}
 	var nodes []*health.Node

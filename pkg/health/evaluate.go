@@ -2,6 +2,7 @@ package health
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -37,15 +38,17 @@ type evaluation struct {
 	escalations []escalation
 	// withResources holds the selected nodes that have resources.
 	withResources map[string]bool
-	// busyControlPlane is a control-plane node under remediation, if any.
-	busyControlPlane string
+	// busyControlPlane is the one busy set of "one control-plane node at a
+	// time": the cluster's (Input.BusyControlPlaneNodes) and the nodes this
+	// evaluation finds or starts under remediation.
+	busyControlPlane map[string]bool
 	p                Plan
 }
 
 // Evaluate decides what to do for one NodeHealthCheck. It is pure: it reads
 // its input, modifies nothing, and calls no API.
 func Evaluate(in Input) Plan {
-	r, problem := parseSpec(&in.NHC.Spec)
+	r, problem := parseSpec(&in.NHC.Spec, in.Selector)
 	switch {
 	case in.Unreadable != nil:
 		problem = in.Unreadable
@@ -59,6 +62,8 @@ func Evaluate(in Input) Plan {
 	}
 	e.previous = make(map[string]*v1alpha1.UnhealthyNode, len(in.NHC.Status.UnhealthyNodes))
 	e.withResources = make(map[string]bool, len(in.Remediations))
+	e.busyControlPlane = make(map[string]bool, len(in.BusyControlPlaneNodes)+1)
+	maps.Copy(e.busyControlPlane, in.BusyControlPlaneNodes)
 	for _, entry := range in.NHC.Status.UnhealthyNodes {
 		if entry != nil {
 			e.previous[entry.Name] = entry
@@ -136,7 +141,7 @@ func (e *evaluation) evaluateNode(i int) {
 		e.p.Remediating++
 		e.withResources[node.Name] = true
 		if v.ControlPlane || anyControlPlane(resources) {
-			e.busyControlPlane = node.Name
+			e.busyControlPlane[node.Name] = true
 		}
 		e.flagOld(resources)
 	}
@@ -178,7 +183,7 @@ func (e *evaluation) pending(v *NodeVerdict, resources []Remediation, previous *
 		e.p.Remediating++
 		e.withResources[v.Node.Name] = true
 		if v.ControlPlane || anyControlPlane(resources) {
-			e.busyControlPlane = v.Node.Name
+			e.busyControlPlane[v.Node.Name] = true
 		}
 	}
 }
@@ -314,7 +319,7 @@ func (e *evaluation) startRemediations() {
 			continue
 		}
 		if v.ControlPlane {
-			e.busyControlPlane = v.Node.Name
+			e.busyControlPlane[v.Node.Name] = true
 		}
 		e.create(v, 0, false, false)
 	}

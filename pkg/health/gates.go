@@ -63,11 +63,10 @@ func (e *evaluation) firstRemediationGate(v *NodeVerdict) WaitReason {
 	return WaitNone
 }
 
+// controlPlaneBusy says whether a control-plane node other than this one
+// is under remediation.
 func (e *evaluation) controlPlaneBusy(node string) bool {
-	if e.busyControlPlane != "" && e.busyControlPlane != node {
-		return true
-	}
-	for busy := range e.in.BusyControlPlaneNodes {
+	for busy := range e.busyControlPlane {
 		if busy != node {
 			return true
 		}

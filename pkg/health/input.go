@@ -1,6 +1,7 @@
 package health
 
 import (
+	"k8s.io/apimachinery/pkg/labels"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -67,6 +68,10 @@ type Input struct {
 	// rest wait for the next plan, and storm recovery does not start before
 	// they had their turn.
 	MaxCreations int
+	// Selector is the NodeHealthCheck's spec.selector as the caller parsed
+	// it once for its node listing; the re-check of each create matches
+	// with it. Nil: Evaluate parses the spec's, and reports it if invalid.
+	Selector labels.Selector
 	// Now is the current time.
 	Now time.Time
 }

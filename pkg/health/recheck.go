@@ -3,7 +3,6 @@ package health
 import (
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
@@ -34,7 +33,7 @@ func (p *Plan) Recheck(nhc *v1alpha1.NodeHealthCheck, node *Node, c Creation, no
 		return withdrawnSpecChanged
 	case node == nil:
 		return withdrawnNodeGone
-	case !selects(nhc, node):
+	case p.rules.selector == nil || !p.rules.selector.Matches(labels.Set(node.Labels)):
 		return withdrawnDeselected
 	case node.Labels[v1alpha1.ExcludeFromRemediationLabel] == "true":
 		return withdrawnExcluded
@@ -46,7 +45,3 @@ func (p *Plan) Recheck(nhc *v1alpha1.NodeHealthCheck, node *Node, c Creation, no
 	return ""
 }
 
-func selects(nhc *v1alpha1.NodeHealthCheck, node *Node) bool {
-	selector, err := metav1.LabelSelectorAsSelector(&nhc.Spec.Selector)
-	return err == nil && selector.Matches(labels.Set(node.Labels))
-}

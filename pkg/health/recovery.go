@@ -101,7 +101,7 @@ func (e *evaluation) evaluateOrphans() {
 	for _, node := range e.p.Orphans {
 		resources := e.in.Remediations[node]
 		if anyControlPlane(resources) {
-			e.busyControlPlane = node
+			e.busyControlPlane[node] = true
 		}
 		if e.in.PendingNodes[node] {
 			continue

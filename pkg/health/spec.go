@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
@@ -29,6 +30,8 @@ type rules struct {
 	healthyDelay time.Duration
 	// pauseRequests are the spec's pause requests; any one pauses.
 	pauseRequests []string
+	// selector is spec.selector, parsed; nil when it does not parse.
+	selector labels.Selector
 }
 
 func (r *rules) paused() bool { return len(r.pauseRequests) > 0 }
@@ -38,12 +41,13 @@ func (r *rules) paused() bool { return len(r.pauseRequests) > 0 }
 // an escalation) and rules an object stored under an older schema may break.
 // A spec with a problem disables its NodeHealthCheck; its rules are still
 // good enough to clean up.
-func parseSpec(spec *v1alpha1.NodeHealthCheckSpec) (*rules, *Problem) {
+func parseSpec(spec *v1alpha1.NodeHealthCheckSpec, selector labels.Selector) (*rules, *Problem) {
 	r := &rules{
 		conditions:    spec.UnhealthyConditions,
 		steps:         remediationSteps(spec),
 		storm:         stormRulesOf(spec),
 		pauseRequests: spec.PauseRequests,
+		selector:      selector,
 	}
 	if len(r.conditions) == 0 {
 		r.conditions = defaultConditions
@@ -56,10 +60,20 @@ func parseSpec(spec *v1alpha1.NodeHealthCheckSpec) (*rules, *Problem) {
 		return r, invalidSpec(err.Error())
 	}
 	r.budget = budget
-	return r, checkSpec(spec, r.steps)
+	if problem := checkSpec(spec, r.steps); problem != nil {
+		return r, problem
+	}
+	if r.selector == nil {
+		selector, err := metav1.LabelSelectorAsSelector(&spec.Selector)
+		if err != nil {
+			return r, invalidSpec(fmt.Sprintf("The selector is invalid: %v", err))
+		}
+		r.selector = selector
+	}
+	return r, nil
 }
 
-// checkSpec checks the templates and the selector.
+// checkSpec checks the templates.
 func checkSpec(spec *v1alpha1.NodeHealthCheckSpec, steps []step) *Problem {
 	hasEscalation := len(spec.EscalatingRemediations) > 0
 	switch {
@@ -87,9 +101,6 @@ func checkSpec(spec *v1alpha1.NodeHealthCheckSpec, steps []step) *Problem {
 			return invalidSpec(fmt.Sprintf("escalatingRemediations reference template %s %s/%s twice: both steps would create the same remediation", t.Kind, t.Namespace, t.Name))
 		}
 		templates[key] = true
-	}
-	if _, err := metav1.LabelSelectorAsSelector(&spec.Selector); err != nil {
-		return invalidSpec(fmt.Sprintf("The selector is invalid: %v", err))
 	}
 	return nil
 }

@@ -33,7 +33,7 @@ func TestParseSpec(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, p := parseSpec(&testNHC(tc.opts...).Spec)
+			_, p := parseSpec(&testNHC(tc.opts...).Spec, nil)
 			if tc.wantErr == "" {
 				assert.Nil(t, p)
 				return
