@@ -97,8 +97,8 @@ func controllerWithNHCs(b *testing.B) *Controller {
 // under remediation, as in the trickle phase, and a status that needs no
 // write.
 // Each iteration syncs the next NodeHealthCheck, so that the caches hold the
-// whole cluster, as in the controller. Issue 13: a condition change costs
-// one sync or a few, so the ratio of the two is what the nodes add to it.
+// whole cluster, as in the controller. A condition change costs one sync
+// or a few, so the ratio of the two is what the nodes add to it.
 func BenchmarkSync(b *testing.B) {
 	for _, n := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
@@ -153,6 +153,10 @@ func BenchmarkSync(b *testing.B) {
 type poolRemediations map[string]remediation.Observation
 
 func (p poolRemediations) WatchAll(func() ([]*v1alpha1.NodeHealthCheck, error)) error { return nil }
+
+func (p poolRemediations) AddChangeHandler(remediation.ResourceChangeFunc)         {}
+func (p poolRemediations) AddKindChangeHandler(remediation.KindChangeFunc)         {}
+func (p poolRemediations) AddLeaseChangeHandler(remediation.LeaseChangeFunc) error { return nil }
 
 func (p poolRemediations) Watch(*v1alpha1.NodeHealthCheck) (remediation.Watched, error) {
 	return remediation.Watched{}, nil

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
-	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
 
 // A NodeHealthCheck created a moment after its nodes may be synced before
@@ -29,15 +28,6 @@ const (
 	// never show, holds nothing back for long.
 	catchUpRenew = 10 * time.Second
 )
-
-// liveNodes reads nodes at the API server: *nodecache.Informer, or a fake.
-type liveNodes interface {
-	// Versions returns the resourceVersion of each node the selector
-	// matches, from a consistent list.
-	Versions(ctx context.Context, selector labels.Selector) (map[string]string, error)
-	// Node reads a node, consistently; a NotFound error when it is gone.
-	Node(ctx context.Context, name string) (*health.Node, error)
-}
 
 // catchUps holds, by NodeHealthCheck name, the nodes that the cache did not
 // show when its first evaluation was due.

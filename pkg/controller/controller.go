@@ -23,7 +23,6 @@ import (
 	nhcinformers "github.com/nodehealthcheck/nhc-controller/pkg/generated/informers/externalversions/remediation/v1alpha1"
 	nhclisters "github.com/nodehealthcheck/nhc-controller/pkg/generated/listers/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
 // QueueName names the workqueue, and so its workqueue_* metrics.
@@ -68,7 +67,7 @@ type Controller struct {
 	catchUps *catchUps
 
 	// remediations reads remediation resources and carries out plans.
-	remediations remediationManager
+	remediations Remediations
 	// statuses writes NodeHealthCheck statuses.
 	statuses statusWriter
 	// recorder records events on NodeHealthChecks.
@@ -103,10 +102,12 @@ type Controller struct {
 	writesUntil func() (time.Time, error)
 }
 
-// New returns a controller. The informers must not have started yet, so that
-// the controller's indexer can be added.
-func New(ctx context.Context, nodeInformer *nodecache.Informer, nhcInformer nhcinformers.NodeHealthCheckInformer,
-	nhcClient versioned.Interface, remediations *remediation.Manager, recorder record.EventRecorder, metrics *Metrics, clk clock.WithTicker) (*Controller, error) {
+// New returns a controller: the one construction path, for the binary and
+// the tests alike (which hand it fakes of the interfaces, injection.go).
+// The informers must not have started yet, so that the controller's indexer
+// can be added.
+func New(ctx context.Context, nodeInformer NodeCache, nhcInformer nhcinformers.NodeHealthCheckInformer,
+	nhcClient versioned.Interface, remediations Remediations, recorder record.EventRecorder, metrics *Metrics, clk clock.WithTicker) (*Controller, error) {
 	logger := klog.FromContext(ctx)
 	c := &Controller{
 		nhcLister:    nhcInformer.Lister(),

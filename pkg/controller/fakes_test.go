@@ -14,14 +14,15 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
-	nhclisters "github.com/nodehealthcheck/nhc-controller/pkg/generated/listers/remediation/v1alpha1"
+	nhcfake "github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned/fake"
+	"github.com/nodehealthcheck/nhc-controller/pkg/generated/informers/externalversions"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
@@ -83,6 +84,11 @@ func (f *fakeRemediations) Apply(ctx context.Context, _ *v1alpha1.NodeHealthChec
 }
 
 func (f *fakeRemediations) Forget(nhc string) { f.forgotten = append(f.forgotten, nhc) }
+
+// The sync tests call the handlers themselves.
+func (f *fakeRemediations) AddChangeHandler(remediation.ResourceChangeFunc)         {}
+func (f *fakeRemediations) AddKindChangeHandler(remediation.KindChangeFunc)         {}
+func (f *fakeRemediations) AddLeaseChangeHandler(remediation.LeaseChangeFunc) error { return nil }
 
 // createdRef is the resource the fake creates for a creation.
 func createdRef(c health.Creation) corev1.ObjectReference {
@@ -179,9 +185,9 @@ type syncFixture struct {
 
 func newSyncFixture(t testing.TB, nhc *v1alpha1.NodeHealthCheck, nodes ...*corev1.Node) *syncFixture {
 	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
 	f := &syncFixture{
-		nhcs:     cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}),
-		nodes:    cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}),
 		statuses: &fakeStatuses{},
 		recorder: record.NewFakeRecorder(100),
 		clock:    clocktesting.NewFakeClock(t0.Time),
@@ -190,16 +196,23 @@ func newSyncFixture(t testing.TB, nhc *v1alpha1.NodeHealthCheck, nodes ...*corev
 	f.remediations = &fakeRemediations{clock: f.clock, obs: remediation.Observation{
 		Ready: true, Remediations: map[string][]health.Remediation{}, BusyControlPlaneNodes: map[string]bool{},
 	}}
-	f.liveNodes = &fakeLiveNodes{nodes: f.nodes}
-	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
-	t.Cleanup(queue.ShutDown)
-	f.c = &Controller{
-		nhcLister: nhclisters.NewNodeHealthCheckLister(f.nhcs), nhcIndexer: f.nhcs,
-		nodeLister: nodecache.NewLister(f.nodes), liveNodes: f.liveNodes, catchUps: newCatchUps(),
-		remediations: f.remediations, statuses: f.statuses, recorder: f.recorder,
-		metrics: f.metrics, clock: f.clock, queue: queue,
-		selectors: newSelectorCache(), members: newMembership(), skips: newSkipMemory(), attention: &attention{}, writesUntil: func() (time.Time, error) { return time.Time{}, nil },
+	// The production informers, never started: the tests fill their caches.
+	nodeInformer, err := nodecache.NewInformer(&rest.Config{Host: "https://nodes.invalid"}, 0)
+	if err != nil {
+		t.Fatal(err)
 	}
+	nhcClient := nhcfake.NewClientset()
+	nhcInformer := externalversions.NewSharedInformerFactory(nhcClient, 0).Remediation().V1alpha1().NodeHealthChecks()
+	f.nodes, f.nhcs = nodeInformer.Informer().GetIndexer(), nhcInformer.Informer().GetIndexer()
+	f.liveNodes = &fakeLiveNodes{nodes: f.nodes}
+	f.c, err = New(ctx, fakedNodeReads{informerOfNodes: nodeInformer, live: f.liveNodes}, nhcInformer, nhcClient, f.remediations, f.recorder, f.metrics, f.clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.c.queue.ShutDown)
+	// As cronjob's tests replace its job control: the status writes are
+	// recorded instead of sent.
+	f.c.statuses = f.statuses
 	if nhc != nil {
 		f.setNHC(t, nhc)
 	}
@@ -207,6 +220,25 @@ func newSyncFixture(t testing.TB, nhc *v1alpha1.NodeHealthCheck, nodes ...*corev
 		f.setNode(t, node)
 	}
 	return f
+}
+
+// fakedNodeReads is the node informer with its reads at the API server
+// faked.
+type fakedNodeReads struct {
+	*informerOfNodes
+	live *fakeLiveNodes
+}
+
+// informerOfNodes is embedded under this name, so that the field does not
+// hide the informer's Informer method.
+type informerOfNodes = nodecache.Informer
+
+func (n fakedNodeReads) Versions(ctx context.Context, selector labels.Selector) (map[string]string, error) {
+	return n.live.Versions(ctx, selector)
+}
+
+func (n fakedNodeReads) Node(ctx context.Context, name string) (*health.Node, error) {
+	return n.live.Node(ctx, name)
 }
 
 func (f *syncFixture) setNHC(t testing.TB, nhc *v1alpha1.NodeHealthCheck) {

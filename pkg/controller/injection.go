@@ -5,17 +5,20 @@ import (
 	"encoding/json"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
-// remediationManager reads and writes remediation resources:
-// *remediation.Manager, or a fake in tests.
-type remediationManager interface {
+// Remediations reads and writes remediation resources, and tells of their
+// changes: *remediation.Manager, or a fake in tests.
+type Remediations interface {
 	// WatchAll watches the kinds of every NodeHealthCheck list returns,
 	// until it succeeded once: before, no control-plane remediation starts.
 	WatchAll(list func() ([]*v1alpha1.NodeHealthCheck, error)) error
@@ -30,6 +33,31 @@ type remediationManager interface {
 	Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, obs *remediation.Observation, recheck remediation.Recheck) health.Outcome
 	// Forget drops what is kept for a deleted NodeHealthCheck.
 	Forget(nhc string)
+	// AddChangeHandler, AddKindChangeHandler and AddLeaseChangeHandler
+	// tell of changes of remediation resources and templates, of kinds
+	// whose informer synced or failed, and of node leases.
+	AddChangeHandler(handler remediation.ResourceChangeFunc)
+	AddKindChangeHandler(handler remediation.KindChangeFunc)
+	AddLeaseChangeHandler(handler remediation.LeaseChangeFunc) error
+}
+
+// NodeCache is the node informer: *nodecache.Informer, or one whose reads
+// at the API server are faked in tests.
+type NodeCache interface {
+	Informer() cache.SharedIndexInformer
+	Lister() nodecache.Lister
+	// ReadAtOnceWhile turns the batch window off while urgent says so.
+	ReadAtOnceWhile(urgent func() bool)
+	liveNodes
+}
+
+// liveNodes reads nodes at the API server, past the cache.
+type liveNodes interface {
+	// Versions returns the resourceVersion of each node the selector
+	// matches, from a consistent list.
+	Versions(ctx context.Context, selector labels.Selector) (map[string]string, error)
+	// Node reads a node, consistently; a NotFound error when it is gone.
+	Node(ctx context.Context, name string) (*health.Node, error)
 }
 
 // statusWriter writes a NodeHealthCheck's status subresource.
