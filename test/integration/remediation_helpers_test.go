@@ -23,7 +23,6 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/controller"
-	"github.com/nodehealthcheck/nhc-controller/pkg/generated/informers/externalversions"
 	nhclisters "github.com/nodehealthcheck/nhc-controller/pkg/generated/listers/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
@@ -72,8 +71,8 @@ func newRemediationEnv(t *testing.T) *remediationEnv {
 
 	nodeInformer, err := nodecache.NewInformer(cluster.Config, 0)
 	require.NoError(t, err)
-	nhcInformers := externalversions.NewSharedInformerFactory(nhcClient, 0)
-	nhcInformer := nhcInformers.Remediation().V1alpha1().NodeHealthChecks()
+	// The informers cmd/nhc-controller runs.
+	nhcInformer := controller.NewNodeHealthCheckInformer(dynamicClient)
 	env.nodeLister, env.nhcLister = nodeInformer.Lister(), nhcInformer.Lister()
 	env.ctrl, err = controller.New(ctx, nodeInformer, nhcInformer, nhcClient, env.manager, env.recorder, controller.NewMetrics(), env.clock)
 	require.NoError(t, err)
@@ -83,7 +82,7 @@ func newRemediationEnv(t *testing.T) *remediationEnv {
 		env.heard.record(gvr, obj, deleted)
 	})
 	go nodeInformer.Informer().RunWithContext(ctx)
-	nhcInformers.Start(ctx.Done())
+	go nhcInformer.Informer().RunWithContext(ctx)
 	// Run with no workers takes no work from the queue that the event
 	// handlers fill, and shuts that queue down when ctx ends.
 	stopped := make(chan error, 1)
@@ -91,13 +90,10 @@ func newRemediationEnv(t *testing.T) *remediationEnv {
 	t.Cleanup(func() {
 		cancel()
 		assert.NoError(t, <-stopped, "the controller's Run")
-		nhcInformers.Shutdown()
 	})
 
 	require.True(t, cache.WaitForCacheSync(ctx.Done(), nodeInformer.Informer().HasSynced), "node informer synced")
-	for informer, synced := range nhcInformers.WaitForCacheSync(ctx.Done()) {
-		require.True(t, synced, "informer of %v synced", informer)
-	}
+	require.True(t, cache.WaitForCacheSync(ctx.Done(), nhcInformer.Informer().HasSynced), "NodeHealthCheck informer synced")
 	require.True(t, env.ctrl.CachesSynced())
 	return env
 }
