@@ -35,7 +35,7 @@ type apiClients struct {
 
 // newClients returns the clients. Responses are not compressed: the
 // controller runs next to the API server, and inflating the node watch
-// stream cost a fifth of the CPU of every heartbeat.
+// stream costs a fifth of the CPU of every heartbeat.
 func newClients(config *rest.Config, opts *options) (*apiClients, error) {
 	config = rest.CopyConfig(config)
 	config.DisableCompression = true

@@ -19,6 +19,7 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
@@ -92,7 +93,7 @@ func (c *cluster) nodes(ctx context.Context) ([]*health.Node, error) {
 	}
 	nodes := make([]*health.Node, len(list.Items))
 	for i := range list.Items {
-		nodes[i] = health.NodeOf(&list.Items[i])
+		nodes[i] = nodecache.NodeOf(&list.Items[i])
 	}
 	return nodes, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
@@ -39,7 +40,7 @@ func cachedUpdate(change func(*corev1.Node)) (old, updated *health.Node) {
 	next := node.DeepCopy()
 	next.ResourceVersion = "2"
 	change(next)
-	return health.NodeOf(node), health.NodeOf(next)
+	return nodecache.NodeOf(node), nodecache.NodeOf(next)
 }
 
 // BenchmarkNodeChanged is the filter that drops the updates that cannot

@@ -146,7 +146,7 @@ func (f *fakeLiveNodes) Node(_ context.Context, name string) (*health.Node, erro
 	}
 	if f.live != nil {
 		if node, ok := f.live[name]; ok {
-			return health.NodeOf(node), nil
+			return nodecache.NodeOf(node), nil
 		}
 		return nil, apierrors.NewNotFound(corev1.Resource("nodes"), name)
 	}
@@ -251,7 +251,7 @@ func (f *syncFixture) setNHC(t testing.TB, nhc *v1alpha1.NodeHealthCheck) {
 // setNode puts the node in the cache as the informer keeps it.
 func (f *syncFixture) setNode(t testing.TB, node *corev1.Node) {
 	t.Helper()
-	cached := health.NodeOf(node)
+	cached := nodecache.NodeOf(node)
 	if err := f.nodes.Update(cached); err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,6 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	nhcfake "github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned/fake"
 	"github.com/nodehealthcheck/nhc-controller/pkg/generated/informers/externalversions"
-	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
@@ -108,12 +107,12 @@ func TestNodeEventsEnqueueTheSelectingNodeHealthChecks(t *testing.T) {
 			c := newTestController(t, selectingNHC("workers", "worker"), selectingNHC("infra", "infra"))
 			switch {
 			case tc.deleted:
-				c.deleteNode(klog.Background(), health.NodeOf(tc.old))
+				c.deleteNode(klog.Background(), nodecache.NodeOf(tc.old))
 			default:
 				updated := tc.old.DeepCopy()
 				updated.ResourceVersion = "2"
 				tc.change(updated)
-				c.updateNode(klog.Background(), health.NodeOf(tc.old), health.NodeOf(updated))
+				c.updateNode(klog.Background(), nodecache.NodeOf(tc.old), nodecache.NodeOf(updated))
 			}
 			assert.Equal(t, tc.want, queued(c))
 		})
@@ -184,7 +183,7 @@ func TestARemediationResourceWakesTheNodeHealthChecksItHeldBack(t *testing.T) {
 	c.nodeLister = nodecache.NewLister(nodes)
 	worker := nodeWithRole("worker")
 	worker.Name = "worker-1"
-	require.NoError(t, nodes.Add(health.NodeOf(worker)))
+	require.NoError(t, nodes.Add(nodecache.NodeOf(worker)))
 
 	// Someone else's resource for worker-1 goes: "workers" may remediate it now.
 	theirs := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "self-node-remediation.medik8s.io/v1alpha1", "kind": "SelfNodeRemediation"}}

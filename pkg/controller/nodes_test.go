@@ -12,6 +12,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 )
 
 var t0 = metav1.NewTime(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
@@ -68,7 +69,7 @@ func TestNodeChanged(t *testing.T) {
 			tc.change(updated)
 			looked := false
 			keys := func() map[string]bool { looked = true; return selectorKeys }
-			assert.Equal(t, tc.want, nodeChanged(health.NodeOf(old), health.NodeOf(updated), keys))
+			assert.Equal(t, tc.want, nodeChanged(nodecache.NodeOf(old), nodecache.NodeOf(updated), keys))
 			if tc.name == "a heartbeat" {
 				assert.False(t, looked, "a heartbeat costs no selector lookup")
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
@@ -152,7 +153,7 @@ func BenchmarkClaims(b *testing.B) {
 		node := healthyNode(fmt.Sprintf("worker-%05d", i))
 		node.Labels["pool"] = "pool-0"
 		node.Labels["kubernetes.io/hostname"] = node.Name
-		nodes[i] = health.NodeOf(node)
+		nodes[i] = nodecache.NodeOf(node)
 	}
 	// shared is how many other NodeHealthChecks select the same nodes; the
 	// rest select pools of their own.

@@ -44,4 +44,3 @@ func (p *Plan) Recheck(nhc *v1alpha1.NodeHealthCheck, node *Node, c Creation, no
 	}
 	return ""
 }
-

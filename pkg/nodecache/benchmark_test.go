@@ -24,7 +24,7 @@ func BenchmarkDecodeNode(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			obj, _, _ := info.Serializer.Decode(data, nil, nil)
-			_ = health.NodeOf(obj.(*corev1.Node))
+			_ = NodeOf(obj.(*corev1.Node))
 		}
 	})
 	b.Run("decoder", func(b *testing.B) {

@@ -29,7 +29,7 @@ func conditions(status []byte, node, previous *health.Node) error {
 	}
 	node.Conditions = make([]health.NodeCondition, 0, count)
 	return eachCondition(status, func(c health.NodeCondition, typ, stat []byte) {
-		c.Type, c.Status = corev1.NodeConditionType(health.Intern(string(typ))), corev1.ConditionStatus(health.Intern(string(stat)))
+		c.Type, c.Status = corev1.NodeConditionType(intern(string(typ))), corev1.ConditionStatus(intern(string(stat)))
 		node.Conditions = append(node.Conditions, c)
 	})
 }

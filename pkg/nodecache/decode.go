@@ -13,7 +13,7 @@ import (
 )
 
 // errNotCanonical declines an input the fast path does not handle, such as
-// a message field given twice; client-go's decoder and health.NodeOf take it.
+// a message field given twice; client-go's decoder and NodeOf take it.
 var errNotCanonical = errors.New("not a canonical Node encoding")
 
 // Field numbers of k8s.io/api/core/v1 and k8s.io/apimachinery's
@@ -33,7 +33,7 @@ const (
 	listMetaResourceVersion, listMetaContinue, listMetaRemainingItems = 2, 3, 4
 )
 
-// decoder decodes a protobuf Node into what health.NodeOf keeps of it,
+// decoder decodes a protobuf Node into what NodeOf keeps of it,
 // without the whole node: it reads the fields a health.Node keeps and
 // skips the rest. Labels, kept annotations and conditions equal to those of
 // the node previous returns, the cached one, are shared with it, so that a

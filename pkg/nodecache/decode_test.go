@@ -50,13 +50,13 @@ func encode(t testing.TB, obj runtime.Object) []byte {
 	return buf.Bytes()
 }
 
-// standard decodes as client-go does, then keeps what health.NodeOf keeps.
+// standard decodes as client-go does, then keeps what NodeOf keeps.
 func standard(t testing.TB, data []byte) *health.Node {
 	t.Helper()
 	info, _ := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
 	obj, _, err := runtime.WithoutVersionDecoder{Decoder: info.Serializer}.Decode(data, nil, nil)
 	require.NoError(t, err)
-	return health.NodeOf(obj.(*corev1.Node))
+	return NodeOf(obj.(*corev1.Node))
 }
 
 func TestDecoderKeepsWhatNodeOfKeeps(t *testing.T) {

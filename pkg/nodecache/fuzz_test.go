@@ -10,7 +10,7 @@ import (
 )
 
 // FuzzDecoder: whatever bytes arrive, the decoder never panics, and where
-// it and the standard decoder both take them, it decodes what health.NodeOf
+// it and the standard decoder both take them, it decodes what NodeOf
 // keeps of the standard node, with or without a cached node to share with.
 func FuzzDecoder(f *testing.F) {
 	node := fixtureNode(f)
@@ -30,7 +30,7 @@ func FuzzDecoder(f *testing.F) {
 		if err != nil || full.Unmarshal(data) != nil {
 			return
 		}
-		want := health.NodeOf(&full)
+		want := NodeOf(&full)
 		require.Equal(t, want, fast)
 		d.previous = func(string) *health.Node { return fast }
 		again, err := d.node(data)

@@ -4,14 +4,12 @@ import (
 	"bytes"
 
 	"google.golang.org/protobuf/encoding/protowire"
-
-	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
 
 // stringMap decodes the map<string, string> field of an ObjectMeta, keeping
-// only the kept annotations (health.IsKeptAnnotation) when keptOnly. It returns previous when the map
+// only the kept annotations (isKeptAnnotation) when keptOnly. It returns previous when the map
 // equals it, so that an unchanged node shares its maps with the cached one,
-// and nil when no entry is kept, as health.NodeOf does.
+// and nil when no entry is kept, as NodeOf does.
 func stringMap(meta []byte, field protowire.Number, previous map[string]string, keptOnly bool) (map[string]string, error) {
 	count, same, err := compareEntries(meta, field, previous, keptOnly)
 	if err != nil || count == 0 {
@@ -22,7 +20,7 @@ func stringMap(meta []byte, field protowire.Number, previous map[string]string, 
 	}
 	out := make(map[string]string, count)
 	err = eachEntry(meta, field, keptOnly, func(key, value []byte) {
-		out[health.Intern(string(key))] = health.Intern(string(value))
+		out[intern(string(key))] = intern(string(value))
 	})
 	return out, err
 }
@@ -60,7 +58,7 @@ func eachEntry(meta []byte, field protowire.Number, keptOnly bool, f func(key, v
 		if err != nil {
 			return err
 		}
-		if keptOnly && !health.IsKeptAnnotation(string(key)) {
+		if keptOnly && !isKeptAnnotation(string(key)) {
 			continue
 		}
 		f(key, value)

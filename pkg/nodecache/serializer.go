@@ -36,7 +36,7 @@ var (
 // serializers speaks protobuf and JSON to the API server for nodes, and
 // decodes every Node as a health.Node and every NodeList as a NodeList:
 // protobuf ones by the decoder, anything else by client-go's serializers
-// and then health.NodeOf.
+// and then NodeOf.
 type serializers struct {
 	infos []runtime.SerializerInfo
 }
@@ -74,7 +74,7 @@ func (s *serializers) DecoderToVersion(decoder runtime.Decoder, _ runtime.GroupV
 }
 
 // compacting decodes with the decoder where it can, else with the
-// serializer and then health.NodeOf.
+// serializer and then NodeOf.
 type compacting struct {
 	runtime.Serializer
 	// decoder decodes protobuf Nodes and NodeLists; nil for JSON.
@@ -93,11 +93,11 @@ func (t *compacting) Decode(data []byte, defaults *schema.GroupVersionKind, into
 	}
 	switch o := obj.(type) {
 	case *corev1.Node:
-		return health.NodeOf(o), gvk, nil
+		return NodeOf(o), gvk, nil
 	case *corev1.NodeList:
 		list := &NodeList{ListMeta: o.ListMeta, Items: make([]health.Node, len(o.Items))}
 		for i := range o.Items {
-			list.Items[i] = *health.NodeOf(&o.Items[i])
+			list.Items[i] = *NodeOf(&o.Items[i])
 		}
 		return list, gvk, nil
 	}

@@ -312,7 +312,7 @@ func selectedNodes(t *testing.T, nhc *v1alpha1.NodeHealthCheck) []*health.Node {
 	require.NoError(t, err)
 	nodes := make([]*health.Node, len(list.Items))
 	for i := range list.Items {
-		nodes[i] = health.NodeOf(&list.Items[i])
+		nodes[i] = nodecache.NodeOf(&list.Items[i])
 	}
 	return nodes
 }

@@ -62,8 +62,8 @@ type requestCounts struct {
 	ByVerbResource map[string]int `json:"byVerbResource"`
 	Total          int            `json:"total"`
 	// Leases are the requests on Leases: the node leases shared with other
-	// operators and the leader election's renewals, which the counts of
-	// issue 13's starting point did not include.
+	// operators and the leader election's renewals, counted apart so that
+	// the requests per change can leave them out.
 	Leases int `json:"leases"`
 	// Failed are the responses with a code of 400 or more (conflicts,
 	// not-found, throttling); FailedByVerbResource counts them by

@@ -1,4 +1,4 @@
-package health
+package nodecache
 
 import (
 	"testing"
@@ -9,9 +9,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
 
 func TestNodeOfKeepsWhatTheControllerReads(t *testing.T) {
+	now := time.Now()
 	t0 := metav1.NewTime(now.Add(-time.Hour))
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
@@ -29,12 +31,12 @@ func TestNodeOfKeepsWhatTheControllerReads(t *testing.T) {
 			Images: []corev1.ContainerImage{{Names: []string{"registry.example.com/app:v1"}, SizeBytes: 123456789}},
 		},
 	}
-	assert.Equal(t, &Node{
+	assert.Equal(t, &health.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "worker-1", UID: "8d0b6a52-1", ResourceVersion: "4711", CreationTimestamp: t0,
 			Labels: map[string]string{"role": "worker", "topology.kubernetes.io/zone": "a"},
 		},
-		Conditions: []NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: t0}},
+		Conditions: []health.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: t0}},
 	}, NodeOf(node), "no annotation a decision reads, no heartbeat: a heartbeat changes nothing kept")
 
 	outOfService := corev1.Taint{Key: corev1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute, TimeAdded: &t0}
