@@ -44,13 +44,19 @@ func BinDir() (string, error) {
 	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
 		return dir, nil
 	}
-	script := filepath.Join(RepoRoot(), "hack", "build-k8s-binaries.sh")
+	return lastLineOf("build-k8s-binaries.sh")
+}
+
+// lastLineOf runs a script of hack/ and returns the last line it printed:
+// what it built.
+func lastLineOf(name string) (string, error) {
+	script := filepath.Join(RepoRoot(), "hack", name)
 	var stdout bytes.Buffer
 	cmd := exec.Command("bash", script)
 	cmd.Stdout = &stdout
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("building the control plane with %s: %w", script, err)
+		return "", fmt.Errorf("building with %s: %w", script, err)
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	return lines[len(lines)-1], nil
@@ -151,16 +157,7 @@ func Helm() (string, error) {
 	if helm := os.Getenv("HELM"); helm != "" {
 		return helm, nil
 	}
-	script := filepath.Join(RepoRoot(), "hack", "build-helm.sh")
-	var stdout bytes.Buffer
-	cmd := exec.Command("bash", script)
-	cmd.Stdout = &stdout
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("building helm with %s: %w", script, err)
-	}
-	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	return lines[len(lines)-1], nil
+	return lastLineOf("build-helm.sh")
 }
 
 // Helm runs the pinned Helm against this control plane and returns its

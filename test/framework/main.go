@@ -33,3 +33,17 @@ func RunWithController(m *testing.M, name string, flags []string, started func(*
 	}
 	return code
 }
+
+// Run is the TestMain body of a test package whose tests start their own
+// controllers: it starts a control plane, runs the tests and stops it. It
+// returns the exit code.
+func Run(m *testing.M, started func(*Env)) int {
+	env, err := StartEnv()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer env.Stop()
+	started(env)
+	return m.Run()
+}

@@ -7,7 +7,6 @@
 package chart
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -23,12 +22,5 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	var err error
-	if env, err = framework.StartEnv(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	env.Stop()
-	os.Exit(code)
+	os.Exit(framework.Run(m, func(e *framework.Env) { env = e }))
 }

@@ -5,7 +5,6 @@
 package upgrade
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,14 +32,7 @@ const (
 var env *framework.Env
 
 func TestMain(m *testing.M) {
-	var err error
-	if env, err = framework.StartEnv(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	env.Stop()
-	os.Exit(code)
+	os.Exit(framework.Run(m, func(e *framework.Env) { env = e }))
 }
 
 const scenario = "upgrade"
