@@ -38,6 +38,18 @@ func overlapEvents(t *testing.T, nhc string) int {
 	return n
 }
 
+// createYounger creates a NodeHealthCheck younger than older.
+// creationTimestamp has one-second precision, and the API server shares this
+// machine's clock: the next second makes the two tell apart.
+func createYounger(t *testing.T, older *v1alpha1.NodeHealthCheck, scenario string, change func(*v1alpha1.NodeHealthCheckSpec)) {
+	t.Helper()
+	framework.Eventually(t, 5*time.Second, "a second after "+older.Name+"'s creationTimestamp", func() bool {
+		return time.Now().Truncate(time.Second).After(older.CreationTimestamp.Time)
+	})
+	younger := env.CreateNHC(t, scenario, change)
+	require.True(t, younger.CreationTimestamp.After(older.CreationTimestamp.Time), "%s is younger than %s", scenario, older.Name)
+}
+
 func TestOverlappingNodeHealthChecksRemediateANodeOnce(t *testing.T) {
 	t.Parallel()
 	const older, younger, shared = "overlap-old", "overlap-young", "e2e.nhc/overlap"
@@ -47,10 +59,7 @@ func TestOverlappingNodeHealthChecksRemediateANodeOnce(t *testing.T) {
 	env.UpdateNode(t, nodes[0], func(n *corev1.Node) { n.Labels[shared] = "yes" })
 	env.UpdateNode(t, nodes[1], func(n *corev1.Node) { n.Labels[shared] = "yes" })
 	env.CreateNode(t, younger, "overlap-young-00", framework.WithLabel(shared, "yes"))
-	env.CreateNHC(t, older, nil)
-	// creationTimestamp has one-second precision: the other is younger.
-	time.Sleep(1100 * time.Millisecond)
-	env.CreateNHC(t, younger, func(s *v1alpha1.NodeHealthCheckSpec) {
+	createYounger(t, env.CreateNHC(t, older, nil), younger, func(s *v1alpha1.NodeHealthCheckSpec) {
 		s.Selector = metav1.LabelSelector{MatchLabels: map[string]string{shared: "yes"}}
 	})
 
@@ -115,9 +124,7 @@ func TestARemediationInProgressKeepsItsNodeWhenAnotherNodeHealthCheckSelectsIt(t
 	env.CreateTemplate(t, younger, multipleTemplates)
 	env.CreateNodes(t, older, 2)
 	node := env.CreateNodes(t, younger, 1)[0]
-	env.CreateNHC(t, older, nil)
-	time.Sleep(1100 * time.Millisecond)
-	env.CreateNHC(t, younger, nil)
+	createYounger(t, env.CreateNHC(t, older, nil), younger, nil)
 
 	env.Fail(t, time.Hour, node)
 	framework.Eventually(t, 15*time.Second, "the younger one to remediate its node", func() bool { return remediated(t, younger)[node] })
@@ -153,10 +160,7 @@ func TestASharedNodeGoesToTheNodeHealthCheckWhoseConditionsHold(t *testing.T) {
 	env.CreateTemplate(t, older, nil)
 	env.CreateTemplate(t, younger, nil)
 	nodes := env.CreateNodes(t, older, 3)
-	env.CreateNHC(t, older, nil)
-	// creationTimestamp has one-second precision: the other is younger.
-	time.Sleep(1100 * time.Millisecond)
-	env.CreateNHC(t, younger, func(s *v1alpha1.NodeHealthCheckSpec) {
+	createYounger(t, env.CreateNHC(t, older, nil), younger, func(s *v1alpha1.NodeHealthCheckSpec) {
 		s.Selector = metav1.LabelSelector{MatchLabels: map[string]string{framework.ScenarioLabel: older}}
 		s.UnhealthyConditions = []v1alpha1.UnhealthyCondition{{Type: corev1.NodeDiskPressure, Status: corev1.ConditionTrue, Duration: metav1.Duration{Duration: 2 * time.Second}}}
 	})

@@ -92,6 +92,17 @@ func statusMatches(t *testing.T, scenario string) string {
 	return ""
 }
 
+// oneEach says whether exactly these nodes have resources, one each.
+func oneEach(t *testing.T, scenario string, nodes []string) bool {
+	resources := env.Remediations(t, scenario)
+	for _, n := range nodes {
+		if len(resources[n]) != 1 {
+			return false
+		}
+	}
+	return len(resources) == len(nodes)
+}
+
 func newScenario(t *testing.T, scenario string, multi bool) []string {
 	t.Helper()
 	var annotations map[string]string
@@ -136,7 +147,9 @@ func TestTheAPIServerUnreachableMidRemediation(t *testing.T) {
 	proxy.Unreachable(true)
 	env.Recover(t, nodes[0])
 	env.Fail(t, time.Hour, nodes[3], nodes[4])
-	time.Sleep(8 * time.Second)
+	framework.Consistently(t, 8*time.Second, "the resources unchanged while nothing answers", func() bool {
+		return oneEach(t, scenario, nodes[:3])
+	})
 	env.Recover(t, nodes[4])
 	proxy.Unreachable(false)
 	settled(t, scenario, []string{nodes[1], nodes[2], nodes[3]}, append([]string{nodes[0], nodes[4]}, nodes[5:]...))
@@ -155,7 +168,10 @@ func TestLostCreateResponsesMakeNoSecondResource(t *testing.T) {
 	framework.Eventually(t, 30*time.Second, "the resources, stored despite the errors", func() bool {
 		return len(env.Remediations(t, scenario)) == 3
 	})
-	time.Sleep(3 * time.Second)
+	// Retries while creates are still lost meet the stored resources.
+	framework.Consistently(t, 3*time.Second, "one resource per failed node", func() bool {
+		return oneEach(t, scenario, nodes[:3])
+	})
 	proxy.LoseCreates("")
 	settled(t, scenario, nodes[:3], nodes[3:])
 	for _, n := range nodes[:3] {

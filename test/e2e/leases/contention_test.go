@@ -38,14 +38,17 @@ func (c *contender) run(t *testing.T, ctx context.Context) {
 		l, err := c.acquire(ctx)
 		if err != nil || l == nil {
 			c.count(&c.refused)
+			// The other operator's pace: it polls for the lease.
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
 		c.count(&c.held)
 		c.check(t, "a remediation existed when the lease was taken")
+		// The other operator's work on the node, for as long as it holds the lease.
 		time.Sleep(c.hold)
 		c.check(t, "a remediation appeared while the lease was held")
 		_ = leases.Delete(context.Background(), l.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &l.ResourceVersion}})
+		// A gap between its leases, in which the controller may take the node.
 		time.Sleep(150 * time.Millisecond)
 	}
 }
@@ -100,7 +103,10 @@ func TestAnotherHolderAndTheControllerNeverBothHoldTheNode(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); c.run(t, ctx) }()
-	time.Sleep(1500 * time.Millisecond)
+	// A failed wait ends the test early: the other holder stops with it.
+	t.Cleanup(func() { stop(); <-done })
+	// The node fails while the other holder has its lease.
+	framework.Eventually(t, 30*time.Second, "the other holder to take the lease", func() bool { return holder(t, nodes[0]) == maintenance })
 	env.Fail(t, time.Hour, nodes[0])
 
 	framework.Eventually(t, 30*time.Second, "remediated in a gap between the other holder's leases", func() bool {
@@ -110,7 +116,12 @@ func TestAnotherHolderAndTheControllerNeverBothHoldTheNode(t *testing.T) {
 	c.mu.Lock()
 	heldBefore := c.held
 	c.mu.Unlock()
-	time.Sleep(6 * time.Second)
+	framework.Consistently(t, 6*time.Second, "the lease kept by the controller", func() bool {
+		c.mu.Lock()
+		held := c.held
+		c.mu.Unlock()
+		return held == heldBefore && holder(t, nodes[0]) == "NodeHealthCheck-"+scenario
+	})
 	stop()
 	<-done
 

@@ -176,11 +176,16 @@ func TestLeaseRenewal(t *testing.T) {
 	framework.Eventually(t, 10*time.Second, "remediated", func() bool { return len(env.Remediations(t, scenario)[nodes[0]]) == 1 })
 	// The node recovers but waits for a manual confirmation: the resource
 	// stays, and so does the lease, renewed every 2s (half of 3s + 1s),
-	// long past its first 4s.
+	// past the end of its first 4s.
 	env.Recover(t, nodes[0])
 	first := lease(t, nodes[0])
 	require.NotNil(t, first)
-	time.Sleep(6 * time.Second)
+	firstEnd := first.Spec.RenewTime.Add(time.Duration(*first.Spec.LeaseDurationSeconds) * time.Second)
+	// A lease gone ends the wait too: the checks below say so.
+	framework.Eventually(t, 30*time.Second, "the lease renewed after its first term ended", func() bool {
+		l := lease(t, nodes[0])
+		return l == nil || l.Spec.RenewTime.After(firstEnd)
+	})
 	l := lease(t, nodes[0])
 	require.NotNil(t, l, "still held")
 	assert.Equal(t, "NodeHealthCheck-"+scenario, ptr.Deref(l.Spec.HolderIdentity, ""))
