@@ -201,7 +201,7 @@ func (c *Controller) readableNHCs() ([]*v1alpha1.NodeHealthCheck, error) {
 // just before a create, for Plan.Recheck. A node's first remediation
 // reboots, fences or deletes a machine: it is confirmed against the node as
 // the API server has it, which a lagging watch cannot hold back (an
-// overloaded API server's watches were seen 27 s behind).
+// overloaded API server's watches can be tens of seconds behind).
 func (c *Controller) recheck(name string, plan *health.Plan) remediation.Recheck {
 	return func(ctx context.Context, cr health.Creation) (string, bool, error) {
 		if _, err := c.writesUntil(); err != nil {

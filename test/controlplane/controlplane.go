@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -153,12 +154,15 @@ func (cp *ControlPlane) Stop() error {
 
 // Helm returns the pinned helm binary, building it first when needed
 // (hack/build-helm.sh), unless $HELM names one.
-func Helm() (string, error) {
+func Helm() (string, error) { return helmBinary() }
+
+// helmBinary finds or builds Helm once per test process.
+var helmBinary = sync.OnceValues(func() (string, error) {
 	if helm := os.Getenv("HELM"); helm != "" {
 		return helm, nil
 	}
 	return lastLineOf("build-helm.sh")
-}
+})
 
 // Helm runs the pinned Helm against this control plane and returns its
 // standard output; a failure returns the standard error in the error.

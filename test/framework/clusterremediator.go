@@ -59,8 +59,13 @@ func (e *Env) ClusterRemediations(t testing.TB, node string) []unstructured.Unst
 	t.Helper()
 	list, err := e.Dynamic.Resource(ClusterRemediationResource).List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
+	return OfNode(list.Items, node)
+}
+
+// OfNode keeps the remediation resources of a node.
+func OfNode(resources []unstructured.Unstructured, node string) []unstructured.Unstructured {
 	var found []unstructured.Unstructured
-	for _, r := range list.Items {
+	for _, r := range resources {
 		if remediation.NodeOf(&r) == node {
 			found = append(found, r)
 		}

@@ -323,13 +323,7 @@ func remediationsOf(t *testing.T, node string) []unstructured.Unstructured {
 	t.Helper()
 	list, err := dynamicClient.Resource(framework.RemediationResource).Namespace(framework.RemediatorNamespace).List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
-	var found []unstructured.Unstructured
-	for _, r := range list.Items {
-		if remediation.NodeOf(&r) == node {
-			found = append(found, r)
-		}
-	}
-	return found
+	return framework.OfNode(list.Items, node)
 }
 
 // remediationNamed reads a TestRemediation as the API server has it.

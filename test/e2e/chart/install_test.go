@@ -30,11 +30,7 @@ const maintenanceLease = "node-under-maintenance"
 func TestHelmInstallRemediatesAndUninstallKeepsTheLeaseNamespace(t *testing.T) {
 	out, err := env.Cluster.Helm("install", "nhc", chartDir, "--namespace", "nhc-system", "--create-namespace")
 	require.NoError(t, err, out)
-	_, err = env.Kube.CoordinationV1().Leases(remediation.DefaultLeaseNamespace).Create(t.Context(), &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: maintenanceLease},
-		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("node-maintenance"), LeaseDurationSeconds: ptr.To[int32](3600)},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err, "the chart creates the lease namespace")
+	require.NoError(t, takeMaintenanceLease(t), "the chart creates the lease namespace")
 
 	out, err = env.Cluster.Kubectl("apply", "-f", filepath.Join(controlplane.RepoRoot(), "test/crds/rbac"))
 	require.NoError(t, err, out)
@@ -80,6 +76,15 @@ func TestHelmInstallRemediatesAndUninstallKeepsTheLeaseNamespace(t *testing.T) {
 	out, err = env.Cluster.Helm("uninstall", "nhc", "--namespace", "nhc-system", "--wait")
 	require.NoError(t, err, out)
 	leaseNamespaceKept(t)
+}
+
+// takeMaintenanceLease creates node-maintenance-operator's lease.
+func takeMaintenanceLease(t *testing.T) error {
+	_, err := env.Kube.CoordinationV1().Leases(remediation.DefaultLeaseNamespace).Create(t.Context(), &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: maintenanceLease},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("node-maintenance"), LeaseDurationSeconds: ptr.To[int32](3600)},
+	}, metav1.CreateOptions{})
+	return err
 }
 
 // leaseNamespaceKept asserts that the lease namespace and the other

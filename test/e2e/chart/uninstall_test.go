@@ -7,10 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 	"github.com/nodehealthcheck/nhc-controller/test/controlplane"
@@ -26,11 +23,7 @@ func TestKubectlDeleteKeepsTheLeaseNamespace(t *testing.T) {
 	manifests := filepath.Join(controlplane.RepoRoot(), "manifests")
 	out, err := env.Cluster.Kubectl("apply", "-k", manifests)
 	require.NoError(t, err, out)
-	_, err = env.Kube.CoordinationV1().Leases(remediation.DefaultLeaseNamespace).Create(t.Context(), &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: maintenanceLease},
-		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("node-maintenance"), LeaseDurationSeconds: ptr.To[int32](3600)},
-	}, metav1.CreateOptions{})
-	if !apierrors.IsAlreadyExists(err) {
+	if err := takeMaintenanceLease(t); !apierrors.IsAlreadyExists(err) {
 		require.NoError(t, err)
 	}
 	// The API server loads a new policy within a second or so.

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 	"github.com/nodehealthcheck/nhc-controller/test/controlplane"
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
@@ -33,13 +32,7 @@ func lateRemediationsOf(node string) int {
 	if err != nil {
 		return 0
 	}
-	count := 0
-	for _, r := range list.Items {
-		if remediation.NodeOf(&r) == node {
-			count++
-		}
-	}
-	return count
+	return len(framework.OfNode(list.Items, node))
 }
 
 // installLateRemediator installs the late remediator's CRDs and its template.
