@@ -1,0 +1,291 @@
+package sim
+
+import (
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+)
+
+// finalizer is the simulated remediators' finalizer.
+const finalizer = "sim.medik8s.io/remediation"
+
+// apply plays one step: the actors write straight to the API server's
+// store, as their own clients would.
+func (s *sim) apply(step Step) {
+	st := s.server.store
+	switch step.Op {
+	case OpCondition:
+		s.edit(nodesGVR, "", step.Node, true, func(u *unstructured.Unstructured) {
+			var node corev1.Node
+			fromUnstructured(u, &node)
+			setCondition(&node, corev1.NodeConditionType(step.Condition), corev1.ConditionStatus(step.Status), step.Skew)
+			u.Object["status"] = toUnstructured(node.Status).Object
+		})
+	case OpAddNode:
+		if _, err := st.get(nodesGVR, "", step.Node); err == nil {
+			return
+		}
+		node := &corev1.Node{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}, ObjectMeta: metav1.ObjectMeta{Name: step.Node, Labels: nodeLabels(step.Pool, step.ControlPlane)}}
+		setCondition(node, corev1.NodeReady, corev1.ConditionTrue, 0)
+		s.mustCreate(nodesGVR, toUnstructured(node))
+	case OpDeleteNode:
+		_, _ = st.remove(nodesGVR, "", step.Node, &metav1.DeleteOptions{})
+	case OpRelabel, OpRole, OpExclude, OpConfirm:
+		s.edit(nodesGVR, "", step.Node, false, func(u *unstructured.Unstructured) {
+			labels, annotations := u.GetLabels(), u.GetAnnotations()
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			switch step.Op {
+			case OpRelabel:
+				labels[poolLabel] = step.Pool
+			case OpRole:
+				delete(labels, v1alpha1.ControlPlaneRoleLabel)
+				if step.ControlPlane {
+					labels[v1alpha1.ControlPlaneRoleLabel] = ""
+				}
+			case OpExclude:
+				delete(labels, v1alpha1.ExcludeFromRemediationLabel)
+				if step.On {
+					labels[v1alpha1.ExcludeFromRemediationLabel] = "true"
+				}
+			case OpConfirm:
+				if annotations == nil {
+					annotations = map[string]string{}
+				}
+				annotations[v1alpha1.ManuallyConfirmedHealthyAnnotation] = ""
+			}
+			u.SetLabels(labels)
+			u.SetAnnotations(annotations)
+		})
+	case OpCreateNHC:
+		if _, err := st.get(nhcGVR, "", step.NHC); err == nil {
+			return
+		}
+		s.mustCreate(nhcGVR, toUnstructured(nhcObject(step.NHC, step.Spec)))
+	case OpEditNHC:
+		s.edit(nhcGVR, "", step.NHC, false, func(u *unstructured.Unstructured) {
+			u.Object["spec"] = toUnstructured(nhcObject(step.NHC, step.Spec).Spec).Object
+		})
+	case OpPause:
+		s.edit(nhcGVR, "", step.NHC, false, func(u *unstructured.Unstructured) {
+			if step.On {
+				_ = unstructured.SetNestedStringSlice(u.Object, []string{"simulated maintenance"}, "spec", "pauseRequests")
+			} else {
+				unstructured.RemoveNestedField(u.Object, "spec", "pauseRequests")
+			}
+		})
+	case OpDeleteNHC:
+		_, _ = st.remove(nhcGVR, "", step.NHC, &metav1.DeleteOptions{})
+		// No garbage collector runs here, as in the test control plane: the
+		// remediation resources it owned stay, and so do its leases.
+	case OpTemplate:
+		k := step.Kind
+		if !step.On {
+			_, _ = st.remove(k.template(), templateNamespace, step.Template, &metav1.DeleteOptions{})
+			return
+		}
+		if _, err := st.get(k.template(), templateNamespace, step.Template); err == nil || !st.resources[k.template()].served {
+			return
+		}
+		t := object(remediatorGroup+"/"+remediatorVersion, string(k)+"RemediationTemplate", templateNamespace, step.Template)
+		t.SetAnnotations(map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: "true"})
+		t.Object["spec"] = map[string]any{"template": map[string]any{"spec": map[string]any{"strategy": "reboot"}}}
+		s.mustCreate(k.template(), t)
+	case OpInstall:
+		s.install(step.Kind, step.On)
+	case OpForbid:
+		s.server.forbidden[step.Kind.remediation()] = step.On
+		s.server.forbidden[step.Kind.template()] = step.On
+	case OpRemediator:
+		s.remediate(step.Kind, step.Behaviour)
+	case OpNMO:
+		s.nodeMaintenance(step.Node, step.On)
+	case OpCrash:
+		s.crash()
+	case OpPartition:
+		s.partition(step.Duration)
+	case OpFaults:
+		s.faultMode, s.faultUntil = step.Fault, time.Now().Add(step.Duration)
+	case OpWatchDelay:
+		until := time.Now().Add(step.Duration)
+		for _, w := range s.server.watchers {
+			w.heldUntil = until
+		}
+		s.server.delayUntil = until
+	case OpWatchStall:
+		for _, w := range s.server.watchers {
+			if w.gvr.Resource == step.Resource {
+				w.stalled = true
+			}
+		}
+	case OpWatchBreak:
+		if step.On {
+			st.compact()
+		}
+		s.server.endWatches(func(*watcher) bool { return true })
+	case OpWatchResume:
+		s.server.endWatches(func(w *watcher) bool { return w.stalled })
+	}
+}
+
+func nodeLabels(pool string, controlPlane bool) map[string]string {
+	labels := map[string]string{poolLabel: pool}
+	if controlPlane {
+		labels[v1alpha1.ControlPlaneRoleLabel] = ""
+	}
+	return labels
+}
+
+// setCondition sets a node condition as a kubelet does: its transition time
+// moves only when its status changes, shifted by a skewed clock.
+func setCondition(node *corev1.Node, typ corev1.NodeConditionType, status corev1.ConditionStatus, skew time.Duration) {
+	now := metav1.NewTime(time.Now().Add(skew).Truncate(time.Second))
+	for i := range node.Status.Conditions {
+		c := &node.Status.Conditions[i]
+		if c.Type == typ {
+			if c.Status != status {
+				c.Status, c.LastTransitionTime = status, now
+			}
+			c.LastHeartbeatTime = now
+			return
+		}
+	}
+	node.Status.Conditions = append(node.Status.Conditions, corev1.NodeCondition{Type: typ, Status: status, LastTransitionTime: now, LastHeartbeatTime: now})
+}
+
+// nhcObject is a NodeHealthCheck as an operator writes it.
+func nhcObject(name string, spec *NHCSpec) *v1alpha1.NodeHealthCheck {
+	nhc := &v1alpha1.NodeHealthCheck{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "NodeHealthCheck"}, ObjectMeta: metav1.ObjectMeta{Name: name}}
+	nhc.Spec.Selector = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: poolLabel, Operator: metav1.LabelSelectorOpIn, Values: spec.Pools}}}
+	for _, c := range spec.Conditions {
+		nhc.Spec.UnhealthyConditions = append(nhc.Spec.UnhealthyConditions, v1alpha1.UnhealthyCondition{
+			Type: corev1.NodeConditionType(c.Type), Status: corev1.ConditionStatus(c.Status), Duration: metav1.Duration{Duration: c.Duration},
+		})
+	}
+	if spec.MaxUnhealthy != "" {
+		nhc.Spec.MaxUnhealthy = ptr.To(intstr.Parse(spec.MaxUnhealthy))
+	} else {
+		nhc.Spec.MinHealthy = ptr.To(intstr.FromInt32(0))
+	}
+	ref := func(t TemplateStep) corev1.ObjectReference {
+		return corev1.ObjectReference{APIVersion: remediatorGroup + "/" + remediatorVersion, Kind: string(t.Kind) + "RemediationTemplate", Namespace: templateNamespace, Name: t.Template}
+	}
+	if len(spec.Steps) == 1 && spec.Steps[0].Timeout == 0 {
+		nhc.Spec.RemediationTemplate = ptr.To(ref(spec.Steps[0]))
+	} else {
+		for i, t := range spec.Steps {
+			nhc.Spec.EscalatingRemediations = append(nhc.Spec.EscalatingRemediations, v1alpha1.EscalatingRemediation{
+				RemediationTemplate: ref(t), Order: i, Timeout: metav1.Duration{Duration: t.Timeout},
+			})
+		}
+	}
+	if spec.HealthyDelay != nil {
+		nhc.Spec.HealthyDelay = &metav1.Duration{Duration: *spec.HealthyDelay}
+	}
+	if spec.Paused {
+		nhc.Spec.PauseRequests = []string{"simulated maintenance"}
+	}
+	return nhc
+}
+
+// install installs or uninstalls a remediator's CRDs: an uninstall deletes
+// every resource of its kinds, and ends their watches.
+func (s *sim) install(k Kind, on bool) {
+	st := s.server.store
+	for _, gvr := range []schema.GroupVersionResource{k.remediation(), k.template()} {
+		r := st.resources[gvr]
+		if r.served == on {
+			continue
+		}
+		if !on {
+			for _, obj := range st.objectsOf(gvr) {
+				obj.SetFinalizers(nil)
+				_, _ = st.update(gvr, obj, false)
+				_, _ = st.remove(gvr, obj.GetNamespace(), obj.GetName(), &metav1.DeleteOptions{})
+			}
+			s.server.deliver()
+			s.server.endWatches(func(w *watcher) bool { return w.gvr == gvr })
+		}
+		r.served = on
+	}
+}
+
+// remediate is a remediator acting on all its resources at once.
+func (s *sim) remediate(k Kind, b Behaviour) {
+	st := s.server.store
+	gvr := k.remediation()
+	if !st.resources[gvr].served {
+		return
+	}
+	for _, obj := range st.objectsOf(gvr) {
+		switch b {
+		case BehaveSucceed, BehaveFail:
+			status := metav1.ConditionTrue
+			if b == BehaveFail {
+				status = metav1.ConditionFalse
+			}
+			s.edit(gvr, obj.GetNamespace(), obj.GetName(), true, func(u *unstructured.Unstructured) {
+				_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{
+					"type": v1alpha1.SucceededCondition, "status": string(status), "reason": "Simulated", "message": "",
+					"lastTransitionTime": nowTime().UTC().Format(time.RFC3339),
+				}}, "status", "conditions")
+			})
+		case BehaveDelete:
+			_, _ = st.remove(gvr, obj.GetNamespace(), obj.GetName(), &metav1.DeleteOptions{})
+		case BehaveFinalize, BehaveRelease:
+			s.edit(gvr, obj.GetNamespace(), obj.GetName(), false, func(u *unstructured.Unstructured) {
+				if b == BehaveFinalize && u.GetDeletionTimestamp() == nil {
+					u.SetFinalizers([]string{finalizer})
+				} else {
+					u.SetFinalizers(nil)
+				}
+			})
+		}
+	}
+}
+
+// nodeMaintenance is node-maintenance-operator taking a node's lease, if
+// no one holds it, or releasing its own.
+func (s *sim) nodeMaintenance(node string, take bool) {
+	st := s.server.store
+	name := health.LeaseName(node)
+	current, err := st.get(leasesGVR, leaseNamespace, name)
+	if !take {
+		if err == nil {
+			var lease coordinationv1.Lease
+			fromUnstructured(current, &lease)
+			if ptr.Deref(lease.Spec.HolderIdentity, "") == nmoHolder {
+				_, _ = st.remove(leasesGVR, leaseNamespace, name, &metav1.DeleteOptions{})
+			}
+		}
+		return
+	}
+	now := metav1.NewMicroTime(time.Now())
+	spec := coordinationv1.LeaseSpec{HolderIdentity: ptr.To(nmoHolder), LeaseDurationSeconds: ptr.To(int32(nmoLeaseDuration / time.Second)), AcquireTime: &now, RenewTime: &now}
+	if err != nil {
+		lease := &coordinationv1.Lease{TypeMeta: metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"}, ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: leaseNamespace}, Spec: spec}
+		s.mustCreate(leasesGVR, toUnstructured(lease))
+		return
+	}
+	var lease coordinationv1.Lease
+	fromUnstructured(current, &lease)
+	held := health.NodeLease{Holder: ptr.Deref(lease.Spec.HolderIdentity, ""), Duration: time.Duration(ptr.Deref(lease.Spec.LeaseDurationSeconds, 0)) * time.Second}
+	if lease.Spec.RenewTime != nil {
+		held.Renewed = lease.Spec.RenewTime.Time
+	}
+	if held.HeldAt(time.Now()) && held.Holder != nmoHolder {
+		return
+	}
+	lease.Spec = spec
+	_, _ = st.update(leasesGVR, toUnstructured(&lease), false)
+}

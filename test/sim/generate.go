@@ -1,0 +1,177 @@
+package sim
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// The world a history starts from and the names its steps use: six nodes
+// in three pools, three of them control-plane nodes, remediators of three
+// kinds with their templates, and up to three NodeHealthChecks.
+var (
+	initialNodes = []struct {
+		name, pool   string
+		controlPlane bool
+	}{{"cp-0", "cp", true}, {"cp-1", "cp", true}, {"cp-2", "cp", true}, {"worker-0", "a", false}, {"worker-1", "a", false}, {"worker-2", "b", false}}
+	extraNodes = []string{"worker-3", "worker-4"}
+	pools      = []string{"cp", "a", "b"}
+	nhcNames   = []string{"nhc-1", "nhc-2", "nhc-3"}
+	templates  = map[Kind][]string{"Alpha": {"alpha-1", "alpha-2"}, "Beta": {"beta-1"}, "Gamma": {"gamma-1"}}
+)
+
+// generator draws a history's steps.
+type generator struct {
+	rng *rand.Rand
+}
+
+// Generate returns the history of a seed, of about n steps after the
+// initial world.
+func Generate(seed uint64, n int) History {
+	g := &generator{rng: rand.New(rand.NewPCG(seed, 0x5eed))}
+	h := History{Seed: seed}
+	for _, node := range initialNodes {
+		h.Steps = append(h.Steps, Step{Op: OpAddNode, Node: node.name, Pool: node.pool, ControlPlane: node.controlPlane})
+	}
+	for _, k := range kinds {
+		for _, t := range templates[k] {
+			h.Steps = append(h.Steps, Step{Op: OpTemplate, Kind: k, Template: t, On: true})
+		}
+	}
+	for i := range 1 + g.rng.IntN(3) {
+		h.Steps = append(h.Steps, Step{Op: OpCreateNHC, NHC: nhcNames[i], Spec: g.spec()})
+	}
+	for range n {
+		h.Steps = append(h.Steps, g.step())
+	}
+	return h
+}
+
+func (g *generator) pick(items []string) string { return items[g.rng.IntN(len(items))] }
+
+func (g *generator) node() string {
+	if g.rng.IntN(8) == 0 {
+		return g.pick(extraNodes)
+	}
+	return initialNodes[g.rng.IntN(len(initialNodes))].name
+}
+
+func (g *generator) kind() Kind { return kinds[g.rng.IntN(len(kinds))] }
+
+func (g *generator) duration(options ...time.Duration) time.Duration {
+	return options[g.rng.IntN(len(options))]
+}
+
+// spec draws a NodeHealthCheck's spec: selectors that may overlap,
+// conditions of short durations, escalations, budgets, healthy delays.
+func (g *generator) spec() *NHCSpec {
+	s := &NHCSpec{}
+	for _, p := range pools {
+		if g.rng.IntN(2) == 0 {
+			s.Pools = append(s.Pools, p)
+		}
+	}
+	if len(s.Pools) == 0 {
+		s.Pools = []string{g.pick(pools)}
+	}
+	s.Conditions = append(s.Conditions, ConditionSpec{Type: "Ready", Status: "False", Duration: g.duration(10*time.Second, 30*time.Second, time.Minute)})
+	if g.rng.IntN(2) == 0 {
+		s.Conditions = append(s.Conditions, ConditionSpec{Type: "Ready", Status: "Unknown", Duration: g.duration(20*time.Second, time.Minute)})
+	}
+	if g.rng.IntN(4) == 0 {
+		s.MaxUnhealthy = g.pick([]string{"1", "2", "50%"})
+	}
+	if g.rng.IntN(3) == 0 {
+		k := g.kind()
+		s.Steps = []TemplateStep{{Kind: k, Template: g.pick(templates[k])}}
+	} else {
+		for range 1 + g.rng.IntN(3) {
+			k := g.kind()
+			t := g.pick(templates[k])
+			if !containsStep(s.Steps, k, t) {
+				s.Steps = append(s.Steps, TemplateStep{Kind: k, Template: t, Timeout: g.duration(30*time.Second, time.Minute, 3*time.Minute)})
+			}
+		}
+	}
+	switch g.rng.IntN(5) {
+	case 0:
+		d := g.duration(30*time.Second, 2*time.Minute)
+		s.HealthyDelay = &d
+	case 1:
+		d := -time.Second
+		s.HealthyDelay = &d
+	}
+	s.Paused = g.rng.IntN(10) == 0
+	return s
+}
+
+func containsStep(steps []TemplateStep, k Kind, t string) bool {
+	for _, s := range steps {
+		if s.Kind == k && s.Template == t {
+			return true
+		}
+	}
+	return false
+}
+
+// step draws one step, weighted towards what happens most: nodes failing
+// and recovering, remediators acting, time passing.
+func (g *generator) step() Step {
+	s := Step{After: g.duration(0, time.Second, 5*time.Second, 15*time.Second, 30*time.Second, time.Minute, 2*time.Minute)}
+	switch w := g.rng.IntN(100); {
+	case w < 30:
+		s.Op, s.Node, s.Condition = OpCondition, g.node(), "Ready"
+		s.Status = g.pick([]string{"False", "False", "Unknown", "True", "True"})
+		if g.rng.IntN(10) == 0 {
+			s.Skew = g.duration(-30*time.Second, 20*time.Second)
+		}
+	case w < 40:
+		s.Op, s.Kind = OpRemediator, g.kind()
+		s.Behaviour = []Behaviour{BehaveSucceed, BehaveFail, BehaveDelete, BehaveDelete, BehaveFinalize, BehaveRelease}[g.rng.IntN(6)]
+	case w < 44:
+		s.Op, s.Node, s.On = OpExclude, g.node(), g.rng.IntN(2) == 0
+	case w < 46:
+		s.Op, s.Node = OpConfirm, g.node()
+	case w < 49:
+		s.Op, s.Node = OpAddNode, g.pick(extraNodes)
+		s.Pool, s.ControlPlane = g.pick(pools), g.rng.IntN(3) == 0
+	case w < 51:
+		s.Op, s.Node = OpDeleteNode, g.node()
+	case w < 53:
+		s.Op, s.Node, s.Pool = OpRelabel, g.node(), g.pick(pools)
+	case w < 55:
+		s.Op, s.Node, s.ControlPlane = OpRole, g.node(), g.rng.IntN(2) == 0
+	case w < 59:
+		s.Op, s.NHC, s.Spec = OpCreateNHC, g.pick(nhcNames), g.spec()
+	case w < 62:
+		s.Op, s.NHC, s.Spec = OpEditNHC, g.pick(nhcNames), g.spec()
+	case w < 66:
+		s.Op, s.NHC, s.On = OpPause, g.pick(nhcNames), g.rng.IntN(2) == 0
+	case w < 68:
+		s.Op, s.NHC = OpDeleteNHC, g.pick(nhcNames)
+	case w < 71:
+		s.Op, s.Kind = OpTemplate, g.kind()
+		s.Template, s.On = g.pick(templates[s.Kind]), g.rng.IntN(2) == 0
+	case w < 73:
+		s.Op, s.Kind, s.On = OpInstall, g.kind(), g.rng.IntN(3) != 0
+	case w < 77:
+		s.Op, s.Kind, s.On = OpForbid, g.kind(), g.rng.IntN(2) == 0
+	case w < 81:
+		s.Op, s.Node, s.On = OpNMO, g.node(), g.rng.IntN(2) == 0
+	case w < 84:
+		s.Op = OpCrash
+	case w < 86:
+		s.Op, s.Duration = OpPartition, g.duration(5*time.Second, 20*time.Second)
+	case w < 90:
+		s.Op, s.Duration = OpFaults, g.duration(5*time.Second, 30*time.Second)
+		s.Fault = []fault{faultUnavailable, faultThrottled, faultInternal, faultLostAnswer}[g.rng.IntN(4)]
+	case w < 93:
+		s.Op, s.Duration = OpWatchDelay, g.duration(2*time.Second, 10*time.Second)
+	case w < 95:
+		s.Op, s.Resource = OpWatchStall, g.pick([]string{"nodes", "leases", "nodehealthchecks", "alpharemediations"})
+	case w < 97:
+		s.Op = OpWatchResume
+	default:
+		s.Op, s.On = OpWatchBreak, g.rng.IntN(2) == 0
+	}
+	return s
+}

@@ -1,0 +1,308 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// The REST protocol of the simulated API server: discovery, get, list,
+// watch (resuming from a resourceVersion, or streaming the initial list
+// first), create, update, merge patch and delete, on objects and their
+// status subresource, answered in JSON as kube-apiserver answers.
+
+func runtimeRaw(raw []byte) runtime.RawExtension { return runtime.RawExtension{Raw: raw} }
+
+// request is a parsed REST request.
+type request struct {
+	verb        string
+	gvr         schema.GroupVersionResource
+	namespace   string
+	name        string
+	subresource string
+	query       map[string][]string
+	body        []byte
+}
+
+func (r *request) param(name string) string {
+	if v := r.query[name]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// isWrite tells whether a request changes something.
+func (r *request) isWrite() bool {
+	return r.verb != "get" && r.verb != "list" && r.verb != "watch" && r.verb != "discovery"
+}
+
+// parse splits a request's path: /api/v1/..., /apis/group/version/...,
+// or discovery.
+func parse(req *http.Request, body []byte) request {
+	r := request{query: req.URL.Query(), body: body, verb: "discovery"}
+	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	var rest []string
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		r.gvr.Version, rest = parts[1], parts[2:]
+	case len(parts) >= 3 && parts[0] == "apis":
+		r.gvr.Group, r.gvr.Version, rest = parts[1], parts[2], parts[3:]
+	}
+	if len(rest) == 0 {
+		return r
+	}
+	if rest[0] == "namespaces" && len(rest) >= 3 {
+		r.namespace, rest = rest[1], rest[2:]
+	}
+	r.gvr.Resource = rest[0]
+	if len(rest) > 1 {
+		r.name = rest[1]
+	}
+	if len(rest) > 2 {
+		r.subresource = rest[2]
+	}
+	switch req.Method {
+	case http.MethodGet:
+		switch {
+		case r.param("watch") == "true" || r.param("watch") == "1":
+			r.verb = "watch"
+		case r.name == "":
+			r.verb = "list"
+		default:
+			r.verb = "get"
+		}
+	case http.MethodPost:
+		r.verb = "create"
+	case http.MethodPut:
+		r.verb = "update"
+	case http.MethodPatch:
+		r.verb = "patch"
+	case http.MethodDelete:
+		r.verb = "delete"
+	}
+	return r
+}
+
+// respond encodes an object or an error as the API server does.
+func respond(code int, obj any) *http.Response {
+	body, _ := json.Marshal(obj)
+	return &http.Response{
+		StatusCode: code, Status: strconv.Itoa(code) + " " + http.StatusText(code),
+		Header: http.Header{"Content-Type": []string{"application/json"}},
+		Body:   io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)),
+	}
+}
+
+func respondError(err error) *http.Response {
+	status, ok := err.(apierrors.APIStatus)
+	if !ok {
+		status = apierrors.NewInternalError(err)
+	}
+	s := status.Status()
+	s.Kind, s.APIVersion = "Status", "v1"
+	return respond(int(s.Code), s)
+}
+
+// serve answers one request against the store; a watch gets a stream.
+func (s *Server) serve(client string, req *http.Request, r request) *http.Response {
+	if r.verb == "discovery" {
+		return s.discovery(req.URL.Path)
+	}
+	res, ok := s.store.resources[r.gvr]
+	if !ok || !res.served {
+		return respondError(apierrors.NewNotFound(schema.GroupResource{Group: r.gvr.Group, Resource: r.gvr.Resource}, r.name))
+	}
+	status := r.subresource == "status"
+	switch r.verb {
+	case "get":
+		obj, err := s.store.get(r.gvr, r.namespace, r.name)
+		if err != nil {
+			return respondError(err)
+		}
+		return respond(http.StatusOK, obj.Object)
+	case "list":
+		selector, err := labels.Parse(r.param("labelSelector"))
+		if err != nil {
+			return respondError(apierrors.NewBadRequest(err.Error()))
+		}
+		items, rv := s.store.list(r.gvr, r.namespace, selector)
+		list := map[string]any{
+			"apiVersion": r.gvr.GroupVersion().String(), "kind": res.kind + "List",
+			"metadata": map[string]any{"resourceVersion": strconv.FormatInt(rv, 10)},
+		}
+		objs := make([]any, len(items))
+		for i, item := range items {
+			objs[i] = item.Object
+		}
+		list["items"] = objs
+		return respond(http.StatusOK, list)
+	case "watch":
+		return s.openWatch(client, req, r)
+	case "create", "update":
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(r.body); err != nil {
+			return respondError(apierrors.NewBadRequest(err.Error()))
+		}
+		if res.namespaced {
+			obj.SetNamespace(r.namespace)
+		}
+		var out *unstructured.Unstructured
+		var err error
+		if r.verb == "create" {
+			out, err = s.store.create(r.gvr, obj)
+		} else {
+			out, err = s.store.update(r.gvr, obj, status)
+		}
+		if err != nil {
+			return respondError(err)
+		}
+		code := http.StatusOK
+		if r.verb == "create" {
+			code = http.StatusCreated
+		}
+		return respond(code, out.Object)
+	case "patch":
+		out, err := s.store.patch(r.gvr, r.namespace, r.name, r.body, status)
+		if err != nil {
+			return respondError(err)
+		}
+		return respond(http.StatusOK, out.Object)
+	case "delete":
+		opts := &metav1.DeleteOptions{}
+		if len(r.body) > 0 {
+			_ = json.Unmarshal(r.body, opts)
+		}
+		out, err := s.store.remove(r.gvr, r.namespace, r.name, opts)
+		if err != nil {
+			return respondError(err)
+		}
+		return respond(http.StatusOK, out.Object)
+	}
+	return respondError(apierrors.NewMethodNotSupported(r.gvr.GroupResource(), r.verb))
+}
+
+// openWatch starts a watch: from a resourceVersion (410 Gone when that was
+// compacted), or, with sendInitialEvents, the objects first and then a
+// bookmark that ends them.
+func (s *Server) openWatch(client string, req *http.Request, r request) *http.Response {
+	selector, err := labels.Parse(r.param("labelSelector"))
+	if err != nil {
+		return respondError(apierrors.NewBadRequest(err.Error()))
+	}
+	w := &watcher{client: client, gvr: r.gvr, namespace: r.namespace, selector: selector, stream: newStream(req.Context().Done()), heldUntil: s.delayUntil}
+	if seconds, err := strconv.Atoi(r.param("timeoutSeconds")); err == nil && seconds > 0 {
+		w.ends = s.now().Add(time.Duration(seconds) * time.Second)
+	}
+	switch rv := r.param("resourceVersion"); {
+	case r.param("sendInitialEvents") == "true":
+		items, current := s.store.list(r.gvr, r.namespace, selector)
+		for _, item := range items {
+			w.queue(watch.Added, item.Object)
+		}
+		w.queue(watch.Bookmark, map[string]any{
+			"apiVersion": r.gvr.GroupVersion().String(), "kind": s.store.resources[r.gvr].kind,
+			"metadata": map[string]any{
+				"resourceVersion": strconv.FormatInt(current, 10),
+				"annotations":     map[string]any{metav1.InitialEventsAnnotationKey: "true"},
+			},
+		})
+	case rv == "" || rv == "0":
+	default:
+		from, _ := strconv.ParseInt(rv, 10, 64)
+		events, err := s.store.since(r.gvr, from)
+		if err != nil {
+			status := err.(apierrors.APIStatus).Status()
+			status.Kind, status.APIVersion = "Status", "v1"
+			w.queue(watch.Error, status)
+			w.stream.write(w.pending[0])
+			w.pending = nil
+			_ = w.stream.Close()
+			return watchResponse(w.stream)
+		}
+		for _, e := range events {
+			if w.matches(e.obj) {
+				w.queue(e.typ, e.obj.Object)
+			}
+		}
+	}
+	s.watchers = append(s.watchers, w)
+	return watchResponse(w.stream)
+}
+
+func watchResponse(body io.ReadCloser) *http.Response {
+	return &http.Response{
+		StatusCode: http.StatusOK, Status: "200 OK",
+		Header: http.Header{"Content-Type": []string{"application/json"}},
+		Body:   body, ContentLength: -1,
+	}
+}
+
+// discovery serves /api, /apis and each group version's resources.
+func (s *Server) discovery(path string) *http.Response {
+	served := map[schema.GroupVersion][]*resource{}
+	for _, r := range s.store.resources {
+		if r.served {
+			gv := r.gvr.GroupVersion()
+			served[gv] = append(served[gv], r)
+		}
+	}
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case path == "/api":
+		return respond(http.StatusOK, metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"}})
+	case path == "/apis":
+		list := metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
+		var groups []string
+		for gv := range served {
+			if gv.Group != "" && !slices.Contains(groups, gv.Group) {
+				groups = append(groups, gv.Group)
+			}
+		}
+		slices.Sort(groups)
+		for _, g := range groups {
+			group := metav1.APIGroup{Name: g}
+			for gv := range served {
+				if gv.Group == g {
+					v := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version}
+					group.Versions = append(group.Versions, v)
+					group.PreferredVersion = v
+				}
+			}
+			list.Groups = append(list.Groups, group)
+		}
+		return respond(http.StatusOK, list)
+	case len(parts) == 2 && parts[0] == "api", len(parts) == 3 && parts[0] == "apis":
+		gv := schema.GroupVersion{Version: parts[len(parts)-1]}
+		if parts[0] == "apis" {
+			gv.Group = parts[1]
+		}
+		resources, ok := served[gv]
+		if !ok {
+			return respondError(apierrors.NewNotFound(schema.GroupResource{Group: gv.Group}, gv.Version))
+		}
+		list := metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv.String()}
+		for _, r := range resources {
+			verbs := metav1.Verbs{"create", "delete", "get", "list", "patch", "update", "watch"}
+			list.APIResources = append(list.APIResources, metav1.APIResource{Name: r.gvr.Resource, Kind: r.kind, Namespaced: r.namespaced, Verbs: verbs})
+			if r.status {
+				list.APIResources = append(list.APIResources, metav1.APIResource{Name: r.gvr.Resource + "/status", Kind: r.kind, Namespaced: r.namespaced, Verbs: metav1.Verbs{"get", "patch", "update"}})
+			}
+		}
+		slices.SortFunc(list.APIResources, func(a, b metav1.APIResource) int { return strings.Compare(a.Name, b.Name) })
+		return respond(http.StatusOK, list)
+	}
+	return respondError(apierrors.NewNotFound(schema.GroupResource{}, path))
+}

@@ -1,0 +1,364 @@
+package sim
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+)
+
+// The invariants checked at every wake-up: leases held only while a step
+// runs, nodes remediated in time, and statuses that show the cluster.
+
+type runKey struct{ nhc, node string }
+
+// runs are the spans in which a NodeHealthCheck ran a step on a node.
+type runs struct {
+	spans [][2]time.Time
+	// open is the span running since the last check, with its end.
+	open *[2]time.Time
+}
+
+// leaseWrite is a renewal of a lease of ours, judged once leaseLag passed.
+type leaseWrite struct {
+	key runKey
+	at  time.Time
+}
+
+// leaseWritten records a renewal of one of our node leases.
+func (c *checker) leaseWritten(obj, old *unstructured.Unstructured) {
+	node, lease := leaseOf(obj)
+	nhc, ours := health.LeaseHolderNHC(lease.Holder)
+	if !ours || old == nil {
+		return
+	}
+	if _, before := leaseOf(old); before.Holder != lease.Holder || before.Renewed.Equal(lease.Renewed) || lease.Acquired.Equal(lease.Renewed) {
+		// Taken, or taken anew: a create follows, which the other
+		// invariants judge.
+		return
+	}
+	if c.watchLag() < 0 {
+		return
+	}
+	c.leaseWrites = append(c.leaseWrites, leaseWrite{key: runKey{nhc: nhc, node: node}, at: time.Now()})
+}
+
+// watchLag is how late the controller may see the cluster now; negative
+// when a watch is stalled and it cannot know.
+func (c *checker) watchLag() time.Duration {
+	lag := leaseLag
+	for _, w := range c.s.server.watchers {
+		if w.stalled {
+			return -1
+		}
+	}
+	if d := c.s.server.delayUntil.Sub(time.Now()); d > 0 {
+		lag += d
+	}
+	return lag
+}
+
+// stepRuns tells whether a NodeHealthCheck runs a step on a node now: the
+// node is selected, not excluded, and unhealthy, and it has a resource
+// that has not timed out, whose step is within its timeout (or, without
+// one, its lease is not overdue). It returns when the step's time ends.
+func (c *checker) stepRuns(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node, all []resource_) (bool, time.Time) {
+	now := time.Now()
+	if nhc.DeletionTimestamp != nil || !selects(nhc, node) || excluded(node) {
+		return false, time.Time{}
+	}
+	if _, matching := conditionsHold(nhc, node, now); !matching {
+		return false, time.Time{}
+	}
+	steps := nhc.Spec.RemediationSteps()
+	for _, r := range all {
+		if r.owner != nhc.UID || r.node != node.Name || r.obj.GetDeletionTimestamp() != nil || r.obj.GetAnnotations()[v1alpha1.TimedOutAnnotation] != "" {
+			continue
+		}
+		i := slices.IndexFunc(steps, func(s v1alpha1.EscalatingRemediation) bool {
+			return s.RemediationTemplate.Name == r.template && health.RemediationKind(s.RemediationTemplate.Kind) == r.obj.GetKind()
+		})
+		switch {
+		case i < 0:
+			return true, now.Add(24 * time.Hour)
+		case steps[i].Timeout.Duration > 0:
+			if end := r.obj.GetCreationTimestamp().Add(steps[i].Timeout.Duration); now.Before(end) {
+				return true, end
+			}
+		default:
+			lease := c.leaseOn(node.Name)
+			if end := lease.Acquired.Add(3 * nodeLeaseDuration); lease.Holder == health.LeaseHolder(nhc.Name) && now.Before(end) {
+				return true, end
+			}
+		}
+	}
+	return false, time.Time{}
+}
+
+func (c *checker) leaseOn(node string) health.NodeLease {
+	obj, err := c.s.server.store.get(leasesGVR, leaseNamespace, health.LeaseName(node))
+	if err != nil {
+		return health.NodeLease{}
+	}
+	_, lease := leaseOf(obj)
+	return lease
+}
+
+// trackRuns records, for every NodeHealthCheck and node, whether a step
+// runs from now until the next check.
+func (c *checker) trackRuns(all []resource_) {
+	now := time.Now()
+	seen := map[runKey]bool{}
+	for _, nhcObj := range c.s.server.store.objectsOf(nhcGVR) {
+		var nhc v1alpha1.NodeHealthCheck
+		fromUnstructured(nhcObj, &nhc)
+		for _, nodeObj := range c.s.server.store.objectsOf(nodesGVR) {
+			var node corev1.Node
+			fromUnstructured(nodeObj, &node)
+			runsNow, end := c.stepRuns(&nhc, &node, all)
+			if !runsNow {
+				continue
+			}
+			key := runKey{nhc: nhc.Name, node: node.Name}
+			seen[key] = true
+			r := c.running[key]
+			if r == nil {
+				r = &runs{}
+				c.running[key] = r
+			}
+			if r.open == nil {
+				r.open = &[2]time.Time{now, end}
+			}
+			r.open[1] = end
+		}
+	}
+	for key, r := range c.running {
+		if r.open != nil && !seen[key] {
+			r.open[1] = minTime(r.open[1], now)
+			r.spans = append(r.spans, *r.open)
+			r.open = nil
+		}
+	}
+	kept := c.leaseWrites[:0]
+	for _, w := range c.leaseWrites {
+		switch {
+		case now.Before(w.at.Add(leaseLag)):
+			kept = append(kept, w)
+		case !c.ran(w.key, w.at.Add(-leaseLag), w.at.Add(leaseLag)):
+			c.fail(InvLeaseWhileActing, "NodeHealthCheck %s renewed the lease of node %s at %s, while no step of its ran on the node", w.key.nhc, w.key.node, w.at.Format("15:04:05"))
+		}
+	}
+	c.leaseWrites = kept
+}
+
+// ran tells whether a step ran at some instant between from and to.
+func (c *checker) ran(key runKey, from, to time.Time) bool {
+	r := c.running[key]
+	if r == nil {
+		return false
+	}
+	spans := r.spans
+	if r.open != nil {
+		spans = append(slices.Clone(spans), [2]time.Time{r.open[0], minTime(r.open[1], time.Now())})
+	}
+	for _, s := range spans {
+		if !s[1].Before(from) && !s[0].After(to) {
+			return true
+		}
+	}
+	return false
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// now checks the invariants that time can break.
+func (c *checker) now() {
+	all := c.resources()
+	c.trackRuns(all)
+	calm := c.s.calm()
+	if !calm {
+		c.calmSince = time.Time{}
+	} else if c.calmSince.IsZero() {
+		c.calmSince = time.Now()
+	}
+	c.liveness(all, calm)
+	c.statuses(all)
+}
+
+// nextDue is when a liveness deadline or a lease verdict falls due.
+func (c *checker) nextDue() time.Time {
+	var due []time.Time
+	for _, since := range c.unhealthySince {
+		due = append(due, since.Add(livenessBound))
+	}
+	for _, w := range c.leaseWrites {
+		due = append(due, w.at.Add(leaseLag))
+	}
+	return earliest(due...)
+}
+
+// liveness checks that a node that needs a remediation, and that nothing
+// documented holds back, gets its resource within livenessBound.
+func (c *checker) liveness(all []resource_, calm bool) {
+	now := time.Now()
+	for _, nodeObj := range c.s.server.store.objectsOf(nodesGVR) {
+		var node corev1.Node
+		fromUnstructured(nodeObj, &node)
+		by := c.canRemediate(&node, all)
+		if !calm || by == "" {
+			delete(c.unhealthySince, node.Name)
+			continue
+		}
+		since, ok := c.unhealthySince[node.Name]
+		if !ok {
+			c.unhealthySince[node.Name] = now
+			continue
+		}
+		if !now.Before(since.Add(livenessBound)) {
+			c.fail(InvLiveness, "node %s has needed a remediation by NodeHealthCheck %s since %s, with nothing in the way, and has none", node.Name, by, since.Format("15:04:05"))
+		}
+	}
+}
+
+// canRemediate names a NodeHealthCheck that should remediate a node now
+// and may, or "": the node has no resource, is not excluded, no one else
+// holds its lease, no other control-plane node is remediated, and the
+// NodeHealthCheck selects it, its condition has held for its duration, it
+// is not paused, its templates can be read and written, it starts no
+// escalation, and its budget allows.
+func (c *checker) canRemediate(node *corev1.Node, all []resource_) string {
+	if excluded(node) || slices.ContainsFunc(all, func(r resource_) bool { return r.node == node.Name }) {
+		return ""
+	}
+	if lease := c.leaseOn(node.Name); lease.HeldAt(time.Now()) {
+		return ""
+	}
+	if v1alpha1.IsControlPlane(node.Labels) && slices.ContainsFunc(all, func(r resource_) bool { return r.controlPlane }) {
+		return ""
+	}
+	var able []string
+	for _, nhcObj := range c.s.server.store.objectsOf(nhcGVR) {
+		var nhc v1alpha1.NodeHealthCheck
+		fromUnstructured(nhcObj, &nhc)
+		if c.mayRemediate(&nhc, node, all) {
+			able = append(able, nhc.Name)
+		}
+	}
+	return strings.Join(able, ",")
+}
+
+func (c *checker) mayRemediate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node, all []resource_) bool {
+	if nhc.DeletionTimestamp != nil || len(nhc.Spec.PauseRequests) > 0 || !selects(nhc, node) || !conditionsExpired(nhc, node, time.Now().Add(-time.Second)) {
+		return false
+	}
+	for _, entry := range nhc.Status.UnhealthyNodes {
+		if entry != nil && entry.Name == node.Name && len(entry.Remediations) > 0 {
+			return false
+		}
+	}
+	for _, ref := range nhc.Spec.TemplateRefs() {
+		k := Kind(strings.TrimSuffix(ref.Kind, "RemediationTemplate"))
+		st := c.s.server.store
+		if _, err := st.get(k.template(), ref.Namespace, ref.Name); err != nil || !st.resources[k.template()].served || c.s.server.forbidden[k.remediation()] {
+			return false
+		}
+	}
+	return c.withinBudget(nhc, all)
+}
+
+// withinBudget tells, with a node of margin, whether maxUnhealthy allows
+// one more remediation.
+func (c *checker) withinBudget(nhc *v1alpha1.NodeHealthCheck, all []resource_) bool {
+	if nhc.Spec.MaxUnhealthy == nil {
+		return nhc.Spec.MinHealthy == nil || nhc.Spec.MinHealthy.IntValue() == 0 && nhc.Spec.MinHealthy.Type == intstr.Int
+	}
+	observed, unhealthy := 0, 0
+	for _, nodeObj := range c.s.server.store.objectsOf(nodesGVR) {
+		var node corev1.Node
+		fromUnstructured(nodeObj, &node)
+		if !selects(nhc, &node) {
+			continue
+		}
+		observed++
+		_, matching := conditionsHold(nhc, &node, time.Now())
+		if matching || slices.ContainsFunc(all, func(r resource_) bool { return r.owner == nhc.UID && r.node == node.Name }) {
+			unhealthy++
+		}
+	}
+	allowed, err := intstr.GetScaledValueFromIntOrPercent(nhc.Spec.MaxUnhealthy, observed, false)
+	return err == nil && unhealthy < allowed
+}
+
+// statuses checks that every NodeHealthCheck's status lists only resources
+// that existed, and, once calm has lasted statusBound, every resource of
+// its that has existed as long.
+func (c *checker) statuses(all []resource_) {
+	now := time.Now()
+	for _, nhcObj := range c.s.server.store.objectsOf(nhcGVR) {
+		var nhc v1alpha1.NodeHealthCheck
+		fromUnstructured(nhcObj, &nhc)
+		listed := map[types.UID]bool{}
+		for _, entry := range nhc.Status.UnhealthyNodes {
+			for _, rem := range entryRemediations(entry) {
+				listed[rem.Resource.UID] = true
+				if owner, ok := c.created[rem.Resource.UID]; !ok || owner != nhc.UID {
+					c.fail(InvStatusTruthful, "NodeHealthCheck %s's status lists %s %s of node %s, which it never had", nhc.Name, rem.Resource.Kind, rem.Resource.Name, entry.Name)
+				}
+			}
+		}
+		if c.calmSince.IsZero() || now.Before(c.calmSince.Add(statusBound)) {
+			continue
+		}
+		for _, r := range all {
+			if r.owner == nhc.UID && !listed[r.obj.GetUID()] && !now.Before(r.obj.GetCreationTimestamp().Add(statusBound)) && selectsNow(c, &nhc, r.node) {
+				c.fail(InvStatusTruthful, "NodeHealthCheck %s's status does not list %s of node %s, created at %s", nhc.Name, describe(r.obj), r.node, r.obj.GetCreationTimestamp().Format("15:04:05"))
+			}
+		}
+	}
+}
+
+func selectsNow(c *checker, nhc *v1alpha1.NodeHealthCheck, name string) bool {
+	node := c.nodeAt(name, time.Now())
+	return node != nil && selects(nhc, node)
+}
+
+func entryRemediations(entry *v1alpha1.UnhealthyNode) []*v1alpha1.Remediation {
+	if entry == nil {
+		return nil
+	}
+	var rems []*v1alpha1.Remediation
+	for _, rem := range entry.Remediations {
+		if rem != nil {
+			rems = append(rems, rem)
+		}
+	}
+	return rems
+}
+
+// calm tells whether nothing outside the controller slows it now: a leader
+// runs and reaches the API server, which answers every request, and every
+// watch delivers at once.
+func (s *sim) calm() bool {
+	now := time.Now()
+	if s.leader == nil || !s.leader.partitionedAt.IsZero() || now.Before(s.faultUntil) || now.Before(s.server.delayUntil) {
+		return false
+	}
+	for _, w := range s.server.watchers {
+		if w.stalled {
+			return false
+		}
+	}
+	return true
+}

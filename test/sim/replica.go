@@ -1,0 +1,153 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
+	"k8s.io/utils/clock"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/controller"
+	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+)
+
+// The flags the simulated controller runs with: the binary's defaults, but
+// node leases short enough that a history sees them end.
+const (
+	workers           = 2
+	nodeLeaseDuration = 2 * time.Minute
+	nodeLeaseBuffer   = 10 * time.Second
+	// renewDeadline is the leader-election renew deadline: a leader that
+	// cannot renew stops writing after it, and exits.
+	renewDeadline = 10 * time.Second
+	// leaderLeaseDuration is how long a standby waits for an unrenewed
+	// leader-election lease before it takes over.
+	leaderLeaseDuration = 15 * time.Second
+	leaseNamespace      = remediation.DefaultLeaseNamespace
+)
+
+// replica is one controller process, wired as cmd/nhc-controller wires it,
+// against the simulated API server. Leader election is simulated by its
+// effect on writes: the replica writes only until its last renewal plus
+// the renew deadline (Controller.GuardWrites), and a replica that cannot
+// renew exits, as the binary does.
+type replica struct {
+	name   string
+	cancel context.CancelFunc
+	// stopped is closed once every goroutine of the replica ended.
+	stopped chan struct{}
+	// partitionedAt is when it was cut off the API server; zero while it
+	// is not: until then it renewed its leader-election lease.
+	partitionedAt time.Time
+	// healsAt ends the partition.
+	healsAt time.Time
+}
+
+// startReplica starts a controller process; it leads from now.
+func (s *sim) startReplica() (*replica, error) {
+	s.replicaCount++
+	r := &replica{name: fmt.Sprintf("replica-%d", s.replicaCount), stopped: make(chan struct{})}
+	// JSON only: the simulated API server speaks no protobuf (the node
+	// cache falls back to JSON, decoded into the same health.Node).
+	config := &rest.Config{Host: "http://kube-apiserver.sim", Transport: s.server.Transport(r.name), QPS: 100, Burst: 2000,
+		ContentConfig: rest.ContentConfig{ContentType: "application/json", AcceptContentTypes: "application/json"}}
+	kube, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	nhcClient, err := versioned.NewForConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	logger := logr.Discard()
+	if s.trace != nil {
+		logger = textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(4), textlogger.Output(traceWriter(s.tracef))))
+	}
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger.WithName(r.name)))
+	r.cancel = cancel
+	nodeInformer, err := nodecache.NewInformer(config, 100*time.Millisecond)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	nhcInformer := controller.NewNodeHealthCheckInformer(dyn)
+	leaseInformers := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(leaseNamespace))
+	leases := remediation.NewNodeLeases(kube.CoordinationV1(), kube.CoreV1().Namespaces(), leaseInformers.Coordination().V1().Leases(),
+		leaseNamespace, nodeLeaseDuration, nodeLeaseBuffer, clock.RealClock{})
+	remediations := remediation.New(remediation.Config{Context: ctx, Dynamic: dyn, Kube: kube, Leases: leases, Clock: clock.RealClock{}})
+	ctrl, err := controller.New(ctx, nodeInformer, nhcInformer, nhcClient, remediations, &record.FakeRecorder{}, nil, clock.RealClock{})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	ctrl.GuardWrites(func() (time.Time, error) { return r.writesUntil() })
+	go nodeInformer.Informer().RunWithContext(ctx)
+	go nhcInformer.Informer().RunWithContext(ctx)
+	leaseInformers.Start(ctx.Done())
+	go func() {
+		defer close(r.stopped)
+		_ = ctrl.Run(ctx, workers)
+		leaseInformers.Shutdown()
+	}()
+	return r, nil
+}
+
+var errNotLeading = errors.New("the leader-election lease was not renewed within the renew deadline")
+
+// writesUntil is the replica's write deadline, as the binary's lease tracker
+// gives it.
+func (r *replica) writesUntil() (time.Time, error) {
+	renewed := time.Now()
+	if !r.partitionedAt.IsZero() {
+		renewed = r.partitionedAt
+	}
+	until := renewed.Add(renewDeadline)
+	if !time.Now().Before(until) {
+		return time.Time{}, errNotLeading
+	}
+	return until, nil
+}
+
+// stop ends the process: a crash loses everything it kept in memory, and
+// its requests in flight never land.
+func (s *sim) stop(r *replica) {
+	r.cancel()
+	s.server.dropClient(r.name)
+	for {
+		select {
+		case <-r.stopped:
+			return
+		default:
+		}
+		s.settleFor(r.name)
+		select {
+		case <-r.stopped:
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// traceWriter writes a controller's log lines into the trace.
+type traceWriter func(format string, args ...any)
+
+func (w traceWriter) Write(p []byte) (int, error) {
+	w("%s", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

@@ -1,0 +1,275 @@
+package sim
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Server is the simulated API server. Clients reach it through a Transport
+// that parks every request at its door; the simulation serves the parked
+// requests in a fixed order, once every goroutine is blocked, so that one
+// seed is one history however the goroutines were scheduled. Faults are
+// decided there too: a request refused, failed, or applied with its answer
+// lost.
+type Server struct {
+	store *store
+	now   func() time.Time
+
+	mu sync.Mutex
+	// parked are the requests waiting at the door.
+	parked []*call
+	seq    int
+	// knock is signalled when a request parks, to wake the simulation.
+	knock chan struct{}
+
+	watchers []*watcher
+	// delayUntil holds the events of every watch, new ones too, until then.
+	delayUntil time.Time
+	// faults decides each request's fault; nil serves all.
+	faults func(c *call) fault
+	// forbidden are the resources a client may not touch: its role lacks them.
+	forbidden map[schema.GroupVersionResource]bool
+	// held are the clients whose requests wait: a network partition.
+	held map[string]bool
+	// served counts the requests answered, by client.
+	served map[string]int
+	// writes hears of every write served, before its answer goes out.
+	writes func(c *call, resp *http.Response)
+}
+
+// call is one request parked at the door.
+type call struct {
+	client string
+	req    *http.Request
+	r      request
+	seq    int
+	// arrived is when it reached the door.
+	arrived time.Time
+	answer  chan answer
+}
+
+type answer struct {
+	resp *http.Response
+	err  error
+}
+
+// fault is what goes wrong with one request.
+type fault int
+
+const (
+	faultNone fault = iota
+	// faultUnavailable refuses the connection: nothing happened.
+	faultUnavailable
+	// faultThrottled is a 429: nothing happened.
+	faultThrottled
+	// faultInternal is a 500: nothing happened, the client cannot know.
+	faultInternal
+	// faultLostAnswer applies the request and loses its answer: a timeout.
+	faultLostAnswer
+)
+
+func newServer(now func() time.Time) *Server {
+	return &Server{store: newStore(now), now: now, knock: make(chan struct{}, 1), forbidden: map[schema.GroupVersionResource]bool{}, held: map[string]bool{}, served: map[string]int{}}
+}
+
+// Transport returns the round tripper of one client: a controller
+// replica. Its requests end when the client's context does, parked or not.
+func (s *Server) Transport(client string) http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		var body []byte
+		if req.Body != nil {
+			body, _ = io.ReadAll(req.Body)
+			_ = req.Body.Close()
+		}
+		c := &call{client: client, req: req, r: parse(req, body), arrived: s.now(), answer: make(chan answer, 1)}
+		s.mu.Lock()
+		s.seq++
+		c.seq = s.seq
+		s.parked = append(s.parked, c)
+		s.mu.Unlock()
+		select {
+		case s.knock <- struct{}{}:
+		default:
+		}
+		select {
+		case a := <-c.answer:
+			return a.resp, a.err
+		case <-req.Context().Done():
+			return nil, req.Context().Err()
+		}
+	})
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// take returns the parked requests in a fixed order: by client, path,
+// method and body, so that the order of goroutines does not matter.
+func (s *Server) take() []*call {
+	s.mu.Lock()
+	var parked, kept []*call
+	for _, c := range s.parked {
+		if s.held[c.client] {
+			kept = append(kept, c)
+		} else {
+			parked = append(parked, c)
+		}
+	}
+	s.parked = kept
+	s.mu.Unlock()
+	slices.SortStableFunc(parked, func(a, b *call) int {
+		return cmp.Or(strings.Compare(a.client, b.client), strings.Compare(a.req.URL.String(), b.req.URL.String()),
+			strings.Compare(a.req.Method, b.req.Method), bytes.Compare(a.r.body, b.r.body))
+	})
+	return parked
+}
+
+// hold parks a client's requests until it is released.
+func (s *Server) hold(client string, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.held[client] = on
+}
+
+// errUnavailable is a refused connection.
+var errUnavailable = errors.New("dial tcp: connect: connection refused")
+
+// answerCall serves one parked request, with its fault.
+func (s *Server) answerCall(c *call) {
+	if c.req.Context().Err() != nil {
+		// The client gave up before the request reached the server: a
+		// write whose deadline passed never lands.
+		return
+	}
+	f := faultNone
+	if s.faults != nil {
+		f = s.faults(c)
+	}
+	switch f {
+	case faultUnavailable:
+		c.answer <- answer{err: errUnavailable}
+		return
+	case faultThrottled:
+		c.answer <- answer{resp: respondError(apierrors.NewTooManyRequests("the server is throttled", 1))}
+		return
+	case faultInternal:
+		c.answer <- answer{resp: respondError(apierrors.NewInternalError(errors.New("etcdserver: request timed out")))}
+		return
+	}
+	var resp *http.Response
+	if s.forbidden[c.r.gvr] && c.r.verb != "discovery" {
+		resp = respondError(apierrors.NewForbidden(c.r.gvr.GroupResource(), c.r.name, errors.New("the controller's role does not grant "+c.r.verb)))
+	} else {
+		resp = s.serve(c.client, c.req, c.r)
+	}
+	s.served[c.client]++
+	if c.r.isWrite() && s.writes != nil {
+		s.writes(c, resp)
+	}
+	if f == faultLostAnswer {
+		if resp.Body != nil && c.r.verb == "watch" {
+			_ = resp.Body.Close()
+		}
+		c.answer <- answer{resp: respondError(apierrors.NewTimeoutError("the request's answer was lost", 0))}
+		return
+	}
+	c.answer <- answer{resp: resp}
+}
+
+// deliver writes the watch events that are due, and ends the watches that
+// timed out or whose client went away.
+func (s *Server) deliver() {
+	now := s.now()
+	kept := s.watchers[:0]
+	for _, w := range s.watchers {
+		switch {
+		case w.stream.isClosed():
+			continue
+		case !w.ends.IsZero() && !now.Before(w.ends):
+			w.deliver(now)
+			_ = w.stream.Close()
+			continue
+		}
+		w.deliver(now)
+		kept = append(kept, w)
+	}
+	s.watchers = kept
+}
+
+// nextDue is when the next held watch event falls due, or a watch times
+// out; zero for none.
+func (s *Server) nextDue() time.Time {
+	var next time.Time
+	now := s.now()
+	for _, w := range s.watchers {
+		for _, t := range []time.Time{w.heldUntil, w.ends} {
+			if t.After(now) && (next.IsZero() || t.Before(next)) && (t == w.ends || len(w.pending) > 0) {
+				next = t
+			}
+		}
+	}
+	return next
+}
+
+// pending tells whether watch events wait for delivery now.
+func (s *Server) pending() bool {
+	now := s.now()
+	for _, w := range s.watchers {
+		if len(w.pending) > 0 && !w.stalled && !now.Before(w.heldUntil) && !w.stream.isClosed() {
+			return true
+		}
+	}
+	return false
+}
+
+// changed queues a change for the watches of its kind.
+func (s *Server) changed(gvr schema.GroupVersionResource, e event) {
+	for _, w := range s.watchers {
+		if w.gvr == gvr && w.matches(e.obj) {
+			w.queue(e.typ, e.obj.Object)
+		}
+	}
+}
+
+// endWatches closes the watches of clients or kinds; the reflectors watch
+// again from their last resourceVersion.
+func (s *Server) endWatches(match func(w *watcher) bool) {
+	for _, w := range s.watchers {
+		if match(w) {
+			_ = w.stream.Close()
+		}
+	}
+}
+
+// dropClient answers a gone client's parked requests with errors, and ends
+// its watches.
+func (s *Server) dropClient(client string) {
+	s.mu.Lock()
+	kept := s.parked[:0]
+	var dropped []*call
+	for _, c := range s.parked {
+		if c.client == client {
+			dropped = append(dropped, c)
+		} else {
+			kept = append(kept, c)
+		}
+	}
+	s.parked = kept
+	s.mu.Unlock()
+	for _, c := range dropped {
+		c.answer <- answer{err: context.Canceled}
+	}
+	s.endWatches(func(w *watcher) bool { return w.client == client })
+}

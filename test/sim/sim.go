@@ -1,0 +1,118 @@
+package sim
+
+import (
+	"math/rand/v2"
+	"net/http"
+	"testing/synctest"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// sim is one history being played: the simulated API server, the
+// controller replicas, the actors around them (kubelets, remediators,
+// node-maintenance-operator, an operator with kubectl), and the invariants
+// checked after every change. It runs inside a synctest bubble, so that its
+// clock is virtual: time passes only while every goroutine waits.
+type sim struct {
+	server *Server
+	// rng decides the faults; seeded from the history.
+	rng *rand.Rand
+	// leader is the replica that acts; nil while none runs.
+	leader       *replica
+	replicaCount int
+	// nextLeaderAt is when a standby may take the lease over.
+	nextLeaderAt time.Time
+	// faultUntil ends the API fault window; faultMode is its kind.
+	faultUntil time.Time
+	faultMode  fault
+	// kinds are the remediator kinds, by name.
+	kinds map[string]*kindState
+	check *checker
+	// trace, when set, hears of every step and every write served.
+	trace func(format string, args ...any)
+}
+
+func (s *sim) tracef(format string, args ...any) {
+	if s.trace != nil {
+		s.trace("%s "+format, append([]any{time.Now().Format("15:04:05.000")}, args...)...)
+	}
+}
+
+// kindState is what the simulation decided about a remediator.
+type kindState struct {
+	kind Kind
+	// behaviour is what its remediator does with new resources.
+	behaviour Behaviour
+}
+
+func newSim(seed uint64) *sim {
+	s := &sim{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), kinds: map[string]*kindState{}}
+	s.server = newServer(time.Now)
+	s.check = newChecker(s)
+	s.server.store.changed = func(gvr schema.GroupVersionResource, e event, old *unstructured.Unstructured) {
+		s.server.changed(gvr, e)
+		s.check.observe(gvr, e, old)
+	}
+	s.server.faults = s.faultOf
+	s.server.writes = func(c *call, resp *http.Response) {
+		s.tracef("%s %s %s -> %d (arrived %s) %s", c.client, c.r.verb, c.req.URL.Path, resp.StatusCode, c.arrived.Format("15:04:05.000"), c.req.Header.Get("Content-Type"))
+		s.check.write(c, resp)
+	}
+	return s
+}
+
+// settle serves the parked requests and delivers the watch events due,
+// round after round, until every goroutine waits for something that only
+// time or the next step brings.
+func (s *sim) settle() {
+	for {
+		synctest.Wait()
+		calls := s.server.take()
+		if len(calls) == 0 && !s.server.pending() {
+			return
+		}
+		for _, c := range calls {
+			s.server.answerCall(c)
+		}
+		s.server.deliver()
+	}
+}
+
+// settleFor is settle while a replica stops: its own requests are dropped.
+func (s *sim) settleFor(client string) {
+	synctest.Wait()
+	s.server.dropClient(client)
+	s.settle()
+}
+
+// runUntil lets time pass until end: whenever a request parks or a watch
+// event falls due, the simulation wakes, serves it and checks the
+// invariants; otherwise the virtual clock jumps to the next timer.
+func (s *sim) runUntil(end time.Time) {
+	for {
+		s.settle()
+		s.renewLeadership()
+		s.check.now()
+		if s.check.failed() {
+			return
+		}
+		now := time.Now()
+		if !now.Before(end) {
+			return
+		}
+		next := end
+		for _, t := range []time.Time{s.server.nextDue(), s.check.nextDue(), s.nextLeadershipChange(), s.faultUntil} {
+			if t.After(now) && t.Before(next) {
+				next = t
+			}
+		}
+		timer := time.NewTimer(max(next.Sub(now), time.Millisecond))
+		select {
+		case <-s.server.knock:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}

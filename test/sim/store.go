@@ -1,0 +1,343 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// resource is a kind the simulated API server knows, served or not.
+type resource struct {
+	gvr        schema.GroupVersionResource
+	kind       string
+	namespaced bool
+	// status is true when the kind has a status subresource: writes of the
+	// object keep the status, writes of the subresource keep the rest.
+	status bool
+	// served is false while its CRD is not installed.
+	served bool
+}
+
+// event is a change of one object, at the resourceVersion it got.
+type event struct {
+	typ watch.EventType
+	obj *unstructured.Unstructured
+	rv  int64
+}
+
+// store holds the objects of the simulated API server, with etcd's
+// semantics that controllers rely on: one resourceVersion counter for all
+// writes, optimistic concurrency, UID preconditions, finalizers that turn a
+// delete into a deletionTimestamp, and a history of changes from which
+// watches resume, until it is compacted (then a watch from before is 410
+// Gone and the reflector lists again).
+type store struct {
+	now       func() time.Time
+	rv        int64
+	uids      int
+	resources map[schema.GroupVersionResource]*resource
+	objects   map[schema.GroupVersionResource]map[string]*unstructured.Unstructured
+	history   map[schema.GroupVersionResource][]event
+	// compacted is the resourceVersion before which history is gone.
+	compacted int64
+	// changed hears of every change, for the watches and the invariants.
+	changed func(gvr schema.GroupVersionResource, e event, old *unstructured.Unstructured)
+}
+
+func newStore(now func() time.Time) *store {
+	return &store{
+		now: now, resources: map[schema.GroupVersionResource]*resource{},
+		objects: map[schema.GroupVersionResource]map[string]*unstructured.Unstructured{},
+		history: map[schema.GroupVersionResource][]event{},
+	}
+}
+
+func (s *store) define(r resource) {
+	rc := r
+	s.resources[r.gvr] = &rc
+	if s.objects[r.gvr] == nil {
+		s.objects[r.gvr] = map[string]*unstructured.Unstructured{}
+	}
+}
+
+func key(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// resourceVersion of an object as a number.
+func resourceVersion(obj *unstructured.Unstructured) int64 {
+	rv, _ := strconv.ParseInt(obj.GetResourceVersion(), 10, 64)
+	return rv
+}
+
+func (s *store) get(gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
+	obj, ok := s.objects[gvr][key(namespace, name)]
+	if !ok {
+		return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
+	}
+	return obj.DeepCopy(), nil
+}
+
+// list returns the objects that match, sorted by key, and the current
+// resourceVersion.
+func (s *store) list(gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]*unstructured.Unstructured, int64) {
+	var keys []string
+	for k, obj := range s.objects[gvr] {
+		if (namespace == "" || obj.GetNamespace() == namespace) && selector.Matches(labels.Set(obj.GetLabels())) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	items := make([]*unstructured.Unstructured, len(keys))
+	for i, k := range keys {
+		items[i] = s.objects[gvr][k].DeepCopy()
+	}
+	return items, s.rv
+}
+
+func (s *store) record(gvr schema.GroupVersionResource, typ watch.EventType, obj, old *unstructured.Unstructured) {
+	e := event{typ: typ, obj: obj.DeepCopy(), rv: resourceVersion(obj)}
+	s.history[gvr] = append(s.history[gvr], e)
+	if s.changed != nil {
+		s.changed(gvr, e, old)
+	}
+}
+
+func (s *store) nextRV() string {
+	s.rv++
+	return strconv.FormatInt(s.rv, 10)
+}
+
+func (s *store) create(gvr schema.GroupVersionResource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	r := s.resources[gvr]
+	if r.namespaced {
+		if _, err := s.get(namespacesGVR, "", obj.GetNamespace()); err != nil {
+			return nil, err
+		}
+	}
+	if obj.GetName() == "" && obj.GetGenerateName() != "" {
+		s.uids++
+		obj.SetName(fmt.Sprintf("%s%05d", obj.GetGenerateName(), s.uids))
+	}
+	if obj.GetName() == "" {
+		return nil, apierrors.NewBadRequest("name or generateName is required")
+	}
+	k := key(obj.GetNamespace(), obj.GetName())
+	if _, exists := s.objects[gvr][k]; exists {
+		return nil, apierrors.NewAlreadyExists(gvr.GroupResource(), obj.GetName())
+	}
+	s.uids++
+	obj.SetUID(types.UID(fmt.Sprintf("uid-%d", s.uids)))
+	obj.SetCreationTimestamp(metav1.NewTime(s.now().Truncate(time.Second)))
+	obj.SetDeletionTimestamp(nil)
+	obj.SetGeneration(1)
+	obj.SetResourceVersion(s.nextRV())
+	if r.status {
+		unstructured.RemoveNestedField(obj.Object, "status")
+	}
+	s.objects[gvr][k] = obj.DeepCopy()
+	s.record(gvr, watch.Added, obj, nil)
+	return obj, nil
+}
+
+// preconditions checks a write's expected UID and resourceVersion.
+func preconditions(gvr schema.GroupVersionResource, current *unstructured.Unstructured, uid types.UID, rv string) error {
+	if uid != "" && uid != current.GetUID() {
+		return apierrors.NewConflict(gvr.GroupResource(), current.GetName(),
+			fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, current.GetUID()))
+	}
+	if rv != "" && rv != current.GetResourceVersion() {
+		return apierrors.NewConflict(gvr.GroupResource(), current.GetName(),
+			fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+	}
+	return nil
+}
+
+// update replaces an object, or its status when status is true.
+func (s *store) update(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, status bool) (*unstructured.Unstructured, error) {
+	current, err := s.get(gvr, obj.GetNamespace(), obj.GetName())
+	if err != nil {
+		return nil, err
+	}
+	if err := preconditions(gvr, current, obj.GetUID(), obj.GetResourceVersion()); err != nil {
+		return nil, err
+	}
+	return s.replace(gvr, current, obj, status)
+}
+
+// replace writes updated over current, keeping what a write may not change.
+func (s *store) replace(gvr schema.GroupVersionResource, current, updated *unstructured.Unstructured, status bool) (*unstructured.Unstructured, error) {
+	r := s.resources[gvr]
+	next := updated.DeepCopy()
+	if r.status {
+		if status {
+			next = current.DeepCopy()
+			if st, ok := updated.Object["status"]; ok {
+				next.Object["status"] = st
+			} else {
+				delete(next.Object, "status")
+			}
+		} else if st, ok := current.Object["status"]; ok {
+			next.Object["status"] = st
+		} else {
+			delete(next.Object, "status")
+		}
+	}
+	next.SetUID(current.GetUID())
+	next.SetCreationTimestamp(current.GetCreationTimestamp())
+	next.SetDeletionTimestamp(current.GetDeletionTimestamp())
+	next.SetGeneration(current.GetGeneration())
+	if !status && specChanged(current, next) {
+		next.SetGeneration(current.GetGeneration() + 1)
+	}
+	if equalContent(current, next) {
+		return current, nil
+	}
+	next.SetResourceVersion(s.nextRV())
+	k := key(next.GetNamespace(), next.GetName())
+	if next.GetDeletionTimestamp() != nil && len(next.GetFinalizers()) == 0 {
+		delete(s.objects[gvr], k)
+		s.record(gvr, watch.Deleted, next, current)
+		return next, nil
+	}
+	s.objects[gvr][k] = next.DeepCopy()
+	s.record(gvr, watch.Modified, next, current)
+	return next, nil
+}
+
+// specChanged tells whether anything but metadata and status changed.
+func specChanged(a, b *unstructured.Unstructured) bool {
+	strip := func(u *unstructured.Unstructured) map[string]any {
+		m := map[string]any{}
+		for k, v := range u.Object {
+			if k != "metadata" && k != "status" {
+				m[k] = v
+			}
+		}
+		return m
+	}
+	x, _ := json.Marshal(strip(a))
+	y, _ := json.Marshal(strip(b))
+	return string(x) != string(y)
+}
+
+func equalContent(a, b *unstructured.Unstructured) bool {
+	x, y := a.DeepCopy(), b.DeepCopy()
+	x.SetResourceVersion("")
+	y.SetResourceVersion("")
+	xj, _ := json.Marshal(x.Object)
+	yj, _ := json.Marshal(y.Object)
+	return string(xj) == string(yj)
+}
+
+// patch applies a JSON merge patch. A uid or resourceVersion in the patch is
+// a precondition, as the API server makes it one.
+func (s *store) patch(gvr schema.GroupVersionResource, namespace, name string, patch []byte, status bool) (*unstructured.Unstructured, error) {
+	current, err := s.get(gvr, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	original, err := json.Marshal(current.Object)
+	if err != nil {
+		return nil, err
+	}
+	patched, err := jsonpatch.MergePatch(original, patch)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	next := &unstructured.Unstructured{}
+	if err := next.UnmarshalJSON(patched); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if next.GetUID() != current.GetUID() {
+		return nil, preconditions(gvr, current, next.GetUID(), "")
+	}
+	if next.GetResourceVersion() != current.GetResourceVersion() {
+		return nil, preconditions(gvr, current, "", next.GetResourceVersion())
+	}
+	return s.replace(gvr, current, next, status)
+}
+
+// remove deletes an object, or marks it deleting while it has finalizers.
+func (s *store) remove(gvr schema.GroupVersionResource, namespace, name string, opts *metav1.DeleteOptions) (*unstructured.Unstructured, error) {
+	current, err := s.get(gvr, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	if p := opts.Preconditions; p != nil {
+		var uid types.UID
+		var rv string
+		if p.UID != nil {
+			uid = *p.UID
+		}
+		if p.ResourceVersion != nil {
+			rv = *p.ResourceVersion
+		}
+		if err := preconditions(gvr, current, uid, rv); err != nil {
+			return nil, err
+		}
+	}
+	if len(current.GetFinalizers()) > 0 {
+		if current.GetDeletionTimestamp() != nil {
+			return current, nil
+		}
+		next := current.DeepCopy()
+		ts := metav1.NewTime(s.now().Truncate(time.Second))
+		next.SetDeletionTimestamp(&ts)
+		next.SetResourceVersion(s.nextRV())
+		s.objects[gvr][key(namespace, name)] = next.DeepCopy()
+		s.record(gvr, watch.Modified, next, current)
+		return next, nil
+	}
+	delete(s.objects[gvr], key(namespace, name))
+	gone := current.DeepCopy()
+	gone.SetResourceVersion(s.nextRV())
+	s.record(gvr, watch.Deleted, gone, current)
+	return gone, nil
+}
+
+// since returns the changes of a kind after a resourceVersion, or a 410
+// Gone error when history before it was compacted.
+func (s *store) since(gvr schema.GroupVersionResource, rv int64) ([]event, error) {
+	if rv < s.compacted {
+		return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, s.compacted))
+	}
+	h := s.history[gvr]
+	i, _ := slices.BinarySearchFunc(h, rv+1, func(e event, rv int64) int { return int(e.rv - rv) })
+	return h[i:], nil
+}
+
+// compact drops the history of changes: watches that resume from before
+// now get 410 Gone.
+func (s *store) compact() {
+	s.compacted = s.rv
+	for gvr := range s.history {
+		s.history[gvr] = nil
+	}
+}
+
+// objectsOf lists all objects of a kind, for the actors and invariants.
+func (s *store) objectsOf(gvr schema.GroupVersionResource) []*unstructured.Unstructured {
+	items, _ := s.list(gvr, "", labels.Everything())
+	return items
+}
+
+// gvrOf names a resource "group/version/resource" for messages.
+func gvrOf(gvr schema.GroupVersionResource) string {
+	return strings.TrimPrefix(gvr.Group+"/"+gvr.Version+"/"+gvr.Resource, "/")
+}
