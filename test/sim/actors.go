@@ -18,8 +18,20 @@ import (
 // finalizer is the simulated remediators' finalizer.
 const finalizer = "sim.medik8s.io/remediation"
 
-// apply plays one step: the actors write straight to the API server's
-// store, as their own clients would.
+// playStep plays one step.
+func (s *sim) playStep(step Step) {
+	switch step.Op {
+	case OpCrash:
+		s.crash()
+	case OpPartition:
+		s.partition(step.Duration)
+	default:
+		s.locked(func() { s.apply(step) })
+	}
+}
+
+// apply plays one step of the actors: they write straight to the API
+// server's store, as their own clients would; the state is locked.
 func (s *sim) apply(step Step) {
 	st := s.server.store
 	switch step.Op {
@@ -110,10 +122,9 @@ func (s *sim) apply(step Step) {
 		s.remediate(step.Kind, step.Behaviour)
 	case OpNMO:
 		s.nodeMaintenance(step.Node, step.On)
-	case OpCrash:
-		s.crash()
-	case OpPartition:
-		s.partition(step.Duration)
+	case OpCrash, OpPartition:
+		// Played by playStep, outside the lock: a stop waits for the
+		// replica's goroutines.
 	case OpFaults:
 		s.faultMode, s.faultUntil = step.Fault, time.Now().Add(step.Duration)
 	case OpWatchDelay:
@@ -132,9 +143,9 @@ func (s *sim) apply(step Step) {
 		if step.On {
 			st.compact()
 		}
-		s.server.endWatches(func(*watcher) bool { return true })
+		s.server.endWatchesLocked(func(*watcher) bool { return true })
 	case OpWatchResume:
-		s.server.endWatches(func(w *watcher) bool { return w.stalled })
+		s.server.endWatchesLocked(func(w *watcher) bool { return w.stalled })
 	}
 }
 
@@ -213,8 +224,8 @@ func (s *sim) install(k Kind, on bool) {
 				_, _ = st.update(gvr, obj, false)
 				_, _ = st.remove(gvr, obj.GetNamespace(), obj.GetName(), &metav1.DeleteOptions{})
 			}
-			s.server.deliver()
-			s.server.endWatches(func(w *watcher) bool { return w.gvr == gvr })
+			s.server.deliverLocked()
+			s.server.endWatchesLocked(func(w *watcher) bool { return w.gvr == gvr })
 		}
 		r.served = on
 	}

@@ -78,6 +78,8 @@ type checker struct {
 	unhealthySince map[string]time.Time
 	// calmSince is since when no fault, partition or watch problem is on.
 	calmSince time.Time
+	// checks counts the checks made.
+	checks int
 }
 
 func newChecker(s *sim) *checker {
@@ -127,6 +129,7 @@ func (c *checker) nhcAt(name string, t time.Time) *v1alpha1.NodeHealthCheck {
 
 // observe hears of every change the API server makes.
 func (c *checker) observe(gvr schema.GroupVersionResource, e event, old *unstructured.Unstructured) {
+	c.checks++
 	var obj *unstructured.Unstructured
 	if e.typ != watch.Deleted {
 		obj = e.obj.DeepCopy()

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"fmt"
+	"hash/fnv"
 	"time"
 )
 
@@ -76,15 +78,23 @@ func (s *sim) faultOf(c *call) fault {
 	case faultUnavailable:
 		return faultUnavailable
 	case faultLostAnswer:
-		if c.r.isWrite() && s.rng.IntN(2) == 0 {
+		if c.r.isWrite() && s.coin(c) {
 			return faultLostAnswer
 		}
 	default:
-		if s.rng.IntN(2) == 0 {
+		if s.coin(c) {
 			return s.faultMode
 		}
 	}
 	return faultNone
+}
+
+// coin flips a coin for a request, the same for the same request at the
+// same instant whatever the order requests arrive in.
+func (s *sim) coin(c *call) bool {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d %s %s %s %s %d", s.seed, c.client, c.req.Method, c.req.URL, c.r.body, time.Now().UnixNano())
+	return h.Sum64()%2 == 0
 }
 
 // earliest is the earliest of instants; zero ones are none.

@@ -185,6 +185,7 @@ func minTime(a, b time.Time) time.Time {
 
 // now checks the invariants that time can break.
 func (c *checker) now() {
+	c.checks++
 	all := c.resources()
 	c.trackRuns(all)
 	calm := c.s.calm()

@@ -1,11 +1,13 @@
 package sim
 
 import (
+	"io"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/klog/v2"
 )
 
 // tail is how long a history runs on after its last step, so that what it
@@ -15,19 +17,30 @@ const tail = 5 * time.Minute
 // Play plays a history in a synctest bubble and returns the first
 // invariant it broke, or nil.
 func Play(t *testing.T, h History) (violation *Violation) {
-	return play(t, h, nil)
+	return playWith(t, h, nil, nil)
 }
 
-// play is Play, telling trace of every step and every write served.
-func play(t *testing.T, h History, trace func(format string, args ...any)) (violation *Violation) {
+// Stats count what a history played.
+type Stats struct {
+	Steps, Checks int
+}
+
+// playWith is Play, telling trace of every step, write and log line, and
+// counting into stats.
+func playWith(t *testing.T, h History, trace func(format string, args ...any), stats *Stats) (violation *Violation) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newSim(h.Seed)
 		s.trace = trace
+		defer func() {
+			if stats != nil {
+				stats.Steps, stats.Checks = len(h.Steps), s.check.checks
+			}
+		}()
 		s.boot()
 		for _, step := range h.Steps {
 			if step.Op == OpAddNode || step.Op == OpTemplate || step.Op == OpCreateNHC {
 				if step.After == 0 && s.leader == nil {
-					s.apply(step)
+					s.playStep(step)
 					continue
 				}
 			}
@@ -39,7 +52,7 @@ func play(t *testing.T, h History, trace func(format string, args ...any)) (viol
 				break
 			}
 			s.tracef("step %s", step)
-			s.apply(step)
+			s.playStep(step)
 		}
 		if s.replicaCount == 0 {
 			s.renewLeadership()
@@ -60,4 +73,8 @@ func init() {
 	// which the virtual clock of a bubble lies decades behind: they would
 	// sleep for decades. The errors themselves mean nothing here.
 	utilruntime.ErrorHandlers = nil
+	// The informers log to klog's global logger; what matters is in the
+	// trace, with the replica's own logger.
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
 }

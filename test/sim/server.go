@@ -26,7 +26,8 @@ type Server struct {
 	store *store
 	now   func() time.Time
 
-	mu sync.Mutex
+	// door guards parked and held; state guards the store and the watches.
+	door, state sync.Mutex
 	// parked are the requests waiting at the door.
 	parked []*call
 	seq    int
@@ -84,7 +85,9 @@ func newServer(now func() time.Time) *Server {
 }
 
 // Transport returns the round tripper of one client: a controller
-// replica. Its requests end when the client's context does, parked or not.
+// replica. A read is answered at once, from the store as the last write
+// left it; a write parks at the door until the simulation serves it. Its
+// requests end when the client's context does, parked or not.
 func (s *Server) Transport(client string) http.RoundTripper {
 	return roundTripper(func(req *http.Request) (*http.Response, error) {
 		var body []byte
@@ -93,11 +96,22 @@ func (s *Server) Transport(client string) http.RoundTripper {
 			_ = req.Body.Close()
 		}
 		c := &call{client: client, req: req, r: parse(req, body), arrived: s.now(), answer: make(chan answer, 1)}
-		s.mu.Lock()
-		s.seq++
-		c.seq = s.seq
+		if !c.r.isWrite() {
+			if s.isHeld(client) {
+				return nil, errUnavailable
+			}
+			// Served at once: a read may be made with a lock held (the
+			// discovery REST mapper holds one), and a goroutine waiting
+			// for that lock would keep the bubble from ever settling.
+			s.state.Lock()
+			s.answerLocked(c)
+			s.state.Unlock()
+			a := <-c.answer
+			return a.resp, a.err
+		}
+		s.door.Lock()
 		s.parked = append(s.parked, c)
-		s.mu.Unlock()
+		s.door.Unlock()
 		select {
 		case s.knock <- struct{}{}:
 		default:
@@ -118,7 +132,7 @@ func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { ret
 // take returns the parked requests in a fixed order: by client, path,
 // method and body, so that the order of goroutines does not matter.
 func (s *Server) take() []*call {
-	s.mu.Lock()
+	s.door.Lock()
 	var parked, kept []*call
 	for _, c := range s.parked {
 		if s.held[c.client] {
@@ -128,7 +142,7 @@ func (s *Server) take() []*call {
 		}
 	}
 	s.parked = kept
-	s.mu.Unlock()
+	s.door.Unlock()
 	slices.SortStableFunc(parked, func(a, b *call) int {
 		return cmp.Or(strings.Compare(a.client, b.client), strings.Compare(a.req.URL.String(), b.req.URL.String()),
 			strings.Compare(a.req.Method, b.req.Method), bytes.Compare(a.r.body, b.r.body))
@@ -138,19 +152,33 @@ func (s *Server) take() []*call {
 
 // hold parks a client's requests until it is released.
 func (s *Server) hold(client string, on bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.door.Lock()
+	defer s.door.Unlock()
 	s.held[client] = on
+}
+
+func (s *Server) isHeld(client string) bool {
+	s.door.Lock()
+	defer s.door.Unlock()
+	return s.held[client]
 }
 
 // errUnavailable is a refused connection.
 var errUnavailable = errors.New("dial tcp: connect: connection refused")
 
-// answerCall serves one parked request, with its fault.
-func (s *Server) answerCall(c *call) {
-	if c.req.Context().Err() != nil {
+// answer serves one parked request, with its fault.
+func (s *Server) answer(c *call) {
+	s.state.Lock()
+	defer s.state.Unlock()
+	s.answerLocked(c)
+}
+
+// answerLocked is answer with the state locked.
+func (s *Server) answerLocked(c *call) {
+	if err := c.req.Context().Err(); err != nil {
 		// The client gave up before the request reached the server: a
 		// write whose deadline passed never lands.
+		c.answer <- answer{err: err}
 		return
 	}
 	f := faultNone
@@ -191,6 +219,12 @@ func (s *Server) answerCall(c *call) {
 // deliver writes the watch events that are due, and ends the watches that
 // timed out or whose client went away.
 func (s *Server) deliver() {
+	s.state.Lock()
+	defer s.state.Unlock()
+	s.deliverLocked()
+}
+
+func (s *Server) deliverLocked() {
 	now := s.now()
 	kept := s.watchers[:0]
 	for _, w := range s.watchers {
@@ -211,6 +245,8 @@ func (s *Server) deliver() {
 // nextDue is when the next held watch event falls due, or a watch times
 // out; zero for none.
 func (s *Server) nextDue() time.Time {
+	s.state.Lock()
+	defer s.state.Unlock()
 	var next time.Time
 	now := s.now()
 	for _, w := range s.watchers {
@@ -225,6 +261,8 @@ func (s *Server) nextDue() time.Time {
 
 // pending tells whether watch events wait for delivery now.
 func (s *Server) pending() bool {
+	s.state.Lock()
+	defer s.state.Unlock()
 	now := s.now()
 	for _, w := range s.watchers {
 		if len(w.pending) > 0 && !w.stalled && !now.Before(w.heldUntil) && !w.stream.isClosed() {
@@ -246,6 +284,12 @@ func (s *Server) changed(gvr schema.GroupVersionResource, e event) {
 // endWatches closes the watches of clients or kinds; the reflectors watch
 // again from their last resourceVersion.
 func (s *Server) endWatches(match func(w *watcher) bool) {
+	s.state.Lock()
+	defer s.state.Unlock()
+	s.endWatchesLocked(match)
+}
+
+func (s *Server) endWatchesLocked(match func(w *watcher) bool) {
 	for _, w := range s.watchers {
 		if match(w) {
 			_ = w.stream.Close()
@@ -256,7 +300,7 @@ func (s *Server) endWatches(match func(w *watcher) bool) {
 // dropClient answers a gone client's parked requests with errors, and ends
 // its watches.
 func (s *Server) dropClient(client string) {
-	s.mu.Lock()
+	s.door.Lock()
 	kept := s.parked[:0]
 	var dropped []*call
 	for _, c := range s.parked {
@@ -267,7 +311,7 @@ func (s *Server) dropClient(client string) {
 		}
 	}
 	s.parked = kept
-	s.mu.Unlock()
+	s.door.Unlock()
 	for _, c := range dropped {
 		c.answer <- answer{err: context.Canceled}
 	}

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"math/rand/v2"
 	"net/http"
 	"testing/synctest"
 	"time"
@@ -17,8 +16,8 @@ import (
 // clock is virtual: time passes only while every goroutine waits.
 type sim struct {
 	server *Server
-	// rng decides the faults; seeded from the history.
-	rng *rand.Rand
+	// seed is the history's: it decides the faults.
+	seed uint64
 	// leader is the replica that acts; nil while none runs.
 	leader       *replica
 	replicaCount int
@@ -48,7 +47,7 @@ type kindState struct {
 }
 
 func newSim(seed uint64) *sim {
-	s := &sim{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), kinds: map[string]*kindState{}}
+	s := &sim{seed: seed, kinds: map[string]*kindState{}}
 	s.server = newServer(time.Now)
 	s.check = newChecker(s)
 	s.server.store.changed = func(gvr schema.GroupVersionResource, e event, old *unstructured.Unstructured) {
@@ -74,7 +73,7 @@ func (s *sim) settle() {
 			return
 		}
 		for _, c := range calls {
-			s.server.answerCall(c)
+			s.server.answer(c)
 		}
 		s.server.deliver()
 	}
@@ -94,7 +93,7 @@ func (s *sim) runUntil(end time.Time) {
 	for {
 		s.settle()
 		s.renewLeadership()
-		s.check.now()
+		s.locked(s.check.now)
 		if s.check.failed() {
 			return
 		}
@@ -115,4 +114,12 @@ func (s *sim) runUntil(end time.Time) {
 		}
 		timer.Stop()
 	}
+}
+
+// locked runs f with the API server's state locked: the actors and the
+// checker read and write the store directly.
+func (s *sim) locked(f func()) {
+	s.server.state.Lock()
+	defer s.server.state.Unlock()
+	f()
 }

@@ -1,19 +1,127 @@
 package sim
 
 import (
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
-func TestSmoke(t *testing.T) {
-	h := Generate(1, 0)
-	h.Steps = h.Steps[:len(initialNodes)+4]
-	h.Steps = append(h.Steps,
-		Step{Op: OpCreateNHC, NHC: "nhc-1", Spec: &NHCSpec{Pools: []string{"a"}, Conditions: []ConditionSpec{{Type: "Ready", Status: "False", Duration: 10 * time.Second}}, Steps: []TemplateStep{{Kind: "Alpha", Template: "alpha-1"}}}},
-		Step{After: 5 * time.Second, Op: OpCondition, Node: "worker-0", Condition: "Ready", Status: "False"},
-		Step{After: time.Minute, Op: OpCondition, Node: "worker-0", Condition: "Ready", Status: "True"},
-	)
+var (
+	seeds     = flag.Int("sim.seeds", 200, "histories to play, from seed sim.first on")
+	first     = flag.Uint64("sim.first", 1, "the first seed")
+	seed      = flag.Uint64("sim.seed", 0, "play only this seed, and print its trace")
+	steps     = flag.Int("sim.steps", 40, "steps of a history after its initial world")
+	keepGoing = flag.Bool("sim.keep-going", false, "go on after a broken invariant, and report the first seed of each")
+	progress  = flag.Bool("sim.progress", false, "draw a progress bar on stderr")
+)
+
+// TestHistories plays generated histories against the real controller and
+// checks every invariant after every change. A broken invariant prints its
+// seed, the command that replays it, and the history shrunk to the fewest
+// steps that still break it.
+func TestHistories(t *testing.T) {
+	if *seed != 0 {
+		replay(t, *seed)
+		return
+	}
+	var played, stepsPlayed, checks atomic.Int64
+	var mu sync.Mutex
+	broken := map[string]bool{}
+	var stop atomic.Bool
+	var next atomic.Uint64
+	next.Store(*first)
+	last := *first + uint64(*seeds)
+	done := make(chan struct{})
+	if *progress {
+		go drawProgress(done, &played, &stepsPlayed, &checks, *seeds)
+	}
+	t.Run("histories", func(t *testing.T) {
+		for w := range runtime.GOMAXPROCS(0) {
+			t.Run(fmt.Sprint("worker-", w), func(t *testing.T) {
+				t.Parallel()
+				for {
+					s := next.Add(1) - 1
+					if s >= last || stop.Load() {
+						return
+					}
+					h := Generate(s, *steps)
+					stats := &Stats{}
+					v := playWith(t, h, nil, stats)
+					played.Add(1)
+					stepsPlayed.Add(int64(stats.Steps))
+					checks.Add(int64(stats.Checks))
+					if v == nil {
+						continue
+					}
+					mu.Lock()
+					seen := broken[v.Invariant]
+					broken[v.Invariant] = true
+					mu.Unlock()
+					if seen {
+						continue
+					}
+					shrunk, sv := Shrink(t, h, v)
+					t.Errorf("seed %d: %v\nreplay: make sim SEED=%d\nshrunk to the fewest steps that still break %s:\n%v\n%s", s, v, s, v.Invariant, sv, shrunk)
+					if !*keepGoing {
+						stop.Store(true)
+						return
+					}
+				}
+			})
+		}
+	})
+	close(done)
+	t.Logf("%d histories, %d steps, %d invariant checks; broken: %v", played.Load(), stepsPlayed.Load(), checks.Load(), keys(broken))
+}
+
+func keys(m map[string]bool) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+// replay plays one seed with its trace, then shrinks it if it breaks an
+// invariant, and plays the shrunk history with its trace.
+func replay(t *testing.T, s uint64) {
+	h := Generate(s, *steps)
+	v := playWith(t, h, t.Logf, nil)
+	if v == nil {
+		t.Logf("seed %d breaks no invariant:\n%s", s, h)
+		return
+	}
+	shrunk, _ := Shrink(t, h, v)
+	t.Logf("shrunk history, played with its trace:")
+	v = playWith(t, shrunk, t.Logf, nil)
+	t.Errorf("%v\n%s", v, shrunk)
+}
+
+func drawProgress(done <-chan struct{}, played, stepsPlayed, checks *atomic.Int64, total int) {
 	start := time.Now()
-	v := play(t, h, t.Logf)
-	t.Logf("violation %v in %s", v, time.Since(start))
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	draw := func() {
+		n := played.Load()
+		width := 40
+		filled := int(int64(width) * n / int64(max(total, 1)))
+		fmt.Fprintf(os.Stderr, "\r[%s%s] %d/%d histories, %d steps, %d checks, %s", strings.Repeat("=", filled), strings.Repeat(" ", width-filled),
+			n, total, stepsPlayed.Load(), checks.Load(), time.Since(start).Round(time.Second))
+	}
+	for {
+		select {
+		case <-done:
+			draw()
+			fmt.Fprintln(os.Stderr)
+			return
+		case <-tick.C:
+			draw()
+		}
+	}
 }
