@@ -45,6 +45,16 @@ unit: ## Run the unit tests (no control plane).
 integration: k8s-binaries helm ## Run the tests against a real kube-apiserver and etcd.
 	KUBEBUILDER_ASSETS="$(K8S_BINARIES)" HELM="$(HELM)" go test -count=1 ./test/...
 
+# The simulation's parameters: SEEDS histories from seed FIRST, STEPS steps
+# each; SEED replays one seed with its trace and shrinks it.
+SIM_FLAGS = -sim.seeds $(or $(SEEDS),1000) -sim.first $(or $(FIRST),1) -sim.steps $(or $(STEPS),40) \
+	$(if $(SEED),-sim.seed $(SEED) -test.v,-sim.progress) $(if $(KEEP_GOING),-sim.keep-going)
+
+.PHONY: sim
+sim: ## Play generated histories (restarts, faults, features meeting) against the real controller in a simulated cluster, checking every invariant (SEEDS, FIRST, STEPS, SEED to replay one, KEEP_GOING=1).
+	go test -c -o _output/sim.test ./test/sim
+	cd test/sim && ../../_output/sim.test -test.run TestHistories -test.timeout 0 $(SIM_FLAGS)
+
 .PHONY: fuzz
 fuzz: ## Fuzz the pure packages, FUZZTIME each (default 60s).
 	go test -run XXX -fuzz FuzzEvaluate -fuzztime $(or $(FUZZTIME),60s) ./pkg/health

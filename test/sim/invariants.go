@@ -80,10 +80,43 @@ type checker struct {
 	calmSince time.Time
 	// checks counts the checks made.
 	checks int
+	// typed caches the typed form of stored objects, by UID and
+	// resourceVersion.
+	typed map[string]any
+}
+
+// typedOf converts a stored object once per version.
+func typedOf[T any](c *checker, u *unstructured.Unstructured) *T {
+	key := string(u.GetUID()) + "/" + u.GetResourceVersion()
+	if t, ok := c.typed[key].(*T); ok {
+		return t
+	}
+	t := new(T)
+	fromUnstructured(u, t)
+	c.typed[key] = t
+	return t
+}
+
+// allNodes and allNHCs are the nodes and NodeHealthChecks the API server
+// has now.
+func (c *checker) allNodes() []*corev1.Node {
+	var nodes []*corev1.Node
+	for _, u := range c.s.server.store.stored(nodesGVR) {
+		nodes = append(nodes, typedOf[corev1.Node](c, u))
+	}
+	return nodes
+}
+
+func (c *checker) allNHCs() []*v1alpha1.NodeHealthCheck {
+	var nhcs []*v1alpha1.NodeHealthCheck
+	for _, u := range c.s.server.store.stored(nhcGVR) {
+		nhcs = append(nhcs, typedOf[v1alpha1.NodeHealthCheck](c, u))
+	}
+	return nhcs
 }
 
 func newChecker(s *sim) *checker {
-	return &checker{s: s, nodes: map[string][]version{}, nhcs: map[string][]version{}, created: map[types.UID]types.UID{},
+	return &checker{s: s, nodes: map[string][]version{}, nhcs: map[string][]version{}, created: map[types.UID]types.UID{}, typed: map[string]any{},
 		running: map[runKey]*runs{}, unhealthySince: map[string]time.Time{}}
 }
 
@@ -112,9 +145,7 @@ func (c *checker) nodeAt(name string, t time.Time) *corev1.Node {
 	if u == nil {
 		return nil
 	}
-	var node corev1.Node
-	fromUnstructured(u, &node)
-	return &node
+	return typedOf[corev1.Node](c, u)
 }
 
 func (c *checker) nhcAt(name string, t time.Time) *v1alpha1.NodeHealthCheck {
@@ -122,9 +153,7 @@ func (c *checker) nhcAt(name string, t time.Time) *v1alpha1.NodeHealthCheck {
 	if u == nil {
 		return nil
 	}
-	var nhc v1alpha1.NodeHealthCheck
-	fromUnstructured(u, &nhc)
-	return &nhc
+	return typedOf[v1alpha1.NodeHealthCheck](c, u)
 }
 
 // observe hears of every change the API server makes.
@@ -175,7 +204,7 @@ func resourceOf(obj *unstructured.Unstructured) resource_ {
 func (c *checker) resources() []resource_ {
 	var all []resource_
 	for _, k := range kinds {
-		for _, obj := range c.s.server.store.objectsOf(k.remediation()) {
+		for _, obj := range c.s.server.store.stored(k.remediation()) {
 			all = append(all, resourceOf(obj))
 		}
 	}
@@ -280,6 +309,11 @@ func leaseOf(obj *unstructured.Unstructured) (node string, lease health.NodeLeas
 	var l coordinationv1.Lease
 	fromUnstructured(obj, &l)
 	node, _ = health.LeaseNode(l.Name, "")
+	return node, nodeLeaseOf(&l)
+}
+
+// nodeLeaseOf is what decisions read of a lease.
+func nodeLeaseOf(l *coordinationv1.Lease) (lease health.NodeLease) {
 	lease.Holder = ptr.Deref(l.Spec.HolderIdentity, "")
 	lease.Duration = time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second
 	if l.Spec.RenewTime != nil {
@@ -288,5 +322,5 @@ func leaseOf(obj *unstructured.Unstructured) (node string, lease health.NodeLeas
 	if l.Spec.AcquireTime != nil {
 		lease.Acquired = l.Spec.AcquireTime.Time
 	}
-	return node, lease
+	return lease
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"slices"
 	"strings"
 	"time"
@@ -103,12 +104,11 @@ func (c *checker) stepRuns(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node, all
 }
 
 func (c *checker) leaseOn(node string) health.NodeLease {
-	obj, err := c.s.server.store.get(leasesGVR, leaseNamespace, health.LeaseName(node))
-	if err != nil {
+	obj, ok := c.s.server.store.objects[leasesGVR][key(leaseNamespace, health.LeaseName(node))]
+	if !ok {
 		return health.NodeLease{}
 	}
-	_, lease := leaseOf(obj)
-	return lease
+	return nodeLeaseOf(typedOf[coordinationv1.Lease](c, obj))
 }
 
 // trackRuns records, for every NodeHealthCheck and node, whether a step
@@ -116,13 +116,10 @@ func (c *checker) leaseOn(node string) health.NodeLease {
 func (c *checker) trackRuns(all []resource_) {
 	now := time.Now()
 	seen := map[runKey]bool{}
-	for _, nhcObj := range c.s.server.store.objectsOf(nhcGVR) {
-		var nhc v1alpha1.NodeHealthCheck
-		fromUnstructured(nhcObj, &nhc)
-		for _, nodeObj := range c.s.server.store.objectsOf(nodesGVR) {
-			var node corev1.Node
-			fromUnstructured(nodeObj, &node)
-			runsNow, end := c.stepRuns(&nhc, &node, all)
+	nodes := c.allNodes()
+	for _, nhc := range c.allNHCs() {
+		for _, node := range nodes {
+			runsNow, end := c.stepRuns(nhc, node, all)
 			if !runsNow {
 				continue
 			}
@@ -214,10 +211,8 @@ func (c *checker) nextDue() time.Time {
 // documented holds back, gets its resource within livenessBound.
 func (c *checker) liveness(all []resource_, calm bool) {
 	now := time.Now()
-	for _, nodeObj := range c.s.server.store.objectsOf(nodesGVR) {
-		var node corev1.Node
-		fromUnstructured(nodeObj, &node)
-		by := c.canRemediate(&node, all)
+	for _, node := range c.allNodes() {
+		by := c.canRemediate(node, all)
 		if !calm || by == "" {
 			delete(c.unhealthySince, node.Name)
 			continue
@@ -250,10 +245,8 @@ func (c *checker) canRemediate(node *corev1.Node, all []resource_) string {
 		return ""
 	}
 	var able []string
-	for _, nhcObj := range c.s.server.store.objectsOf(nhcGVR) {
-		var nhc v1alpha1.NodeHealthCheck
-		fromUnstructured(nhcObj, &nhc)
-		if c.mayRemediate(&nhc, node, all) {
+	for _, nhc := range c.allNHCs() {
+		if c.mayRemediate(nhc, node, all) {
 			able = append(able, nhc.Name)
 		}
 	}
@@ -286,14 +279,12 @@ func (c *checker) withinBudget(nhc *v1alpha1.NodeHealthCheck, all []resource_) b
 		return nhc.Spec.MinHealthy == nil || nhc.Spec.MinHealthy.IntValue() == 0 && nhc.Spec.MinHealthy.Type == intstr.Int
 	}
 	observed, unhealthy := 0, 0
-	for _, nodeObj := range c.s.server.store.objectsOf(nodesGVR) {
-		var node corev1.Node
-		fromUnstructured(nodeObj, &node)
-		if !selects(nhc, &node) {
+	for _, node := range c.allNodes() {
+		if !selects(nhc, node) {
 			continue
 		}
 		observed++
-		_, matching := conditionsHold(nhc, &node, time.Now())
+		_, matching := conditionsHold(nhc, node, time.Now())
 		if matching || slices.ContainsFunc(all, func(r resource_) bool { return r.owner == nhc.UID && r.node == node.Name }) {
 			unhealthy++
 		}
@@ -307,9 +298,7 @@ func (c *checker) withinBudget(nhc *v1alpha1.NodeHealthCheck, all []resource_) b
 // its that has existed as long.
 func (c *checker) statuses(all []resource_) {
 	now := time.Now()
-	for _, nhcObj := range c.s.server.store.objectsOf(nhcGVR) {
-		var nhc v1alpha1.NodeHealthCheck
-		fromUnstructured(nhcObj, &nhc)
+	for _, nhc := range c.allNHCs() {
 		listed := map[types.UID]bool{}
 		for _, entry := range nhc.Status.UnhealthyNodes {
 			for _, rem := range entryRemediations(entry) {
@@ -323,7 +312,7 @@ func (c *checker) statuses(all []resource_) {
 			continue
 		}
 		for _, r := range all {
-			if r.owner == nhc.UID && !listed[r.obj.GetUID()] && !now.Before(r.obj.GetCreationTimestamp().Add(statusBound)) && selectsNow(c, &nhc, r.node) {
+			if r.owner == nhc.UID && !listed[r.obj.GetUID()] && !now.Before(r.obj.GetCreationTimestamp().Add(statusBound)) && selectsNow(c, nhc, r.node) {
 				c.fail(InvStatusTruthful, "NodeHealthCheck %s's status does not list %s of node %s, created at %s", nhc.Name, describe(r.obj), r.node, r.obj.GetCreationTimestamp().Format("15:04:05"))
 			}
 		}

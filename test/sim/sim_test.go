@@ -13,12 +13,13 @@ import (
 )
 
 var (
-	seeds     = flag.Int("sim.seeds", 200, "histories to play, from seed sim.first on")
+	seeds     = flag.Int("sim.seeds", 0, "histories to play, from seed sim.first on; 0 plays none (make sim plays them)")
 	first     = flag.Uint64("sim.first", 1, "the first seed")
 	seed      = flag.Uint64("sim.seed", 0, "play only this seed, and print its trace")
 	steps     = flag.Int("sim.steps", 40, "steps of a history after its initial world")
 	keepGoing = flag.Bool("sim.keep-going", false, "go on after a broken invariant, and report the first seed of each")
 	progress  = flag.Bool("sim.progress", false, "draw a progress bar on stderr")
+	all       = flag.Bool("sim.all", false, "report every seed that breaks an invariant, unshrunk, and go on")
 )
 
 // TestHistories plays generated histories against the real controller and
@@ -29,6 +30,9 @@ func TestHistories(t *testing.T) {
 	if *seed != 0 {
 		replay(t, *seed)
 		return
+	}
+	if *seeds == 0 {
+		t.Skip("no histories asked for: make sim SEEDS=<n>")
 	}
 	var played, stepsPlayed, checks atomic.Int64
 	var mu sync.Mutex
@@ -57,6 +61,10 @@ func TestHistories(t *testing.T) {
 					stepsPlayed.Add(int64(stats.Steps))
 					checks.Add(int64(stats.Checks))
 					if v == nil {
+						continue
+					}
+					if *all {
+						t.Errorf("seed %d: %v", s, v)
 						continue
 					}
 					mu.Lock()

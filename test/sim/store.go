@@ -331,6 +331,21 @@ func (s *store) compact() {
 	}
 }
 
+// stored lists the stored objects of a kind, sorted by key, without
+// copying them: for readers that change nothing.
+func (s *store) stored(gvr schema.GroupVersionResource) []*unstructured.Unstructured {
+	keys := make([]string, 0, len(s.objects[gvr]))
+	for k := range s.objects[gvr] {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	objs := make([]*unstructured.Unstructured, len(keys))
+	for i, k := range keys {
+		objs[i] = s.objects[gvr][k]
+	}
+	return objs
+}
+
 // objectsOf lists all objects of a kind, for the actors and invariants.
 func (s *store) objectsOf(gvr schema.GroupVersionResource) []*unstructured.Unstructured {
 	items, _ := s.list(gvr, "", labels.Everything())
