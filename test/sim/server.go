@@ -166,14 +166,7 @@ func (s *Server) isHeld(client string) bool {
 // errUnavailable is a refused connection.
 var errUnavailable = errors.New("dial tcp: connect: connection refused")
 
-// answer serves one parked request, with its fault.
-func (s *Server) answer(c *call) {
-	s.state.Lock()
-	defer s.state.Unlock()
-	s.answerLocked(c)
-}
-
-// answerLocked is answer with the state locked.
+// answerLocked serves one request, with its fault; the state is locked.
 func (s *Server) answerLocked(c *call) {
 	if err := c.req.Context().Err(); err != nil {
 		// The client gave up before the request reached the server: a

@@ -72,10 +72,15 @@ func (s *sim) settle() {
 		if len(calls) == 0 && !s.server.pending() {
 			return
 		}
-		for _, c := range calls {
-			s.server.answer(c)
-		}
-		s.server.deliver()
+		// One batch under the lock: the clients woken by an answer wait
+		// for the lock before they read, so that they all read what the
+		// whole batch left, whatever order they wake in.
+		s.locked(func() {
+			for _, c := range calls {
+				s.server.answerLocked(c)
+			}
+			s.server.deliverLocked()
+		})
 	}
 }
 
