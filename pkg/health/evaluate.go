@@ -227,7 +227,7 @@ func (e *evaluation) escalate(esc escalation) {
 	current := p.current
 	if current == nil {
 		// The last step timed out and its resource is gone.
-		if v.Waiting = e.escalationGate(v); v.Waiting == WaitNone {
+		if v.Waiting = e.createGate(v); v.Waiting == WaitNone {
 			e.create(v, p.next, true, false)
 		}
 		return
@@ -258,7 +258,11 @@ func (e *evaluation) escalate(esc escalation) {
 	}
 	overdue = overdue && !failed
 	next := max(p.next, p.currentStep+1)
-	if v.Waiting = e.escalationGate(v); v.Waiting != WaitNone {
+	gate := e.escalationGate
+	if next < len(steps) {
+		gate = e.createGate
+	}
+	if v.Waiting = gate(v); v.Waiting != WaitNone {
 		return
 	}
 	if next < len(steps) && e.deferToNextPlan(v) {
@@ -315,11 +319,8 @@ func (e *evaluation) startRemediations() {
 	})
 	for _, i := range e.candidates {
 		v := &e.p.Nodes[i]
-		if v.Waiting = e.firstRemediationGate(v); v.Waiting != WaitNone {
+		if v.Waiting = e.createGate(v); v.Waiting != WaitNone {
 			continue
-		}
-		if v.ControlPlane {
-			e.busyControlPlane[v.Node.Name] = true
 		}
 		e.create(v, 0, false, false)
 	}
