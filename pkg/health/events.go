@@ -178,9 +178,10 @@ const (
 const messageWaitControlPlaneUnknown = "Skipping remediation of %s for preventing control plane / etcd quorum loss: not every control-plane remediation is known yet (%s)"
 
 // ReasonLeaseLapsing and messageLeaseLapsing (node, why, when) say that a
-// node's lease is no longer renewed, as this NodeHealthCheck no longer acts
-// on the node, and when it lapses.
+// node's lease is no longer renewed, as no step of this NodeHealthCheck runs
+// on the node within its time, and when it lapses. The lease is not
+// released (deleted) while the node has resources: it ends by itself.
 const (
 	ReasonLeaseLapsing  = "NodeLeaseLapsing"
-	messageLeaseLapsing = "Node lease of %s released: %s; it is no longer renewed and lapses at %s, so that node maintenance may take the node"
+	messageLeaseLapsing = "Node lease of %s no longer renewed: %s; it lapses at %s, so that node maintenance may take the node"
 )
