@@ -77,8 +77,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 			return 0, fmt.Errorf("listing the selected nodes: %w", err)
 		}
 		in.DeletedNodes = c.deletedNodes(nhc, obs.Remediations)
-		c.markRead(nhc)
-		in.Claims = c.claims(nhc, in.Nodes, obs.OtherOwners)
+		in.Claims = c.claims(nhc, in.Nodes, obs.OtherOwners, obs.ControlPlaneUnknown != "")
 	}
 	plan := health.Evaluate(in)
 	c.attention.set(name, plan.Healthy < plan.Observed)
