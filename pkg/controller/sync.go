@@ -197,10 +197,11 @@ func (c *Controller) readableNHCs() ([]*v1alpha1.NodeHealthCheck, error) {
 }
 
 // recheck reads a NodeHealthCheck and a node from the caches as they are
-// just before a create, for Plan.Recheck. A node's first remediation
-// reboots, fences or deletes a machine: it is confirmed against the node as
-// the API server has it, which a lagging watch cannot hold back (an
-// overloaded API server's watches can be tens of seconds behind).
+// just before a create, for Plan.Recheck. Every create, a first remediation
+// or an escalation step, reboots, fences, powers off or deletes a machine:
+// it is confirmed against the node as the API server has it, which a
+// lagging watch cannot hold back (an overloaded API server's watches can be
+// tens of seconds behind).
 func (c *Controller) recheck(name string, plan *health.Plan) remediation.Recheck {
 	return func(ctx context.Context, cr health.Creation) (string, bool, error) {
 		if _, err := c.writesUntil(); err != nil {
@@ -215,7 +216,7 @@ func (c *Controller) recheck(name string, plan *health.Plan) remediation.Recheck
 			node = nil
 		}
 		now := c.clock.Now()
-		if why := plan.Recheck(nhc, node, cr, now); why != "" || !cr.First() {
+		if why := plan.Recheck(nhc, node, cr, now); why != "" {
 			return why, false, nil
 		}
 		live, err := c.liveNodes.Node(ctx, cr.Node)

@@ -166,8 +166,9 @@ func (o *Outcome) Events() []Event {
 }
 
 // ReasonRemediationNotConfirmed and messageNotConfirmed (node, why) say
-// that a node's first remediation was not started: the API server showed
-// the node no longer needs it, while the node cache still did.
+// that a node's remediation resource (a first one or an escalation step) was
+// not created: the API server showed the node no longer needs it, while the
+// node cache still did.
 const (
 	ReasonRemediationNotConfirmed = "RemediationNotConfirmed"
 	messageNotConfirmed           = "Remediation of node %s not started: at the API server, %s; the controller's node cache had not caught up"
