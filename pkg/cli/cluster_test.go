@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
@@ -68,4 +72,13 @@ func TestClaimsSayWhetherAPeerCanAct(t *testing.T) {
 	assert.Equal(t, "paused", in.Claims["worker-3"][0].CannotAct)
 	by, self := in.RemediatorOf("worker-3")
 	assert.True(t, self, "the paused older one leaves the node to this one, not %s", by.Name)
+
+	var out, errOut bytes.Buffer
+	o := &Options{IOStreams: genericiooptions.IOStreams{Out: &out, ErrOut: &errOut}, configFlags: genericclioptions.NewConfigFlags(true), now: func() time.Time { return now }}
+	o.connect = func() (*cluster, error) { return c, nil }
+	cmd := newCommand(o)
+	cmd.SetArgs([]string{"why", "worker-3"})
+	require.NoError(t, cmd.Execute(), errOut.String())
+	assert.True(t, strings.HasPrefix(out.String(), "WARNING: node worker-3 is selected by 2 NodeHealthChecks (older, workers): "+
+		"only workers remediates it, which can act, where the older older cannot (paused); the others leave it alone."), out.String())
 }
