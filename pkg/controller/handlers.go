@@ -56,8 +56,8 @@ func (c *Controller) addNHC(logger klog.Logger, obj any) {
 // not need a sync. A new selector may share nodes with any other
 // NodeHealthCheck, or no longer: they are enqueued too. One that can no
 // longer act, or can again (disabled or enabled by a status write, paused,
-// resumed, being deleted), may hand shared nodes over: those that may share
-// its nodes are enqueued.
+// resumed, being deleted), may hand shared nodes over or take them back: it
+// and those that may share its nodes are enqueued.
 func (c *Controller) updateNHC(logger klog.Logger, oldObj, newObj any) {
 	old, ok1 := oldObj.(*v1alpha1.NodeHealthCheck)
 	updated, ok2 := newObj.(*v1alpha1.NodeHealthCheck)
@@ -74,6 +74,7 @@ func (c *Controller) updateNHC(logger klog.Logger, oldObj, newObj any) {
 	}
 	if health.CannotAct(old) != health.CannotAct(updated) {
 		logger.V(6).Info("NodeHealthCheck can act or no longer", "nodeHealthCheck", klog.KObj(updated), "cannotAct", health.CannotAct(updated))
+		c.queue.Add(updated.Name)
 		c.enqueueSharing(updated)
 	}
 }

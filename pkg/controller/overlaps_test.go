@@ -175,23 +175,23 @@ func createdNodes(p health.Plan) []string {
 	return nodes
 }
 
-// A NodeHealthCheck that can no longer act, or can again, wakes those that
-// may share its nodes: the owner of a shared node may change.
+// A NodeHealthCheck that can no longer act, or can again, wakes itself and
+// those that may share its nodes: the owner of a shared node may change.
 func TestANodeHealthCheckThatCanNoLongerActWakesItsPeers(t *testing.T) {
 	workers, older, infra := selectingNHC("workers", "worker"), selectingNHC("older", "worker"), selectingNHC("infra", "infra")
 	c := newTestController(t, workers, older, infra)
 	disabled := older.DeepCopy()
 	disabled.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionDisabled, Status: metav1.ConditionTrue}}
 	c.updateNHC(klog.Background(), older, disabled)
-	assert.Equal(t, []string{"workers"}, queued(c), "a status write that disables it")
+	assert.Equal(t, []string{"older", "workers"}, queued(c), "a status write that disables it")
 
 	c.updateNHC(klog.Background(), disabled, older)
-	assert.Equal(t, []string{"workers"}, queued(c), "and one that enables it again")
+	assert.Equal(t, []string{"older", "workers"}, queued(c), "and one that enables it again: it may take a node back")
 
 	deleting := older.DeepCopy()
 	deleting.DeletionTimestamp = ptr.To(metav1.NewTime(t0.Time))
 	c.updateNHC(klog.Background(), older, deleting)
-	assert.Equal(t, []string{"workers"}, queued(c), "being deleted")
+	assert.Equal(t, []string{"older", "workers"}, queued(c), "being deleted")
 
 	written := older.DeepCopy()
 	written.Status.ObservedNodes = ptr.To[int32](3)
