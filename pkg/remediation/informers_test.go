@@ -3,6 +3,7 @@ package remediation
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -115,6 +116,13 @@ func TestAStoppedKindKeepsItsControlPlaneNodesBusyButIsNotUnknown(t *testing.T) 
 	cp, err := newRemediation(testTemplate(nil), testNHC, "cp-1", true)
 	require.NoError(t, err)
 	client := fakeDynamic(cp)
+	// The role of the kind's remediator comes and goes; the reactor is in
+	// place before any informer lists.
+	forbidden := apierrors.NewForbidden(testGVR.GroupResource(), "", assert.AnError)
+	var denied atomic.Bool
+	client.PrependReactor("list", testGVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) {
+		return denied.Load(), nil, forbidden
+	})
 	informers := NewInformers(ctx, client, clock)
 	informers.Use("broken", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 	assert.Equal(t, []schema.GroupVersionResource{testGVR}, informers.unknownRemediations(), "starting: unknown")
@@ -122,8 +130,7 @@ func TestAStoppedKindKeepsItsControlPlaneNodesBusyButIsNotUnknown(t *testing.T) 
 	assert.Equal(t, []string{"cp-1"}, informers.controlPlaneNodes())
 
 	// Its remediator's role is removed: the kind is forbidden from now on.
-	forbidden := apierrors.NewForbidden(testGVR.GroupResource(), "", assert.AnError)
-	client.PrependReactor("list", testGVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, forbidden })
+	denied.Store(true)
 	informers.failed(testGVR, informers.informer(testGVR), forbidden)
 	assert.Empty(t, informers.unknownRemediations(), "stopped for a lasting reason: not unknown")
 	assert.Equal(t, []string{"cp-1"}, informers.controlPlaneNodes(), "what its cache showed stays busy")
@@ -139,7 +146,7 @@ func TestAStoppedKindKeepsItsControlPlaneNodesBusyButIsNotUnknown(t *testing.T) 
 	assert.Equal(t, []string{"cp-1"}, informers.controlPlaneNodes(), "kept through the retries")
 
 	// Readable again: its cache, not the memory, says what is busy.
-	client.ReactionChain = client.ReactionChain[1:]
+	denied.Store(false)
 	require.NoError(t, client.Tracker().Delete(testGVR, cp.GetNamespace(), cp.GetName()))
 	clock.SetTime(clock.Now().Add(remediationRetryInterval))
 	informers.Use("broken", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})

@@ -186,8 +186,12 @@ func TestASharedNodeGoesToANodeHealthCheckThatCanAct(t *testing.T) {
 	}{
 		{"idle-paused", func(s *v1alpha1.NodeHealthCheckSpec) { s.PauseRequests = []string{"upgrade"} },
 			func(s *v1alpha1.NodeHealthCheckSpec) { s.PauseRequests = nil }},
-		{"idle-disabled", func(s *v1alpha1.NodeHealthCheckSpec) { s.RemediationTemplate = ptr.To(framework.TemplateRef("idle-missing")) },
-			func(s *v1alpha1.NodeHealthCheckSpec) { s.RemediationTemplate = ptr.To(framework.TemplateRef("idle-disabled")) }},
+		{"idle-disabled", func(s *v1alpha1.NodeHealthCheckSpec) {
+			s.RemediationTemplate = ptr.To(framework.TemplateRef("idle-missing"))
+		},
+			func(s *v1alpha1.NodeHealthCheckSpec) {
+				s.RemediationTemplate = ptr.To(framework.TemplateRef("idle-disabled"))
+			}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.older, func(t *testing.T) {

@@ -38,7 +38,6 @@ func TestAnEscalationWaitsForAnotherControlPlaneNodesRemediation(t *testing.T) {
 	b := fw.CreateNode(t, other.Name, "cp-other-b", framework.ControlPlane).Name
 	fw.Fail(t, time.Hour, a)
 
-
 	start := time.Now()
 	env.sync(t, escalating.Name, start)
 	require.Len(t, remediationsOf(t, a), 1, "the soft step")

@@ -26,7 +26,9 @@ func TestWhySeesRemediationsInEveryNamespace(t *testing.T) {
 	ctx := context.Background()
 	_, err := env.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: elsewhere}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = env.Kube.CoreV1().Namespaces().Delete(context.Background(), elsewhere, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = env.Kube.CoreV1().Namespaces().Delete(context.Background(), elsewhere, metav1.DeleteOptions{})
+	})
 	_, err = env.Dynamic.Resource(framework.RemediationResource).Namespace(elsewhere).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "test.medik8s.io/v1alpha1", "kind": "TestRemediation",
 		"metadata": map[string]any{
