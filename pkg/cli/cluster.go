@@ -29,6 +29,9 @@ const (
 	hintNoAccess     = "you may not %s %s: ask for the view ClusterRole (it includes NodeHealthChecks) or the nhc-controller-nodehealthcheck-editor role"
 	hintNoSuchNHC    = "NodeHealthCheck %q not found: kubectl get nhc lists them"
 	warnNoLeases     = "cannot list the node leases in namespace %s, so verdicts ignore them (a node in maintenance may show as remediated): %v"
+	// warnNoRemediations (resource, error): kubectl nhc lists remediation
+	// resources in every namespace, as the controller watches them.
+	warnNoRemediations = "cannot list %s in every namespace, so their remediations are not shown: %v"
 )
 
 // cluster reads what the controller reads: NodeHealthChecks, nodes,
@@ -38,7 +41,7 @@ type cluster struct {
 	kube    kubernetes.Interface
 	dynamic dynamic.Interface
 	mapper  meta.RESTMapper
-	// listed caches the remediation resources of one kind and namespace.
+	// listed caches the remediation resources of one kind, by its resource.
 	listed map[string][]unstructured.Unstructured
 	// leaseNamespace is where the node leases live; leases caches them once read.
 	leaseNamespace string
@@ -173,15 +176,16 @@ func (c *cluster) busyControlPlaneNodes(ctx context.Context) map[string]bool {
 }
 
 // remediationResources lists the resources a template's kind generates, in
-// the template's namespace, once per kind and namespace.
+// every namespace, as the controller's informers watch them (a remediator
+// may keep its resources elsewhere than its templates), once per kind.
 func (c *cluster) remediationResources(ctx context.Context, tmpl remediation.Template) []unstructured.Unstructured {
-	key := tmpl.Remediation.String() + "/" + tmpl.Namespace
+	key := tmpl.Remediation.String()
 	if list, ok := c.listed[key]; ok {
 		return list
 	}
-	list, err := c.dynamic.Resource(tmpl.Remediation).Namespace(tmpl.Namespace).List(ctx, metav1.ListOptions{})
+	list, err := c.dynamic.Resource(tmpl.Remediation).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		c.warn(fmt.Sprintf("cannot list %s in %q, so their remediations are not shown: %v", tmpl.Remediation.Resource, tmpl.Namespace, err))
+		c.warn(fmt.Sprintf(warnNoRemediations, tmpl.Remediation.Resource, err))
 		c.listed[key] = nil
 		return nil
 	}

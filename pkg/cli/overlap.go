@@ -13,8 +13,9 @@ import (
 
 // claims gathers what the overlap rule needs for a NodeHealthCheck's
 // selected nodes, as the controller does: the other NodeHealthChecks whose
-// selector matches a node, and the owners of remediation resources for it,
-// of the kinds any NodeHealthCheck uses.
+// selector matches a node, whether each can act (from its object), and the
+// owners of remediation resources for it, of the kinds any NodeHealthCheck
+// uses. Every kind is listed, so none is unknown.
 func (c *cluster) claims(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, selected []*health.Node) map[string][]health.Claim {
 	known := map[types.UID]health.Peer{}
 	var peers []health.SelectingPeer
@@ -27,7 +28,7 @@ func (c *cluster) claims(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, sel
 		}
 		// An invalid selector matches no node.
 		selector, _ := metav1.LabelSelectorAsSelector(&other.Spec.Selector)
-		peers = append(peers, health.SelectingPeer{Peer: peer, Selector: selector, Conditions: other.Spec.UnhealthyConditions})
+		peers = append(peers, health.SelectingPeer{Peer: peer, Selector: selector, Conditions: other.Spec.UnhealthyConditions, CannotAct: health.CannotAct(other)})
 	}
 	owners := map[string][]health.Peer{}
 	for node, list := range c.owners(ctx) {

@@ -30,7 +30,7 @@ const (
 	whatIfDisabled  = "; it would be disabled: %s: %s"
 	whatIfNotNHC    = "%s holds a %s, not a NodeHealthCheck (remediation.medik8s.io/v1alpha1)"
 	whatIfBadFile   = "cannot read a NodeHealthCheck from %s: %w"
-	whatIfOverlap   = "WARNING: %s also selected by %s: %s; %s remediates %d of them (only one NodeHealthCheck remediates a node: the one already remediating it, else the oldest whose unhealthy conditions hold on it)"
+	whatIfOverlap   = "WARNING: %s also selected by %s: %s; %s remediates %d of them (only one NodeHealthCheck remediates a node: the one already remediating it, else one that can act (not disabled, paused or deleting), the oldest whose unhealthy conditions hold on it)"
 )
 
 // WhatIfReport is kubectl nhc what-if's output.
@@ -60,7 +60,8 @@ type Overlap struct {
 	NodeHealthCheck string   `json:"nodeHealthCheck"`
 	Nodes           []string `json:"nodes"`
 	// Remediates is how many of them it remediates, by the controller's
-	// rule: the one already remediating a node, else the oldest whose unhealthy conditions hold on it.
+	// rule: the one already remediating a node, else one that can act, the
+	// oldest whose unhealthy conditions hold on it.
 	Remediates int `json:"remediates"`
 }
 

@@ -16,9 +16,11 @@ import (
 
 // The words of kubectl nhc why.
 const (
-	whyOverlap        = "WARNING: node %s is selected by %d NodeHealthChecks (%s): only %s remediates it, %s; the others leave it alone. Make their selectors disjoint."
-	whyOldest         = "the oldest (by creation time, then name)"
-	whyAlready        = "which has remediation resources for it"
+	whyOverlap = "WARNING: node %s is selected by %d NodeHealthChecks (%s): only %s remediates it, %s; the others leave it alone. Make their selectors disjoint."
+	whyOldest  = "the oldest (by creation time, then name)"
+	whyAlready = "which has remediation resources for it"
+	// whyCanAct (older one, why it cannot act): the rule's second place.
+	whyCanAct         = "which can act, where the older %s cannot (%s)"
 	whyHasResources   = "it has remediation resources for it"
 	whyNotSelected    = "%s is not selected by any NodeHealthCheck: nothing will remediate it"
 	whySelected       = "%s is selected by %s: %s"
@@ -129,6 +131,8 @@ func whyShared(r *WhyReport, in *health.Input) {
 	because, verdict := whyOldest, whyHasResources
 	if by.Remediating {
 		because = whyAlready
+	} else if idle, why := olderThatCannotAct(in, r.Node, by); idle != "" {
+		because = fmt.Sprintf(whyCanAct, idle, why)
 	}
 	for _, v := range r.Verdicts {
 		if v.NodeHealthCheck == by.Name {
@@ -139,6 +143,21 @@ func whyShared(r *WhyReport, in *health.Input) {
 	r.RemediatedBy = by.Name
 	r.Warning = fmt.Sprintf(whyOverlap, r.Node, len(r.SelectedBy), selectedBy, by.Name, because)
 	r.Summary = fmt.Sprintf(whySelectedByMany, r.Node, selectedBy, by.Name, verdict)
+}
+
+// olderThatCannotAct names a NodeHealthCheck that selects the node, is
+// older than the one that remediates it and cannot act, and says why: the
+// remediator won by being able to act.
+func olderThatCannotAct(in *health.Input, node string, by health.Claim) (string, string) {
+	if why := health.CannotAct(in.NHC); why != "" && in.NHC.CreationTimestamp.Time.Before(by.Created) {
+		return in.NHC.Name, why
+	}
+	for _, c := range in.Claims[node] {
+		if c.Selects && c.CannotAct != "" && c.Created.Before(by.Created) {
+			return c.Name, c.CannotAct
+		}
+	}
+	return "", ""
 }
 
 func selectsNode(nhc *v1alpha1.NodeHealthCheck, nodes []*health.Node, name string) bool {

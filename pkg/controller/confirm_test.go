@@ -9,6 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
 
 // A node's first remediation is confirmed against the node as the API
@@ -53,6 +57,40 @@ func TestAFirstRemediationIsConfirmedAtTheAPIServer(t *testing.T) {
 			assert.Equal(t, 1.0, counted.GetCounter().GetValue())
 			assert.Positive(t, d)
 			assert.LessOrEqual(t, d, time.Second, "tried again soon, if no node update comes first")
+		})
+	}
+}
+
+// An escalation step is a new remediation too (a power-off after a reboot):
+// it is confirmed at the API server as a first remediation is.
+func TestAnEscalationStepIsConfirmedAtTheAPIServer(t *testing.T) {
+	nhc := workersNHC()
+	nhc.Spec.RemediationTemplate = nil
+	nhc.Spec.EscalatingRemediations = []v1alpha1.EscalatingRemediation{
+		{RemediationTemplate: snrTemplate, Order: 1, Timeout: metav1.Duration{Duration: time.Minute}},
+		{RemediationTemplate: mdrTemplate, Order: 2, Timeout: metav1.Duration{Duration: time.Minute}},
+	}
+	// The first step runs on worker-1, past its timeout.
+	nhc.Status = remediatedStatus(longAgo)
+	for _, tt := range []struct {
+		name    string
+		live    *corev1.Node
+		created bool
+	}{
+		{"unhealthy there too", notReady("worker-1", longAgo), true},
+		{"recovered there", healthyNode("worker-1"), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newSyncFixture(t, nhc.DeepCopy(), notReady("worker-1", longAgo), healthyNode("worker-2"))
+			f.liveNodes.live = map[string]*corev1.Node{"worker-1": tt.live, "worker-2": healthyNode("worker-2")}
+			f.remediations.obs.Remediations["worker-1"] = []health.Remediation{{Ref: snrOfWorker, TemplateName: snrTemplate.Name, Created: longAgo}}
+			_, err := f.sync()
+			require.NoError(t, err)
+			require.Len(t, f.remediations.applied, 1)
+			require.Len(t, f.remediations.applied[0].Create, 1, "the plan escalates")
+			assert.True(t, f.remediations.applied[0].Create[0].Escalation)
+			assert.Equal(t, 1, f.liveNodes.reads, "one read, just before the create")
+			assert.Equal(t, tt.created, len(withReason(f.events(), "RemediationCreated")) == 1)
 		})
 	}
 }

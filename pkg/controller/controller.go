@@ -88,9 +88,6 @@ type Controller struct {
 	// written holds the NodeHealthChecks as this controller last wrote them,
 	// for syncs that run before the informer shows the write.
 	written sync.Map
-	// readNHCs holds the UID of each NodeHealthCheck, by name, whose
-	// remediation resources this controller has read, for the overlap rule.
-	readNHCs sync.Map
 	// skips remembers which lasting events were recorded, to record each once.
 	skips *skipMemory
 	// attention holds the NodeHealthChecks with a node that is not healthy;
@@ -233,7 +230,6 @@ func (c *Controller) nhcGone(name string) {
 	c.remediations.Forget(name)
 	c.members.forget(name)
 	c.written.Delete(name)
-	c.readNHCs.Delete(name)
 	c.skips.forget(name)
 	c.metrics.forget(name)
 }

@@ -54,16 +54,28 @@ func (c *Controller) addNHC(logger klog.Logger, obj any) {
 
 // updateNHC enqueues spec changes only: status writes, ours included, do
 // not need a sync. A new selector may share nodes with any other
-// NodeHealthCheck, or no longer: they are enqueued too.
+// NodeHealthCheck, or no longer: they are enqueued too. One that can no
+// longer act, or can again (disabled or enabled by a status write, paused,
+// resumed, being deleted), may hand shared nodes over or take them back: it
+// and those that may share its nodes are enqueued.
 func (c *Controller) updateNHC(logger klog.Logger, oldObj, newObj any) {
 	old, ok1 := oldObj.(*v1alpha1.NodeHealthCheck)
 	updated, ok2 := newObj.(*v1alpha1.NodeHealthCheck)
-	if ok1 && ok2 && old.Generation != updated.Generation {
+	if !ok1 || !ok2 {
+		return
+	}
+	if old.Generation != updated.Generation {
 		logger.V(6).Info("NodeHealthCheck spec changed", "nodeHealthCheck", klog.KObj(updated), "generation", updated.Generation)
 		c.queue.Add(updated.Name)
 		if !apiequality.Semantic.DeepEqual(old.Spec.Selector, updated.Spec.Selector) {
 			c.enqueueOthers(updated.Name)
+			return
 		}
+	}
+	if health.CannotAct(old) != health.CannotAct(updated) {
+		logger.V(6).Info("NodeHealthCheck can act or no longer", "nodeHealthCheck", klog.KObj(updated), "cannotAct", health.CannotAct(updated))
+		c.queue.Add(updated.Name)
+		c.enqueueSharing(updated)
 	}
 }
 

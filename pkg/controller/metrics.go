@@ -35,8 +35,9 @@ type Metrics struct {
 	old         *prometheus.GaugeVec
 
 	remediations *prometheus.CounterVec
-	// notConfirmed counts first remediations not started because the API
-	// server showed the node no longer needed one, while the cache did.
+	// notConfirmed counts remediation resources (first or escalation step)
+	// not created because the API server showed the node no longer needed
+	// one, while the cache did.
 	notConfirmed *prometheus.CounterVec
 	syncErrors   *prometheus.CounterVec
 	buildInfo    *prometheus.GaugeVec
@@ -87,7 +88,7 @@ func NewMetrics() *Metrics {
 			"Remediation resources by what happened to them: created, deleted_healthy (the node recovered or was confirmed healthy), deleted_node_gone, timed_out, failed (the remediator reported Succeeded=False)",
 			"nodehealthcheck", "kind", "outcome"),
 		notConfirmed: counter("nodehealthcheck_remediations_not_confirmed_total",
-			"First remediations not started because the node, read at the API server just before the create, no longer needed one, while the controller's node cache still showed it unhealthy: the node watch lagged behind",
+			"Remediation resources (a first remediation or an escalation step) not created because the node, read at the API server just before the create, no longer needed one, while the controller's node cache still showed it unhealthy: the node watch lagged behind",
 			"nodehealthcheck"),
 		syncErrors: counter("nodehealthcheck_sync_errors_total", "Syncs of a NodeHealthCheck that failed and were retried", "nodehealthcheck"),
 		buildInfo:  gauge("nhc_controller_build_info", "1, labelled with the controller's version and the Go version it was built with", "version", "goversion"),

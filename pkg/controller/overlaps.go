@@ -10,10 +10,14 @@ import (
 
 // claims gathers what the overlap rule needs for a NodeHealthCheck's
 // selected nodes: the other NodeHealthChecks whose selector matches a node,
-// and the owners of remediation resources for it. Only the selectors that
-// are not disjoint from this one's are matched, so NodeHealthChecks with
-// disjoint selectors cost a sync nothing.
-func (c *Controller) claims(nhc *v1alpha1.NodeHealthCheck, nodes []*health.Node, owners map[string][]remediation.Owner) map[string][]health.Claim {
+// whether each can act (from its object as last read), and the owners of
+// remediation resources for it. Only the selectors that are not disjoint
+// from this one's are matched, so NodeHealthChecks with disjoint selectors
+// cost a sync nothing. unknown says that remediation resources cannot all be
+// known yet (Observation.ControlPlaneUnknown: after a start, the kinds of
+// every NodeHealthCheck are not all watched and synced): meanwhile any
+// NodeHealthCheck may be remediating the nodes it selects.
+func (c *Controller) claims(nhc *v1alpha1.NodeHealthCheck, nodes []*health.Node, owners map[string][]remediation.Owner, unknown bool) map[string][]health.Claim {
 	s := c.selectors.get(c.nhcLister)
 	var peers map[string][]health.Peer
 	for node, list := range owners {
@@ -31,22 +35,19 @@ func (c *Controller) claims(nhc *v1alpha1.NodeHealthCheck, nodes []*health.Node,
 	}
 	selecting := slices.Clone(s.peersOf(nhc))
 	for i := range selecting {
-		// Its resources may be of kinds not watched yet (the controller
-		// just started): it may be remediating the nodes it selects.
-		uid, read := c.readNHCs.Load(selecting[i].Name)
-		selecting[i].Unknown = !read || uid != selecting[i].UID
+		selecting[i].Unknown = unknown
+		// Its status and pause requests change without a new selector: read
+		// from the object, as the peer's own sync writes it.
+		if other, err := c.nhcLister.Get(selecting[i].Name); err == nil && other.UID == selecting[i].UID {
+			selecting[i].CannotAct = health.CannotAct(c.latest(other))
+		}
 	}
 	return health.ClaimsOn(nodes, selecting, peers)
 }
 
-// markRead remembers that a NodeHealthCheck's remediation resources have
-// been read: the informers of its kinds run and have synced. The first time,
-// the NodeHealthChecks that may share its nodes are synced again, since
-// they took it for remediating the shared nodes.
-func (c *Controller) markRead(nhc *v1alpha1.NodeHealthCheck) {
-	if uid, read := c.readNHCs.Swap(nhc.Name, nhc.UID); read && uid == nhc.UID {
-		return
-	}
+// enqueueSharing enqueues the NodeHealthChecks that may share nodes with
+// one: who remediates a shared node may have changed.
+func (c *Controller) enqueueSharing(nhc *v1alpha1.NodeHealthCheck) {
 	for _, peer := range c.selectors.get(c.nhcLister).peersOf(nhc) {
 		c.queue.Add(peer.Name)
 	}

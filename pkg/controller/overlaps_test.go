@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
@@ -64,25 +65,23 @@ func TestSyncLeavesASharedNodeToTheNodeHealthCheckThatRemediatesIt(t *testing.T)
 	f.setNHC(t, selectingNHC("infra", "infra"))
 	overlapEvents := func() []string { return withReason(f.events(), health.ReasonNodesOverlap) }
 
-	// The older one's resources are not read yet: it may be remediating.
+	// Remediation resources cannot all be known yet (after a start): the
+	// older one may be remediating.
+	f.remediations.obs.ControlPlaneUnknown = "the remediation kinds of every NodeHealthCheck are not watched yet"
 	_, err := f.sync()
 	require.NoError(t, err)
 	noActions(t, f)
-	assert.Equal(t, []string{"older"}, queued(f.c), "the first read of this one wakes the ones that may share its nodes")
 	status := f.lastStatus(t)
 	assert.Contains(t, status.Reason, "1 left to the NodeHealthChecks that remediate them (older)")
 	c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionNodesOverlap)
 	require.NotNil(t, c)
 	assert.Equal(t, metav1.ConditionTrue, c.Status)
 	assert.Equal(t, "2 selected nodes are also selected by NodeHealthChecks older; only one NodeHealthCheck remediates a node, "+
-		"the one already remediating it, else the oldest whose unhealthy conditions hold on it: this one remediates 0, older remediates 2. Make the selectors disjoint", c.Message)
+		"the one already remediating it, else one that can act (not disabled, paused or deleting), the oldest whose unhealthy conditions hold on it: this one remediates 0, older remediates 2. Make the selectors disjoint", c.Message)
 	assert.Len(t, overlapEvents(), 1)
 
-	// Read, it is the older one: it remediates the node, by age.
-	f.c.markRead(older)
-	assert.Equal(t, []string{"workers"}, queued(f.c))
-	f.c.markRead(older)
-	assert.Empty(t, queued(f.c), "once")
+	// Known, it is the older one: it remediates the node, by age.
+	f.remediations.obs.ControlPlaneUnknown = ""
 	f.clock.Step(time.Minute)
 	_, err = f.sync()
 	require.NoError(t, err)
@@ -94,7 +93,6 @@ func TestSyncLeavesASharedNodeToTheNodeHealthCheckThatRemediatesIt(t *testing.T)
 	younger := selectingNHC("younger", "worker")
 	younger.CreationTimestamp = t0
 	f.setNHC(t, younger)
-	f.c.markRead(younger)
 	f.clock.Step(time.Minute)
 	_, err = f.sync()
 	require.NoError(t, err)
@@ -117,6 +115,90 @@ func TestSyncLeavesASharedNodeToTheNodeHealthCheckThatRemediatesIt(t *testing.T)
 	assert.Contains(t, f.lastStatus(t).Reason, "(gone)")
 }
 
+// An older NodeHealthCheck that cannot act (paused, disabled by its
+// status, being deleted) does not keep a shared node from a younger one
+// that can: the younger one remediates it. One whose own sync never reads
+// (its kind is forbidden: disabled) holds the node only while remediation
+// resources cannot all be known, never for good.
+func TestSyncRemediatesASharedNodeThatAnOlderNodeHealthCheckCannot(t *testing.T) {
+	forbidden := func(n *v1alpha1.NodeHealthCheck) {
+		n.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionDisabled, Status: metav1.ConditionTrue,
+			Reason: v1alpha1.ReasonTemplateNotFound, Message: "Remediation resources testremediations.test.medik8s.io cannot be watched or written: forbidden"}}
+	}
+	cases := []struct {
+		name   string
+		older  func(*v1alpha1.NodeHealthCheck)
+		reason string
+	}{
+		{"paused", func(n *v1alpha1.NodeHealthCheck) { n.Spec.PauseRequests = []string{"upgrade"} }, "paused"},
+		{"disabled, its kind forbidden", forbidden, "disabled"},
+		{"being deleted", func(n *v1alpha1.NodeHealthCheck) { n.DeletionTimestamp = ptr.To(metav1.NewTime(t0.Time)) }, "being deleted"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			nhc := workersNHC()
+			nhc.CreationTimestamp = metav1.NewTime(t0.Add(-time.Hour))
+			older := olderNHC()
+			tc.older(older)
+			f := newSyncFixture(t, nhc, notReady("worker-1", longAgo), healthyNode("worker-2"))
+			f.setNHC(t, older)
+			_, err := f.sync()
+			require.NoError(t, err)
+			require.Len(t, f.remediations.applied, 1)
+			assert.Equal(t, []string{"worker-1"}, createdNodes(f.remediations.applied[0]), "the younger one remediates the node")
+			c := meta.FindStatusCondition(f.lastStatus(t).Conditions, v1alpha1.ConditionNodesOverlap)
+			require.NotNil(t, c)
+			assert.Contains(t, c.Message, "this one remediates 2.")
+		})
+	}
+
+	// While remediation resources cannot all be known, it may be remediating.
+	nhc := workersNHC()
+	nhc.CreationTimestamp = metav1.NewTime(t0.Add(-time.Hour))
+	older := olderNHC()
+	forbidden(older)
+	f := newSyncFixture(t, nhc, notReady("worker-1", longAgo), healthyNode("worker-2"))
+	f.setNHC(t, older)
+	f.remediations.obs.ControlPlaneUnknown = "the remediation resources testremediations.test.medik8s.io cannot be read, and may hold a control-plane remediation"
+	_, err := f.sync()
+	require.NoError(t, err)
+	noActions(t, f)
+	assert.Contains(t, f.lastStatus(t).Reason, "1 left to the NodeHealthChecks that remediate them (older)")
+}
+
+// createdNodes lists the nodes a plan creates remediations for.
+func createdNodes(p health.Plan) []string {
+	var nodes []string
+	for _, c := range p.Create {
+		nodes = append(nodes, c.Node)
+	}
+	return nodes
+}
+
+// A NodeHealthCheck that can no longer act, or can again, wakes itself and
+// those that may share its nodes: the owner of a shared node may change.
+func TestANodeHealthCheckThatCanNoLongerActWakesItsPeers(t *testing.T) {
+	workers, older, infra := selectingNHC("workers", "worker"), selectingNHC("older", "worker"), selectingNHC("infra", "infra")
+	c := newTestController(t, workers, older, infra)
+	disabled := older.DeepCopy()
+	disabled.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionDisabled, Status: metav1.ConditionTrue}}
+	c.updateNHC(klog.Background(), older, disabled)
+	assert.Equal(t, []string{"older", "workers"}, queued(c), "a status write that disables it")
+
+	c.updateNHC(klog.Background(), disabled, older)
+	assert.Equal(t, []string{"older", "workers"}, queued(c), "and one that enables it again: it may take a node back")
+
+	deleting := older.DeepCopy()
+	deleting.DeletionTimestamp = ptr.To(metav1.NewTime(t0.Time))
+	c.updateNHC(klog.Background(), older, deleting)
+	assert.Equal(t, []string{"older", "workers"}, queued(c), "being deleted")
+
+	written := older.DeepCopy()
+	written.Status.ObservedNodes = ptr.To[int32](3)
+	c.updateNHC(klog.Background(), older, written)
+	assert.Empty(t, queued(c), "another status write wakes nobody")
+}
+
 func TestOverlapsWakeEveryNodeHealthCheck(t *testing.T) {
 	workers, infra := selectingNHC("workers", "worker"), selectingNHC("infra", "infra")
 	c := newTestController(t, workers, infra)
@@ -134,7 +216,16 @@ func TestOverlapsWakeEveryNodeHealthCheck(t *testing.T) {
 	paused := moved.DeepCopy()
 	paused.Generation = 3
 	paused.Spec.PauseRequests = []string{"upgrade"}
+	// The informer stores the object before it calls the handlers.
+	require.NoError(t, c.nhcIndexer.Update(paused))
 	c.updateNHC(klog.Background(), moved, paused)
+	assert.Equal(t, []string{"infra", "new"}, queued(c), "a pause wakes itself and those that may share its nodes")
+
+	edited := paused.DeepCopy()
+	edited.Generation = 4
+	edited.Spec.HealthyDelay = &metav1.Duration{Duration: time.Minute}
+	require.NoError(t, c.nhcIndexer.Update(edited))
+	c.updateNHC(klog.Background(), paused, edited)
 	assert.Equal(t, []string{"new"}, queued(c), "another spec change wakes itself only")
 
 	require.NoError(t, c.nhcIndexer.Delete(paused))
@@ -168,12 +259,9 @@ func BenchmarkClaims(b *testing.B) {
 				}
 			}
 			c := newTestController(b, nhcs...)
-			for _, nhc := range nhcs {
-				c.readNHCs.Store(nhc.Name, nhc.UID)
-			}
 			b.ReportAllocs()
 			for b.Loop() {
-				c.claims(nhcs[0], nodes, nil)
+				c.claims(nhcs[0], nodes, nil, false)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/nodeCount, "ns/node")
 		})

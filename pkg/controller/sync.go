@@ -77,8 +77,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 			return 0, fmt.Errorf("listing the selected nodes: %w", err)
 		}
 		in.DeletedNodes = c.deletedNodes(nhc, obs.Remediations)
-		c.markRead(nhc)
-		in.Claims = c.claims(nhc, in.Nodes, obs.OtherOwners)
+		in.Claims = c.claims(nhc, in.Nodes, obs.OtherOwners, obs.ControlPlaneUnknown != "")
 	}
 	plan := health.Evaluate(in)
 	c.attention.set(name, plan.Healthy < plan.Observed)
@@ -198,10 +197,11 @@ func (c *Controller) readableNHCs() ([]*v1alpha1.NodeHealthCheck, error) {
 }
 
 // recheck reads a NodeHealthCheck and a node from the caches as they are
-// just before a create, for Plan.Recheck. A node's first remediation
-// reboots, fences or deletes a machine: it is confirmed against the node as
-// the API server has it, which a lagging watch cannot hold back (an
-// overloaded API server's watches can be tens of seconds behind).
+// just before a create, for Plan.Recheck. Every create, a first remediation
+// or an escalation step, reboots, fences, powers off or deletes a machine:
+// it is confirmed against the node as the API server has it, which a
+// lagging watch cannot hold back (an overloaded API server's watches can be
+// tens of seconds behind).
 func (c *Controller) recheck(name string, plan *health.Plan) remediation.Recheck {
 	return func(ctx context.Context, cr health.Creation) (string, bool, error) {
 		if _, err := c.writesUntil(); err != nil {
@@ -216,7 +216,7 @@ func (c *Controller) recheck(name string, plan *health.Plan) remediation.Recheck
 			node = nil
 		}
 		now := c.clock.Now()
-		if why := plan.Recheck(nhc, node, cr, now); why != "" || !cr.First() {
+		if why := plan.Recheck(nhc, node, cr, now); why != "" {
 			return why, false, nil
 		}
 		live, err := c.liveNodes.Node(ctx, cr.Node)

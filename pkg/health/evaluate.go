@@ -227,7 +227,7 @@ func (e *evaluation) escalate(esc escalation) {
 	current := p.current
 	if current == nil {
 		// The last step timed out and its resource is gone.
-		if v.Waiting = e.escalationGate(v); v.Waiting == WaitNone {
+		if v.Waiting = e.createGate(v); v.Waiting == WaitNone {
 			e.create(v, p.next, true, false)
 		}
 		return
@@ -236,29 +236,21 @@ func (e *evaluation) escalate(esc escalation) {
 		// A step the spec no longer has: it runs until the node is healthy.
 		return
 	}
-	// remediationTemplate has no timeout: it runs until the node is healthy,
-	// or until its node lease is overdue.
-	var timeoutAt time.Time
-	timesOut := steps[p.currentStep].timeout > 0
-	if timesOut {
-		timeoutAt = current.Created.Add(steps[p.currentStep].timeout)
-	}
-	overdueAt := e.leaseOverdue(v.Node.Name, p.currentStep)
-	overdue := !overdueAt.IsZero() && (timeoutAt.IsZero() || overdueAt.Before(timeoutAt))
-	if overdue {
-		timeoutAt = overdueAt
-	}
-	if timeoutAt.IsZero() {
+	end := e.stepEnd(v.Node.Name, p)
+	if end.at.IsZero() {
 		return
 	}
-	failed := timesOut && current.Succeeded == metav1.ConditionFalse
-	if !failed && e.now.Before(timeoutAt) {
-		e.deadline(timeoutAt)
+	if !end.failed && e.now.Before(end.at) {
+		e.deadline(end.at)
 		return
 	}
-	overdue = overdue && !failed
+	failed, overdue := end.failed, end.overdue && !end.failed
 	next := max(p.next, p.currentStep+1)
-	if v.Waiting = e.escalationGate(v); v.Waiting != WaitNone {
+	gate := e.escalationGate
+	if next < len(steps) {
+		gate = e.createGate
+	}
+	if v.Waiting = gate(v); v.Waiting != WaitNone {
 		return
 	}
 	if next < len(steps) && e.deferToNextPlan(v) {
@@ -279,6 +271,34 @@ func (e *evaluation) escalate(esc escalation) {
 		e.p.ReleaseLeases = append(e.p.ReleaseLeases, v.Node.Name)
 	}
 	e.p.Events = append(e.p.Events, warning(ReasonNoTemplateLeft, v.Node.Name, fmt.Sprintf(messageNoTemplateLeft, e.in.NHC.Name, v.Node.Name)))
+}
+
+// stepEnd is when and how a node's running step ends.
+type stepEnd struct {
+	// at is when it times out: its timeout, or its node lease's overdue
+	// time when that comes first; zero when it runs until the node is
+	// healthy. A remediationTemplate has no timeout: only its lease ends it.
+	at time.Time
+	// overdue is true when at is the lease's overdue time.
+	overdue bool
+	// failed is true when its remediator reported Succeeded=False, which
+	// ends a step with a timeout at once.
+	failed bool
+}
+
+// stepEnd says when the running step of a node ends; p.current must be set
+// and its step known (p.currentStep >= 0).
+func (e *evaluation) stepEnd(node string, p progress) stepEnd {
+	var end stepEnd
+	timeout := e.rules.steps[p.currentStep].timeout
+	if timeout > 0 {
+		end.at = p.current.Created.Add(timeout)
+		end.failed = p.current.Succeeded == metav1.ConditionFalse
+	}
+	if overdueAt := e.leaseOverdue(node, p.currentStep); !overdueAt.IsZero() && (end.at.IsZero() || overdueAt.Before(end.at)) {
+		end.at, end.overdue = overdueAt, true
+	}
+	return end
 }
 
 // superseded finds the resources of steps before the running one that
@@ -315,11 +335,8 @@ func (e *evaluation) startRemediations() {
 	})
 	for _, i := range e.candidates {
 		v := &e.p.Nodes[i]
-		if v.Waiting = e.firstRemediationGate(v); v.Waiting != WaitNone {
+		if v.Waiting = e.createGate(v); v.Waiting != WaitNone {
 			continue
-		}
-		if v.ControlPlane {
-			e.busyControlPlane[v.Node.Name] = true
 		}
 		e.create(v, 0, false, false)
 	}

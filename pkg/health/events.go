@@ -166,8 +166,9 @@ func (o *Outcome) Events() []Event {
 }
 
 // ReasonRemediationNotConfirmed and messageNotConfirmed (node, why) say
-// that a node's first remediation was not started: the API server showed
-// the node no longer needs it, while the node cache still did.
+// that a node's remediation resource (a first one or an escalation step) was
+// not created: the API server showed the node no longer needs it, while the
+// node cache still did.
 const (
 	ReasonRemediationNotConfirmed = "RemediationNotConfirmed"
 	messageNotConfirmed           = "Remediation of node %s not started: at the API server, %s; the controller's node cache had not caught up"
@@ -178,9 +179,10 @@ const (
 const messageWaitControlPlaneUnknown = "Skipping remediation of %s for preventing control plane / etcd quorum loss: not every control-plane remediation is known yet (%s)"
 
 // ReasonLeaseLapsing and messageLeaseLapsing (node, why, when) say that a
-// node's lease is no longer renewed, as this NodeHealthCheck no longer acts
-// on the node, and when it lapses.
+// node's lease is no longer renewed, as no step of this NodeHealthCheck runs
+// on the node within its time, and when it lapses. The lease is not
+// released (deleted) while the node has resources: it ends by itself.
 const (
 	ReasonLeaseLapsing  = "NodeLeaseLapsing"
-	messageLeaseLapsing = "Node lease of %s released: %s; it is no longer renewed and lapses at %s, so that node maintenance may take the node"
+	messageLeaseLapsing = "Node lease of %s no longer renewed: %s; it lapses at %s, so that node maintenance may take the node"
 )

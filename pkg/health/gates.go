@@ -19,8 +19,9 @@ func (e *evaluation) resourceGate(v *NodeVerdict) WaitReason {
 	return WaitNone
 }
 
-// escalationGate says why a node under remediation may not move to its next
-// step now: what holds back any new resource, the budget and storm recovery
+// escalationGate says why a node under remediation may not move on now (time
+// out its step, and start the next if there is one): what holds back any
+// new resource, the budget and storm recovery
 // (the spec: storm recovery blocks new remediations; the workflow: nothing
 // is processed further while minHealthy fails), and a node lease that
 // someone else holds. A resource being deleted
@@ -45,10 +46,15 @@ func (e *evaluation) escalationGate(v *NodeVerdict) WaitReason {
 	return WaitNone
 }
 
-// firstRemediationGate says why a node may not get its first remediation
-// now: what holds back an escalation, and another control-plane node under
-// remediation.
-func (e *evaluation) firstRemediationGate(v *NodeVerdict) WaitReason {
+// createGate says why a node may not get a resource created now, first or
+// next step: what holds back an escalation, and the one-control-plane-node
+// rule. Quorum does not care which step a node is at: a control-plane node
+// whose timed-out step lost its resource is no longer in the busy set, and
+// its next step must not start beside another control-plane node's
+// remediation (upstream checks the rule before every create). A
+// control-plane node that passes joins the busy set, whether its create goes
+// in this plan or the next batch: no other control-plane node starts beside it.
+func (e *evaluation) createGate(v *NodeVerdict) WaitReason {
 	if w := e.escalationGate(v); w != WaitNone {
 		return w
 	}
@@ -59,6 +65,8 @@ func (e *evaluation) firstRemediationGate(v *NodeVerdict) WaitReason {
 	case e.in.ControlPlaneUnknown != "":
 		e.p.ControlPlaneUnknown = e.in.ControlPlaneUnknown
 		return WaitControlPlaneUnknown
+	default:
+		e.busyControlPlane[v.Node.Name] = true
 	}
 	return WaitNone
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -207,4 +208,108 @@ func TestWaitsForSomethingElseHaveAFallbackDeadline(t *testing.T) {
 	d := decide(Input{NHC: testNHC(minHealthy(intstr.FromInt32(0))), Nodes: list, BusyControlPlaneNodes: map[string]bool{"cp-other": true}, Now: now})
 	assert.Equal(t, WaitControlPlane, verdictOf(d, "cp-sick").Waiting)
 	assert.Equal(t, now.Add(WaitRetry), d.NextDeadline)
+}
+
+// lostStep is a status entry of a node whose first step (templateA) timed
+// out and whose resource a remediator or an operator deleted: the node has
+// no resource, and its next step is due.
+func lostStep(node string) *v1alpha1.UnhealthyNode {
+	return &v1alpha1.UnhealthyNode{Name: node, Remediations: []*v1alpha1.Remediation{{
+		Resource:     remediationOf(templateA, node, time.Hour).Ref,
+		Started:      metav1.NewTime(now.Add(-time.Hour)),
+		TimedOut:     ptr.To(metav1.NewTime(now.Add(-55 * time.Minute))),
+		TemplateName: templateA.Name,
+	}}}
+}
+
+// The one-control-plane-node rule holds every create of a control-plane
+// node's resource, an escalation step's too: a node whose timed-out step
+// lost its resource is no longer in the busy set, and its next step must
+// not start beside another control-plane node's remediation. A closed gate
+// holds the time-out with the next step, as the other gates do; a planned
+// escalation joins the busy set, so no first remediation starts beside it.
+func TestTheControlPlaneRuleHoldsEscalationsToo(t *testing.T) {
+	const why = "the remediation kinds of every NodeHealthCheck are not watched yet"
+	workers := nodes("worker", 6)
+	cases := []struct {
+		name        string
+		nodes       []*Node
+		resources   map[string][]Remediation
+		status      []*v1alpha1.UnhealthyNode
+		busy        map[string]bool
+		unknown     string
+		wantCreated []string
+		wantTimeOut []string
+		wantWait    map[string]WaitReason
+	}{
+		{
+			name:     "a lost step's next one waits for another control-plane node's remediation",
+			nodes:    []*Node{testNode("cp-a", controlPlane, unhealthy)},
+			status:   []*v1alpha1.UnhealthyNode{lostStep("cp-a")},
+			busy:     map[string]bool{"cp-z": true},
+			wantWait: map[string]WaitReason{"cp-a": WaitControlPlane},
+		},
+		{
+			name:      "a running step's time-out and next step wait for another control-plane node's remediation",
+			nodes:     []*Node{testNode("cp-a", controlPlane, unhealthy)},
+			resources: remediations(remediationOf(templateA, "cp-a", 6*time.Minute, controlPlaneLabel)),
+			busy:      map[string]bool{"cp-z": true},
+			wantWait:  map[string]WaitReason{"cp-a": WaitControlPlane},
+		},
+		{
+			name:      "while control-plane remediations are unknown, a time-out and next step wait",
+			nodes:     []*Node{testNode("cp-a", controlPlane, unhealthy)},
+			resources: remediations(remediationOf(templateA, "cp-a", 6*time.Minute, controlPlaneLabel)),
+			unknown:   why,
+			wantWait:  map[string]WaitReason{"cp-a": WaitControlPlaneUnknown},
+		},
+		{
+			name:        "a planned escalation holds back a first remediation of another control-plane node",
+			nodes:       []*Node{testNode("cp-b", controlPlane, notReady(2*time.Hour)), testNode("cp-a", controlPlane, unhealthy)},
+			status:      []*v1alpha1.UnhealthyNode{lostStep("cp-a")},
+			wantCreated: []string{"cp-a"},
+			wantWait:    map[string]WaitReason{"cp-b": WaitControlPlane},
+		},
+		{
+			name:        "of two control-plane escalations, one goes",
+			nodes:       []*Node{testNode("cp-a", controlPlane, unhealthy), testNode("cp-b", controlPlane, unhealthy)},
+			status:      []*v1alpha1.UnhealthyNode{lostStep("cp-a"), lostStep("cp-b")},
+			wantCreated: []string{"cp-a"},
+			wantWait:    map[string]WaitReason{"cp-b": WaitControlPlane},
+		},
+		{
+			name:        "its own remediation is no other node",
+			nodes:       []*Node{testNode("cp-a", controlPlane, unhealthy)},
+			resources:   remediations(remediationOf(templateA, "cp-a", 6*time.Minute, controlPlaneLabel)),
+			busy:        map[string]bool{"cp-a": true},
+			wantCreated: []string{"cp-a"},
+			wantTimeOut: []string{"cp-a"},
+		},
+		{
+			name:        "a worker's escalation is not held",
+			nodes:       []*Node{testNode("worker-sick", unhealthy)},
+			status:      []*v1alpha1.UnhealthyNode{lostStep("worker-sick")},
+			busy:        map[string]bool{"cp-z": true},
+			unknown:     why,
+			wantCreated: []string{"worker-sick"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			nhc := testNHC(threeSteps(), minHealthy(intstr.FromInt32(1)), withStatus(v1alpha1.NodeHealthCheckStatus{UnhealthyNodes: tc.status}))
+			d := decide(Input{
+				NHC: nhc, Nodes: append(tc.nodes, workers...), Remediations: tc.resources,
+				BusyControlPlaneNodes: tc.busy, ControlPlaneUnknown: tc.unknown, Now: now,
+			})
+			assert.Equal(t, tc.wantCreated, createdNodes(d))
+			var timedOut []string
+			for _, to := range d.TimeOut {
+				timedOut = append(timedOut, to.Node)
+			}
+			assert.Equal(t, tc.wantTimeOut, timedOut, "a closed gate holds the time-out too")
+			for node, wait := range tc.wantWait {
+				assert.Equal(t, wait, verdictOf(d, node).Waiting, node)
+			}
+		})
+	}
 }

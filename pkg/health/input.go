@@ -28,7 +28,9 @@ type Input struct {
 	BusyControlPlaneNodes map[string]bool
 	// ControlPlaneUnknown, when set, is why BusyControlPlaneNodes may be
 	// incomplete (after a start, the kinds of another NodeHealthCheck are not
-	// read yet): no control-plane node starts a remediation meanwhile.
+	// read yet): no control-plane node gets a new resource meanwhile, first
+	// or next step, and another NodeHealthCheck that selects a node may be
+	// remediating it (the caller marks its claims Unknown).
 	ControlPlaneUnknown string
 	// Claims are, by selected node, the other NodeHealthChecks that select
 	// it too or have remediation resources for it. Remediator says which one

@@ -236,7 +236,7 @@ func (e *evaluation) keepLeases() {
 			continue
 		}
 		if why := e.leaseLapses(verdicts[node]); why != "" {
-			if l.HeldAt(e.now) {
+			if l.HeldAt(e.now) && why != lapseDeleting {
 				e.p.Warnings = append(e.p.Warnings, normal(ReasonLeaseLapsing, node, fmt.Sprintf(messageLeaseLapsing, node, why, l.Expires().UTC().Format(time.RFC3339))))
 			}
 			continue
@@ -254,24 +254,39 @@ func (e *evaluation) keepLeases() {
 }
 
 // Why a lease of a node with this NodeHealthCheck's resources is no longer
-// renewed: it no longer acts on the node.
+// renewed: no step of it runs within its time on the node.
 const (
-	lapseExhausted = "escalation exhausted"
-	lapseExcluded  = "node excluded"
-	lapseTimedOut  = "remediation step timed out"
+	lapseExhausted    = "escalation exhausted"
+	lapseExcluded     = "node excluded"
+	lapseTimedOut     = "remediation step timed out"
+	lapseFailed       = "remediation step failed"
+	lapseOverdue      = "node lease overdue"
+	lapseHealthyDelay = "node healthy, its remediation waits for healthyDelay or a manual confirmation"
+	lapseNotSelected  = "node no longer selected"
+	// lapseDeleting: the node is healthy and its resources are being
+	// deleted, the ordinary end of a remediation; the lease is released
+	// once they are gone, and no event says more.
+	lapseDeleting = "node healthy, its remediation being deleted"
 )
 
-// leaseLapses says why this NodeHealthCheck no longer acts on a node with
-// its resources, or "": a step runs within its timeout (a remediationTemplate
-// until its lease is overdue), or the node recovers and its resources wait
-// for their deletion. A node that is no longer selected has no verdict: its
-// resources go, and so does the lease after them.
+// leaseLapses says why this NodeHealthCheck no longer renews the lease of a
+// node with its resources, or "" while a step runs on it within its time: the
+// node is selected, not excluded, still unhealthy, not out of steps, and its
+// running step neither timed out nor failed nor, for a step without timeout
+// (remediationTemplate), past its lease's overdue time. Whatever holds back
+// the time-out (a pause, the budget) does not keep the lease: nothing runs
+// on the node that another operator, such as node-maintenance-operator, must
+// wait for.
 func (e *evaluation) leaseLapses(v *NodeVerdict) string {
 	switch {
-	case v == nil || v.State == StateRecovering:
-		return ""
+	case v == nil:
+		return lapseNotSelected
 	case v.Excluded:
 		return lapseExcluded
+	case v.State == StateRecovering && v.HealthyDelayed:
+		return lapseHealthyDelay
+	case v.State == StateRecovering:
+		return lapseDeleting
 	case v.Waiting == WaitNoTemplate:
 		return lapseExhausted
 	}
@@ -279,9 +294,17 @@ func (e *evaluation) leaseLapses(v *NodeVerdict) string {
 	switch {
 	case p.current == nil:
 		return lapseTimedOut
-	case p.currentStep >= 0 && e.rules.steps[p.currentStep].timeout > 0 &&
-		!e.now.Before(p.current.Created.Add(e.rules.steps[p.currentStep].timeout)):
-		return lapseTimedOut
+	case p.currentStep < 0:
+		// A step the spec no longer has runs until the node is healthy.
+		return ""
 	}
-	return ""
+	switch end := e.stepEnd(v.Node.Name, p); {
+	case end.failed:
+		return lapseFailed
+	case end.at.IsZero() || e.now.Before(end.at):
+		return ""
+	case end.overdue:
+		return lapseOverdue
+	}
+	return lapseTimedOut
 }

@@ -141,8 +141,8 @@ func TestLeaseRenewalAndRelease(t *testing.T) {
 			nil, nil, now.Add(-3 * time.Minute).Add(11 * time.Minute / 2)},
 		{"half gone: renewed, and again in half its duration", oneSick(), running, map[string]NodeLease{"sick": lease(ourHolder, 6*time.Minute, 11*time.Minute)}, []string{"sick"}, nil, now.Add(11 * time.Minute / 2)},
 		{"expired but ours: renewed", oneSick(), running, map[string]NodeLease{"sick": lease(ourHolder, 20*time.Minute, 11*time.Minute)}, []string{"sick"}, nil, time.Time{}},
-		{"a healthy node waiting for healthyDelay keeps it", nodes("healthy", 3), remediationsFor("healthy-0", snrRemediation("healthy-0", 3*time.Minute)),
-			map[string]NodeLease{"healthy-0": lease(ourHolder, 6*time.Minute, 11*time.Minute)}, []string{"healthy-0"}, nil, time.Time{}},
+		{"a healthy node whose resources go: neither renewed nor released until they are gone", nodes("healthy", 3), remediationsFor("healthy-0", snrRemediation("healthy-0", 3*time.Minute)),
+			map[string]NodeLease{"healthy-0": lease(ourHolder, 6*time.Minute, 11*time.Minute)}, nil, nil, time.Time{}},
 		{"no resources left: released", nodes("healthy", 3), nil, map[string]NodeLease{"healthy-0": lease(ourHolder, time.Minute, 11*time.Minute)}, nil, []string{"healthy-0"}, time.Time{}},
 		{"a node no longer selected: released", nodes("healthy", 3), nil, map[string]NodeLease{"gone": lease(ourHolder, time.Minute, 11*time.Minute)}, nil, []string{"gone"}, time.Time{}},
 		{"someone else's: left alone", nodes("healthy", 3), nil, map[string]NodeLease{"healthy-0": lease("node-maintenance-operator", time.Minute, 11*time.Minute)}, nil, nil, time.Time{}},
@@ -303,6 +303,16 @@ func TestALeaseLapsesWhenTheNodeIsNoLongerActedOn(t *testing.T) {
 			remediationOf(templateB, "sick", 7*time.Minute, timedOutAnnotation(now.Add(-2*time.Minute)))), lapseExhausted},
 		{"the step timed out, the next one waits", func(n *v1alpha1.NodeHealthCheck) { twoSteps(n); paused(n) }, oneSick(),
 			remediationsFor("sick", remediationOf(templateA, "sick", 6*time.Minute)), lapseTimedOut},
+		{"the step failed, the next one waits", func(n *v1alpha1.NodeHealthCheck) { twoSteps(n); paused(n) }, oneSick(),
+			remediationsFor("sick", remediationOf(templateA, "sick", time.Minute, succeeded(metav1.ConditionFalse))), lapseFailed},
+		{"recovered, waiting for healthyDelay", healthyDelay(time.Hour), []*Node{testNode("sick")},
+			remediationsFor("sick", snrRemediation("sick", 4*time.Minute, healthyDelayAnnotation(now.Add(-time.Minute)))), lapseHealthyDelay},
+		{"recovered, waiting for a manual confirmation", healthyDelay(-1), []*Node{testNode("sick")},
+			remediationsFor("sick", snrRemediation("sick", 4*time.Minute)), lapseHealthyDelay},
+		{"recovered and excluded", healthyDelay(-1), []*Node{testNode("sick", label(v1alpha1.ExcludeFromRemediationLabel, "true"))},
+			remediationsFor("sick", snrRemediation("sick", 4*time.Minute)), lapseExcluded},
+		{"no longer selected, its remediator deletes the node", asIs, nodes("healthy", 3),
+			remediationsFor("sick", snrRemediation("sick", 4*time.Minute, permanentNodeDeletion)), lapseNotSelected},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -321,10 +331,27 @@ func TestALeaseLapsesWhenTheNodeIsNoLongerActedOn(t *testing.T) {
 			assert.Empty(t, d.RenewLeases)
 			assert.Empty(t, d.ReleaseLeases, "it lapses: node maintenance takes it when it ends")
 			require.Len(t, lapsing, 1)
-			assert.Equal(t, "Node lease of sick released: "+tc.wantWhy+"; it is no longer renewed and lapses at "+
+			assert.Equal(t, "Node lease of sick no longer renewed: "+tc.wantWhy+"; it lapses at "+
 				now.Add(2*time.Minute).UTC().Format(time.RFC3339)+", so that node maintenance may take the node", lapsing[0].Message)
 		})
 	}
+}
+
+// A paused NodeHealthCheck holds the time-out of a remediationTemplate whose
+// lease is overdue; the lease is no longer renewed either: no step runs
+// within its time.
+func TestAPausedRemediationTemplatesOverdueLeaseLapses(t *testing.T) {
+	l := lease(ourHolder, 4*time.Minute, 11*time.Minute)
+	l.Acquired = now.Add(-40 * time.Minute)
+	resources := remediationsFor("sick", snrRemediation("sick", 40*time.Minute))
+	d := withLeases(paused, oneSick(), resources, map[string]NodeLease{"sick": l})
+	assert.Empty(t, d.TimeOut, "the pause holds the time-out")
+	l.Renewed = now.Add(-6 * time.Minute)
+	d = withLeases(paused, oneSick(), resources, map[string]NodeLease{"sick": l})
+	assert.Empty(t, d.RenewLeases, "half its duration passed, and it is not renewed")
+	require.Len(t, d.Warnings, 1)
+	assert.Equal(t, ReasonLeaseLapsing, d.Warnings[0].Reason)
+	assert.Contains(t, d.Warnings[0].Message, lapseOverdue)
 }
 
 // The create that takes a lease asks for the sync that renews it: no event

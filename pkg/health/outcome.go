@@ -26,9 +26,9 @@ type Outcome struct {
 	// create no longer showed the need (Plan.Recheck): the next plan decides
 	// again.
 	Withdrawn []Blocked
-	// Unconfirmed are creations of a node's first remediation not sent,
-	// because the node, read at the API server just before, no longer
-	// needed it, though the cache did: the node cache lagged behind.
+	// Unconfirmed are creations (a first remediation or an escalation step)
+	// not sent, because the node, read at the API server just before, no
+	// longer needed it, though the cache did: the node cache lagged behind.
 	Unconfirmed []Blocked
 	// Errors are the actions that failed and are worth a retry; the others
 	// went ahead.

@@ -24,7 +24,7 @@ import (
 // reason's summary, and why a node waits.
 const (
 	messageNodesOverlap = "%d selected nodes are also selected by NodeHealthChecks %s; only one NodeHealthCheck remediates a node, " +
-		"the one already remediating it, else the oldest whose unhealthy conditions hold on it: %s. Make the selectors disjoint"
+		"the one already remediating it, else one that can act (not disabled, paused or deleting), the oldest whose unhealthy conditions hold on it: %s. Make the selectors disjoint"
 	messageRemediatesSelf  = "this one remediates %d"
 	messageRemediatesOther = "%s remediates %d"
 	messageNoOverlap       = "No selected node is selected by another NodeHealthCheck"
@@ -34,6 +34,8 @@ const (
 	becauseOverlapFirstByName = "NodeHealthCheck %s selects it too and remediates it: both were created in the same second, and its name comes first; make the selectors disjoint"
 	becauseOverlapRemediating = "NodeHealthCheck %s has remediation resources for it, and this one leaves it alone until they are gone; make the selectors disjoint"
 	becauseOverlapConditions  = "NodeHealthCheck %s selects it too and remediates it: its unhealthy conditions hold on the node, and this one's do not; make the selectors disjoint"
+	// becauseOverlapCannotAct (other, why this one cannot act).
+	becauseOverlapCannotAct = "NodeHealthCheck %s selects it too and remediates it: this one cannot act (%s), and it can; make the selectors disjoint"
 
 	// maxNamed bounds the NodeHealthChecks a message names.
 	maxNamed = 10
@@ -52,12 +54,15 @@ type Peer struct {
 type SelectingPeer struct {
 	Peer
 	Selector labels.Selector
-	// Unknown is true when its remediation resources cannot be known yet
-	// (their kinds are not watched yet): it may be remediating any node it
-	// selects.
+	// Unknown is true while remediation resources cannot all be known yet
+	// (after a start, until the kinds of every NodeHealthCheck are watched
+	// and synced): it may be remediating any node it selects. A bounded
+	// window, never a lasting state of the peer's own.
 	Unknown bool
 	// Conditions are its unhealthy conditions.
 	Conditions []v1alpha1.UnhealthyCondition
+	// CannotAct is CannotAct of the NodeHealthCheck as last read.
+	CannotAct string
 }
 
 // Claim is a NodeHealthCheck's claim on a node: it selects the node, has
@@ -71,16 +76,44 @@ type Claim struct {
 	// ConditionsHold is true when one of its unhealthy conditions matches
 	// the node now, whether its duration has passed or not: it would act.
 	ConditionsHold bool
+	// CannotAct says why it cannot act on the node (CannotAct); "" when it can.
+	CannotAct string
+}
+
+// Why a NodeHealthCheck cannot act, for the overlap rule: what its object
+// shows, the same to every NodeHealthCheck and to kubectl nhc.
+const (
+	cannotActDeleting = "being deleted"
+	cannotActDisabled = "disabled"
+	cannotActPaused   = "paused"
+)
+
+// CannotAct says why a NodeHealthCheck cannot remediate a node now, from
+// the object alone: it is being deleted, its status's Disabled condition is
+// True (a template missing or forbidden, a kind no longer served), or its
+// spec has pause requests; "" when it can.
+func CannotAct(nhc *v1alpha1.NodeHealthCheck) string {
+	switch {
+	case nhc.DeletionTimestamp != nil:
+		return cannotActDeleting
+	case meta.IsStatusConditionTrue(nhc.Status.Conditions, v1alpha1.ConditionDisabled):
+		return cannotActDisabled
+	case len(nhc.Spec.PauseRequests) > 0:
+		return cannotActPaused
+	}
+	return ""
 }
 
 // Remediator returns the index of the claim whose NodeHealthCheck
 // remediates the node, or -1 when there is none. It is the one that has
 // remediation resources for the node already (a selector changed during its
-// remediation: never two remediations for one node), else the oldest whose
-// unhealthy conditions hold on the node (an older one that checks other
-// conditions would never act), else the oldest, by creationTimestamp, then
-// by name. Timing decides nothing, so every NodeHealthCheck that claims the
-// node, and kubectl nhc, pick the same one from the same node.
+// remediation: never two remediations for one node), else one that can act
+// before one that cannot (a disabled, paused or deleting one would leave
+// the node unremediated), else the oldest whose unhealthy conditions hold on
+// the node (an older one that checks other conditions would never act),
+// else the oldest, by creationTimestamp, then by name. Timing decides
+// nothing, so every NodeHealthCheck that claims the node, and kubectl nhc,
+// pick the same one from the same objects.
 func Remediator(claims []Claim) int {
 	best := -1
 	for i := range claims {
@@ -95,6 +128,8 @@ func remediatesFirst(a, b *Claim) bool {
 	switch {
 	case a.Remediating != b.Remediating:
 		return a.Remediating
+	case !a.Remediating && (a.CannotAct == "") != (b.CannotAct == ""):
+		return a.CannotAct == ""
 	case !a.Remediating && a.ConditionsHold != b.ConditionsHold:
 		return a.ConditionsHold
 	case !a.Created.Equal(b.Created):
@@ -122,7 +157,8 @@ func ClaimsOn(nodes []*Node, peers []SelectingPeer, owners map[string][]Peer) ma
 		start := len(buf)
 		for i := range peers {
 			if peers[i].Selector != nil && peers[i].Selector.Matches(labels.Set(node.Labels)) {
-				buf = append(buf, Claim{Peer: peers[i].Peer, Selects: true, Remediating: peers[i].Unknown, ConditionsHold: conditionsHold(node, peers[i].Conditions)})
+				buf = append(buf, Claim{Peer: peers[i].Peer, Selects: true, Remediating: peers[i].Unknown,
+					ConditionsHold: conditionsHold(node, peers[i].Conditions), CannotAct: peers[i].CannotAct})
 			}
 		}
 		for _, owner := range owners[node.Name] {
@@ -171,7 +207,8 @@ func (in *Input) RemediatorOf(node string) (by Claim, self bool) {
 func (in *Input) selfClaim(name string, node *Node) Claim {
 	nhc := in.NHC
 	return Claim{Peer: Peer{Name: nhc.Name, UID: nhc.UID, Created: nhc.CreationTimestamp.Time}, Selects: true,
-		Remediating: len(in.Remediations[name]) > 0, ConditionsHold: node != nil && conditionsHold(node, nhc.Spec.UnhealthyConditions)}
+		Remediating: len(in.Remediations[name]) > 0, ConditionsHold: node != nil && conditionsHold(node, nhc.Spec.UnhealthyConditions),
+		CannotAct: CannotAct(nhc)}
 }
 
 // conditionsHold tells whether one of the unhealthy conditions matches a
@@ -274,6 +311,8 @@ func (p *Plan) becauseOverlap(by *Claim, selfHolds bool) string {
 	switch {
 	case by.Remediating:
 		return fmt.Sprintf(becauseOverlapRemediating, by.Name)
+	case by.CannotAct == "" && CannotAct(p.decidedFrom) != "":
+		return fmt.Sprintf(becauseOverlapCannotAct, by.Name, CannotAct(p.decidedFrom))
 	case by.ConditionsHold && !selfHolds:
 		return fmt.Sprintf(becauseOverlapConditions, by.Name)
 	case by.Created.Equal(p.decidedFrom.CreationTimestamp.Time):

@@ -220,10 +220,6 @@ type Creation struct {
 	firstResource bool
 }
 
-// First tells whether the creation starts the node's remediation: the node
-// has no resource yet.
-func (c Creation) First() bool { return c.firstResource }
-
 // TimeOut is a remediation resource to give up on.
 type TimeOut struct {
 	Node     string

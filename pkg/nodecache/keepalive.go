@@ -11,9 +11,9 @@ import (
 // only by TCP keepalive. Go's default (15 s idle, 15 s apart, the kernel's 9
 // probes) noticed it after 150 s or more, while the cache showed every node
 // as it was; these probes notice it within DeadConnectionBound, and the
-// informer watches again. A node's first remediation is confirmed at the
-// API server anyway (controller's recheck), so a node seen late is never
-// remediated after it recovered.
+// informer watches again. Every create of a remediation resource is
+// confirmed at the API server anyway (controller's recheck), so a node seen
+// late is never remediated after it recovered.
 var nodeKeepAlive = net.KeepAliveConfig{Enable: true, Idle: 5 * time.Second, Interval: 5 * time.Second, Count: 3}
 
 // DeadConnectionBound is the longest a node connection whose peer is gone

@@ -51,11 +51,28 @@ func (m *Informers) ownedBy(gvr schema.GroupVersionResource, uid types.UID) []*u
 }
 
 // controlPlaneNodes returns the control-plane nodes with a remediation
-// resource of any kind watched, whoever owns it.
+// resource of any kind watched, whoever owns it, and those that the cache of
+// a kind stopped for a lasting error showed when it stopped: quorum does
+// not care that a remediator's role was removed.
 func (m *Informers) controlPlaneNodes() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	var nodes []string
-	for _, r := range m.runningInformers() {
-		nodes = append(nodes, r.informer.GetIndexer().ListIndexFuncValues(controlPlaneIndex)...)
+	for _, r := range m.running {
+		nodes = append(nodes, r.controlPlaneNodes()...)
+	}
+	for _, s := range m.stopped {
+		nodes = append(nodes, s.controlPlane...)
+	}
+	return nodes
+}
+
+// controlPlaneNodes returns the control-plane nodes its cache shows; before
+// a retry has synced, also those remembered from when it stopped.
+func (r *runningInformer) controlPlaneNodes() []string {
+	nodes := r.informer.GetIndexer().ListIndexFuncValues(controlPlaneIndex)
+	if !r.informer.HasSynced() {
+		nodes = append(nodes, r.remembered...)
 	}
 	return nodes
 }

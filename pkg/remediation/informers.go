@@ -115,11 +115,19 @@ type runningInformer struct {
 	// it stands until the informer syncs, and a retry that fails the same
 	// way stops at once.
 	retried error
+	// remembered are the control-plane nodes the cache of the kind showed
+	// when it was stopped: busy until this retry syncs.
+	remembered []string
 }
 
 type stoppedInformer struct {
 	err     error
 	retryAt time.Time
+	// controlPlane are the control-plane nodes with a remediation resource
+	// of the kind, as its cache showed them when it stopped (after it had
+	// synced, or as remembered from an earlier stop): they stay busy while
+	// the kind cannot be read.
+	controlPlane []string
 }
 
 // NewInformers returns a manager whose informers run until ctx ends.
@@ -183,16 +191,16 @@ func (m *Informers) ensure(gvr schema.GroupVersionResource) {
 	if _, ok := m.running[gvr]; ok {
 		return
 	}
-	var retried error
+	var stopped stoppedInformer
 	if s, ok := m.stopped[gvr]; ok {
 		if m.clock.Now().Before(s.retryAt) {
 			return
 		}
 		delete(m.stopped, gvr)
-		retried = s.err
+		stopped = s
 		klog.FromContext(m.ctx).V(2).Info(logStartedAgain, "resource", gvr, "lastError", s.err)
 	}
-	m.running[gvr] = m.start(gvr, retried)
+	m.running[gvr] = m.start(gvr, stopped)
 }
 
 // users are the NodeHealthCheck that use a kind; m.mu is held.
@@ -217,13 +225,15 @@ func (m *Informers) usedForRemediations(gvr schema.GroupVersionResource) bool {
 	return false
 }
 
-func (m *Informers) start(gvr schema.GroupVersionResource, retried error) *runningInformer {
+// start starts a kind's informer; stopped is how it was stopped before, if
+// this is a retry.
+func (m *Informers) start(gvr schema.GroupVersionResource, stopped stoppedInformer) *runningInformer {
 	informer := dynamicinformer.NewFilteredDynamicInformer(m.client, gvr, "", 0, cache.Indexers{
 		ownerIndex:        indexByOwner,
 		controlPlaneIndex: indexByControlPlaneNode,
 		nodeIndex:         indexByNode,
 	}, nil).Informer()
-	r := &runningInformer{informer: informer, started: m.clock.Now(), retried: retried}
+	r := &runningInformer{informer: informer, started: m.clock.Now(), retried: stopped.err, remembered: stopped.controlPlane}
 	// Managed fields are never read; dropping them halves the memory of
 	// small objects.
 	_ = informer.SetTransform(func(obj any) (any, error) {
@@ -278,17 +288,20 @@ func (m *Informers) forbidden(gvr schema.GroupVersionResource, err error) {
 }
 
 // stopFailing stops a kind's informer for a lasting error, if it runs, and
-// records when to try it again; it is called with m.mu held, and unlocks it.
+// records when to try it again and the control-plane nodes its cache
+// showed; it is called with m.mu held, and unlocks it.
 func (m *Informers) stopFailing(gvr schema.GroupVersionResource, err error) {
 	retry := templateRetryInterval
 	if m.usedForRemediations(gvr) {
 		retry = remediationRetryInterval
 	}
+	controlPlane := m.stopped[gvr].controlPlane
 	if r, ok := m.running[gvr]; ok {
+		controlPlane = r.controlPlaneNodes()
 		r.stop()
 		delete(m.running, gvr)
 	}
-	m.stopped[gvr] = stoppedInformer{err: err, retryAt: m.clock.Now().Add(retry)}
+	m.stopped[gvr] = stoppedInformer{err: err, retryAt: m.clock.Now().Add(retry), controlPlane: controlPlane}
 	m.mu.Unlock()
 	klog.FromContext(m.ctx).V(2).Info(logStoppedFailing, "resource", gvr, "err", err, "retryIn", retry)
 	m.kindChanged(gvr)
@@ -348,20 +361,35 @@ func (m *Informers) state(gvr schema.GroupVersionResource) KindState {
 }
 
 // unknownRemediations lists the kinds some NodeHealthCheck uses for
-// remediation resources whose cache cannot be read: starting, or failing for
-// another reason than their kind no longer being served.
+// remediation resources whose cache cannot be read yet: starting (within the
+// grace), or failing for a passing reason. A kind stopped for a lasting one
+// (forbidden, no longer served: failed, forbidden, stopFailing), and its
+// retries until one syncs, is not unknown: one broken remediator would
+// otherwise hold every control-plane node of the cluster for as long as it
+// stays broken. The control-plane nodes its cache showed stay busy instead
+// (controlPlaneNodes); its own NodeHealthChecks stay disabled (State).
 func (m *Informers) unknownRemediations() []schema.GroupVersionResource {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var unknown []schema.GroupVersionResource
 	for _, u := range m.uses {
 		for gvr := range u.remediations {
-			if s := m.state(gvr); !s.Synced && !apierrors.IsNotFound(s.Err) && !slices.Contains(unknown, gvr) {
+			if !m.state(gvr).Synced && !m.failedLastingly(gvr) && !slices.Contains(unknown, gvr) {
 				unknown = append(unknown, gvr)
 			}
 		}
 	}
 	return unknown
+}
+
+// failedLastingly tells whether a kind's informer was stopped for a lasting
+// error, and is stopped or being retried; m.mu is held.
+func (m *Informers) failedLastingly(gvr schema.GroupVersionResource) bool {
+	if _, ok := m.stopped[gvr]; ok {
+		return true
+	}
+	r, ok := m.running[gvr]
+	return ok && r.retried != nil
 }
 
 func (m *Informers) informer(gvr schema.GroupVersionResource) *runningInformer {

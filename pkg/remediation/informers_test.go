@@ -3,6 +3,7 @@ package remediation
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,9 +44,9 @@ func TestALostRemediationKindIsStoppedAndRetried(t *testing.T) {
 		err         error
 		wantUnknown bool
 	}{
-		{"forbidden", apierrors.NewForbidden(testGVR.GroupResource(), "", assert.AnError), true},
-		// A kind no longer served has no resources that could hold back a
-		// control-plane node.
+		// A lasting failure leaves the kind out of the unknown ones: one
+		// broken remediator must not hold every control-plane node.
+		{"forbidden", apierrors.NewForbidden(testGVR.GroupResource(), "", assert.AnError), false},
 		{"no longer served", apierrors.NewNotFound(testGVR.GroupResource(), ""), false},
 	}
 	for _, tc := range cases {
@@ -100,4 +101,78 @@ func TestARemediationKindFailingWithinTheGraceKeepsRunning(t *testing.T) {
 	informers.failed(testGVR, r, forbidden)
 	assert.Empty(t, informers.Running(), "after the grace")
 	assert.Equal(t, forbidden, informers.State(testGVR).Err)
+}
+
+// One broken remediator (its kind forbidden, or no longer served) does not
+// make every control-plane remediation unknown for good: a kind stopped for
+// a lasting reason is not unknown, while one still starting is. To stay
+// safe, the control-plane nodes its cache showed when it stopped stay busy,
+// through its retries, until it is readable again or no NodeHealthCheck
+// uses it.
+func TestAStoppedKindKeepsItsControlPlaneNodesBusyButIsNotUnknown(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
+	cp, err := newRemediation(testTemplate(nil), testNHC, "cp-1", true)
+	require.NoError(t, err)
+	client := fakeDynamic(cp)
+	// The role of the kind's remediator comes and goes; the reactor is in
+	// place before any informer lists.
+	forbidden := apierrors.NewForbidden(testGVR.GroupResource(), "", assert.AnError)
+	var denied atomic.Bool
+	client.PrependReactor("list", testGVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) {
+		return denied.Load(), nil, forbidden
+	})
+	informers := NewInformers(ctx, client, clock)
+	informers.Use("broken", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
+	assert.Equal(t, []schema.GroupVersionResource{testGVR}, informers.unknownRemediations(), "starting: unknown")
+	require.Eventually(t, func() bool { return informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
+	assert.Equal(t, []string{"cp-1"}, informers.controlPlaneNodes())
+
+	// Its remediator's role is removed: the kind is forbidden from now on.
+	denied.Store(true)
+	informers.failed(testGVR, informers.informer(testGVR), forbidden)
+	assert.Empty(t, informers.unknownRemediations(), "stopped for a lasting reason: not unknown")
+	assert.Equal(t, []string{"cp-1"}, informers.controlPlaneNodes(), "what its cache showed stays busy")
+
+	// Retried, and forbidden again: still not unknown, still busy.
+	clock.SetTime(clock.Now().Add(remediationRetryInterval))
+	informers.Use("broken", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
+	require.Len(t, informers.Running(), 1, "retried")
+	assert.Empty(t, informers.unknownRemediations(), "a retry of a lasting failure is not unknown")
+	assert.Equal(t, []string{"cp-1"}, informers.controlPlaneNodes())
+	informers.failed(testGVR, informers.informer(testGVR), forbidden)
+	assert.Empty(t, informers.Running())
+	assert.Equal(t, []string{"cp-1"}, informers.controlPlaneNodes(), "kept through the retries")
+
+	// Readable again: its cache, not the memory, says what is busy.
+	denied.Store(false)
+	require.NoError(t, client.Tracker().Delete(testGVR, cp.GetNamespace(), cp.GetName()))
+	clock.SetTime(clock.Now().Add(remediationRetryInterval))
+	informers.Use("broken", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
+	require.Eventually(t, func() bool { return informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
+	assert.Empty(t, informers.controlPlaneNodes(), "readable again, and the remediation is gone")
+
+	// Stopped again, then no NodeHealthCheck uses it: nothing is remembered.
+	informers.failed(testGVR, informers.informer(testGVR), forbidden)
+	informers.Use("broken", Kinds{})
+	assert.Empty(t, informers.controlPlaneNodes())
+	assert.Empty(t, informers.unknownRemediations())
+}
+
+// A kind that never synced before it was stopped shows nothing to remember.
+func TestAKindStoppedBeforeItSyncedRemembersNothing(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
+	client := fakeDynamic()
+	forbidden := apierrors.NewForbidden(testGVR.GroupResource(), "", assert.AnError)
+	client.PrependReactor("list", testGVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, forbidden })
+	informers := NewInformers(ctx, client, clock)
+	informers.Use("broken", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
+	assert.Len(t, informers.unknownRemediations(), 1, "within the grace: unknown")
+	clock.SetTime(clock.Now().Add(watchGrace))
+	informers.failed(testGVR, informers.informer(testGVR), forbidden)
+	assert.Empty(t, informers.unknownRemediations())
+	assert.Empty(t, informers.controlPlaneNodes())
 }

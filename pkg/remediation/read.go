@@ -133,8 +133,10 @@ func (m *Manager) Read(nhc *v1alpha1.NodeHealthCheck, w Watched) (Observation, e
 
 // readControlPlane reads the control-plane nodes under remediation: quorum
 // does not care who remediates, so every kind any NodeHealthCheck uses
-// counts, whoever owns the resource, and so do the creates under way. They
-// are known only once every NodeHealthCheck's kinds are watched and synced.
+// counts, whoever owns the resource, and so do the creates under way and
+// what a kind stopped for a lasting error last showed. They are known once
+// every NodeHealthCheck's kinds are watched, and synced or stopped for a
+// lasting error (unknownRemediations).
 func (m *Manager) readControlPlane(obs *Observation, reserved []string) {
 	for _, node := range m.informers.controlPlaneNodes() {
 		obs.BusyControlPlaneNodes[node] = true

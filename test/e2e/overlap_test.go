@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
@@ -169,4 +170,57 @@ func TestASharedNodeGoesToTheNodeHealthCheckWhoseConditionsHold(t *testing.T) {
 		return len(env.Remediations(t, younger)[nodes[0]]) == 1
 	})
 	framework.Consistently(t, 2*time.Second, "the older one leaves it alone", func() bool { return len(env.Remediations(t, older)) == 0 })
+}
+
+// TestASharedNodeGoesToANodeHealthCheckThatCanAct: the older of two
+// NodeHealthChecks that select a node cannot act (paused, or disabled: its
+// template is missing). The younger one remediates the node instead of
+// leaving it to one that does nothing; once the older one can act again,
+// the node stays with the one that has resources for it.
+func TestASharedNodeGoesToANodeHealthCheckThatCanAct(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		older string
+		idle  func(*v1alpha1.NodeHealthCheckSpec)
+		again func(*v1alpha1.NodeHealthCheckSpec)
+	}{
+		{"idle-paused", func(s *v1alpha1.NodeHealthCheckSpec) { s.PauseRequests = []string{"upgrade"} },
+			func(s *v1alpha1.NodeHealthCheckSpec) { s.PauseRequests = nil }},
+		{"idle-disabled", func(s *v1alpha1.NodeHealthCheckSpec) {
+			s.RemediationTemplate = ptr.To(framework.TemplateRef("idle-missing"))
+		},
+			func(s *v1alpha1.NodeHealthCheckSpec) {
+				s.RemediationTemplate = ptr.To(framework.TemplateRef("idle-disabled"))
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.older, func(t *testing.T) {
+			t.Parallel()
+			younger := tc.older + "-young"
+			env.CreateTemplate(t, tc.older, multipleTemplates)
+			env.CreateTemplate(t, younger, multipleTemplates)
+			nodes := env.CreateNodes(t, tc.older, 3)
+			createYounger(t, env.CreateNHC(t, tc.older, tc.idle), younger, func(s *v1alpha1.NodeHealthCheckSpec) {
+				s.Selector = metav1.LabelSelector{MatchLabels: map[string]string{framework.ScenarioLabel: tc.older}}
+			})
+			env.Fail(t, time.Hour, nodes[0])
+			framework.Eventually(t, 15*time.Second, "the younger one to remediate the node", func() bool {
+				return len(env.Remediations(t, younger)[nodes[0]]) == 1
+			})
+			framework.Eventually(t, 10*time.Second, "its overlap condition to say so", func() bool {
+				c := overlapCondition(t, younger)
+				return c != nil && strings.Contains(c.Message, "this one remediates 3.")
+			})
+
+			// The older one can act again: the node stays with the one
+			// remediating it.
+			env.UpdateNHC(t, tc.older, tc.again)
+			framework.Eventually(t, 15*time.Second, "the older one to leave the node to the one remediating it", func() bool {
+				return strings.Contains(statusOf(t, tc.older).Reason, "left to the NodeHealthCheck")
+			})
+			framework.Consistently(t, 2*time.Second, "never two remediations of one node", func() bool {
+				return len(env.Remediations(t, tc.older)) == 0 && len(env.Remediations(t, younger)[nodes[0]]) == 1
+			})
+		})
+	}
 }

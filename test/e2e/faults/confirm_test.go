@@ -52,3 +52,47 @@ func TestANodeRecoveredAtTheAPIServerIsNotRemediated(t *testing.T) {
 	})
 	assert.Empty(t, env.Remediations(t, scenario))
 }
+
+// TestAnEscalationOfANodeRecoveredAtTheAPIServerIsNotCreated: a node under
+// remediation recovers while the controller's node watch lags behind, and
+// its remediator gives up on the first step at that moment. The cache still
+// shows the node unhealthy; the API server does not: the next, heavier step
+// is not created, and the controller says why.
+func TestAnEscalationOfANodeRecoveredAtTheAPIServerIsNotCreated(t *testing.T) {
+	const scenario = "escalation-unseen"
+	multi := map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: "true"}
+	env.CreateTemplate(t, scenario+"-soft", multi)
+	env.CreateTemplate(t, scenario+"-hard", multi)
+	nodes := env.CreateNodes(t, scenario, 3)
+	env.CreateNHC(t, scenario, func(s *v1alpha1.NodeHealthCheckSpec) {
+		s.RemediationTemplate = nil
+		s.EscalatingRemediations = []v1alpha1.EscalatingRemediation{
+			{RemediationTemplate: framework.TemplateRef(scenario + "-soft"), Order: 1, Timeout: metav1.Duration{Duration: time.Hour}},
+			{RemediationTemplate: framework.TemplateRef(scenario + "-hard"), Order: 2, Timeout: metav1.Duration{Duration: time.Hour}},
+		}
+	})
+	startController(t, scenario)
+	env.Fail(t, time.Hour, nodes[0])
+	framework.Eventually(t, 15*time.Second, "the first step", func() bool { return len(env.Remediations(t, scenario)[nodes[0]]) == 1 })
+	soft := env.Remediations(t, scenario)[nodes[0]][0].GetName()
+
+	proxy.HoldNodeWatches(true)
+	t.Cleanup(func() { proxy.HoldNodeWatches(false) })
+	env.Recover(t, nodes[0])
+	env.SetRemediationCondition(t, soft, v1alpha1.SucceededCondition, "False")
+	framework.Eventually(t, 15*time.Second, "the next step not confirmed", func() bool {
+		for _, e := range env.Events(t, scenario) {
+			if e.Reason == "RemediationNotConfirmed" && strings.Contains(e.Message, "Remediation of node "+nodes[0]+" not started: at the API server,") {
+				return true
+			}
+		}
+		return false
+	})
+	assert.Len(t, env.Remediations(t, scenario)[nodes[0]], 1, "no next step for a node the API server shows recovered")
+
+	proxy.HoldNodeWatches(false)
+	framework.Eventually(t, 10*time.Second, "the node healthy once the cache catches up", func() bool {
+		return len(env.GetNHC(t, scenario).Status.UnhealthyNodes) == 0
+	})
+	assert.Empty(t, env.Remediations(t, scenario))
+}

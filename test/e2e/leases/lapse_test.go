@@ -135,3 +135,28 @@ func TestAnExhaustedEscalationsLeaseLapses(t *testing.T) {
 	lapsesForMaintenance(t, scenario, nodes[0], 75*time.Second)
 	assert.True(t, hasEvent(t, scenario, corev1.EventTypeNormal, "NodeLeaseLapsing", "escalation exhausted"))
 }
+
+// TestARecoveredNodesLeaseLapsesWhileItsRemediationWaits: the node
+// recovers, and its remediation waits for a manual confirmation (a negative
+// healthyDelay): no step runs on a Ready node, so its lease is no longer
+// renewed, and node maintenance gets the node when the lease ends, while
+// the remediation resource stays until someone confirms.
+func TestARecoveredNodesLeaseLapsesWhileItsRemediationWaits(t *testing.T) {
+	t.Parallel()
+	const scenario = "lapse-recovered"
+	env.CreateTemplate(t, scenario, nil)
+	nodes := env.CreateNodes(t, scenario, 3)
+	env.CreateNHC(t, scenario, func(s *v1alpha1.NodeHealthCheckSpec) { s.HealthyDelay = &metav1.Duration{Duration: -time.Second} })
+	env.Fail(t, time.Hour, nodes[0])
+	framework.Eventually(t, 10*time.Second, "remediated with the lease taken", func() bool {
+		return len(env.Remediations(t, scenario)[nodes[0]]) == 1 && holder(t, nodes[0]) == "NodeHealthCheck-"+scenario
+	})
+	require.False(t, takeOverAsMaintenance(nodes[0]), "our lease is in force")
+	env.Recover(t, nodes[0])
+	framework.Eventually(t, 10*time.Second, "the remediation waits for a confirmation", func() bool {
+		entry := env.GetNHC(t, scenario).Status.UnhealthyNodes
+		return len(entry) == 1 && ptr.Deref(entry[0].HealthyDelayed, false)
+	})
+	lapsesForMaintenance(t, scenario, nodes[0], 15*time.Second)
+	assert.True(t, hasEvent(t, scenario, corev1.EventTypeNormal, "NodeLeaseLapsing", "node healthy, its remediation waits for healthyDelay or a manual confirmation"))
+}

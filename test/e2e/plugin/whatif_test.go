@@ -58,7 +58,7 @@ func TestWhatIfEvaluatesWithoutWriting(t *testing.T) {
 	// The default conditions (Ready False or Unknown for 300s) apply.
 	out := nhc(t, "what-if", "-f", whatIfFile(t, "whatif-new", scenario, `"51%"`))
 	assert.Contains(t, out, "WARNING: 1 node also selected by whatif-other: whatif-shared; whatif-other remediates 1 of them "+
-		"(only one NodeHealthCheck remediates a node: the one already remediating it, else the oldest whose unhealthy conditions hold on it)\n")
+		"(only one NodeHealthCheck remediates a node: the one already remediating it, else one that can act (not disabled, paused or deleting), the oldest whose unhealthy conditions hold on it)\n")
 	assert.Contains(t, out, "Budget: 3 of 5 selected nodes healthy, 3 must be: new remediations allowed\n")
 	assert.Equal(t, []string{"whatif-00", "Unhealthy", "Ready=False", "60m", "now"}, row(t, out, "whatif-00"))
 	assert.Regexp(t, `^whatif-01 SoonUnhealthy Ready=False \d+s at \S+Z \(in (3m\d+s|4m\d*s?)\)$`, strings.Join(row(t, out, "whatif-01"), " "))
