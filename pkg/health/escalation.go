@@ -116,6 +116,34 @@ func progressOf(steps []step, resources []Remediation, entry *v1alpha1.Unhealthy
 	return p
 }
 
+// stepEnd is when and how a node's running step ends.
+type stepEnd struct {
+	// at is when it times out: its timeout, or its node lease's overdue
+	// time when that comes first; zero when it runs until the node is
+	// healthy. A remediationTemplate has no timeout: only its lease ends it.
+	at time.Time
+	// overdue is true when at is the lease's overdue time.
+	overdue bool
+	// failed is true when its remediator reported Succeeded=False, which
+	// ends a step with a timeout at once.
+	failed bool
+}
+
+// stepEnd says when the running step of a node ends; p.current must be set
+// and its step known (p.currentStep >= 0).
+func (e *evaluation) stepEnd(node string, p progress) stepEnd {
+	var end stepEnd
+	timeout := e.rules.steps[p.currentStep].timeout
+	if timeout > 0 {
+		end.at = p.current.Created.Add(timeout)
+		end.failed = p.current.Succeeded == metav1.ConditionFalse
+	}
+	if overdueAt := e.leaseOverdue(node, p.currentStep); !overdueAt.IsZero() && (end.at.IsZero() || overdueAt.Before(end.at)) {
+		end.at, end.overdue = overdueAt, true
+	}
+	return end
+}
+
 // timedOutAt returns when a resource was given up on, from the status entry
 // or from its annotation, or nil.
 func timedOutAt(r *Remediation, entry *v1alpha1.UnhealthyNode) *metav1.Time {
