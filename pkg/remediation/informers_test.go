@@ -80,17 +80,23 @@ func TestALostRemediationKindIsStoppedAndRetried(t *testing.T) {
 	}
 }
 
-// A forbidden first list of a remediation kind does not stop its informer
-// within the grace, and does after it: RBAC granted with a NodeHealthCheck
-// may take a moment to apply.
-func TestARemediationKindFailingWithinTheGraceKeepsRunning(t *testing.T) {
+// forbiddenKind returns informers whose every list of testGVR is
+// forbidden, on a fake clock, and the error.
+func forbiddenKind(t *testing.T) (*Informers, *clocktesting.FakePassiveClock, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
 	client := fakeDynamic()
 	forbidden := apierrors.NewForbidden(testGVR.GroupResource(), "", assert.AnError)
 	client.PrependReactor("list", testGVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, forbidden })
-	informers := NewInformers(ctx, client, clock)
+	return NewInformers(ctx, client, clock), clock, forbidden
+}
+
+// A forbidden first list of a remediation kind does not stop its informer
+// within the grace, and does after it: RBAC granted with a NodeHealthCheck
+// may take a moment to apply.
+func TestARemediationKindFailingWithinTheGraceKeepsRunning(t *testing.T) {
+	informers, clock, forbidden := forbiddenKind(t)
 	informers.Use("workers", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 	r := informers.informer(testGVR)
 	informers.failed(testGVR, r, forbidden)
@@ -162,13 +168,7 @@ func TestAStoppedKindKeepsItsControlPlaneNodesBusyButIsNotUnknown(t *testing.T) 
 
 // A kind that never synced before it was stopped shows nothing to remember.
 func TestAKindStoppedBeforeItSyncedRemembersNothing(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
-	client := fakeDynamic()
-	forbidden := apierrors.NewForbidden(testGVR.GroupResource(), "", assert.AnError)
-	client.PrependReactor("list", testGVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, forbidden })
-	informers := NewInformers(ctx, client, clock)
+	informers, clock, forbidden := forbiddenKind(t)
 	informers.Use("broken", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 	assert.Len(t, informers.unknownRemediations(), 1, "within the grace: unknown")
 	clock.SetTime(clock.Now().Add(watchGrace))

@@ -180,7 +180,7 @@ func isRemediation(gvr schema.GroupVersionResource) bool {
 }
 
 // resource is what the invariants read of a remediation resource.
-type resource_ struct {
+type remediationObj struct {
 	obj          *unstructured.Unstructured
 	node         string
 	owner        types.UID
@@ -189,8 +189,8 @@ type resource_ struct {
 	controlPlane bool
 }
 
-func resourceOf(obj *unstructured.Unstructured) resource_ {
-	r := resource_{obj: obj, node: obj.GetAnnotations()[v1alpha1.NodeNameAnnotation], template: obj.GetAnnotations()[v1alpha1.TemplateNameAnnotation]}
+func resourceOf(obj *unstructured.Unstructured) remediationObj {
+	r := remediationObj{obj: obj, node: obj.GetAnnotations()[v1alpha1.NodeNameAnnotation], template: obj.GetAnnotations()[v1alpha1.TemplateNameAnnotation]}
 	for _, ref := range obj.GetOwnerReferences() {
 		if ref.Kind == "NodeHealthCheck" {
 			r.owner, r.ownerName = ref.UID, ref.Name
@@ -201,8 +201,8 @@ func resourceOf(obj *unstructured.Unstructured) resource_ {
 }
 
 // resources lists every remediation resource the API server has.
-func (c *checker) resources() []resource_ {
-	var all []resource_
+func (c *checker) resources() []remediationObj {
+	var all []remediationObj
 	for _, k := range kinds {
 		for _, obj := range c.s.server.store.stored(k.remediation()) {
 			all = append(all, resourceOf(obj))

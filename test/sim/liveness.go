@@ -70,7 +70,7 @@ func (c *checker) watchLag() time.Duration {
 // node is selected, not excluded, and unhealthy, and it has a resource
 // that has not timed out, whose step is within its timeout (or, without
 // one, its lease is not overdue). It returns when the step's time ends.
-func (c *checker) stepRuns(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node, all []resource_) (bool, time.Time) {
+func (c *checker) stepRuns(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node, all []remediationObj) (bool, time.Time) {
 	now := time.Now()
 	if nhc.DeletionTimestamp != nil || !selects(nhc, node) || excluded(node) {
 		return false, time.Time{}
@@ -113,7 +113,7 @@ func (c *checker) leaseOn(node string) health.NodeLease {
 
 // trackRuns records, for every NodeHealthCheck and node, whether a step
 // runs from now until the next check.
-func (c *checker) trackRuns(all []resource_) {
+func (c *checker) trackRuns(all []remediationObj) {
 	now := time.Now()
 	seen := map[runKey]bool{}
 	nodes := c.allNodes()
@@ -209,7 +209,7 @@ func (c *checker) nextDue() time.Time {
 
 // liveness checks that a node that needs a remediation, and that nothing
 // documented holds back, gets its resource within livenessBound.
-func (c *checker) liveness(all []resource_, calm bool) {
+func (c *checker) liveness(all []remediationObj, calm bool) {
 	now := time.Now()
 	for _, node := range c.allNodes() {
 		by := c.canRemediate(node, all)
@@ -234,14 +234,14 @@ func (c *checker) liveness(all []resource_, calm bool) {
 // NodeHealthCheck selects it, its condition has held for its duration, it
 // is not paused, its templates can be read and written, it starts no
 // escalation, and its budget allows.
-func (c *checker) canRemediate(node *corev1.Node, all []resource_) string {
-	if excluded(node) || slices.ContainsFunc(all, func(r resource_) bool { return r.node == node.Name }) {
+func (c *checker) canRemediate(node *corev1.Node, all []remediationObj) string {
+	if excluded(node) || slices.ContainsFunc(all, func(r remediationObj) bool { return r.node == node.Name }) {
 		return ""
 	}
 	if lease := c.leaseOn(node.Name); lease.HeldAt(time.Now()) {
 		return ""
 	}
-	if v1alpha1.IsControlPlane(node.Labels) && slices.ContainsFunc(all, func(r resource_) bool { return r.controlPlane }) {
+	if v1alpha1.IsControlPlane(node.Labels) && slices.ContainsFunc(all, func(r remediationObj) bool { return r.controlPlane }) {
 		return ""
 	}
 	var able []string
@@ -253,7 +253,7 @@ func (c *checker) canRemediate(node *corev1.Node, all []resource_) string {
 	return strings.Join(able, ",")
 }
 
-func (c *checker) mayRemediate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node, all []resource_) bool {
+func (c *checker) mayRemediate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node, all []remediationObj) bool {
 	if nhc.DeletionTimestamp != nil || len(nhc.Spec.PauseRequests) > 0 || !selects(nhc, node) || !conditionsExpired(nhc, node, time.Now().Add(-time.Second)) {
 		return false
 	}
@@ -274,7 +274,7 @@ func (c *checker) mayRemediate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node,
 
 // withinBudget tells, with a node of margin, whether maxUnhealthy allows
 // one more remediation.
-func (c *checker) withinBudget(nhc *v1alpha1.NodeHealthCheck, all []resource_) bool {
+func (c *checker) withinBudget(nhc *v1alpha1.NodeHealthCheck, all []remediationObj) bool {
 	if nhc.Spec.MaxUnhealthy == nil {
 		return nhc.Spec.MinHealthy == nil || nhc.Spec.MinHealthy.IntValue() == 0 && nhc.Spec.MinHealthy.Type == intstr.Int
 	}
@@ -285,7 +285,7 @@ func (c *checker) withinBudget(nhc *v1alpha1.NodeHealthCheck, all []resource_) b
 		}
 		observed++
 		_, matching := conditionsHold(nhc, node, time.Now())
-		if matching || slices.ContainsFunc(all, func(r resource_) bool { return r.owner == nhc.UID && r.node == node.Name }) {
+		if matching || slices.ContainsFunc(all, func(r remediationObj) bool { return r.owner == nhc.UID && r.node == node.Name }) {
 			unhealthy++
 		}
 	}
@@ -296,7 +296,7 @@ func (c *checker) withinBudget(nhc *v1alpha1.NodeHealthCheck, all []resource_) b
 // statuses checks that every NodeHealthCheck's status lists only resources
 // that existed, and, once calm has lasted statusBound, every resource of
 // its that has existed as long.
-func (c *checker) statuses(all []resource_) {
+func (c *checker) statuses(all []remediationObj) {
 	now := time.Now()
 	for _, nhc := range c.allNHCs() {
 		listed := map[types.UID]bool{}

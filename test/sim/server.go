@@ -17,9 +17,10 @@ import (
 )
 
 // Server is the simulated API server. Clients reach it through a Transport
-// that parks every request at its door; the simulation serves the parked
-// requests in a fixed order, once every goroutine is blocked, so that one
-// seed is one history however the goroutines were scheduled. Faults are
+// that answers reads at once and parks writes at its door; the simulation
+// serves the parked writes in a fixed order, once every goroutine is
+// blocked, so that the order goroutines were scheduled in does not decide
+// what the store becomes. Faults are
 // decided there too: a request refused, failed, or applied with its answer
 // lost.
 type Server struct {
@@ -30,7 +31,6 @@ type Server struct {
 	door, state sync.Mutex
 	// parked are the requests waiting at the door.
 	parked []*call
-	seq    int
 	// knock is signalled when a request parks, to wake the simulation.
 	knock chan struct{}
 
@@ -43,8 +43,6 @@ type Server struct {
 	forbidden map[schema.GroupVersionResource]bool
 	// held are the clients whose requests wait: a network partition.
 	held map[string]bool
-	// served counts the requests answered, by client.
-	served map[string]int
 	// writes hears of every write served, before its answer goes out.
 	writes func(c *call, resp *http.Response)
 }
@@ -54,7 +52,6 @@ type call struct {
 	client string
 	req    *http.Request
 	r      request
-	seq    int
 	// arrived is when it reached the door.
 	arrived time.Time
 	answer  chan answer
@@ -81,7 +78,7 @@ const (
 )
 
 func newServer(now func() time.Time) *Server {
-	return &Server{store: newStore(now), now: now, knock: make(chan struct{}, 1), forbidden: map[schema.GroupVersionResource]bool{}, held: map[string]bool{}, served: map[string]int{}}
+	return &Server{store: newStore(now), now: now, knock: make(chan struct{}, 1), forbidden: map[schema.GroupVersionResource]bool{}, held: map[string]bool{}}
 }
 
 // Transport returns the round tripper of one client: a controller
@@ -195,7 +192,6 @@ func (s *Server) answerLocked(c *call) {
 	} else {
 		resp = s.serve(c.client, c.req, c.r)
 	}
-	s.served[c.client]++
 	if c.r.isWrite() && s.writes != nil {
 		s.writes(c, resp)
 	}

@@ -45,3 +45,16 @@ func Shrink(t *testing.T, h History, broken *Violation) (History, *Violation) {
 	}
 	return h, broken
 }
+
+// Reproduces counts the plays of n in which a history breaks an invariant:
+// goroutines racing within one instant may not interleave the same way
+// every time, so a failure says how often it comes back.
+func Reproduces(t *testing.T, h History, invariant string, n int) int {
+	count := 0
+	for range n {
+		if v := Play(t, h); v != nil && v.Invariant == invariant {
+			count++
+		}
+	}
+	return count
+}

@@ -26,9 +26,7 @@ type sim struct {
 	// faultUntil ends the API fault window; faultMode is its kind.
 	faultUntil time.Time
 	faultMode  fault
-	// kinds are the remediator kinds, by name.
-	kinds map[string]*kindState
-	check *checker
+	check      *checker
 	// trace, when set, hears of every step and every write served.
 	trace func(format string, args ...any)
 }
@@ -39,15 +37,8 @@ func (s *sim) tracef(format string, args ...any) {
 	}
 }
 
-// kindState is what the simulation decided about a remediator.
-type kindState struct {
-	kind Kind
-	// behaviour is what its remediator does with new resources.
-	behaviour Behaviour
-}
-
 func newSim(seed uint64) *sim {
-	s := &sim{seed: seed, kinds: map[string]*kindState{}}
+	s := &sim{seed: seed}
 	s.server = newServer(time.Now)
 	s.check = newChecker(s)
 	s.server.store.changed = func(gvr schema.GroupVersionResource, e event, old *unstructured.Unstructured) {

@@ -3,8 +3,10 @@ package sim
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +23,10 @@ var (
 	progress  = flag.Bool("sim.progress", false, "draw a progress bar on stderr")
 	all       = flag.Bool("sim.all", false, "report every seed that breaks an invariant, unshrunk, and go on")
 )
+
+// replays is how often a shrunk history is played again to say how often
+// it breaks its invariant.
+const replays = 3
 
 // TestHistories plays generated histories against the real controller and
 // checks every invariant after every change. A broken invariant prints its
@@ -75,7 +81,8 @@ func TestHistories(t *testing.T) {
 						continue
 					}
 					shrunk, sv := Shrink(t, h, v)
-					t.Errorf("seed %d: %v\nreplay: make sim SEED=%d\nshrunk to the fewest steps that still break %s:\n%v\n%s", s, v, s, v.Invariant, sv, shrunk)
+					t.Errorf("seed %d: %v\nreplay: make sim SEED=%d\nshrunk to the fewest steps that still break %s (in %d of %d replays):\n%v\n%s",
+						s, v, s, v.Invariant, Reproduces(t, shrunk, v.Invariant, replays), replays, sv, shrunk)
 					if !*keepGoing {
 						stop.Store(true)
 						return
@@ -85,15 +92,7 @@ func TestHistories(t *testing.T) {
 		}
 	})
 	close(done)
-	t.Logf("%d histories, %d steps, %d invariant checks; broken: %v", played.Load(), stepsPlayed.Load(), checks.Load(), keys(broken))
-}
-
-func keys(m map[string]bool) []string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	return ks
+	t.Logf("%d histories, %d steps, %d invariant checks; broken: %v", played.Load(), stepsPlayed.Load(), checks.Load(), slices.Sorted(maps.Keys(broken)))
 }
 
 // replay plays one seed with its trace, then shrinks it if it breaks an

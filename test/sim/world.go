@@ -23,13 +23,12 @@ var (
 
 // remediatorGroup is the API group of the simulated remediators' kinds.
 const (
-	remediatorGroup     = "sim.medik8s.io"
-	remediatorVersion   = "v1alpha1"
-	templateNamespace   = "remediators"
-	poolLabel           = "pool"
-	nmoHolder           = "node-maintenance-operator"
-	nmoLeaseDuration    = 90 * time.Second
-	simulationStartYear = 2000
+	remediatorGroup   = "sim.medik8s.io"
+	remediatorVersion = "v1alpha1"
+	templateNamespace = "remediators"
+	poolLabel         = "pool"
+	nmoHolder         = "node-maintenance-operator"
+	nmoLeaseDuration  = 90 * time.Second
 )
 
 // Kind is a remediator's kind: "Alpha" serves AlphaRemediation and
@@ -57,7 +56,6 @@ func (s *sim) boot() {
 	for _, k := range kinds {
 		st.define(resource{gvr: k.remediation(), kind: string(k) + "Remediation", namespaced: true, status: true, served: true})
 		st.define(resource{gvr: k.template(), kind: string(k) + "RemediationTemplate", namespaced: true, served: true})
-		s.kinds[string(k)] = &kindState{kind: k}
 	}
 	for _, ns := range []string{templateNamespace, leaseNamespace} {
 		s.mustCreate(namespacesGVR, object("v1", "Namespace", "", ns))
