@@ -1,7 +1,6 @@
 package remediation
 
 import (
-	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -50,82 +49,55 @@ func (m *Informers) ownedBy(gvr schema.GroupVersionResource, uid types.UID) []*u
 	return m.byIndex(gvr, ownerIndex, string(uid))
 }
 
-// controlPlaneNodes returns the control-plane nodes with a remediation
-// resource of any kind watched, whoever owns it, and those that the cache of
-// a kind stopped for a lasting error showed when it stopped: quorum does
-// not care that a remediator's role was removed.
-func (m *Informers) controlPlaneNodes() []string {
+// shown is what every kind's cache shows of the nodes under remediation,
+// whoever owns the resources, with what the cache of a kind stopped for a
+// lasting error showed when it stopped: quorum, and the one NodeHealthCheck
+// a node has, do not care that a remediator's role was removed.
+func (m *Informers) shown() shown {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var nodes []string
+	var all shown
 	for _, r := range m.running {
-		nodes = append(nodes, r.controlPlaneNodes()...)
+		all = all.with(r.shows())
 	}
 	for _, s := range m.stopped {
-		nodes = append(nodes, s.controlPlane...)
+		all = all.with(s.shown)
 	}
-	return nodes
+	return all
 }
 
-// controlPlaneNodes returns the control-plane nodes its cache shows; before
-// a retry has synced, also those remembered from when it stopped.
-func (r *runningInformer) controlPlaneNodes() []string {
-	nodes := r.informer.GetIndexer().ListIndexFuncValues(controlPlaneIndex)
-	if !r.informer.HasSynced() {
-		nodes = append(nodes, r.remembered...)
-	}
-	return nodes
+// controlPlaneNodes returns the control-plane nodes under remediation.
+func (m *Informers) controlPlaneNodes() []string {
+	return m.shown().controlPlane
 }
 
 // otherOwners returns, by node, the NodeHealthChecks but one that own
-// remediation resources of any kind watched. It reads only the resources
-// of NodeHealthChecks, through their node index.
+// remediation resources.
 func (m *Informers) otherOwners(except types.UID) map[string][]Owner {
-	var owners map[string][]Owner
-	for _, r := range m.runningInformers() {
-		indexer := r.informer.GetIndexer()
-		for _, node := range indexer.ListIndexFuncValues(nodeIndex) {
-			objs, _ := indexer.ByIndex(nodeIndex, node)
-			for _, obj := range objs {
-				for _, owner := range Owners(obj.(*unstructured.Unstructured)) {
-					if owner.UID == except || slices.Contains(owners[node], owner) {
-						continue
-					}
-					if owners == nil {
-						owners = map[string][]Owner{}
-					}
-					owners[node] = append(owners[node], owner)
-				}
+	var others map[string][]Owner
+	for node, owners := range m.shown().owners {
+		for _, owner := range owners {
+			if owner.UID == except {
+				continue
 			}
+			if others == nil {
+				others = map[string][]Owner{}
+			}
+			others[node] = append(others[node], owner)
 		}
 	}
-	return owners
+	return others
 }
 
 // otherOwner returns a NodeHealthCheck but one that owns a remediation
-// resource of a node, of any kind watched, or "".
+// resource of a node, or "".
 func (m *Informers) otherOwner(node string, except types.UID) string {
-	for _, r := range m.runningInformers() {
-		objs, _ := r.informer.GetIndexer().ByIndex(nodeIndex, node)
-		for _, obj := range objs {
-			for _, owner := range Owners(obj.(*unstructured.Unstructured)) {
-				if owner.UID != except {
-					return owner.Name
-				}
-			}
+	for _, owner := range m.shown().owners[node] {
+		if owner.UID != except {
+			return owner.Name
 		}
 	}
 	return ""
-}
-
-func (m *Informers) runningInformers() []*runningInformer {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	running := make([]*runningInformer, 0, len(m.running))
-	for _, r := range m.running {
-		running = append(running, r)
-	}
-	return running
 }
 
 func (m *Informers) byIndex(gvr schema.GroupVersionResource, index, key string) []*unstructured.Unstructured {

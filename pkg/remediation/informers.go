@@ -38,6 +38,7 @@ const watchGrace = 5 * time.Second
 const (
 	logStarted        = "Started informer"
 	logStoppedUnused  = "Stopped informer, no NodeHealthCheck uses it"
+	logKeptUnused     = "Kept informer that no NodeHealthCheck uses, until the remediation resources in its cache are gone"
 	logStoppedFailing = "Stopped informer: its kind may not be listed or watched, or is no longer served; it is tried again later"
 	logStartedAgain   = "Starting informer again"
 )
@@ -115,19 +116,18 @@ type runningInformer struct {
 	// it stands until the informer syncs, and a retry that fails the same
 	// way stops at once.
 	retried error
-	// remembered are the control-plane nodes the cache of the kind showed
-	// when it was stopped: busy until this retry syncs.
-	remembered []string
+	// remembered is what the cache of the kind showed when it was stopped:
+	// busy until this retry syncs.
+	remembered shown
 }
 
 type stoppedInformer struct {
 	err     error
 	retryAt time.Time
-	// controlPlane are the control-plane nodes with a remediation resource
-	// of the kind, as its cache showed them when it stopped (after it had
-	// synced, or as remembered from an earlier stop): they stay busy while
+	// shown is what its cache showed when it stopped (after it had synced,
+	// or as remembered from an earlier stop): those nodes stay busy while
 	// the kind cannot be read.
-	controlPlane []string
+	shown shown
 }
 
 // NewInformers returns a manager whose informers run until ctx ends.
@@ -173,16 +173,34 @@ func (m *Informers) Use(nhc string, kinds Kinds) {
 		m.ensure(gvr)
 	}
 	for gvr := range had.Difference(want.all()) {
-		if m.users(gvr).Len() > 0 {
-			continue
-		}
-		delete(m.stopped, gvr)
-		if r, ok := m.running[gvr]; ok {
-			r.stop()
-			delete(m.running, gvr)
-			klog.FromContext(m.ctx).V(2).Info(logStoppedUnused, "resource", gvr)
-		}
+		m.stopIfUnused(gvr)
 	}
+}
+
+// stopIfUnused stops a kind's informer when no NodeHealthCheck uses it and
+// its cache holds no resource a NodeHealthCheck owns. The resources of a
+// deleted NodeHealthCheck, or of one whose templates changed, go on
+// remediating their nodes until they are gone (a remediator's finalizer
+// holds them while it works): they keep the nodes busy for quorum and for
+// every other NodeHealthCheck. A kind stopped for a lasting error is
+// forgotten: its remediator's role is gone, and nothing would try it again.
+// m.mu is held.
+func (m *Informers) stopIfUnused(gvr schema.GroupVersionResource) {
+	if m.users(gvr).Len() > 0 {
+		return
+	}
+	delete(m.stopped, gvr)
+	r, ok := m.running[gvr]
+	if !ok {
+		return
+	}
+	if r.informer.HasSynced() && len(r.informer.GetIndexer().ListIndexFuncValues(nodeIndex)) > 0 {
+		klog.FromContext(m.ctx).V(2).Info(logKeptUnused, "resource", gvr)
+		return
+	}
+	r.stop()
+	delete(m.running, gvr)
+	klog.FromContext(m.ctx).V(2).Info(logStoppedUnused, "resource", gvr)
 }
 
 // ensure starts a kind's informer unless it runs, or failed and is not due
@@ -233,7 +251,7 @@ func (m *Informers) start(gvr schema.GroupVersionResource, stopped stoppedInform
 		controlPlaneIndex: indexByControlPlaneNode,
 		nodeIndex:         indexByNode,
 	}, nil).Informer()
-	r := &runningInformer{informer: informer, started: m.clock.Now(), retried: stopped.err, remembered: stopped.controlPlane}
+	r := &runningInformer{informer: informer, started: m.clock.Now(), retried: stopped.err, remembered: stopped.shown}
 	// Managed fields are never read; dropping them halves the memory of
 	// small objects.
 	_ = informer.SetTransform(func(obj any) (any, error) {
@@ -246,7 +264,14 @@ func (m *Informers) start(gvr schema.GroupVersionResource, stopped stoppedInform
 	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { m.notify(gvr, obj, false) },
 		UpdateFunc: func(_, obj any) { m.notify(gvr, obj, false) },
-		DeleteFunc: func(obj any) { m.notify(gvr, obj, true) },
+		DeleteFunc: func(obj any) {
+			m.notify(gvr, obj, true)
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			if m.running[gvr] == r {
+				m.stopIfUnused(gvr)
+			}
+		},
 	})
 	ctx, stop := context.WithCancel(m.ctx)
 	r.stop = stop
@@ -288,20 +313,20 @@ func (m *Informers) forbidden(gvr schema.GroupVersionResource, err error) {
 }
 
 // stopFailing stops a kind's informer for a lasting error, if it runs, and
-// records when to try it again and the control-plane nodes its cache
-// showed; it is called with m.mu held, and unlocks it.
+// records when to try it again and what its cache showed; it is called
+// with m.mu held, and unlocks it.
 func (m *Informers) stopFailing(gvr schema.GroupVersionResource, err error) {
 	retry := templateRetryInterval
 	if m.usedForRemediations(gvr) {
 		retry = remediationRetryInterval
 	}
-	controlPlane := m.stopped[gvr].controlPlane
+	last := m.stopped[gvr].shown
 	if r, ok := m.running[gvr]; ok {
-		controlPlane = r.controlPlaneNodes()
+		last = r.shows()
 		r.stop()
 		delete(m.running, gvr)
 	}
-	m.stopped[gvr] = stoppedInformer{err: err, retryAt: m.clock.Now().Add(retry), controlPlane: controlPlane}
+	m.stopped[gvr] = stoppedInformer{err: err, retryAt: m.clock.Now().Add(retry), shown: last}
 	m.mu.Unlock()
 	klog.FromContext(m.ctx).V(2).Info(logStoppedFailing, "resource", gvr, "err", err, "retryIn", retry)
 	m.kindChanged(gvr)
@@ -366,8 +391,8 @@ func (m *Informers) state(gvr schema.GroupVersionResource) KindState {
 // (forbidden, no longer served: failed, forbidden, stopFailing), and its
 // retries until one syncs, is not unknown: one broken remediator would
 // otherwise hold every control-plane node of the cluster for as long as it
-// stays broken. The control-plane nodes its cache showed stay busy instead
-// (controlPlaneNodes); its own NodeHealthChecks stay disabled (State).
+// stays broken. The nodes its cache showed stay busy instead (shown); its
+// own NodeHealthChecks stay disabled (State).
 func (m *Informers) unknownRemediations() []schema.GroupVersionResource {
 	m.mu.Lock()
 	defer m.mu.Unlock()

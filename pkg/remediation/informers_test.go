@@ -112,16 +112,18 @@ func TestARemediationKindFailingWithinTheGraceKeepsRunning(t *testing.T) {
 // One broken remediator (its kind forbidden, or no longer served) does not
 // make every control-plane remediation unknown for good: a kind stopped for
 // a lasting reason is not unknown, while one still starting is. To stay
-// safe, the control-plane nodes its cache showed when it stopped stay busy,
-// through its retries, until it is readable again or no NodeHealthCheck
-// uses it.
-func TestAStoppedKindKeepsItsControlPlaneNodesBusyButIsNotUnknown(t *testing.T) {
+// safe, the nodes its cache showed when it stopped stay busy, for quorum and
+// for every other NodeHealthCheck, through its retries, until it is
+// readable again or no NodeHealthCheck uses it.
+func TestAStoppedKindKeepsItsNodesBusyButIsNotUnknown(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
 	cp, err := newRemediation(testTemplate(nil), testNHC, "cp-1", true)
 	require.NoError(t, err)
-	client := fakeDynamic(cp)
+	worker, err := newRemediation(testTemplate(nil), testNHC, "worker-0", false)
+	require.NoError(t, err)
+	client := fakeDynamic(cp, worker)
 	// The role of the kind's remediator comes and goes; the reactor is in
 	// place before any informer lists.
 	forbidden := apierrors.NewForbidden(testGVR.GroupResource(), "", assert.AnError)
@@ -130,16 +132,21 @@ func TestAStoppedKindKeepsItsControlPlaneNodesBusyButIsNotUnknown(t *testing.T) 
 		return denied.Load(), nil, forbidden
 	})
 	informers := NewInformers(ctx, client, clock)
+	owner := Owner{Name: testNHC.Name, UID: testNHC.UID}
+	busy := map[string][]Owner{"cp-1": {owner}, "worker-0": {owner}}
 	informers.Use("broken", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 	assert.Equal(t, []schema.GroupVersionResource{testGVR}, informers.unknownRemediations(), "starting: unknown")
 	require.Eventually(t, func() bool { return informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
 	assert.Equal(t, []string{"cp-1"}, informers.controlPlaneNodes())
+	assert.Equal(t, busy, informers.otherOwners("another"))
 
 	// Its remediator's role is removed: the kind is forbidden from now on.
 	denied.Store(true)
 	informers.failed(testGVR, informers.informer(testGVR), forbidden)
 	assert.Empty(t, informers.unknownRemediations(), "stopped for a lasting reason: not unknown")
 	assert.Equal(t, []string{"cp-1"}, informers.controlPlaneNodes(), "what its cache showed stays busy")
+	assert.Equal(t, busy, informers.otherOwners("another"), "for every other NodeHealthCheck too")
+	assert.Equal(t, testNHC.Name, informers.otherOwner("worker-0", "another"))
 
 	// Retried, and forbidden again: still not unknown, still busy.
 	clock.SetTime(clock.Now().Add(remediationRetryInterval))
@@ -147,23 +154,54 @@ func TestAStoppedKindKeepsItsControlPlaneNodesBusyButIsNotUnknown(t *testing.T) 
 	require.Len(t, informers.Running(), 1, "retried")
 	assert.Empty(t, informers.unknownRemediations(), "a retry of a lasting failure is not unknown")
 	assert.Equal(t, []string{"cp-1"}, informers.controlPlaneNodes())
+	assert.Equal(t, busy, informers.otherOwners("another"))
 	informers.failed(testGVR, informers.informer(testGVR), forbidden)
 	assert.Empty(t, informers.Running())
 	assert.Equal(t, []string{"cp-1"}, informers.controlPlaneNodes(), "kept through the retries")
+	assert.Equal(t, busy, informers.otherOwners("another"))
 
 	// Readable again: its cache, not the memory, says what is busy.
 	denied.Store(false)
 	require.NoError(t, client.Tracker().Delete(testGVR, cp.GetNamespace(), cp.GetName()))
+	require.NoError(t, client.Tracker().Delete(testGVR, worker.GetNamespace(), worker.GetName()))
 	clock.SetTime(clock.Now().Add(remediationRetryInterval))
 	informers.Use("broken", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 	require.Eventually(t, func() bool { return informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
 	assert.Empty(t, informers.controlPlaneNodes(), "readable again, and the remediation is gone")
+	assert.Empty(t, informers.otherOwners("another"))
 
 	// Stopped again, then no NodeHealthCheck uses it: nothing is remembered.
 	informers.failed(testGVR, informers.informer(testGVR), forbidden)
 	informers.Use("broken", Kinds{})
 	assert.Empty(t, informers.controlPlaneNodes())
+	assert.Empty(t, informers.otherOwners("another"))
 	assert.Empty(t, informers.unknownRemediations())
+}
+
+// A kind that no NodeHealthCheck uses any more (its NodeHealthCheck was
+// deleted, or its templates changed) stays watched while its cache holds
+// remediation resources: they remediate their nodes until they are gone,
+// and keep them busy meanwhile. Its informer stops once the last is gone.
+func TestAnUnusedKindIsWatchedUntilItsRemediationsAreGone(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
+	cp, err := newRemediation(testTemplate(nil), testNHC, "cp-1", true)
+	require.NoError(t, err)
+	client := fakeDynamic(cp)
+	informers := NewInformers(ctx, client, clock)
+	informers.Use("deleted", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
+	require.Eventually(t, func() bool { return informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
+
+	informers.Use("deleted", Kinds{})
+	assert.Equal(t, []schema.GroupVersionResource{testGVR}, informers.Running(), "kept while its remediation exists")
+	assert.Equal(t, []string{"cp-1"}, informers.controlPlaneNodes())
+	assert.Equal(t, map[string][]Owner{"cp-1": {{Name: testNHC.Name, UID: testNHC.UID}}}, informers.otherOwners("another"))
+	assert.Empty(t, informers.unknownRemediations(), "no NodeHealthCheck waits for it")
+
+	require.NoError(t, client.Tracker().Delete(testGVR, cp.GetNamespace(), cp.GetName()))
+	require.Eventually(t, func() bool { return len(informers.Running()) == 0 }, 10*time.Second, 10*time.Millisecond, "stopped once it is gone")
+	assert.Empty(t, informers.controlPlaneNodes())
 }
 
 // A kind that never synced before it was stopped shows nothing to remember.

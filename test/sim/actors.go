@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"slices"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -8,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -97,9 +99,9 @@ func (s *sim) apply(step Step) {
 			}
 		})
 	case OpDeleteNHC:
-		_, _ = st.remove(nhcGVR, "", step.NHC, &metav1.DeleteOptions{})
-		// No garbage collector runs here, as in the test control plane: the
-		// remediation resources it owned stay, and so do its leases.
+		if gone, err := st.remove(nhcGVR, "", step.NHC, &metav1.DeleteOptions{}); err == nil {
+			s.collectGarbage(gone.GetUID())
+		}
 	case OpTemplate:
 		k := step.Kind
 		if !step.On {
@@ -207,6 +209,24 @@ func nhcObject(name string, spec *NHCSpec) *v1alpha1.NodeHealthCheck {
 		nhc.Spec.PauseRequests = []string{"simulated maintenance"}
 	}
 	return nhc
+}
+
+// collectGarbage is the garbage collector deleting what a deleted
+// NodeHealthCheck owned, in the background: a remediator's finalizer keeps
+// a resource while it works. Node leases are not owned; they stay.
+func (s *sim) collectGarbage(owner types.UID) {
+	st := s.server.store
+	for _, k := range kinds {
+		gvr := k.remediation()
+		if !st.resources[gvr].served {
+			continue
+		}
+		for _, obj := range st.objectsOf(gvr) {
+			if slices.ContainsFunc(obj.GetOwnerReferences(), func(ref metav1.OwnerReference) bool { return ref.UID == owner }) {
+				_, _ = st.remove(gvr, obj.GetNamespace(), obj.GetName(), &metav1.DeleteOptions{})
+			}
+		}
+	}
 }
 
 // install installs or uninstalls a remediator's CRDs: an uninstall deletes
