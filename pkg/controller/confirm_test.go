@@ -94,3 +94,42 @@ func TestAnEscalationStepIsConfirmedAtTheAPIServer(t *testing.T) {
 		})
 	}
 }
+
+// A create is confirmed against the NodeHealthCheck as the API server has
+// it, once a sync: a watch that lags or went silent must not remediate from
+// a spec the operator already changed (paused, edited, deleted).
+func TestACreateIsConfirmedAgainstTheNodeHealthCheckAtTheAPIServer(t *testing.T) {
+	paused := workersNHC()
+	paused.Generation++
+	paused.Spec.PauseRequests = []string{"maintenance"}
+	recreated := workersNHC()
+	recreated.UID = "recreated"
+	tests := []struct {
+		name string
+		// live is the NodeHealthCheck at the API server; nil: gone.
+		live    *v1alpha1.NodeHealthCheck
+		created bool
+	}{
+		{"unchanged there", workersNHC(), true},
+		{"paused there", paused, false},
+		{"deleted there", nil, false},
+		{"deleted and created again there", recreated, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newSyncFixture(t, workersNHC(), notReady("worker-1", longAgo), notReady("worker-2", longAgo), healthyNode("worker-3"))
+			f.liveNHCs.live = map[string]*v1alpha1.NodeHealthCheck{}
+			if tt.live != nil {
+				f.liveNHCs.live["workers"] = tt.live
+			}
+			_, err := f.sync()
+			require.NoError(t, err)
+			assert.Equal(t, 1, f.liveNHCs.reads, "one read a sync")
+			status := f.lastStatus(t)
+			for _, node := range []string{"worker-1", "worker-2"} {
+				assert.Equal(t, tt.created, entryOf(status, node) != nil && len(entryOf(status, node).Remediations) == 1, node)
+			}
+			assert.Equal(t, !tt.created, len(withReason(f.events(), "RemediationNotConfirmed")) > 0)
+		})
+	}
+}

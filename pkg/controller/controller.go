@@ -70,6 +70,9 @@ type Controller struct {
 	remediations Remediations
 	// statuses writes NodeHealthCheck statuses.
 	statuses statusWriter
+	// liveNHCs reads NodeHealthChecks at the API server, to confirm a
+	// create against the spec as it is, whatever the watch lags.
+	liveNHCs liveNHCs
 	// recorder records events on NodeHealthChecks.
 	recorder record.EventRecorder
 	// metrics are the Prometheus metrics; nil records none.
@@ -115,7 +118,8 @@ func New(ctx context.Context, nodeInformer NodeCache, nhcInformer nhcinformers.N
 		liveNodes:    nodeInformer,
 		catchUps:     newCatchUps(),
 		remediations: remediations,
-		statuses:     clientStatusWriter{client: nhcClient},
+		statuses:     clientNHCs{client: nhcClient},
+		liveNHCs:     clientNHCs{client: nhcClient},
 		recorder:     recorder,
 		metrics:      metrics,
 		clock:        clk,

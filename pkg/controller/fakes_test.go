@@ -171,11 +171,36 @@ func (f *fakeLiveNodes) Versions(_ context.Context, selector labels.Selector) (m
 	return versions, nil
 }
 
+// fakeLiveNHCs is the API server's NodeHealthChecks: those of the cache,
+// unless live says otherwise.
+type fakeLiveNHCs struct {
+	nhcs cache.Indexer
+	// live, when set, are the NodeHealthChecks the API server has.
+	live  map[string]*v1alpha1.NodeHealthCheck
+	reads int
+}
+
+func (f *fakeLiveNHCs) Get(_ context.Context, name string) (*v1alpha1.NodeHealthCheck, error) {
+	f.reads++
+	if f.live != nil {
+		if nhc, ok := f.live[name]; ok {
+			return nhc.DeepCopy(), nil
+		}
+		return nil, apierrors.NewNotFound(v1alpha1.Resource("nodehealthchecks"), name)
+	}
+	obj, ok, _ := f.nhcs.GetByKey(name)
+	if !ok {
+		return nil, apierrors.NewNotFound(v1alpha1.Resource("nodehealthchecks"), name)
+	}
+	return obj.(*v1alpha1.NodeHealthCheck).DeepCopy(), nil
+}
+
 // syncFixture is a Controller on fakes and a fake clock, with no API server.
 type syncFixture struct {
 	c            *Controller
 	nhcs, nodes  cache.Indexer
 	liveNodes    *fakeLiveNodes
+	liveNHCs     *fakeLiveNHCs
 	remediations *fakeRemediations
 	statuses     *fakeStatuses
 	recorder     *record.FakeRecorder
@@ -213,6 +238,8 @@ func newSyncFixture(t testing.TB, nhc *v1alpha1.NodeHealthCheck, nodes ...*corev
 	// As cronjob's tests replace its job control: the status writes are
 	// recorded instead of sent.
 	f.c.statuses = f.statuses
+	f.liveNHCs = &fakeLiveNHCs{nhcs: f.nhcs}
+	f.c.liveNHCs = f.liveNHCs
 	if nhc != nil {
 		f.setNHC(t, nhc)
 	}

@@ -60,6 +60,12 @@ type liveNodes interface {
 	Node(ctx context.Context, name string) (*health.Node, error)
 }
 
+// liveNHCs reads NodeHealthChecks at the API server, past the cache.
+type liveNHCs interface {
+	// Get reads a NodeHealthCheck; a NotFound error when it is gone.
+	Get(ctx context.Context, name string) (*v1alpha1.NodeHealthCheck, error)
+}
+
 // statusWriter writes a NodeHealthCheck's status subresource.
 type statusWriter interface {
 	UpdateStatus(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (*v1alpha1.NodeHealthCheck, error)
@@ -68,18 +74,23 @@ type statusWriter interface {
 	PatchStatus(ctx context.Context, name, resourceVersion string, status v1alpha1.NodeHealthCheckStatus) error
 }
 
-// clientStatusWriter writes statuses through the clientset.
-type clientStatusWriter struct {
+// clientNHCs reads NodeHealthChecks and writes their statuses through the
+// clientset.
+type clientNHCs struct {
 	client versioned.Interface
 }
 
-func (w clientStatusWriter) UpdateStatus(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (*v1alpha1.NodeHealthCheck, error) {
+func (w clientNHCs) Get(ctx context.Context, name string) (*v1alpha1.NodeHealthCheck, error) {
+	return w.client.RemediationV1alpha1().NodeHealthChecks().Get(ctx, name, metav1.GetOptions{})
+}
+
+func (w clientNHCs) UpdateStatus(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (*v1alpha1.NodeHealthCheck, error) {
 	return w.client.RemediationV1alpha1().NodeHealthChecks().UpdateStatus(ctx, nhc, metav1.UpdateOptions{FieldManager: remediation.FieldManager})
 }
 
 // PatchStatus sends a JSON merge patch, and reads nothing back: the stored
 // object cannot be decoded.
-func (w clientStatusWriter) PatchStatus(ctx context.Context, name, resourceVersion string, status v1alpha1.NodeHealthCheckStatus) error {
+func (w clientNHCs) PatchStatus(ctx context.Context, name, resourceVersion string, status v1alpha1.NodeHealthCheckStatus) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": resourceVersion}, "status": status})
 	if err != nil {
 		return err

@@ -199,10 +199,14 @@ func (c *Controller) readableNHCs() ([]*v1alpha1.NodeHealthCheck, error) {
 // recheck reads a NodeHealthCheck and a node from the caches as they are
 // just before a create, for Plan.Recheck. Every create, a first remediation
 // or an escalation step, reboots, fences, powers off or deletes a machine:
-// it is confirmed against the node as the API server has it, which a
-// lagging watch cannot hold back (an overloaded API server's watches can be
-// tens of seconds behind).
+// it is confirmed against the node and the NodeHealthCheck as the API
+// server has them, which a lagging or silent watch cannot hold back (an
+// overloaded API server's watches can be tens of seconds behind; a paused
+// or edited NodeHealthCheck must not remediate from its old spec). The
+// NodeHealthCheck is read once a sync, the node once a create.
 func (c *Controller) recheck(name string, plan *health.Plan) remediation.Recheck {
+	var liveNHC *v1alpha1.NodeHealthCheck
+	nhcRead := false
 	return func(ctx context.Context, cr health.Creation) (string, bool, error) {
 		if _, err := c.writesUntil(); err != nil {
 			return "", false, fmt.Errorf("not acting: %w", err)
@@ -219,6 +223,16 @@ func (c *Controller) recheck(name string, plan *health.Plan) remediation.Recheck
 		if why := plan.Recheck(nhc, node, cr, now); why != "" {
 			return why, false, nil
 		}
+		if !nhcRead {
+			live, err := c.liveNHCs.Get(ctx, name)
+			switch {
+			case apierrors.IsNotFound(err):
+				live = nil
+			case err != nil:
+				return "", false, err
+			}
+			liveNHC, nhcRead = live, true
+		}
 		live, err := c.liveNodes.Node(ctx, cr.Node)
 		switch {
 		case apierrors.IsNotFound(err):
@@ -226,7 +240,7 @@ func (c *Controller) recheck(name string, plan *health.Plan) remediation.Recheck
 		case err != nil:
 			return "", false, err
 		}
-		why := plan.Recheck(nhc, live, cr, now)
+		why := plan.Recheck(liveNHC, live, cr, now)
 		klog.FromContext(ctx).V(4).Info("Node confirmed at the API server", "node", klog.KRef("", cr.Node), "withdrawn", why)
 		if why != "" {
 			return why, true, nil

@@ -7,6 +7,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -34,13 +35,14 @@ type FaultProxy struct {
 	loseCreates string
 	// unreachable answers every request with 503.
 	unreachable bool
-	// held are, by what they hold (nodeWatches, or a part of the path of
-	// the reads held), channels closed when the responses held may go on.
+	// held are, by what they hold (watchesOf a resource, or a part of the
+	// path of the reads held), channels closed when the responses held may
+	// go on.
 	held map[string]chan struct{}
 }
 
-// nodeWatches keys the hold of the node watches.
-const nodeWatches = "node watches"
+// watchesOf keys the hold of the watches of a resource: watchesOf+"nodes".
+const watchesOf = "watches of "
 
 // NewFaultProxy starts a proxy to the API server of config, and writes a
 // kubeconfig for it into dir.
@@ -121,7 +123,12 @@ func (p *FaultProxy) Unreachable(unreachable bool) {
 // HoldNodeWatches holds back what the node watches send, as an API server
 // too busy to keep them current: the controller's node cache lags until
 // they are let go, then sees every event in order.
-func (p *FaultProxy) HoldNodeWatches(hold bool) { p.hold(nodeWatches, hold) }
+func (p *FaultProxy) HoldNodeWatches(hold bool) { p.HoldWatches("nodes", hold) }
+
+// HoldWatches holds back what the watches of a resource (its plural name,
+// such as "nodehealthchecks") send, and nothing else: its gets and lists
+// are answered, as by an API server whose watch cache lags.
+func (p *FaultProxy) HoldWatches(resource string, hold bool) { p.hold(watchesOf+resource, hold) }
 
 // HoldReads holds back the responses to the reads (lists and watches) of
 // paths that contain part, such as "/clusterremediations": an informer of
@@ -146,15 +153,17 @@ func (p *FaultProxy) holding(r *http.Request) string {
 	if r.Method != http.MethodGet {
 		return ""
 	}
-	if r.URL.Path == "/api/v1/nodes" && r.URL.Query().Get("watch") == "true" {
-		return nodeWatches
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for key := range p.held {
-		if key != nodeWatches && strings.Contains(r.URL.Path, key) {
+		if !strings.HasPrefix(key, watchesOf) && strings.Contains(r.URL.Path, key) {
 			return key
 		}
+	}
+	if r.URL.Query().Get("watch") == "true" {
+		// A watch opened before its hold is held from then on: its writer
+		// asks at every write.
+		return watchesOf + path.Base(r.URL.Path)
 	}
 	return ""
 }

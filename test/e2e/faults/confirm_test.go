@@ -96,3 +96,45 @@ func TestAnEscalationOfANodeRecoveredAtTheAPIServerIsNotCreated(t *testing.T) {
 	})
 	assert.Empty(t, env.Remediations(t, scenario))
 }
+
+// TestAPausedNodeHealthCheckUnseenByTheControllerDoesNotRemediate: the
+// operator pauses a NodeHealthCheck while the controller's watch of
+// NodeHealthChecks has gone silent (its connection open, nothing sent). A
+// node then fails past its duration: the cache still shows the
+// NodeHealthCheck unpaused, the API server does not. No remediation starts,
+// and the controller says why.
+func TestAPausedNodeHealthCheckUnseenByTheControllerDoesNotRemediate(t *testing.T) {
+	const scenario = "paused-unseen"
+	env.CreateTemplate(t, scenario, nil)
+	nodes := env.CreateNodes(t, scenario, 3)
+	env.CreateNHC(t, scenario, func(s *v1alpha1.NodeHealthCheckSpec) {
+		for i := range s.UnhealthyConditions {
+			s.UnhealthyConditions[i].Duration = metav1.Duration{Duration: 4 * time.Second}
+		}
+	})
+	startController(t, scenario)
+	framework.Eventually(t, 10*time.Second, "the controller to see the nodes", func() bool {
+		s := env.GetNHC(t, scenario).Status
+		return s.HealthyNodes != nil && *s.HealthyNodes == 3
+	})
+
+	proxy.HoldWatches("nodehealthchecks", true)
+	t.Cleanup(func() { proxy.HoldWatches("nodehealthchecks", false) })
+	env.UpdateNHC(t, scenario, func(s *v1alpha1.NodeHealthCheckSpec) { s.PauseRequests = []string{"maintenance"} })
+	env.Fail(t, 0, nodes[0])
+	framework.Eventually(t, 20*time.Second, "the create not confirmed", func() bool {
+		for _, e := range env.Events(t, scenario) {
+			if e.Reason == "RemediationNotConfirmed" && strings.Contains(e.Message, "Remediation of node "+nodes[0]+" not started: at the API server, the NodeHealthCheck's spec changed") {
+				return true
+			}
+		}
+		return false
+	})
+	assert.Empty(t, env.Remediations(t, scenario), "no remediation by a paused NodeHealthCheck")
+
+	proxy.HoldWatches("nodehealthchecks", false)
+	framework.Eventually(t, 10*time.Second, "the pause seen once the watch goes on", func() bool {
+		return env.GetNHC(t, scenario).Status.Phase == v1alpha1.PhasePaused
+	})
+	assert.Empty(t, env.Remediations(t, scenario))
+}
