@@ -42,6 +42,8 @@ type fakeRemediations struct {
 	forgotten    []string
 	// deadlines are the deadlines of the contexts Apply got; zero for none.
 	deadlines []time.Time
+	// recorded is what Recorded returns.
+	recorded map[string][]remediation.Owner
 }
 
 func (f *fakeRemediations) WatchAll(func() ([]*v1alpha1.NodeHealthCheck, error)) error { return nil }
@@ -50,8 +52,18 @@ func (f *fakeRemediations) Watch(*v1alpha1.NodeHealthCheck) (remediation.Watched
 	return remediation.Watched{}, nil
 }
 
+// Read returns obs with maps of its own, as every read does.
 func (f *fakeRemediations) Read(*v1alpha1.NodeHealthCheck, remediation.Watched) (remediation.Observation, error) {
-	return f.obs, nil
+	obs := f.obs
+	obs.OtherOwners = maps.Clone(obs.OtherOwners)
+	obs.BusyControlPlaneNodes = maps.Clone(obs.BusyControlPlaneNodes)
+	return obs, nil
+}
+
+// Recorded records nothing: every kind can be read, unless recorded says
+// otherwise.
+func (f *fakeRemediations) Recorded([]*v1alpha1.NodeHealthCheck) map[string][]remediation.Owner {
+	return f.recorded
 }
 
 func (f *fakeRemediations) Apply(ctx context.Context, _ *v1alpha1.NodeHealthCheck, p *health.Plan, _ *remediation.Observation, recheck remediation.Recheck) health.Outcome {

@@ -31,6 +31,9 @@ type Remediations interface {
 	// Apply carries out a plan, rechecking each create just before it is
 	// sent, and says what happened.
 	Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, obs *remediation.Observation, recheck remediation.Recheck) health.Outcome
+	// Recorded returns, by node, the NodeHealthChecks whose status records
+	// a remediation resource of a kind that cannot be read now.
+	Recorded(nhcs []*v1alpha1.NodeHealthCheck) map[string][]remediation.Owner
 	// Forget drops what is kept for a deleted NodeHealthCheck.
 	Forget(nhc string)
 	// AddChangeHandler, AddKindChangeHandler and AddLeaseChangeHandler

@@ -113,6 +113,16 @@ func TestSyncLeavesASharedNodeToTheNodeHealthCheckThatRemediatesIt(t *testing.T)
 	require.NoError(t, err)
 	assert.Empty(t, f.remediations.applied[4].Create)
 	assert.Contains(t, f.lastStatus(t).Reason, "(gone)")
+
+	// So do the resources a peer's status records, of a kind that cannot
+	// be read (forbidden since the start): its informer shows nothing.
+	f.remediations.obs.OtherOwners = nil
+	f.remediations.recorded = map[string][]remediation.Owner{"worker-1": {{Name: "younger", UID: younger.UID}}}
+	f.clock.Step(time.Minute)
+	_, err = f.sync()
+	require.NoError(t, err)
+	assert.Empty(t, f.remediations.applied[5].Create)
+	assert.Contains(t, f.lastStatus(t).Reason, "(younger)")
 }
 
 // An older NodeHealthCheck that cannot act (paused, disabled by its

@@ -56,6 +56,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	if err != nil {
 		return 0, fmt.Errorf("reading remediation resources: %w", err)
 	}
+	c.addRecorded(nhc, &obs)
 	// Parsed once for this sync: the node listing, Evaluate and the
 	// re-check of each create use it. An invalid one is nil, and Evaluate
 	// reports it.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -52,13 +53,19 @@ func (c *checker) leaseWritten(obj, old *unstructured.Unstructured) {
 }
 
 // watchLag is how late the controller may see the cluster now; negative
-// when a watch is stalled and it cannot know.
+// when a watch is stalled and it cannot know, and for leaseLag after a
+// stalled watch ended: until the reflector has watched again and its
+// informer has handed on what the stall held back (a NodeHealthCheck
+// deleted meanwhile), a sync may still act on the world from before.
 func (c *checker) watchLag() time.Duration {
 	lag := leaseLag
 	for _, w := range c.s.server.watchers {
 		if w.stalled {
 			return -1
 		}
+	}
+	if time.Now().Before(c.s.server.stallEnded.Add(leaseLag)) {
+		return -1
 	}
 	if d := c.s.server.delayUntil.Sub(time.Now()); d > 0 {
 		lag += d
@@ -228,12 +235,15 @@ func (c *checker) liveness(all []remediationObj, calm bool) {
 	}
 }
 
-// canRemediate names a NodeHealthCheck that should remediate a node now
+// canRemediate names the NodeHealthCheck that should remediate a node now
 // and may, or "": the node has no resource, is not excluded, no one else
 // holds its lease, no other control-plane node is remediated, and the
-// NodeHealthCheck selects it, its condition has held for its duration, it
-// is not paused, its templates can be read and written, it starts no
-// escalation, and its budget allows.
+// NodeHealthCheck is the one the overlap rule gives the node
+// (remediatorOf), its condition has held for its duration, it is not
+// paused, its templates can be read and written, it starts no escalation,
+// and its budget allows. A node whose remediator is held back (its budget,
+// its duration not yet passed) waits for it: no other NodeHealthCheck that
+// selects it takes it over.
 func (c *checker) canRemediate(node *corev1.Node, all []remediationObj) string {
 	if excluded(node) || slices.ContainsFunc(all, func(r remediationObj) bool { return r.node == node.Name }) {
 		return ""
@@ -244,13 +254,83 @@ func (c *checker) canRemediate(node *corev1.Node, all []remediationObj) string {
 	if v1alpha1.IsControlPlane(node.Labels) && slices.ContainsFunc(all, func(r remediationObj) bool { return r.controlPlane }) {
 		return ""
 	}
-	var able []string
+	if c.recordedUnreadable(node) {
+		return ""
+	}
+	if nhc := c.remediatorOf(node); nhc != nil && c.mayRemediate(nhc, node, all) {
+		return nhc.Name
+	}
+	return ""
+}
+
+// recordedUnreadable tells whether a NodeHealthCheck's status records a
+// remediation of a node, or of another control-plane node when it is one,
+// of a kind the controller may not read or that is no longer served: the
+// controller cannot tell whether it still exists, and holds the node
+// (decisions.md, "What cannot be read holds its nodes").
+func (c *checker) recordedUnreadable(node *corev1.Node) bool {
+	cp := v1alpha1.IsControlPlane(node.Labels)
 	for _, nhc := range c.allNHCs() {
-		if c.mayRemediate(nhc, node, all) {
-			able = append(able, nhc.Name)
+		for _, entry := range nhc.Status.UnhealthyNodes {
+			if entry == nil || entry.Name != node.Name && !(cp && c.isControlPlaneNode(entry.Name)) {
+				continue
+			}
+			for _, rem := range entryRemediations(entry) {
+				k := Kind(strings.TrimSuffix(rem.Resource.Kind, "Remediation"))
+				if c.s.server.forbidden[k.remediation()] || !c.s.server.store.resources[k.remediation()].served {
+					return true
+				}
+			}
 		}
 	}
-	return strings.Join(able, ",")
+	return false
+}
+
+func (c *checker) isControlPlaneNode(name string) bool {
+	node := c.nodeAt(name, time.Now())
+	return node != nil && v1alpha1.IsControlPlane(node.Labels)
+}
+
+// remediatorOf is the NodeHealthCheck that remediates a node without
+// resources, by the overlap rule of decisions.md ("Overlapping
+// NodeHealthChecks"), read from the objects at the API server: of those
+// that select it, one that can act (not being deleted, not Disabled in its
+// status, not paused) before one that cannot, then one whose unhealthy
+// conditions match the node (duration passed or not), then the oldest,
+// then the first by name. The others leave the node to it, whatever holds
+// it back; nil when none selects the node.
+func (c *checker) remediatorOf(node *corev1.Node) *v1alpha1.NodeHealthCheck {
+	type claim struct {
+		nhc              *v1alpha1.NodeHealthCheck
+		canAct, matching bool
+	}
+	first := func(a, b claim) bool {
+		switch {
+		case a.canAct != b.canAct:
+			return a.canAct
+		case a.matching != b.matching:
+			return a.matching
+		case !a.nhc.CreationTimestamp.Equal(&b.nhc.CreationTimestamp):
+			return a.nhc.CreationTimestamp.Before(&b.nhc.CreationTimestamp)
+		}
+		return a.nhc.Name < b.nhc.Name
+	}
+	var best *claim
+	for _, nhc := range c.allNHCs() {
+		if !selects(nhc, node) {
+			continue
+		}
+		_, matching := conditionsHold(nhc, node, time.Now())
+		cl := claim{nhc: nhc, matching: matching, canAct: nhc.DeletionTimestamp == nil && len(nhc.Spec.PauseRequests) == 0 &&
+			!meta.IsStatusConditionTrue(nhc.Status.Conditions, v1alpha1.ConditionDisabled)}
+		if best == nil || first(cl, *best) {
+			best = &cl
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	return best.nhc
 }
 
 func (c *checker) mayRemediate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node, all []remediationObj) bool {

@@ -37,6 +37,9 @@ type Server struct {
 	watchers []*watcher
 	// delayUntil holds the events of every watch, new ones too, until then.
 	delayUntil time.Time
+	// stallEnded is when a stalled watch last ended: its client watches
+	// again and only then reads what the stall held back.
+	stallEnded time.Time
 	// faults decides each request's fault; nil serves all.
 	faults func(c *call) fault
 	// forbidden are the resources a client may not touch: its role lacks them.
@@ -222,7 +225,7 @@ func (s *Server) deliverLocked() {
 			continue
 		case !w.ends.IsZero() && !now.Before(w.ends):
 			w.deliver(now)
-			_ = w.stream.Close()
+			s.endLocked(w)
 			continue
 		}
 		w.deliver(now)
@@ -248,13 +251,17 @@ func (s *Server) nextDue() time.Time {
 	return next
 }
 
-// pending tells whether watch events wait for delivery now.
+// pending tells whether watch events wait for delivery now, or a watch
+// has timed out and must end.
 func (s *Server) pending() bool {
 	s.state.Lock()
 	defer s.state.Unlock()
 	now := s.now()
 	for _, w := range s.watchers {
-		if len(w.pending) > 0 && !w.stalled && !now.Before(w.heldUntil) && !w.stream.isClosed() {
+		if w.stream.isClosed() {
+			continue
+		}
+		if len(w.pending) > 0 && !w.stalled && !now.Before(w.heldUntil) || !w.ends.IsZero() && !now.Before(w.ends) {
 			return true
 		}
 	}
@@ -281,9 +288,17 @@ func (s *Server) endWatches(match func(w *watcher) bool) {
 func (s *Server) endWatchesLocked(match func(w *watcher) bool) {
 	for _, w := range s.watchers {
 		if match(w) {
-			_ = w.stream.Close()
+			s.endLocked(w)
 		}
 	}
+}
+
+// endLocked ends a watch, noting when a stalled one ended.
+func (s *Server) endLocked(w *watcher) {
+	if w.stalled && !w.stream.isClosed() {
+		s.stallEnded = s.now()
+	}
+	_ = w.stream.Close()
 }
 
 // dropClient answers a gone client's parked requests with errors, and ends

@@ -1,0 +1,41 @@
+package controller
+
+import (
+	"slices"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+)
+
+// addRecorded adds to what a NodeHealthCheck observed the remediations that
+// the other NodeHealthChecks' statuses record of kinds that cannot be read
+// now (Remediations.Recorded): their nodes are theirs, and a control-plane
+// node among them is under remediation.
+func (c *Controller) addRecorded(nhc *v1alpha1.NodeHealthCheck, obs *remediation.Observation) {
+	all, err := c.nhcLister.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	others := make([]*v1alpha1.NodeHealthCheck, 0, len(all))
+	for _, other := range all {
+		if other.UID != nhc.UID {
+			others = append(others, c.latest(other))
+		}
+	}
+	for node, owners := range c.remediations.Recorded(others) {
+		for _, owner := range owners {
+			if slices.Contains(obs.OtherOwners[node], owner) {
+				continue
+			}
+			if obs.OtherOwners == nil {
+				obs.OtherOwners = map[string][]remediation.Owner{}
+			}
+			obs.OtherOwners[node] = append(obs.OtherOwners[node], owner)
+		}
+		if n, err := c.nodeLister.Get(node); err == nil && v1alpha1.IsControlPlane(n.Labels) {
+			obs.BusyControlPlaneNodes[node] = true
+		}
+	}
+}

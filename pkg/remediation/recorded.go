@@ -1,0 +1,55 @@
+package remediation
+
+import (
+	"slices"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+)
+
+// Recorded returns, by node, the NodeHealthChecks whose status records a
+// remediation resource of a kind that cannot be read now (its informer not
+// synced, stopped for a lasting error, or the kind no longer served). After
+// a restart, a kind that is forbidden from the start shows nothing, not even
+// what it showed before (shown); the status, which only the controller
+// writes and only from what the API server showed, is then the record of
+// the nodes it remediates: they stay busy, for quorum and for every other
+// NodeHealthCheck, until the kind can be read again.
+func (m *Manager) Recorded(nhcs []*v1alpha1.NodeHealthCheck) map[string][]Owner {
+	readable := map[schema.GroupVersionKind]bool{}
+	var owners map[string][]Owner
+	for _, nhc := range nhcs {
+		owner := Owner{Name: nhc.Name, UID: nhc.UID}
+		for _, entry := range nhc.Status.UnhealthyNodes {
+			if entry == nil {
+				continue
+			}
+			for _, rem := range entry.Remediations {
+				if rem == nil {
+					continue
+				}
+				gvk := rem.Resource.GroupVersionKind()
+				ok, known := readable[gvk]
+				if !known {
+					ok = m.readable(gvk)
+					readable[gvk] = ok
+				}
+				if ok || slices.Contains(owners[entry.Name], owner) {
+					continue
+				}
+				if owners == nil {
+					owners = map[string][]Owner{}
+				}
+				owners[entry.Name] = append(owners[entry.Name], owner)
+			}
+		}
+	}
+	return owners
+}
+
+// readable tells whether a kind's resources can be read from a synced cache.
+func (m *Manager) readable(gvk schema.GroupVersionKind) bool {
+	mapping, err := m.templates.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	return err == nil && m.informers.State(mapping.Resource).Synced
+}
