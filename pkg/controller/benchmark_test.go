@@ -173,4 +173,6 @@ func (p poolRemediations) Apply(context.Context, *v1alpha1.NodeHealthCheck, *hea
 
 func (p poolRemediations) Forget(string) {}
 
-func (p poolRemediations) Recorded([]*v1alpha1.NodeHealthCheck) map[string][]remediation.Owner { return nil }
+func (p poolRemediations) Recorded([]*v1alpha1.NodeHealthCheck) map[string][]remediation.Owner {
+	return nil
+}
