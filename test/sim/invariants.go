@@ -74,6 +74,9 @@ type checker struct {
 	running map[runKey]*runs
 	// leaseWrites are renewals of ours that wait for their verdict.
 	leaseWrites []leaseWrite
+	// createTries are when each (NodeHealthCheck, node) last tried to
+	// create a remediation resource, whatever the answer.
+	createTries map[runKey][]time.Time
 	// unhealthySince is when nothing stood in a node's way any more.
 	unhealthySince map[string]time.Time
 	// calmSince is since when no fault, partition or watch problem is on.
@@ -117,7 +120,7 @@ func (c *checker) allNHCs() []*v1alpha1.NodeHealthCheck {
 
 func newChecker(s *sim) *checker {
 	return &checker{s: s, nodes: map[string][]version{}, nhcs: map[string][]version{}, created: map[types.UID]types.UID{}, typed: map[string]any{},
-		running: map[runKey]*runs{}, unhealthySince: map[string]time.Time{}}
+		running: map[runKey]*runs{}, createTries: map[runKey][]time.Time{}, unhealthySince: map[string]time.Time{}}
 }
 
 func (c *checker) fail(invariant, format string, args ...any) {
@@ -257,6 +260,32 @@ func (c *checker) write(call *call, resp *http.Response) {
 		c.fail(InvHealthyAtCreate, "%s created for node %s, whose conditions %s did not hold for NodeHealthCheck %s's durations", describe(obj), r.node, conditionsOf(node), nhc.Name)
 	}
 }
+
+// attempt records a create of a remediation resource that reached the
+// server, answered or not, and the read of a NodeHealthCheck that confirms
+// its creates just before they are sent (for every node: it is read once a
+// sync): a lease is taken or renewed for a step first, and the confirmation
+// or the create may fail (429, 500) and be tried again.
+func (c *checker) attempt(call *call) {
+	var key runKey
+	switch {
+	case call.r.verb == "create" && isRemediation(call.r.gvr):
+		u := &unstructured.Unstructured{}
+		if u.UnmarshalJSON(call.r.body) != nil {
+			return
+		}
+		r := resourceOf(u)
+		key = runKey{nhc: r.ownerName, node: r.node}
+	case call.r.verb == "get" && call.r.gvr == nhcGVR && call.r.subresource == "":
+		key = runKey{nhc: call.r.name, node: anyNode}
+	default:
+		return
+	}
+	c.createTries[key] = append(c.createTries[key], call.arrived)
+}
+
+// anyNode keys the attempts that may be for any node.
+const anyNode = "*"
 
 func nameOf(call *call) string {
 	u := &unstructured.Unstructured{}

@@ -155,11 +155,19 @@ func (c *checker) trackRuns(all []remediationObj) {
 		switch {
 		case now.Before(w.at.Add(leaseLag)):
 			kept = append(kept, w)
-		case !c.ran(w.key, w.at.Add(-leaseLag), w.at.Add(leaseLag)):
+		case !c.ran(w.key, w.at.Add(-leaseLag), w.at.Add(leaseLag)) && !c.triedToCreate(w.key, w.at.Add(-leaseLag), w.at.Add(leaseLag)):
 			c.fail(InvLeaseWhileActing, "NodeHealthCheck %s renewed the lease of node %s at %s, while no step of its ran on the node", w.key.nhc, w.key.node, w.at.Format("15:04:05"))
 		}
 	}
 	c.leaseWrites = kept
+}
+
+// triedToCreate tells whether a NodeHealthCheck tried to create a
+// resource for a node between from and to: the lease is taken or renewed
+// for the step first, and the create may fail (429, 500) and be retried.
+func (c *checker) triedToCreate(key runKey, from, to time.Time) bool {
+	within := func(t time.Time) bool { return !t.Before(from) && !t.After(to) }
+	return slices.ContainsFunc(c.createTries[key], within) || slices.ContainsFunc(c.createTries[runKey{nhc: key.nhc, node: anyNode}], within)
 }
 
 // ran tells whether a step ran at some instant between from and to.

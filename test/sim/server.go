@@ -48,6 +48,9 @@ type Server struct {
 	held map[string]bool
 	// writes hears of every write served, before its answer goes out.
 	writes func(c *call, resp *http.Response)
+	// attempts hears of every request that reaches the server, before its
+	// fault: what the client tried, whether or not it happened.
+	attempts func(c *call)
 }
 
 // call is one request parked at the door.
@@ -173,6 +176,9 @@ func (s *Server) answerLocked(c *call) {
 		// write whose deadline passed never lands.
 		c.answer <- answer{err: err}
 		return
+	}
+	if s.attempts != nil {
+		s.attempts(c)
 	}
 	f := faultNone
 	if s.faults != nil {
