@@ -109,16 +109,18 @@ func (s *Server) Transport(client string) http.RoundTripper {
 			s.state.Lock()
 			s.answerLocked(c)
 			s.state.Unlock()
+			if c.r.verb == "watch" {
+				// Its initial events wait for delivery: wake the
+				// simulation, as a parked write does.
+				s.wake()
+			}
 			a := <-c.answer
 			return a.resp, a.err
 		}
 		s.door.Lock()
 		s.parked = append(s.parked, c)
 		s.door.Unlock()
-		select {
-		case s.knock <- struct{}{}:
-		default:
-		}
+		s.wake()
 		select {
 		case a := <-c.answer:
 			return a.resp, a.err
@@ -164,6 +166,15 @@ func (s *Server) isHeld(client string) bool {
 	s.door.Lock()
 	defer s.door.Unlock()
 	return s.held[client]
+}
+
+// wake knocks: the simulation serves what waits at once, not at its next
+// timer.
+func (s *Server) wake() {
+	select {
+	case s.knock <- struct{}{}:
+	default:
+	}
 }
 
 // errUnavailable is a refused connection.

@@ -88,8 +88,9 @@ func (s *sim) settleFor(client string) {
 // invariants; otherwise the virtual clock jumps to the next timer.
 func (s *sim) runUntil(end time.Time) {
 	for {
-		s.settle()
+		// A replica started or healed now is served at this instant too.
 		s.renewLeadership()
+		s.settle()
 		s.locked(s.check.now)
 		if s.check.failed() {
 			return
