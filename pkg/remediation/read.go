@@ -155,13 +155,19 @@ func (m *Manager) readControlPlane(obs *Observation, reserved []string) {
 // unreadable says why a remediation kind whose informer has not synced
 // cannot be read: without its resources, evaluating could lose
 // remediations, so the NodeHealthCheck is disabled with what to fix. A kind
-// that is no longer served makes the API be rediscovered, so that it drops
-// out of what is watched. Nil while the informer is starting.
+// that is forbidden or no longer served makes the API be rediscovered, so
+// that it drops out of what is watched once it is gone. Nil while the
+// informer is starting.
 func (m *Manager) unreadable(gvr schema.GroupVersionResource, err error) *health.Problem {
 	switch {
 	case err == nil:
 		return nil
 	case apierrors.IsForbidden(err):
+		// Authorization comes first: a kind uninstalled together with its
+		// role answers 403 too. The API is looked up again (at most every
+		// 10 s), so that a kind no longer served drops out of what is
+		// watched, and a kind only a status listed no longer disables.
+		m.templates.rediscover()
 		return notFound(fmt.Sprintf(messageRemediationsForbidden, gvr.GroupResource(), err, gvr.GroupResource()))
 	case apierrors.IsNotFound(err):
 		m.templates.rediscover()

@@ -2,6 +2,7 @@ package remediation
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,9 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
@@ -62,4 +65,72 @@ func TestTheStatusRecordsTheRemediationsOfAKindThatCannotBeRead(t *testing.T) {
 			assert.Equal(t, tt.want, m.Recorded([]*v1alpha1.NodeHealthCheck{recorded}))
 		})
 	}
+}
+
+// uninstallable is a mapper whose kinds can be uninstalled: a Reset, as
+// after a rediscovery, forgets them.
+type uninstallable struct {
+	meta.RESTMapper
+	uninstalled []schema.GroupVersionKind
+}
+
+func (u *uninstallable) Reset() {
+	if len(u.uninstalled) == 0 {
+		return
+	}
+	m := meta.NewDefaultRESTMapper(nil)
+	for _, gvk := range []schema.GroupVersionKind{testTemplateGVR.GroupVersion().WithKind("TestRemediationTemplate"), testGVR.GroupVersion().WithKind("TestRemediation"), otherGVK} {
+		if !slices.Contains(u.uninstalled, gvk) {
+			m.Add(gvk, meta.RESTScopeNamespace)
+		}
+	}
+	u.RESTMapper = m
+}
+
+var (
+	otherGVR = schema.GroupVersionResource{Group: "test.medik8s.io", Version: "v1alpha1", Resource: "otherremediations"}
+	otherGVK = otherGVR.GroupVersion().WithKind("OtherRemediation")
+)
+
+// A kind that only a NodeHealthCheck's status lists (a leftover of a
+// template it no longer uses) and that turns forbidden disables it: its
+// resources cannot be read. Uninstalled together with its role, it still
+// answers 403, authorization coming first; the API is looked up again, the
+// kind is gone, and the NodeHealthCheck works again.
+func TestAKindUninstalledWithItsRoleNoLongerDisables(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	clock := clocktesting.NewFakeClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		testGVR: "TestRemediationList", testTemplateGVR: "TestRemediationTemplateList", otherGVR: "OtherRemediationList"}, testTemplate(nil))
+	forbidden := apierrors.NewForbidden(otherGVR.GroupResource(), "", assert.AnError)
+	client.PrependReactor("list", otherGVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, forbidden })
+	mapper := &uninstallable{uninstalled: []schema.GroupVersionKind{{}}}
+	mapper.Reset()
+	mapper.uninstalled = nil
+	informers := NewInformers(ctx, client, clock)
+	m := newManager(informers, NewTemplates(mapper, informers, clock), NewExpectations(clock), NewWriter(client, kubefake.NewClientset()), nil)
+	nhc := testNHC.DeepCopy()
+	nhc.Spec.RemediationTemplate = ptr.To(templateRef)
+	nhc.Status.UnhealthyNodes = []*v1alpha1.UnhealthyNode{{Name: "cp-1", Remediations: []*v1alpha1.Remediation{
+		{Resource: corev1.ObjectReference{APIVersion: otherGVR.GroupVersion().String(), Kind: otherGVK.Kind, Namespace: "remediators", Name: "cp-1"}}}}}
+	read := func() Observation {
+		w, err := m.Watch(nhc)
+		require.NoError(t, err)
+		obs, err := m.Read(nhc, w)
+		require.NoError(t, err)
+		return obs
+	}
+	read()
+	clock.Step(watchGrace)
+	informers.failed(otherGVR, informers.informer(otherGVR), forbidden)
+	obs := read()
+	require.NotNil(t, obs.TemplateProblem, "its own resources cannot be read")
+	assert.Contains(t, obs.TemplateProblem.Message, "otherremediations")
+
+	mapper.uninstalled = []schema.GroupVersionKind{otherGVK}
+	clock.Step(mapperResetInterval)
+	read()
+	require.Eventually(t, func() bool { obs = read(); return obs.Ready }, 10*time.Second, 10*time.Millisecond)
+	assert.Nil(t, obs.TemplateProblem, "the kind is gone, and so are its resources")
 }

@@ -350,11 +350,21 @@ func (c *checker) mayRemediate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node,
 			return false
 		}
 	}
+	st := c.s.server.store
 	for _, ref := range nhc.Spec.TemplateRefs() {
 		k := Kind(strings.TrimSuffix(ref.Kind, "RemediationTemplate"))
-		st := c.s.server.store
 		if _, err := st.get(k.template(), ref.Namespace, ref.Name); err != nil || !st.resources[k.template()].served || c.s.server.forbidden[k.remediation()] {
 			return false
+		}
+	}
+	// The kinds its status lists must be read too: a NodeHealthCheck that
+	// cannot see its own resources is disabled (decisions.md).
+	for _, entry := range nhc.Status.UnhealthyNodes {
+		for _, rem := range entryRemediations(entry) {
+			k := Kind(strings.TrimSuffix(rem.Resource.Kind, "Remediation"))
+			if c.s.server.forbidden[k.remediation()] && st.resources[k.remediation()].served {
+				return false
+			}
 		}
 	}
 	return c.withinBudget(nhc, all)
