@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -201,6 +202,22 @@ func (m *Informers) stopIfUnused(gvr schema.GroupVersionResource) {
 	r.stop()
 	delete(m.running, gvr)
 	klog.FromContext(m.ctx).V(2).Info(logStoppedUnused, "resource", gvr)
+}
+
+// forgetOwner drops from what stopped kinds showed the resources of the
+// NodeHealthChecks of a name but the one of keep (none when empty): a
+// deleted NodeHealthCheck's resources are deleted by the garbage collector,
+// which the controller cannot see while their kind cannot be read.
+func (m *Informers) forgetOwner(name string, keep types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for gvr, s := range m.stopped {
+		s.shown = s.shown.without(name, keep)
+		m.stopped[gvr] = s
+	}
+	for _, r := range m.running {
+		r.remembered = r.remembered.without(name, keep)
+	}
 }
 
 // ensure starts a kind's informer unless it runs, or failed and is not due

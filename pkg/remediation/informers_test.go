@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 )
@@ -213,4 +214,35 @@ func TestAKindStoppedBeforeItSyncedRemembersNothing(t *testing.T) {
 	informers.failed(testGVR, informers.informer(testGVR), forbidden)
 	assert.Empty(t, informers.unknownRemediations())
 	assert.Empty(t, informers.controlPlaneNodes())
+}
+
+// What a stopped kind showed of a NodeHealthCheck's resources is dropped
+// once it is deleted, or was deleted and created again under its name: the
+// garbage collector deletes them, unseen while their kind cannot be read.
+func TestAStoppedKindForgetsADeletedNodeHealthChecksResources(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		keep types.UID
+		want map[string][]Owner
+	}{
+		{"the same one", testNHC.UID, map[string][]Owner{"cp-1": {{Name: testNHC.Name, UID: testNHC.UID}}}},
+		{"created again", "recreated", nil},
+		{"deleted", "", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			t.Cleanup(cancel)
+			clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
+			cp, err := newRemediation(testTemplate(nil), testNHC, "cp-1", true)
+			require.NoError(t, err)
+			informers := NewInformers(ctx, fakeDynamic(cp), clock)
+			informers.Use("other", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
+			require.Eventually(t, func() bool { return informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
+			informers.failed(testGVR, informers.informer(testGVR), apierrors.NewForbidden(testGVR.GroupResource(), "", assert.AnError))
+
+			informers.forgetOwner(testNHC.Name, tt.keep)
+			assert.Equal(t, tt.want, informers.otherOwners("another"))
+			assert.Equal(t, len(tt.want) > 0, len(informers.controlPlaneNodes()) > 0)
+		})
+	}
 }

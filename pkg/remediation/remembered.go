@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -52,6 +53,28 @@ func (s shown) with(earlier shown) shown {
 		}
 	}
 	return s
+}
+
+// without drops the owners that are a NodeHealthCheck of a name but one of
+// its UIDs: it was deleted, and the garbage collector deletes its
+// resources. A control-plane node no other owner holds is dropped too.
+func (s shown) without(name string, keep types.UID) shown {
+	var out shown
+	for node, owners := range s.owners {
+		kept := slices.DeleteFunc(slices.Clone(owners), func(o Owner) bool { return o.Name == name && o.UID != keep })
+		if len(kept) > 0 {
+			if out.owners == nil {
+				out.owners = map[string][]Owner{}
+			}
+			out.owners[node] = kept
+		}
+	}
+	for _, node := range s.controlPlane {
+		if _, owned := s.owners[node]; !owned || len(out.owners[node]) > 0 {
+			out.controlPlane = append(out.controlPlane, node)
+		}
+	}
+	return out
 }
 
 // ownersByNode returns the NodeHealthChecks owning the resources of a cache,
