@@ -15,7 +15,7 @@ import (
 )
 
 var (
-	seeds     = flag.Int("sim.seeds", 0, "histories to play, from seed sim.first on; 0 plays none (make sim plays them)")
+	seeds     = flag.Int("sim.seeds", 300, "histories to play, from seed sim.first on (make test plays the default, make sim as many as SEEDS says)")
 	first     = flag.Uint64("sim.first", 1, "the first seed")
 	seed      = flag.Uint64("sim.seed", 0, "play only this seed, and print its trace")
 	steps     = flag.Int("sim.steps", 40, "steps of a history after its initial world")
@@ -37,8 +37,8 @@ func TestHistories(t *testing.T) {
 		replay(t, *seed)
 		return
 	}
-	if *seeds == 0 {
-		t.Skip("no histories asked for: make sim SEEDS=<n>")
+	if testing.Short() {
+		t.Skip("-short: no histories")
 	}
 	var played, stepsPlayed, checks atomic.Int64
 	var mu sync.Mutex
