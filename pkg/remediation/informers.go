@@ -2,14 +2,12 @@ package remediation
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -204,22 +202,6 @@ func (m *Informers) stopIfUnused(gvr schema.GroupVersionResource) {
 	klog.FromContext(m.ctx).V(2).Info(logStoppedUnused, "resource", gvr)
 }
 
-// forgetOwner drops from what stopped kinds showed the resources of the
-// NodeHealthChecks of a name but the one of keep (none when empty): a
-// deleted NodeHealthCheck's resources are deleted by the garbage collector,
-// which the controller cannot see while their kind cannot be read.
-func (m *Informers) forgetOwner(name string, keep types.UID) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for gvr, s := range m.stopped {
-		s.shown = s.shown.without(name, keep)
-		m.stopped[gvr] = s
-	}
-	for _, r := range m.running {
-		r.remembered = r.remembered.without(name, keep)
-	}
-}
-
 // ensure starts a kind's informer unless it runs, or failed and is not due
 // for a retry.
 func (m *Informers) ensure(gvr schema.GroupVersionResource) {
@@ -372,66 +354,6 @@ func (m *Informers) notify(gvr schema.GroupVersionResource, obj any, deleted boo
 	for _, handle := range handlers {
 		handle(gvr, u, deleted)
 	}
-}
-
-// State says whether a kind's cache can be read.
-func (m *Informers) State(gvr schema.GroupVersionResource) KindState {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.state(gvr)
-}
-
-// state is State with m.mu held.
-func (m *Informers) state(gvr schema.GroupVersionResource) KindState {
-	if s, ok := m.stopped[gvr]; ok {
-		return KindState{Err: s.err, RetryAt: s.retryAt}
-	}
-	r, ok := m.running[gvr]
-	if !ok {
-		return KindState{}
-	}
-	if r.informer.HasSynced() {
-		return KindState{Synced: true}
-	}
-	if r.retried != nil {
-		return KindState{Err: r.retried}
-	}
-	if m.clock.Since(r.started) < m.grace {
-		return KindState{}
-	}
-	return KindState{Err: r.errors.unsynced(r.informer)}
-}
-
-// unknownRemediations lists the kinds some NodeHealthCheck uses for
-// remediation resources whose cache cannot be read yet: starting (within the
-// grace), or failing for a passing reason. A kind stopped for a lasting one
-// (forbidden, no longer served: failed, forbidden, stopFailing), and its
-// retries until one syncs, is not unknown: one broken remediator would
-// otherwise hold every control-plane node of the cluster for as long as it
-// stays broken. The nodes its cache showed stay busy instead (shown); its
-// own NodeHealthChecks stay disabled (State).
-func (m *Informers) unknownRemediations() []schema.GroupVersionResource {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var unknown []schema.GroupVersionResource
-	for _, u := range m.uses {
-		for gvr := range u.remediations {
-			if !m.state(gvr).Synced && !m.failedLastingly(gvr) && !slices.Contains(unknown, gvr) {
-				unknown = append(unknown, gvr)
-			}
-		}
-	}
-	return unknown
-}
-
-// failedLastingly tells whether a kind's informer was stopped for a lasting
-// error, and is stopped or being retried; m.mu is held.
-func (m *Informers) failedLastingly(gvr schema.GroupVersionResource) bool {
-	if _, ok := m.stopped[gvr]; ok {
-		return true
-	}
-	r, ok := m.running[gvr]
-	return ok && r.retried != nil
 }
 
 func (m *Informers) informer(gvr schema.GroupVersionResource) *runningInformer {

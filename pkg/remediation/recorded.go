@@ -9,8 +9,8 @@ import (
 )
 
 // Recorded returns, by node, the NodeHealthChecks whose status records a
-// remediation resource of a kind that cannot be read now (its informer not
-// synced, stopped for a lasting error, or the kind no longer served). After
+// remediation resource of a kind that cannot be read for a lasting reason
+// (forbidden; its informer stopped or retried until it syncs). After
 // a restart, a kind that is forbidden from the start shows nothing, not even
 // what it showed before (shown); the status, which only the controller
 // writes and only from what the API server showed, is then the record of
@@ -48,8 +48,11 @@ func (m *Manager) Recorded(nhcs []*v1alpha1.NodeHealthCheck) map[string][]Owner 
 	return owners
 }
 
-// readable tells whether a kind's resources can be read from a synced cache.
+// readable tells whether a kind's resources can be known: it is not
+// stopped for a lasting error. One still starting is unknown for a while,
+// which holds every control-plane node and every shared node meanwhile
+// (unknownRemediations); one no longer served has no resources left.
 func (m *Manager) readable(gvk schema.GroupVersionKind) bool {
 	mapping, err := m.templates.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	return err == nil && m.informers.State(mapping.Resource).Synced
+	return err != nil || !m.informers.lastingFailure(mapping.Resource)
 }

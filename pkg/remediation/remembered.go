@@ -97,3 +97,19 @@ func ownersByNode(indexer cache.Indexer) map[string][]Owner {
 	}
 	return owners
 }
+
+// forgetOwner drops from what stopped kinds showed the resources of the
+// NodeHealthChecks of a name but the one of keep (none when empty): a
+// deleted NodeHealthCheck's resources are deleted by the garbage collector,
+// which the controller cannot see while their kind cannot be read.
+func (m *Informers) forgetOwner(name string, keep types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for gvr, s := range m.stopped {
+		s.shown = s.shown.without(name, keep)
+		m.stopped[gvr] = s
+	}
+	for _, r := range m.running {
+		r.remembered = r.remembered.without(name, keep)
+	}
+}

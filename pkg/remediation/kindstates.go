@@ -1,0 +1,78 @@
+package remediation
+
+import (
+	"slices"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// What is known of each kind's informer: whether its cache can be read,
+// and which kinds count as unknown.
+
+// State says whether a kind's cache can be read.
+func (m *Informers) State(gvr schema.GroupVersionResource) KindState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.state(gvr)
+}
+
+// state is State with m.mu held.
+func (m *Informers) state(gvr schema.GroupVersionResource) KindState {
+	if s, ok := m.stopped[gvr]; ok {
+		return KindState{Err: s.err, RetryAt: s.retryAt}
+	}
+	r, ok := m.running[gvr]
+	if !ok {
+		return KindState{}
+	}
+	if r.informer.HasSynced() {
+		return KindState{Synced: true}
+	}
+	if r.retried != nil {
+		return KindState{Err: r.retried}
+	}
+	if m.clock.Since(r.started) < m.grace {
+		return KindState{}
+	}
+	return KindState{Err: r.errors.unsynced(r.informer)}
+}
+
+// unknownRemediations lists the kinds some NodeHealthCheck uses for
+// remediation resources whose cache cannot be read yet: starting (within the
+// grace), or failing for a passing reason. A kind stopped for a lasting one
+// (forbidden, no longer served: failed, forbidden, stopFailing), and its
+// retries until one syncs, is not unknown: one broken remediator would
+// otherwise hold every control-plane node of the cluster for as long as it
+// stays broken. The nodes its cache showed stay busy instead (shown); its
+// own NodeHealthChecks stay disabled (State).
+func (m *Informers) unknownRemediations() []schema.GroupVersionResource {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var unknown []schema.GroupVersionResource
+	for _, u := range m.uses {
+		for gvr := range u.remediations {
+			if !m.state(gvr).Synced && !m.failedLastingly(gvr) && !slices.Contains(unknown, gvr) {
+				unknown = append(unknown, gvr)
+			}
+		}
+	}
+	return unknown
+}
+
+// lastingFailure tells whether a kind's informer was stopped for a lasting
+// error, and is stopped or being retried.
+func (m *Informers) lastingFailure(gvr schema.GroupVersionResource) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.failedLastingly(gvr)
+}
+
+// failedLastingly tells whether a kind's informer was stopped for a lasting
+// error, and is stopped or being retried; m.mu is held.
+func (m *Informers) failedLastingly(gvr schema.GroupVersionResource) bool {
+	if _, ok := m.stopped[gvr]; ok {
+		return true
+	}
+	r, ok := m.running[gvr]
+	return ok && r.retried != nil
+}
