@@ -200,6 +200,14 @@ func (e *Env) deleteNHC(name string) {
 	_ = e.NHC.RemediationV1alpha1().NodeHealthChecks().Delete(context.Background(), name, metav1.DeleteOptions{})
 }
 
+// DeleteNHC deletes a NodeHealthCheck now; its remediation resources stay
+// (there is no garbage collector), as they do under a remediator's
+// finalizer, until the test ends.
+func (e *Env) DeleteNHC(t testing.TB, name string) {
+	t.Helper()
+	e.deleteNHC(name)
+}
+
 // UpdateNHC changes a NodeHealthCheck's spec.
 func (e *Env) UpdateNHC(t testing.TB, name string, change func(*v1alpha1.NodeHealthCheckSpec)) {
 	t.Helper()
