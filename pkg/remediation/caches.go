@@ -1,6 +1,8 @@
 package remediation
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -48,55 +50,108 @@ func (m *Informers) ownedBy(gvr schema.GroupVersionResource, uid types.UID) []*u
 	return m.byIndex(gvr, ownerIndex, string(uid))
 }
 
-// shown is what every kind's cache shows of the nodes under remediation,
-// whoever owns the resources, with what the cache of a kind stopped for a
-// lasting error showed when it stopped: quorum, and the one NodeHealthCheck
-// a node has, do not care that a remediator's role was removed.
-func (m *Informers) shown() shown {
+// controlPlaneNodes returns the control-plane nodes with a remediation
+// resource of any kind watched, whoever owns it, and those that the cache of
+// a kind stopped for a lasting error showed when it stopped: quorum does
+// not care that a remediator's role was removed.
+func (m *Informers) controlPlaneNodes() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var all shown
+	var nodes []string
 	for _, r := range m.running {
-		all = all.with(r.shows())
+		nodes = append(nodes, r.informer.GetIndexer().ListIndexFuncValues(controlPlaneIndex)...)
+		if !r.informer.HasSynced() {
+			nodes = append(nodes, r.remembered.controlPlane...)
+		}
 	}
 	for _, s := range m.stopped {
-		all = all.with(s.shown)
+		nodes = append(nodes, s.shown.controlPlane...)
 	}
-	return all
-}
-
-// controlPlaneNodes returns the control-plane nodes under remediation.
-func (m *Informers) controlPlaneNodes() []string {
-	return m.shown().controlPlane
+	return nodes
 }
 
 // otherOwners returns, by node, the NodeHealthChecks but one that own
-// remediation resources.
+// remediation resources of any kind watched, or that a kind stopped for a
+// lasting error showed when it stopped. It reads only the resources of
+// NodeHealthChecks, through their node index.
 func (m *Informers) otherOwners(except types.UID) map[string][]Owner {
 	var others map[string][]Owner
-	for node, owners := range m.shown().owners {
-		for _, owner := range owners {
-			if owner.UID == except {
-				continue
-			}
-			if others == nil {
-				others = map[string][]Owner{}
-			}
-			others[node] = append(others[node], owner)
+	add := func(node string, owner Owner) {
+		if owner.UID == except || slices.Contains(others[node], owner) {
+			return
 		}
+		if others == nil {
+			others = map[string][]Owner{}
+		}
+		others[node] = append(others[node], owner)
 	}
+	m.eachOwner(add)
 	return others
 }
 
 // otherOwner returns a NodeHealthCheck but one that owns a remediation
 // resource of a node, or "".
 func (m *Informers) otherOwner(node string, except types.UID) string {
-	for _, owner := range m.shown().owners[node] {
-		if owner.UID != except {
-			return owner.Name
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range m.running {
+		objs, _ := r.informer.GetIndexer().ByIndex(nodeIndex, node)
+		for _, obj := range objs {
+			for _, owner := range Owners(obj.(*unstructured.Unstructured)) {
+				if owner.UID != except {
+					return owner.Name
+				}
+			}
+		}
+		if !r.informer.HasSynced() {
+			for _, owner := range r.remembered.owners[node] {
+				if owner.UID != except {
+					return owner.Name
+				}
+			}
+		}
+	}
+	for _, s := range m.stopped {
+		for _, owner := range s.shown.owners[node] {
+			if owner.UID != except {
+				return owner.Name
+			}
 		}
 	}
 	return ""
+}
+
+// eachOwner calls add with every node and NodeHealthCheck owning a
+// remediation resource of it, as the caches show them and as stopped kinds
+// showed them; m.mu is taken.
+func (m *Informers) eachOwner(add func(node string, owner Owner)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range m.running {
+		indexer := r.informer.GetIndexer()
+		for _, node := range indexer.ListIndexFuncValues(nodeIndex) {
+			objs, _ := indexer.ByIndex(nodeIndex, node)
+			for _, obj := range objs {
+				for _, owner := range Owners(obj.(*unstructured.Unstructured)) {
+					add(node, owner)
+				}
+			}
+		}
+		if !r.informer.HasSynced() {
+			for node, owners := range r.remembered.owners {
+				for _, owner := range owners {
+					add(node, owner)
+				}
+			}
+		}
+	}
+	for _, s := range m.stopped {
+		for node, owners := range s.shown.owners {
+			for _, owner := range owners {
+				add(node, owner)
+			}
+		}
+	}
 }
 
 func (m *Informers) byIndex(gvr schema.GroupVersionResource, index, key string) []*unstructured.Unstructured {
