@@ -174,32 +174,49 @@ func (m *Informers) Use(nhc string, kinds Kinds) {
 	for gvr := range had.Difference(want.all()) {
 		m.stopIfUnused(gvr)
 	}
+	m.retryUnused()
 }
 
 // stopIfUnused stops a kind's informer when no NodeHealthCheck uses it and
-// its cache holds no resource a NodeHealthCheck owns. The resources of a
-// deleted NodeHealthCheck, or of one whose templates changed, go on
-// remediating their nodes until they are gone (a remediator's finalizer
-// holds them while it works): they keep the nodes busy for quorum and for
-// every other NodeHealthCheck. A kind stopped for a lasting error is
-// forgotten: its remediator's role is gone, and nothing would try it again.
-// m.mu is held.
+// it shows no resource a NodeHealthCheck owns. The resources of a deleted
+// NodeHealthCheck, or of one whose templates changed, go on remediating
+// their nodes until they are gone (a remediator's finalizer holds them
+// while it works): they keep the nodes busy for quorum and for every other
+// NodeHealthCheck. So does what a kind stopped for a lasting error showed:
+// it is kept, and tried again (retryUnused), until the kind can be read or
+// shows nothing. m.mu is held.
 func (m *Informers) stopIfUnused(gvr schema.GroupVersionResource) {
 	if m.users(gvr).Len() > 0 {
 		return
 	}
-	delete(m.stopped, gvr)
+	if s, ok := m.stopped[gvr]; ok {
+		if s.shown.empty() {
+			delete(m.stopped, gvr)
+		}
+		return
+	}
 	r, ok := m.running[gvr]
 	if !ok {
 		return
 	}
-	if r.informer.HasSynced() && len(r.informer.GetIndexer().ListIndexFuncValues(nodeIndex)) > 0 {
+	if r.informer.HasSynced() && len(r.informer.GetIndexer().ListIndexFuncValues(nodeIndex)) > 0 || !r.informer.HasSynced() && !r.remembered.empty() {
 		klog.FromContext(m.ctx).V(2).Info(logKeptUnused, "resource", gvr)
 		return
 	}
 	r.stop()
 	delete(m.running, gvr)
 	klog.FromContext(m.ctx).V(2).Info(logStoppedUnused, "resource", gvr)
+}
+
+// retryUnused tries again the kinds no NodeHealthCheck uses that were
+// stopped for a lasting error and showed resources then, when their retry
+// is due. m.mu is held.
+func (m *Informers) retryUnused() {
+	for gvr := range m.stopped {
+		if m.users(gvr).Len() == 0 {
+			m.ensure(gvr)
+		}
+	}
 }
 
 // ensure starts a kind's informer unless it runs, or failed and is not due
@@ -279,6 +296,11 @@ func (m *Informers) start(gvr schema.GroupVersionResource, stopped stoppedInform
 		// Every NodeHealthCheck hears of it: a control-plane remediation of
 		// this kind may hold back any of them.
 		if cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+			m.mu.Lock()
+			if m.running[gvr] == r {
+				m.stopIfUnused(gvr)
+			}
+			m.mu.Unlock()
 			m.kindChanged(gvr)
 		}
 	}()
@@ -315,15 +337,15 @@ func (m *Informers) forbidden(gvr schema.GroupVersionResource, err error) {
 // records when to try it again and what its cache showed; it is called
 // with m.mu held, and unlocks it.
 func (m *Informers) stopFailing(gvr schema.GroupVersionResource, err error) {
-	retry := templateRetryInterval
-	if m.usedForRemediations(gvr) {
-		retry = remediationRetryInterval
-	}
 	last := m.stopped[gvr].shown
 	if r, ok := m.running[gvr]; ok {
 		last = r.shows()
 		r.stop()
 		delete(m.running, gvr)
+	}
+	retry := templateRetryInterval
+	if m.usedForRemediations(gvr) || !last.empty() {
+		retry = remediationRetryInterval
 	}
 	m.stopped[gvr] = stoppedInformer{err: err, retryAt: m.clock.Now().Add(retry), shown: last}
 	m.mu.Unlock()

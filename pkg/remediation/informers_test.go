@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 )
@@ -216,33 +215,42 @@ func TestAKindStoppedBeforeItSyncedRemembersNothing(t *testing.T) {
 	assert.Empty(t, informers.controlPlaneNodes())
 }
 
-// What a stopped kind showed of a NodeHealthCheck's resources is dropped
-// once it is deleted, or was deleted and created again under its name: the
-// garbage collector deletes them, unseen while their kind cannot be read.
-func TestAStoppedKindForgetsADeletedNodeHealthChecksResources(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		keep types.UID
-		want map[string][]Owner
-	}{
-		{"the same one", testNHC.UID, map[string][]Owner{"cp-1": {{Name: testNHC.Name, UID: testNHC.UID}}}},
-		{"created again", "recreated", nil},
-		{"deleted", "", nil},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			t.Cleanup(cancel)
-			clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
-			cp, err := newRemediation(testTemplate(nil), testNHC, "cp-1", true)
-			require.NoError(t, err)
-			informers := NewInformers(ctx, fakeDynamic(cp), clock)
-			informers.Use("other", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
-			require.Eventually(t, func() bool { return informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
-			informers.failed(testGVR, informers.informer(testGVR), apierrors.NewForbidden(testGVR.GroupResource(), "", assert.AnError))
+// A kind stopped for a lasting error that no NodeHealthCheck uses any more
+// (its NodeHealthCheck deleted) keeps what it showed: the resources may
+// still remediate their nodes, kept by a finalizer, unseen. It is tried
+// again, and forgotten once it can be read and shows nothing.
+func TestAnUnusedStoppedKindKeepsWhatItShowedUntilItCanBeRead(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
+	worker, err := newRemediation(testTemplate(nil), testNHC, "worker-0", false)
+	require.NoError(t, err)
+	client := fakeDynamic(worker)
+	forbidden := apierrors.NewForbidden(testGVR.GroupResource(), "", assert.AnError)
+	var denied atomic.Bool
+	client.PrependReactor("list", testGVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) {
+		return denied.Load(), nil, forbidden
+	})
+	informers := NewInformers(ctx, client, clock)
+	informers.Use("deleted", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
+	require.Eventually(t, func() bool { return informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
+	denied.Store(true)
+	informers.failed(testGVR, informers.informer(testGVR), forbidden)
 
-			informers.forgetOwner(testNHC.Name, tt.keep)
-			assert.Equal(t, tt.want, informers.otherOwners("another"))
-			assert.Equal(t, len(tt.want) > 0, len(informers.controlPlaneNodes()) > 0)
-		})
-	}
+	informers.Use("deleted", Kinds{})
+	held := map[string][]Owner{"worker-0": {{Name: testNHC.Name, UID: testNHC.UID}}}
+	assert.Equal(t, held, informers.otherOwners("another"), "no one uses it, and it may still remediate")
+
+	clock.SetTime(clock.Now().Add(remediationRetryInterval))
+	informers.Use("another", Kinds{Templates: []schema.GroupVersionResource{testTemplateGVR}})
+	require.Len(t, informers.Running(), 2, "tried again")
+	informers.failed(testGVR, informers.informer(testGVR), forbidden)
+	assert.Equal(t, held, informers.otherOwners("another"), "still forbidden: still held")
+
+	denied.Store(false)
+	require.NoError(t, client.Tracker().Delete(testGVR, worker.GetNamespace(), worker.GetName()))
+	clock.SetTime(clock.Now().Add(remediationRetryInterval))
+	informers.Use("another", Kinds{Templates: []schema.GroupVersionResource{testTemplateGVR}})
+	require.Eventually(t, func() bool { return len(informers.Running()) == 1 }, 10*time.Second, 10*time.Millisecond, "readable, empty, stopped")
+	assert.Empty(t, informers.otherOwners("another"))
 }

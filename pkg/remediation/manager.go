@@ -122,11 +122,9 @@ func (m *Manager) Running() []schema.GroupVersionResource {
 }
 
 // Forget stops the informers only a deleted NodeHealthCheck used, and drops
-// its expectations and reservations, and what stopped kinds showed of its
-// resources.
+// its expectations and reservations.
 func (m *Manager) Forget(nhc string) {
 	m.informers.Use(nhc, Kinds{})
-	m.informers.forgetOwner(nhc, "")
 	m.expectations.forget(nhc)
 	m.controlPlane.forget(nhc)
 }

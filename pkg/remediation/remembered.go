@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -35,6 +34,9 @@ func (r *runningInformer) shows() shown {
 	return s
 }
 
+// empty tells whether nothing was shown.
+func (s shown) empty() bool { return len(s.controlPlane) == 0 && len(s.owners) == 0 }
+
 // with adds what an earlier stop showed.
 func (s shown) with(earlier shown) shown {
 	for _, node := range earlier.controlPlane {
@@ -53,28 +55,6 @@ func (s shown) with(earlier shown) shown {
 		}
 	}
 	return s
-}
-
-// without drops the owners that are a NodeHealthCheck of a name but one of
-// its UIDs: it was deleted, and the garbage collector deletes its
-// resources. A control-plane node no other owner holds is dropped too.
-func (s shown) without(name string, keep types.UID) shown {
-	var out shown
-	for node, owners := range s.owners {
-		kept := slices.DeleteFunc(slices.Clone(owners), func(o Owner) bool { return o.Name == name && o.UID != keep })
-		if len(kept) > 0 {
-			if out.owners == nil {
-				out.owners = map[string][]Owner{}
-			}
-			out.owners[node] = kept
-		}
-	}
-	for _, node := range s.controlPlane {
-		if _, owned := s.owners[node]; !owned || len(out.owners[node]) > 0 {
-			out.controlPlane = append(out.controlPlane, node)
-		}
-	}
-	return out
 }
 
 // ownersByNode returns the NodeHealthChecks owning the resources of a cache,
@@ -96,20 +76,4 @@ func ownersByNode(indexer cache.Indexer) map[string][]Owner {
 		}
 	}
 	return owners
-}
-
-// forgetOwner drops from what stopped kinds showed the resources of the
-// NodeHealthChecks of a name but the one of keep (none when empty): a
-// deleted NodeHealthCheck's resources are deleted by the garbage collector,
-// which the controller cannot see while their kind cannot be read.
-func (m *Informers) forgetOwner(name string, keep types.UID) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for gvr, s := range m.stopped {
-		s.shown = s.shown.without(name, keep)
-		m.stopped[gvr] = s
-	}
-	for _, r := range m.running {
-		r.remembered = r.remembered.without(name, keep)
-	}
 }

@@ -75,8 +75,6 @@ func (m *Manager) Watch(nhc *v1alpha1.NodeHealthCheck) (Watched, error) {
 		kinds.Remediations = append(kinds.Remediations, gvr)
 	}
 	m.informers.Use(nhc.Name, kinds)
-	// One of the same name before it was deleted.
-	m.informers.forgetOwner(nhc.Name, nhc.UID)
 	return w, nil
 }
 

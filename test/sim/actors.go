@@ -120,6 +120,7 @@ func (s *sim) apply(step Step) {
 	case OpForbid:
 		s.server.forbidden[step.Kind.remediation()] = step.On
 		s.server.forbidden[step.Kind.template()] = step.On
+		s.check.forbid(step.Kind, step.On)
 	case OpRemediator:
 		s.remediate(step.Kind, step.Behaviour)
 	case OpNMO:

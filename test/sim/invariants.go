@@ -74,6 +74,9 @@ type checker struct {
 	running map[runKey]*runs
 	// leaseWrites are renewals of ours that wait for their verdict.
 	leaseWrites []leaseWrite
+	// forbiddenNodes are, by kind turned forbidden, the nodes its
+	// resources remediated then.
+	forbiddenNodes map[Kind]map[string]bool
 	// createTries are when each (NodeHealthCheck, node) last tried to
 	// create a remediation resource, whatever the answer.
 	createTries map[runKey][]time.Time
@@ -120,7 +123,7 @@ func (c *checker) allNHCs() []*v1alpha1.NodeHealthCheck {
 
 func newChecker(s *sim) *checker {
 	return &checker{s: s, nodes: map[string][]version{}, nhcs: map[string][]version{}, created: map[types.UID]types.UID{}, typed: map[string]any{},
-		running: map[runKey]*runs{}, createTries: map[runKey][]time.Time{}, unhealthySince: map[string]time.Time{}}
+		running: map[runKey]*runs{}, createTries: map[runKey][]time.Time{}, forbiddenNodes: map[Kind]map[string]bool{}, unhealthySince: map[string]time.Time{}}
 }
 
 func (c *checker) fail(invariant, format string, args ...any) {
@@ -225,7 +228,7 @@ func (c *checker) resourceCreated(obj *unstructured.Unstructured) {
 			continue
 		}
 		switch {
-		case r.controlPlane && other.controlPlane && other.node != r.node:
+		case r.controlPlane && other.controlPlane && other.node != r.node && c.stillControlPlane(other.node):
 			c.fail(InvOneControlPlane, "%s created for control-plane node %s while %s remediates control-plane node %s", describe(obj), r.node, describe(other.obj), other.node)
 		case other.node == r.node && other.owner == r.owner && other.template == r.template && other.obj.GetKind() == obj.GetKind():
 			c.fail(InvOneResourceStep, "%s created for node %s beside %s of the same step", describe(obj), r.node, describe(other.obj))
@@ -233,6 +236,15 @@ func (c *checker) resourceCreated(obj *unstructured.Unstructured) {
 			c.fail(InvOneNHCPerNode, "%s of NodeHealthCheck %s created for node %s, which %s of NodeHealthCheck %s remediates", describe(obj), r.ownerName, r.node, describe(other.obj), other.ownerName)
 		}
 	}
+}
+
+// stillControlPlane tells whether a node with a control-plane remediation
+// is a control-plane node still, or is gone: one demoted meanwhile is no
+// longer a member quorum counts (decisions.md, "What cannot be read holds
+// its nodes": a recorded remediation counts for quorum by the node's role).
+func (c *checker) stillControlPlane(name string) bool {
+	node := c.nodeAt(name, time.Now())
+	return node == nil || v1alpha1.IsControlPlane(node.Labels)
 }
 
 func describe(obj *unstructured.Unstructured) string {

@@ -262,13 +262,45 @@ func (c *checker) canRemediate(node *corev1.Node, all []remediationObj) string {
 	if v1alpha1.IsControlPlane(node.Labels) && slices.ContainsFunc(all, func(r remediationObj) bool { return r.controlPlane }) {
 		return ""
 	}
-	if c.recordedUnreadable(node) {
+	if c.recordedUnreadable(node) || c.heldWhileForbidden(node) {
 		return ""
 	}
 	if nhc := c.remediatorOf(node); nhc != nil && c.mayRemediate(nhc, node, all) {
 		return nhc.Name
 	}
 	return ""
+}
+
+// forbid records, when a kind turns forbidden, the nodes its resources
+// remediate then: the controller, which can no longer read the kind, holds
+// them until it can (decisions.md, "What cannot be read holds its nodes"),
+// whether or not the resources are deleted meanwhile.
+func (c *checker) forbid(k Kind, on bool) {
+	if !on {
+		delete(c.forbiddenNodes, k)
+		return
+	}
+	if _, already := c.forbiddenNodes[k]; already {
+		return
+	}
+	nodes := map[string]bool{}
+	for _, obj := range c.s.server.store.objectsOf(k.remediation()) {
+		if r := resourceOf(obj); r.owner != "" {
+			nodes[r.node] = true
+		}
+	}
+	c.forbiddenNodes[k] = nodes
+}
+
+// heldWhileForbidden tells whether a node had a resource of a kind when it
+// turned forbidden, and the kind is still forbidden and served.
+func (c *checker) heldWhileForbidden(node *corev1.Node) bool {
+	for k, nodes := range c.forbiddenNodes {
+		if nodes[node.Name] && c.s.server.store.resources[k.remediation()].served {
+			return true
+		}
+	}
+	return false
 }
 
 // recordedUnreadable tells whether a NodeHealthCheck's status records a
