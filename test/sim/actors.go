@@ -135,7 +135,7 @@ func (s *sim) apply(step Step) {
 		for _, w := range s.server.watchers {
 			w.heldUntil = until
 		}
-		s.server.delayUntil = until
+		s.server.delayFrom, s.server.delayUntil = time.Now(), until
 	case OpWatchStall:
 		for _, w := range s.server.watchers {
 			if w.gvr.Resource == step.Resource {

@@ -32,6 +32,8 @@ type runs struct {
 type leaseWrite struct {
 	key runKey
 	at  time.Time
+	// lag is how late the controller may have seen the cluster then.
+	lag time.Duration
 }
 
 // leaseWritten records a renewal of one of our node leases.
@@ -46,10 +48,11 @@ func (c *checker) leaseWritten(obj, old *unstructured.Unstructured) {
 		// invariants judge.
 		return
 	}
-	if c.watchLag() < 0 {
+	lag := c.watchLag()
+	if lag < 0 {
 		return
 	}
-	c.leaseWrites = append(c.leaseWrites, leaseWrite{key: runKey{nhc: nhc, node: node}, at: time.Now()})
+	c.leaseWrites = append(c.leaseWrites, leaseWrite{key: runKey{nhc: nhc, node: node}, at: time.Now(), lag: lag})
 }
 
 // watchLag is how late the controller may see the cluster now; negative
@@ -67,8 +70,9 @@ func (c *checker) watchLag() time.Duration {
 	if time.Now().Before(c.s.server.stallEnded.Add(leaseLag)) {
 		return -1
 	}
-	if d := c.s.server.delayUntil.Sub(time.Now()); d > 0 {
-		lag += d
+	if now := time.Now(); now.Before(c.s.server.delayUntil) {
+		// What changed since the delay began is not delivered yet.
+		lag += now.Sub(c.s.server.delayFrom)
 	}
 	return lag
 }
@@ -155,7 +159,7 @@ func (c *checker) trackRuns(all []remediationObj) {
 		switch {
 		case now.Before(w.at.Add(leaseLag)):
 			kept = append(kept, w)
-		case !c.ran(w.key, w.at.Add(-leaseLag), w.at.Add(leaseLag)) && !c.triedToCreate(w.key, w.at.Add(-leaseLag), w.at.Add(leaseLag)):
+		case !c.ran(w.key, w.at.Add(-w.lag), w.at.Add(leaseLag)) && !c.triedToCreate(w.key, w.at.Add(-w.lag), w.at.Add(leaseLag)):
 			c.fail(InvLeaseWhileActing, "NodeHealthCheck %s renewed the lease of node %s at %s, while no step of its ran on the node", w.key.nhc, w.key.node, w.at.Format("15:04:05"))
 		}
 	}
@@ -259,7 +263,10 @@ func (c *checker) canRemediate(node *corev1.Node, all []remediationObj) string {
 	if lease := c.leaseOn(node.Name); lease.HeldAt(time.Now()) {
 		return ""
 	}
-	if v1alpha1.IsControlPlane(node.Labels) && slices.ContainsFunc(all, func(r remediationObj) bool { return r.controlPlane }) {
+	// A resource remediates a control-plane node when it was created for
+	// one, or its node is one now (the controller's own nodes count by
+	// their role now).
+	if v1alpha1.IsControlPlane(node.Labels) && slices.ContainsFunc(all, func(r remediationObj) bool { return r.controlPlane || c.isControlPlaneNode(r.node) }) {
 		return ""
 	}
 	if c.recordedUnreadable(node) || c.heldWhileForbidden(node) {

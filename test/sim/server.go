@@ -35,8 +35,9 @@ type Server struct {
 	knock chan struct{}
 
 	watchers []*watcher
-	// delayUntil holds the events of every watch, new ones too, until then.
-	delayUntil time.Time
+	// delayUntil holds the events of every watch, new ones too, until then;
+	// the delay began at delayFrom.
+	delayUntil, delayFrom time.Time
 	// stallEnded is when a stalled watch last ended: its client watches
 	// again and only then reads what the stall held back.
 	stallEnded time.Time
