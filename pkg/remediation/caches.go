@@ -128,15 +128,7 @@ func (m *Informers) eachOwner(add func(node string, owner Owner)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, r := range m.running {
-		indexer := r.informer.GetIndexer()
-		for _, node := range indexer.ListIndexFuncValues(nodeIndex) {
-			objs, _ := indexer.ByIndex(nodeIndex, node)
-			for _, obj := range objs {
-				for _, owner := range Owners(obj.(*unstructured.Unstructured)) {
-					add(node, owner)
-				}
-			}
-		}
+		eachOwnerIn(r.informer.GetIndexer(), add)
 		if !r.informer.HasSynced() {
 			for node, owners := range r.remembered.owners {
 				for _, owner := range owners {

@@ -58,22 +58,30 @@ func (s shown) with(earlier shown) shown {
 }
 
 // ownersByNode returns the NodeHealthChecks owning the resources of a cache,
-// by node, through its node index.
+// by node.
 func ownersByNode(indexer cache.Indexer) map[string][]Owner {
 	var owners map[string][]Owner
+	eachOwnerIn(indexer, func(node string, owner Owner) {
+		if slices.Contains(owners[node], owner) {
+			return
+		}
+		if owners == nil {
+			owners = map[string][]Owner{}
+		}
+		owners[node] = append(owners[node], owner)
+	})
+	return owners
+}
+
+// eachOwnerIn calls add with every node and NodeHealthCheck owning a
+// resource of it in a cache, through its node index.
+func eachOwnerIn(indexer cache.Indexer, add func(node string, owner Owner)) {
 	for _, node := range indexer.ListIndexFuncValues(nodeIndex) {
 		objs, _ := indexer.ByIndex(nodeIndex, node)
 		for _, obj := range objs {
 			for _, owner := range Owners(obj.(*unstructured.Unstructured)) {
-				if slices.Contains(owners[node], owner) {
-					continue
-				}
-				if owners == nil {
-					owners = map[string][]Owner{}
-				}
-				owners[node] = append(owners[node], owner)
+				add(node, owner)
 			}
 		}
 	}
-	return owners
 }
