@@ -21,31 +21,38 @@ func (m *Manager) Recorded(nhcs []*v1alpha1.NodeHealthCheck) map[string][]Owner 
 	var owners map[string][]Owner
 	for _, nhc := range nhcs {
 		owner := Owner{Name: nhc.Name, UID: nhc.UID}
-		for _, entry := range nhc.Status.UnhealthyNodes {
-			if entry == nil {
-				continue
+		eachRecorded(nhc, func(node string, rem *v1alpha1.Remediation) {
+			gvk := rem.Resource.GroupVersionKind()
+			ok, known := readable[gvk]
+			if !known {
+				ok = m.readable(gvk)
+				readable[gvk] = ok
 			}
-			for _, rem := range entry.Remediations {
-				if rem == nil {
-					continue
-				}
-				gvk := rem.Resource.GroupVersionKind()
-				ok, known := readable[gvk]
-				if !known {
-					ok = m.readable(gvk)
-					readable[gvk] = ok
-				}
-				if ok || slices.Contains(owners[entry.Name], owner) {
-					continue
-				}
-				if owners == nil {
-					owners = map[string][]Owner{}
-				}
-				owners[entry.Name] = append(owners[entry.Name], owner)
+			if ok || slices.Contains(owners[node], owner) {
+				return
+			}
+			if owners == nil {
+				owners = map[string][]Owner{}
+			}
+			owners[node] = append(owners[node], owner)
+		})
+	}
+	return owners
+}
+
+// eachRecorded calls visit with every remediation a NodeHealthCheck's
+// status records, and its node.
+func eachRecorded(nhc *v1alpha1.NodeHealthCheck, visit func(node string, rem *v1alpha1.Remediation)) {
+	for _, entry := range nhc.Status.UnhealthyNodes {
+		if entry == nil {
+			continue
+		}
+		for _, rem := range entry.Remediations {
+			if rem != nil {
+				visit(entry.Name, rem)
 			}
 		}
 	}
-	return owners
 }
 
 // readable tells whether a kind's resources can be known: it is not

@@ -54,23 +54,15 @@ func (m *Manager) Watch(nhc *v1alpha1.NodeHealthCheck) (Watched, error) {
 		kinds.Templates = append(kinds.Templates, tmpl.Resource)
 		w.resources[tmpl.Remediation.GroupVersion().WithKind(health.RemediationKind(ref.Kind))] = tmpl.Remediation
 	}
-	for _, entry := range nhc.Status.UnhealthyNodes {
-		if entry == nil {
-			continue
+	eachRecorded(nhc, func(_ string, rem *v1alpha1.Remediation) {
+		gvk := rem.Resource.GroupVersionKind()
+		if _, known := w.resources[gvk]; known {
+			return
 		}
-		for _, rem := range entry.Remediations {
-			if rem == nil {
-				continue
-			}
-			gvk := rem.Resource.GroupVersionKind()
-			if _, known := w.resources[gvk]; known {
-				continue
-			}
-			if mapping, err := m.templates.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
-				w.resources[gvk] = mapping.Resource
-			}
+		if mapping, err := m.templates.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+			w.resources[gvk] = mapping.Resource
 		}
-	}
+	})
 	for _, gvr := range w.resources {
 		kinds.Remediations = append(kinds.Remediations, gvr)
 	}
