@@ -312,7 +312,7 @@ func (c *checker) heldWhileForbidden(node *corev1.Node) bool {
 
 // recordedUnreadable tells whether a NodeHealthCheck's status records a
 // remediation of a node, or of another control-plane node when it is one,
-// of a kind the controller may not read or that is no longer served: the
+// of a kind the controller may not read, and that is still served: the
 // controller cannot tell whether it still exists, and holds the node
 // (decisions.md, "What cannot be read holds its nodes").
 func (c *checker) recordedUnreadable(node *corev1.Node) bool {
@@ -324,7 +324,7 @@ func (c *checker) recordedUnreadable(node *corev1.Node) bool {
 			}
 			for _, rem := range entryRemediations(entry) {
 				k := Kind(strings.TrimSuffix(rem.Resource.Kind, "Remediation"))
-				if c.s.server.forbidden[k.remediation()] || !c.s.server.store.resources[k.remediation()].served {
+				if c.s.server.forbidden[k.remediation()] && c.s.server.store.resources[k.remediation()].served {
 					return true
 				}
 			}
