@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 )
@@ -80,16 +81,39 @@ func TestALostRemediationKindIsStoppedAndRetried(t *testing.T) {
 	}
 }
 
+// roleFixture is informers on a fake clock whose lists of testGVR are
+// forbidden while denied says so: the role of the kind's remediator comes
+// and goes. The reactor is in place before any informer lists.
+type roleFixture struct {
+	informers *Informers
+	clock     *clocktesting.FakePassiveClock
+	client    *dynamicfake.FakeDynamicClient
+	denied    *atomic.Bool
+	forbidden error
+}
+
+func newRoleFixture(t *testing.T, objects ...runtime.Object) roleFixture {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	f := roleFixture{
+		clock:     clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC)),
+		client:    fakeDynamic(objects...),
+		denied:    &atomic.Bool{},
+		forbidden: apierrors.NewForbidden(testGVR.GroupResource(), "", assert.AnError),
+	}
+	f.client.PrependReactor("list", testGVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) {
+		return f.denied.Load(), nil, f.forbidden
+	})
+	f.informers = NewInformers(ctx, f.client, f.clock)
+	return f
+}
+
 // forbiddenKind returns informers whose every list of testGVR is
 // forbidden, on a fake clock, and the error.
 func forbiddenKind(t *testing.T) (*Informers, *clocktesting.FakePassiveClock, error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
-	client := fakeDynamic()
-	forbidden := apierrors.NewForbidden(testGVR.GroupResource(), "", assert.AnError)
-	client.PrependReactor("list", testGVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, forbidden })
-	return NewInformers(ctx, client, clock), clock, forbidden
+	f := newRoleFixture(t)
+	f.denied.Store(true)
+	return f.informers, f.clock, f.forbidden
 }
 
 // A forbidden first list of a remediation kind does not stop its informer
@@ -116,22 +140,12 @@ func TestARemediationKindFailingWithinTheGraceKeepsRunning(t *testing.T) {
 // for every other NodeHealthCheck, through its retries, until it is
 // readable again or no NodeHealthCheck uses it.
 func TestAStoppedKindKeepsItsNodesBusyButIsNotUnknown(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
 	cp, err := newRemediation(testTemplate(nil), testNHC, "cp-1", true)
 	require.NoError(t, err)
 	worker, err := newRemediation(testTemplate(nil), testNHC, "worker-0", false)
 	require.NoError(t, err)
-	client := fakeDynamic(cp, worker)
-	// The role of the kind's remediator comes and goes; the reactor is in
-	// place before any informer lists.
-	forbidden := apierrors.NewForbidden(testGVR.GroupResource(), "", assert.AnError)
-	var denied atomic.Bool
-	client.PrependReactor("list", testGVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) {
-		return denied.Load(), nil, forbidden
-	})
-	informers := NewInformers(ctx, client, clock)
+	f := newRoleFixture(t, cp, worker)
+	informers, clock, client, denied, forbidden := f.informers, f.clock, f.client, f.denied, f.forbidden
 	owner := Owner{Name: testNHC.Name, UID: testNHC.UID}
 	busy := map[string][]Owner{"cp-1": {owner}, "worker-0": {owner}}
 	informers.Use("broken", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
@@ -220,18 +234,10 @@ func TestAKindStoppedBeforeItSyncedRemembersNothing(t *testing.T) {
 // still remediate their nodes, kept by a finalizer, unseen. It is tried
 // again, and forgotten once it can be read and shows nothing.
 func TestAnUnusedStoppedKindKeepsWhatItShowedUntilItCanBeRead(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
 	worker, err := newRemediation(testTemplate(nil), testNHC, "worker-0", false)
 	require.NoError(t, err)
-	client := fakeDynamic(worker)
-	forbidden := apierrors.NewForbidden(testGVR.GroupResource(), "", assert.AnError)
-	var denied atomic.Bool
-	client.PrependReactor("list", testGVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) {
-		return denied.Load(), nil, forbidden
-	})
-	informers := NewInformers(ctx, client, clock)
+	f := newRoleFixture(t, worker)
+	informers, clock, client, denied, forbidden := f.informers, f.clock, f.client, f.denied, f.forbidden
 	informers.Use("deleted", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 	require.Eventually(t, func() bool { return informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
 	denied.Store(true)
