@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -206,8 +207,29 @@ func (c *Controller) readableNHCs() ([]*v1alpha1.NodeHealthCheck, error) {
 // or edited NodeHealthCheck must not remediate from its old spec). The
 // NodeHealthCheck is read once a sync, the node once a create.
 func (c *Controller) recheck(name string, plan *health.Plan) remediation.Recheck {
-	var liveNHC *v1alpha1.NodeHealthCheck
-	nhcRead := false
+	// Creates are rechecked in parallel: the first one reads the
+	// NodeHealthCheck, the others wait for it and share what it read.
+	var (
+		mu      sync.Mutex
+		liveNHC *v1alpha1.NodeHealthCheck
+		nhcRead bool
+	)
+	readNHC := func(ctx context.Context) (*v1alpha1.NodeHealthCheck, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if nhcRead {
+			return liveNHC, nil
+		}
+		live, err := c.liveNHCs.Get(ctx, name)
+		switch {
+		case apierrors.IsNotFound(err):
+			live = nil
+		case err != nil:
+			return nil, err
+		}
+		liveNHC, nhcRead = live, true
+		return live, nil
+	}
 	return func(ctx context.Context, cr health.Creation) (string, bool, error) {
 		if _, err := c.writesUntil(); err != nil {
 			return "", false, fmt.Errorf("not acting: %w", err)
@@ -224,15 +246,9 @@ func (c *Controller) recheck(name string, plan *health.Plan) remediation.Recheck
 		if why := plan.Recheck(nhc, node, cr, now); why != "" {
 			return why, false, nil
 		}
-		if !nhcRead {
-			live, err := c.liveNHCs.Get(ctx, name)
-			switch {
-			case apierrors.IsNotFound(err):
-				live = nil
-			case err != nil:
-				return "", false, err
-			}
-			liveNHC, nhcRead = live, true
+		liveNHC, err := readNHC(ctx)
+		if err != nil {
+			return "", false, err
 		}
 		live, err := c.liveNodes.Node(ctx, cr.Node)
 		switch {
