@@ -3,6 +3,7 @@ package controller
 import (
 	"slices"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
@@ -12,7 +13,7 @@ import (
 // addRecorded adds to what a NodeHealthCheck observed the remediations that
 // the other NodeHealthChecks' statuses record of kinds that cannot be read
 // now (Remediations.Recorded): their nodes are theirs, and a control-plane
-// node among them is under remediation.
+// node among them, or one that is gone, is under remediation.
 func (c *Controller) addRecorded(nhc *v1alpha1.NodeHealthCheck, obs *remediation.Observation) {
 	all, err := c.nhcLister.List(labels.Everything())
 	if err != nil {
@@ -34,7 +35,9 @@ func (c *Controller) addRecorded(nhc *v1alpha1.NodeHealthCheck, obs *remediation
 			}
 			obs.OtherOwners[node] = append(obs.OtherOwners[node], owner)
 		}
-		if n, err := c.nodeLister.Get(node); err == nil && v1alpha1.IsControlPlane(n.Labels) {
+		// A node that is gone may have been a control-plane node: the
+		// status does not say, and the resource may still fence it.
+		if n, err := c.nodeLister.Get(node); apierrors.IsNotFound(err) || err == nil && v1alpha1.IsControlPlane(n.Labels) {
 			obs.BusyControlPlaneNodes[node] = true
 		}
 	}

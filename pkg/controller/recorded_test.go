@@ -26,6 +26,8 @@ func TestARecordedControlPlaneRemediationHoldsTheOthers(t *testing.T) {
 	}{
 		{"nothing recorded", nil, true},
 		{"a control-plane node recorded", map[string][]remediation.Owner{"cp-0": {{Name: "other", UID: "uid-other"}}}, false},
+		{"a node that is gone recorded", map[string][]remediation.Owner{"cp-gone": {{Name: "other", UID: "uid-other"}}}, false},
+		{"a worker recorded", map[string][]remediation.Owner{"worker-2": {{Name: "other", UID: "uid-other"}}}, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newSyncFixture(t, workersNHC(), controlPlane(healthyNode("cp-0")), controlPlane(notReady("cp-1", longAgo)), healthyNode("worker-2"))
