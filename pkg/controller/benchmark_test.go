@@ -163,7 +163,7 @@ func (p poolRemediations) Watch(*v1alpha1.NodeHealthCheck) (remediation.Watched,
 	return remediation.Watched{}, nil
 }
 
-func (p poolRemediations) Read(nhc *v1alpha1.NodeHealthCheck, _ remediation.Watched) (remediation.Observation, error) {
+func (p poolRemediations) Read(_ context.Context, nhc *v1alpha1.NodeHealthCheck, _ remediation.Watched) (remediation.Observation, error) {
 	return p[nhc.Name], nil
 }
 

@@ -53,7 +53,7 @@ func (f *fakeRemediations) Watch(*v1alpha1.NodeHealthCheck) (remediation.Watched
 }
 
 // Read returns obs with maps of its own, as every read does.
-func (f *fakeRemediations) Read(*v1alpha1.NodeHealthCheck, remediation.Watched) (remediation.Observation, error) {
+func (f *fakeRemediations) Read(context.Context, *v1alpha1.NodeHealthCheck, remediation.Watched) (remediation.Observation, error) {
 	obs := f.obs
 	obs.OtherOwners = maps.Clone(obs.OtherOwners)
 	obs.BusyControlPlaneNodes = maps.Clone(obs.BusyControlPlaneNodes)

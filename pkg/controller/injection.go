@@ -27,7 +27,7 @@ type Remediations interface {
 	Watch(nhc *v1alpha1.NodeHealthCheck) (remediation.Watched, error)
 	// Read observes what a NodeHealthCheck's evaluation needs from its
 	// templates and remediation resources, in the caches of the kinds watched.
-	Read(nhc *v1alpha1.NodeHealthCheck, watched remediation.Watched) (remediation.Observation, error)
+	Read(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, watched remediation.Watched) (remediation.Observation, error)
 	// Apply carries out a plan, rechecking each create just before it is
 	// sent, and says what happened.
 	Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, obs *remediation.Observation, recheck remediation.Recheck) health.Outcome

@@ -53,7 +53,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	if err != nil {
 		return 0, fmt.Errorf("watching remediation kinds: %w", err)
 	}
-	obs, err := c.remediations.Read(nhc, watched)
+	obs, err := c.remediations.Read(ctx, nhc, watched)
 	if err != nil {
 		return 0, fmt.Errorf("reading remediation resources: %w", err)
 	}

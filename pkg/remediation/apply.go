@@ -173,7 +173,7 @@ func (m *Manager) create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, c h
 	if err != nil {
 		return nil, err
 	}
-	if err := m.expect(nhc, gvr, obj.GetNamespace(), c.Node, template.GetName(), obs); err != nil {
+	if err := m.expect(nhc, gvr, obj.GetNamespace(), obj.GetName(), c.Node, template.GetName(), obs); err != nil {
 		return nil, err
 	}
 	key := creationKey(gvr, obj.GetNamespace(), c.Node, template.GetName())
@@ -203,12 +203,12 @@ func (m *Manager) create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, c h
 // may not show it yet (a selector changed a moment ago). The create under
 // way is checked first, so that one that settles meanwhile shows in the
 // informers.
-func (m *Manager) expect(nhc *v1alpha1.NodeHealthCheck, gvr schema.GroupVersionResource, namespace, node, template string, obs *Observation) error {
+func (m *Manager) expect(nhc *v1alpha1.NodeHealthCheck, gvr schema.GroupVersionResource, namespace, name, node, template string, obs *Observation) error {
 	if len(obs.Remediations[node]) > 0 {
-		m.expectations.expectCreation(nhc.Name, gvr, namespace, node, template)
+		m.expectations.expectCreation(nhc.Name, gvr, namespace, name, node, template)
 		return nil
 	}
-	if other := m.expectations.expectFirstCreation(nhc.Name, gvr, namespace, node, template); other != "" {
+	if other := m.expectations.expectFirstCreation(nhc.Name, gvr, namespace, name, node, template); other != "" {
 		return &remediatedByOtherError{node: node, other: other}
 	}
 	if other := m.informers.otherOwner(node, nhc.UID); other != "" {

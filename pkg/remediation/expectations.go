@@ -35,6 +35,10 @@ type expectation struct {
 	node string
 	// creation is true for a create, false for a delete.
 	creation bool
+	// resource, namespace and name name the resource a create makes: when
+	// its expectation lapses, it is looked up (lapsedCreations).
+	resource        schema.GroupVersionResource
+	namespace, name string
 	// lapses is when the expectation is given up.
 	lapses time.Time
 }
@@ -50,18 +54,18 @@ func creationKey(gvr schema.GroupVersionResource, namespace, node, template stri
 
 func deletionKey(uid types.UID) string { return "delete " + string(uid) }
 
-// expectCreation records a create about to be sent.
-func (e *Expectations) expectCreation(nhc string, gvr schema.GroupVersionResource, namespace, node, template string) {
+// expectCreation records a create about to be sent, of the resource name.
+func (e *Expectations) expectCreation(nhc string, gvr schema.GroupVersionResource, namespace, name, node, template string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.expectLocked(nhc, node, creationKey(gvr, namespace, node, template), true)
+	e.expectCreationLocked(nhc, gvr, namespace, name, node, template)
 }
 
 // expectFirstCreation records the create of a node's first remediation
 // about to be sent, unless another NodeHealthCheck has a create for the node
 // under way: it returns that one's name instead. Checking and recording at
 // once keeps two NodeHealthChecks from starting on one node at once.
-func (e *Expectations) expectFirstCreation(nhc string, gvr schema.GroupVersionResource, namespace, node, template string) string {
+func (e *Expectations) expectFirstCreation(nhc string, gvr schema.GroupVersionResource, namespace, name, node, template string) string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := e.clock.Now()
@@ -75,7 +79,7 @@ func (e *Expectations) expectFirstCreation(nhc string, gvr schema.GroupVersionRe
 			}
 		}
 	}
-	e.expectLocked(nhc, node, creationKey(gvr, namespace, node, template), true)
+	e.expectCreationLocked(nhc, gvr, namespace, name, node, template)
 	return ""
 }
 
@@ -89,7 +93,7 @@ func (e *Expectations) forgetCreation(nhc string, gvr schema.GroupVersionResourc
 func (e *Expectations) expectDeletion(nhc, node string, uid types.UID) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.expectLocked(nhc, node, deletionKey(uid), false)
+	e.add(nhc, deletionKey(uid), expectation{node: node})
 }
 
 // forgetDeletion withdraws a deletion that certainly did not happen, or
@@ -138,6 +142,39 @@ func (e *Expectations) pendingNodes(nhc string) map[string]bool {
 	return nodes
 }
 
+// lapsedCreation is a create whose expectation lapsed unobserved.
+type lapsedCreation struct {
+	key string
+	expectation
+}
+
+// lapsedCreations removes and returns a NodeHealthCheck's creates whose
+// expectation lapsed unobserved. The informer may be behind (a watch that
+// stops sending while its connection stays open shows nothing until it
+// times out): its cache is not to be believed about them, and the caller
+// looks them up at the API server (lookUpLapsed).
+func (e *Expectations) lapsedCreations(nhc string) []lapsedCreation {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := e.clock.Now()
+	var lapsed []lapsedCreation
+	for key, x := range e.pending[nhc] {
+		if x.creation && !now.Before(x.lapses) {
+			lapsed = append(lapsed, lapsedCreation{key: key, expectation: x})
+			delete(e.pending[nhc], key)
+		}
+	}
+	return lapsed
+}
+
+// expectAgain records again a lapsed create that the API server shows,
+// for another ExpectationsTTL.
+func (e *Expectations) expectAgain(nhc string, l lapsedCreation) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.add(nhc, l.key, l.expectation)
+}
+
 // forget drops the expectations of a deleted NodeHealthCheck.
 func (e *Expectations) forget(nhc string) {
 	e.mu.Lock()
@@ -145,11 +182,18 @@ func (e *Expectations) forget(nhc string) {
 	delete(e.pending, nhc)
 }
 
-func (e *Expectations) expectLocked(nhc, node, key string, creation bool) {
+func (e *Expectations) expectCreationLocked(nhc string, gvr schema.GroupVersionResource, namespace, name, node, template string) {
+	e.add(nhc, creationKey(gvr, namespace, node, template), expectation{node: node, creation: true, resource: gvr, namespace: namespace, name: name})
+}
+
+// add records an expectation, which lapses after ExpectationsTTL; e.mu is
+// held.
+func (e *Expectations) add(nhc, key string, x expectation) {
 	if e.pending[nhc] == nil {
 		e.pending[nhc] = map[string]expectation{}
 	}
-	e.pending[nhc][key] = expectation{node: node, creation: creation, lapses: e.clock.Now().Add(ExpectationsTTL)}
+	x.lapses = e.clock.Now().Add(ExpectationsTTL)
+	e.pending[nhc][key] = x
 }
 
 // observe settles an expectation; it tells whether one was pending.

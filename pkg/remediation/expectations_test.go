@@ -1,12 +1,16 @@
 package remediation
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -19,7 +23,7 @@ func TestExpectations(t *testing.T) {
 	require.NoError(t, err)
 	r.SetUID("r-uid")
 
-	e.expectCreation("workers", testGVR, "remediators", "worker-1", "reboot")
+	e.expectCreation("workers", testGVR, "remediators", "r", "worker-1", "reboot")
 	assert.Equal(t, map[string]bool{"worker-1": true}, e.pendingNodes("workers"), "only the node written to waits")
 	assert.Empty(t, e.pendingNodes("others"), "per NodeHealthCheck")
 	assert.Equal(t, []string{"workers"}, e.settle(testGVR, r, false), "the create of workers confirmed")
@@ -34,13 +38,52 @@ func TestExpectations(t *testing.T) {
 	e.settle(testGVR, deleting, false)
 	assert.Empty(t, e.pendingNodes("workers"), "a deletion timestamp is the delete observed")
 
-	e.expectCreation("workers", testGVR, "remediators", "worker-2", "reboot")
+	e.expectCreation("workers", testGVR, "remediators", "r", "worker-2", "reboot")
 	e.forgetCreation("workers", testGVR, "remediators", "worker-2", "reboot")
 	assert.Empty(t, e.pendingNodes("workers"))
 
-	e.expectCreation("workers", testGVR, "remediators", "worker-3", "reboot")
+	e.expectCreation("workers", testGVR, "remediators", "r", "worker-3", "reboot")
 	clock.SetTime(clock.Now().Add(ExpectationsTTL - time.Nanosecond))
 	assert.Equal(t, map[string]bool{"worker-3": true}, e.pendingNodes("workers"))
 	clock.SetTime(clock.Now().Add(time.Nanosecond))
 	assert.Empty(t, e.pendingNodes("workers"), "an event that never came lapses")
+}
+
+// A create whose informer event has not come within ExpectationsTTL is
+// looked up at the API server: the watch may have stopped sending. Found,
+// or unreadable, its node goes on waiting, so that the cache's silence
+// neither drops it from the status nor lets a second remediation start
+// (make sim, seed 3557); gone, it lapses.
+func TestALapsedCreateIsLookedUpAtTheAPIServer(t *testing.T) {
+	created, err := newRemediation(testTemplate(nil), testNHC, "worker-1", false)
+	require.NoError(t, err)
+	for _, tt := range []struct {
+		name    string
+		objects []runtime.Object
+		getErr  error
+		pending map[string]bool
+	}{
+		{"the API server has it", []runtime.Object{created}, nil, map[string]bool{"worker-1": true}},
+		{"gone", nil, nil, nil},
+		{"cannot be read", nil, apierrors.NewForbidden(testGVR.GroupResource(), created.GetName(), assert.AnError), map[string]bool{"worker-1": true}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newApplyFixture(t)
+			for _, obj := range tt.objects {
+				require.NoError(t, f.client.Tracker().Add(obj))
+			}
+			if tt.getErr != nil {
+				f.client.PrependReactor("get", testGVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, tt.getErr })
+			}
+			// Its informer never ran: nothing will show the create.
+			f.manager.expectations.expectCreation(testNHC.Name, testGVR, created.GetNamespace(), created.GetName(), "worker-1", "reboot")
+			f.clock.SetTime(f.clock.Now().Add(ExpectationsTTL))
+
+			obs, err := f.manager.Read(context.Background(), testNHC, Watched{})
+			require.NoError(t, err)
+			assert.Equal(t, tt.pending, obs.PendingNodes)
+			f.clock.SetTime(f.clock.Now().Add(ExpectationsTTL / 2))
+			assert.Equal(t, tt.pending, f.manager.expectations.pendingNodes(testNHC.Name), "expected again for a while")
+		})
+	}
 }

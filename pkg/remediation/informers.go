@@ -118,6 +118,10 @@ type runningInformer struct {
 	// remembered is what the cache of the kind showed when it was stopped:
 	// busy until this retry syncs.
 	remembered shown
+	// looking is set for an informer started to look for remediation
+	// resources that outlived their NodeHealthCheck (leftovers.go), until
+	// it synced and was stopped or kept for what it shows; m.mu guards it.
+	looking bool
 }
 
 type stoppedInformer struct {
@@ -199,7 +203,7 @@ func (m *Informers) stopIfUnused(gvr schema.GroupVersionResource) {
 	if !ok {
 		return
 	}
-	if r.informer.HasSynced() && len(r.informer.GetIndexer().ListIndexFuncValues(nodeIndex)) > 0 || !r.informer.HasSynced() && !r.remembered.empty() {
+	if r.informer.HasSynced() && len(r.informer.GetIndexer().ListIndexFuncValues(nodeIndex)) > 0 || !r.informer.HasSynced() && (!r.remembered.empty() || r.looking) {
 		klog.FromContext(m.ctx).V(2).Info(logKeptUnused, "resource", gvr)
 		return
 	}
@@ -297,6 +301,7 @@ func (m *Informers) start(gvr schema.GroupVersionResource, stopped stoppedInform
 		// this kind may hold back any of them.
 		if cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
 			m.mu.Lock()
+			r.looking = false
 			if m.running[gvr] == r {
 				m.stopIfUnused(gvr)
 			}

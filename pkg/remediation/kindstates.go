@@ -44,11 +44,18 @@ func (m *Informers) state(gvr schema.GroupVersionResource) KindState {
 // retries until one syncs, is not unknown: one broken remediator would
 // otherwise hold every control-plane node of the cluster for as long as it
 // stays broken. The nodes its cache showed stay busy instead (shown); its
-// own NodeHealthChecks stay disabled (State).
+// own NodeHealthChecks stay disabled (State). A kind looked at for
+// remediations that outlived their NodeHealthCheck (look) is unknown until
+// it synced.
 func (m *Informers) unknownRemediations() []schema.GroupVersionResource {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var unknown []schema.GroupVersionResource
+	for gvr, r := range m.running {
+		if r.looking {
+			unknown = append(unknown, gvr)
+		}
+	}
 	for _, u := range m.uses {
 		for gvr := range u.remediations {
 			if !m.state(gvr).Synced && !m.failedLastingly(gvr) && !slices.Contains(unknown, gvr) {
@@ -57,14 +64,6 @@ func (m *Informers) unknownRemediations() []schema.GroupVersionResource {
 		}
 	}
 	return unknown
-}
-
-// lastingFailure tells whether a kind's informer was stopped for a lasting
-// error, and is stopped or being retried.
-func (m *Informers) lastingFailure(gvr schema.GroupVersionResource) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.failedLastingly(gvr)
 }
 
 // failedLastingly tells whether a kind's informer was stopped for a lasting

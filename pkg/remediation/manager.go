@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -28,6 +29,9 @@ type Manager struct {
 	expectations *Expectations
 	writer       *Writer
 	controlPlane *controlPlaneReservations
+	// discovery lists the kinds the API serves, to look for remediation
+	// resources that outlived their NodeHealthCheck; nil looks for none.
+	discovery discovery.DiscoveryInterface
 	// leases are the node leases; nil when the controller takes none.
 	leases *NodeLeases
 	// everyKindWatched is set once the kinds of every NodeHealthCheck were
@@ -58,11 +62,17 @@ type Config struct {
 // New returns a manager of remediation resources of any kind.
 func New(cfg Config) *Manager {
 	mapper := cfg.Mapper
+	var cached discovery.CachedDiscoveryInterface
 	if mapper == nil {
-		mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cfg.Kube.Discovery()))
+		cached = memory.NewMemCacheClient(cfg.Kube.Discovery())
+		mapper = restmapper.NewDeferredDiscoveryRESTMapper(cached)
 	}
 	informers := NewInformers(cfg.Context, cfg.Dynamic, cfg.Clock)
-	return newManager(informers, NewTemplates(mapper, informers, cfg.Clock), NewExpectations(cfg.Clock), NewWriter(cfg.Dynamic, cfg.Kube), cfg.Leases)
+	m := newManager(informers, NewTemplates(mapper, informers, cfg.Clock), NewExpectations(cfg.Clock), NewWriter(cfg.Dynamic, cfg.Kube), cfg.Leases)
+	if cached != nil {
+		m.discovery = cached
+	}
+	return m
 }
 
 // newManager wires a manager from its parts. The expectations hear of the

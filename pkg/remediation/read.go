@@ -1,17 +1,24 @@
 package remediation
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
+
+// logCreateUnseen is logged at level 2 when the API server has a created
+// resource that its informer has not shown within ExpectationsTTL.
+const logCreateUnseen = "Created remediation not shown by its informer yet; its node waits"
 
 // Why control-plane remediations cannot all be known, and so no
 // control-plane remediation starts.
@@ -63,7 +70,7 @@ type Observation struct {
 // may not be watched, and what else its evaluation needs: the control-plane
 // nodes under remediation, the other owners, the node leases. An error is
 // worth a retry.
-func (m *Manager) Read(nhc *v1alpha1.NodeHealthCheck, w Watched) (Observation, error) {
+func (m *Manager) Read(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, w Watched) (Observation, error) {
 	obs := Observation{
 		Ready:                 true,
 		TemplateProblem:       w.problem,
@@ -77,6 +84,7 @@ func (m *Manager) Read(nhc *v1alpha1.NodeHealthCheck, w Watched) (Observation, e
 	// controllers check their expectations before they list: a write the
 	// informer shows between the two reads is then both pending and in the
 	// cache. The other order misses it in both.
+	m.lookUpLapsed(ctx, nhc)
 	obs.PendingNodes = m.expectations.pendingNodes(nhc.Name)
 	reserved := m.controlPlane.nodes()
 	now := m.informers.clock.Now()
@@ -115,6 +123,11 @@ func (m *Manager) Read(nhc *v1alpha1.NodeHealthCheck, w Watched) (Observation, e
 			obs.Remediations[node] = append(obs.Remediations[node], Summarize(obj))
 		}
 	}
+	if m.informers.lookingWithinGrace() {
+		// Remediations that outlived their NodeHealthCheck may hold any
+		// node: decide once they are known.
+		obs.Ready = false
+	}
 	m.readControlPlane(&obs, reserved)
 	obs.OtherOwners = m.informers.otherOwners(nhc.UID)
 	if m.leases != nil {
@@ -129,6 +142,31 @@ func (m *Manager) Read(nhc *v1alpha1.NodeHealthCheck, w Watched) (Observation, e
 		obs.Leases, obs.Ready = leases, obs.Ready && leases != nil
 	}
 	return obs, nil
+}
+
+// lookUpLapsed looks up at the API server the creates of a NodeHealthCheck
+// that the informers have not shown within ExpectationsTTL. One the API
+// server has is expected again: its node gets no new action, and its
+// status keeps the resource, until the informer shows it; believing the
+// cache instead would drop it from the status and create a second
+// remediation beside it (make sim, seed 3557: a watch that stopped
+// sending). One that is gone lapses; one that cannot be read (forbidden,
+// or any error) is expected again, and looked up again at the next sync.
+func (m *Manager) lookUpLapsed(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) {
+	for _, l := range m.expectations.lapsedCreations(nhc.Name) {
+		obj, err := m.writer.dynamic.Resource(l.resource).Namespace(l.namespace).Get(ctx, l.name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err), err == nil && !OwnedBy(obj, nhc):
+			continue
+		case err == nil:
+			if cached := m.informers.Get(l.resource, l.namespace, l.name); cached != nil && cached.GetUID() == obj.GetUID() {
+				continue
+			}
+			klog.FromContext(ctx).V(2).Info(logCreateUnseen, "nodeHealthCheck", klog.KObj(nhc), "node", l.node, "resource", l.resource, "name", l.name)
+		}
+		// Found and not yet in the cache, or not known: still expected.
+		m.expectations.expectAgain(nhc.Name, l)
+	}
 }
 
 // readControlPlane reads the control-plane nodes under remediation: quorum

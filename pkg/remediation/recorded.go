@@ -9,13 +9,13 @@ import (
 )
 
 // Recorded returns, by node, the NodeHealthChecks whose status records a
-// remediation resource of a kind that cannot be read for a lasting reason
-// (forbidden; its informer stopped or retried until it syncs). After
-// a restart, a kind that is forbidden from the start shows nothing, not even
-// what it showed before (shown); the status, which only the controller
-// writes and only from what the API server showed, is then the record of
-// the nodes it remediates: they stay busy, for quorum and for every other
-// NodeHealthCheck, until the kind can be read again.
+// remediation resource of a kind whose cache cannot be read: not synced
+// yet, failing, or stopped for a lasting reason (forbidden). After a
+// restart, such a kind shows nothing, not even what it showed before
+// (shown); the status, which only the controller writes and only from what
+// the API server showed, is then the record of the nodes it remediates:
+// they stay busy, for quorum and for every other NodeHealthCheck, until the
+// kind can be read again.
 func (m *Manager) Recorded(nhcs []*v1alpha1.NodeHealthCheck) map[string][]Owner {
 	readable := map[schema.GroupVersionKind]bool{}
 	var owners map[string][]Owner
@@ -55,11 +55,9 @@ func eachRecorded(nhc *v1alpha1.NodeHealthCheck, visit func(node string, rem *v1
 	}
 }
 
-// readable tells whether a kind's resources can be known: it is not
-// stopped for a lasting error. One still starting is unknown for a while,
-// which holds every control-plane node and every shared node meanwhile
-// (unknownRemediations); one no longer served has no resources left.
+// readable tells whether a kind's resources can be known: its informer
+// synced. One no longer served has no resources left.
 func (m *Manager) readable(gvk schema.GroupVersionKind) bool {
 	mapping, err := m.templates.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	return err != nil || !m.informers.lastingFailure(mapping.Resource)
+	return err != nil || m.informers.State(mapping.Resource).Synced
 }

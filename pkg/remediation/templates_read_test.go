@@ -69,7 +69,7 @@ func (f *rbacFixture) read(t *testing.T) Observation {
 	t.Helper()
 	w, err := f.manager.Watch(f.nhc)
 	require.NoError(t, err)
-	obs, err := f.manager.Read(f.nhc, w)
+	obs, err := f.manager.Read(context.Background(), f.nhc, w)
 	require.NoError(t, err)
 	return obs
 }

@@ -71,9 +71,10 @@ func (m *Manager) Watch(nhc *v1alpha1.NodeHealthCheck) (Watched, error) {
 }
 
 // WatchAll watches the kinds of every NodeHealthCheck that list returns,
-// before any of them starts a control-plane remediation: after a start or a
-// failover, the remediations of one NodeHealthCheck's kinds must not go
-// unseen by another that syncs first. Once it succeeded, it does nothing,
+// and looks for remediation resources that outlived their NodeHealthCheck
+// (leftovers.go), before any of them starts a control-plane remediation:
+// after a start or a failover, the remediations of one NodeHealthCheck's
+// kinds must not go unseen by another that syncs first. Once it succeeded, it does nothing,
 // and the control-plane nodes under remediation are known once the
 // informers synced; each NodeHealthCheck's own syncs keep its kinds watched.
 func (m *Manager) WatchAll(list func() ([]*v1alpha1.NodeHealthCheck, error)) error {
@@ -92,6 +93,9 @@ func (m *Manager) WatchAll(list func() ([]*v1alpha1.NodeHealthCheck, error)) err
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
+	}
+	if err := m.lookForLeftovers(); err != nil {
+		return err
 	}
 	m.everyKindWatched.Store(true)
 	return nil

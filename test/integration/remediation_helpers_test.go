@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -273,12 +274,14 @@ func (env *remediationEnv) read(t *testing.T, name string) remediation.Observati
 }
 
 // readOnce keeps a NodeHealthCheck's kinds watched and reads what the
-// informers show now, as a sync does.
+// informers show now, as a sync does; the first also watches every
+// NodeHealthCheck's kinds, and looks for remediations that outlived theirs.
 func (env *remediationEnv) readOnce(t *testing.T, nhc *v1alpha1.NodeHealthCheck) remediation.Observation {
 	t.Helper()
+	require.NoError(t, env.manager.WatchAll(func() ([]*v1alpha1.NodeHealthCheck, error) { return env.nhcLister.List(labels.Everything()) }))
 	watched, err := env.manager.Watch(nhc)
 	require.NoError(t, err)
-	obs, err := env.manager.Read(nhc, watched)
+	obs, err := env.manager.Read(context.Background(), nhc, watched)
 	require.NoError(t, err)
 	return obs
 }

@@ -1,0 +1,109 @@
+package remediation
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/klog/v2"
+)
+
+// Remediation resources that outlived their NodeHealthCheck, looked for
+// after a start or a failover.
+//
+// A deleted NodeHealthCheck's resources stay while their remediator's
+// finalizer holds them, still rebooting or fencing their nodes; while the
+// controller runs, their kind stays watched until they are gone
+// (stopIfUnused). A new leader remembers nothing of them, and no
+// NodeHealthCheck names their kind any more. So, once after it starts,
+// the controller watches every kind the API serves beside its template
+// kind (the templates' convention: FooRemediation and
+// FooRemediationTemplate in one group version), and keeps watched those
+// whose cache shows resources of NodeHealthChecks.
+
+// logLookedForLeftovers is logged at level 2 with the kinds looked at.
+const logLookedForLeftovers = "Looking for remediation resources that outlived their NodeHealthCheck"
+
+// lookForLeftovers starts an informer for every remediation kind the API
+// serves. A group whose discovery failed is left out, as is a kind the
+// controller may not list (its informer stops at once): neither can be
+// known. An error (discovery failed altogether) is worth a retry.
+func (m *Manager) lookForLeftovers() error {
+	if m.discovery == nil {
+		return nil
+	}
+	_, lists, err := discovery.ServerGroupsAndResources(m.discovery)
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		return fmt.Errorf("discovering remediation kinds: %w", err)
+	}
+	kinds := remediationKinds(lists)
+	klog.FromContext(m.informers.ctx).V(2).Info(logLookedForLeftovers, "resources", kindList(kinds), "discoveryErr", err)
+	m.informers.look(kinds)
+	return nil
+}
+
+// remediationKinds lists the resources that can be listed and watched
+// whose kind is served beside its template kind in the same group version,
+// outside Kubernetes' own groups (core and *.k8s.io, where Pod and
+// PodTemplate, ResourceClaim and ResourceClaimTemplate follow the same
+// naming).
+func remediationKinds(lists []*metav1.APIResourceList) []schema.GroupVersionResource {
+	var kinds []schema.GroupVersionResource
+	for _, list := range lists {
+		gv, err := schema.ParseGroupVersion(list.GroupVersion)
+		if err != nil || gv.Group == "" || gv.Group == "k8s.io" || strings.HasSuffix(gv.Group, ".k8s.io") {
+			continue
+		}
+		served := map[string]bool{}
+		for _, r := range list.APIResources {
+			if !strings.Contains(r.Name, "/") {
+				served[r.Kind] = true
+			}
+		}
+		for _, r := range list.APIResources {
+			if !strings.Contains(r.Name, "/") && served[r.Kind+"Template"] &&
+				slices.Contains(r.Verbs, "list") && slices.Contains(r.Verbs, "watch") {
+				kinds = append(kinds, gv.WithResource(r.Name))
+			}
+		}
+	}
+	return kinds
+}
+
+// look starts the informers of kinds that may hold remediation resources
+// of NodeHealthChecks, unless they run or failed. Until one syncs, or its
+// grace passes, no NodeHealthCheck decides (lookingWithinGrace), and until
+// it syncs, control-plane remediations are unknown (unknownRemediations).
+// Once it synced, it stops unless it shows resources of NodeHealthChecks
+// (stopIfUnused).
+func (m *Informers) look(kinds []schema.GroupVersionResource) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, gvr := range kinds {
+		if _, running := m.running[gvr]; running {
+			continue
+		}
+		if _, failed := m.stopped[gvr]; failed {
+			continue
+		}
+		r := m.start(gvr, stoppedInformer{})
+		r.looking = true
+		m.running[gvr] = r
+	}
+}
+
+// lookingWithinGrace tells whether an informer started by look has neither
+// synced nor failed, within the grace: what it will show may hold any node.
+func (m *Informers) lookingWithinGrace() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range m.running {
+		if r.looking && m.clock.Since(r.started) < m.grace {
+			return true
+		}
+	}
+	return false
+}
