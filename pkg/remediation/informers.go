@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -311,51 +310,6 @@ func (m *Informers) start(gvr schema.GroupVersionResource, stopped stoppedInform
 	}()
 	klog.FromContext(m.ctx).V(2).Info(logStarted, "resource", gvr)
 	return r
-}
-
-// failed stops an informer whose kind may not be listed or watched, or is no
-// longer served: its cache no longer shows what the API server has, and its
-// reflector would retry and log forever. A template kind's informer stops at
-// once (its templates are read with GET); a remediation kind's after the
-// grace, unless it had synced or is being retried.
-func (m *Informers) failed(gvr schema.GroupVersionResource, r *runningInformer, err error) {
-	if !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err) {
-		return
-	}
-	m.mu.Lock()
-	if m.running[gvr] != r || (m.usedForRemediations(gvr) && r.retried == nil && !r.informer.HasSynced() && m.clock.Since(r.started) < m.grace) {
-		m.mu.Unlock()
-		return
-	}
-	m.stopFailing(gvr, err)
-}
-
-// forbidden stops a kind's informer, as failed does, when a write of its
-// resources was forbidden: its remediator's role was removed. The watch,
-// authorized when it started, would go on until it expires.
-func (m *Informers) forbidden(gvr schema.GroupVersionResource, err error) {
-	m.mu.Lock()
-	m.stopFailing(gvr, err)
-}
-
-// stopFailing stops a kind's informer for a lasting error, if it runs, and
-// records when to try it again and what its cache showed; it is called
-// with m.mu held, and unlocks it.
-func (m *Informers) stopFailing(gvr schema.GroupVersionResource, err error) {
-	last := m.stopped[gvr].shown
-	if r, ok := m.running[gvr]; ok {
-		last = r.shows()
-		r.stop()
-		delete(m.running, gvr)
-	}
-	retry := templateRetryInterval
-	if m.usedForRemediations(gvr) || !last.empty() {
-		retry = remediationRetryInterval
-	}
-	m.stopped[gvr] = stoppedInformer{err: err, retryAt: m.clock.Now().Add(retry), shown: last}
-	m.mu.Unlock()
-	klog.FromContext(m.ctx).V(2).Info(logStoppedFailing, "resource", gvr, "err", err, "retryIn", retry)
-	m.kindChanged(gvr)
 }
 
 func (m *Informers) kindChanged(gvr schema.GroupVersionResource) {

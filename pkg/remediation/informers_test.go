@@ -205,6 +205,24 @@ func TestAStoppedKindKeepsItsNodesBusyButIsNotUnknown(t *testing.T) {
 	assert.Empty(t, informers.unknownRemediations())
 }
 
+// A kind no longer served has no resources left: the API server deletes
+// them with their CRD. What its cache showed is not kept, even if the cache
+// missed their deletion (make sim, seed 30186: a node stayed held by a
+// remediation that was gone, and was never remediated).
+func TestAKindNoLongerServedKeepsNothingBusy(t *testing.T) {
+	cp, err := newRemediation(testTemplate(nil), testNHC, "cp-1", true)
+	require.NoError(t, err)
+	f := newRoleFixture(t, cp)
+	f.informers.Use("uninstalled", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
+	require.Eventually(t, func() bool { return f.informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, []string{"cp-1"}, f.informers.controlPlaneNodes())
+
+	f.informers.failed(testGVR, f.informers.informer(testGVR), apierrors.NewNotFound(testGVR.GroupResource(), ""))
+	assert.Empty(t, f.informers.controlPlaneNodes())
+	assert.Empty(t, f.informers.otherOwners("another"))
+	assert.Empty(t, f.informers.unknownRemediations())
+}
+
 // A kind that no NodeHealthCheck uses any more (its NodeHealthCheck was
 // deleted, or its templates changed) stays watched while its cache holds
 // remediation resources: they remediate their nodes until they are gone,

@@ -239,6 +239,10 @@ func (s *Server) openWatch(client string, req *http.Request, r request) *http.Re
 		}
 	}
 	s.watchers = append(s.watchers, w)
+	if key := rewatchKey(client, r.gvr); s.rewatching[key] {
+		delete(s.rewatching, key)
+		s.rewatched = s.now()
+	}
 	return watchResponse(w.stream)
 }
 

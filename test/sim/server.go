@@ -41,6 +41,11 @@ type Server struct {
 	// stallEnded is when a stalled watch last ended: its client watches
 	// again and only then reads what the stall held back.
 	stallEnded time.Time
+	// rewatching are the watches a fault ended (client and resource) whose
+	// client has not watched their resource again yet: until it has, it
+	// sees that resource as it was; rewatched is when the last one did.
+	rewatching map[string]bool
+	rewatched  time.Time
 	// faults decides each request's fault; nil serves all.
 	faults func(c *call) fault
 	// forbidden are the resources a client may not touch: its role lacks them.
@@ -85,7 +90,7 @@ const (
 )
 
 func newServer(now func() time.Time) *Server {
-	return &Server{store: newStore(now), now: now, knock: make(chan struct{}, 1), forbidden: map[schema.GroupVersionResource]bool{}, held: map[string]bool{}}
+	return &Server{store: newStore(now), now: now, knock: make(chan struct{}, 1), forbidden: map[schema.GroupVersionResource]bool{}, held: map[string]bool{}, rewatching: map[string]bool{}}
 }
 
 // Transport returns the round tripper of one client: a controller
@@ -311,6 +316,22 @@ func (s *Server) endWatchesLocked(match func(w *watcher) bool) {
 	}
 }
 
+// breakWatchesLocked ends watches for a fault, and notes those of the
+// resources every replica watches for as long as it runs (nodes,
+// NodeHealthChecks, leases) until their client watches them again.
+func (s *Server) breakWatchesLocked(match func(w *watcher) bool) {
+	for _, w := range s.watchers {
+		if match(w) && !w.stream.isClosed() && (w.gvr == nodesGVR || w.gvr == nhcGVR || w.gvr == leasesGVR) {
+			s.rewatching[rewatchKey(w.client, w.gvr)] = true
+		}
+	}
+	s.endWatchesLocked(match)
+}
+
+func rewatchKey(client string, gvr schema.GroupVersionResource) string {
+	return client + " " + gvr.String()
+}
+
 // endLocked ends a watch, noting when a stalled one ended.
 func (s *Server) endLocked(w *watcher) {
 	if w.stalled && !w.stream.isClosed() {
@@ -338,4 +359,11 @@ func (s *Server) dropClient(client string) {
 		c.answer <- answer{err: context.Canceled}
 	}
 	s.endWatches(func(w *watcher) bool { return w.client == client })
+	s.state.Lock()
+	defer s.state.Unlock()
+	for key := range s.rewatching {
+		if strings.HasPrefix(key, client+" ") {
+			delete(s.rewatching, key)
+		}
+	}
 }
