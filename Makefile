@@ -50,10 +50,10 @@ integration: k8s-binaries helm ## Run the tests against a real kube-apiserver an
 # The simulation's parameters: SEEDS histories from seed FIRST, STEPS steps
 # each; SEED replays one seed with its trace and shrinks it.
 SIM_FLAGS = -sim.seeds $(or $(SEEDS),1000) -sim.first $(or $(FIRST),1) -sim.steps $(or $(STEPS),40) \
-	$(if $(SEED),-sim.seed $(SEED) -test.v,-sim.progress) $(if $(KEEP_GOING),-sim.keep-going)
+	$(if $(SEED),-sim.seed $(SEED) -test.v,-sim.progress) $(if $(KEEP_GOING),-sim.keep-going) $(if $(FOCUS),-sim.focus $(FOCUS))
 
 .PHONY: sim
-sim: ## Play generated histories (restarts, faults, features meeting) against the real controller in a simulated cluster, checking every invariant (SEEDS, FIRST, STEPS, SEED to replay one, KEEP_GOING=1).
+sim: ## Play generated histories (restarts, faults, features meeting) against the real controller in a simulated cluster, checking every invariant (SEEDS, FIRST, STEPS, SEED to replay one, KEEP_GOING=1, FOCUS=control-plane).
 	go test -c -o _output/sim.test ./test/sim
 	cd test/sim && ../../_output/sim.test -test.run TestHistories -test.timeout 0 $(SIM_FLAGS)
 

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -19,15 +20,28 @@ var (
 	templates  = map[Kind][]string{"Alpha": {"alpha-1", "alpha-2"}, "Beta": {"beta-1"}, "Gamma": {"gamma-1"}}
 )
 
+// Focus weights the generator towards some features meeting.
+type Focus string
+
+const (
+	// FocusNone draws every step with its usual weight.
+	FocusNone Focus = ""
+	// FocusControlPlane makes every NodeHealthCheck select the
+	// control-plane pool with escalating steps, and most steps act on
+	// control-plane nodes: where quorum and escalations meet.
+	FocusControlPlane Focus = "control-plane"
+)
+
 // generator draws a history's steps.
 type generator struct {
-	rng *rand.Rand
+	rng   *rand.Rand
+	focus Focus
 }
 
 // Generate returns the history of a seed, of about n steps after the
-// initial world.
-func Generate(seed uint64, n int) History {
-	g := &generator{rng: rand.New(rand.NewPCG(seed, 0x5eed))}
+// initial world, drawn with a focus.
+func Generate(seed uint64, n int, focus Focus) History {
+	g := &generator{rng: rand.New(rand.NewPCG(seed, 0x5eed)), focus: focus}
 	h := History{Seed: seed}
 	for _, node := range initialNodes {
 		h.Steps = append(h.Steps, Step{Op: OpAddNode, Node: node.name, Pool: node.pool, ControlPlane: node.controlPlane})
@@ -49,6 +63,9 @@ func Generate(seed uint64, n int) History {
 func (g *generator) pick(items []string) string { return items[g.rng.IntN(len(items))] }
 
 func (g *generator) node() string {
+	if g.focus == FocusControlPlane && g.rng.IntN(4) != 0 {
+		return g.pick([]string{"cp-0", "cp-1", "cp-2"})
+	}
 	if g.rng.IntN(8) == 0 {
 		return g.pick(extraNodes)
 	}
@@ -73,6 +90,9 @@ func (g *generator) spec() *NHCSpec {
 	if len(s.Pools) == 0 {
 		s.Pools = []string{g.pick(pools)}
 	}
+	if g.focus == FocusControlPlane && !slices.Contains(s.Pools, "cp") {
+		s.Pools = append(s.Pools, "cp")
+	}
 	s.Conditions = append(s.Conditions, ConditionSpec{Type: "Ready", Status: "False", Duration: g.duration(10*time.Second, 30*time.Second, time.Minute)})
 	if g.rng.IntN(2) == 0 {
 		s.Conditions = append(s.Conditions, ConditionSpec{Type: "Ready", Status: "Unknown", Duration: g.duration(20*time.Second, time.Minute)})
@@ -80,7 +100,7 @@ func (g *generator) spec() *NHCSpec {
 	if g.rng.IntN(4) == 0 {
 		s.MaxUnhealthy = g.pick([]string{"1", "2", "50%"})
 	}
-	if g.rng.IntN(3) == 0 {
+	if g.rng.IntN(3) == 0 && g.focus != FocusControlPlane {
 		k := g.kind()
 		s.Steps = []TemplateStep{{Kind: k, Template: g.pick(templates[k])}}
 	} else {

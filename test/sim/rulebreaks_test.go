@@ -5,11 +5,10 @@ import (
 	"time"
 )
 
-// Rule-breaks 2, 3 and 4 of issue 29, as the generated histories that
-// found them, shrunk (seeds 4, 167 and 2, simplified): on the code before
-// their fixes each breaks its invariant, and none may again. Rule-break 1
-// (an escalation step skipping the control-plane rule) has its unit tests
-// in pkg/health; no generated history has found it yet.
+// Rule-breaks 1 to 4 of issue 29, as the generated histories that found
+// them, shrunk (seed 630 with -sim.focus control-plane, seeds 4, 167 and 2,
+// simplified): on the code before their fixes each breaks its invariant,
+// and none may again.
 func TestRuleBreaks(t *testing.T) {
 	cp := func(node, pool string) Step { return Step{Op: OpAddNode, Node: node, Pool: pool, ControlPlane: true} }
 	worker := func(node, pool string) Step { return Step{Op: OpAddNode, Node: node, Pool: pool} }
@@ -26,6 +25,23 @@ func TestRuleBreaks(t *testing.T) {
 		name  string
 		steps []Step
 	}{
+		{
+			// Seed 630, focused on the control plane: cp-0's step timed
+			// out, a restart, its remediator deleted the resource, cp-2
+			// started, and cp-0's next step (the edited spec's) was created
+			// beside it.
+			name: "1: an escalation step on a control-plane node keeps the one-control-plane rule",
+			steps: []Step{
+				cp("cp-0", "cp"), cp("cp-2", "cp"), template("Gamma", "gamma-1"), template("Beta", "beta-1"),
+				nhc("nhc-1", NHCSpec{Pools: []string{"b", "cp"}, Conditions: ready("False", 10*time.Second), Steps: []TemplateStep{{Kind: "Beta", Template: "beta-1", Timeout: time.Minute}}}),
+				fail(0, "cp-0", "False"),
+				{After: 2 * time.Minute, Op: OpCrash},
+				{Op: OpRemediator, Kind: "Beta", Behaviour: BehaveDelete},
+				fail(0, "cp-2", "False"),
+				{After: 30 * time.Second, Op: OpEditNHC, NHC: "nhc-1", Spec: &NHCSpec{Pools: []string{"a", "cp"}, Conditions: ready("False", 10*time.Second), Steps: []TemplateStep{{Kind: "Gamma", Template: "gamma-1", Timeout: 30 * time.Second}}}},
+				{After: delay + time.Minute, Op: OpFaults, Fault: faultNone},
+			},
+		},
 		{
 			// Seed 4: one NodeHealthCheck's kind forbidden must not hold
 			// another's control-plane remediations.

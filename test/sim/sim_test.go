@@ -22,6 +22,7 @@ var (
 	keepGoing = flag.Bool("sim.keep-going", false, "go on after a broken invariant, and report the first seed of each")
 	progress  = flag.Bool("sim.progress", false, "draw a progress bar on stderr")
 	all       = flag.Bool("sim.all", false, "report every seed that breaks an invariant, unshrunk, and go on")
+	focus     = flag.String("sim.focus", "", "weight the histories towards features meeting: control-plane (quorum and escalations)")
 )
 
 // replays is how often a shrunk history is played again to say how often
@@ -60,7 +61,7 @@ func TestHistories(t *testing.T) {
 						return
 					}
 					s := list[i]
-					h := Generate(s, *steps)
+					h := Generate(s, *steps, Focus(*focus))
 					stats := &Stats{}
 					v := playWith(t, h, nil, stats)
 					played.Add(1)
@@ -81,8 +82,8 @@ func TestHistories(t *testing.T) {
 						continue
 					}
 					shrunk, sv := Shrink(t, h, v)
-					t.Errorf("seed %d: %v\nreplay: make sim SEED=%d\nshrunk to the fewest steps that still break %s (in %d of %d replays):\n%v\n%s",
-						s, v, s, v.Invariant, Reproduces(t, shrunk, v.Invariant, replays), replays, sv, shrunk)
+					t.Errorf("seed %d: %v\nreplay: make sim SEED=%d%s\nshrunk to the fewest steps that still break %s (in %d of %d replays):\n%v\n%s",
+						s, v, s, focusArg(), v.Invariant, Reproduces(t, shrunk, v.Invariant, replays), replays, sv, shrunk)
 					if !*keepGoing {
 						stop.Store(true)
 						return
@@ -116,8 +117,16 @@ func playList(first uint64, count int) []uint64 {
 
 // replay plays one seed with its trace, then shrinks it if it breaks an
 // invariant, and plays the shrunk history with its trace.
+// focusArg is the make argument that replays a seed with its focus.
+func focusArg() string {
+	if *focus == "" {
+		return ""
+	}
+	return " FOCUS=" + *focus
+}
+
 func replay(t *testing.T, s uint64) {
-	h := Generate(s, *steps)
+	h := Generate(s, *steps, Focus(*focus))
 	v := playWith(t, h, t.Logf, nil)
 	if v == nil {
 		t.Logf("seed %d breaks no invariant:\n%s", s, h)
