@@ -177,7 +177,7 @@ func (m *Manager) create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, c h
 		return nil, err
 	}
 	key := creationKey(gvr, obj.GetNamespace(), c.Node, template.GetName())
-	if c.ControlPlane && !m.controlPlane.reserve(nhc.Name, c.Node, key) {
+	if c.ControlPlane && !m.controlPlane.reserve(nhc.Name, c.Node, key, gvr, obj.GetNamespace(), obj.GetName()) {
 		m.expectations.forgetCreation(nhc.Name, gvr, obj.GetNamespace(), c.Node, template.GetName())
 		return nil, &controlPlaneBusyError{node: c.Node}
 	}

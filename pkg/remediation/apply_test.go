@@ -155,9 +155,9 @@ func TestControlPlaneNodesOneAtATimeAcrossNodeHealthChecks(t *testing.T) {
 }
 
 // A create whose outcome is uncertain, and whose follow-up GET fails too,
-// keeps its reservation: nothing says whether the resource exists. It lapses
-// with the create's expectation, instead of holding every other
-// control-plane node back until a restart.
+// keeps its reservation: nothing says whether the resource exists. After
+// reservationTTL, a read looks it up: gone, it ends, instead of holding
+// every other control-plane node back until a restart.
 func TestAnUnsettledControlPlaneReservationLapses(t *testing.T) {
 	f := newApplyFixture(t)
 	failing := true
@@ -178,8 +178,33 @@ func TestAnUnsettledControlPlaneReservationLapses(t *testing.T) {
 	f.clock.SetTime(f.clock.Now().Add(ExpectationsTTL - time.Second))
 	assert.Len(t, f.manager.Apply(context.Background(), nhcNamed("cp-b"), controlPlanePlan("master-1"), f.obs, sendAll).Blocked, 1)
 	f.clock.SetTime(f.clock.Now().Add(time.Second))
-	assert.Empty(t, f.manager.controlPlane.nodes(), "lapsed")
+	_, err := f.manager.Read(context.Background(), nhcNamed("cp-b"), Watched{})
+	require.NoError(t, err)
+	assert.Empty(t, f.manager.controlPlane.nodes(), "looked up, and gone")
 	assert.Len(t, f.manager.Apply(context.Background(), nhcNamed("cp-b"), controlPlanePlan("master-1"), f.obs, sendAll).Created, 1)
+}
+
+// A control-plane remediation that its informer does not show (a watch
+// that stopped sending) keeps its reservation past reservationTTL, as long
+// as the API server has it: a second control-plane node would otherwise
+// start beside it (make sim, seed 104171). Gone, it holds nothing.
+func TestAReservationHoldsWhileItsResourceIsUnseen(t *testing.T) {
+	f := newApplyFixture(t)
+	require.Len(t, f.manager.Apply(context.Background(), testNHC, controlPlanePlan("master-0"), f.obs, sendAll).Created, 1)
+	f.clock.SetTime(f.clock.Now().Add(reservationTTL))
+	_, err := f.manager.Read(context.Background(), nhcNamed("cp-b"), Watched{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"master-0"}, f.manager.controlPlane.nodes(), "the API server has it")
+	assert.Len(t, f.manager.Apply(context.Background(), nhcNamed("cp-b"), controlPlanePlan("master-1"), f.obs, sendAll).Blocked, 1)
+
+	list, err := f.client.Resource(testGVR).Namespace(templateRef.Namespace).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, list.Items, 1)
+	require.NoError(t, f.client.Tracker().Delete(testGVR, templateRef.Namespace, list.Items[0].GetName()))
+	f.clock.SetTime(f.clock.Now().Add(reservationTTL))
+	_, err = f.manager.Read(context.Background(), nhcNamed("cp-b"), Watched{})
+	require.NoError(t, err)
+	assert.Empty(t, f.manager.controlPlane.nodes(), "gone")
 }
 
 func TestWorkersAreNotHeldByAControlPlaneReservation(t *testing.T) {

@@ -49,6 +49,16 @@ func (m *Informers) stopFailing(gvr schema.GroupVersionResource, err error) {
 		// CRD, whatever the cache missed of their deletion.
 		last = shown{}
 	}
+	if m.users(gvr).Len() == 0 && last.empty() {
+		// Nothing uses it and nothing is to be remembered (a kind looked
+		// at for leftovers): a NodeHealthCheck that uses it later starts
+		// it afresh (make sim, seed 103126: it waited 10 minutes).
+		delete(m.stopped, gvr)
+		m.mu.Unlock()
+		klog.FromContext(m.ctx).V(2).Info(logStoppedUnused, "resource", gvr, "err", err)
+		m.kindChanged(gvr)
+		return
+	}
 	retry := templateRetryInterval
 	if m.usedForRemediations(gvr) || !last.empty() {
 		retry = remediationRetryInterval

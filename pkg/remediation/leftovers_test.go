@@ -108,3 +108,18 @@ func TestARemediationThatOutlivedItsNodeHealthCheckIsSeenAfterAStart(t *testing.
 		})
 	}
 }
+
+// A kind looked at for leftovers that may not be listed is dropped, not
+// held back for a retry: a NodeHealthCheck that uses it once its role is
+// granted watches it at once (make sim, seed 103126).
+func TestALookedAtKindThatFailsIsWatchedAtOnceWhenUsed(t *testing.T) {
+	f := newRoleFixture(t)
+	f.denied.Store(true)
+	f.informers.look([]schema.GroupVersionResource{testGVR})
+	require.Eventually(t, func() bool { return len(f.informers.Running()) == 0 }, 10*time.Second, 10*time.Millisecond, "stopped at its first 403")
+	assert.Empty(t, f.informers.unknownRemediations())
+
+	f.denied.Store(false)
+	f.informers.Use("granted", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
+	require.Eventually(t, func() bool { return f.informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
+}

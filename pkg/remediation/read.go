@@ -152,21 +152,35 @@ func (m *Manager) Read(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, w Wat
 // remediation beside it (make sim, seed 3557: a watch that stopped
 // sending). One that is gone lapses; one that cannot be read (forbidden,
 // or any error) is expected again, and looked up again at the next sync.
+// The control-plane reservations of every NodeHealthCheck that lapsed are
+// looked up the same way: one found and not shown, or unreadable, holds on.
 func (m *Manager) lookUpLapsed(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) {
 	for _, l := range m.expectations.lapsedCreations(nhc.Name) {
-		obj, err := m.writer.dynamic.Resource(l.resource).Namespace(l.namespace).Get(ctx, l.name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err), err == nil && !OwnedBy(obj, nhc):
-			continue
-		case err == nil:
-			if cached := m.informers.Get(l.resource, l.namespace, l.name); cached != nil && cached.GetUID() == obj.GetUID() {
-				continue
-			}
+		if m.unseen(ctx, l.resource, l.namespace, l.name, nhc) {
 			klog.FromContext(ctx).V(2).Info(logCreateUnseen, "nodeHealthCheck", klog.KObj(nhc), "node", l.node, "resource", l.resource, "name", l.name)
+			m.expectations.expectAgain(nhc.Name, l)
 		}
-		// Found and not yet in the cache, or not known: still expected.
-		m.expectations.expectAgain(nhc.Name, l)
 	}
+	for _, l := range m.controlPlane.lapsed() {
+		if m.unseen(ctx, l.resource, l.namespace, l.name, nil) {
+			m.controlPlane.renew(l)
+		}
+	}
+}
+
+// unseen tells whether a resource may exist at the API server, owned by
+// owner unless nil, without its informer showing it: found and not in the
+// cache, or not known (any error but 404).
+func (m *Manager) unseen(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, owner *v1alpha1.NodeHealthCheck) bool {
+	obj, err := m.writer.dynamic.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err), err == nil && owner != nil && !OwnedBy(obj, owner):
+		return false
+	case err == nil:
+		cached := m.informers.Get(gvr, namespace, name)
+		return cached == nil || cached.GetUID() != obj.GetUID()
+	}
+	return true
 }
 
 // readControlPlane reads the control-plane nodes under remediation: quorum

@@ -17,12 +17,14 @@ import (
 // comes from caches, which show a create only after it happened, so two
 // syncs could each start one; a reservation closes that gap. It is taken
 // before a control-plane remediation's create is sent, and it holds until
-// the resource is seen gone, the create certainly failed, its
-// NodeHealthCheck is forgotten, or it lapses. It lapses as a create's
-// expectation does: by then the informers show the resource, whose
-// control-plane index counts it, or nothing was created (an uncertain
-// create whose follow-up GET failed too), and holding every other
-// control-plane node back until a restart would be the leak.
+// the resource is seen gone, the create certainly failed, or its
+// NodeHealthCheck is forgotten. After reservationTTL, the next read looks
+// the resource up (lookUpLapsed): shown by the informers, whose
+// control-plane index counts it from then on, or gone at the API server,
+// the reservation ends; otherwise (a watch that stopped sending, an
+// uncertain create whose follow-up GET failed too, an outage) it holds on,
+// for quorum: seed 104171 of make sim started a second control-plane node
+// when the reservation of a resource its stalled watch never showed lapsed.
 type controlPlaneReservations struct {
 	clock clock.PassiveClock
 	mu    sync.Mutex
@@ -32,10 +34,15 @@ type controlPlaneReservations struct {
 
 type reservation struct {
 	nhc, node string
-	lapses    time.Time
+	// resource, namespace and name name the resource reserved for, to look
+	// it up once the reservation lapsed.
+	resource        schema.GroupVersionResource
+	namespace, name string
+	lapses          time.Time
 }
 
-// reservationTTL is how long a reservation holds at most.
+// reservationTTL is how long a reservation holds before the resource is
+// looked up.
 const reservationTTL = ExpectationsTTL
 
 func newControlPlaneReservations(clk clock.PassiveClock) *controlPlaneReservations {
@@ -44,20 +51,46 @@ func newControlPlaneReservations(clk clock.PassiveClock) *controlPlaneReservatio
 
 // reserve takes a reservation for a control-plane node's resource, unless
 // another control-plane node holds one.
-func (r *controlPlaneReservations) reserve(nhc, node, key string) bool {
+func (r *controlPlaneReservations) reserve(nhc, node, key string, gvr schema.GroupVersionResource, namespace, name string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	now := r.clock.Now()
-	for heldKey, held := range r.byResource {
-		switch {
-		case !now.Before(held.lapses):
-			delete(r.byResource, heldKey)
-		case held.node != node:
+	for _, held := range r.byResource {
+		if held.node != node {
 			return false
 		}
 	}
-	r.byResource[key] = reservation{nhc: nhc, node: node, lapses: now.Add(reservationTTL)}
+	r.byResource[key] = reservation{nhc: nhc, node: node, resource: gvr, namespace: namespace, name: name, lapses: r.clock.Now().Add(reservationTTL)}
 	return true
+}
+
+// lapsedReservation is a reservation held for reservationTTL.
+type lapsedReservation struct {
+	key string
+	reservation
+}
+
+// lapsed removes and returns the reservations held for reservationTTL, to
+// be looked up and renewed if their resource may still be unseen.
+func (r *controlPlaneReservations) lapsed() []lapsedReservation {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.clock.Now()
+	var lapsed []lapsedReservation
+	for key, held := range r.byResource {
+		if !now.Before(held.lapses) {
+			lapsed = append(lapsed, lapsedReservation{key: key, reservation: held})
+			delete(r.byResource, key)
+		}
+	}
+	return lapsed
+}
+
+// renew takes a lapsed reservation again for reservationTTL.
+func (r *controlPlaneReservations) renew(l lapsedReservation) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l.lapses = r.clock.Now().Add(reservationTTL)
+	r.byResource[l.key] = l.reservation
 }
 
 // release drops the reservation of a resource.
@@ -83,10 +116,9 @@ func (r *controlPlaneReservations) forget(nhc string) {
 func (r *controlPlaneReservations) nodes() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	now := r.clock.Now()
 	var nodes []string
 	for _, held := range r.byResource {
-		if now.Before(held.lapses) && !slices.Contains(nodes, held.node) {
+		if !slices.Contains(nodes, held.node) {
 			nodes = append(nodes, held.node)
 		}
 	}

@@ -73,9 +73,12 @@ func (c *checker) watchLag() time.Duration {
 	if len(c.s.server.rewatching) > 0 || time.Now().Before(c.s.server.rewatched.Add(leaseLag)) {
 		return -1
 	}
-	if now := time.Now(); now.Before(c.s.server.delayUntil) {
-		// What changed since the delay began is not delivered yet.
-		lag += now.Sub(c.s.server.delayFrom)
+	if now := time.Now(); now.Before(c.s.server.delayUntil.Add(leaseLag)) {
+		// What changed since the delay began is not delivered yet, or
+		// was delivered a moment ago (seed 102762: a renewal at the very
+		// instant a delay ended, before the deletion it held back was
+		// handled).
+		lag += min(now.Sub(c.s.server.delayFrom), c.s.server.delayUntil.Sub(c.s.server.delayFrom))
 	}
 	return lag
 }
