@@ -9,6 +9,10 @@ import (
 // Informers stopped for a lasting error: a kind that may not be listed or
 // watched (403), or is no longer served (404).
 
+// logForgotUnserved is logged at level 2 when what a kind's cache showed is
+// dropped because the API no longer serves the kind.
+const logForgotUnserved = "Forgot the remediation resources of a kind no longer served"
+
 // failed stops an informer whose kind may not be listed or watched, or is no
 // longer served: its cache no longer shows what the API server has, and its
 // reflector would retry and log forever. A template kind's informer stops at
@@ -66,5 +70,40 @@ func (m *Informers) stopFailing(gvr schema.GroupVersionResource, err error) {
 	m.stopped[gvr] = stoppedInformer{err: err, retryAt: m.clock.Now().Add(retry), shown: last}
 	m.mu.Unlock()
 	klog.FromContext(m.ctx).V(2).Info(logStoppedFailing, "resource", gvr, "err", err, "retryIn", retry)
+	m.kindChanged(gvr)
+}
+
+// remembering lists the kinds stopped for a lasting error, or retried after
+// one, whose memory of what their cache showed holds nodes.
+func (m *Informers) remembering() []schema.GroupVersionResource {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var kinds []schema.GroupVersionResource
+	for gvr, s := range m.stopped {
+		if !s.shown.empty() {
+			kinds = append(kinds, gvr)
+		}
+	}
+	for gvr, r := range m.running {
+		if !r.remembered.empty() {
+			kinds = append(kinds, gvr)
+		}
+	}
+	return kinds
+}
+
+// forgetUnserved drops what a kind showed when it stopped: the API no
+// longer serves it, and its resources went with its CRD.
+func (m *Informers) forgetUnserved(gvr schema.GroupVersionResource) {
+	m.mu.Lock()
+	if s, ok := m.stopped[gvr]; ok {
+		s.shown = shown{}
+		m.stopped[gvr] = s
+	}
+	if r, ok := m.running[gvr]; ok {
+		r.remembered = shown{}
+	}
+	m.mu.Unlock()
+	klog.FromContext(m.ctx).V(2).Info(logForgotUnserved, "resource", gvr)
 	m.kindChanged(gvr)
 }

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -85,6 +86,7 @@ func (m *Manager) Read(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, w Wat
 	// informer shows between the two reads is then both pending and in the
 	// cache. The other order misses it in both.
 	m.lookUpLapsed(ctx, nhc)
+	m.forgetUnserved()
 	obs.PendingNodes = m.expectations.pendingNodes(nhc.Name)
 	reserved := m.controlPlane.nodes()
 	now := m.informers.clock.Now()
@@ -181,6 +183,25 @@ func (m *Manager) unseen(ctx context.Context, gvr schema.GroupVersionResource, n
 		return cached == nil || cached.GetUID() != obj.GetUID()
 	}
 	return true
+}
+
+// forgetUnserved drops what the caches of kinds stopped for a lasting
+// error showed once the API no longer serves them (looked up again at most
+// every 10 s while there are such kinds): a CRD's resources are deleted
+// with it. An uninstalled kind whose role went too answers 403, not 404,
+// and would otherwise hold its nodes for good (make sim, seeds 109151 and
+// 1947).
+func (m *Manager) forgetUnserved() {
+	kinds := m.informers.remembering()
+	if len(kinds) == 0 {
+		return
+	}
+	m.templates.rediscover()
+	for _, gvr := range kinds {
+		if _, err := m.templates.mapper.KindFor(gvr); meta.IsNoMatchError(err) {
+			m.informers.forgetUnserved(gvr)
+		}
+	}
 }
 
 // readControlPlane reads the control-plane nodes under remediation: quorum

@@ -138,3 +138,38 @@ func TestAKindUninstalledWithItsRoleNoLongerDisables(t *testing.T) {
 	require.Eventually(t, func() bool { obs = read(); return obs.Ready }, 10*time.Second, 10*time.Millisecond)
 	assert.Nil(t, obs.TemplateProblem, "the kind is gone, and so are its resources")
 }
+
+// A kind whose role was removed keeps the nodes its cache showed busy; once
+// it is uninstalled too (it still answers 403, authorization coming first),
+// the API no longer serves it and its resources went with its CRD: the
+// nodes are free again (make sim, seeds 109151 and 1947).
+func TestAForbiddenKindUninstalledFreesItsNodes(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	clock := clocktesting.NewFakeClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
+	cp, err := newRemediation(testTemplate(nil), testNHC, "cp-1", true)
+	require.NoError(t, err)
+	f := newRoleFixture(t, cp)
+	mapper := &uninstallable{uninstalled: []schema.GroupVersionKind{{}}}
+	mapper.Reset()
+	mapper.uninstalled = nil
+	informers := NewInformers(ctx, f.client, clock)
+	m := newManager(informers, NewTemplates(mapper, informers, clock), NewExpectations(clock), NewWriter(f.client, kubefake.NewClientset()), nil)
+	informers.Use("deleted", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
+	require.Eventually(t, func() bool { return informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
+	informers.Use("deleted", Kinds{})
+	f.denied.Store(true)
+	informers.failed(testGVR, informers.informer(testGVR), f.forbidden)
+
+	other := nhcNamed("other")
+	obs, err := m.Read(context.Background(), other, Watched{})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]bool{"cp-1": true}, obs.BusyControlPlaneNodes, "forbidden: what it showed holds")
+
+	mapper.uninstalled = []schema.GroupVersionKind{testGVR.GroupVersion().WithKind("TestRemediation")}
+	clock.Step(mapperResetInterval)
+	obs, err = m.Read(context.Background(), other, Watched{})
+	require.NoError(t, err)
+	assert.Empty(t, obs.BusyControlPlaneNodes, "uninstalled: nothing left")
+	assert.Empty(t, obs.OtherOwners)
+}
