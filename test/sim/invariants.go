@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -75,8 +76,11 @@ type checker struct {
 	// leaseWrites are renewals of ours that wait for their verdict.
 	leaseWrites []leaseWrite
 	// forbiddenNodes are, by kind turned forbidden, the nodes its
-	// resources remediated then.
+	// resources remediated then; forbiddenSince is when it turned.
 	forbiddenNodes map[Kind]map[string]bool
+	forbiddenSince map[Kind]time.Time
+	// leaderStarted is when the leading replica started.
+	leaderStarted time.Time
 	// createTries are when each (NodeHealthCheck, node) last tried to
 	// create a remediation resource, whatever the answer.
 	createTries map[runKey][]time.Time
@@ -123,7 +127,7 @@ func (c *checker) allNHCs() []*v1alpha1.NodeHealthCheck {
 
 func newChecker(s *sim) *checker {
 	return &checker{s: s, nodes: map[string][]version{}, nhcs: map[string][]version{}, created: map[types.UID]types.UID{}, typed: map[string]any{},
-		running: map[runKey]*runs{}, createTries: map[runKey][]time.Time{}, forbiddenNodes: map[Kind]map[string]bool{}, unhealthySince: map[string]time.Time{}}
+		running: map[runKey]*runs{}, createTries: map[runKey][]time.Time{}, forbiddenNodes: map[Kind]map[string]bool{}, forbiddenSince: map[Kind]time.Time{}, unhealthySince: map[string]time.Time{}}
 }
 
 func (c *checker) fail(invariant, format string, args ...any) {
@@ -224,7 +228,7 @@ func (c *checker) resourceCreated(obj *unstructured.Unstructured) {
 	r := resourceOf(obj)
 	c.created[obj.GetUID()] = r.owner
 	for _, other := range c.resources() {
-		if other.obj.GetUID() == obj.GetUID() {
+		if other.obj.GetUID() == obj.GetUID() || c.unknowable(other) {
 			continue
 		}
 		switch {
@@ -236,6 +240,30 @@ func (c *checker) resourceCreated(obj *unstructured.Unstructured) {
 			c.fail(InvOneNHCPerNode, "%s of NodeHealthCheck %s created for node %s, which %s of NodeHealthCheck %s remediates", describe(obj), r.ownerName, r.node, describe(other.obj), other.ownerName)
 		}
 	}
+}
+
+// unknowable tells whether the leader cannot know of a resource, so that
+// no rule can hold it to it: its kind has been forbidden to the controller
+// since before the leader started (none of its informers ever listed it),
+// and no NodeHealthCheck's status records it (its NodeHealthCheck was
+// deleted, or the status write was lost in a crash). decisions.md ("What
+// cannot be read holds its nodes") names this limit; seeds 110999 and
+// 3848 (FOCUS=control-plane) found it.
+func (c *checker) unknowable(r remediationObj) bool {
+	since, forbidden := c.forbiddenSince[Kind(strings.TrimSuffix(r.obj.GetKind(), "Remediation"))]
+	if !forbidden || !since.Before(c.leaderStarted) {
+		return false
+	}
+	for _, nhc := range c.allNHCs() {
+		for _, entry := range nhc.Status.UnhealthyNodes {
+			for _, rem := range entry.Remediations {
+				if rem != nil && rem.Resource.Kind == r.obj.GetKind() && rem.Resource.Name == r.obj.GetName() {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 // stillControlPlane tells whether a node with a control-plane remediation

@@ -55,6 +55,7 @@ func (s *sim) renewLeadership() {
 			panic(err)
 		}
 		s.leader = r
+		s.check.leaderStarted = now
 	}
 }
 

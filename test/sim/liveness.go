@@ -102,26 +102,37 @@ func (c *checker) canRemediate(node *corev1.Node, all []remediationObj) string {
 func (c *checker) forbid(k Kind, on bool) {
 	if !on {
 		delete(c.forbiddenNodes, k)
+		delete(c.forbiddenSince, k)
 		return
 	}
 	if _, already := c.forbiddenNodes[k]; already {
 		return
 	}
+	c.forbiddenSince[k] = time.Now()
 	nodes := map[string]bool{}
 	for _, obj := range c.s.server.store.objectsOf(k.remediation()) {
 		if r := resourceOf(obj); r.owner != "" {
-			nodes[r.node] = true
+			nodes[r.node] = nodes[r.node] || r.controlPlane
 		}
 	}
 	c.forbiddenNodes[k] = nodes
 }
 
 // heldWhileForbidden tells whether a node had a resource of a kind when it
-// turned forbidden, and the kind is still forbidden and served.
+// turned forbidden, or, for a control-plane node, another node had one that
+// was created for a control-plane node or remediates one now (seeds
+// 110036, 3185 with FOCUS=control-plane), and the kind is still forbidden
+// and served.
 func (c *checker) heldWhileForbidden(node *corev1.Node) bool {
+	controlPlane := v1alpha1.IsControlPlane(node.Labels)
 	for k, nodes := range c.forbiddenNodes {
-		if nodes[node.Name] && c.s.server.store.resources[k.remediation()].served {
-			return true
+		if !c.s.server.store.resources[k.remediation()].served {
+			continue
+		}
+		for held, createdForControlPlane := range nodes {
+			if held == node.Name || controlPlane && (createdForControlPlane || c.isControlPlaneNode(held)) {
+				return true
+			}
 		}
 	}
 	return false
