@@ -63,8 +63,9 @@ func TestANodeHealthCheckCreatedWhileTheNodeCacheLagsSeesAllItsNodes(t *testing.
 	})
 	proxy.HoldNodeWatches(false)
 
-	framework.Eventually(t, 15*time.Second, "the 3 failed nodes remediated", func() bool {
-		return len(env.Remediations(t, scenario)) == 3
+	// The status is written after the creates: wait for both.
+	framework.Eventually(t, 15*time.Second, "the 3 failed nodes remediated, and the status says so", func() bool {
+		return len(env.Remediations(t, scenario)) == 3 && len(env.GetNHC(t, scenario).Status.UnhealthyNodes) == 3
 	})
 	s := env.GetNHC(t, scenario).Status
 	assert.Equal(t, int32(20), *s.ObservedNodes)
