@@ -21,13 +21,19 @@ type serverLimits struct {
 	// readHeader bounds the time to send a request's headers, read its
 	// whole request, write a response, and keep an idle connection open.
 	readHeader, read, write, idle time.Duration
-	// connections caps the open connections; more wait to be accepted.
+	// connections caps the open connections, more wait to be accepted;
+	// zero caps none.
 	connections int
 }
 
-// probeLimits serve the kubelet, which opens a connection per probe and
-// gives up after a second.
-var probeLimits = serverLimits{readHeader: 5 * time.Second, read: 5 * time.Second, write: 10 * time.Second, idle: 10 * time.Second, connections: 64}
+// probeLimits serve the kubelet, which opens a connection per probe, sends
+// its request at once, and gives up after a second. No cap on connections:
+// anyone on the pod network could fill it with silent connections, the
+// kubelet's probes would wait behind them, and the pod would be killed
+// (issue 30). The short timeouts bound what silent connections hold
+// instead: each about 12 KiB for at most 2 s, as in kube-controller-manager
+// and controller-runtime, whose probe servers have no cap either.
+var probeLimits = serverLimits{readHeader: 2 * time.Second, read: 2 * time.Second, write: 5 * time.Second, idle: 2 * time.Second}
 
 // metricsLimits serve Prometheus, which keeps a connection per target and
 // scrapes every 15 to 60 seconds, and pprof, whose CPU profile writes
@@ -94,9 +100,12 @@ func newServer(limits serverLimits, tlsConfig *tls.Config, handler http.Handler)
 	}
 }
 
-// serveOn serves on a listener whose open connections are capped.
+// serveOn serves on a listener whose open connections are capped, if the
+// limits cap them.
 func serveOn(server *http.Server, listener net.Listener, limits serverLimits) error {
-	listener = netutil.LimitListener(listener, limits.connections)
+	if limits.connections > 0 {
+		listener = netutil.LimitListener(listener, limits.connections)
+	}
 	if server.TLSConfig != nil {
 		return server.ServeTLS(listener, "", "")
 	}

@@ -87,3 +87,49 @@ func TestConnectionsAreCapped(t *testing.T) {
 	require.NoError(t, err, "served once one closed")
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 }
+
+// A peer that keeps thousands of silent connections open to the probe port,
+// opening a new one as each is closed, delays no kubelet probe: each is
+// answered within the kubelet's 1 s timeout (issue 30: with a cap of 64
+// connections, none was).
+func TestProbesAreAnsweredThroughSilentConnections(t *testing.T) {
+	addr := startServer(t, probeLimits)
+	stop := make(chan struct{})
+	defer close(stop)
+	const silent = 2000
+	opened := make(chan struct{}, silent)
+	for range silent {
+		go func() {
+			for {
+				conn, err := net.DialTimeout("tcp", addr, time.Second)
+				if err == nil {
+					select {
+					case opened <- struct{}{}:
+					default:
+					}
+					// Silent until the server closes it, then again.
+					_, _ = conn.Read(make([]byte, 1))
+					_ = conn.Close()
+				}
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		}()
+	}
+	for range silent {
+		<-opened
+	}
+
+	kubelet := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	for i := range 10 {
+		resp, err := kubelet.Get("http://" + addr + "/healthz")
+		require.NoError(t, err, "probe %d", i)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		time.Sleep(300 * time.Millisecond)
+	}
+}
