@@ -30,9 +30,12 @@ type serverLimits struct {
 // its request at once, and gives up after a second. No cap on connections:
 // anyone on the pod network could fill it with silent connections, the
 // kubelet's probes would wait behind them, and the pod would be killed
-// (issue 30). The short timeouts bound what silent connections hold
-// instead: each about 12 KiB for at most 2 s, as in kube-controller-manager
-// and controller-runtime, whose probe servers have no cap either.
+// (issue 30); a cap that closes the oldest silent connection instead is no
+// better, as a peer that opens a new one as each closes churns through it
+// faster than a probe's request arrives. The short timeouts bound what
+// silent connections hold: each about 13 KiB for at most 2 s, as in
+// kube-controller-manager and controller-runtime, whose probe servers have
+// no cap either.
 var probeLimits = serverLimits{readHeader: 2 * time.Second, read: 2 * time.Second, write: 5 * time.Second, idle: 2 * time.Second}
 
 // metricsLimits serve Prometheus, which keeps a connection per target and
@@ -92,11 +95,16 @@ func runServer(ctx context.Context, name, address string, limits serverLimits, t
 	return nil
 }
 
+// newServer serves HTTP/1.1 only: HTTP/2 multiplies the requests one
+// connection carries (250 streams each) past any connection cap, and
+// neither the kubelet nor Prometheus needs it (controller-runtime turns it
+// off on its metrics server for the same reason).
 func newServer(limits serverLimits, tlsConfig *tls.Config, handler http.Handler) *http.Server {
 	return &http.Server{
 		Handler: handler, TLSConfig: tlsConfig,
 		ReadHeaderTimeout: limits.readHeader, ReadTimeout: limits.read, WriteTimeout: limits.write, IdleTimeout: limits.idle,
 		MaxHeaderBytes: 64 << 10,
+		TLSNextProto:   map[string]func(*http.Server, *tls.Conn, http.Handler){},
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	certutil "k8s.io/client-go/util/cert"
 )
 
 // startServer serves ok on a loopback port with the given limits.
@@ -86,6 +88,25 @@ func TestConnectionsAreCapped(t *testing.T) {
 	resp, err := http.ReadResponse(bufio.NewReader(waiting), nil)
 	require.NoError(t, err, "served once one closed")
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+// Neither server speaks HTTP/2: its streams would multiply the requests of
+// one connection past the cap.
+func TestNoHTTP2(t *testing.T) {
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("localhost", nil, nil)
+	require.NoError(t, err)
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	require.NoError(t, err)
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	server := newServer(metricsLimits, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, http.NotFoundHandler())
+	go func() { _ = serveOn(server, listener, metricsLimits) }()
+	t.Cleanup(func() { _ = server.Close() })
+
+	conn, err := tls.Dial("tcp", listener.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2", "http/1.1"}}) //nolint:gosec // a test's self-signed certificate
+	require.NoError(t, err)
+	defer conn.Close()
+	assert.Equal(t, "http/1.1", conn.ConnectionState().NegotiatedProtocol)
 }
 
 // A peer that keeps thousands of silent connections open to the probe port,
