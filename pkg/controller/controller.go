@@ -186,6 +186,8 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		return nil
 	}
 	logger.Info("Starting workers", "count", workers)
+	c.metrics.setActing(true)
+	defer c.metrics.setActing(false)
 	var running sync.WaitGroup
 	for range workers {
 		running.Go(func() {

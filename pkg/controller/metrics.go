@@ -41,6 +41,9 @@ type Metrics struct {
 	notConfirmed *prometheus.CounterVec
 	syncErrors   *prometheus.CounterVec
 	buildInfo    *prometheus.GaugeVec
+	// acting is 1 while this process runs the workers: it leads, or
+	// leader election is off.
+	acting prometheus.Gauge
 
 	mu sync.Mutex
 	// nodeSeries are the label values of the node series each
@@ -92,6 +95,8 @@ func NewMetrics() *Metrics {
 			"nodehealthcheck"),
 		syncErrors: counter("nodehealthcheck_sync_errors_total", "Syncs of a NodeHealthCheck that failed and were retried", "nodehealthcheck"),
 		buildInfo:  gauge("nhc_controller_build_info", "1, labelled with the controller's version and the Go version it was built with", "version", "goversion"),
+		acting: prometheus.NewGauge(prometheus.GaugeOpts{Name: "nhc_controller_acting",
+			Help: "1 while this process runs the controller's workers: it leads, or leader election is off; 0 on a standby"}),
 		nodeSeries: map[string]map[nodeSeries]bool{},
 	}
 }
@@ -111,6 +116,18 @@ var outcomes = []string{outcomeCreated, outcomeDeletedHealthy, outcomeDeletedGon
 // SetBuildInfo records the controller's version.
 func (m *Metrics) SetBuildInfo(version string) {
 	m.buildInfo.WithLabelValues(version, runtime.Version()).Set(1)
+}
+
+// setActing records whether the workers run.
+func (m *Metrics) setActing(acting bool) {
+	if m == nil {
+		return
+	}
+	value := 0.0
+	if acting {
+		value = 1
+	}
+	m.acting.Set(value)
 }
 
 // setDisabled records whether a NodeHealthCheck is disabled.
@@ -135,7 +152,7 @@ func (m *Metrics) syncFailed(nhc string) {
 // Register registers the metrics.
 func (m *Metrics) Register(registerer prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{m.oldRemediation, m.ongoing, m.unhealthyDuration, m.remediationDuration, m.observed, m.healthy, m.unhealthy, m.remediating, m.stormActive, m.disabled, m.old,
-		m.remediations, m.notConfirmed, m.syncErrors, m.buildInfo} {
+		m.remediations, m.notConfirmed, m.syncErrors, m.buildInfo, m.acting} {
 		if err := registerer.Register(c); err != nil {
 			return err
 		}

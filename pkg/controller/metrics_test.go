@@ -56,8 +56,36 @@ func TestNoMetricSeriesOutlivesWhatItDescribes(t *testing.T) {
 	m.record(nhc, plan, &health.Outcome{}, remediated, true, t0.Time)
 	m.forget(nhc.Name)
 	for name, count := range seriesOf(t, m) {
+		if name == "nhc_controller_acting" {
+			continue // the process's, not a NodeHealthCheck's
+		}
 		assert.Zero(t, count, "%s after the NodeHealthCheck was deleted", name)
 	}
+}
+
+// nhc_controller_acting is 1 while the workers run, whether the process
+// leads or runs without leader election, and 0 before and after: the
+// "no leader" alert reads it.
+func TestActingWhileTheWorkersRun(t *testing.T) {
+	m := NewMetrics()
+	registry := prometheus.NewRegistry()
+	require.NoError(t, m.Register(registry))
+	acting := func() float64 {
+		families, err := registry.Gather()
+		require.NoError(t, err)
+		for _, f := range families {
+			if f.GetName() == "nhc_controller_acting" {
+				return f.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatal("no nhc_controller_acting")
+		return 0
+	}
+	assert.Zero(t, acting(), "a standby")
+	m.setActing(true)
+	assert.Equal(t, 1.0, acting())
+	m.setActing(false)
+	assert.Zero(t, acting())
 }
 
 func TestRemediationsAreCountedByOutcome(t *testing.T) {

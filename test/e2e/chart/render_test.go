@@ -145,4 +145,10 @@ func TestTheChartsValuesChangeWhatTheySay(t *testing.T) {
 	_, err = env.Cluster.Helm("template", "nhc", chartDir, "--set", "logging.format=xml")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "at '/logging/format': value must be one of 'text', 'json'")
+
+	_, err = env.Cluster.Helm("template", "nhc", chartDir, "--set", "leaderElection.enabled=false")
+	require.Error(t, err, "two replicas, each acting")
+	assert.Contains(t, err.Error(), "leaderElection.enabled=false needs replicas=1")
+	_, err = env.Cluster.Helm("template", "nhc", chartDir, "--set", "leaderElection.enabled=false,replicas=1")
+	require.NoError(t, err)
 }
