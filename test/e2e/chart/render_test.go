@@ -146,6 +146,18 @@ func TestTheChartsValuesChangeWhatTheySay(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "at '/logging/format': value must be one of 'text', 'json'")
 
+	out, err = env.Cluster.Helm("template", "nhc", chartDir, "--namespace", "ops", "--set", "networkPolicy.metricsNamespaces={prometheus,observability}")
+	require.NoError(t, err)
+	policy := objects(t, out)["NetworkPolicy ops/nhc-controller"]
+	ingress, _, _ := unstructured.NestedSlice(policy, "spec", "ingress")
+	require.Len(t, ingress, 2, "the metrics port from the monitoring namespaces, the probe port from anyone")
+	from := ingress[0].(map[string]any)["from"].([]any)[0].(map[string]any)
+	namespaces, _, _ := unstructured.NestedSlice(from, "namespaceSelector", "matchExpressions")
+	assert.Equal(t, []any{"prometheus", "observability"}, namespaces[0].(map[string]any)["values"])
+	out, err = env.Cluster.Helm("template", "nhc", chartDir, "--namespace", "ops", "--set", "networkPolicy.enabled=false")
+	require.NoError(t, err)
+	assert.NotContains(t, objects(t, out), "NetworkPolicy ops/nhc-controller")
+
 	_, err = env.Cluster.Helm("template", "nhc", chartDir, "--set", "leaderElection.enabled=false")
 	require.Error(t, err, "two replicas, each acting")
 	assert.Contains(t, err.Error(), "leaderElection.enabled=false needs replicas=1")
