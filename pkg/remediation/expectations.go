@@ -1,6 +1,7 @@
 package remediation
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -142,26 +143,45 @@ func (e *Expectations) pendingNodes(nhc string) map[string]bool {
 	return nodes
 }
 
+// pendingResources lists the kinds of a NodeHealthCheck's creates under
+// way: they stay watched until their informer shows the create, whatever
+// the spec and status say meanwhile.
+func (e *Expectations) pendingResources(nhc string) []schema.GroupVersionResource {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var resources []schema.GroupVersionResource
+	for _, x := range e.pending[nhc] {
+		if x.creation && !slices.Contains(resources, x.resource) {
+			resources = append(resources, x.resource)
+		}
+	}
+	return resources
+}
+
 // lapsedCreation is a create whose expectation lapsed unobserved.
 type lapsedCreation struct {
-	key string
+	nhc, key string
 	expectation
 }
 
-// lapsedCreations removes and returns a NodeHealthCheck's creates whose
-// expectation lapsed unobserved. The informer may be behind (a watch that
-// stops sending while its connection stays open shows nothing until it
-// times out): its cache is not to be believed about them, and the caller
-// looks them up at the API server (lookUpLapsed).
-func (e *Expectations) lapsedCreations(nhc string) []lapsedCreation {
+// lapsedCreations removes and returns the creates of every NodeHealthCheck
+// whose expectation lapsed unobserved. The informer may be behind (a watch
+// that stops sending while its connection stays open shows nothing until
+// it times out): its cache is not to be believed about them, and the
+// caller looks them up at the API server (lookUpLapsed). Every
+// NodeHealthCheck's, since a create under way holds its node against the
+// others too, and its own NodeHealthCheck may not sync (disabled).
+func (e *Expectations) lapsedCreations() []lapsedCreation {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := e.clock.Now()
 	var lapsed []lapsedCreation
-	for key, x := range e.pending[nhc] {
-		if x.creation && !now.Before(x.lapses) {
-			lapsed = append(lapsed, lapsedCreation{key: key, expectation: x})
-			delete(e.pending[nhc], key)
+	for nhc, pending := range e.pending {
+		for key, x := range pending {
+			if x.creation && !now.Before(x.lapses) {
+				lapsed = append(lapsed, lapsedCreation{nhc: nhc, key: key, expectation: x})
+				delete(pending, key)
+			}
 		}
 	}
 	return lapsed
@@ -169,10 +189,10 @@ func (e *Expectations) lapsedCreations(nhc string) []lapsedCreation {
 
 // expectAgain records again a lapsed create that the API server shows,
 // for another ExpectationsTTL.
-func (e *Expectations) expectAgain(nhc string, l lapsedCreation) {
+func (e *Expectations) expectAgain(l lapsedCreation) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.add(nhc, l.key, l.expectation)
+	e.add(l.nhc, l.key, l.expectation)
 }
 
 // forget drops the expectations of a deleted NodeHealthCheck.

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
 
 func TestExpectations(t *testing.T) {
@@ -86,4 +88,23 @@ func TestALapsedCreateIsLookedUpAtTheAPIServer(t *testing.T) {
 			assert.Equal(t, tt.pending, f.manager.expectations.pendingNodes(testNHC.Name), "expected again for a while")
 		})
 	}
+}
+
+// A create another NodeHealthCheck made, which its informer has not shown
+// (a silent watch) and whose own NodeHealthCheck no longer syncs (it is
+// disabled), is looked up by any sync once it lapses: found, it goes on
+// holding its node against every other NodeHealthCheck (make sim, seed
+// 118367: a second NodeHealthCheck remediated the node beside it).
+func TestAnotherNodeHealthChecksLapsedCreateStillHoldsItsNode(t *testing.T) {
+	f := newApplyFixture(t)
+	// Generated names, so that the API server would take both resources.
+	f.obs.templates[templateKey(templateRef)] = testTemplate(map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: "true"})
+	require.Len(t, f.manager.Apply(context.Background(), nhcNamed("disabled"), createPlan("worker-1"), f.obs, sendAll).Created, 1)
+	f.clock.SetTime(f.clock.Now().Add(ExpectationsTTL))
+
+	_, err := f.manager.Read(context.Background(), testNHC, Watched{})
+	require.NoError(t, err)
+	out := f.manager.Apply(context.Background(), testNHC, createPlan("worker-1"), f.obs, sendAll)
+	assert.Empty(t, out.Created)
+	assert.Len(t, out.Blocked, 1, "the disabled NodeHealthCheck's create, found at the API server, holds the node")
 }

@@ -3,6 +3,8 @@ package remediation
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -85,7 +87,7 @@ func (m *Manager) Read(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, w Wat
 	// controllers check their expectations before they list: a write the
 	// informer shows between the two reads is then both pending and in the
 	// cache. The other order misses it in both.
-	m.lookUpLapsed(ctx, nhc)
+	m.lookUpLapsed(ctx)
 	m.forgetUnserved()
 	obs.PendingNodes = m.expectations.pendingNodes(nhc.Name)
 	reserved := m.controlPlane.nodes()
@@ -125,6 +127,7 @@ func (m *Manager) Read(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, w Wat
 			obs.Remediations[node] = append(obs.Remediations[node], Summarize(obj))
 		}
 	}
+	m.readOwnedElsewhere(&obs, nhc)
 	if m.informers.lookingWithinGrace() {
 		// Remediations that outlived their NodeHealthCheck may hold any
 		// node: decide once they are known.
@@ -146,8 +149,10 @@ func (m *Manager) Read(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, w Wat
 	return obs, nil
 }
 
-// lookUpLapsed looks up at the API server the creates of a NodeHealthCheck
-// that the informers have not shown within ExpectationsTTL. One the API
+// lookUpLapsed looks up at the API server the creates of every
+// NodeHealthCheck that the informers have not shown within ExpectationsTTL
+// (seed 118367: a disabled NodeHealthCheck, which does not sync, let its
+// create lapse, and another one remediated the node beside it). One the API
 // server has is expected again: its node gets no new action, and its
 // status keeps the resource, until the informer shows it; believing the
 // cache instead would drop it from the status and create a second
@@ -156,33 +161,63 @@ func (m *Manager) Read(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, w Wat
 // or any error) is expected again, and looked up again at the next sync.
 // The control-plane reservations of every NodeHealthCheck that lapsed are
 // looked up the same way: one found and not shown, or unreadable, holds on.
-func (m *Manager) lookUpLapsed(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) {
-	for _, l := range m.expectations.lapsedCreations(nhc.Name) {
-		if m.unseen(ctx, l.resource, l.namespace, l.name, nhc) {
-			klog.FromContext(ctx).V(2).Info(logCreateUnseen, "nodeHealthCheck", klog.KObj(nhc), "node", l.node, "resource", l.resource, "name", l.name)
-			m.expectations.expectAgain(nhc.Name, l)
+func (m *Manager) lookUpLapsed(ctx context.Context) {
+	for _, l := range m.expectations.lapsedCreations() {
+		if m.unseen(ctx, l.resource, l.namespace, l.name, l.nhc) {
+			klog.FromContext(ctx).V(2).Info(logCreateUnseen, "nodeHealthCheck", l.nhc, "node", l.node, "resource", l.resource, "name", l.name)
+			m.expectations.expectAgain(l)
 		}
 	}
 	for _, l := range m.controlPlane.lapsed() {
-		if m.unseen(ctx, l.resource, l.namespace, l.name, nil) {
+		if m.unseen(ctx, l.resource, l.namespace, l.name, "") {
 			m.controlPlane.renew(l)
 		}
 	}
 }
 
-// unseen tells whether a resource may exist at the API server, owned by
-// owner unless nil, without its informer showing it: found and not in the
-// cache, or not known (any error but 404).
-func (m *Manager) unseen(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, owner *v1alpha1.NodeHealthCheck) bool {
+// unseen tells whether a resource may exist at the API server, owned by the
+// NodeHealthCheck owner names unless it is empty, without its informer
+// showing it: found and not in the cache, or not known (any error but 404).
+func (m *Manager) unseen(ctx context.Context, gvr schema.GroupVersionResource, namespace, name, owner string) bool {
 	obj, err := m.writer.dynamic.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 	switch {
-	case apierrors.IsNotFound(err), err == nil && owner != nil && !OwnedBy(obj, owner):
+	case apierrors.IsNotFound(err), err == nil && owner != "" && !slices.Contains(OwnerNames(obj), owner):
 		return false
 	case err == nil:
 		cached := m.informers.Get(gvr, namespace, name)
 		return cached == nil || cached.GetUID() != obj.GetUID()
 	}
 	return true
+}
+
+// readOwnedElsewhere adds the NodeHealthCheck's resources that the synced
+// informers of other kinds show: a kind neither its templates nor its
+// status name any more (the status dropped it while the kind's watch was
+// silent) is still watched while it holds resources of NodeHealthChecks,
+// and they are its own to list and clean up (make sim, seed 118367: they
+// were never listed again).
+func (m *Manager) readOwnedElsewhere(obs *Observation, nhc *v1alpha1.NodeHealthCheck) {
+	known := map[schema.GroupVersionResource]bool{}
+	for _, gvr := range obs.resources {
+		known[gvr] = true
+	}
+	for _, gvr := range m.informers.Running() {
+		if known[gvr] || !m.informers.State(gvr).Synced {
+			continue
+		}
+		for _, obj := range m.informers.ownedBy(gvr, nhc.UID) {
+			if _, ok := obs.resources[obj.GroupVersionKind()]; !ok {
+				resources := maps.Clone(obs.resources)
+				if resources == nil {
+					resources = map[schema.GroupVersionKind]schema.GroupVersionResource{}
+				}
+				resources[obj.GroupVersionKind()] = gvr
+				obs.resources = resources
+			}
+			node := NodeOf(obj)
+			obs.Remediations[node] = append(obs.Remediations[node], Summarize(obj))
+		}
+	}
 }
 
 // forgetUnserved drops what the caches of kinds stopped for a lasting

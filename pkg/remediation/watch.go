@@ -23,8 +23,9 @@ type Watched struct {
 	// problem is why a template reference cannot be used, if one cannot.
 	problem *health.Problem
 	// resources are the kinds of the remediation resources: those of its
-	// templates, and those its status lists, whose resources must still be
-	// cleaned up after the spec dropped their template.
+	// templates, those its status lists, whose resources must still be
+	// cleaned up after the spec dropped their template, and those of its
+	// creates under way.
 	resources map[schema.GroupVersionKind]schema.GroupVersionResource
 	// retryAfter is how soon a kind that is not served is looked up again.
 	retryAfter time.Duration
@@ -63,6 +64,16 @@ func (m *Manager) Watch(nhc *v1alpha1.NodeHealthCheck) (Watched, error) {
 			w.resources[gvk] = mapping.Resource
 		}
 	})
+	// A create under way stays watched until its informer shows it, even
+	// if the spec dropped its template meanwhile (make sim, seed 118367:
+	// its kind was no longer watched, and the status never listed it).
+	for _, gvr := range m.expectations.pendingResources(nhc.Name) {
+		if gvk, err := m.templates.mapper.KindFor(gvr); err == nil {
+			if _, known := w.resources[gvk]; !known {
+				w.resources[gvk] = gvr
+			}
+		}
+	}
 	for _, gvr := range w.resources {
 		kinds.Remediations = append(kinds.Remediations, gvr)
 	}
