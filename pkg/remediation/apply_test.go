@@ -346,3 +346,30 @@ func TestDeletionsGoOutTogetherAndAreReportedInPlanOrder(t *testing.T) {
 	}
 	assert.Equal(t, slices.Delete(slices.Clone(nodes), 7, 8), deleted, "in plan order, but for worker-07")
 }
+
+// A reservation whose kind was uninstalled together with its role (a GET
+// answers 403) ends once the API no longer serves the kind: its resource
+// went with the CRD (make sim, seed 8626 with FOCUS=control-plane: every
+// other control-plane node waited for good).
+func TestAReservationOfAnUninstalledKindEnds(t *testing.T) {
+	f := newApplyFixture(t)
+	mapper := &uninstallable{uninstalled: []schema.GroupVersionKind{{}}}
+	mapper.Reset()
+	mapper.uninstalled = nil
+	f.manager.templates = NewTemplates(mapper, f.manager.informers, f.clock)
+	require.Len(t, f.manager.Apply(context.Background(), testNHC, controlPlanePlan("master-0"), f.obs, sendAll).Created, 1)
+	f.client.PrependReactor("get", testGVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(testGVR.GroupResource(), "", assert.AnError)
+	})
+
+	f.clock.SetTime(f.clock.Now().Add(reservationTTL))
+	_, err := f.manager.Read(context.Background(), nhcNamed("cp-b"), Watched{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"master-0"}, f.manager.controlPlane.nodes(), "forbidden, still served: it may exist")
+
+	mapper.uninstalled = []schema.GroupVersionKind{testGVR.GroupVersion().WithKind("TestRemediation")}
+	f.clock.SetTime(f.clock.Now().Add(max(reservationTTL, mapperResetInterval)))
+	_, err = f.manager.Read(context.Background(), nhcNamed("cp-b"), Watched{})
+	require.NoError(t, err)
+	assert.Empty(t, f.manager.controlPlane.nodes(), "no longer served: gone")
+}

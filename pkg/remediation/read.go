@@ -183,6 +183,10 @@ func (m *Manager) unseen(ctx context.Context, gvr schema.GroupVersionResource, n
 	switch {
 	case apierrors.IsNotFound(err), err == nil && owner != "" && !slices.Contains(OwnerNames(obj), owner):
 		return false
+	case apierrors.IsForbidden(err) && !m.served(gvr):
+		// Uninstalled with its role: its resources went with its CRD
+		// (make sim, seed 8626 with FOCUS=control-plane).
+		return false
 	case err == nil:
 		cached := m.informers.Get(gvr, namespace, name)
 		return cached == nil || cached.GetUID() != obj.GetUID()
@@ -227,16 +231,23 @@ func (m *Manager) readOwnedElsewhere(obs *Observation, nhc *v1alpha1.NodeHealthC
 // and would otherwise hold its nodes for good (make sim, seeds 109151 and
 // 1947).
 func (m *Manager) forgetUnserved() {
-	kinds := m.informers.remembering()
-	if len(kinds) == 0 {
-		return
-	}
-	m.templates.rediscover()
-	for _, gvr := range kinds {
-		if _, err := m.templates.mapper.KindFor(gvr); meta.IsNoMatchError(err) {
+	for _, gvr := range m.informers.remembering() {
+		if !m.served(gvr) {
 			m.informers.forgetUnserved(gvr)
 		}
 	}
+}
+
+// served tells whether the API still serves a kind, looking it up again
+// (at most every 10 s) first; an answer other than "no such kind" counts
+// as served.
+func (m *Manager) served(gvr schema.GroupVersionResource) bool {
+	if m.templates == nil {
+		return true
+	}
+	m.templates.rediscover()
+	_, err := m.templates.mapper.KindFor(gvr)
+	return !meta.IsNoMatchError(err)
 }
 
 // readControlPlane reads the control-plane nodes under remediation: quorum

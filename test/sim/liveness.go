@@ -147,7 +147,9 @@ func (c *checker) recordedUnreadable(node *corev1.Node) bool {
 	cp := v1alpha1.IsControlPlane(node.Labels)
 	for _, nhc := range c.allNHCs() {
 		for _, entry := range nhc.Status.UnhealthyNodes {
-			if entry == nil || entry.Name != node.Name && !(cp && c.isControlPlaneNode(entry.Name)) {
+			// A recorded node that is gone counts as a control-plane one:
+			// the status does not say what it was (seeds 63751, 124923).
+			if entry == nil || entry.Name != node.Name && !(cp && (c.isControlPlaneNode(entry.Name) || c.nodeAt(entry.Name, time.Now()) == nil)) {
 				continue
 			}
 			for _, rem := range entryRemediations(entry) {
