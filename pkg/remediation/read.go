@@ -4,24 +4,16 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/klog/v2"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
-
-// logCreateUnseen is logged at level 2 when the API server has a created
-// resource that its informer has not shown within ExpectationsTTL.
-const logCreateUnseen = "Created remediation not shown by its informer yet; its node waits"
 
 // Why control-plane remediations cannot all be known, and so no
 // control-plane remediation starts.
@@ -83,12 +75,12 @@ func (m *Manager) Read(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, w Wat
 		templates:             map[corev1.ObjectReference]*unstructured.Unstructured{},
 		resources:             w.resources,
 	}
+	m.lookUpLapsed(ctx)
+	m.forgetUnserved()
 	// The writes under way first, the caches after, as the in-tree
 	// controllers check their expectations before they list: a write the
 	// informer shows between the two reads is then both pending and in the
 	// cache. The other order misses it in both.
-	m.lookUpLapsed(ctx)
-	m.forgetUnserved()
 	obs.PendingNodes = m.expectations.pendingNodes(nhc.Name)
 	reserved := m.controlPlane.nodes()
 	now := m.informers.clock.Now()
@@ -149,51 +141,6 @@ func (m *Manager) Read(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, w Wat
 	return obs, nil
 }
 
-// lookUpLapsed looks up at the API server the creates of every
-// NodeHealthCheck that the informers have not shown within ExpectationsTTL
-// (seed 118367: a disabled NodeHealthCheck, which does not sync, let its
-// create lapse, and another one remediated the node beside it). One the API
-// server has is expected again: its node gets no new action, and its
-// status keeps the resource, until the informer shows it; believing the
-// cache instead would drop it from the status and create a second
-// remediation beside it (make sim, seed 3557: a watch that stopped
-// sending). One that is gone lapses; one that cannot be read (forbidden,
-// or any error) is expected again, and looked up again at the next sync.
-// The control-plane reservations of every NodeHealthCheck that lapsed are
-// looked up the same way: one found and not shown, or unreadable, holds on.
-func (m *Manager) lookUpLapsed(ctx context.Context) {
-	for _, l := range m.expectations.lapsedCreations() {
-		if m.unseen(ctx, l.resource, l.namespace, l.name, l.nhc) {
-			klog.FromContext(ctx).V(2).Info(logCreateUnseen, "nodeHealthCheck", l.nhc, "node", l.node, "resource", l.resource, "name", l.name)
-			m.expectations.expectAgain(l)
-		}
-	}
-	for _, l := range m.controlPlane.lapsed() {
-		if m.unseen(ctx, l.resource, l.namespace, l.name, "") {
-			m.controlPlane.renew(l)
-		}
-	}
-}
-
-// unseen tells whether a resource may exist at the API server, owned by the
-// NodeHealthCheck owner names unless it is empty, without its informer
-// showing it: found and not in the cache, or not known (any error but 404).
-func (m *Manager) unseen(ctx context.Context, gvr schema.GroupVersionResource, namespace, name, owner string) bool {
-	obj, err := m.writer.dynamic.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err), err == nil && owner != "" && !slices.Contains(OwnerNames(obj), owner):
-		return false
-	case apierrors.IsForbidden(err) && !m.served(gvr):
-		// Uninstalled with its role: its resources went with its CRD
-		// (make sim, seed 8626 with FOCUS=control-plane).
-		return false
-	case err == nil:
-		cached := m.informers.Get(gvr, namespace, name)
-		return cached == nil || cached.GetUID() != obj.GetUID()
-	}
-	return true
-}
-
 // readOwnedElsewhere adds the NodeHealthCheck's resources that the synced
 // informers of other kinds show: a kind neither its templates nor its
 // status name any more (the status dropped it while the kind's watch was
@@ -222,32 +169,6 @@ func (m *Manager) readOwnedElsewhere(obs *Observation, nhc *v1alpha1.NodeHealthC
 			obs.Remediations[node] = append(obs.Remediations[node], Summarize(obj))
 		}
 	}
-}
-
-// forgetUnserved drops what the caches of kinds stopped for a lasting
-// error showed once the API no longer serves them (looked up again at most
-// every 10 s while there are such kinds): a CRD's resources are deleted
-// with it. An uninstalled kind whose role went too answers 403, not 404,
-// and would otherwise hold its nodes for good (make sim, seeds 109151 and
-// 1947).
-func (m *Manager) forgetUnserved() {
-	for _, gvr := range m.informers.remembering() {
-		if !m.served(gvr) {
-			m.informers.forgetUnserved(gvr)
-		}
-	}
-}
-
-// served tells whether the API still serves a kind, looking it up again
-// (at most every 10 s) first; an answer other than "no such kind" counts
-// as served.
-func (m *Manager) served(gvr schema.GroupVersionResource) bool {
-	if m.templates == nil {
-		return true
-	}
-	m.templates.rediscover()
-	_, err := m.templates.mapper.KindFor(gvr)
-	return !meta.IsNoMatchError(err)
 }
 
 // readControlPlane reads the control-plane nodes under remediation: quorum
