@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/pprof"
 	"os"
 
 	"github.com/google/uuid"
@@ -197,19 +196,11 @@ func runElected(ctx context.Context, opts *options, electionClient kubernetes.In
 // serveMetrics serves /metrics, and /debug/pprof/ with --profiling, over
 // HTTPS to authorized callers unless --metrics-secure=false.
 func serveMetrics(ctx context.Context, opts *options, reviewClient kubernetes.Interface) error {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", legacyregistry.Handler())
-	if opts.profiling {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	}
+	mux := metricsMux(opts.profiling)
 	if !opts.metricsSecure {
 		return serve(ctx, "metrics", opts.metricsAddress, metricsLimits, mux)
 	}
-	return serveTLS(ctx, "metrics", opts.metricsAddress, opts.tlsCertFile, opts.tlsKeyFile, metricsLimits, protectMetrics(reviewClient, mux))
+	return serveTLS(ctx, "metrics", opts.metricsAddress, opts.tlsCertFile, opts.tlsKeyFile, metricsLimits, routedFirst(mux, protectMetrics(reviewClient, mux)))
 }
 
 // probes serves /healthz (the process and, with leader election, the lease

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"k8s.io/utils/clock"
+)
+
+// A path the metrics server does not serve is answered 404 before any
+// review: a valid token over thousands of distinct paths costs the API
+// server nothing. The paths it serves are reviewed as before.
+func TestUnservedPathsCostNoReview(t *testing.T) {
+	client, reviews := reviewingClient(nil)
+	mux := metricsMux(true)
+	handler := routedFirst(mux, newDelegatedAuth(client, mux, clock.RealClock{}))
+	get := func(path string) int {
+		r := httptest.NewRequest(http.MethodGet, path, nil)
+		r.Header.Set("Authorization", "Bearer nobody")
+		w := httptest.NewRecorder()
+		handler.ServeHTTP(w, r)
+		return w.Code
+	}
+	for _, path := range []string{"/a", "/metrics/x", "/debug/pprof/nothing", "/debug/pprof/heap/x"} {
+		assert.Equal(t, http.StatusNotFound, get(path), path)
+	}
+	assert.Zero(t, *reviews, "no review for a path not served")
+
+	assert.Equal(t, http.StatusForbidden, get("/metrics"), "a served path is reviewed")
+	assert.Equal(t, http.StatusForbidden, get("/debug/pprof/heap"))
+	assert.Equal(t, http.StatusForbidden, get("/debug/pprof/"))
+	assert.Positive(t, *reviews)
+}
