@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"time"
 
-	"golang.org/x/net/netutil"
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/klog/v2"
 )
@@ -21,9 +20,6 @@ type serverLimits struct {
 	// readHeader bounds the time to send a request's headers, read its
 	// whole request, write a response, and keep an idle connection open.
 	readHeader, read, write, idle time.Duration
-	// connections caps the open connections, more wait to be accepted;
-	// zero caps none.
-	connections int
 }
 
 // probeLimits serve the kubelet, which opens a connection per probe, sends
@@ -40,8 +36,11 @@ var probeLimits = serverLimits{readHeader: 2 * time.Second, read: 2 * time.Secon
 
 // metricsLimits serve Prometheus, which keeps a connection per target and
 // scrapes every 15 to 60 seconds, and pprof, whose CPU profile writes
-// after 30 seconds.
-var metricsLimits = serverLimits{readHeader: 10 * time.Second, read: 30 * time.Second, write: 2 * time.Minute, idle: 90 * time.Second, connections: 256}
+// after 30 seconds. No cap on connections, as on the probe port: 800 silent
+// connections against a cap of 256 made Prometheus's scrapes wait until
+// they timed out (issue 30). A silent connection, TLS handshake included,
+// is closed after 5 s.
+var metricsLimits = serverLimits{readHeader: 5 * time.Second, read: 30 * time.Second, write: 2 * time.Minute, idle: 90 * time.Second}
 
 // serve runs an HTTP server until ctx ends; "0" disables it.
 func serve(ctx context.Context, name, address string, limits serverLimits, handler http.Handler) error {
@@ -88,7 +87,7 @@ func runServer(ctx context.Context, name, address string, limits serverLimits, t
 	}()
 	go func() {
 		logger.Info("Serving", "server", name, "address", listener.Addr().String(), "tls", tlsConfig != nil)
-		if err := serveOn(server, listener, limits); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := serveOn(server, listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Error(err, "Server failed", "server", name, "address", address)
 		}
 	}()
@@ -108,12 +107,10 @@ func newServer(limits serverLimits, tlsConfig *tls.Config, handler http.Handler)
 	}
 }
 
-// serveOn serves on a listener whose open connections are capped, if the
-// limits cap them.
-func serveOn(server *http.Server, listener net.Listener, limits serverLimits) error {
-	if limits.connections > 0 {
-		listener = netutil.LimitListener(listener, limits.connections)
-	}
+// serveOn serves on a listener. No cap on open connections: a cap queues
+// or drops new ones, the kubelet's and Prometheus's among them, behind
+// whoever fills it; the timeouts bound how long a silent one lasts.
+func serveOn(server *http.Server, listener net.Listener) error {
 	if server.TLSConfig != nil {
 		return server.ServeTLS(listener, "", "")
 	}
