@@ -43,6 +43,10 @@ const (
 	reviewQPS       = 20
 	reviewBurst     = 40
 	reviewsInFlight = 16
+	// refreshesInFlight are the slots for reviewing again a token that
+	// authenticated before, apart from reviewsInFlight: unknown tokens
+	// cannot take them.
+	refreshesInFlight = 2
 )
 
 // authWebhookBackoff retries TokenReviews and SubjectAccessReviews briefly,
@@ -64,8 +68,18 @@ type delegatedAuth struct {
 	// caches SubjectAccessReviews by user, verb and path, the refusal or
 	// "" when allowed.
 	users, access *cache.LRUExpireCache
-	// inFlight holds a slot for each caller being reviewed.
-	inFlight chan struct{}
+	// inFlight holds a slot for each caller being reviewed; refreshing
+	// one for each known token reviewed again ahead of its expiry.
+	inFlight, refreshing chan struct{}
+	clock                clock.PassiveClock
+}
+
+// authenticated is a cached TokenReview that authenticated its token.
+type authenticated struct {
+	user       *authenticationv1.UserInfo
+	reviewedAt time.Time
+	// refreshing is set while it is reviewed again (refreshAhead).
+	refreshing bool
 }
 
 // errReviewFailed stands for a review that got no answer, while it is cached.
@@ -80,7 +94,9 @@ func newDelegatedAuth(kubeClient kubernetes.Interface, handler http.Handler, clk
 		client: kubeClient, handler: handler,
 		users:    cache.NewLRUExpireCacheWithClock(reviewCacheSize, clk),
 		access:   cache.NewLRUExpireCacheWithClock(reviewCacheSize, clk),
-		inFlight: make(chan struct{}, reviewsInFlight),
+		inFlight:   make(chan struct{}, reviewsInFlight),
+		refreshing: make(chan struct{}, refreshesInFlight),
+		clock:      clk,
 	}
 }
 
@@ -123,10 +139,14 @@ func (a *delegatedAuth) authenticate(ctx context.Context, token string) (*authen
 	sum := sha256.Sum256([]byte(token))
 	key := string(sum[:])
 	if cached, ok := a.users.Get(key); ok {
-		if err, failed := cached.(error); failed {
-			return nil, err
+		switch cached := cached.(type) {
+		case error:
+			return nil, cached
+		case authenticated:
+			a.refreshAhead(ctx, key, token, cached)
+			return cached.user, nil
 		}
-		return cached.(*authenticationv1.UserInfo), nil
+		return nil, nil
 	}
 	select {
 	case a.inFlight <- struct{}{}:
@@ -134,6 +154,45 @@ func (a *delegatedAuth) authenticate(ctx context.Context, token string) (*authen
 	default:
 		return nil, errTooManyReviews
 	}
+	user, err := a.review(ctx, key, token)
+	if err != nil {
+		a.users.Add(key, errReviewFailed, failedTTL)
+	}
+	return user, err
+}
+
+// refreshAhead reviews a token that authenticated again, in the second
+// half of its cached answer's life, on slots of its own: Prometheus, which
+// scrapes at least every minute, is never reviewed on the slots that a
+// flood of unknown tokens keeps busy, and never waits (issue 30: its
+// scrapes were answered 429 once its answer expired during a flood).
+// A review that fails leaves the answer to expire when it would have.
+func (a *delegatedAuth) refreshAhead(ctx context.Context, key, token string, cached authenticated) {
+	age := a.clock.Since(cached.reviewedAt)
+	if cached.refreshing || age < authenticatedTTL/2 || age >= authenticatedTTL {
+		return
+	}
+	select {
+	case a.refreshing <- struct{}{}:
+	default:
+		return
+	}
+	// Marked, with its expiry kept, so that the callers meanwhile start no
+	// other review.
+	cached.refreshing = true
+	a.users.Add(key, cached, authenticatedTTL-age)
+	go func() {
+		defer func() { <-a.refreshing }()
+		if _, err := a.review(context.WithoutCancel(ctx), key, token); err != nil {
+			cached.refreshing = false
+			a.users.Add(key, cached, authenticatedTTL-a.clock.Since(cached.reviewedAt))
+		}
+	}()
+}
+
+// review reviews a token and caches the answer; it leaves the cache to its
+// caller when the review fails.
+func (a *delegatedAuth) review(ctx context.Context, key, token string) (*authenticationv1.UserInfo, error) {
 	var review *authenticationv1.TokenReview
 	err := retry.OnError(authWebhookBackoff, retriable, func() error {
 		ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
@@ -144,14 +203,13 @@ func (a *delegatedAuth) authenticate(ctx context.Context, token string) (*authen
 		return err
 	})
 	if err != nil {
-		a.users.Add(key, errReviewFailed, failedTTL)
 		return nil, err
 	}
 	if !review.Status.Authenticated {
 		a.users.Add(key, (*authenticationv1.UserInfo)(nil), unauthenticatedTTL)
 		return nil, nil
 	}
-	a.users.Add(key, &review.Status.User, authenticatedTTL)
+	a.users.Add(key, authenticated{user: &review.Status.User, reviewedAt: a.clock.Now()}, authenticatedTTL)
 	return &review.Status.User, nil
 }
 

@@ -139,3 +139,44 @@ func authorized(token string) *http.Request {
 	req.Header.Set("Authorization", "Bearer "+token)
 	return req
 }
+
+// Prometheus's token is reviewed again ahead of its answer's expiry, on
+// slots unknown tokens cannot take: while a flood of forged tokens keeps
+// every review slot busy, its scrapes go on being served, past the time
+// its first answer would have expired (issue 30: they were answered 429).
+func TestAKnownTokenIsReviewedAgainAheadOfAFlood(t *testing.T) {
+	client, _ := reviewingClient(nil)
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	auth := newDelegatedAuth(client, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clk)
+	scrape := func(token string) int {
+		rec := httptest.NewRecorder()
+		auth.ServeHTTP(rec, authorized(token))
+		return rec.Code
+	}
+	require.Equal(t, http.StatusOK, scrape("prometheus"))
+
+	// Forged tokens under review take every slot (the fake client cannot
+	// hold reviews open: its reactors run under one lock).
+	for range reviewsInFlight {
+		auth.inFlight <- struct{}{}
+	}
+	require.Equal(t, http.StatusTooManyRequests, scrape("forged"), "every slot is taken")
+
+	clk.SetTime(clk.Now().Add(authenticatedTTL/2 + time.Second))
+	// The fake's own list of actions is safe to read while the refresh runs.
+	tokenReviews := func() int {
+		n := 0
+		for _, action := range client.Actions() {
+			if action.GetResource().Resource == "tokenreviews" {
+				n++
+			}
+		}
+		return n
+	}
+	before := tokenReviews()
+	assert.Equal(t, http.StatusOK, scrape("prometheus"), "served from the cache while it is reviewed again")
+	require.Eventually(t, func() bool { return len(auth.refreshing) == 0 && tokenReviews() > before }, 5*time.Second, time.Millisecond)
+
+	clk.SetTime(clk.Now().Add(authenticatedTTL / 2))
+	assert.Equal(t, http.StatusOK, scrape("prometheus"), "past the first answer's expiry, still no wait")
+}
