@@ -92,8 +92,8 @@ func protectMetrics(kubeClient kubernetes.Interface, handler http.Handler) http.
 func newDelegatedAuth(kubeClient kubernetes.Interface, handler http.Handler, clk clock.PassiveClock) *delegatedAuth {
 	return &delegatedAuth{
 		client: kubeClient, handler: handler,
-		users:    cache.NewLRUExpireCacheWithClock(reviewCacheSize, clk),
-		access:   cache.NewLRUExpireCacheWithClock(reviewCacheSize, clk),
+		users:      cache.NewLRUExpireCacheWithClock(reviewCacheSize, clk),
+		access:     cache.NewLRUExpireCacheWithClock(reviewCacheSize, clk),
 		inFlight:   make(chan struct{}, reviewsInFlight),
 		refreshing: make(chan struct{}, refreshesInFlight),
 		clock:      clk,
