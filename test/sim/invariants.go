@@ -324,6 +324,25 @@ func (c *checker) attempt(call *call) {
 	c.createTries[key] = append(c.createTries[key], call.arrived)
 }
 
+// lostAnswer counts a lease write whose answer was lost as an attempt to
+// start a step on its node: it landed, but the controller saw an error and
+// tries again before its create (seed 140719: the next step's lease, taken
+// while answers were lost, was judged a renewal with nothing running).
+func (c *checker) lostAnswer(call *call) {
+	if call.r.gvr != leasesGVR || (call.r.verb != "update" && call.r.verb != "create") {
+		return
+	}
+	u := &unstructured.Unstructured{}
+	if u.UnmarshalJSON(call.r.body) != nil {
+		return
+	}
+	node, lease := leaseOf(u)
+	if nhc, ours := health.LeaseHolderNHC(lease.Holder); ours {
+		key := runKey{nhc: nhc, node: node}
+		c.createTries[key] = append(c.createTries[key], call.arrived)
+	}
+}
+
 // anyNode keys the attempts that may be for any node.
 const anyNode = "*"
 

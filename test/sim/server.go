@@ -57,6 +57,8 @@ type Server struct {
 	// attempts hears of every request that reaches the server, before its
 	// fault: what the client tried, whether or not it happened.
 	attempts func(c *call)
+	// lostAnswers hears of every write applied whose answer is lost.
+	lostAnswers func(c *call)
 }
 
 // call is one request parked at the door.
@@ -222,6 +224,9 @@ func (s *Server) answerLocked(c *call) {
 		s.writes(c, resp)
 	}
 	if f == faultLostAnswer {
+		if s.lostAnswers != nil {
+			s.lostAnswers(c)
+		}
 		if resp.Body != nil && c.r.verb == "watch" {
 			_ = resp.Body.Close()
 		}
