@@ -95,7 +95,7 @@ func runServer(ctx context.Context, name, address string, limits serverLimits, t
 }
 
 // newServer serves HTTP/1.1 only: HTTP/2 multiplies the requests one
-// connection carries (250 streams each) past any connection cap, and
+// connection carries (250 streams each), and
 // neither the kubelet nor Prometheus needs it (controller-runtime turns it
 // off on its metrics server for the same reason).
 func newServer(limits serverLimits, tlsConfig *tls.Config, handler http.Handler) *http.Server {

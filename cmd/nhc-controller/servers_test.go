@@ -60,20 +60,27 @@ func TestIdleConnectionsAreClosed(t *testing.T) {
 	assert.True(t, closedWithin(silent, 2*time.Second), "a connection that never sends a request")
 }
 
-// Neither server speaks HTTP/2: its streams would multiply the requests of
-// one connection past the cap.
-func TestNoHTTP2(t *testing.T) {
+// startTLSServer serves handler over TLS, with a self-signed certificate,
+// on a loopback port with the metrics server's limits.
+func startTLSServer(t *testing.T, handler http.Handler) string {
+	t.Helper()
 	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("localhost", nil, nil)
 	require.NoError(t, err)
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	require.NoError(t, err)
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	server := newServer(metricsLimits, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, http.NotFoundHandler())
+	server := newServer(metricsLimits, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, handler)
 	go func() { _ = serveOn(server, listener) }()
 	t.Cleanup(func() { _ = server.Close() })
+	return listener.Addr().String()
+}
 
-	conn, err := tls.Dial("tcp", listener.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2", "http/1.1"}}) //nolint:gosec // a test's self-signed certificate
+// Neither server speaks HTTP/2: its streams would multiply the requests one
+// connection carries.
+func TestNoHTTP2(t *testing.T) {
+	addr := startTLSServer(t, http.NotFoundHandler())
+	conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2", "http/1.1"}}) //nolint:gosec // a test's self-signed certificate
 	require.NoError(t, err)
 	defer conn.Close()
 	assert.Equal(t, "http/1.1", conn.ConnectionState().NegotiatedProtocol)
@@ -102,17 +109,7 @@ func TestProbesAreAnsweredThroughSilentConnections(t *testing.T) {
 // opened again as soon as it is closed, and every scrape is answered
 // within Prometheus's usual timeout (issue 30: with a cap of 256, none was).
 func TestScrapesAreAnsweredThroughSilentConnections(t *testing.T) {
-	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("localhost", nil, nil)
-	require.NoError(t, err)
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	require.NoError(t, err)
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	server := newServer(metricsLimits, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
-		http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("metrics")) }))
-	go func() { _ = serveOn(server, listener) }()
-	t.Cleanup(func() { _ = server.Close() })
-	addr := listener.Addr().String()
+	addr := startTLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("metrics")) }))
 	holdSilentConnections(t, addr, 800)
 
 	prometheus := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // a test's self-signed certificate
