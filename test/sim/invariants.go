@@ -79,6 +79,8 @@ type checker struct {
 	// resources remediated then; forbiddenSince is when it turned.
 	forbiddenNodes map[Kind]map[string]bool
 	forbiddenSince map[Kind]time.Time
+	// readableAgain is when each kind last stopped being forbidden.
+	readableAgain map[Kind]time.Time
 	// leaderStarted is when the leading replica started.
 	leaderStarted time.Time
 	// createTries are when each (NodeHealthCheck, node) last tried to
@@ -127,7 +129,7 @@ func (c *checker) allNHCs() []*v1alpha1.NodeHealthCheck {
 
 func newChecker(s *sim) *checker {
 	return &checker{s: s, nodes: map[string][]version{}, nhcs: map[string][]version{}, created: map[types.UID]types.UID{}, typed: map[string]any{},
-		running: map[runKey]*runs{}, createTries: map[runKey][]time.Time{}, forbiddenNodes: map[Kind]map[string]bool{}, forbiddenSince: map[Kind]time.Time{}, unhealthySince: map[string]time.Time{}}
+		running: map[runKey]*runs{}, createTries: map[runKey][]time.Time{}, forbiddenNodes: map[Kind]map[string]bool{}, forbiddenSince: map[Kind]time.Time{}, readableAgain: map[Kind]time.Time{}, unhealthySince: map[string]time.Time{}}
 }
 
 func (c *checker) fail(invariant, format string, args ...any) {

@@ -101,6 +101,9 @@ func (c *checker) canRemediate(node *corev1.Node, all []remediationObj) string {
 // whether or not the resources are deleted meanwhile.
 func (c *checker) forbid(k Kind, on bool) {
 	if !on {
+		if _, was := c.forbiddenNodes[k]; was {
+			c.readableAgain[k] = time.Now()
+		}
 		delete(c.forbiddenNodes, k)
 		delete(c.forbiddenSince, k)
 		return
@@ -262,7 +265,8 @@ func (c *checker) withinBudget(nhc *v1alpha1.NodeHealthCheck, all []remediationO
 
 // statuses checks that every NodeHealthCheck's status lists only resources
 // that existed, and, once calm has lasted statusBound, every resource of
-// its that has existed as long.
+// its that has existed as long, unless one of its kinds could not be read
+// within statusBound: its status then keeps what it recorded (seed 130505).
 func (c *checker) statuses(all []remediationObj) {
 	now := time.Now()
 	for _, nhc := range c.allNHCs() {
@@ -275,7 +279,7 @@ func (c *checker) statuses(all []remediationObj) {
 				}
 			}
 		}
-		if c.calmSince.IsZero() || now.Before(c.calmSince.Add(statusBound)) {
+		if c.calmSince.IsZero() || now.Before(c.calmSince.Add(statusBound)) || c.unreadableLately(nhc, now) {
 			continue
 		}
 		for _, r := range all {
@@ -284,6 +288,28 @@ func (c *checker) statuses(all []remediationObj) {
 			}
 		}
 	}
+}
+
+// unreadableLately tells whether a kind of a NodeHealthCheck's templates,
+// or of the resources its status lists, is forbidden, or was within
+// statusBound: while one is, the controller cannot know its resources, and
+// the status keeps its entries as they were (decisions.md).
+func (c *checker) unreadableLately(nhc *v1alpha1.NodeHealthCheck, now time.Time) bool {
+	var kinds []Kind
+	for _, ref := range nhc.Spec.TemplateRefs() {
+		kinds = append(kinds, Kind(strings.TrimSuffix(ref.Kind, "RemediationTemplate")))
+	}
+	for _, entry := range nhc.Status.UnhealthyNodes {
+		for _, rem := range entryRemediations(entry) {
+			kinds = append(kinds, Kind(strings.TrimSuffix(rem.Resource.Kind, "Remediation")))
+		}
+	}
+	for _, k := range kinds {
+		if _, forbidden := c.forbiddenNodes[k]; forbidden || now.Before(c.readableAgain[k].Add(statusBound)) {
+			return true
+		}
+	}
+	return false
 }
 
 func selectsNow(c *checker, nhc *v1alpha1.NodeHealthCheck, name string) bool {
