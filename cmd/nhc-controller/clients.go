@@ -23,8 +23,10 @@ type apiClients struct {
 	// election renews the leader-election lease, and nothing else.
 	election kubernetes.Interface
 	// reviews asks the API server to authenticate and authorize the
-	// callers of the metrics endpoint, within reviewQPS and reviewBurst.
-	reviews kubernetes.Interface
+	// callers of the metrics endpoint, within reviewQPS and reviewBurst;
+	// refreshes reviews again the answers that let a caller in, within
+	// refreshQPS and refreshBurst, so that a flood waits on reviews alone.
+	reviews, refreshes kubernetes.Interface
 	// nhc reads and writes NodeHealthChecks, in JSON as custom resources are.
 	nhc versioned.Interface
 	// dynamic writes remediation resources of any kind, in JSON.
@@ -44,6 +46,8 @@ func newClients(config *rest.Config, opts *options) (*apiClients, error) {
 	events.QPS, events.Burst = opts.eventsQPS, opts.eventsBurst
 	reviews := rest.CopyConfig(config)
 	reviews.QPS, reviews.Burst = reviewQPS, reviewBurst
+	refreshes := rest.CopyConfig(config)
+	refreshes.QPS, refreshes.Burst = refreshQPS, refreshBurst
 	c := apiClients{config: config}
 	var err error
 	if c.kube, err = kubernetes.NewForConfig(config); err != nil {
@@ -57,6 +61,9 @@ func newClients(config *rest.Config, opts *options) (*apiClients, error) {
 		return nil, err
 	}
 	if c.reviews, err = kubernetes.NewForConfig(reviews); err != nil {
+		return nil, err
+	}
+	if c.refreshes, err = kubernetes.NewForConfig(refreshes); err != nil {
 		return nil, err
 	}
 	if c.nhc, err = versioned.NewForConfig(config); err != nil {

@@ -40,7 +40,7 @@ func TestMetricsAuth(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			client, reviews := reviewingClient(tc.reviewErr)
 			clk := clocktesting.NewFakePassiveClock(time.Now())
-			auth := newDelegatedAuth(client, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("metrics")) }), clk)
+			auth := newDelegatedAuth(client, client, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("metrics")) }), clk)
 			scrape := func() int {
 				req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
 				if tc.header != "" {
@@ -93,9 +93,10 @@ func reviewingClient(fail error) (*fake.Clientset, *int) {
 }
 
 // A flood of tokens nobody issued costs the API server at most
-// reviewsInFlight reviews at a time: one more caller is answered 429 at
-// once, without a review, and a caller whose review failed is not reviewed
-// again at once.
+// reviewsInFlight reviews at a time, and one caller's address at most
+// reviewsPerCaller of them: one more caller is answered 429 at once,
+// without a review, and a caller whose review failed is not reviewed again
+// at once.
 func TestReviewsAreBounded(t *testing.T) {
 	client, reviews := reviewingClient(nil)
 	release := make(chan struct{})
@@ -104,27 +105,33 @@ func TestReviewsAreBounded(t *testing.T) {
 		return false, nil, nil
 	})
 	clk := clocktesting.NewFakePassiveClock(time.Now())
-	auth := newDelegatedAuth(client, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clk)
-	scrape := func(token string) int {
-		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
-		req.Header.Set("Authorization", "Bearer "+token)
+	auth := newDelegatedAuth(client, client, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clk)
+	scrape := func(from, token string) int {
+		req := authorized(token)
+		req.RemoteAddr = from + ":40000"
 		rec := httptest.NewRecorder()
 		auth.ServeHTTP(rec, req)
 		return rec.Code
 	}
 	var wg sync.WaitGroup
-	for i := range reviewsInFlight {
-		wg.Go(func() { assert.Equal(t, http.StatusUnauthorized, scrape(fmt.Sprintf("forged-%d", i))) })
+	for i := range reviewsPerCaller {
+		wg.Go(func() { assert.Equal(t, http.StatusUnauthorized, scrape("10.0.0.1", fmt.Sprintf("forged-%d", i))) })
 	}
-	require.Eventually(t, func() bool { return len(auth.inFlight) == reviewsInFlight }, 5*time.Second, time.Millisecond)
-	assert.Equal(t, http.StatusTooManyRequests, scrape("one-more"))
+	require.Eventually(t, func() bool { return auth.budget.held() == reviewsPerCaller }, 5*time.Second, time.Millisecond)
+	assert.Equal(t, http.StatusTooManyRequests, scrape("10.0.0.1", "one-more"), "one caller's share is taken")
+	for i := reviewsPerCaller; i < reviewsInFlight; i++ {
+		wg.Go(func() { assert.Equal(t, http.StatusUnauthorized, scrape(fmt.Sprintf("10.0.1.%d", i), fmt.Sprintf("forged-%d", i))) })
+	}
+	require.Eventually(t, func() bool { return auth.budget.held() == reviewsInFlight }, 5*time.Second, time.Millisecond)
+	assert.Equal(t, http.StatusTooManyRequests, scrape("10.0.2.1", "one-more"), "every slot is taken")
 	close(release)
 	wg.Wait()
-	assert.Equal(t, reviewsInFlight, *reviews, "one review each, none for the one refused")
-	assert.Equal(t, http.StatusOK, scrape("prometheus"), "a slot is free again")
+	assert.Equal(t, reviewsInFlight, *reviews, "one review each, none for those refused")
+	assert.Equal(t, http.StatusOK, scrape("10.0.0.1", "prometheus"), "a slot is free again")
+	assert.Zero(t, auth.budget.held(), "every slot released")
 
 	failing, failed := reviewingClient(apierrors.NewForbidden(schema.GroupResource{}, "", errors.New("no")))
-	auth = newDelegatedAuth(failing, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clk)
+	auth = newDelegatedAuth(failing, failing, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clk)
 	auth.ServeHTTP(httptest.NewRecorder(), authorized("prometheus"))
 	asked := *failed
 	auth.ServeHTTP(httptest.NewRecorder(), authorized("prometheus"))
@@ -132,6 +139,35 @@ func TestReviewsAreBounded(t *testing.T) {
 	clk.SetTime(clk.Now().Add(failedTTL + time.Millisecond))
 	auth.ServeHTTP(httptest.NewRecorder(), authorized("prometheus"))
 	assert.Greater(t, *failed, asked, "but after a moment")
+}
+
+// A valid token without the role, asking for path after path, takes review
+// slots like an unknown token: once its share is taken, it is answered 429
+// without a SubjectAccessReview (issue 30: those reviews had no bound).
+func TestAccessReviewsAreBounded(t *testing.T) {
+	client, _ := reviewingClient(nil)
+	release := make(chan struct{})
+	client.PrependReactor("create", "subjectaccessreviews", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		<-release
+		return false, nil, nil
+	})
+	auth := newDelegatedAuth(client, client, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clocktesting.NewFakePassiveClock(time.Now()))
+	scrape := func(path string) int {
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.Header.Set("Authorization", "Bearer nobody")
+		rec := httptest.NewRecorder()
+		auth.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	var wg sync.WaitGroup
+	for i := range reviewsPerCaller {
+		wg.Go(func() { assert.Equal(t, http.StatusForbidden, scrape(fmt.Sprintf("/metrics/%d", i))) })
+	}
+	require.Eventually(t, func() bool { return auth.budget.held() == reviewsPerCaller }, 5*time.Second, time.Millisecond)
+	assert.Equal(t, http.StatusTooManyRequests, scrape("/metrics/more"))
+	close(release)
+	wg.Wait()
+	assert.Equal(t, http.StatusForbidden, scrape("/metrics/0"), "answered from the cache")
 }
 
 func authorized(token string) *http.Request {
@@ -147,7 +183,7 @@ func authorized(token string) *http.Request {
 func TestAKnownTokenIsReviewedAgainAheadOfAFlood(t *testing.T) {
 	client, _ := reviewingClient(nil)
 	clk := clocktesting.NewFakePassiveClock(time.Now())
-	auth := newDelegatedAuth(client, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clk)
+	auth := newDelegatedAuth(client, client, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clk)
 	scrape := func(token string) int {
 		rec := httptest.NewRecorder()
 		auth.ServeHTTP(rec, authorized(token))
@@ -157,8 +193,8 @@ func TestAKnownTokenIsReviewedAgainAheadOfAFlood(t *testing.T) {
 
 	// Forged tokens under review take every slot (the fake client cannot
 	// hold reviews open: its reactors run under one lock).
-	for range reviewsInFlight {
-		auth.inFlight <- struct{}{}
+	for i := range reviewsInFlight {
+		require.True(t, auth.budget.take(fmt.Sprint("10.0.0.", i)))
 	}
 	require.Equal(t, http.StatusTooManyRequests, scrape("forged"), "every slot is taken")
 
@@ -179,4 +215,34 @@ func TestAKnownTokenIsReviewedAgainAheadOfAFlood(t *testing.T) {
 
 	clk.SetTime(clk.Now().Add(authenticatedTTL / 2))
 	assert.Equal(t, http.StatusOK, scrape("prometheus"), "past the first answer's expiry, still no wait")
+}
+
+// An authorized scraper, once let in, is never reviewed on the slots or the
+// client a flood keeps busy: over ten minutes of scrapes every 30 s, past
+// the expiry of both its token's and its access's first answers, every
+// scrape is served while every review slot is taken, and only the refresh
+// client is asked.
+func TestAnAuthorizedScraperNeverWaitsBehindAFlood(t *testing.T) {
+	reviews, asked := reviewingClient(nil)
+	refreshes, _ := reviewingClient(nil)
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	auth := newDelegatedAuth(reviews, refreshes, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clk)
+	scrape := func() int {
+		rec := httptest.NewRecorder()
+		auth.ServeHTTP(rec, authorized("prometheus"))
+		return rec.Code
+	}
+	require.Equal(t, http.StatusOK, scrape())
+	require.Equal(t, 2, *asked, "a TokenReview and a SubjectAccessReview")
+	for i := range reviewsInFlight {
+		require.True(t, auth.budget.take(fmt.Sprint("10.0.0.", i)))
+	}
+	for elapsed := time.Duration(0); elapsed < 10*time.Minute; elapsed += 30 * time.Second {
+		clk.SetTime(clk.Now().Add(30 * time.Second))
+		require.Equal(t, http.StatusOK, scrape(), "after %s", elapsed)
+		require.Eventually(t, func() bool { return len(auth.refreshing) == 0 }, 5*time.Second, time.Millisecond)
+	}
+	assert.Equal(t, 2, *asked, "no review on the flood's client")
+	// The fake's own list of actions is safe to read beside the refreshes.
+	assert.NotEmpty(t, refreshes.Actions(), "reviewed again on the refresh client")
 }

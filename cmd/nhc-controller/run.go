@@ -108,7 +108,7 @@ func run(ctx context.Context, opts *options) error {
 	}
 	go nhcInformer.Informer().RunWithContext(ctx)
 
-	if err := serveMetrics(ctx, opts, apis.reviews); err != nil {
+	if err := serveMetrics(ctx, opts, apis); err != nil {
 		return err
 	}
 
@@ -195,12 +195,12 @@ func runElected(ctx context.Context, opts *options, electionClient kubernetes.In
 
 // serveMetrics serves /metrics, and /debug/pprof/ with --profiling, over
 // HTTPS to authorized callers unless --metrics-secure=false.
-func serveMetrics(ctx context.Context, opts *options, reviewClient kubernetes.Interface) error {
+func serveMetrics(ctx context.Context, opts *options, apis *apiClients) error {
 	mux := metricsMux(opts.profiling)
 	if !opts.metricsSecure {
 		return serve(ctx, "metrics", opts.metricsAddress, metricsLimits, mux)
 	}
-	return serveTLS(ctx, "metrics", opts.metricsAddress, opts.tlsCertFile, opts.tlsKeyFile, metricsLimits, routedFirst(mux, protectMetrics(reviewClient, mux)))
+	return serveTLS(ctx, "metrics", opts.metricsAddress, opts.tlsCertFile, opts.tlsKeyFile, metricsLimits, routedFirst(mux, protectMetrics(apis, mux)))
 }
 
 // probes serves /healthz (the process and, with leader election, the lease

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"strings"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/cache"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+)
+
+// answer is a cached review that let its caller in: the user a token
+// authenticates as (user set), or a user's access to a verb and path.
+type answer struct {
+	user       *authenticationv1.UserInfo
+	reviewedAt time.Time
+	// refreshing is set while it is reviewed again (refreshAhead).
+	refreshing bool
+}
+
+// authenticate returns the token's user, nil for a token the API server does
+// not know.
+func (a *delegatedAuth) authenticate(ctx context.Context, caller, token string) (*authenticationv1.UserInfo, error) {
+	sum := sha256.Sum256([]byte(token))
+	key := string(sum[:])
+	if cached, ok := a.users.Get(key); ok {
+		switch cached := cached.(type) {
+		case error:
+			return nil, cached
+		case answer:
+			a.refreshAhead(ctx, a.users, key, cached, authenticatedTTL, func(ctx context.Context) error {
+				_, err := a.reviewToken(ctx, a.refreshes, key, token)
+				return err
+			})
+			return cached.user, nil
+		}
+		return nil, nil
+	}
+	if !a.budget.take(caller) {
+		return nil, errTooManyReviews
+	}
+	defer a.budget.release(caller)
+	user, err := a.reviewToken(ctx, a.reviews, key, token)
+	if err != nil {
+		a.users.Add(key, errReviewFailed, failedTTL)
+	}
+	return user, err
+}
+
+// authorize returns why the user may not do verb on path, empty if allowed.
+func (a *delegatedAuth) authorize(ctx context.Context, caller string, user *authenticationv1.UserInfo, verb, path string) (string, error) {
+	key := user.Username + "\x00" + user.UID + "\x00" + strings.Join(user.Groups, ",") + "\x00" + verb + "\x00" + path
+	if cached, ok := a.access.Get(key); ok {
+		switch cached := cached.(type) {
+		case answer:
+			a.refreshAhead(ctx, a.access, key, cached, allowedTTL, func(ctx context.Context) error {
+				_, err := a.reviewAccess(ctx, a.refreshes, key, user, verb, path)
+				return err
+			})
+			return "", nil
+		case string:
+			return cached, nil
+		}
+	}
+	if !a.budget.take(caller) {
+		return "", errTooManyReviews
+	}
+	defer a.budget.release(caller)
+	return a.reviewAccess(ctx, a.reviews, key, user, verb, path)
+}
+
+// refreshAhead reviews an answer that let its caller in again, in the
+// second half of its life, in the background, on slots and a client of its
+// own: Prometheus, which scrapes at least every minute, is never reviewed
+// behind a flood of unknown tokens and paths, and never waits (issue 30:
+// its scrapes were answered 429, or 401 once a review timed out, when its
+// answer expired during a flood). A review that fails leaves the answer to
+// expire when it would have.
+func (a *delegatedAuth) refreshAhead(ctx context.Context, answers *cache.LRUExpireCache, key string, cached answer, ttl time.Duration, review func(context.Context) error) {
+	age := a.clock.Since(cached.reviewedAt)
+	if cached.refreshing || age < ttl/2 || age >= ttl {
+		return
+	}
+	select {
+	case a.refreshing <- struct{}{}:
+	default:
+		return
+	}
+	// Marked, with its expiry kept, so that the callers meanwhile start no
+	// other review.
+	cached.refreshing = true
+	answers.Add(key, cached, ttl-age)
+	go func() {
+		defer func() { <-a.refreshing }()
+		if err := review(context.WithoutCancel(ctx)); err != nil {
+			cached.refreshing = false
+			answers.Add(key, cached, ttl-a.clock.Since(cached.reviewedAt))
+		}
+	}()
+}
+
+// reviewToken reviews a token and caches the answer; it leaves the cache
+// to its caller when the review fails.
+func (a *delegatedAuth) reviewToken(ctx context.Context, client kubernetes.Interface, key, token string) (*authenticationv1.UserInfo, error) {
+	var review *authenticationv1.TokenReview
+	err := retry.OnError(authWebhookBackoff, retriable, func() error {
+		ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
+		defer cancel()
+		var err error
+		review, err = client.AuthenticationV1().TokenReviews().Create(ctx,
+			&authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !review.Status.Authenticated {
+		a.users.Add(key, (*authenticationv1.UserInfo)(nil), unauthenticatedTTL)
+		return nil, nil
+	}
+	a.users.Add(key, answer{user: &review.Status.User, reviewedAt: a.clock.Now()}, authenticatedTTL)
+	return &review.Status.User, nil
+}
+
+// reviewAccess asks whether the user may do verb on path and caches the
+// answer: the refusal, empty when allowed.
+func (a *delegatedAuth) reviewAccess(ctx context.Context, client kubernetes.Interface, key string, user *authenticationv1.UserInfo, verb, path string) (string, error) {
+	extra := map[string]authorizationv1.ExtraValue{}
+	for k, v := range user.Extra {
+		extra[k] = authorizationv1.ExtraValue(v)
+	}
+	var review *authorizationv1.SubjectAccessReview
+	err := retry.OnError(authWebhookBackoff, retriable, func() error {
+		ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
+		defer cancel()
+		var err error
+		review, err = client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: user.Username, UID: user.UID, Groups: user.Groups, Extra: extra,
+				NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: path, Verb: verb},
+			},
+		}, metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	if review.Status.Allowed {
+		a.access.Add(key, answer{reviewedAt: a.clock.Now()}, allowedTTL)
+		return "", nil
+	}
+	denied := "Forbidden: user " + user.Username + " may not " + verb + " " + path
+	if review.Status.Reason != "" {
+		denied += ": " + review.Status.Reason
+	}
+	a.access.Add(key, denied, deniedTTL)
+	return denied, nil
+}
