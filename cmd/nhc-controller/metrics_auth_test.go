@@ -120,7 +120,9 @@ func TestReviewsAreBounded(t *testing.T) {
 	require.Eventually(t, func() bool { return auth.budget.held() == reviewsPerCaller }, 5*time.Second, time.Millisecond)
 	assert.Equal(t, http.StatusTooManyRequests, scrape("10.0.0.1", "one-more"), "one caller's share is taken")
 	for i := reviewsPerCaller; i < reviewsInFlight; i++ {
-		wg.Go(func() { assert.Equal(t, http.StatusUnauthorized, scrape(fmt.Sprintf("10.0.1.%d", i), fmt.Sprintf("forged-%d", i))) })
+		wg.Go(func() {
+			assert.Equal(t, http.StatusUnauthorized, scrape(fmt.Sprintf("10.0.1.%d", i), fmt.Sprintf("forged-%d", i)))
+		})
 	}
 	require.Eventually(t, func() bool { return auth.budget.held() == reviewsInFlight }, 5*time.Second, time.Millisecond)
 	assert.Equal(t, http.StatusTooManyRequests, scrape("10.0.2.1", "one-more"), "every slot is taken")
