@@ -1,6 +1,7 @@
 package ha
 
 import (
+	"context"
 	"crypto/tls"
 	"net/http"
 	"os"
@@ -28,26 +29,7 @@ func TestMetricsNeedAnAuthorizedToken(t *testing.T) {
 	ctx := t.Context()
 	out, err := env.Cluster.Kubectl("apply", "-f", filepath.Join(controlplane.RepoRoot(), "manifests/rbac/metrics-reader.yaml"))
 	require.NoError(t, err, out)
-	token := func(name string) string {
-		_, err := env.Kube.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-		require.NoError(t, err)
-		t.Cleanup(func() {
-			_ = env.Kube.CoreV1().ServiceAccounts("default").Delete(t.Context(), name, metav1.DeleteOptions{})
-		})
-		tr, err := env.Kube.CoreV1().ServiceAccounts("default").CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-		require.NoError(t, err)
-		return tr.Status.Token
-	}
-	prometheus, nobody := token("prometheus"), token("nobody")
-	_, err = env.Kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "prometheus-nhc-metrics"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "nhc-controller-metrics-reader"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "prometheus", Namespace: "default"}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_ = env.Kube.RbacV1().ClusterRoleBindings().Delete(t.Context(), "prometheus-nhc-metrics", metav1.DeleteOptions{})
-	})
+	prometheus, nobody := serviceAccountToken(t, "prometheus", true), serviceAccountToken(t, "nobody", false)
 
 	c, err := env.StartController("secure-metrics", "--leader-elect=false", "--metrics-secure=true")
 	require.NoError(t, err)
@@ -73,6 +55,33 @@ func TestMetricsNeedAnAuthorizedToken(t *testing.T) {
 	assert.Equal(t, http.StatusForbidden, scrape(nobody), "a token without the role")
 	assert.Equal(t, http.StatusOK, scrape(prometheus), "a token with the role")
 	assert.Equal(t, http.StatusUnauthorized, scrape("not-a-token"), "a token nobody issued")
+}
+
+// serviceAccountToken creates a ServiceAccount in default and returns a
+// token issued for it; with metricsReader, it is bound to the role
+// nhc-controller-metrics-reader (applied by the caller).
+func serviceAccountToken(t *testing.T, name string, metricsReader bool) string {
+	ctx := t.Context()
+	_, err := env.Kube.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = env.Kube.CoreV1().ServiceAccounts("default").Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	tr, err := env.Kube.CoreV1().ServiceAccounts("default").CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	if metricsReader {
+		binding := name + "-nhc-metrics"
+		_, err = env.Kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: binding},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "nhc-controller-metrics-reader"},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: "default"}},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			_ = env.Kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding, metav1.DeleteOptions{})
+		})
+	}
+	return tr.Status.Token
 }
 
 // TestTheServiceMonitorScrapesAsItsOwnServiceAccount: manifests/monitoring/
