@@ -86,6 +86,10 @@ bench-micro: ## Run every Go benchmark briefly (100 iterations), so that CI prov
 scale: k8s-binaries ## Measure the controller on a real API server: start-up, quiet, trickle, storm (NODES, NHCS, QUIET, RATE, TRICKLE, STORM, STORM_HOLD, SCALE_ARGS; see docs/performance.md).
 	KUBEBUILDER_ASSETS="$(K8S_BINARIES)" go run ./test/scale $(SCALE_FLAGS)
 
+.PHONY: scale-compare
+scale-compare: ## Print the last make scale run of each size against the one before, from test/scale/trend.jsonl; marks what got worse beyond its noise.
+	go run ./test/scale compare
+
 .PHONY: generate
 generate: ## Regenerate the clientset, listers, informers, apply configurations, deepcopy and the CRD, and copy the CRD, guards, alerts and dashboard into the chart.
 	hack/update-codegen.sh

@@ -41,6 +41,8 @@ type config struct {
 	// Profile runs the controller with --profiling and saves its profiles.
 	Profile bool   `json:"profile"`
 	Output  string `json:"-"`
+	// Trend is the file a completed run's figures are appended to.
+	Trend string `json:"-"`
 }
 
 func parseConfig(args []string) (*config, error) {
@@ -62,6 +64,7 @@ func parseConfig(args []string) (*config, error) {
 	fs.StringVar(&c.ControllerFlags, "controller-flags", "", "extra flags for nhc-controller, space separated")
 	fs.BoolVar(&c.Profile, "profile", false, "run the controller with --profiling and save a CPU profile of each phase of known length and a heap profile at each phase's end, next to the results")
 	fs.StringVar(&c.Output, "output", filepath.Join(controlplane.RepoRoot(), "_output", "scale"), "directory of the JSON results and the controller log")
+	fs.StringVar(&c.Trend, "trend", defaultTrend(), "file a completed run's headline figures are appended to (make scale-compare reads it); empty for none")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -72,6 +75,10 @@ func parseConfig(args []string) (*config, error) {
 		c.Storm = max(groupSize(c, 0)*30/100, 1)
 	}
 	return c, c.validate()
+}
+
+func defaultTrend() string {
+	return filepath.Join(controlplane.RepoRoot(), "test", "scale", "trend.jsonl")
 }
 
 func (c *config) validate() error {

@@ -33,6 +33,9 @@ type machine struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "compare" {
+		os.Exit(compare(os.Args[2:]))
+	}
 	cfg, err := parseConfig(os.Args[1:])
 	if errors.Is(err, flag.ErrHelp) {
 		return
@@ -66,6 +69,32 @@ func main() {
 		log.Printf("run failed: %v", errors.Join(err, writeErr))
 		os.Exit(1)
 	}
+	if cfg.Trend != "" {
+		if err := appendTrend(cfg.Trend, res); err != nil {
+			log.Printf("appending to the trend: %v", err)
+			os.Exit(1)
+		}
+		fmt.Printf("trend: %s (make scale-compare)\n", cfg.Trend)
+	}
+}
+
+// compare prints the trend's last run of each size against the one before;
+// its exit code is 1 when a figure got worse beyond its noise.
+func compare(args []string) int {
+	path := defaultTrend()
+	if len(args) > 0 {
+		path = args[0]
+	}
+	entries, err := readTrend(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if marks := compareTrend(os.Stdout, entries); marks > 0 {
+		fmt.Printf("\n%d figures got worse beyond their noise\n", marks)
+		return 1
+	}
+	return 0
 }
 
 // run sets the cluster up, runs the phases in order, and tears it all down.

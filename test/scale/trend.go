@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+)
+
+// trendEntry is one run's headline figures: a line of the trend file,
+// which make scale appends to and make scale-compare reads.
+type trendEntry struct {
+	Commit        string  `json:"commit"`
+	Date          string  `json:"date"`
+	CPUs          int     `json:"cpus"`
+	Nodes         int     `json:"nodes"`
+	NHCs          int     `json:"nhcs"`
+	HeartbeatRate float64 `json:"heartbeatRate"`
+	// Load is the load average before the run: a busy host explains a
+	// figure that moved.
+	Load    string             `json:"load"`
+	Figures map[string]float64 `json:"figures"`
+}
+
+// trendFigure is a figure the trend follows, and how much it moved
+// between two runs of one commit on one host: a change beyond that is
+// marked (docs/performance.md, "The trend").
+type trendFigure struct {
+	name  string
+	noise float64
+	of    func(r *result) (float64, bool)
+}
+
+var trendFigures = []trendFigure{
+	{"startup_s", 0.7, inPhase("startup", func(p *phase) float64 { return p.StartupSeconds })},
+	{"quiet_cpu_ms_per_heartbeat", 0.15, inPhase("quiet", func(p *phase) float64 { return p.CPUMsPerChange })},
+	{"peak_rss_mib", 0.12, func(r *result) (float64, bool) { return r.peakRSS(), len(r.Phases) > 0 }},
+	{"trickle_p99_ms", 0.6, detectionP99("trickle")},
+	{"storm_p99_ms", 0.6, detectionP99("storm")},
+	{"trickle_requests_per_change", 0.1, inPhase("trickle", func(p *phase) float64 { return p.RequestsPerChange })},
+	{"storm_requests_per_change", 0.1, inPhase("storm", func(p *phase) float64 { return p.RequestsPerChange })},
+}
+
+// inPhase reads a figure of the run's phase of that name, if it ran.
+func inPhase(name string, figure func(*phase) float64) func(*result) (float64, bool) {
+	return func(r *result) (float64, bool) {
+		for _, p := range r.Phases {
+			if p.Name == name {
+				return figure(p), true
+			}
+		}
+		return 0, false
+	}
+}
+
+func detectionP99(name string) func(*result) (float64, bool) {
+	return func(r *result) (float64, bool) {
+		for _, p := range r.Phases {
+			if p.Name == name && p.Detection != nil {
+				return p.Detection.P99, true
+			}
+		}
+		return 0, false
+	}
+}
+
+func (r *result) peakRSS() float64 {
+	peak := 0.0
+	for _, p := range r.Phases {
+		peak = max(peak, p.PeakRSSMiB)
+	}
+	return peak
+}
+
+// appendTrend adds a completed run's figures to the trend file.
+func appendTrend(path string, r *result) error {
+	e := trendEntry{Commit: r.Commit, Date: r.Started.UTC().Format("2006-01-02T15:04Z"), CPUs: r.Machine.CPUs,
+		Nodes: r.Config.Nodes, NHCs: r.Config.NHCs, HeartbeatRate: r.Config.HeartbeatRate, Load: r.Machine.LoadBefore,
+		Figures: map[string]float64{}}
+	for _, f := range trendFigures {
+		if v, ok := f.of(r); ok {
+			e.Figures[f.name] = v
+		}
+	}
+	line, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	file, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = file.Write(append(line, '\n'))
+	return errors.Join(err, file.Close())
+}
+
+func readTrend(path string) ([]trendEntry, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	var entries []trendEntry
+	lines := bufio.NewScanner(file)
+	for n := 1; lines.Scan(); n++ {
+		if strings.TrimSpace(lines.Text()) == "" {
+			continue
+		}
+		var e trendEntry
+		if err := json.Unmarshal(lines.Bytes(), &e); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
+		}
+		entries = append(entries, e)
+	}
+	return entries, lines.Err()
+}
+
+// compareTrend prints, for each size the trend holds, the last run against
+// the one before it: each figure's ratio, marked where it got worse by more
+// than its noise. It returns the number of marks.
+func compareTrend(w io.Writer, entries []trendEntry) int {
+	type size struct {
+		nodes, nhcs int
+		rate        float64
+	}
+	var order []size
+	bySize := map[size][]trendEntry{}
+	for _, e := range entries {
+		s := size{e.Nodes, e.NHCs, e.HeartbeatRate}
+		if bySize[s] == nil {
+			order = append(order, s)
+		}
+		bySize[s] = append(bySize[s], e)
+	}
+	marks := 0
+	for _, s := range order {
+		runs := bySize[s]
+		last := runs[len(runs)-1]
+		fmt.Fprintf(w, "\n%d nodes, %d NodeHealthChecks, %g heartbeats/s: %s (%s, load %s)", s.nodes, s.nhcs, s.rate, last.Commit, last.Date, last.Load)
+		if len(runs) < 2 {
+			fmt.Fprintln(w, ": its first run, nothing to compare")
+			continue
+		}
+		before := runs[len(runs)-2]
+		fmt.Fprintf(w, " against %s (%s, load %s)\n", before.Commit, before.Date, before.Load)
+		t := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(t, "figure\tbefore\tnow\tratio\tnoise\t")
+		for _, f := range trendFigures {
+			was, okWas := before.Figures[f.name]
+			now, okNow := last.Figures[f.name]
+			if !okWas || !okNow {
+				continue
+			}
+			ratio, mark := "-", ""
+			if was > 0 {
+				ratio = fmt.Sprintf("%.2f", now/was)
+				// Every figure is better lower.
+				if now/was > 1+f.noise {
+					mark = "WORSE"
+					marks++
+				}
+			}
+			fmt.Fprintf(t, "%s\t%.3g\t%.3g\t%s\t±%.0f%%\t%s\n", f.name, was, now, ratio, f.noise*100, mark)
+		}
+		_ = t.Flush()
+	}
+	return marks
+}

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"bytes"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A run appended to the trend reads back, and the next run of its size is
+// compared with it: a figure worse beyond its noise is marked, one within
+// it or better is not, and another size's first run compares with nothing.
+func TestTheTrendMarksWhatGotWorse(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trend.jsonl")
+	run := func(commit string, nodes int, cpuMs, rss, stormP99 float64) *result {
+		return &result{Commit: commit, Started: time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC), Machine: machine{CPUs: 2, LoadBefore: "0.10"},
+			Config: &config{Nodes: nodes, NHCs: 10, HeartbeatRate: 83},
+			Phases: []*phase{
+				{Name: "startup", StartupSeconds: 3, PeakRSSMiB: rss / 2},
+				{Name: "quiet", CPUMsPerChange: cpuMs, PeakRSSMiB: rss},
+				{Name: "storm", Detection: &latency{Count: 300, P99: stormP99}, RequestsPerChange: 4},
+			}}
+	}
+	require.NoError(t, appendTrend(path, run("aaaaaaa", 10000, 0.29, 90, 2750)))
+	require.NoError(t, appendTrend(path, run("bbbbbbb", 1000, 0.37, 42, 900)))
+	// CPU ×1.10 and storm p99 ×1.5 are within their noise; RSS ×1.3 is not.
+	require.NoError(t, appendTrend(path, run("ccccccc", 10000, 0.32, 117, 4125)))
+	entries, err := readTrend(path)
+	require.NoError(t, err)
+	require.Len(t, entries, 3)
+	assert.Equal(t, 90.0, entries[0].Figures["peak_rss_mib"], "the peak over the phases")
+	assert.NotContains(t, entries[0].Figures, "trickle_p99_ms", "a phase that did not run")
+
+	var out bytes.Buffer
+	assert.Equal(t, 1, compareTrend(&out, entries))
+	assert.Regexp(t, `10000 nodes, 10 NodeHealthChecks, 83 heartbeats/s: ccccccc .* against aaaaaaa`, out.String())
+	assert.Regexp(t, `peak_rss_mib +90 +117 +1\.30 +±12% +WORSE`, out.String())
+	assert.Regexp(t, `quiet_cpu_ms_per_heartbeat +0\.29 +0\.32 +1\.10 +±15% +\n`, out.String())
+	assert.Contains(t, out.String(), "1000 nodes, 10 NodeHealthChecks, 83 heartbeats/s: bbbbbbb (2026-11-23T00:00Z, load 0.10): its first run")
+}
