@@ -52,8 +52,8 @@ func (c *Controller) addNHC(logger klog.Logger, obj any) {
 	}
 }
 
-// updateNHC enqueues spec changes only: status writes, ours included, do
-// not need a sync. A new selector may share nodes with any other
+// updateNHC enqueues spec changes only, and a NodeHealthCheck created
+// again under its name: status writes, ours included, do not need a sync. A new selector may share nodes with any other
 // NodeHealthCheck, or no longer: they are enqueued too. One that can no
 // longer act, or can again (disabled or enabled by a status write, paused,
 // resumed, being deleted), may hand shared nodes over or take them back: it
@@ -62,6 +62,12 @@ func (c *Controller) updateNHC(logger klog.Logger, oldObj, newObj any) {
 	old, ok1 := oldObj.(*v1alpha1.NodeHealthCheck)
 	updated, ok2 := newObj.(*v1alpha1.NodeHealthCheck)
 	if !ok1 || !ok2 {
+		return
+	}
+	if old.UID != updated.UID {
+		// Deleted and created again while the watch missed both: a new
+		// object, whatever its generation says.
+		c.addNHC(logger, updated)
 		return
 	}
 	if old.Generation != updated.Generation {

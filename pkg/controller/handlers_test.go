@@ -139,6 +139,21 @@ func TestNodeHealthCheckEventsEnqueueSpecChangesOnly(t *testing.T) {
 	assert.Equal(t, []string{"workers"}, queued(c))
 }
 
+// A NodeHealthCheck deleted and created again under its name while the
+// watch missed both reaches the handlers as an update from the old object
+// to the new one, both at generation 1 (make sim, seed 163004: the new
+// one, selecting other nodes, was never synced). It is a new object: it
+// and every other NodeHealthCheck are enqueued, as for an add.
+func TestANodeHealthCheckCreatedAgainUnderItsNameIsSynced(t *testing.T) {
+	c := newTestController(t, selectingNHC("workers", "worker"), selectingNHC("infra", "infra"))
+	old := selectingNHC("workers", "worker")
+	old.UID, old.Generation = "old", 1
+	again := selectingNHC("workers", "infra")
+	again.UID, again.Generation = "new", 1
+	c.updateNHC(klog.Background(), old, again)
+	assert.Equal(t, []string{"infra", "workers"}, queued(c))
+}
+
 func TestRemediatorEventsEnqueueOwnersAndTemplateUsers(t *testing.T) {
 	c := newTestController(t, selectingNHC("workers", "worker"), selectingNHC("infra", "infra"))
 	owned := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "self-node-remediation.medik8s.io/v1alpha1", "kind": "SelfNodeRemediation"}}

@@ -39,6 +39,10 @@ type FaultProxy struct {
 	// path of the reads held), channels closed when the responses held may
 	// go on.
 	held map[string]chan struct{}
+	// expired are resources whose held watches end without passing on
+	// what they held, and whose next watch resuming from a resource
+	// version is answered 410 Gone (ExpireWatches).
+	expired map[string]bool
 }
 
 // watchesOf keys the hold of the watches of a resource: watchesOf+"nodes".
@@ -59,7 +63,7 @@ func NewFaultProxy(config *rest.Config, dir string) (*FaultProxy, error) {
 	forward.Transport = transport
 	// Watches stream: pass every event on at once.
 	forward.FlushInterval = -1
-	p := &FaultProxy{held: map[string]chan struct{}{}}
+	p := &FaultProxy{held: map[string]chan struct{}{}, expired: map[string]bool{}}
 	p.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		unreachable, failWrites, loseCreates := p.unreachable, p.failWrites, p.loseCreates
@@ -72,6 +76,8 @@ func NewFaultProxy(config *rest.Config, dir string) (*FaultProxy, error) {
 		case loseCreates != "" && r.Method == http.MethodPost && strings.Contains(r.URL.Path, loseCreates):
 			forward.ServeHTTP(discard{header: http.Header{}}, r)
 			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"InternalError","code":500}`, http.StatusInternalServerError)
+		case p.resumesExpired(r):
+			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410,"message":"too old resource version"}`, http.StatusGone)
 		case held != "":
 			forward.ServeHTTP(&heldWriter{ResponseWriter: w, proxy: p, key: held}, r)
 		default:
@@ -148,6 +154,36 @@ func (p *FaultProxy) hold(key string, hold bool) {
 	}
 }
 
+// ExpireWatches ends the held watches of a resource without passing on the
+// events they held, and answers the next watch that resumes from a
+// resource version with 410 Gone, as the API server does once etcd has
+// compacted past it: the informer lists again, and sees the end state of
+// what it missed, never the events (a delete and a create under one name
+// reach its handlers as one update).
+func (p *FaultProxy) ExpireWatches(resource string) {
+	p.mu.Lock()
+	p.expired[resource] = true
+	p.mu.Unlock()
+	p.hold(watchesOf+resource, false)
+}
+
+// resumesExpired tells whether a request is the watch that resumes an
+// expired resource's watch, and if so forgets the expiry.
+func (p *FaultProxy) resumesExpired(r *http.Request) bool {
+	query := r.URL.Query()
+	if r.Method != http.MethodGet || query.Get("watch") != "true" || query.Get("resourceVersion") == "" || query.Get("sendInitialEvents") == "true" {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	resource := path.Base(r.URL.Path)
+	if !p.expired[resource] {
+		return false
+	}
+	delete(p.expired, resource)
+	return true
+}
+
 // holding says which hold a request's response is subject to, or "".
 func (p *FaultProxy) holding(r *http.Request) string {
 	if r.Method != http.MethodGet {
@@ -181,6 +217,13 @@ func (w *heldWriter) Write(b []byte) (int, error) {
 	w.proxy.mu.Unlock()
 	if held != nil {
 		<-held
+		w.proxy.mu.Lock()
+		expired := w.proxy.expired[strings.TrimPrefix(w.key, watchesOf)]
+		w.proxy.mu.Unlock()
+		if expired {
+			// The watch ends, its connection cut, what it held lost.
+			panic(http.ErrAbortHandler)
+		}
 	}
 	return w.ResponseWriter.Write(b)
 }
