@@ -65,6 +65,9 @@ func startBench(ctx context.Context, cfg *config, res *result) (*bench, error) {
 	if b.env, err = framework.StartEnvWithFlags(flags); err != nil {
 		return b, err
 	}
+	if cfg.ControllerBinary != "" {
+		b.env.Binary = cfg.ControllerBinary
+	}
 	config := *b.env.Cluster.Config
 	config.QPS, config.Burst = benchQPS, benchBurst
 	b.kube = kubernetes.NewForConfigOrDie(&config)

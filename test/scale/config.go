@@ -38,6 +38,9 @@ type config struct {
 	// Writers are the benchmark's parallel node writers.
 	Writers         int    `json:"writers"`
 	ControllerFlags string `json:"controllerFlags"`
+	// ControllerBinary, when set, is the controller to measure instead of
+	// the one built from the tree: another commit's, for a bisection.
+	ControllerBinary string `json:"controllerBinary,omitempty"`
 	// Profile runs the controller with --profiling and saves its profiles.
 	Profile bool   `json:"profile"`
 	Output  string `json:"-"`
@@ -62,6 +65,7 @@ func parseConfig(args []string) (*config, error) {
 	fs.DurationVar(&c.WaitTimeout, "wait-timeout", 10*time.Minute, "longest wait for the controller in any phase")
 	fs.IntVar(&c.Writers, "writers", 32, "parallel node writers of the benchmark")
 	fs.StringVar(&c.ControllerFlags, "controller-flags", "", "extra flags for nhc-controller, space separated")
+	fs.StringVar(&c.ControllerBinary, "controller-binary", "", "measure this nhc-controller binary instead of the tree's (another commit's, built with go build ./cmd/nhc-controller); the results name it instead of the commit")
 	fs.BoolVar(&c.Profile, "profile", false, "run the controller with --profiling and save a CPU profile of each phase of known length and a heap profile at each phase's end, next to the results")
 	fs.StringVar(&c.Output, "output", filepath.Join(controlplane.RepoRoot(), "_output", "scale"), "directory of the JSON results and the controller log")
 	fs.StringVar(&c.Trend, "trend", defaultTrend(), "file a completed run's headline figures are appended to (make scale-compare reads it); empty for none")

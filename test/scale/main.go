@@ -52,6 +52,9 @@ func main() {
 	defer stop()
 
 	res := &result{Config: cfg, Started: time.Now(), Commit: commit(), Machine: machine{CPUs: runtime.NumCPU(), Model: cpuModel(), LoadBefore: loadAverage()}}
+	if cfg.ControllerBinary != "" {
+		res.Commit = filepath.Base(cfg.ControllerBinary)
+	}
 	name := fmt.Sprintf("scale-%dn-%dnhc-%s", cfg.Nodes, cfg.NHCs, res.Started.Format("20060102-150405"))
 	err = run(ctx, cfg, res, name)
 	res.Machine.LoadAfter = loadAverage()
