@@ -98,7 +98,7 @@ func buildImage(created time.Time, revision, version, arch string) (v1.Image, er
 	if err := goBuild(binary, version, arch); err != nil {
 		return nil, err
 	}
-	layer, err := rootfsLayer(binary, created)
+	layer, err := rootfsLayer(binary, "LICENSE", created)
 	if err != nil {
 		return nil, err
 	}

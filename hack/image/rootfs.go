@@ -11,12 +11,16 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
-// rootfsLayer is the image's only layer: the binary, the nonroot user and
-// group for tools that look names up, and a /tmp. Entries are in a fixed
-// order, owned by root, with the commit's time, so the layer's digest
-// depends on the binary alone.
-func rootfsLayer(binary string, modified time.Time) (v1.Layer, error) {
+// rootfsLayer is the image's only layer: the binary, its licence, the
+// nonroot user and group for tools that look names up, and a /tmp. Entries
+// are in a fixed order, owned by root, with the commit's time, so the
+// layer's digest depends on the binary and the licence alone.
+func rootfsLayer(binary, license string, modified time.Time) (v1.Layer, error) {
 	bin, err := os.ReadFile(binary)
+	if err != nil {
+		return nil, err
+	}
+	licenseText, err := os.ReadFile(license)
 	if err != nil {
 		return nil, err
 	}
@@ -33,6 +37,8 @@ func rootfsLayer(binary string, modified time.Time) (v1.Layer, error) {
 		{name: "etc/passwd", mode: 0o644, content: []byte("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n")},
 		{name: "home/", mode: 0o755, dir: true},
 		{name: "home/nonroot/", mode: 0o700, dir: true},
+		{name: "licenses/", mode: 0o755, dir: true},
+		{name: "licenses/LICENSE", mode: 0o644, content: licenseText},
 		{name: "nhc-controller", mode: 0o755, content: bin},
 		{name: "tmp/", mode: 0o1777, dir: true},
 	}

@@ -59,7 +59,8 @@ func installYAML(kubectl, image, out string) error {
 }
 
 // pluginArchives builds kubectl-nhc for each platform into a .tar.gz with
-// its completion helper, and returns the archives' names by platform.
+// its completion helper and the licence, and returns the archives' names by
+// platform.
 func pluginArchives(version, output string) (map[[2]string]string, error) {
 	work, err := os.MkdirTemp("", "nhc-plugin-")
 	if err != nil {
@@ -67,6 +68,10 @@ func pluginArchives(version, output string) (map[[2]string]string, error) {
 	}
 	defer os.RemoveAll(work)
 	completion, err := os.ReadFile("plugin/kubectl_complete-nhc")
+	if err != nil {
+		return nil, err
+	}
+	license, err := os.ReadFile("LICENSE")
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +89,7 @@ func pluginArchives(version, output string) (map[[2]string]string, error) {
 			return nil, err
 		}
 		name := fmt.Sprintf("kubectl-nhc_%s_%s_%s.tar.gz", version, platform[0], platform[1])
-		if err := writeArchive(filepath.Join(output, name), []archived{{"kubectl-nhc", data}, {"kubectl_complete-nhc", completion}}); err != nil {
+		if err := writeArchive(filepath.Join(output, name), []archived{{"kubectl-nhc", 0o755, data}, {"kubectl_complete-nhc", 0o755, completion}, {"LICENSE", 0o644, license}}); err != nil {
 			return nil, err
 		}
 		archives[platform] = name
@@ -92,14 +97,15 @@ func pluginArchives(version, output string) (map[[2]string]string, error) {
 	return archives, nil
 }
 
-// archived is an executable to archive.
+// archived is a file to archive.
 type archived struct {
 	name string
+	mode int64
 	data []byte
 }
 
-// writeArchive writes executables into a .tar.gz whose bytes depend on
-// nothing but their contents.
+// writeArchive writes files into a .tar.gz whose bytes depend on nothing
+// but their contents.
 func writeArchive(path string, entries []archived) error {
 	f, err := os.Create(path)
 	if err != nil {
@@ -109,7 +115,7 @@ func writeArchive(path string, entries []archived) error {
 	gz := gzip.NewWriter(f)
 	tw := tar.NewWriter(gz)
 	for _, e := range entries {
-		if err := tw.WriteHeader(&tar.Header{Name: e.name, Mode: 0o755, Size: int64(len(e.data)), ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg}); err != nil {
+		if err := tw.WriteHeader(&tar.Header{Name: e.name, Mode: e.mode, Size: int64(len(e.data)), ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg}); err != nil {
 			return err
 		}
 		if _, err := tw.Write(e.data); err != nil {
@@ -147,7 +153,7 @@ func krewManifest(version string, archives map[[2]string]string, out string) err
 		entry.Selector.MatchLabels = map[string]string{"os": p[0], "arch": p[1]}
 		entry.URI = "https://github.com/nodehealthcheck/nhc-controller/releases/download/" + version + "/" + name
 		entry.Sha256, entry.Bin = sum, "kubectl-nhc"
-		entry.Files = []map[string]string{{"from": "kubectl-nhc", "to": "."}, {"from": "kubectl_complete-nhc", "to": "."}}
+		entry.Files = []map[string]string{{"from": "kubectl-nhc", "to": "."}, {"from": "kubectl_complete-nhc", "to": "."}, {"from": "LICENSE", "to": "."}}
 		platforms = append(platforms, entry)
 	}
 	manifest := map[string]any{

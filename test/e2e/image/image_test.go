@@ -57,7 +57,10 @@ func TestTheImageRemediatesAsItsNonrootUser(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	assert.Equal(t, []string{"etc", "home", "nhc-controller", "tmp"}, names, "nothing but the binary and its user")
+	assert.Equal(t, []string{"etc", "home", "licenses", "nhc-controller", "tmp"}, names, "nothing but the binary, its licence and its user")
+	license, err := os.ReadFile(filepath.Join(rootfs, "licenses", "LICENSE"))
+	require.NoError(t, err)
+	assert.Equal(t, repoLicense(t), string(license), "the image carries the licence")
 
 	cluster, err := controlplane.Start("manifests/crd", "test/crds/remediators")
 	require.NoError(t, err)

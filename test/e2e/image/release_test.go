@@ -1,6 +1,8 @@
 package image
 
 import (
+	"archive/tar"
+	"compress/gzip"
 	"bufio"
 	"bytes"
 	"crypto/sha256"
@@ -96,6 +98,10 @@ func TestMakeRelease(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(chartYAML), "\nversion: 0.3.0\n")
 	assert.Contains(t, string(chartYAML), "\nappVersion: v0.3.0\n")
+	assert.Equal(t, repoLicense(t), archivedFile(t, filepath.Join(dir, "nhc-controller-0.3.0.tgz"), "nhc-controller/LICENSE"), "the chart carries the licence")
+	for _, platform := range []string{"linux_amd64", "linux_arm64", "darwin_amd64", "darwin_arm64"} {
+		assert.Equal(t, repoLicense(t), archivedFile(t, filepath.Join(dir, "kubectl-nhc_"+version+"_"+platform+".tar.gz"), "LICENSE"), "the plugin carries the licence")
+	}
 	env, err := framework.StartEnv()
 	require.NoError(t, err)
 	defer env.Stop()
@@ -129,6 +135,36 @@ func TestMakeRelease(t *testing.T) {
 	output, err = bad.CombinedOutput()
 	assert.Error(t, err)
 	assert.Contains(t, string(output), `version "v0.1" is not vMAJOR.MINOR.PATCH`)
+}
+
+// repoLicense is the project's licence.
+func repoLicense(t *testing.T) string {
+	data, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(), "LICENSE"))
+	require.NoError(t, err)
+	require.Contains(t, string(data), "Apache License")
+	return string(data)
+}
+
+// archivedFile is a file's content in a .tar.gz, empty if it has none.
+func archivedFile(t *testing.T, archive, name string) string {
+	f, err := os.Open(archive)
+	require.NoError(t, err)
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	require.NoError(t, err)
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return ""
+		}
+		require.NoError(t, err)
+		if h.Name == name {
+			data, err := io.ReadAll(tr)
+			require.NoError(t, err)
+			return string(data)
+		}
+	}
 }
 
 func mustTag(t *testing.T, ref string) name.Tag {
