@@ -2,9 +2,9 @@ package image
 
 import (
 	"archive/tar"
-	"compress/gzip"
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
