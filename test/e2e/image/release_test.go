@@ -99,6 +99,10 @@ func TestMakeRelease(t *testing.T) {
 	assert.Contains(t, string(chartYAML), "\nversion: 0.3.0\n")
 	assert.Contains(t, string(chartYAML), "\nappVersion: v0.3.0\n")
 	assert.Equal(t, repoLicense(t), archivedFile(t, filepath.Join(dir, "nhc-controller-0.3.0.tgz"), "nhc-controller/LICENSE"), "the chart carries the licence")
+	rules, err := exec.Command(helm, "template", "nhc", filepath.Join(dir, "nhc-controller-0.3.0.tgz"), "--namespace", "nhc-system", "--set", "metrics.prometheusRule.enabled=true").Output()
+	require.NoError(t, err)
+	assert.Contains(t, string(rules), "/blob/"+version+"/docs/runbooks.md#", "the alerts link to the release's runbooks")
+	assert.NotContains(t, string(rules), "/blob/main/", "not main's")
 	for _, platform := range []string{"linux_amd64", "linux_arm64", "darwin_amd64", "darwin_arm64"} {
 		assert.Equal(t, repoLicense(t), archivedFile(t, filepath.Join(dir, "kubectl-nhc_"+version+"_"+platform+".tar.gz"), "LICENSE"), "the plugin carries the licence")
 	}
