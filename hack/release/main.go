@@ -8,6 +8,7 @@
 //     pinned to the version, and to the digest with --push;
 //   - nhc-controller-X.Y.Z.tgz: the Helm chart, its version the release's
 //     and its image the release's (pinned to the digest with --push);
+//   - nhc-controller.crds.yaml: the CRD alone, for helm upgrade;
 //   - kubectl-nhc for linux and darwin, amd64 and arm64, as archives, and
 //     the krew plugin manifest with their sha256 sums;
 //   - release-notes.md, the version's section of CHANGELOG.md;
@@ -27,6 +28,9 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/hack/internal/manifests"
 )
+
+// crdFile is the NodeHealthCheck CRD, the same in the plain install and the chart.
+const crdFile = "manifests/crd/remediation.medik8s.io_nodehealthchecks.yaml"
 
 // pluginPlatforms are the platforms kubectl-nhc is built for.
 var pluginPlatforms = [][2]string{{"linux", "amd64"}, {"linux", "arm64"}, {"darwin", "amd64"}, {"darwin", "arm64"}}
@@ -104,6 +108,14 @@ func release(o options) error {
 		return err
 	}
 	if err := chartPackage(o.helm, version, image, output); err != nil {
+		return err
+	}
+	// The CRD alone, for helm upgrade, which leaves crds/ as they were.
+	crd, err := os.ReadFile(crdFile)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(output, "nhc-controller.crds.yaml"), crd, 0o644); err != nil {
 		return err
 	}
 	archives, err := pluginArchives(version, output)

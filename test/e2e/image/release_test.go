@@ -61,7 +61,7 @@ func TestMakeRelease(t *testing.T) {
 		listed[name] = sum
 		assert.Equal(t, sum, sha256Of(t, filepath.Join(dir, name)), name)
 	}
-	for _, name := range []string{"nhc-controller.yaml", "release-notes.md", "nhc-controller-0.3.0.tgz", "nhc.yaml", "nhc-controller-" + version + "-oci.tar",
+	for _, name := range []string{"nhc-controller.yaml", "nhc-controller.crds.yaml", "release-notes.md", "nhc-controller-0.3.0.tgz", "nhc.yaml", "nhc-controller-" + version + "-oci.tar",
 		"nhc-controller-linux-amd64.tar", "nhc-controller-linux-arm64.tar",
 		"kubectl-nhc_" + version + "_linux_amd64.tar.gz", "kubectl-nhc_" + version + "_linux_arm64.tar.gz",
 		"kubectl-nhc_" + version + "_darwin_amd64.tar.gz", "kubectl-nhc_" + version + "_darwin_arm64.tar.gz"} {
@@ -111,6 +111,8 @@ func TestMakeRelease(t *testing.T) {
 	defer env.Stop()
 	out, err := env.Cluster.Kubectl("apply", "-f", filepath.Join(dir, "nhc-controller.yaml"))
 	require.NoError(t, err, "the API server accepts the install file: %s", out)
+	out, err = env.Cluster.Kubectl("apply", "-f", filepath.Join(dir, "nhc-controller.crds.yaml"))
+	require.NoError(t, err, "the API server accepts the CRD alone: %s", out)
 
 	var krew struct {
 		Spec struct {
