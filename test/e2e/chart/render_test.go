@@ -164,3 +164,25 @@ func TestTheChartsValuesChangeWhatTheySay(t *testing.T) {
 	_, err = env.Cluster.Helm("template", "nhc", chartDir, "--set", "leaderElection.enabled=false,replicas=1")
 	require.NoError(t, err)
 }
+
+// TestTheChartRefusesValuesItDoesNotKnow: a typo in a value's name, or a
+// quantity that is none, fails the render with the value's path, instead
+// of rendering as if it were unset (issue 33).
+func TestTheChartRefusesValuesItDoesNotKnow(t *testing.T) {
+	for _, tc := range []struct{ set, says string }{
+		{"replica=3", "additional properties 'replica' not allowed"},
+		{"metrics.serviceMonitor.enable=true", "at '/metrics/serviceMonitor': additional properties 'enable' not allowed"},
+		{"resources.limits.memory=lots", "at '/resources/limits/memory'"},
+		{"resources.limit.memory=1Gi", "additional properties 'limit' not allowed"},
+		{"podLabels.team=null", "at '/podLabels/team'"},
+	} {
+		out, err := env.Cluster.Helm("template", "nhc", chartDir, "--namespace", "nhc-system", "--set", tc.set)
+		if assert.Error(t, err, tc.set) {
+			assert.Contains(t, out+err.Error(), tc.says, tc.set)
+		}
+	}
+	for _, set := range []string{"replicas=3", "resources.limits.memory=512Mi", "resources.requests.cpu=0.5", "resources.requests.cpu=1", "podLabels.team=sre"} {
+		_, err := env.Cluster.Helm("template", "nhc", chartDir, "--namespace", "nhc-system", "--set", set)
+		assert.NoError(t, err, set)
+	}
+}
