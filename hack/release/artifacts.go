@@ -166,6 +166,9 @@ func krewManifest(version string, archives map[[2]string]string, out string) err
 			"shortDescription": "See what nhc-controller does with your nodes, and why",
 			"description":      "kubectl nhc shows NodeHealthChecks, their remediation history, why a node is or is not remediated, and what a NodeHealthCheck would do before you apply it. It only reads the cluster.",
 			"platforms":        platforms,
+			// krew links only bin onto the PATH: kubectl finds the
+			// completion helper there alone.
+			"caveats": "Shell completion (kubectl nhc <TAB>) needs kubectl_complete-nhc on your PATH:\n  ln -s \"${KREW_ROOT:-$HOME/.krew}/store/nhc/" + version + "/kubectl_complete-nhc\" \"${KREW_ROOT:-$HOME/.krew}/bin/\"\n",
 		},
 	}
 	data, err := yaml.Marshal(manifest)

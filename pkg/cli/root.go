@@ -5,17 +5,20 @@ package cli
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
@@ -52,6 +55,17 @@ func NewCommand(streams genericiooptions.IOStreams, now func() time.Time) *cobra
 	return newCommand(o)
 }
 
+// addVerbosity adds -v, --v: the log level of client-go's request logs
+// (-v=6 shows each request), as in every kubectl command. Without it,
+// cobra would make -v mean --version.
+func addVerbosity(root *cobra.Command) {
+	logFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(logFlags)
+	v := pflag.PFlagFromGoFlag(logFlags.Lookup("v"))
+	v.Shorthand = "v"
+	root.PersistentFlags().AddFlag(v)
+}
+
 // newCommand builds the commands on options whose connect is set.
 func newCommand(o *Options) *cobra.Command {
 	root := &cobra.Command{
@@ -72,6 +86,7 @@ func newCommand(o *Options) *cobra.Command {
 	root.SetOut(o.Out)
 	root.SetErr(o.ErrOut)
 	o.configFlags.AddFlags(root.PersistentFlags())
+	addVerbosity(root)
 	root.PersistentFlags().StringVarP(&o.output, "output", "o", "", "Output format: wide, json or yaml; a table by default")
 	root.PersistentFlags().StringVar(&o.leaseNamespace, "lease-namespace", remediation.LeaseNamespace(), "Namespace of the node leases, as the controller's --lease-namespace")
 	root.AddCommand(newStatusCommand(o), newHistoryCommand(o), newWhyCommand(o), newWhatIfCommand(o))

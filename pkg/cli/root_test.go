@@ -47,3 +47,23 @@ func TestCompletionIsKubectls(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(script), `exec kubectl-nhc __complete "$@"`)
 }
+
+// -v is the log level, as in every kubectl command, not --version (issue
+// 33: cobra made -v print the version).
+func TestVerbosityIsDashV(t *testing.T) {
+	var out bytes.Buffer
+	cmd := NewCommand(genericiooptions.IOStreams{Out: &out, ErrOut: &out}, time.Now)
+	cmd.Version = "v9.9.9"
+	cmd.SetArgs([]string{"-v=6", "--help"})
+	require.NoError(t, cmd.Execute())
+	assert.NotContains(t, out.String(), "v9.9.9")
+	assert.Contains(t, out.String(), "-v, --v Level")
+	assert.Equal(t, "6", cmd.PersistentFlags().Lookup("v").Value.String())
+
+	out.Reset()
+	cmd = NewCommand(genericiooptions.IOStreams{Out: &out, ErrOut: &out}, time.Now)
+	cmd.Version = "v9.9.9"
+	cmd.SetArgs([]string{"--version"})
+	require.NoError(t, cmd.Execute())
+	assert.Contains(t, out.String(), "v9.9.9", "--version still prints it")
+}
