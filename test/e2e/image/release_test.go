@@ -117,6 +117,7 @@ func TestMakeRelease(t *testing.T) {
 	var krew struct {
 		Spec struct {
 			Version   string `json:"version"`
+			Caveats   string `json:"caveats"`
 			Platforms []struct {
 				URI    string `json:"uri"`
 				Sha256 string `json:"sha256"`
@@ -127,6 +128,7 @@ func TestMakeRelease(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, yaml.Unmarshal(data, &krew))
 	assert.Equal(t, version, krew.Spec.Version)
+	assert.Contains(t, krew.Spec.Caveats, "store/nhc/"+version+"/kubectl_complete-nhc", "how to put the completion helper on the PATH")
 	require.Len(t, krew.Spec.Platforms, 4)
 	for _, p := range krew.Spec.Platforms {
 		assert.Equal(t, listed[filepath.Base(p.URI)], p.Sha256, p.URI)
