@@ -38,12 +38,13 @@ type Informer struct {
 // every update as it arrives.
 func NewInformer(config *rest.Config, batchWindow time.Duration) (*Informer, error) {
 	d := &decoder{}
+	pacing := &readPacing{window: batchWindow, clock: clock.RealClock{}}
 	config = rest.CopyConfig(config)
 	config.GroupVersion = &corev1.SchemeGroupVersion
 	config.APIPath = "/api"
 	config.ContentType = runtime.ContentTypeProtobuf
 	config.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	config.NegotiatedSerializer = newSerializers(d)
+	config.NegotiatedSerializer = newSerializers(d, pacing.initialEventsEnded)
 	// HTTP/1.1: the watch is read where it is decoded, without HTTP/2's
 	// frame reader goroutine in between and without a flow-control
 	// window update written back for every node.
@@ -56,7 +57,6 @@ func NewInformer(config *rest.Config, batchWindow time.Duration) (*Informer, err
 	if err != nil {
 		return nil, fmt.Errorf("the node client: %w", err)
 	}
-	pacing := &readPacing{window: batchWindow, clock: clock.RealClock{}}
 	if batchWindow > 0 {
 		config = rest.CopyConfig(config)
 		config.Dial = pacing.dialer()

@@ -24,7 +24,10 @@ import (
 //
 // Only a watch of changes is paced, never a list: neither the initial list
 // nor the relist after a 410 Gone or a watch error, whether a LIST or a
-// watch that streams the initial list first (sendInitialEvents). Paced
+// watch that streams the initial list first (sendInitialEvents). Such a
+// watch is paced from the bookmark that ends its initial events on: client-go
+// goes on reading changes from it until it times out, 5 to 10 minutes
+// (issue 31: unpaced that long, a heartbeat cost twice the CPU). Paced
 // reads keep up with about 12 MiB/s at a 100ms window, far more than a
 // watch of changes needs, but only 0.24 MiB/s at 1s, less than a steady
 // 350 KB/s watch; a relist needs hundreds of MiB/s.
@@ -34,6 +37,9 @@ type readPacing struct {
 	// (Informer.ReadAtOnceWhile).
 	urgent func() bool
 	clock  clock.Clock
+	// initial is the connection of the watch that streams the initial
+	// list, until its initial events end.
+	initial atomic.Pointer[pacedConn]
 }
 
 // active tells whether to pace a watch's reads now.
@@ -41,11 +47,22 @@ func (p *readPacing) active() bool {
 	return p.urgent == nil || !p.urgent()
 }
 
-// pacedRequest tells whether a request's response may be read paced: a
-// watch of changes, not a list.
-func pacedRequest(req *http.Request) bool {
+// pacedRequest tells whether a request's response may be read paced from
+// its start: a watch of changes, not a list; initialList tells whether it
+// is a watch that streams the initial list first, paced once it has.
+func pacedRequest(req *http.Request) (paced, initialList bool) {
 	query := req.URL.Query()
-	return query.Get("watch") == "true" && query.Get("sendInitialEvents") != "true"
+	watch, initial := query.Get("watch") == "true", query.Get("sendInitialEvents") == "true"
+	return watch && !initial, watch && initial
+}
+
+// initialEventsEnded paces the watch that streamed the initial list from
+// now on: what follows are changes. The decoder calls it on the bookmark
+// that ends the initial events.
+func (p *readPacing) initialEventsEnded() {
+	if c := p.initial.Swap(nil); c != nil {
+		c.watch.Store(true)
+	}
 }
 
 // wrap marks the connection each request goes out on with whether its
@@ -53,10 +70,15 @@ func pacedRequest(req *http.Request) bool {
 // a time, a list after a watch or the other way round.
 func (p *readPacing) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-		paced := pacedRequest(req)
+		paced, initialList := pacedRequest(req)
 		trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
 			if c := pacedConnOf(info.Conn); c != nil {
 				c.watch.Store(paced)
+				if initialList {
+					p.initial.Store(c)
+				} else {
+					p.initial.CompareAndSwap(c, nil)
+				}
 			}
 		}}
 		return rt.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))

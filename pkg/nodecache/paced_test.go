@@ -91,17 +91,18 @@ func TestPacingStandsDownWhileUpdatesAreUrgent(t *testing.T) {
 	assert.False(t, pacing.active(), "a decision is due")
 }
 
-// Only a watch of changes is paced; a list, and a watch that streams the
-// initial list first, as the informer's relist after a 410 Gone does, are
-// read at once.
+// Only a watch of changes is paced from its start; a list is read at once,
+// and a watch that streams the initial list first, as the informer's
+// relist after a 410 Gone does, until its initial events end.
 func TestOnlyAWatchOfChangesIsPaced(t *testing.T) {
-	for query, paced := range map[string]bool{
-		"watch=true&resourceVersion=12&allowWatchBookmarks=true":                                       true,
-		"resourceVersion=0&limit=500":                                                                  false,
-		"watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true": false,
+	for query, want := range map[string][2]bool{
+		"watch=true&resourceVersion=12&allowWatchBookmarks=true":                                       {true, false},
+		"resourceVersion=0&limit=500":                                                                  {false, false},
+		"watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true": {false, true},
 	} {
 		req := httptest.NewRequest(http.MethodGet, "/api/v1/nodes?"+query, nil)
-		assert.Equal(t, paced, pacedRequest(req), query)
+		paced, initialList := pacedRequest(req)
+		assert.Equal(t, want, [2]bool{paced, initialList}, query)
 	}
 }
 
@@ -124,7 +125,7 @@ func TestTheConnectionOfAListIsNotPaced(t *testing.T) {
 	for _, tc := range []struct {
 		query string
 		paced bool
-	}{{"watch=true&resourceVersion=1", true}, {"limit=500", false}, {"watch=true&resourceVersion=2", true}} {
+	}{{"watch=true&resourceVersion=1", true}, {"limit=500", false}, {"watch=true&resourceVersion=2", true}, {"watch=true&sendInitialEvents=true", false}} {
 		resp, err := client.Get(server.URL + "/api/v1/nodes?" + tc.query)
 		require.NoError(t, err)
 		_, _ = io.Copy(io.Discard, resp.Body)
@@ -132,4 +133,40 @@ func TestTheConnectionOfAListIsNotPaced(t *testing.T) {
 		require.Len(t, conns, 1, "one keep-alive connection")
 		assert.Equal(t, tc.paced, conns[0].watch.Load(), tc.query)
 	}
+}
+
+// A watch that streams the initial list is paced once its initial events
+// end: client-go reads changes from it for minutes after (issue 31: a
+// heartbeat cost twice the CPU while it ran unpaced). A later request on
+// the connection is marked as its own.
+func TestAWatchOfTheInitialListIsPacedOnceTheListEnds(t *testing.T) {
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("{}")) }))
+	defer server.Close()
+	pacing := &readPacing{window: time.Millisecond, clock: clocktesting.NewFakeClock(time.Unix(0, 0))}
+	var conns []*pacedConn
+	dial := pacing.dialer()
+	transport := &http.Transport{DialContext: func(ctx context.Context, network, address string) (net.Conn, error) {
+		conn, err := dial(ctx, network, address)
+		if err == nil {
+			conns = append(conns, conn.(*pacedConn))
+		}
+		return conn, err
+	}}
+	client := &http.Client{Transport: pacing.wrap(transport)}
+	get := func(query string) {
+		resp, err := client.Get(server.URL + "/api/v1/nodes?" + query)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		require.NoError(t, resp.Body.Close())
+	}
+	get("watch=true&sendInitialEvents=true")
+	require.Len(t, conns, 1)
+	assert.False(t, conns[0].watch.Load(), "the initial list is read at once")
+	pacing.initialEventsEnded()
+	assert.True(t, conns[0].watch.Load(), "the changes after it are paced")
+
+	get("watch=true&sendInitialEvents=true")
+	get("limit=500")
+	pacing.initialEventsEnded()
+	assert.False(t, conns[0].watch.Load(), "a list on the connection since is not paced")
 }

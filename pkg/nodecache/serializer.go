@@ -41,18 +41,18 @@ type serializers struct {
 	infos []runtime.SerializerInfo
 }
 
-func newSerializers(d *decoder) *serializers {
+func newSerializers(d *decoder, initialEventsEnded func()) *serializers {
 	var s serializers
 	for _, info := range scheme.Codecs.SupportedMediaTypes() {
 		switch info.MediaType {
 		case runtime.ContentTypeProtobuf:
-			info.Serializer = &compacting{Serializer: info.Serializer, decoder: d}
+			info.Serializer = &compacting{Serializer: info.Serializer, decoder: d, initialEventsEnded: initialEventsEnded}
 			raw := protobuf.NewRawSerializer(scheme.Scheme, scheme.Scheme)
 			info.StreamSerializer = &runtime.StreamSerializerInfo{
 				Serializer: watchEvents{Serializer: raw}, Framer: protobuf.LengthDelimitedFramer,
 			}
 		case runtime.ContentTypeJSON:
-			info.Serializer = &compacting{Serializer: info.Serializer}
+			info.Serializer = &compacting{Serializer: info.Serializer, initialEventsEnded: initialEventsEnded}
 		default:
 			continue
 		}
@@ -79,11 +79,15 @@ type compacting struct {
 	runtime.Serializer
 	// decoder decodes protobuf Nodes and NodeLists; nil for JSON.
 	decoder *decoder
+	// initialEventsEnded, when set, is called on the bookmark that ends a
+	// watch's initial events.
+	initialEventsEnded func()
 }
 
 func (t *compacting) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
 	if t.decoder != nil && into == nil {
 		if obj, gvk, err := t.decodeFast(data); err == nil {
+			t.noticeInitialEventsEnd(obj)
 			return obj, gvk, nil
 		}
 	}
@@ -93,7 +97,9 @@ func (t *compacting) Decode(data []byte, defaults *schema.GroupVersionKind, into
 	}
 	switch o := obj.(type) {
 	case *corev1.Node:
-		return NodeOf(o), gvk, nil
+		node := NodeOf(o)
+		t.noticeInitialEventsEnd(node)
+		return node, gvk, nil
 	case *corev1.NodeList:
 		list := &NodeList{ListMeta: o.ListMeta, Items: make([]health.Node, len(o.Items))}
 		for i := range o.Items {
@@ -102,6 +108,16 @@ func (t *compacting) Decode(data []byte, defaults *schema.GroupVersionKind, into
 		return list, gvk, nil
 	}
 	return obj, gvk, nil
+}
+
+// noticeInitialEventsEnd tells of the bookmark that ends a watch's initial
+// events: the only node object with that annotation. Others keep no
+// annotation but the rare manual confirmation, so this costs a length check.
+func (t *compacting) noticeInitialEventsEnd(obj runtime.Object) {
+	node, ok := obj.(*health.Node)
+	if ok && len(node.Annotations) > 0 && node.Annotations[metav1.InitialEventsAnnotationKey] == "true" && t.initialEventsEnded != nil {
+		t.initialEventsEnded()
+	}
 }
 
 // decodeFast decodes a protobuf Node or NodeList by the decoder; it declines

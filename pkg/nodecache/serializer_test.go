@@ -38,7 +38,8 @@ func TestWatchDecodesCompactNodes(t *testing.T) {
 		require.NoError(t, raw.Encode(event, frames))
 	}
 
-	negotiator := runtime.NewClientNegotiator(newSerializers(&decoder{}), corev1.SchemeGroupVersion)
+	ended := 0
+	negotiator := runtime.NewClientNegotiator(newSerializers(&decoder{}, func() { ended++ }), corev1.SchemeGroupVersion)
 	objects, events, framer, err := negotiator.StreamDecoder(runtime.ContentTypeProtobuf, nil)
 	require.NoError(t, err)
 	decoder := restclientwatch.NewDecoder(streaming.NewDecoder(framer.NewFrameReader(io.NopCloser(&stream)), events), objects)
@@ -47,11 +48,13 @@ func TestWatchDecodesCompactNodes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, watch.Modified, typ)
 	assert.Equal(t, standard(t, encode(t, node)), obj)
+	assert.Zero(t, ended, "a node is no end of the initial events")
 
 	typ, obj, err = decoder.Decode()
 	require.NoError(t, err)
 	assert.Equal(t, watch.Bookmark, typ)
 	assert.Equal(t, "true", obj.(*health.Node).Annotations[metav1.InitialEventsAnnotationKey])
+	assert.Equal(t, 1, ended, "the bookmark ends the initial events: the watch is paced from here")
 
 	typ, obj, err = decoder.Decode()
 	require.NoError(t, err)
@@ -65,7 +68,7 @@ func TestJSONNodesAreCompact(t *testing.T) {
 	node.Kind, node.APIVersion = "Node", "v1"
 	data, err := runtime.Encode(scheme.Codecs.LegacyCodec(corev1.SchemeGroupVersion), node)
 	require.NoError(t, err)
-	info, ok := runtime.SerializerInfoForMediaType(newSerializers(&decoder{}).SupportedMediaTypes(), runtime.ContentTypeJSON)
+	info, ok := runtime.SerializerInfoForMediaType(newSerializers(&decoder{}, nil).SupportedMediaTypes(), runtime.ContentTypeJSON)
 	require.True(t, ok)
 	obj, _, err := runtime.WithoutVersionDecoder{Decoder: info.Serializer}.Decode(data, nil, nil)
 	require.NoError(t, err)
@@ -80,7 +83,7 @@ func TestJSONNodeListsAreCompact(t *testing.T) {
 		Items: []corev1.Node{*first, *second}}
 	data, err := runtime.Encode(scheme.Codecs.LegacyCodec(corev1.SchemeGroupVersion), list)
 	require.NoError(t, err)
-	info, ok := runtime.SerializerInfoForMediaType(newSerializers(&decoder{}).SupportedMediaTypes(), runtime.ContentTypeJSON)
+	info, ok := runtime.SerializerInfoForMediaType(newSerializers(&decoder{}, nil).SupportedMediaTypes(), runtime.ContentTypeJSON)
 	require.True(t, ok)
 	obj, _, err := runtime.WithoutVersionDecoder{Decoder: info.Serializer}.Decode(data, nil, nil)
 	require.NoError(t, err)
