@@ -123,11 +123,29 @@ func (t *compacting) noticeInitialEventsEnd(obj runtime.Object) {
 // decodeFast decodes a protobuf Node or NodeList by the decoder; it declines
 // (errNotCanonical) anything else.
 func (t *compacting) decodeFast(data []byte) (runtime.Object, *schema.GroupVersionKind, error) {
+	kind, body, err := unwrap(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch kind {
+	case nodeKind.Kind:
+		node, err := t.decoder.node(body)
+		return node, &nodeKind, err
+	case nodeListKind.Kind:
+		list, err := t.decoder.list(body)
+		return list, &nodeListKind, err
+	}
+	return nil, nil, errNotCanonical
+}
+
+// unwrap returns the kind and the bytes of a protobuf object of core/v1;
+// it declines (errNotCanonical) anything else.
+func unwrap(data []byte) (kind string, body []byte, err error) {
 	raw, ok := bytes.CutPrefix(data, protobufPrefix)
 	if !ok {
-		return nil, nil, errNotCanonical
+		return "", nil, errNotCanonical
 	}
-	var apiVersion, kind, body []byte
+	var apiVersion, kindBytes []byte
 	r := reader{b: raw}
 	for r.next() {
 		switch r.num {
@@ -138,29 +156,21 @@ func (t *compacting) decodeFast(data []byte) (runtime.Object, *schema.GroupVersi
 				case typeMetaAPIVersion:
 					apiVersion = meta.val
 				case typeMetaKind:
-					kind = meta.val
+					kindBytes = meta.val
 				}
 			}
 		case unknownRaw:
 			body = r.val
 		case unknownContentEncoding:
 			if len(r.val) > 0 {
-				return nil, nil, errNotCanonical
+				return "", nil, errNotCanonical
 			}
 		}
 	}
 	if r.err != nil || string(apiVersion) != nodeKind.GroupVersion().String() {
-		return nil, nil, errNotCanonical
+		return "", nil, errNotCanonical
 	}
-	switch string(kind) {
-	case nodeKind.Kind:
-		node, err := t.decoder.node(body)
-		return node, &nodeKind, err
-	case nodeListKind.Kind:
-		list, err := t.decoder.list(body)
-		return list, &nodeListKind, err
-	}
-	return nil, nil, errNotCanonical
+	return string(kindBytes), body, nil
 }
 
 // watchEvents decodes the frames of a protobuf watch into WatchEvents whose
