@@ -58,6 +58,10 @@ func (c *Controller) nodesCaughtUp(ctx context.Context, nhc *v1alpha1.NodeHealth
 		// Evaluate reports the selector; no node is selected.
 		return true, nil
 	}
+	if c.olderThanTheCache(nhc) {
+		c.catchUps.forget(nhc.Name)
+		return true, nil
+	}
 	now := c.clock.Now()
 	c.catchUps.mu.Lock()
 	pending, ok := c.catchUps.byName[nhc.Name]
@@ -82,6 +86,21 @@ func (c *Controller) nodesCaughtUp(ctx context.Context, nhc *v1alpha1.NodeHealth
 	}
 	c.catchUps.byName[nhc.Name] = pending
 	return false, nil
+}
+
+// olderThanTheCache tells whether a NodeHealthCheck, as the cache shows it,
+// is older than the list the node cache started from: every node that
+// existed when it was created is cached, at least as new as then, and no
+// list is needed. At a start, that is every NodeHealthCheck but one
+// created in the last moments: 10 NodeHealthChecks at 10,000 nodes were 29
+// lists of 110 MB and 2.4 s of start-up (issue 31).
+func (c *Controller) olderThanTheCache(nhc *v1alpha1.NodeHealthCheck) bool {
+	started := c.liveNodes.InitialListVersion()
+	if started == "" {
+		return false
+	}
+	cmp, err := resourceversion.CompareResourceVersion(nhc.ResourceVersion, started)
+	return err == nil && cmp <= 0
 }
 
 // cacheShows tells whether the node cache holds a node at least as new as

@@ -94,3 +94,32 @@ func TestANodeDeletedAfterTheListHoldsNothingBackForLong(t *testing.T) {
 	assert.Equal(t, 2, f.liveNodes.lists)
 	assert.Equal(t, int32(1), *f.lastStatus(t).ObservedNodes)
 }
+
+// A NodeHealthCheck older than the list the node cache started from needs
+// no list of its own: every node that existed when it was created is
+// cached (issue 31: at a start, each new NodeHealthCheck listed its nodes).
+// One created since, or when that list is unknown, is listed as before.
+func TestANodeHealthCheckOlderThanTheCacheAsksNoList(t *testing.T) {
+	for _, tt := range []struct {
+		name, nhcVersion, initialList string
+		listed                        bool
+	}{
+		{name: "created before the cache's list", nhcVersion: "5", initialList: "9"},
+		{name: "created at the cache's list", nhcVersion: "9", initialList: "9"},
+		{name: "created after it", nhcVersion: "12", initialList: "9", listed: true},
+		{name: "the cache's list unknown", nhcVersion: "5", listed: true},
+		{name: "a resourceVersion that is no number", nhcVersion: "abc", initialList: "9", listed: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			nhc := workersNHC()
+			nhc.ResourceVersion = tt.nhcVersion
+			f := newSyncFixture(t, nhc, nodeAt(healthyNode("worker-1"), "10"))
+			f.liveNodes.initialList = tt.initialList
+			f.liveNodes.versions = map[string]string{"worker-1": "10"}
+			_, err := f.sync()
+			require.NoError(t, err)
+			assert.Equal(t, tt.listed, f.liveNodes.lists == 1)
+			assert.Equal(t, int32(1), *f.lastStatus(t).ObservedNodes)
+		})
+	}
+}

@@ -149,6 +149,9 @@ type fakeLiveNodes struct {
 	live  map[string]*corev1.Node
 	err   error
 	reads int
+	// initialList is the resourceVersion of the list the node cache
+	// started from; "" for unknown.
+	initialList string
 }
 
 func (f *fakeLiveNodes) Node(_ context.Context, name string) (*health.Node, error) {
@@ -279,6 +282,8 @@ func (n fakedNodeReads) Versions(ctx context.Context, selector labels.Selector) 
 func (n fakedNodeReads) Node(ctx context.Context, name string) (*health.Node, error) {
 	return n.live.Node(ctx, name)
 }
+
+func (n fakedNodeReads) InitialListVersion() string { return n.live.initialList }
 
 func (f *syncFixture) setNHC(t testing.TB, nhc *v1alpha1.NodeHealthCheck) {
 	t.Helper()

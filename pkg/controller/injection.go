@@ -61,6 +61,9 @@ type liveNodes interface {
 	Versions(ctx context.Context, selector labels.Selector) (map[string]string, error)
 	// Node reads a node, consistently; a NotFound error when it is gone.
 	Node(ctx context.Context, name string) (*health.Node, error)
+	// InitialListVersion is the resourceVersion of the list the node cache
+	// started from, once it holds it; "" when unknown.
+	InitialListVersion() string
 }
 
 // liveNHCs reads NodeHealthChecks at the API server, past the cache.

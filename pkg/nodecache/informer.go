@@ -6,6 +6,7 @@
 package nodecache
 
 import (
+	"sync/atomic"
 	"context"
 	"fmt"
 	"time"
@@ -30,6 +31,9 @@ type Informer struct {
 	// lists reads nodes at the API server (Versions); its connections are
 	// never paced.
 	lists rest.Interface
+	// initialList is the resourceVersion of the first initial list the
+	// watch streamed, from the bookmark that ended it.
+	initialList *atomic.Pointer[string]
 }
 
 // NewInformer returns the node informer. Its own REST client asks for
@@ -44,7 +48,11 @@ func NewInformer(config *rest.Config, batchWindow time.Duration) (*Informer, err
 	config.APIPath = "/api"
 	config.ContentType = runtime.ContentTypeProtobuf
 	config.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	config.NegotiatedSerializer = newSerializers(d, pacing.initialEventsEnded)
+	initialList := &atomic.Pointer[string]{}
+	config.NegotiatedSerializer = newSerializers(d, func(resourceVersion string) {
+		pacing.initialEventsEnded()
+		initialList.CompareAndSwap(nil, &resourceVersion)
+	})
 	// HTTP/1.1: the watch is read where it is decoded, without HTTP/2's
 	// frame reader goroutine in between and without a flow-control
 	// window update written back for every node.
@@ -83,7 +91,22 @@ func NewInformer(config *rest.Config, batchWindow time.Duration) (*Informer, err
 		node, _ := obj.(*health.Node)
 		return node
 	}
-	return &Informer{informer: informer, lister: NewLister(indexer), pacing: pacing, lists: lists}, nil
+	return &Informer{informer: informer, lister: NewLister(indexer), pacing: pacing, lists: lists, initialList: initialList}, nil
+}
+
+// InitialListVersion is the resourceVersion of the consistent list the
+// cache started from, once the cache holds it: every node that existed
+// then is cached, at least as new, from then on (a relist replaces it with
+// newer ones). It is "" before the cache has synced, and when the API
+// server sent no bookmark to end the initial events (a plain LIST).
+func (i *Informer) InitialListVersion() string {
+	if i.initialList == nil || !i.informer.HasSynced() {
+		return ""
+	}
+	if v := i.initialList.Load(); v != nil {
+		return *v
+	}
+	return ""
 }
 
 // ReadAtOnceWhile makes the informer read node updates as they arrive,

@@ -41,7 +41,7 @@ type serializers struct {
 	infos []runtime.SerializerInfo
 }
 
-func newSerializers(d *decoder, initialEventsEnded func()) *serializers {
+func newSerializers(d *decoder, initialEventsEnded func(resourceVersion string)) *serializers {
 	var s serializers
 	for _, info := range scheme.Codecs.SupportedMediaTypes() {
 		switch info.MediaType {
@@ -79,9 +79,9 @@ type compacting struct {
 	runtime.Serializer
 	// decoder decodes protobuf Nodes and NodeLists; nil for JSON.
 	decoder *decoder
-	// initialEventsEnded, when set, is called on the bookmark that ends a
-	// watch's initial events.
-	initialEventsEnded func()
+	// initialEventsEnded, when set, is called with its resourceVersion on
+	// the bookmark that ends a watch's initial events.
+	initialEventsEnded func(resourceVersion string)
 }
 
 func (t *compacting) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
@@ -116,7 +116,7 @@ func (t *compacting) Decode(data []byte, defaults *schema.GroupVersionKind, into
 func (t *compacting) noticeInitialEventsEnd(obj runtime.Object) {
 	node, ok := obj.(*health.Node)
 	if ok && len(node.Annotations) > 0 && node.Annotations[metav1.InitialEventsAnnotationKey] == "true" && t.initialEventsEnded != nil {
-		t.initialEventsEnded()
+		t.initialEventsEnded(node.ResourceVersion)
 	}
 }
 
