@@ -6,9 +6,9 @@
 package nodecache
 
 import (
-	"sync/atomic"
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
