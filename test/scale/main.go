@@ -135,13 +135,20 @@ func run(ctx context.Context, cfg *config, res *result, name string) error {
 	return nil
 }
 
-// commit names the source the controller was built from.
+// commit names the source the controller was built from, "-dirty" when
+// it has changes; the trend file, which each run appends to, is none.
 func commit() string {
-	out, err := exec.Command("git", "-C", controlplane.RepoRoot(), "describe", "--always", "--dirty", "--abbrev=12").Output()
+	root := controlplane.RepoRoot()
+	out, err := exec.Command("git", "-C", root, "describe", "--always", "--abbrev=12").Output()
 	if err != nil {
 		return "unknown"
 	}
-	return strings.TrimSpace(string(out))
+	name := strings.TrimSpace(string(out))
+	trend, _ := filepath.Rel(root, defaultTrend())
+	if exec.Command("git", "-C", root, "diff", "--quiet", "HEAD", "--", ".", ":(exclude)"+trend).Run() != nil {
+		name += "-dirty"
+	}
+	return name
 }
 
 func cpuModel() string {
