@@ -337,10 +337,18 @@ func rewatchKey(client string, gvr schema.GroupVersionResource) string {
 	return client + " " + gvr.String()
 }
 
-// endLocked ends a watch, noting when a stalled one ended.
+// endLocked ends a watch, noting when a stalled one ended, and, for a
+// resource every replica watches, that its client has yet to watch again:
+// until it has, what the stall held back is unseen (seed 174264: a stalled
+// node watch timed out during an outage, the client's relists failed until
+// it ended, and a deleted node's lease was renewed from the stale picture
+// at the outage's last instant).
 func (s *Server) endLocked(w *watcher) {
 	if w.stalled && !w.stream.isClosed() {
 		s.stallEnded = s.now()
+		if w.gvr == nodesGVR || w.gvr == nhcGVR || w.gvr == leasesGVR {
+			s.rewatching[rewatchKey(w.client, w.gvr)] = true
+		}
 	}
 	_ = w.stream.Close()
 }
