@@ -27,8 +27,8 @@ build: ## Compile every package, the nhc-controller binary and the kubectl-nhc p
 	install -m 0755 plugin/kubectl_complete-nhc bin/kubectl_complete-nhc
 
 .PHONY: image
-image: ## Build the container image without a Docker daemon into _output/image (OCI layout and tarball), tagged as manifests/kustomization.yaml deploys it; IMAGE names it otherwise, PUSH=1 pushes it.
-	go run ./hack/image --output _output/image $(if $(IMAGE),--tag "$(IMAGE)") --version "$(VERSION)" $(if $(PUSH),--push)
+image: ## Build the container image without a Docker daemon into _output/image (OCI layout and tarball) for this host's architecture (ARCH=amd64,arm64 for both), tagged as manifests/kustomization.yaml deploys it; IMAGE names it otherwise, PUSH=1 pushes it.
+	go run ./hack/image --output _output/image $(if $(ARCH),--arch "$(ARCH)") $(if $(IMAGE),--tag "$(IMAGE)") --version "$(VERSION)" $(if $(PUSH),--push)
 
 .PHONY: release
 release: k8s-binaries helm ## Write a release into _output/release (VERSION=vX.Y.Z, with its section in CHANGELOG.md): images for amd64 and arm64, nhc-controller.yaml, the Helm chart, kubectl-nhc archives and krew manifest, release notes, SHA256SUMS; IMAGE_REPO names the image, PUSH=1 pushes it and pins the install file to its digest.

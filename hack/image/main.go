@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -37,7 +38,8 @@ func main() {
 	output := flag.String("output", "_output/image", "folder for the OCI layout (oci/) and the tarballs")
 	tag := flag.String("tag", "", "the image reference recorded in the layout and the tarballs; by default the image "+manifests.Kustomization+" deploys")
 	version := flag.String("version", "dev", "the version stamped into the binary and the image labels")
-	archs := flag.String("arch", "amd64", "the target architectures (GOARCH), comma-separated; more than one makes an image index")
+	// The host's by default: kind on an arm64 laptop runs arm64 images.
+	archs := flag.String("arch", runtime.GOARCH, "the target architectures (GOARCH), comma-separated; more than one makes an image index")
 	push := flag.Bool("push", false, "also push the image to --tag's registry, with the credentials of docker login or podman login")
 	flag.Parse()
 	if *tag == "" {
