@@ -89,12 +89,22 @@ func pluginArchives(version, output string) (map[[2]string]string, error) {
 			return nil, err
 		}
 		name := fmt.Sprintf("kubectl-nhc_%s_%s_%s.tar.gz", version, platform[0], platform[1])
-		if err := writeArchive(filepath.Join(output, name), []archived{{"kubectl-nhc", 0o755, data}, {"kubectl_complete-nhc", 0o755, completion}, {"LICENSE", 0o644, license}}); err != nil {
+		if err := writeArchive(filepath.Join(output, name), pluginFiles(platform[0], data, completion, license)); err != nil {
 			return nil, err
 		}
 		archives[platform] = name
 	}
 	return archives, nil
+}
+
+// pluginFiles are the files of kubectl-nhc's archive for an OS: the
+// completion helper is a shell script, which Windows has no use for.
+func pluginFiles(goos string, binary, completion, license []byte) []archived {
+	files := []archived{{pluginBinary(goos), 0o755, binary}}
+	if goos != "windows" {
+		files = append(files, archived{"kubectl_complete-nhc", 0o755, completion})
+	}
+	return append(files, archived{"LICENSE", 0o644, license})
 }
 
 // archived is a file to archive.
@@ -152,8 +162,10 @@ func krewManifest(version string, archives map[[2]string]string, out string) err
 		var entry platform
 		entry.Selector.MatchLabels = map[string]string{"os": p[0], "arch": p[1]}
 		entry.URI = "https://github.com/nodehealthcheck/nhc-controller/releases/download/" + version + "/" + name
-		entry.Sha256, entry.Bin = sum, "kubectl-nhc"
-		entry.Files = []map[string]string{{"from": "kubectl-nhc", "to": "."}, {"from": "kubectl_complete-nhc", "to": "."}, {"from": "LICENSE", "to": "."}}
+		entry.Sha256, entry.Bin = sum, pluginBinary(p[0])
+		for _, f := range pluginFiles(p[0], nil, nil, nil) {
+			entry.Files = append(entry.Files, map[string]string{"from": f.name, "to": "."})
+		}
 		platforms = append(platforms, entry)
 	}
 	manifest := map[string]any{

@@ -9,7 +9,8 @@
 //   - nhc-controller-X.Y.Z.tgz: the Helm chart, its version the release's
 //     and its image the release's (pinned to the digest with --push);
 //   - nhc-controller.crds.yaml: the CRD alone, for helm upgrade;
-//   - kubectl-nhc for linux and darwin, amd64 and arm64, as archives, and
+//   - kubectl-nhc for linux and darwin, amd64 and arm64, and windows/amd64,
+//     as archives, and
 //     the krew plugin manifest with their sha256 sums;
 //   - release-notes.md, the version's section of CHANGELOG.md;
 //   - SHA256SUMS of every file.
@@ -33,7 +34,15 @@ import (
 const crdFile = "manifests/crd/remediation.medik8s.io_nodehealthchecks.yaml"
 
 // pluginPlatforms are the platforms kubectl-nhc is built for.
-var pluginPlatforms = [][2]string{{"linux", "amd64"}, {"linux", "arm64"}, {"darwin", "amd64"}, {"darwin", "arm64"}}
+var pluginPlatforms = [][2]string{{"linux", "amd64"}, {"linux", "arm64"}, {"darwin", "amd64"}, {"darwin", "arm64"}, {"windows", "amd64"}}
+
+// pluginBinary is kubectl-nhc's file name on a platform's OS.
+func pluginBinary(goos string) string {
+	if goos == "windows" {
+		return "kubectl-nhc.exe"
+	}
+	return "kubectl-nhc"
+}
 
 // options are the release's flags.
 type options struct {

@@ -64,7 +64,8 @@ func TestMakeRelease(t *testing.T) {
 	for _, name := range []string{"nhc-controller.yaml", "nhc-controller.crds.yaml", "release-notes.md", "nhc-controller-0.3.0.tgz", "nhc.yaml", "nhc-controller-" + version + "-oci.tar",
 		"nhc-controller-linux-amd64.tar", "nhc-controller-linux-arm64.tar",
 		"kubectl-nhc_" + version + "_linux_amd64.tar.gz", "kubectl-nhc_" + version + "_linux_arm64.tar.gz",
-		"kubectl-nhc_" + version + "_darwin_amd64.tar.gz", "kubectl-nhc_" + version + "_darwin_arm64.tar.gz"} {
+		"kubectl-nhc_" + version + "_darwin_amd64.tar.gz", "kubectl-nhc_" + version + "_darwin_arm64.tar.gz",
+		"kubectl-nhc_" + version + "_windows_amd64.tar.gz"} {
 		assert.Contains(t, listed, name)
 	}
 
@@ -103,7 +104,8 @@ func TestMakeRelease(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(rules), "/blob/"+version+"/docs/runbooks.md#", "the alerts link to the release's runbooks")
 	assert.NotContains(t, string(rules), "/blob/main/", "not main's")
-	for _, platform := range []string{"linux_amd64", "linux_arm64", "darwin_amd64", "darwin_arm64"} {
+	assert.NotEmpty(t, archivedFile(t, filepath.Join(dir, "kubectl-nhc_"+version+"_windows_amd64.tar.gz"), "kubectl-nhc.exe"), "the Windows plugin is an .exe")
+	for _, platform := range []string{"linux_amd64", "linux_arm64", "darwin_amd64", "darwin_arm64", "windows_amd64"} {
 		assert.Equal(t, repoLicense(t), archivedFile(t, filepath.Join(dir, "kubectl-nhc_"+version+"_"+platform+".tar.gz"), "LICENSE"), "the plugin carries the licence")
 	}
 	env, err := framework.StartEnv()
@@ -129,7 +131,7 @@ func TestMakeRelease(t *testing.T) {
 	require.NoError(t, yaml.Unmarshal(data, &krew))
 	assert.Equal(t, version, krew.Spec.Version)
 	assert.Contains(t, krew.Spec.Caveats, "store/nhc/"+version+"/kubectl_complete-nhc", "how to put the completion helper on the PATH")
-	require.Len(t, krew.Spec.Platforms, 4)
+	require.Len(t, krew.Spec.Platforms, 5)
 	for _, p := range krew.Spec.Platforms {
 		assert.Equal(t, listed[filepath.Base(p.URI)], p.Sha256, p.URI)
 	}
