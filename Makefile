@@ -31,7 +31,7 @@ image: ## Build the container image without a Docker daemon into _output/image (
 	go run ./hack/image --output _output/image $(if $(ARCH),--arch "$(ARCH)") $(if $(IMAGE),--tag "$(IMAGE)") --version "$(VERSION)" $(if $(PUSH),--push)
 
 .PHONY: release
-release: k8s-binaries helm ## Write a release into _output/release (VERSION=vX.Y.Z, with its section in CHANGELOG.md): images for amd64 and arm64, nhc-controller.yaml, the Helm chart, kubectl-nhc archives and krew manifest, release notes, SHA256SUMS; IMAGE_REPO names the image, PUSH=1 pushes it and pins the install file to its digest.
+release: k8s-binaries helm ## Write a release into _output/release (VERSION=vX.Y.Z, with its section in CHANGELOG.md): images for amd64 and arm64, nhc-controller.yaml, the Helm chart, kubectl-nhc archives and krew manifest, release notes, SHA256SUMS; the image is ghcr.io/nodehealthcheck/nhc-controller:VERSION@sha256:… (IMAGE_REPO names another repository), PUSH=1 pushes it.
 	go run ./hack/release --version "$(VERSION)" --output _output/release --kubectl "$(K8S_BINARIES)/kubectl" --helm "$(HELM)" $(if $(IMAGE_REPO),--image "$(IMAGE_REPO)") $(if $(PUSH),--push)
 
 .PHONY: test

@@ -5,9 +5,9 @@
 //     skopeo read), and a tarball each for docker load and kind load
 //     image-archive;
 //   - nhc-controller.yaml: the default install in one file, its image
-//     pinned to the version, and to the digest with --push;
+//     pinned to the version and the image index's digest;
 //   - nhc-controller-X.Y.Z.tgz: the Helm chart, its version the release's
-//     and its image the release's (pinned to the digest with --push);
+//     and its image the release's, pinned to the digest too;
 //   - nhc-controller.crds.yaml: the CRD alone, for helm upgrade;
 //   - kubectl-nhc for linux and darwin, amd64 and arm64, and windows/amd64,
 //     as archives, and
@@ -26,9 +26,11 @@ import (
 	"strings"
 
 	"golang.org/x/mod/semver"
-
-	"github.com/nodehealthcheck/nhc-controller/hack/internal/manifests"
 )
+
+// defaultRepository is where the project publishes its images, beside its
+// module path (.github/workflows/release.yaml pushes there on a tag).
+const defaultRepository = "ghcr.io/nodehealthcheck/nhc-controller"
 
 // crdFile is the NodeHealthCheck CRD, the same in the plain install and the chart.
 const crdFile = "manifests/crd/remediation.medik8s.io_nodehealthchecks.yaml"
@@ -57,10 +59,10 @@ func main() {
 	var o options
 	flag.StringVar(&o.version, "version", "", "the release's version, vMAJOR.MINOR.PATCH")
 	flag.StringVar(&o.output, "output", "_output/release", "the folder to write the release into; it is replaced")
-	flag.StringVar(&o.repository, "image", "", "the image repository, such as registry.example.com/nhc-controller; by default the name manifests/kustomization.yaml gives")
+	flag.StringVar(&o.repository, "image", defaultRepository, "the image repository, such as registry.example.com/nhc-controller")
 	flag.StringVar(&o.kubectl, "kubectl", "kubectl", "the kubectl that renders the manifests (kubectl kustomize)")
 	flag.StringVar(&o.helm, "helm", "helm", "the helm that packages the chart (hack/build-helm.sh)")
-	flag.BoolVar(&o.push, "push", false, "also push the image index to --image's registry, and pin the install file and the chart to its digest")
+	flag.BoolVar(&o.push, "push", false, "also push the image index to --image's registry")
 	flag.Parse()
 	if err := release(o); err != nil {
 		fmt.Fprintln(os.Stderr, "release:", err)
@@ -80,9 +82,7 @@ func release(o options) error {
 		return err
 	}
 	if repository == "" {
-		if repository, _, err = manifests.Image(manifests.Kustomization); err != nil {
-			return err
-		}
+		repository = defaultRepository
 	}
 	image := repository + ":" + version
 	if err := os.RemoveAll(output); err != nil {
@@ -101,15 +101,14 @@ func release(o options) error {
 	if err := run("go", args...); err != nil {
 		return err
 	}
-	if push {
-		// What the registry serves for the tag: the install file names it
-		// by digest, so that a moved tag cannot change what runs.
-		digest, err := indexDigest(filepath.Join(output, "oci"))
-		if err != nil {
-			return err
-		}
-		image += "@" + digest
+	// The install file and the chart name the image by digest, pushed or
+	// not: the index's digest is its content's, the same once pushed, and
+	// a moved tag cannot change what runs.
+	digest, err := indexDigest(filepath.Join(output, "oci"))
+	if err != nil {
+		return err
 	}
+	image += "@" + digest
 	if err := ociArchive(filepath.Join(output, "oci"), filepath.Join(output, "nhc-controller-"+version+"-oci.tar")); err != nil {
 		return err
 	}

@@ -1,0 +1,34 @@
+package image
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/nodehealthcheck/nhc-controller/test/controlplane"
+)
+
+// actionlint is the linter of GitHub workflows, run from the module proxy.
+const actionlint = "github.com/rhysd/actionlint/cmd/actionlint@v1.7.12"
+
+// The workflow that publishes a tag passes actionlint, and does what the
+// README says a release is: make release with the image pushed, then the
+// files as the release's assets with the changelog's notes.
+func TestTheReleaseWorkflowPassesActionlint(t *testing.T) {
+	root := controlplane.RepoRoot()
+	workflow := filepath.Join(".github", "workflows", "release.yaml")
+	lint := exec.Command("go", "run", actionlint, "-shellcheck=", "-pyflakes=", workflow)
+	lint.Dir = root
+	out, err := lint.CombinedOutput()
+	require.NoError(t, err, "actionlint: %s", out)
+
+	data, err := os.ReadFile(filepath.Join(root, workflow))
+	require.NoError(t, err)
+	for _, want := range []string{`tags: ["v*.*.*"]`, `make release VERSION="${GITHUB_REF_NAME}" PUSH=1`, "gh release create", "--notes-file _output/release/release-notes.md", "packages: write"} {
+		assert.Contains(t, string(data), want)
+	}
+}
