@@ -9,6 +9,8 @@
 //   - nhc-controller-X.Y.Z.tgz: the Helm chart, its version the release's
 //     and its image the release's, pinned to the digest too;
 //   - nhc-controller.crds.yaml: the CRD alone, for helm upgrade;
+//   - nhc-controller.sbom.cdx.json: the controller's software bill of
+//     materials (CycloneDX), the Go modules its binary is built from;
 //   - kubectl-nhc for linux and darwin, amd64 and arm64, and windows/amd64,
 //     as archives, and
 //     the krew plugin manifest with their sha256 sums;
@@ -31,6 +33,15 @@ import (
 // defaultRepository is where the project publishes its images, beside its
 // module path (.github/workflows/release.yaml pushes there on a tag).
 const defaultRepository = "ghcr.io/nodehealthcheck/nhc-controller"
+
+// cyclonedxGomod writes the SBOM: CycloneDX's generator for Go, which
+// reads the modules a binary is built from.
+const cyclonedxGomod = "github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@v1.10.0"
+
+// sbom writes the controller's software bill of materials.
+func sbom(out string) error {
+	return run("go", "run", cyclonedxGomod, "app", "-json", "-main", "cmd/nhc-controller", "-output", out, ".")
+}
 
 // crdFile is the NodeHealthCheck CRD, the same in the plain install and the chart.
 const crdFile = "manifests/crd/remediation.medik8s.io_nodehealthchecks.yaml"
@@ -124,6 +135,9 @@ func release(o options) error {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(output, "nhc-controller.crds.yaml"), crd, 0o644); err != nil {
+		return err
+	}
+	if err := sbom(filepath.Join(output, "nhc-controller.sbom.cdx.json")); err != nil {
 		return err
 	}
 	archives, err := pluginArchives(version, output)

@@ -7,12 +7,14 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"log"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,7 +63,7 @@ func TestMakeRelease(t *testing.T) {
 		listed[name] = sum
 		assert.Equal(t, sum, sha256Of(t, filepath.Join(dir, name)), name)
 	}
-	for _, name := range []string{"nhc-controller.yaml", "nhc-controller.crds.yaml", "release-notes.md", "nhc-controller-0.3.0.tgz", "nhc.yaml", "nhc-controller-" + version + "-oci.tar",
+	for _, name := range []string{"nhc-controller.yaml", "nhc-controller.crds.yaml", "nhc-controller.sbom.cdx.json", "release-notes.md", "nhc-controller-0.3.0.tgz", "nhc.yaml", "nhc-controller-" + version + "-oci.tar",
 		"nhc-controller-linux-amd64.tar", "nhc-controller-linux-arm64.tar",
 		"kubectl-nhc_" + version + "_linux_amd64.tar.gz", "kubectl-nhc_" + version + "_linux_arm64.tar.gz",
 		"kubectl-nhc_" + version + "_darwin_amd64.tar.gz", "kubectl-nhc_" + version + "_darwin_arm64.tar.gz",
@@ -140,6 +142,28 @@ func TestMakeRelease(t *testing.T) {
 	for _, p := range krew.Spec.Platforms {
 		assert.Equal(t, listed[filepath.Base(p.URI)], p.Sha256, p.URI)
 	}
+
+	var bom struct {
+		BOMFormat string `json:"bomFormat"`
+		Metadata  struct {
+			Component struct {
+				Name string `json:"name"`
+			} `json:"component"`
+		} `json:"metadata"`
+		Components []struct {
+			Name string `json:"name"`
+		} `json:"components"`
+	}
+	data, err = os.ReadFile(filepath.Join(dir, "nhc-controller.sbom.cdx.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &bom))
+	assert.Equal(t, "CycloneDX", bom.BOMFormat)
+	assert.Equal(t, "github.com/nodehealthcheck/nhc-controller", bom.Metadata.Component.Name)
+	assert.True(t, slices.ContainsFunc(bom.Components, func(c struct {
+		Name string `json:"name"`
+	}) bool {
+		return c.Name == "k8s.io/client-go"
+	}), "the SBOM lists the modules the controller is built from")
 
 	notes, err := os.ReadFile(filepath.Join(dir, "release-notes.md"))
 	require.NoError(t, err)
