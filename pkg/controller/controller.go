@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -24,6 +25,24 @@ import (
 	nhclisters "github.com/nodehealthcheck/nhc-controller/pkg/generated/listers/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 )
+
+// maxRetryDelay bounds how long a NodeHealthCheck whose sync failed waits
+// for its next try. client-go's default doubles up to 1000 s: after a
+// minute of conflicts (a status write whose answer was lost, while the
+// watch that would show the new resourceVersion was silent) the next try
+// came minutes after the cause had gone, and the status went unrecorded
+// that long (make sim, seed 186040). Every NodeHealthCheck that keeps
+// failing costs a try every 30 s.
+const maxRetryDelay = 30 * time.Second
+
+// retryLimiter is client-go's controller rate limiter, its per-item
+// back-off capped at maxRetryDelay.
+func retryLimiter() workqueue.TypedRateLimiter[string] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, maxRetryDelay),
+		&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
+}
 
 // QueueName names the workqueue, and so its workqueue_* metrics.
 const QueueName = "nodehealthcheck"
@@ -124,7 +143,7 @@ func New(ctx context.Context, nodeInformer NodeCache, nhcInformer nhcinformers.N
 		metrics:      metrics,
 		clock:        clk,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
+			retryLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: QueueName, Clock: clk},
 		),
 		selectors:   newSelectorCache(),
