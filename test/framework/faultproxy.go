@@ -33,6 +33,8 @@ type FaultProxy struct {
 	// loseCreates forwards POSTs to paths containing this string, then
 	// answers 500 as if the response was lost.
 	loseCreates string
+	// loseUpdates does the same to PUTs to paths containing this string.
+	loseUpdates string
 	// unreachable answers every request with 503.
 	unreachable bool
 	// held are, by what they hold (watchesOf a resource, or a part of the
@@ -66,14 +68,15 @@ func NewFaultProxy(config *rest.Config, dir string) (*FaultProxy, error) {
 	p := &FaultProxy{held: map[string]chan struct{}{}, expired: map[string]bool{}}
 	p.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
-		unreachable, failWrites, loseCreates := p.unreachable, p.failWrites, p.loseCreates
+		unreachable, failWrites, loseCreates, loseUpdates := p.unreachable, p.failWrites, p.loseCreates, p.loseUpdates
 		p.mu.Unlock()
 		write := r.Method != http.MethodGet && r.Method != http.MethodHead
 		held := p.holding(r)
 		switch {
 		case unreachable, failWrites && write:
 			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"ServiceUnavailable","code":503}`, http.StatusServiceUnavailable)
-		case loseCreates != "" && r.Method == http.MethodPost && strings.Contains(r.URL.Path, loseCreates):
+		case loseCreates != "" && r.Method == http.MethodPost && strings.Contains(r.URL.Path, loseCreates),
+			loseUpdates != "" && r.Method == http.MethodPut && strings.Contains(r.URL.Path, loseUpdates):
 			forward.ServeHTTP(discard{header: http.Header{}}, r)
 			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"InternalError","code":500}`, http.StatusInternalServerError)
 		case p.resumesExpired(r):
@@ -113,6 +116,14 @@ func (p *FaultProxy) LoseCreates(path string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.loseCreates = path
+}
+
+// LoseUpdates makes updates (PUT) to paths containing path reach the API
+// server and then fail with 500; "" stops it.
+func (p *FaultProxy) LoseUpdates(path string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.loseUpdates = path
 }
 
 // Unreachable makes the API server unreachable, as while it restarts: every
