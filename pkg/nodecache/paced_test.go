@@ -109,29 +109,15 @@ func TestOnlyAWatchOfChangesIsPaced(t *testing.T) {
 // The connection a request goes out on is marked with whether it is paced,
 // request by request: a keep-alive connection carries a watch, then a list.
 func TestTheConnectionOfAListIsNotPaced(t *testing.T) {
-	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("{}")) }))
-	defer server.Close()
 	pacing := &readPacing{window: time.Millisecond, clock: clocktesting.NewFakeClock(time.Unix(0, 0))}
-	var conns []*pacedConn
-	dial := pacing.dialer()
-	transport := &http.Transport{DialContext: func(ctx context.Context, network, address string) (net.Conn, error) {
-		conn, err := dial(ctx, network, address)
-		if err == nil {
-			conns = append(conns, conn.(*pacedConn))
-		}
-		return conn, err
-	}}
-	client := &http.Client{Transport: pacing.wrap(transport)}
+	get, conns := pacedGets(t, pacing)
 	for _, tc := range []struct {
 		query string
 		paced bool
 	}{{"watch=true&resourceVersion=1", true}, {"limit=500", false}, {"watch=true&resourceVersion=2", true}, {"watch=true&sendInitialEvents=true", false}} {
-		resp, err := client.Get(server.URL + "/api/v1/nodes?" + tc.query)
-		require.NoError(t, err)
-		_, _ = io.Copy(io.Discard, resp.Body)
-		require.NoError(t, resp.Body.Close())
-		require.Len(t, conns, 1, "one keep-alive connection")
-		assert.Equal(t, tc.paced, conns[0].watch.Load(), tc.query)
+		get(tc.query)
+		require.Len(t, *conns, 1, "one keep-alive connection")
+		assert.Equal(t, tc.paced, (*conns)[0].watch.Load(), tc.query)
 	}
 }
 
@@ -140,33 +126,39 @@ func TestTheConnectionOfAListIsNotPaced(t *testing.T) {
 // heartbeat cost twice the CPU while it ran unpaced). A later request on
 // the connection is marked as its own.
 func TestAWatchOfTheInitialListIsPacedOnceTheListEnds(t *testing.T) {
-	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("{}")) }))
-	defer server.Close()
 	pacing := &readPacing{window: time.Millisecond, clock: clocktesting.NewFakeClock(time.Unix(0, 0))}
-	var conns []*pacedConn
-	dial := pacing.dialer()
-	transport := &http.Transport{DialContext: func(ctx context.Context, network, address string) (net.Conn, error) {
-		conn, err := dial(ctx, network, address)
-		if err == nil {
-			conns = append(conns, conn.(*pacedConn))
-		}
-		return conn, err
-	}}
-	client := &http.Client{Transport: pacing.wrap(transport)}
-	get := func(query string) {
-		resp, err := client.Get(server.URL + "/api/v1/nodes?" + query)
-		require.NoError(t, err)
-		_, _ = io.Copy(io.Discard, resp.Body)
-		require.NoError(t, resp.Body.Close())
-	}
+	get, conns := pacedGets(t, pacing)
 	get("watch=true&sendInitialEvents=true")
-	require.Len(t, conns, 1)
-	assert.False(t, conns[0].watch.Load(), "the initial list is read at once")
+	require.Len(t, *conns, 1)
+	assert.False(t, (*conns)[0].watch.Load(), "the initial list is read at once")
 	pacing.initialEventsEnded()
-	assert.True(t, conns[0].watch.Load(), "the changes after it are paced")
+	assert.True(t, (*conns)[0].watch.Load(), "the changes after it are paced")
 
 	get("watch=true&sendInitialEvents=true")
 	get("limit=500")
 	pacing.initialEventsEnded()
-	assert.False(t, conns[0].watch.Load(), "a list on the connection since is not paced")
+	assert.False(t, (*conns)[0].watch.Load(), "a list on the connection since is not paced")
+}
+
+// pacedGets serves GETs through a paced client; get sends one with a
+// query and reads its answer whole; conns are the connections it dialled.
+func pacedGets(t *testing.T, pacing *readPacing) (get func(query string), conns *[]*pacedConn) {
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("{}")) }))
+	t.Cleanup(server.Close)
+	conns = &[]*pacedConn{}
+	dial := pacing.dialer()
+	transport := &http.Transport{DialContext: func(ctx context.Context, network, address string) (net.Conn, error) {
+		conn, err := dial(ctx, network, address)
+		if err == nil {
+			*conns = append(*conns, conn.(*pacedConn))
+		}
+		return conn, err
+	}}
+	client := &http.Client{Transport: pacing.wrap(transport)}
+	return func(query string) {
+		resp, err := client.Get(server.URL + "/api/v1/nodes?" + query)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		require.NoError(t, resp.Body.Close())
+	}, conns
 }

@@ -105,17 +105,10 @@ func TestAnEscalationOfANodeRecoveredAtTheAPIServerIsNotCreated(t *testing.T) {
 // and the controller says why.
 func TestAPausedNodeHealthCheckUnseenByTheControllerDoesNotRemediate(t *testing.T) {
 	const scenario = "paused-unseen"
-	env.CreateTemplate(t, scenario, nil)
-	nodes := env.CreateNodes(t, scenario, 3)
-	env.CreateNHC(t, scenario, func(s *v1alpha1.NodeHealthCheckSpec) {
+	nodes := startSeeingThreeNodes(t, scenario, func(s *v1alpha1.NodeHealthCheckSpec) {
 		for i := range s.UnhealthyConditions {
 			s.UnhealthyConditions[i].Duration = metav1.Duration{Duration: 4 * time.Second}
 		}
-	})
-	startController(t, scenario)
-	framework.Eventually(t, 10*time.Second, "the controller to see the nodes", func() bool {
-		s := env.GetNHC(t, scenario).Status
-		return s.HealthyNodes != nil && *s.HealthyNodes == 3
 	})
 
 	proxy.HoldWatches("nodehealthchecks", true)

@@ -27,6 +27,22 @@ func startController(t *testing.T, name string) {
 	})
 }
 
+// startSeeingThreeNodes creates the scenario's template, three nodes and
+// NodeHealthCheck (with the change), starts the controller behind the
+// proxy, and waits until its status counts the three nodes healthy.
+func startSeeingThreeNodes(t *testing.T, scenario string, change func(*v1alpha1.NodeHealthCheckSpec)) []string {
+	t.Helper()
+	env.CreateTemplate(t, scenario, nil)
+	nodes := env.CreateNodes(t, scenario, 3)
+	env.CreateNHC(t, scenario, change)
+	startController(t, scenario)
+	framework.Eventually(t, 10*time.Second, "the controller to see the nodes", func() bool {
+		s := env.GetNHC(t, scenario).Status
+		return s.HealthyNodes != nil && *s.HealthyNodes == 3
+	})
+	return nodes
+}
+
 // settled waits until the cluster shows what the node conditions ask for,
 // then checks that it holds: every unhealthy node has exactly one resource
 // per template, every healthy node none, and the status lists exactly the

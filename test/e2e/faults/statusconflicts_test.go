@@ -23,14 +23,7 @@ func TestAStatusWrittenBehindASilentWatchIsRecordedSoonAfter(t *testing.T) {
 		t.Skip("-short: three minutes of conflicts")
 	}
 	const scenario = "status-after-conflicts"
-	env.CreateTemplate(t, scenario, nil)
-	nodes := env.CreateNodes(t, scenario, 3)
-	env.CreateNHC(t, scenario, nil)
-	startController(t, scenario)
-	framework.Eventually(t, 10*time.Second, "the controller to see the nodes", func() bool {
-		s := env.GetNHC(t, scenario).Status
-		return s.HealthyNodes != nil && *s.HealthyNodes == 3
-	})
+	nodes := startSeeingThreeNodes(t, scenario, nil)
 
 	proxy.HoldWatches("nodehealthchecks", true)
 	t.Cleanup(func() { proxy.HoldWatches("nodehealthchecks", false) })
