@@ -146,9 +146,9 @@ func (s *sim) apply(step Step) {
 		if step.On {
 			st.compact()
 		}
-		s.server.breakWatchesLocked(func(*watcher) bool { return true })
+		s.server.endWatchesLocked(func(*watcher) bool { return true })
 	case OpWatchResume:
-		s.server.breakWatchesLocked(func(w *watcher) bool { return w.stalled })
+		s.server.endWatchesLocked(func(w *watcher) bool { return w.stalled })
 	}
 }
 

@@ -239,9 +239,13 @@ func (s *Server) openWatch(client string, req *http.Request, r request) *http.Re
 		}
 	}
 	s.watchers = append(s.watchers, w)
-	if key := rewatchKey(client, r.gvr); s.rewatching[key] {
+	if key := rewatchKey(client, r.gvr); !s.rewatching[key].IsZero() {
+		// A watch resumed at the instant its last one ended missed
+		// nothing: the last one delivered every event due.
+		if s.now().After(s.rewatching[key]) {
+			s.rewatched = s.now()
+		}
 		delete(s.rewatching, key)
-		s.rewatched = s.now()
 	}
 	return watchResponse(w.stream)
 }

@@ -66,10 +66,11 @@ func (c *checker) watchLag() time.Duration {
 	if time.Now().Before(c.s.server.stallEnded.Add(leaseLag)) {
 		return -1
 	}
-	// A watch a fault ended: until its client watches again (after its
-	// back-off, and any outage), and leaseLag after, it may act on the
-	// world from before (seed 31303: a node that recovered during an
-	// outage, its lease renewed from the stale picture).
+	// A watch that ended (a fault, a stall, its timeout): until its client
+	// watches again (after its back-off, and any outage), and leaseLag
+	// after, it may act on the world from before (seed 31303: a node that
+	// recovered during an outage, its lease renewed from the stale
+	// picture).
 	if len(c.s.server.rewatching) > 0 || time.Now().Before(c.s.server.rewatched.Add(leaseLag)) {
 		return -1
 	}

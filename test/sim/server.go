@@ -41,10 +41,11 @@ type Server struct {
 	// stallEnded is when a stalled watch last ended: its client watches
 	// again and only then reads what the stall held back.
 	stallEnded time.Time
-	// rewatching are the watches a fault ended (client and resource) whose
-	// client has not watched their resource again yet: until it has, it
-	// sees that resource as it was; rewatched is when the last one did.
-	rewatching map[string]bool
+	// rewatching are the ended watches of resources every replica watches
+	// (client and resource, with when each ended) whose client has not
+	// watched their resource again yet: until it has, it sees that resource
+	// as it was; rewatched is when the last one did, later than it ended.
+	rewatching map[string]time.Time
 	rewatched  time.Time
 	// faults decides each request's fault; nil serves all.
 	faults func(c *call) fault
@@ -92,7 +93,7 @@ const (
 )
 
 func newServer(now func() time.Time) *Server {
-	return &Server{store: newStore(now), now: now, knock: make(chan struct{}, 1), forbidden: map[schema.GroupVersionResource]bool{}, held: map[string]bool{}, rewatching: map[string]bool{}}
+	return &Server{store: newStore(now), now: now, knock: make(chan struct{}, 1), forbidden: map[schema.GroupVersionResource]bool{}, held: map[string]bool{}, rewatching: map[string]time.Time{}}
 }
 
 // Transport returns the round tripper of one client: a controller
@@ -321,34 +322,29 @@ func (s *Server) endWatchesLocked(match func(w *watcher) bool) {
 	}
 }
 
-// breakWatchesLocked ends watches for a fault, and notes those of the
-// resources every replica watches for as long as it runs (nodes,
-// NodeHealthChecks, leases) until their client watches them again.
-func (s *Server) breakWatchesLocked(match func(w *watcher) bool) {
-	for _, w := range s.watchers {
-		if match(w) && !w.stream.isClosed() && (w.gvr == nodesGVR || w.gvr == nhcGVR || w.gvr == leasesGVR) {
-			s.rewatching[rewatchKey(w.client, w.gvr)] = true
-		}
-	}
-	s.endWatchesLocked(match)
-}
-
 func rewatchKey(client string, gvr schema.GroupVersionResource) string {
 	return client + " " + gvr.String()
 }
 
 // endLocked ends a watch, noting when a stalled one ended, and, for a
-// resource every replica watches, that its client has yet to watch again:
-// until it has, what the stall held back is unseen (seed 174264: a stalled
-// node watch timed out during an outage, the client's relists failed until
-// it ended, and a deleted node's lease was renewed from the stale picture
-// at the outage's last instant).
+// resource every replica watches for as long as it runs (nodes,
+// NodeHealthChecks, leases), that its client has yet to watch again:
+// until it has, what changed since is unseen. Whatever ended the watch: a
+// fault, a stall (seed 174264: a stalled node watch timed out during an
+// outage, the client's relists failed until it ended, and a deleted
+// node's lease was renewed from the stale picture at the outage's last
+// instant), or its timeout (seed 207841: the node watch timed out during
+// an outage, and a recovered node's lease was renewed from the picture
+// before it).
 func (s *Server) endLocked(w *watcher) {
-	if w.stalled && !w.stream.isClosed() {
+	if w.stream.isClosed() {
+		return
+	}
+	if w.stalled {
 		s.stallEnded = s.now()
-		if w.gvr == nodesGVR || w.gvr == nhcGVR || w.gvr == leasesGVR {
-			s.rewatching[rewatchKey(w.client, w.gvr)] = true
-		}
+	}
+	if w.gvr == nodesGVR || w.gvr == nhcGVR || w.gvr == leasesGVR {
+		s.rewatching[rewatchKey(w.client, w.gvr)] = s.now()
 	}
 	_ = w.stream.Close()
 }
