@@ -108,8 +108,9 @@ func startBench(ctx context.Context, cfg *config, res *result) (*bench, error) {
 	return b, b.tracker.run(watchCtx, b.env.Dynamic)
 }
 
-// createNHCs creates the template, the node lease namespace as the
-// manifests install it (manifests/deploy/lease-namespace.yaml), and one
+// createNHCs creates the template, the node lease namespace (the controller
+// creates it at its first lease when missing; made here, as another medik8s
+// operator would have, so that the first storm does not count it), and one
 // NodeHealthCheck per group.
 func (b *bench) createNHCs(ctx context.Context) error {
 	leases := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: remediation.LeaseNamespace()}}

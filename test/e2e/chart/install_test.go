@@ -24,13 +24,15 @@ const maintenanceLease = "node-under-maintenance"
 // TestHelmInstallRemediatesAndUninstallKeepsTheLeaseNamespace installs the
 // chart with `helm install`, runs the controller as the chart's
 // ServiceAccount with the chart's flags (this control plane runs no pods),
-// upgrades it, and watches it remediate a node under its node lease. `helm uninstall`
-// removes the release but keeps the lease namespace with every lease in it,
-// and installing again adopts that namespace.
+// upgrades it, and watches it remediate a node under its node lease, in the
+// lease namespace it created with the chart's rights. `helm uninstall`
+// removes the release, exits 0 and leaves the lease namespace with every
+// lease in it, and installing again uses that namespace.
 func TestHelmInstallRemediatesAndUninstallKeepsTheLeaseNamespace(t *testing.T) {
 	out, err := env.Cluster.Helm("install", "nhc", chartDir, "--namespace", "nhc-system", "--create-namespace")
 	require.NoError(t, err, out)
-	require.NoError(t, takeMaintenanceLease(t), "the chart creates the lease namespace")
+	_, err = env.Kube.CoreV1().Namespaces().Get(t.Context(), remediation.DefaultLeaseNamespace, metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "the lease namespace is not the chart's: %v", err)
 
 	out, err = env.Cluster.Kubectl("apply", "-f", filepath.Join(controlplane.RepoRoot(), "test/crds/rbac"))
 	require.NoError(t, err, out)
@@ -55,8 +57,10 @@ func TestHelmInstallRemediatesAndUninstallKeepsTheLeaseNamespace(t *testing.T) {
 		return len(env.Remediations(t, scenario)[nodes[0]]) == 1
 	})
 	lease, err := env.Kube.CoordinationV1().Leases(remediation.DefaultLeaseNamespace).Get(t.Context(), "node-"+nodes[0], metav1.GetOptions{})
-	require.NoError(t, err, "the node lease taken with the chart's rights")
+	require.NoError(t, err, "the node lease taken, in the namespace created, with the chart's rights")
 	assert.Equal(t, "NodeHealthCheck-"+scenario, *lease.Spec.HolderIdentity)
+	require.NoError(t, takeMaintenanceLease(t))
+	env.AssertTheLeaseScopeHolds(t)
 	env.Recover(t, nodes[0])
 	framework.Eventually(t, 30*time.Second, "the remediation deleted once the node is healthy", func() bool {
 		return len(env.Remediations(t, scenario)) == 0
@@ -65,12 +69,11 @@ func TestHelmInstallRemediatesAndUninstallKeepsTheLeaseNamespace(t *testing.T) {
 
 	out, err = env.Cluster.Helm("uninstall", "nhc", "--namespace", "nhc-system", "--wait")
 	require.NoError(t, err, out)
-	assert.Contains(t, out, "These resources were kept due to the resource policy:\n[Namespace] "+remediation.DefaultLeaseNamespace)
 	_, err = env.Kube.AppsV1().Deployments("nhc-system").Get(t.Context(), "nhc-controller", metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "the release is gone: %v", err)
 	leaseNamespaceKept(t)
 
-	// Installing again adopts the kept namespace.
+	// Installing again goes beside the kept namespace.
 	out, err = env.Cluster.Helm("install", "nhc", chartDir, "--namespace", "nhc-system")
 	require.NoError(t, err, out)
 	out, err = env.Cluster.Helm("uninstall", "nhc", "--namespace", "nhc-system", "--wait")

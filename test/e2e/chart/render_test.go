@@ -127,8 +127,13 @@ func TestTheChartsValuesChangeWhatTheySay(t *testing.T) {
 	require.NoError(t, err)
 	rendered := objects(t, out)
 	assert.NotContains(t, rendered, "PodDisruptionBudget ops/nhc-controller", "no budget for one replica")
-	assert.Contains(t, rendered, "Namespace /leases")
-	assert.Contains(t, rendered, "Role leases/nhc-controller-node-leases")
+	assert.NotContains(t, rendered, "Namespace /leases", "the lease namespace is not the release's")
+	scope := rendered["ValidatingAdmissionPolicy /nhc-controller-node-lease-scope"]
+	variables, _, _ := unstructured.NestedSlice(scope, "spec", "variables")
+	assert.Equal(t, []any{map[string]any{"name": "leaseNamespace", "expression": "'leases'"}, map[string]any{"name": "ownNamespace", "expression": "'ops'"}}, variables,
+		"the lease scope names the release's namespaces")
+	conditions, _, _ := unstructured.NestedSlice(scope, "spec", "matchConditions")
+	assert.Equal(t, "request.userInfo.username == 'system:serviceaccount:ops:nhc-controller'", conditions[0].(map[string]any)["expression"])
 	deployment := rendered["Deployment ops/nhc-controller"]
 	spec, _, _ := unstructured.NestedMap(deployment, "spec", "template", "spec")
 	assert.Equal(t, "system-cluster-critical", spec["priorityClassName"])

@@ -26,7 +26,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	// The controllers here run with limited rights, as in a cluster: the
-	// node lease namespace exists, as the manifests create it.
+	// node lease namespace exists, as another medik8s operator (or the
+	// installed controller, at its first lease) would have made it.
 	if _, err := env.Kube.CoreV1().Namespaces().Create(context.Background(),
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: remediation.DefaultLeaseNamespace}}, metav1.CreateOptions{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)

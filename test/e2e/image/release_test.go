@@ -122,6 +122,7 @@ func TestMakeRelease(t *testing.T) {
 	require.NoError(t, err, "the API server accepts the install file: %s", out)
 	out, err = env.Cluster.Kubectl("apply", "-f", filepath.Join(dir, "nhc-controller.crds.yaml"))
 	require.NoError(t, err, "the API server accepts the CRD alone: %s", out)
+	uninstallKeepsTheLeaseNamespace(t, env, filepath.Join(dir, "nhc-controller.yaml"))
 
 	var krew struct {
 		Spec struct {
