@@ -138,8 +138,8 @@ func (s *sim) apply(step Step) {
 		s.server.delayFrom, s.server.delayUntil = time.Now(), until
 	case OpWatchStall:
 		for _, w := range s.server.watchers {
-			if w.gvr.Resource == step.Resource {
-				w.stalled = true
+			if w.gvr.Resource == step.Resource && !w.stalled {
+				w.stalled, w.stalledAt = true, time.Now()
 			}
 		}
 	case OpWatchBreak:

@@ -240,10 +240,19 @@ func (s *Server) openWatch(client string, req *http.Request, r request) *http.Re
 	}
 	s.watchers = append(s.watchers, w)
 	if key := rewatchKey(client, r.gvr); !s.rewatching[key].IsZero() {
+		blind := s.rewatching[key]
 		// A watch resumed at the instant its last one ended missed
 		// nothing: the last one delivered every event due.
-		if s.now().After(s.rewatching[key]) {
+		if s.now().After(blind) {
 			s.rewatched = s.now()
+		}
+		// A delay holds back what this watch resumes with, the changes
+		// since its last one went blind: the lag counts from then (seed
+		// 235312: a node watch stalled for two minutes ended during a
+		// delay, and a lease was renewed before the exclusion it had
+		// missed was delivered).
+		if s.now().Before(s.delayUntil) && blind.Before(s.delayFrom) {
+			s.delayFrom = blind
 		}
 		delete(s.rewatching, key)
 	}

@@ -75,8 +75,9 @@ func (c *checker) watchLag() time.Duration {
 		return -1
 	}
 	if now := time.Now(); now.Before(c.s.server.delayUntil.Add(leaseLag)) {
-		// What changed since the delay began is not delivered yet, or
-		// was delivered a moment ago (seed 102762: a renewal at the very
+		// What changed since the delay began (or since a watch that
+		// resumed during it went blind) is not delivered yet, or was
+		// delivered a moment ago (seed 102762: a renewal at the very
 		// instant a delay ended, before the deletion it held back was
 		// handled).
 		lag += min(now.Sub(c.s.server.delayFrom), c.s.server.delayUntil.Sub(c.s.server.delayFrom))

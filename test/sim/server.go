@@ -36,15 +36,17 @@ type Server struct {
 
 	watchers []*watcher
 	// delayUntil holds the events of every watch, new ones too, until then;
-	// the delay began at delayFrom.
+	// what it holds dates from delayFrom on: when the delay began, or
+	// earlier, when a watch that had gone blind before resumed during it.
 	delayUntil, delayFrom time.Time
 	// stallEnded is when a stalled watch last ended: its client watches
 	// again and only then reads what the stall held back.
 	stallEnded time.Time
 	// rewatching are the ended watches of resources every replica watches
-	// (client and resource, with when each ended) whose client has not
-	// watched their resource again yet: until it has, it sees that resource
-	// as it was; rewatched is when the last one did, later than it ended.
+	// (client and resource, with when each went blind: it ended, or stalled
+	// before) whose client has not watched their resource again yet: until
+	// it has, it sees that resource as it was; rewatched is when the last
+	// one did, later than it went blind.
 	rewatching map[string]time.Time
 	rewatched  time.Time
 	// faults decides each request's fault; nil serves all.
@@ -340,11 +342,12 @@ func (s *Server) endLocked(w *watcher) {
 	if w.stream.isClosed() {
 		return
 	}
+	blind := s.now()
 	if w.stalled {
-		s.stallEnded = s.now()
+		s.stallEnded, blind = s.now(), w.stalledAt
 	}
 	if w.gvr == nodesGVR || w.gvr == nhcGVR || w.gvr == leasesGVR {
-		s.rewatching[rewatchKey(w.client, w.gvr)] = s.now()
+		s.rewatching[rewatchKey(w.client, w.gvr)] = blind
 	}
 	_ = w.stream.Close()
 }

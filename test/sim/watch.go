@@ -24,9 +24,11 @@ type watcher struct {
 	selector  labels.Selector
 	stream    *stream
 	pending   [][]byte
-	// heldUntil delays delivery; stalled stops it until the watch ends.
+	// heldUntil delays delivery; stalled stops it until the watch ends,
+	// since stalledAt.
 	heldUntil time.Time
 	stalled   bool
+	stalledAt time.Time
 	// ends is when the watch times out (its timeoutSeconds).
 	ends time.Time
 }
