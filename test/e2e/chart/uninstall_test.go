@@ -48,9 +48,9 @@ func TestTheChartPrunedAsArgoCDDoesKeepsTheLeaseNamespace(t *testing.T) {
 // docs/operating.md says, `kubectl delete -k manifests/`: everything goes,
 // the command exits 0, and the lease namespace, which is not part of the
 // install, stays with node-maintenance-operator's lease. It deletes the
-// CRD and leaves nhc-system terminating (this control plane has no
-// namespace controller), so it runs last.
+// CRD, so it runs last.
 func TestKubectlDeleteKeepsTheLeaseNamespace(t *testing.T) {
+	env.FinalizeDeletedNamespaces(t, framework.InstallNamespace)
 	manifests := filepath.Join(controlplane.RepoRoot(), "manifests")
 	out, err := env.Cluster.Kubectl("apply", "-k", manifests)
 	require.NoError(t, err, out)

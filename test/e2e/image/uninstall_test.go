@@ -20,6 +20,7 @@ import (
 // lease in, stays with that lease.
 func uninstallKeepsTheLeaseNamespace(t *testing.T, env *framework.Env, installFile string) {
 	t.Helper()
+	env.FinalizeDeletedNamespaces(t, framework.InstallNamespace)
 	_, err := env.Kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: remediation.DefaultLeaseNamespace}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	_, err = env.Kube.CoordinationV1().Leases(remediation.DefaultLeaseNamespace).Create(t.Context(), &coordinationv1.Lease{
