@@ -81,6 +81,10 @@ type checker struct {
 	forbiddenSince map[Kind]time.Time
 	// readableAgain is when each kind last stopped being forbidden.
 	readableAgain map[Kind]time.Time
+	// uncertainCreates are, by kind, the nodes of creates of its resources
+	// whose answer was lost (true for one made for a control-plane node),
+	// until the kind is readable again.
+	uncertainCreates map[Kind]map[string]bool
 	// leaderStarted is when the leading replica started.
 	leaderStarted time.Time
 	// createTries are when each (NodeHealthCheck, node) last tried to
@@ -129,7 +133,7 @@ func (c *checker) allNHCs() []*v1alpha1.NodeHealthCheck {
 
 func newChecker(s *sim) *checker {
 	return &checker{s: s, nodes: map[string][]version{}, nhcs: map[string][]version{}, created: map[types.UID]types.UID{}, typed: map[string]any{},
-		running: map[runKey]*runs{}, createTries: map[runKey][]time.Time{}, forbiddenNodes: map[Kind]map[string]bool{}, forbiddenSince: map[Kind]time.Time{}, readableAgain: map[Kind]time.Time{}, unhealthySince: map[string]time.Time{}}
+		running: map[runKey]*runs{}, createTries: map[runKey][]time.Time{}, forbiddenNodes: map[Kind]map[string]bool{}, forbiddenSince: map[Kind]time.Time{}, readableAgain: map[Kind]time.Time{}, uncertainCreates: map[Kind]map[string]bool{}, unhealthySince: map[string]time.Time{}}
 }
 
 func (c *checker) fail(invariant, format string, args ...any) {
@@ -329,8 +333,20 @@ func (c *checker) attempt(call *call) {
 // lostAnswer counts a lease write whose answer was lost as an attempt to
 // start a step on its node: it landed, but the controller saw an error and
 // tries again before its create (seed 140719: the next step's lease, taken
-// while answers were lost, was judged a renewal with nothing running).
+// while answers were lost, was judged a renewal with nothing running). A
+// remediation create whose answer was lost is remembered as uncertain.
 func (c *checker) lostAnswer(call *call) {
+	if k, ok := kindOf(call.r.gvr); ok && call.r.verb == "create" {
+		u := &unstructured.Unstructured{}
+		if u.UnmarshalJSON(call.r.body) == nil {
+			r := resourceOf(u)
+			if c.uncertainCreates[k] == nil {
+				c.uncertainCreates[k] = map[string]bool{}
+			}
+			c.uncertainCreates[k][r.node] = c.uncertainCreates[k][r.node] || r.controlPlane
+		}
+		return
+	}
 	if call.r.gvr != leasesGVR || (call.r.verb != "update" && call.r.verb != "create") {
 		return
 	}

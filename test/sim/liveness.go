@@ -86,7 +86,7 @@ func (c *checker) canRemediate(node *corev1.Node, all []remediationObj) string {
 	if v1alpha1.IsControlPlane(node.Labels) && slices.ContainsFunc(all, func(r remediationObj) bool { return r.controlPlane || c.isControlPlaneNode(r.node) }) {
 		return ""
 	}
-	if c.recordedUnreadable(node) || c.heldWhileForbidden(node) {
+	if c.recordedUnreadable(node) || c.heldWhileForbidden(node) || c.uncertainWhileForbidden(node) {
 		return ""
 	}
 	if nhc := c.remediatorOf(node); nhc != nil && c.mayRemediate(nhc, node, all) {
@@ -106,6 +106,7 @@ func (c *checker) forbid(k Kind, on bool) {
 		}
 		delete(c.forbiddenNodes, k)
 		delete(c.forbiddenSince, k)
+		delete(c.uncertainCreates, k)
 		return
 	}
 	if _, already := c.forbiddenNodes[k]; already {
@@ -134,6 +135,30 @@ func (c *checker) heldWhileForbidden(node *corev1.Node) bool {
 		}
 		for held, createdForControlPlane := range nodes {
 			if held == node.Name || controlPlane && (createdForControlPlane || c.isControlPlaneNode(held)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// uncertainWhileForbidden tells whether a create for the node, or for
+// another control-plane node when it is one, had its answer lost, and its
+// kind has not been readable since and is still served: the controller's
+// look-up of it is refused, it cannot tell whether the create happened,
+// and it holds the node, and the control-plane slot, until it can
+// (decisions.md, "What cannot be read holds its nodes"; seeds 302886 and
+// 308638: an Alpha create refused as forbidden, its answer lost, held the
+// node from the step its edited NodeHealthCheck chose next, and another
+// NodeHealthCheck's control-plane node).
+func (c *checker) uncertainWhileForbidden(node *corev1.Node) bool {
+	cp := v1alpha1.IsControlPlane(node.Labels)
+	for k, nodes := range c.uncertainCreates {
+		if !c.s.server.forbidden[k.remediation()] || !c.s.server.store.resources[k.remediation()].served {
+			continue
+		}
+		for held, createdForControlPlane := range nodes {
+			if held == node.Name || cp && (createdForControlPlane || c.isControlPlaneNode(held)) {
 				return true
 			}
 		}

@@ -46,6 +46,16 @@ func (k Kind) template() schema.GroupVersionResource {
 // kinds are the remediators a history may use.
 var kinds = []Kind{"Alpha", "Beta", "Gamma"}
 
+// kindOf is the kind whose remediation resource a resource is.
+func kindOf(gvr schema.GroupVersionResource) (Kind, bool) {
+	for _, k := range kinds {
+		if k.remediation() == gvr {
+			return k, true
+		}
+	}
+	return "", false
+}
+
 // boot defines the kinds and the namespaces every history starts with.
 func (s *sim) boot() {
 	st := s.server.store
