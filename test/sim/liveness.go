@@ -107,6 +107,7 @@ func (c *checker) forbid(k Kind, on bool) {
 		delete(c.forbiddenNodes, k)
 		delete(c.forbiddenSince, k)
 		delete(c.uncertainCreates, k)
+		delete(c.uncertainOwners, k)
 		return
 	}
 	if _, already := c.forbiddenNodes[k]; already {
@@ -255,13 +256,21 @@ func (c *checker) mayRemediate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node,
 		}
 	}
 	// The kinds its status lists must be read too: a NodeHealthCheck that
-	// cannot see its own resources is disabled (decisions.md).
+	// cannot see its own resources is disabled (decisions.md). So must
+	// those of its creates whose answer was lost: it watches them until
+	// it sees them (seed 302886: an Alpha create's kept its edited
+	// NodeHealthCheck, Beta alone now, from a new control-plane node).
 	for _, entry := range nhc.Status.UnhealthyNodes {
 		for _, rem := range entryRemediations(entry) {
 			k := Kind(strings.TrimSuffix(rem.Resource.Kind, "Remediation"))
 			if c.s.server.forbidden[k.remediation()] && st.resources[k.remediation()].served {
 				return false
 			}
+		}
+	}
+	for k, owners := range c.uncertainOwners {
+		if owners[nhc.Name] && c.s.server.forbidden[k.remediation()] && st.resources[k.remediation()].served {
+			return false
 		}
 	}
 	return c.withinBudget(nhc, all)
@@ -316,7 +325,8 @@ func (c *checker) statuses(all []remediationObj) {
 }
 
 // unreadableLately tells whether a kind of a NodeHealthCheck's templates,
-// or of the resources its status lists, is forbidden, or was within
+// of the resources its status lists, or of its creates whose answer was
+// lost, is forbidden, or was within
 // statusBound: while one is, the controller cannot know its resources, and
 // the status keeps its entries as they were (decisions.md).
 func (c *checker) unreadableLately(nhc *v1alpha1.NodeHealthCheck, now time.Time) bool {
@@ -327,6 +337,11 @@ func (c *checker) unreadableLately(nhc *v1alpha1.NodeHealthCheck, now time.Time)
 	for _, entry := range nhc.Status.UnhealthyNodes {
 		for _, rem := range entryRemediations(entry) {
 			kinds = append(kinds, Kind(strings.TrimSuffix(rem.Resource.Kind, "Remediation")))
+		}
+	}
+	for k, owners := range c.uncertainOwners {
+		if owners[nhc.Name] {
+			kinds = append(kinds, k)
 		}
 	}
 	for _, k := range kinds {
