@@ -239,8 +239,8 @@ func (s *Server) openWatch(client string, req *http.Request, r request) *http.Re
 		}
 	}
 	s.watchers = append(s.watchers, w)
-	if key := rewatchKey(client, r.gvr); !s.rewatching[key].IsZero() {
-		blind := s.rewatching[key]
+	key := rewatchKey(client, r.gvr)
+	if blind, ok := s.rewatching[key]; ok {
 		// A watch resumed at the instant its last one ended missed
 		// nothing: the last one delivered every event due.
 		if s.now().After(blind) {

@@ -81,12 +81,10 @@ type checker struct {
 	forbiddenSince map[Kind]time.Time
 	// readableAgain is when each kind last stopped being forbidden.
 	readableAgain map[Kind]time.Time
-	// uncertainCreates are, by kind, the nodes of creates of its resources
-	// whose answer was lost (true for one made for a control-plane node),
-	// and uncertainOwners the NodeHealthChecks that sent them, until the
-	// kind is readable again.
-	uncertainCreates map[Kind]map[string]bool
-	uncertainOwners  map[Kind]map[string]bool
+	// uncertain are, by kind, the creates of its resources whose answer
+	// was lost, until the kind is readable again: while it is not, the
+	// controller cannot look them up, and they hold as its resources do.
+	uncertain map[Kind][]remediationObj
 	// leaderStarted is when the leading replica started.
 	leaderStarted time.Time
 	// createTries are when each (NodeHealthCheck, node) last tried to
@@ -135,7 +133,7 @@ func (c *checker) allNHCs() []*v1alpha1.NodeHealthCheck {
 
 func newChecker(s *sim) *checker {
 	return &checker{s: s, nodes: map[string][]version{}, nhcs: map[string][]version{}, created: map[types.UID]types.UID{}, typed: map[string]any{},
-		running: map[runKey]*runs{}, createTries: map[runKey][]time.Time{}, forbiddenNodes: map[Kind]map[string]bool{}, forbiddenSince: map[Kind]time.Time{}, readableAgain: map[Kind]time.Time{}, uncertainCreates: map[Kind]map[string]bool{}, uncertainOwners: map[Kind]map[string]bool{}, unhealthySince: map[string]time.Time{}}
+		running: map[runKey]*runs{}, createTries: map[runKey][]time.Time{}, forbiddenNodes: map[Kind]map[string]bool{}, forbiddenSince: map[Kind]time.Time{}, readableAgain: map[Kind]time.Time{}, uncertain: map[Kind][]remediationObj{}, unhealthySince: map[string]time.Time{}}
 }
 
 func (c *checker) fail(invariant, format string, args ...any) {
@@ -342,11 +340,10 @@ func (c *checker) lostAnswer(call *call) {
 		u := &unstructured.Unstructured{}
 		if u.UnmarshalJSON(call.r.body) == nil {
 			r := resourceOf(u)
-			if c.uncertainCreates[k] == nil {
-				c.uncertainCreates[k], c.uncertainOwners[k] = map[string]bool{}, map[string]bool{}
+			c.uncertain[k] = append(c.uncertain[k], r)
+			if nodes, forbidden := c.forbiddenNodes[k]; forbidden {
+				nodes[r.node] = nodes[r.node] || r.controlPlane
 			}
-			c.uncertainCreates[k][r.node] = c.uncertainCreates[k][r.node] || r.controlPlane
-			c.uncertainOwners[k][r.ownerName] = true
 		}
 		return
 	}

@@ -86,7 +86,7 @@ func (c *checker) canRemediate(node *corev1.Node, all []remediationObj) string {
 	if v1alpha1.IsControlPlane(node.Labels) && slices.ContainsFunc(all, func(r remediationObj) bool { return r.controlPlane || c.isControlPlaneNode(r.node) }) {
 		return ""
 	}
-	if c.recordedUnreadable(node) || c.heldWhileForbidden(node) || c.uncertainWhileForbidden(node) {
+	if c.recordedUnreadable(node) || c.heldWhileForbidden(node) {
 		return ""
 	}
 	if nhc := c.remediatorOf(node); nhc != nil && c.mayRemediate(nhc, node, all) {
@@ -96,7 +96,8 @@ func (c *checker) canRemediate(node *corev1.Node, all []remediationObj) string {
 }
 
 // forbid records, when a kind turns forbidden, the nodes its resources
-// remediate then: the controller, which can no longer read the kind, holds
+// remediate then, and those of its creates whose answer was lost (a create
+// lost while the kind is forbidden is added then): the controller, which can no longer read the kind, holds
 // them until it can (decisions.md, "What cannot be read holds its nodes"),
 // whether or not the resources are deleted meanwhile.
 func (c *checker) forbid(k Kind, on bool) {
@@ -106,8 +107,7 @@ func (c *checker) forbid(k Kind, on bool) {
 		}
 		delete(c.forbiddenNodes, k)
 		delete(c.forbiddenSince, k)
-		delete(c.uncertainCreates, k)
-		delete(c.uncertainOwners, k)
+		delete(c.uncertain, k)
 		return
 	}
 	if _, already := c.forbiddenNodes[k]; already {
@@ -120,14 +120,20 @@ func (c *checker) forbid(k Kind, on bool) {
 			nodes[r.node] = nodes[r.node] || r.controlPlane
 		}
 	}
+	for _, r := range c.uncertain[k] {
+		nodes[r.node] = nodes[r.node] || r.controlPlane
+	}
 	c.forbiddenNodes[k] = nodes
 }
 
 // heldWhileForbidden tells whether a node had a resource of a kind when it
-// turned forbidden, or, for a control-plane node, another node had one that
-// was created for a control-plane node or remediates one now (seeds
-// 110036, 3185 with FOCUS=control-plane), and the kind is still forbidden
-// and served.
+// turned forbidden, or a create of one whose answer was lost, or, for a
+// control-plane node, another node had one that was created for a
+// control-plane node or remediates one now (seeds 110036, 3185 with
+// FOCUS=control-plane; seeds 302886 and 308638: an Alpha create refused
+// as forbidden, its answer lost, held its node from the next step and
+// another NodeHealthCheck's control-plane node), and the kind is still
+// forbidden and served.
 func (c *checker) heldWhileForbidden(node *corev1.Node) bool {
 	controlPlane := v1alpha1.IsControlPlane(node.Labels)
 	for k, nodes := range c.forbiddenNodes {
@@ -136,30 +142,6 @@ func (c *checker) heldWhileForbidden(node *corev1.Node) bool {
 		}
 		for held, createdForControlPlane := range nodes {
 			if held == node.Name || controlPlane && (createdForControlPlane || c.isControlPlaneNode(held)) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// uncertainWhileForbidden tells whether a create for the node, or for
-// another control-plane node when it is one, had its answer lost, and its
-// kind has not been readable since and is still served: the controller's
-// look-up of it is refused, it cannot tell whether the create happened,
-// and it holds the node, and the control-plane slot, until it can
-// (decisions.md, "What cannot be read holds its nodes"; seeds 302886 and
-// 308638: an Alpha create refused as forbidden, its answer lost, held the
-// node from the step its edited NodeHealthCheck chose next, and another
-// NodeHealthCheck's control-plane node).
-func (c *checker) uncertainWhileForbidden(node *corev1.Node) bool {
-	cp := v1alpha1.IsControlPlane(node.Labels)
-	for k, nodes := range c.uncertainCreates {
-		if !c.s.server.forbidden[k.remediation()] || !c.s.server.store.resources[k.remediation()].served {
-			continue
-		}
-		for held, createdForControlPlane := range nodes {
-			if held == node.Name || cp && (createdForControlPlane || c.isControlPlaneNode(held)) {
 				return true
 			}
 		}
@@ -268,8 +250,8 @@ func (c *checker) mayRemediate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node,
 			}
 		}
 	}
-	for k, owners := range c.uncertainOwners {
-		if owners[nhc.Name] && c.s.server.forbidden[k.remediation()] && st.resources[k.remediation()].served {
+	for k, creates := range c.uncertain {
+		if c.s.server.forbidden[k.remediation()] && st.resources[k.remediation()].served && sentBy(creates, nhc) {
 			return false
 		}
 	}
@@ -339,8 +321,8 @@ func (c *checker) unreadableLately(nhc *v1alpha1.NodeHealthCheck, now time.Time)
 			kinds = append(kinds, Kind(strings.TrimSuffix(rem.Resource.Kind, "Remediation")))
 		}
 	}
-	for k, owners := range c.uncertainOwners {
-		if owners[nhc.Name] {
+	for k, creates := range c.uncertain {
+		if sentBy(creates, nhc) {
 			kinds = append(kinds, k)
 		}
 	}
@@ -350,6 +332,11 @@ func (c *checker) unreadableLately(nhc *v1alpha1.NodeHealthCheck, now time.Time)
 		}
 	}
 	return false
+}
+
+// sentBy tells whether one of the creates is a NodeHealthCheck's.
+func sentBy(creates []remediationObj, nhc *v1alpha1.NodeHealthCheck) bool {
+	return slices.ContainsFunc(creates, func(r remediationObj) bool { return r.ownerName == nhc.Name })
 }
 
 func selectsNow(c *checker, nhc *v1alpha1.NodeHealthCheck, name string) bool {

@@ -7,19 +7,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 	"github.com/nodehealthcheck/nhc-controller/test/controlplane"
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
-
-// maintenanceLease is a node lease of node-maintenance-operator, which
-// shares the lease namespace: no uninstall of nhc-controller may take it.
-const maintenanceLease = "node-under-maintenance"
 
 // TestHelmInstallRemediatesAndUninstallKeepsTheLeaseNamespace installs the
 // chart with `helm install`, runs the controller as the chart's
@@ -59,7 +53,7 @@ func TestHelmInstallRemediatesAndUninstallKeepsTheLeaseNamespace(t *testing.T) {
 	lease, err := env.Kube.CoordinationV1().Leases(remediation.DefaultLeaseNamespace).Get(t.Context(), "node-"+nodes[0], metav1.GetOptions{})
 	require.NoError(t, err, "the node lease taken, in the namespace created, with the chart's rights")
 	assert.Equal(t, "NodeHealthCheck-"+scenario, *lease.Spec.HolderIdentity)
-	require.NoError(t, takeMaintenanceLease(t))
+	require.NoError(t, env.TakeMaintenanceLease(t))
 	env.AssertTheLeaseScopeHolds(t)
 	env.Recover(t, nodes[0])
 	framework.Eventually(t, 30*time.Second, "the remediation deleted once the node is healthy", func() bool {
@@ -71,32 +65,12 @@ func TestHelmInstallRemediatesAndUninstallKeepsTheLeaseNamespace(t *testing.T) {
 	require.NoError(t, err, out)
 	_, err = env.Kube.AppsV1().Deployments("nhc-system").Get(t.Context(), "nhc-controller", metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "the release is gone: %v", err)
-	leaseNamespaceKept(t)
+	env.AssertLeaseNamespaceKept(t)
 
 	// Installing again goes beside the kept namespace.
 	out, err = env.Cluster.Helm("install", "nhc", chartDir, "--namespace", "nhc-system")
 	require.NoError(t, err, out)
 	out, err = env.Cluster.Helm("uninstall", "nhc", "--namespace", "nhc-system", "--wait")
 	require.NoError(t, err, out)
-	leaseNamespaceKept(t)
-}
-
-// takeMaintenanceLease creates node-maintenance-operator's lease.
-func takeMaintenanceLease(t *testing.T) error {
-	_, err := env.Kube.CoordinationV1().Leases(remediation.DefaultLeaseNamespace).Create(t.Context(), &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: maintenanceLease},
-		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("node-maintenance"), LeaseDurationSeconds: ptr.To[int32](3600)},
-	}, metav1.CreateOptions{})
-	return err
-}
-
-// leaseNamespaceKept asserts that the lease namespace and the other
-// operator's lease in it outlived an uninstall.
-func leaseNamespaceKept(t *testing.T) {
-	t.Helper()
-	namespace, err := env.Kube.CoreV1().Namespaces().Get(t.Context(), remediation.DefaultLeaseNamespace, metav1.GetOptions{})
-	require.NoError(t, err, "the lease namespace is kept")
-	assert.Nil(t, namespace.DeletionTimestamp, "the lease namespace is not being deleted")
-	_, err = env.Kube.CoordinationV1().Leases(remediation.DefaultLeaseNamespace).Get(t.Context(), maintenanceLease, metav1.GetOptions{})
-	assert.NoError(t, err, "node-maintenance-operator's lease is kept")
+	env.AssertLeaseNamespaceKept(t)
 }

@@ -33,7 +33,7 @@ func TestTheChartPrunedAsArgoCDDoesKeepsTheLeaseNamespace(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, []byte(rendered), 0o600))
 	out, err := env.Cluster.Kubectl("apply", "-f", file)
 	require.NoError(t, err, out)
-	if err := takeMaintenanceLease(t); !apierrors.IsAlreadyExists(err) {
+	if err := env.TakeMaintenanceLease(t); !apierrors.IsAlreadyExists(err) {
 		require.NoError(t, err)
 	}
 
@@ -41,7 +41,7 @@ func TestTheChartPrunedAsArgoCDDoesKeepsTheLeaseNamespace(t *testing.T) {
 	require.NoError(t, err, "the prune exits 0: %s", out)
 	assert.NotContains(t, out, remediation.DefaultLeaseNamespace)
 	assert.Contains(t, out, `deployment.apps "nhc-controller" deleted`)
-	leaseNamespaceKept(t)
+	env.AssertLeaseNamespaceKept(t)
 }
 
 // TestKubectlDeleteKeepsTheLeaseNamespace uninstalls the plain install as
@@ -54,7 +54,7 @@ func TestKubectlDeleteKeepsTheLeaseNamespace(t *testing.T) {
 	manifests := filepath.Join(controlplane.RepoRoot(), "manifests")
 	out, err := env.Cluster.Kubectl("apply", "-k", manifests)
 	require.NoError(t, err, out)
-	if err := takeMaintenanceLease(t); !apierrors.IsAlreadyExists(err) {
+	if err := env.TakeMaintenanceLease(t); !apierrors.IsAlreadyExists(err) {
 		require.NoError(t, err)
 	}
 	// The API server loads a new policy within a second or so.
@@ -73,7 +73,7 @@ func TestKubectlDeleteKeepsTheLeaseNamespace(t *testing.T) {
 		`customresourcedefinition.apiextensions.k8s.io "nodehealthchecks.remediation.medik8s.io" deleted`} {
 		assert.Contains(t, out, deleted)
 	}
-	leaseNamespaceKept(t)
+	env.AssertLeaseNamespaceKept(t)
 
 	// With the guard gone, the namespace can be deleted as any other.
 	framework.Eventually(t, 30*time.Second, "the lease namespace deletable once nhc-controller is gone", func() bool {
