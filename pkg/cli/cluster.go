@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -110,7 +109,7 @@ func selects(nhc *v1alpha1.NodeHealthCheck, nodes []*health.Node) []*health.Node
 	}
 	var selected []*health.Node
 	for _, node := range nodes {
-		if selector.Matches(labels.Set(node.Labels)) {
+		if selector.Matches(node.Labels) {
 			selected = append(selected, node)
 		}
 	}

@@ -77,10 +77,10 @@ func BenchmarkUpdateNode(b *testing.B) {
 // NodeHealthChecks that select it, among 10.
 func BenchmarkEnqueueSelecting(b *testing.B) {
 	c := controllerWithNHCs(b)
-	labels := map[string]string{"role": "role-3", "kubernetes.io/hostname": "worker-1", v1alpha1.ControlPlaneRoleLabel: ""}
+	labels := health.LabelsOf("worker-1", map[string]string{"role": "role-3", "kubernetes.io/hostname": "worker-1", v1alpha1.ControlPlaneRoleLabel: ""})
 	b.ReportAllocs()
 	for b.Loop() {
-		c.enqueueSelecting(labels, nil)
+		c.enqueueSelecting(labels)
 	}
 }
 

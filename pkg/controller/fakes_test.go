@@ -179,7 +179,7 @@ func (f *fakeLiveNodes) Versions(_ context.Context, selector labels.Selector) (m
 	}
 	versions := map[string]string{}
 	for _, obj := range f.nodes.List() {
-		if node := obj.(*health.Node); selector.Matches(labels.Set(node.Labels)) {
+		if node := obj.(*health.Node); selector.Matches(node.Labels) {
 			versions[node.Name] = node.ResourceVersion
 		}
 	}

@@ -5,7 +5,6 @@ import (
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -116,7 +115,7 @@ func (c *Controller) addNode(obj any, isInInitialList bool) {
 	if node, ok := obj.(*health.Node); ok {
 		c.members.update(node.Name, node)
 		if !isInInitialList {
-			c.enqueueSelecting(node.Labels, nil)
+			c.enqueueSelecting(node.Labels)
 		}
 	}
 }
@@ -135,7 +134,7 @@ func (c *Controller) updateNode(logger klog.Logger, oldObj, newObj any) {
 	}
 	// Membership follows the labels selectors use, which nodeChanged
 	// looks at: a heartbeat compares no labels twice.
-	if !sameLabels(old.Labels, updated.Labels) {
+	if !old.Labels.Equal(updated.Labels) {
 		c.members.update(updated.Name, updated)
 	}
 	logger.V(6).Info("Node changed", "node", klog.KObj(updated))
@@ -149,25 +148,25 @@ func (c *Controller) deleteNode(logger klog.Logger, obj any) {
 	if node, ok := obj.(*health.Node); ok {
 		logger.V(6).Info("Node deleted", "node", klog.KObj(node))
 		c.members.update(node.Name, nil)
-		c.enqueueSelecting(node.Labels, nil)
+		c.enqueueSelecting(node.Labels)
 	}
 }
 
 // enqueueSelecting enqueues the NodeHealthChecks whose selector matches any
 // of the label sets.
-func (c *Controller) enqueueSelecting(labelSets ...map[string]string) {
+func (c *Controller) enqueueSelecting(labelSets ...health.Labels) {
 	c.enqueueSelectingBut(nil, labelSets...)
 }
 
 // enqueueSelectingBut enqueues the NodeHealthChecks but those named whose
 // selector matches any of the label sets.
-func (c *Controller) enqueueSelectingBut(but []string, labelSets ...map[string]string) {
+func (c *Controller) enqueueSelectingBut(but []string, labelSets ...health.Labels) {
 	for _, s := range c.selectors.get(c.nhcLister).entries {
 		if slices.Contains(but, s.name) {
 			continue
 		}
 		for _, l := range labelSets {
-			if l != nil && s.selector.Matches(labels.Set(l)) {
+			if s.selector.Matches(l) {
 				c.queue.Add(s.name)
 				break
 			}

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"reflect"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -24,12 +23,11 @@ type memberSet struct {
 	selector labels.Selector
 	// key is the selector's string form: a changed selector builds anew.
 	key string
-	// nodes holds, by name, the label map each member was matched with.
-	// Cached maps are never modified, only replaced, and nodecache shares
-	// an unchanged map with the node's next object: a member whose node
-	// still has that map needs no match again. Holding the map rather than
-	// the node keeps no replaced node alive.
-	nodes map[string]map[string]string
+	// nodes holds, by name, the labels each member was matched with: a
+	// member whose node still has equal labels (one comparison, see
+	// health.Labels.Equal) needs no match again. Holding the labels rather
+	// than the node keeps no replaced node alive.
+	nodes map[string]health.Labels
 }
 
 func newMembership() *membership {
@@ -37,8 +35,8 @@ func newMembership() *membership {
 }
 
 // nodes returns the nodes a NodeHealthCheck's selector matches, as the cache
-// has them now. A member whose labels are another map than the one it was
-// matched with is matched again, so a label change whose event has not
+// has them now. A member whose labels are not the ones it was matched with
+// is matched again, so a label change whose event has not
 // reached the handlers yet never makes a node selected that is not.
 func (m *membership) nodes(nhc string, selector labels.Selector, lister nodecache.Lister) ([]*health.Node, error) {
 	m.mu.Lock()
@@ -53,8 +51,8 @@ func (m *membership) nodes(nhc string, selector labels.Selector, lister nodecach
 		if err != nil {
 			continue
 		}
-		if !sameMap(node.Labels, matched) {
-			if !selector.Matches(labels.Set(node.Labels)) {
+		if !node.Labels.Equal(matched) {
+			if !selector.Matches(node.Labels) {
 				// The handlers will take it out when they hear of the change.
 				continue
 			}
@@ -78,7 +76,7 @@ func (m *membership) set(nhc string, selector labels.Selector, lister nodecache.
 	if err != nil {
 		return nil, err
 	}
-	set = &memberSet{selector: selector, key: selector.String(), nodes: make(map[string]map[string]string, len(matching))}
+	set = &memberSet{selector: selector, key: selector.String(), nodes: make(map[string]health.Labels, len(matching))}
 	for _, node := range matching {
 		set.nodes[node.Name] = node.Labels
 	}
@@ -93,18 +91,12 @@ func (m *membership) update(name string, node *health.Node) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, set := range m.byNHC {
-		if node != nil && set.selector.Matches(labels.Set(node.Labels)) {
+		if node != nil && set.selector.Matches(node.Labels) {
 			set.nodes[name] = node.Labels
 		} else {
 			delete(set.nodes, name)
 		}
 	}
-}
-
-// sameMap tells whether two maps are one: equal contents in another map
-// count as different.
-func sameMap(a, b map[string]string) bool {
-	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 // forget drops a deleted NodeHealthCheck's set.

@@ -17,7 +17,7 @@ import (
 )
 
 func labelledNode(name, pool string) *health.Node {
-	return &health.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pool": pool}}}
+	return &health.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Labels: health.LabelsOf(name, map[string]string{"pool": pool})}
 }
 
 func names(nodes []*health.Node) []string {

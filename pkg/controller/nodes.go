@@ -1,8 +1,6 @@
 package controller
 
 import (
-	"maps"
-
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
@@ -17,21 +15,20 @@ func nodeChanged(old, updated *health.Node, selectorKeys func() map[string]bool)
 	if !sameConditions(old.Conditions, updated.Conditions) {
 		return true
 	}
-	if old.Labels[v1alpha1.ExcludeFromRemediationLabel] != updated.Labels[v1alpha1.ExcludeFromRemediationLabel] ||
-		hasKey(old.Labels, v1alpha1.ExcludeFromRemediationLabel) != hasKey(updated.Labels, v1alpha1.ExcludeFromRemediationLabel) {
-		return true
-	}
 	if hasKey(old.Annotations, v1alpha1.ManuallyConfirmedHealthyAnnotation) != hasKey(updated.Annotations, v1alpha1.ManuallyConfirmedHealthyAnnotation) {
 		return true
 	}
 	if (old.OutOfService == nil) != (updated.OutOfService == nil) {
 		return true
 	}
-	if sameLabels(old.Labels, updated.Labels) {
+	if old.Labels.Equal(updated.Labels) {
 		return false
 	}
+	if labelChanged(old.Labels, updated.Labels, v1alpha1.ExcludeFromRemediationLabel) {
+		return true
+	}
 	for key := range selectorKeys() {
-		if old.Labels[key] != updated.Labels[key] || hasKey(old.Labels, key) != hasKey(updated.Labels, key) {
+		if labelChanged(old.Labels, updated.Labels, key) {
 			return true
 		}
 	}
@@ -94,8 +91,10 @@ func hasKey(m map[string]string, key string) bool {
 	return ok
 }
 
-// sameLabels tells whether two label maps are equal; nodecache gives a
-// node's next object the same map while its labels do not change.
-func sameLabels(a, b map[string]string) bool {
-	return sameMap(a, b) || maps.Equal(a, b)
+// labelChanged tells whether a label was added, removed or given another
+// value.
+func labelChanged(old, updated health.Labels, key string) bool {
+	oldValue, had := old.Lookup(key)
+	value, has := updated.Lookup(key)
+	return had != has || oldValue != value
 }

@@ -130,7 +130,7 @@ func (e *evaluation) evaluateNode(i int) {
 	// Only a node that is not healthy is gated: a healthy one's labels are
 	// not read, which at thousands of nodes a sync is mostly cache misses.
 	v.ControlPlane = v1alpha1.IsControlPlane(node.Labels)
-	v.Excluded = node.Labels[v1alpha1.ExcludeFromRemediationLabel] == "true"
+	v.Excluded = node.Labels.Get(v1alpha1.ExcludeFromRemediationLabel) == "true"
 	v.Since, v.Expires = m.since, m.expires
 	previous := e.previous[node.Name]
 	if e.in.PendingNodes[node.Name] {
@@ -162,7 +162,7 @@ func (e *evaluation) evaluateNode(i int) {
 			e.p.Events = append(e.p.Events, normal(ReasonDetectedUnhealthy, node.Name,
 				fmt.Sprintf(messageDetectedUnhealthy, node.Name, m.expired.Type, m.expired.Status)))
 		}
-		if label, ok := node.Labels[v1alpha1.ExcludeFromRemediationLabel]; ok && label == "" {
+		if label, ok := node.Labels.Lookup(v1alpha1.ExcludeFromRemediationLabel); ok && label == "" {
 			e.p.Warnings = append(e.p.Warnings, warning(ReasonInvalidNodeLabel, node.Name, fmt.Sprintf(messageInvalidNodeLabel, node.Name)))
 		}
 		e.remediate(i, resources, previous)

@@ -23,7 +23,7 @@ type nodeOption func(*Node)
 // testNode returns a node that has been Ready for an hour.
 func testNode(name string, opts ...nodeOption) *Node {
 	n := &Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}, Annotations: map[string]string{}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{}},
 		Conditions: []NodeCondition{
 			{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))},
 		},
@@ -57,7 +57,14 @@ func notReady(ago time.Duration) nodeOption {
 var unhealthy = notReady(time.Hour)
 
 func label(key, value string) nodeOption {
-	return func(n *Node) { n.Labels[key] = value }
+	return func(n *Node) {
+		labels := n.Labels.Map()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[key] = value
+		n.Labels = LabelsOf(n.Name, labels)
+	}
 }
 
 var controlPlane = label(v1alpha1.ControlPlaneRoleLabel, "")

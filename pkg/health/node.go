@@ -13,10 +13,13 @@ import (
 // +k8s:deepcopy-gen=true
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 type Node struct {
-	// ObjectMeta has the name, UID, resourceVersion, labels, the kept
-	// annotations (the manual confirmation; nodecache keeps them), and the
-	// creation and deletion timestamps; nothing else.
+	// ObjectMeta has the name, UID, resourceVersion, the kept annotations
+	// (the manual confirmation; nodecache keeps them), and the creation and
+	// deletion timestamps; nothing else. Its Labels stay nil.
 	metav1.ObjectMeta
+	// Labels are the node's labels, shared with the nodes that have the same.
+	// They shadow ObjectMeta.Labels.
+	Labels Labels
 	// Conditions are the node's conditions in its order.
 	Conditions []NodeCondition
 	// OutOfService is the node's first out-of-service taint, which fencing

@@ -156,7 +156,7 @@ func ClaimsOn(nodes []*Node, peers []SelectingPeer, owners map[string][]Peer) ma
 	for _, node := range nodes {
 		start := len(buf)
 		for i := range peers {
-			if peers[i].Selector != nil && peers[i].Selector.Matches(labels.Set(node.Labels)) {
+			if peers[i].Selector != nil && peers[i].Selector.Matches(node.Labels) {
 				buf = append(buf, Claim{Peer: peers[i].Peer, Selects: true, Remediating: peers[i].Unknown,
 					ConditionsHold: conditionsHold(node, peers[i].Conditions), CannotAct: peers[i].CannotAct})
 			}

@@ -3,8 +3,6 @@ package health
 import (
 	"time"
 
-	"k8s.io/apimachinery/pkg/labels"
-
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
 
@@ -33,9 +31,9 @@ func (p *Plan) Recheck(nhc *v1alpha1.NodeHealthCheck, node *Node, c Creation, no
 		return withdrawnSpecChanged
 	case node == nil:
 		return withdrawnNodeGone
-	case p.rules.selector == nil || !p.rules.selector.Matches(labels.Set(node.Labels)):
+	case p.rules.selector == nil || !p.rules.selector.Matches(node.Labels):
 		return withdrawnDeselected
-	case node.Labels[v1alpha1.ExcludeFromRemediationLabel] == "true":
+	case node.Labels.Get(v1alpha1.ExcludeFromRemediationLabel) == "true":
 		return withdrawnExcluded
 	case v1alpha1.IsControlPlane(node.Labels) != c.ControlPlane:
 		return withdrawnRoleChanged

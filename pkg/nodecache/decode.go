@@ -2,6 +2,7 @@ package nodecache
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -41,6 +42,8 @@ const (
 type decoder struct {
 	// previous returns the cached node of that name, or nil.
 	previous func(name string) *health.Node
+	// labelBuilders keep their buffers between nodes.
+	labelBuilders sync.Pool
 }
 
 // node decodes a Node's protobuf bytes (the raw of its runtime.Unknown).
@@ -123,22 +126,44 @@ func (d *decoder) metadata(data []byte, node *health.Node) error {
 }
 
 // labels sets the node's labels and kept annotations, the previous node's
-// maps where equal.
+// where equal.
 func (d *decoder) labels(meta []byte, node, previous *health.Node) error {
-	var previousLabels, previousAnnotations map[string]string
+	var previousLabels health.Labels
+	var previousAnnotations map[string]string
 	if previous != nil {
 		previousLabels, previousAnnotations = previous.Labels, previous.Annotations
 	}
-	labels, err := stringMap(meta, metaLabels, previousLabels, false)
+	labels, err := d.nodeLabels(meta, node.Name, previousLabels)
 	if err != nil {
 		return err
 	}
-	annotations, err := stringMap(meta, metaAnnotations, previousAnnotations, true)
+	annotations, err := decodeKeptAnnotations(meta, previousAnnotations)
 	if err != nil {
 		return err
 	}
 	node.Labels, node.Annotations = labels, annotations
 	return nil
+}
+
+// nodeLabels decodes the labels of an ObjectMeta without a map, as the API
+// server sends them by ascending key; out of that order, or with a key
+// twice, they go through a map, as NodeOf takes them.
+func (d *decoder) nodeLabels(meta []byte, name string, previous health.Labels) (health.Labels, error) {
+	b, _ := d.labelBuilders.Get().(*health.LabelBuilder)
+	if b == nil {
+		b = &health.LabelBuilder{}
+	}
+	defer d.labelBuilders.Put(b)
+	b.Reset(name)
+	if err := eachEntry(meta, metaLabels, false, b.Add); err != nil {
+		return health.Labels{}, err
+	}
+	if labels, ok := b.Labels(previous); ok {
+		return labels, nil
+	}
+	labels := map[string]string{}
+	err := eachEntry(meta, metaLabels, false, func(key, value []byte) { labels[string(key)] = string(value) })
+	return health.LabelsOf(name, labels), err
 }
 
 // outOfServiceTaint keeps the first out-of-service taint of a NodeSpec.

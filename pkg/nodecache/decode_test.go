@@ -110,16 +110,16 @@ func TestDecoderSharesWhatDidNotChange(t *testing.T) {
 	}
 	heartbeat := decode()
 	assert.Equal(t, "4712", heartbeat.ResourceVersion)
-	assert.True(t, sameMap(cached.Labels, heartbeat.Labels), "a heartbeat shares the labels")
+	assert.True(t, cached.Labels.Equal(heartbeat.Labels), "a heartbeat shares the labels")
 	assert.Same(t, &cached.Conditions[0], &heartbeat.Conditions[0], "and the conditions")
 	cached = heartbeat
 
 	node.Labels["topology.kubernetes.io/zone"] = "elsewhere"
 	node.Status.Conditions[0].Status = corev1.ConditionUnknown
 	changed := decode()
-	assert.False(t, sameMap(cached.Labels, changed.Labels))
-	assert.Equal(t, "elsewhere", changed.Labels["topology.kubernetes.io/zone"])
-	assert.NotEqual(t, "elsewhere", cached.Labels["topology.kubernetes.io/zone"], "the cached node is untouched")
+	assert.False(t, cached.Labels.Equal(changed.Labels))
+	assert.Equal(t, "elsewhere", changed.Labels.Get("topology.kubernetes.io/zone"))
+	assert.NotEqual(t, "elsewhere", cached.Labels.Get("topology.kubernetes.io/zone"), "the cached node is untouched")
 	assert.Equal(t, corev1.ConditionUnknown, changed.Conditions[0].Status)
 	assert.Equal(t, standard(t, encode(t, node)), changed)
 }

@@ -19,13 +19,17 @@ func NewLister(indexer cache.Indexer) Lister {
 	return Lister{indexer: indexer}
 }
 
-// List returns the nodes whose labels the selector matches.
+// List returns the nodes whose labels the selector matches. It reads
+// health.Node's Labels, which cache.ListAll would not: it reads
+// ObjectMeta's.
 func (l Lister) List(selector labels.Selector) ([]*health.Node, error) {
 	var nodes []*health.Node
-	err := cache.ListAll(l.indexer, selector, func(obj any) {
-		nodes = append(nodes, obj.(*health.Node))
-	})
-	return nodes, err
+	for _, obj := range l.indexer.List() {
+		if node := obj.(*health.Node); selector.Matches(node.Labels) {
+			nodes = append(nodes, node)
+		}
+	}
+	return nodes, nil
 }
 
 // Get returns the node of that name, or a NotFound error.

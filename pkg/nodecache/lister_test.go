@@ -15,8 +15,8 @@ import (
 
 func TestListerReadsTheCache(t *testing.T) {
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	worker := &health.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-1", Labels: map[string]string{"role": "worker"}}}
-	infra := &health.Node{ObjectMeta: metav1.ObjectMeta{Name: "infra-1", Labels: map[string]string{"role": "infra"}}}
+	worker := &health.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-1"}, Labels: health.LabelsOf("worker-1", map[string]string{"role": "worker"})}
+	infra := &health.Node{ObjectMeta: metav1.ObjectMeta{Name: "infra-1"}, Labels: health.LabelsOf("infra-1", map[string]string{"role": "infra"})}
 	require.NoError(t, indexer.Add(worker))
 	require.NoError(t, indexer.Add(infra))
 	lister := NewLister(indexer)

@@ -6,12 +6,12 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// stringMap decodes the map<string, string> field of an ObjectMeta, keeping
-// only the kept annotations (isKeptAnnotation) when keptOnly. It returns previous when the map
-// equals it, so that an unchanged node shares its maps with the cached one,
-// and nil when no entry is kept, as NodeOf does.
-func stringMap(meta []byte, field protowire.Number, previous map[string]string, keptOnly bool) (map[string]string, error) {
-	count, same, err := compareEntries(meta, field, previous, keptOnly)
+// decodeKeptAnnotations decodes the annotations of an ObjectMeta that a node
+// keeps (isKeptAnnotation). It returns previous when they equal it, so that
+// an unchanged node shares its map with the cached one, and nil when none
+// is kept, as NodeOf does.
+func decodeKeptAnnotations(meta []byte, previous map[string]string) (map[string]string, error) {
+	count, same, err := compareEntries(meta, previous)
 	if err != nil || count == 0 {
 		return nil, err
 	}
@@ -19,20 +19,20 @@ func stringMap(meta []byte, field protowire.Number, previous map[string]string, 
 		return previous, nil
 	}
 	out := make(map[string]string, count)
-	err = eachEntry(meta, field, keptOnly, func(key, value []byte) {
+	err = eachEntry(meta, metaAnnotations, true, func(key, value []byte) {
 		out[intern(string(key))] = intern(string(value))
 	})
 	return out, err
 }
 
-// compareEntries counts the kept entries and tells whether each is in
+// compareEntries counts the kept annotations and tells whether each is in
 // previous with the same value and they come in strictly ascending key
 // order, as the API server sorts them: with no key twice, as many entries
 // as previous has are then previous.
-func compareEntries(meta []byte, field protowire.Number, previous map[string]string, keptOnly bool) (count int, same bool, err error) {
+func compareEntries(meta []byte, previous map[string]string) (count int, same bool, err error) {
 	same = previous != nil
 	var last []byte
-	err = eachEntry(meta, field, keptOnly, func(key, value []byte) {
+	err = eachEntry(meta, metaAnnotations, true, func(key, value []byte) {
 		count++
 		if same {
 			v, ok := previous[string(key)]

@@ -33,9 +33,10 @@ func NodeOf(node *corev1.Node) *health.Node {
 	kept := &health.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: node.Name, UID: node.UID, ResourceVersion: node.ResourceVersion,
-			Labels: interned(node.Labels), Annotations: keptAnnotations(node.Annotations),
+			Annotations:       keptAnnotations(node.Annotations),
 			CreationTimestamp: node.CreationTimestamp, DeletionTimestamp: node.DeletionTimestamp,
 		},
+		Labels: health.LabelsOf(node.Name, node.Labels),
 	}
 	for i := range node.Spec.Taints {
 		if node.Spec.Taints[i].Key == corev1.TaintNodeOutOfService {
@@ -62,18 +63,6 @@ func NodeOf(node *corev1.Node) *health.Node {
 // instance type, architecture) and condition types.
 func intern(s string) string {
 	return unique.Make(s).Value()
-}
-
-// interned copies labels with every key and value interned.
-func interned(labels map[string]string) map[string]string {
-	if labels == nil {
-		return nil
-	}
-	out := make(map[string]string, len(labels))
-	for k, v := range labels {
-		out[intern(k)] = intern(v)
-	}
-	return out
 }
 
 // keptAnnotations returns the kept annotations, nil without any.

@@ -34,8 +34,8 @@ func TestNodeOfKeepsWhatTheControllerReads(t *testing.T) {
 	assert.Equal(t, &health.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "worker-1", UID: "8d0b6a52-1", ResourceVersion: "4711", CreationTimestamp: t0,
-			Labels: map[string]string{"role": "worker", "topology.kubernetes.io/zone": "a"},
 		},
+		Labels:     health.LabelsOf("worker-1", map[string]string{"role": "worker", "topology.kubernetes.io/zone": "a"}),
 		Conditions: []health.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: t0}},
 	}, NodeOf(node), "no annotation a decision reads, no heartbeat: a heartbeat changes nothing kept")
 

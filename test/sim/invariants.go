@@ -278,7 +278,7 @@ func (c *checker) unknowable(r remediationObj) bool {
 // its nodes": a recorded remediation counts for quorum by the node's role).
 func (c *checker) stillControlPlane(name string) bool {
 	node := c.nodeAt(name, time.Now())
-	return node == nil || v1alpha1.IsControlPlane(node.Labels)
+	return node == nil || v1alpha1.IsControlPlane(labels.Set(node.Labels))
 }
 
 func describe(obj *unstructured.Unstructured) string {

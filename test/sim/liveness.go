@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -83,7 +84,7 @@ func (c *checker) canRemediate(node *corev1.Node, all []remediationObj) string {
 	// A resource remediates a control-plane node when it was created for
 	// one, or its node is one now (the controller's own nodes count by
 	// their role now).
-	if v1alpha1.IsControlPlane(node.Labels) && slices.ContainsFunc(all, func(r remediationObj) bool { return r.controlPlane || c.isControlPlaneNode(r.node) }) {
+	if v1alpha1.IsControlPlane(labels.Set(node.Labels)) && slices.ContainsFunc(all, func(r remediationObj) bool { return r.controlPlane || c.isControlPlaneNode(r.node) }) {
 		return ""
 	}
 	if c.recordedUnreadable(node) || c.heldWhileForbidden(node) {
@@ -135,7 +136,7 @@ func (c *checker) forbid(k Kind, on bool) {
 // another NodeHealthCheck's control-plane node), and the kind is still
 // forbidden and served.
 func (c *checker) heldWhileForbidden(node *corev1.Node) bool {
-	controlPlane := v1alpha1.IsControlPlane(node.Labels)
+	controlPlane := v1alpha1.IsControlPlane(labels.Set(node.Labels))
 	for k, nodes := range c.forbiddenNodes {
 		if !c.s.server.store.resources[k.remediation()].served {
 			continue
@@ -155,7 +156,7 @@ func (c *checker) heldWhileForbidden(node *corev1.Node) bool {
 // controller cannot tell whether it still exists, and holds the node
 // (decisions.md, "What cannot be read holds its nodes").
 func (c *checker) recordedUnreadable(node *corev1.Node) bool {
-	cp := v1alpha1.IsControlPlane(node.Labels)
+	cp := v1alpha1.IsControlPlane(labels.Set(node.Labels))
 	for _, nhc := range c.allNHCs() {
 		for _, entry := range nhc.Status.UnhealthyNodes {
 			// A recorded node that is gone counts as a control-plane one:
@@ -176,7 +177,7 @@ func (c *checker) recordedUnreadable(node *corev1.Node) bool {
 
 func (c *checker) isControlPlaneNode(name string) bool {
 	node := c.nodeAt(name, time.Now())
-	return node != nil && v1alpha1.IsControlPlane(node.Labels)
+	return node != nil && v1alpha1.IsControlPlane(labels.Set(node.Labels))
 }
 
 // remediatorOf is the NodeHealthCheck that remediates a node without

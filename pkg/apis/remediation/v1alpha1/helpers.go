@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // RemediationSteps lists the remediation templates in the order they are
@@ -32,10 +33,6 @@ func (s *NodeHealthCheckSpec) TemplateRefs() []corev1.ObjectReference {
 
 // IsControlPlane tells whether a node's labels carry a control-plane role:
 // ControlPlaneRoleLabel or MasterRoleLabel, whatever their values.
-func IsControlPlane(nodeLabels map[string]string) bool {
-	if _, ok := nodeLabels[ControlPlaneRoleLabel]; ok {
-		return true
-	}
-	_, ok := nodeLabels[MasterRoleLabel]
-	return ok
+func IsControlPlane(nodeLabels labels.Labels) bool {
+	return nodeLabels.Has(ControlPlaneRoleLabel) || nodeLabels.Has(MasterRoleLabel)
 }

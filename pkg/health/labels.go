@@ -1,0 +1,248 @@
+package health
+
+import (
+	"encoding/binary"
+	"iter"
+	"maps"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"unique"
+	"weak"
+)
+
+// Labels are a node's labels as the controller keeps them. Nodes with the
+// same labels share one immutable list, and a value equal to the node's own
+// name, as the hostname label has, is kept as a reference to that name: so
+// the thousand nodes of a pool share one list, where each had a map of a
+// kilobyte. Labels implements labels.Labels for selectors; the zero value
+// has none. Build them with LabelsOf or a LabelBuilder.
+type Labels struct {
+	// nodeLabels is one pointer, so that a Labels passed as labels.Labels to a
+	// selector allocates nothing; nil without labels.
+	*nodeLabels
+}
+
+// nodeLabels are one node's: its list and its name.
+type nodeLabels struct {
+	// list is shared by every node with these labels.
+	list *labelList
+	// name is the node's name, the value of the pairs that refer to it.
+	name string
+}
+
+// labelList is one set of labels, by ascending key.
+type labelList struct {
+	pairs []labelPair
+	// encoded is the canonical encoding the table finds the list by.
+	encoded string
+	// refersToName tells whether a value is the node's name.
+	refersToName bool
+}
+
+type labelPair struct {
+	key, value string
+	// isName tells that the value is the node's name, not value.
+	isName bool
+}
+
+// Lookup returns the value of the label and whether the node has it.
+func (l Labels) Lookup(key string) (string, bool) {
+	if l.nodeLabels == nil {
+		return "", false
+	}
+	i, found := slices.BinarySearchFunc(l.list.pairs, key, func(p labelPair, key string) int {
+		return strings.Compare(p.key, key)
+	})
+	if !found {
+		return "", false
+	}
+	if l.list.pairs[i].isName {
+		return l.name, true
+	}
+	return l.list.pairs[i].value, true
+}
+
+// Get returns the value of the label, empty when the node has none.
+func (l Labels) Get(key string) string {
+	value, _ := l.Lookup(key)
+	return value
+}
+
+// Has tells whether the node has the label, whatever its value.
+func (l Labels) Has(key string) bool {
+	_, ok := l.Lookup(key)
+	return ok
+}
+
+// Len is the number of labels.
+func (l Labels) Len() int {
+	if l.nodeLabels == nil {
+		return 0
+	}
+	return len(l.list.pairs)
+}
+
+// All yields the labels by ascending key.
+func (l Labels) All() iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		if l.nodeLabels == nil {
+			return
+		}
+		for _, p := range l.list.pairs {
+			value := p.value
+			if p.isName {
+				value = l.name
+			}
+			if !yield(p.key, value) {
+				return
+			}
+		}
+	}
+}
+
+// Map returns the labels as a new map, nil without any.
+func (l Labels) Map() map[string]string {
+	if l.nodeLabels == nil {
+		return nil
+	}
+	return maps.Collect(l.All())
+}
+
+// Equal tells whether two nodes' labels are equal. Equal lists are one
+// list, so it compares no pair.
+func (l Labels) Equal(other Labels) bool {
+	if l.nodeLabels == other.nodeLabels {
+		return true
+	}
+	return l.nodeLabels != nil && other.nodeLabels != nil && l.list == other.list && (!l.list.refersToName || l.name == other.name)
+}
+
+// DeepCopyInto copies the labels; they are immutable and stay shared.
+func (l *Labels) DeepCopyInto(out *Labels) {
+	*out = *l
+}
+
+// LabelsOf returns the labels of the node of that name.
+func LabelsOf(name string, labels map[string]string) Labels {
+	var b LabelBuilder
+	b.Reset(name)
+	for _, key := range slices.Sorted(maps.Keys(labels)) {
+		b.Add([]byte(key), []byte(labels[key]))
+	}
+	labelsOf, _ := b.Labels(Labels{})
+	return labelsOf
+}
+
+// LabelBuilder builds a node's Labels from its pairs by ascending key, as
+// the API server sends them, without a map. Its buffer is kept between
+// nodes, so that a node whose labels did not change costs no allocation.
+type LabelBuilder struct {
+	encoded []byte
+	name    string
+	lastKey []byte
+	count   int
+	// unordered is set when a key did not come after the one before.
+	unordered bool
+}
+
+// Reset starts the labels of the node of that name.
+func (b *LabelBuilder) Reset(name string) {
+	b.encoded, b.name, b.lastKey, b.count, b.unordered = b.encoded[:0], name, b.lastKey[:0], 0, false
+}
+
+// Add adds a pair; its key must come after the one added before.
+func (b *LabelBuilder) Add(key, value []byte) {
+	if b.count > 0 && string(key) <= string(b.lastKey) {
+		b.unordered = true
+	}
+	b.lastKey = append(b.lastKey[:0], key...)
+	b.count++
+	b.encoded = binary.AppendUvarint(b.encoded, uint64(len(key)))
+	b.encoded = append(b.encoded, key...)
+	if string(value) == b.name && len(value) > 0 {
+		b.encoded = binary.AppendUvarint(b.encoded, nameLength)
+		return
+	}
+	b.encoded = binary.AppendUvarint(b.encoded, uint64(len(value)))
+	b.encoded = append(b.encoded, value...)
+}
+
+// Labels returns the labels added, previous itself when they equal it,
+// and false when the keys were not in ascending order.
+func (b *LabelBuilder) Labels(previous Labels) (Labels, bool) {
+	if b.unordered {
+		return Labels{}, false
+	}
+	if b.count == 0 {
+		return Labels{}, true
+	}
+	if previous.nodeLabels != nil && previous.name == b.name && previous.list.encoded == string(b.encoded) {
+		return previous, true
+	}
+	return Labels{&nodeLabels{list: labelTable.intern(b.encoded), name: b.name}}, true
+}
+
+// nameLength marks a pair whose value is the node's name: the largest
+// uvarint, longer than any value can be.
+const nameLength = ^uint64(0)
+
+// labelTable finds the list of an encoding while a node holds it. It holds
+// its lists weakly: a list no node holds any more is dropped.
+var labelTable = &labelLists{lists: map[string]weak.Pointer[labelList]{}}
+
+type labelLists struct {
+	mu    sync.Mutex
+	lists map[string]weak.Pointer[labelList]
+}
+
+// intern returns the list of an encoding, the one already held when any.
+func (t *labelLists) intern(encoded []byte) *labelList {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if list := t.lists[string(encoded)].Value(); list != nil {
+		return list
+	}
+	list := decodeLabelList(string(encoded))
+	t.lists[list.encoded] = weak.Make(list)
+	runtime.AddCleanup(list, t.drop, list.encoded)
+	return list
+}
+
+// drop forgets an encoding whose list was collected, unless it was
+// interned again since.
+func (t *labelLists) drop(encoded string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.lists[encoded].Value() == nil {
+		delete(t.lists, encoded)
+	}
+}
+
+// decodeLabelList reads a LabelBuilder's encoding, interning keys and
+// values as the rest of the node cache does.
+func decodeLabelList(encoded string) *labelList {
+	list := &labelList{encoded: encoded}
+	for rest := encoded; rest != ""; {
+		var pair labelPair
+		pair.key, rest = nextString(rest)
+		if n, size := binary.Uvarint([]byte(rest[:min(len(rest), binary.MaxVarintLen64)])); n == nameLength {
+			pair.isName, rest = true, rest[size:]
+			list.refersToName = true
+		} else {
+			pair.value, rest = nextString(rest)
+		}
+		pair.key, pair.value = unique.Make(pair.key).Value(), unique.Make(pair.value).Value()
+		list.pairs = append(list.pairs, pair)
+	}
+	return list
+}
+
+// nextString reads a length-prefixed string of an encoding the builder
+// wrote.
+func nextString(encoded string) (string, string) {
+	n, size := binary.Uvarint([]byte(encoded[:min(len(encoded), binary.MaxVarintLen64)]))
+	end := size + int(n)
+	return encoded[size:end], encoded[end:]
+}
