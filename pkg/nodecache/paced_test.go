@@ -15,23 +15,30 @@ import (
 )
 
 // scriptedConn answers each read with the next count of bytes, or io.EOF
-// for a negative count.
+// for a negative count; what does not fit the read is left for the next.
 type scriptedConn struct {
 	net.Conn
 	counts []int
+	// reads counts the reads, system calls on a socket.
+	reads int
 }
 
 func (c *scriptedConn) Read(b []byte) (int, error) {
+	c.reads++
 	n := c.counts[0]
 	c.counts = c.counts[1:]
 	if n < 0 {
 		return 0, io.EOF
 	}
+	if n > len(b) {
+		c.counts = append([]int{n - len(b)}, c.counts...)
+		n = len(b)
+	}
 	return n, nil
 }
 
 func TestPacedConnWaitsOnlyAfterEmptyingTheSocket(t *testing.T) {
-	const window, buffer = 100 * time.Millisecond, 16
+	const window, buffer = 100 * time.Millisecond, pacedReadSize
 	tests := []struct {
 		name string
 		// watch is true for a watch of changes, false for a list.
@@ -65,6 +72,27 @@ func TestPacedConnWaitsOnlyAfterEmptyingTheSocket(t *testing.T) {
 			assert.Equal(t, tt.waits, waits)
 		})
 	}
+}
+
+func TestPacedConnReadsTheSocketInLargeReads(t *testing.T) {
+	clock := clocktesting.NewFakeClock(time.Unix(0, 0))
+	pacing := &readPacing{window: 100 * time.Millisecond, clock: clock}
+	socket := &scriptedConn{counts: []int{40 << 10, 1}}
+	conn := &pacedConn{Conn: socket, pacing: pacing}
+	conn.watch.Store(true)
+	read := 0
+	for read < 40<<10 {
+		// TLS reads a record at a time.
+		n, err := conn.Read(make([]byte, 16<<10))
+		require.NoError(t, err)
+		read += n
+	}
+	assert.Equal(t, 40<<10, read)
+	assert.Equal(t, 1, socket.reads, "one system call for the window's 40 KB")
+	assert.Equal(t, time.Unix(0, 0), clock.Now(), "and no wait while it lasts")
+	before := clock.Now()
+	_, _ = conn.Read(make([]byte, 16<<10))
+	assert.Equal(t, 100*time.Millisecond, clock.Since(before), "the socket was emptied: the next read waits")
 }
 
 func TestPacedConnWaitsOnlyWhatIsLeftOfTheWindow(t *testing.T) {
