@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -59,7 +60,7 @@ func TestMembershipFollowsNodesAndSelectors(t *testing.T) {
 
 	// An update the handlers pass over (a condition): the cache's object is read.
 	changed := labelledNode("b-1", "a")
-	changed.Conditions = []health.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse}}
+	changed.Conditions = []health.NodeCondition{health.NewNodeCondition(corev1.NodeReady, corev1.ConditionFalse, time.Time{})}
 	require.NoError(t, store.Update(changed))
 	for range 2 {
 		nodes, _ = m.nodes("nhc", poolA, lister)

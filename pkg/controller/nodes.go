@@ -52,16 +52,16 @@ func sameConditions(a, b []health.NodeCondition) bool {
 		return true
 	}
 	i := 0
-	for i < len(a) && sameCondition(a[i], b[i]) {
+	for i < len(a) && a[i] == b[i] {
 		i++
 	}
 	if i == len(a) {
 		return true
 	}
-	counts := make(map[conditionKey]int, len(a)-i)
+	counts := make(map[health.NodeCondition]int, len(a)-i)
 	for j := i; j < len(a); j++ {
-		counts[keyOf(a[j])]++
-		counts[keyOf(b[j])]--
+		counts[a[j]]++
+		counts[b[j]]--
 	}
 	for _, n := range counts {
 		if n != 0 {
@@ -69,21 +69,6 @@ func sameConditions(a, b []health.NodeCondition) bool {
 		}
 	}
 	return true
-}
-
-func sameCondition(a, b health.NodeCondition) bool {
-	return a.Type == b.Type && a.Status == b.Status && a.LastTransitionTime.Equal(&b.LastTransitionTime)
-}
-
-// conditionKey is what sameCondition compares, as a map key.
-type conditionKey struct {
-	conditionType string
-	status        string
-	transition    int64
-}
-
-func keyOf(c health.NodeCondition) conditionKey {
-	return conditionKey{string(c.Type), string(c.Status), c.LastTransitionTime.UnixNano()}
 }
 
 func hasKey(m map[string]string, key string) bool {

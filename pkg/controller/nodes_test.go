@@ -79,7 +79,7 @@ func TestNodeChanged(t *testing.T) {
 
 func TestSameConditions(t *testing.T) {
 	at := func(c corev1.NodeConditionType, s corev1.ConditionStatus, minute int) health.NodeCondition {
-		return health.NodeCondition{Type: c, Status: s, LastTransitionTime: metav1.NewTime(t0.Add(time.Duration(minute) * time.Minute))}
+		return health.NewNodeCondition(c, s, t0.Add(time.Duration(minute)*time.Minute))
 	}
 	ready, notReady, pressure := at(corev1.NodeReady, corev1.ConditionTrue, 0), at(corev1.NodeReady, corev1.ConditionFalse, 1), at(corev1.NodeMemoryPressure, corev1.ConditionFalse, 0)
 	cases := []struct {
@@ -110,10 +110,10 @@ func BenchmarkSameConditionsOfAHugeNode(b *testing.B) {
 	const count = 10000
 	old, updated := make([]health.NodeCondition, count), make([]health.NodeCondition, count)
 	for i := range old {
-		old[i] = health.NodeCondition{Type: corev1.NodeConditionType(fmt.Sprintf("Custom%05d", i)), Status: corev1.ConditionFalse, LastTransitionTime: t0}
+		old[i] = health.NewNodeCondition(corev1.NodeConditionType(fmt.Sprintf("Custom%05d", i)), corev1.ConditionFalse, t0.Time)
 	}
 	copy(updated, old)
-	updated[count-1].Status = corev1.ConditionTrue
+	updated[count-1] = health.NewNodeCondition(old[count-1].Type(), corev1.ConditionTrue, t0.Time)
 	for b.Loop() {
 		if sameConditions(old, updated) {
 			b.Fatal("the change is not seen")

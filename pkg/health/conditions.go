@@ -26,12 +26,11 @@ func matchConditions(node *Node, unhealthy []v1alpha1.UnhealthyCondition, now ti
 	var m conditionMatch
 	for i := range unhealthy {
 		uc := &unhealthy[i]
-		for j := range node.Conditions {
-			nc := &node.Conditions[j]
-			if nc.Type != uc.Type || nc.Status != uc.Status {
+		for _, nc := range node.Conditions {
+			if nc.Type() != uc.Type || nc.Status() != uc.Status {
 				continue
 			}
-			since := nc.LastTransitionTime.Time
+			since := nc.LastTransitionTime()
 			expires := since.Add(uc.Duration.Duration)
 			if !now.Before(expires) {
 				return conditionMatch{expired: uc, since: since, expires: expires}

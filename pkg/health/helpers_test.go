@@ -24,9 +24,7 @@ type nodeOption func(*Node)
 func testNode(name string, opts ...nodeOption) *Node {
 	n := &Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{}},
-		Conditions: []NodeCondition{
-			{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))},
-		},
+		Conditions: []NodeCondition{NewNodeCondition(corev1.NodeReady, corev1.ConditionTrue, now.Add(-time.Hour))},
 	}
 	for _, opt := range opts {
 		opt(n)
@@ -37,9 +35,9 @@ func testNode(name string, opts ...nodeOption) *Node {
 // condition sets a node condition that changed to status `ago` before now.
 func condition(conditionType corev1.NodeConditionType, status corev1.ConditionStatus, ago time.Duration) nodeOption {
 	return func(n *Node) {
-		c := NodeCondition{Type: conditionType, Status: status, LastTransitionTime: metav1.NewTime(now.Add(-ago))}
+		c := NewNodeCondition(conditionType, status, now.Add(-ago))
 		for i := range n.Conditions {
-			if n.Conditions[i].Type == conditionType {
+			if n.Conditions[i].Type() == conditionType {
 				n.Conditions[i] = c
 				return
 			}

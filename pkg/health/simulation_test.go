@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
@@ -48,7 +47,7 @@ func (s *simulation) node(name string) *Node {
 // setReady sets a node's Ready condition, as of `ago` before the clock.
 func (s *simulation) setReady(name string, status corev1.ConditionStatus, ago time.Duration) {
 	n := s.node(name).DeepCopy()
-	n.Conditions = []NodeCondition{{Type: corev1.NodeReady, Status: status, LastTransitionTime: metav1.NewTime(s.clock.Add(-ago))}}
+	n.Conditions = []NodeCondition{NewNodeCondition(corev1.NodeReady, status, s.clock.Add(-ago))}
 	s.nodes[slices.Index(s.nodes, s.node(name))] = n
 }
 

@@ -1,6 +1,8 @@
 package nodecache
 
 import (
+	"time"
+
 	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
 
@@ -15,9 +17,9 @@ func conditions(status []byte, node, previous *health.Node) error {
 		prev = previous.Conditions
 	}
 	count, same := 0, prev != nil
-	err := eachCondition(status, func(c health.NodeCondition, typ, stat []byte) {
-		same = same && count < len(prev) && string(typ) == string(prev[count].Type) &&
-			string(stat) == string(prev[count].Status) && c.LastTransitionTime.Time == prev[count].LastTransitionTime.Time
+	err := eachCondition(status, func(typ, stat []byte, transition time.Time) {
+		same = same && count < len(prev) && string(typ) == string(prev[count].Type()) &&
+			string(stat) == string(prev[count].Status()) && transition.Equal(prev[count].LastTransitionTime())
 		count++
 	})
 	if err != nil || count == 0 {
@@ -28,15 +30,14 @@ func conditions(status []byte, node, previous *health.Node) error {
 		return nil
 	}
 	node.Conditions = make([]health.NodeCondition, 0, count)
-	return eachCondition(status, func(c health.NodeCondition, typ, stat []byte) {
-		c.Type, c.Status = corev1.NodeConditionType(intern(string(typ))), corev1.ConditionStatus(intern(string(stat)))
-		node.Conditions = append(node.Conditions, c)
+	return eachCondition(status, func(typ, stat []byte, transition time.Time) {
+		node.Conditions = append(node.Conditions, health.NewNodeCondition(corev1.NodeConditionType(typ), corev1.ConditionStatus(stat), transition))
 	})
 }
 
-// eachCondition calls f with every condition of a NodeStatus: its transition
-// time decoded, its type and status as bytes.
-func eachCondition(status []byte, f func(c health.NodeCondition, typ, stat []byte)) error {
+// eachCondition calls f with every condition of a NodeStatus: its type and
+// status as bytes, its transition time decoded.
+func eachCondition(status []byte, f func(typ, stat []byte, transition time.Time)) error {
 	r := reader{b: status}
 	for r.next() {
 		if r.num != statusConditions {
@@ -45,8 +46,8 @@ func eachCondition(status []byte, f func(c health.NodeCondition, typ, stat []byt
 		if r.typ != protowire.BytesType {
 			return errNotCanonical
 		}
-		var c health.NodeCondition
 		var typ, stat []byte
+		var transition time.Time
 		fields := reader{b: r.val}
 		for fields.next() {
 			switch fields.num {
@@ -65,13 +66,13 @@ func eachCondition(status []byte, f func(c health.NodeCondition, typ, stat []byt
 				if err != nil {
 					return err
 				}
-				c.LastTransitionTime = t
+				transition = t.Time
 			}
 		}
 		if fields.err != nil {
 			return fields.err
 		}
-		f(c, typ, stat)
+		f(typ, stat, transition)
 	}
 	return r.err
 }

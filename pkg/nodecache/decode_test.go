@@ -120,7 +120,7 @@ func TestDecoderSharesWhatDidNotChange(t *testing.T) {
 	assert.False(t, cached.Labels.Equal(changed.Labels))
 	assert.Equal(t, "elsewhere", changed.Labels.Get("topology.kubernetes.io/zone"))
 	assert.NotEqual(t, "elsewhere", cached.Labels.Get("topology.kubernetes.io/zone"), "the cached node is untouched")
-	assert.Equal(t, corev1.ConditionUnknown, changed.Conditions[0].Status)
+	assert.Equal(t, corev1.ConditionUnknown, changed.Conditions[0].Status())
 	assert.Equal(t, standard(t, encode(t, node)), changed)
 }
 

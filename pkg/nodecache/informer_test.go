@@ -3,6 +3,8 @@ package nodecache
 import (
 	"context"
 	"encoding/pem"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -28,6 +30,8 @@ func TestNodeReadsShareOneHTTP2Connection(t *testing.T) {
 		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`))
 	}))
 	server.EnableHTTP2 = true
+	// Connections dialed while the first is set up are closed unused.
+	server.Config.ErrorLog = log.New(io.Discard, "", 0)
 	server.StartTLS()
 	defer server.Close()
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: server.Certificate().Raw})

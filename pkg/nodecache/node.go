@@ -48,10 +48,7 @@ func NodeOf(node *corev1.Node) *health.Node {
 	if len(node.Status.Conditions) > 0 {
 		kept.Conditions = make([]health.NodeCondition, len(node.Status.Conditions))
 		for i, c := range node.Status.Conditions {
-			kept.Conditions[i] = health.NodeCondition{
-				Type:   corev1.NodeConditionType(intern(string(c.Type))),
-				Status: corev1.ConditionStatus(intern(string(c.Status))), LastTransitionTime: c.LastTransitionTime,
-			}
+			kept.Conditions[i] = health.NewNodeCondition(c.Type, c.Status, c.LastTransitionTime.Time)
 		}
 	}
 	return kept

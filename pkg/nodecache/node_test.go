@@ -36,7 +36,7 @@ func TestNodeOfKeepsWhatTheControllerReads(t *testing.T) {
 			Name: "worker-1", UID: "8d0b6a52-1", ResourceVersion: "4711", CreationTimestamp: t0,
 		},
 		Labels:     health.LabelsOf("worker-1", map[string]string{"role": "worker", "topology.kubernetes.io/zone": "a"}),
-		Conditions: []health.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: t0}},
+		Conditions: []health.NodeCondition{health.NewNodeCondition(corev1.NodeReady, corev1.ConditionTrue, t0.Time)},
 	}, NodeOf(node), "no annotation a decision reads, no heartbeat: a heartbeat changes nothing kept")
 
 	outOfService := corev1.Taint{Key: corev1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute, TimeAdded: &t0}

@@ -34,9 +34,7 @@ func TestAMassFailureStatusIsWritable(t *testing.T) {
 		name := fmt.Sprintf("massfailure-worker-%05d.cluster.example.com", i)
 		in.Nodes = append(in.Nodes, &health.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Conditions: []health.NodeCondition{{
-				Type: corev1.NodeReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour)),
-			}},
+			Conditions: []health.NodeCondition{health.NewNodeCondition(corev1.NodeReady, corev1.ConditionFalse, now.Add(-time.Hour))},
 		})
 		in.Remediations[name] = []health.Remediation{{
 			Ref: corev1.ObjectReference{APIVersion: template.APIVersion, Kind: "TestRemediation", Namespace: template.Namespace, Name: name,
