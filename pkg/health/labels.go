@@ -2,7 +2,6 @@ package health
 
 import (
 	"encoding/binary"
-	"iter"
 	"maps"
 	"runtime"
 	"slices"
@@ -74,40 +73,6 @@ func (l Labels) Get(key string) string {
 func (l Labels) Has(key string) bool {
 	_, ok := l.Lookup(key)
 	return ok
-}
-
-// Len is the number of labels.
-func (l Labels) Len() int {
-	if l.nodeLabels == nil {
-		return 0
-	}
-	return len(l.list.pairs)
-}
-
-// All yields the labels by ascending key.
-func (l Labels) All() iter.Seq2[string, string] {
-	return func(yield func(string, string) bool) {
-		if l.nodeLabels == nil {
-			return
-		}
-		for _, p := range l.list.pairs {
-			value := p.value
-			if p.isName {
-				value = l.name
-			}
-			if !yield(p.key, value) {
-				return
-			}
-		}
-	}
-}
-
-// Map returns the labels as a new map, nil without any.
-func (l Labels) Map() map[string]string {
-	if l.nodeLabels == nil {
-		return nil
-	}
-	return maps.Collect(l.All())
 }
 
 // Equal tells whether two nodes' labels are equal. Equal lists are one
@@ -227,7 +192,7 @@ func decodeLabelList(encoded string) *labelList {
 	for rest := encoded; rest != ""; {
 		var pair labelPair
 		pair.key, rest = nextString(rest)
-		if n, size := binary.Uvarint([]byte(rest[:min(len(rest), binary.MaxVarintLen64)])); n == nameLength {
+		if n, size := uvarint(rest); n == nameLength {
 			pair.isName, rest = true, rest[size:]
 			list.refersToName = true
 		} else {
@@ -240,9 +205,23 @@ func decodeLabelList(encoded string) *labelList {
 }
 
 // nextString reads a length-prefixed string of an encoding the builder
-// wrote.
+// wrote, and returns the rest.
 func nextString(encoded string) (string, string) {
-	n, size := binary.Uvarint([]byte(encoded[:min(len(encoded), binary.MaxVarintLen64)]))
+	n, size := uvarint(encoded)
 	end := size + int(n)
 	return encoded[size:end], encoded[end:]
+}
+
+// uvarint reads the uvarint an encoding starts with, as binary.Uvarint
+// does from bytes.
+func uvarint(encoded string) (uint64, int) {
+	var n uint64
+	for i := 0; i < len(encoded) && i < binary.MaxVarintLen64; i++ {
+		b := encoded[i]
+		n |= uint64(b&0x7f) << (7 * i)
+		if b < 0x80 {
+			return n, i + 1
+		}
+	}
+	return 0, 0
 }
