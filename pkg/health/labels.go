@@ -107,23 +107,21 @@ type LabelBuilder struct {
 	encoded []byte
 	name    string
 	lastKey []byte
-	count   int
 	// unordered is set when a key did not come after the one before.
 	unordered bool
 }
 
 // Reset starts the labels of the node of that name.
 func (b *LabelBuilder) Reset(name string) {
-	b.encoded, b.name, b.lastKey, b.count, b.unordered = b.encoded[:0], name, b.lastKey[:0], 0, false
+	b.encoded, b.name, b.lastKey, b.unordered = b.encoded[:0], name, b.lastKey[:0], false
 }
 
 // Add adds a pair; its key must come after the one added before.
 func (b *LabelBuilder) Add(key, value []byte) {
-	if b.count > 0 && string(key) <= string(b.lastKey) {
+	if len(b.encoded) > 0 && string(key) <= string(b.lastKey) {
 		b.unordered = true
 	}
 	b.lastKey = append(b.lastKey[:0], key...)
-	b.count++
 	b.encoded = binary.AppendUvarint(b.encoded, uint64(len(key)))
 	b.encoded = append(b.encoded, key...)
 	if string(value) == b.name && len(value) > 0 {
@@ -140,7 +138,7 @@ func (b *LabelBuilder) Labels(previous Labels) (Labels, bool) {
 	if b.unordered {
 		return Labels{}, false
 	}
-	if b.count == 0 {
+	if len(b.encoded) == 0 {
 		return Labels{}, true
 	}
 	if previous.nodeLabels != nil && previous.name == b.name && previous.list.encoded == string(b.encoded) {
@@ -169,7 +167,7 @@ func (t *labelLists) intern(encoded []byte) *labelList {
 	if list := t.lists[string(encoded)].Value(); list != nil {
 		return list
 	}
-	list := decodeLabelList(string(encoded))
+	list := decodeLabelList(encoded)
 	t.lists[list.encoded] = weak.Make(list)
 	runtime.AddCleanup(list, t.drop, list.encoded)
 	return list
@@ -187,41 +185,30 @@ func (t *labelLists) drop(encoded string) {
 
 // decodeLabelList reads a LabelBuilder's encoding, interning keys and
 // values as the rest of the node cache does.
-func decodeLabelList(encoded string) *labelList {
-	list := &labelList{encoded: encoded}
-	for rest := encoded; rest != ""; {
+func decodeLabelList(encoded []byte) *labelList {
+	list := &labelList{encoded: string(encoded)}
+	for rest := encoded; len(rest) > 0; {
 		var pair labelPair
-		pair.key, rest = nextString(rest)
-		if n, size := uvarint(rest); n == nameLength {
+		var key []byte
+		key, rest = nextBytes(rest)
+		pair.key = unique.Make(string(key)).Value()
+		if n, size := binary.Uvarint(rest); n == nameLength {
 			pair.isName, rest = true, rest[size:]
 			list.refersToName = true
 		} else {
-			pair.value, rest = nextString(rest)
+			var value []byte
+			value, rest = nextBytes(rest)
+			pair.value = unique.Make(string(value)).Value()
 		}
-		pair.key, pair.value = unique.Make(pair.key).Value(), unique.Make(pair.value).Value()
 		list.pairs = append(list.pairs, pair)
 	}
 	return list
 }
 
-// nextString reads a length-prefixed string of an encoding the builder
-// wrote, and returns the rest.
-func nextString(encoded string) (string, string) {
-	n, size := uvarint(encoded)
+// nextBytes reads a length-prefixed field of an encoding the builder wrote,
+// and returns the rest.
+func nextBytes(encoded []byte) (field, rest []byte) {
+	n, size := binary.Uvarint(encoded)
 	end := size + int(n)
 	return encoded[size:end], encoded[end:]
-}
-
-// uvarint reads the uvarint an encoding starts with, as binary.Uvarint
-// does from bytes.
-func uvarint(encoded string) (uint64, int) {
-	var n uint64
-	for i := 0; i < len(encoded) && i < binary.MaxVarintLen64; i++ {
-		b := encoded[i]
-		n |= uint64(b&0x7f) << (7 * i)
-		if b < 0x80 {
-			return n, i + 1
-		}
-	}
-	return 0, 0
 }

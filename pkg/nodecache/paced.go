@@ -134,9 +134,7 @@ type pacedConn struct {
 
 func (c *pacedConn) Read(b []byte) (int, error) {
 	if c.next < len(c.buffer) {
-		n := copy(b, c.buffer[c.next:])
-		c.next += n
-		return n, nil
+		return c.readBuffered(b), nil
 	}
 	if !c.readAt.IsZero() {
 		if wait := c.readAt.Sub(c.pacing.clock.Now()); wait > 0 {
@@ -156,11 +154,17 @@ func (c *pacedConn) Read(b []byte) (int, error) {
 		// The socket is empty: what arrives next is read a window later.
 		c.readAt = c.pacing.clock.Now().Add(c.pacing.window)
 	}
-	n = copy(b, c.buffer)
-	c.next = n
+	n = c.readBuffered(b)
 	if c.next < len(c.buffer) {
 		// The rest is read first; an error comes again after it.
 		return n, nil
 	}
 	return n, err
+}
+
+// readBuffered reads what the last read from the socket left.
+func (c *pacedConn) readBuffered(b []byte) int {
+	n := copy(b, c.buffer[c.next:])
+	c.next += n
+	return n
 }
