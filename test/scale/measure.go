@@ -61,8 +61,10 @@ func (b *bench) measure(ctx context.Context, name string, run func(context.Conte
 		if !resetPeak(b.controller.PID()) {
 			log.Printf("warning: cannot reset the controller's peak RSS: peaks include earlier phases")
 		}
-		cpuBefore, _ = cpuSeconds(b.controller.PID())
+		// The scrape comes first: serving /metrics is the bench's work,
+		// not the controller's.
 		before, _ = scrape(ctx, b.controller.MetricsAddress)
+		cpuBefore, _ = cpuSeconds(b.controller.PID())
 	}
 	if _, err := b.audit.next(); err != nil {
 		return p, err
