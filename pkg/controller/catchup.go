@@ -106,11 +106,11 @@ func (c *Controller) olderThanTheCache(nhc *v1alpha1.NodeHealthCheck) bool {
 // cacheShows tells whether the node cache holds a node at least as new as
 // a resourceVersion.
 func (c *Controller) cacheShows(name, version string) bool {
-	node, err := c.nodeLister.Get(name)
+	current, err := c.nodeLister.CurrentVersion(name)
 	if err != nil {
 		return false
 	}
-	order, err := resourceversion.CompareResourceVersion(node.ResourceVersion, version)
+	order, err := resourceversion.CompareResourceVersion(current, version)
 	// An opaque resourceVersion cannot be compared: the node is there.
 	return err != nil || order >= 0
 }

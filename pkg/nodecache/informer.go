@@ -48,17 +48,13 @@ func NewInformer(config *rest.Config, batchWindow time.Duration) (*Informer, err
 	config.APIPath = "/api"
 	config.ContentType = runtime.ContentTypeProtobuf
 	config.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	initialList := &atomic.Pointer[string]{}
-	config.NegotiatedSerializer = newSerializers(d, func(resourceVersion string) {
-		pacing.initialEventsEnded()
-		initialList.CompareAndSwap(nil, &resourceVersion)
-	})
 	if config.UserAgent == "" {
 		config.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
 	// The reads share the controller's HTTP/2 connection: a storm's
 	// confirmation reads, 50 at once, dialed 24 TLS connections over
 	// HTTP/1.1.
+	config.NegotiatedSerializer = newSerializers(d, nil, nil)
 	lists, err := rest.RESTClientFor(config)
 	if err != nil {
 		return nil, fmt.Errorf("the node client: %w", err)
@@ -68,6 +64,12 @@ func NewInformer(config *rest.Config, batchWindow time.Duration) (*Informer, err
 	// between and without a flow-control window update written back for
 	// every node.
 	config = rest.CopyConfig(config)
+	initialList := &atomic.Pointer[string]{}
+	heartbeats := newHeartbeats(nil)
+	config.NegotiatedSerializer = newSerializers(d, func(resourceVersion string) {
+		pacing.initialEventsEnded()
+		initialList.CompareAndSwap(nil, &resourceVersion)
+	}, heartbeats)
 	config.TLSClientConfig.NextProtos = []string{"http/1.1"}
 	config.Dial = nodeDialer().DialContext
 	if batchWindow > 0 {
@@ -81,22 +83,28 @@ func NewInformer(config *rest.Config, batchWindow time.Duration) (*Informer, err
 	}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			heartbeats.forget()
 			return client.Get().Resource("nodes").VersionedParams(&opts, scheme.ParameterCodec).Do(ctx).Get()
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.Watch = true
+			if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
+				heartbeats.forget()
+			}
 			return client.Get().Resource("nodes").VersionedParams(&opts, scheme.ParameterCodec).Watch(ctx)
 		},
 	}
 	informer := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), &health.Node{},
 		cache.SharedIndexInformerOptions{})
 	indexer := informer.GetIndexer()
-	d.previous = func(name string) *health.Node {
+	cached := func(name string) *health.Node {
 		obj, _, _ := indexer.GetByKey(name)
 		node, _ := obj.(*health.Node)
 		return node
 	}
-	return &Informer{informer: informer, lister: NewLister(indexer), pacing: pacing, lists: lists, initialList: initialList}, nil
+	d.previous, heartbeats.cached = cached, cached
+	lister := Lister{indexer: indexer, heartbeats: heartbeats}
+	return &Informer{informer: informer, lister: lister, pacing: pacing, lists: lists, initialList: initialList}, nil
 }
 
 // InitialListVersion is the resourceVersion of the consistent list the

@@ -12,6 +12,9 @@ import (
 // Lister reads the cached nodes, as client-go's NodeLister does.
 type Lister struct {
 	indexer cache.Indexer
+	// heartbeats knows the heartbeats the watch passed over; nil reads
+	// every node's own resourceVersion.
+	heartbeats *heartbeats
 }
 
 // NewLister returns the lister of an indexer of nodes.
@@ -42,4 +45,20 @@ func (l Lister) Get(name string) (*health.Node, error) {
 		return nil, apierrors.NewNotFound(corev1.Resource("node"), name)
 	}
 	return obj.(*health.Node), nil
+}
+
+// CurrentVersion returns the resourceVersion at which the watch last saw
+// the cached node of that name as the cache holds it, or a NotFound
+// error. A heartbeat that changed nothing the cache keeps moves it on
+// (heartbeats): the cached node's own resourceVersion stays older than the
+// API server's while it is just as current.
+func (l Lister) CurrentVersion(name string) (string, error) {
+	node, err := l.Get(name)
+	if err != nil {
+		return "", err
+	}
+	if l.heartbeats == nil {
+		return node.ResourceVersion, nil
+	}
+	return l.heartbeats.currentVersion(node), nil
 }

@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
@@ -33,4 +34,28 @@ func TestListerReadsTheCache(t *testing.T) {
 	all, err := lister.List(labels.Everything())
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []*health.Node{worker, infra}, all)
+}
+
+// A heartbeat the watch passed on as a bookmark leaves the cached node as
+// it was, current at the heartbeat's resourceVersion.
+func TestCurrentVersionFollowsHeartbeats(t *testing.T) {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	node := contentNode("a", "10")
+	require.NoError(t, indexer.Add(node))
+	heartbeats := newHeartbeats(func(string) *health.Node { return node })
+	lister := Lister{indexer: indexer, heartbeats: heartbeats}
+
+	version, err := lister.CurrentVersion("worker-1")
+	require.NoError(t, err)
+	assert.Equal(t, "10", version, "no watch event seen: the node's own")
+	heartbeats.observe(watch.Added, node)
+	require.True(t, heartbeats.observe(watch.Modified, contentNode("a", "12")))
+	version, err = lister.CurrentVersion("worker-1")
+	require.NoError(t, err)
+	assert.Equal(t, "12", version)
+	version, err = NewLister(indexer).CurrentVersion("worker-1")
+	require.NoError(t, err)
+	assert.Equal(t, "10", version, "a lister without a watch reads the node's own")
+	_, err = lister.CurrentVersion("gone")
+	assert.True(t, apierrors.IsNotFound(err))
 }

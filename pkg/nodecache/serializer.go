@@ -3,13 +3,11 @@ package nodecache
 import (
 	"bytes"
 
-	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
@@ -41,16 +39,22 @@ type serializers struct {
 	infos []runtime.SerializerInfo
 }
 
-func newSerializers(d *decoder, initialEventsEnded func(resourceVersion string)) *serializers {
+// With heartbeats, a watch passes a node update that changes nothing the
+// cache keeps on as a bookmark (heartbeats); the reads at the API server
+// have none.
+func newSerializers(d *decoder, initialEventsEnded func(resourceVersion string), heartbeats *heartbeats) *serializers {
 	var s serializers
 	for _, info := range scheme.Codecs.SupportedMediaTypes() {
 		switch info.MediaType {
 		case runtime.ContentTypeProtobuf:
-			info.Serializer = &compacting{Serializer: info.Serializer, decoder: d, initialEventsEnded: initialEventsEnded}
+			objects := &compacting{Serializer: info.Serializer, decoder: d, initialEventsEnded: initialEventsEnded, ahead: &decodedAhead{}}
+			info.Serializer = objects
 			raw := protobuf.NewRawSerializer(scheme.Scheme, scheme.Scheme)
-			info.StreamSerializer = &runtime.StreamSerializerInfo{
-				Serializer: watchEvents{Serializer: raw}, Framer: protobuf.LengthDelimitedFramer,
+			events := &watchEvents{Serializer: raw}
+			if heartbeats != nil {
+				events.objects, events.heartbeats = objects, heartbeats
 			}
+			info.StreamSerializer = &runtime.StreamSerializerInfo{Serializer: events, Framer: protobuf.LengthDelimitedFramer}
 		case runtime.ContentTypeJSON:
 			info.Serializer = &compacting{Serializer: info.Serializer, initialEventsEnded: initialEventsEnded}
 		default:
@@ -82,10 +86,15 @@ type compacting struct {
 	// initialEventsEnded, when set, is called with its resourceVersion on
 	// the bookmark that ends a watch's initial events.
 	initialEventsEnded func(resourceVersion string)
+	// ahead holds the node a watch decoded with its event.
+	ahead *decodedAhead
 }
 
 func (t *compacting) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
 	if t.decoder != nil && into == nil {
+		if node := t.ahead.take(data); node != nil {
+			return node, &nodeKind, nil
+		}
 		if obj, gvk, err := t.decodeFast(data); err == nil {
 			t.noticeInitialEventsEnd(obj)
 			return obj, gvk, nil
@@ -171,58 +180,4 @@ func unwrap(data []byte) (kind string, body []byte, err error) {
 		return "", nil, errNotCanonical
 	}
 	return string(kindBytes), body, nil
-}
-
-// watchEvents decodes the frames of a protobuf watch into WatchEvents whose
-// object is the frame's bytes, not a copy: the watch decodes the object
-// before it reads the next frame, and every decoder copies what it keeps.
-type watchEvents struct {
-	runtime.Serializer
-}
-
-func (w watchEvents) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
-	event, ok := into.(*metav1.WatchEvent)
-	if !ok {
-		return w.Serializer.Decode(data, defaults, into)
-	}
-	r := reader{b: data}
-	for r.next() {
-		if r.typ != protowire.BytesType {
-			continue
-		}
-		switch r.num {
-		case watchEventType:
-			event.Type = eventType(r.val)
-		case watchEventObject:
-			object := reader{b: r.val}
-			for object.next() {
-				if object.num == rawExtensionRaw && object.typ == protowire.BytesType {
-					event.Object.Raw = object.val
-				}
-			}
-			if object.err != nil {
-				return nil, nil, object.err
-			}
-		}
-	}
-	if r.err != nil {
-		return nil, nil, r.err
-	}
-	return event, nil, nil
-}
-
-// eventType returns the watch event type of the bytes, without allocating
-// for the known ones.
-func eventType(b []byte) string {
-	switch string(b) {
-	case string(watch.Added):
-		return string(watch.Added)
-	case string(watch.Modified):
-		return string(watch.Modified)
-	case string(watch.Deleted):
-		return string(watch.Deleted)
-	case string(watch.Bookmark):
-		return string(watch.Bookmark)
-	}
-	return string(b)
 }

@@ -39,7 +39,7 @@ func TestWatchDecodesCompactNodes(t *testing.T) {
 	}
 
 	var ended []string
-	negotiator := runtime.NewClientNegotiator(newSerializers(&decoder{}, func(rv string) { ended = append(ended, rv) }), corev1.SchemeGroupVersion)
+	negotiator := runtime.NewClientNegotiator(newSerializers(&decoder{}, func(rv string) { ended = append(ended, rv) }, nil), corev1.SchemeGroupVersion)
 	objects, events, framer, err := negotiator.StreamDecoder(runtime.ContentTypeProtobuf, nil)
 	require.NoError(t, err)
 	decoder := restclientwatch.NewDecoder(streaming.NewDecoder(framer.NewFrameReader(io.NopCloser(&stream)), events), objects)
@@ -68,7 +68,7 @@ func TestJSONNodesAreCompact(t *testing.T) {
 	node.Kind, node.APIVersion = "Node", "v1"
 	data, err := runtime.Encode(scheme.Codecs.LegacyCodec(corev1.SchemeGroupVersion), node)
 	require.NoError(t, err)
-	info, ok := runtime.SerializerInfoForMediaType(newSerializers(&decoder{}, nil).SupportedMediaTypes(), runtime.ContentTypeJSON)
+	info, ok := runtime.SerializerInfoForMediaType(newSerializers(&decoder{}, nil, nil).SupportedMediaTypes(), runtime.ContentTypeJSON)
 	require.True(t, ok)
 	obj, _, err := runtime.WithoutVersionDecoder{Decoder: info.Serializer}.Decode(data, nil, nil)
 	require.NoError(t, err)
@@ -83,7 +83,7 @@ func TestJSONNodeListsAreCompact(t *testing.T) {
 		Items: []corev1.Node{*first, *second}}
 	data, err := runtime.Encode(scheme.Codecs.LegacyCodec(corev1.SchemeGroupVersion), list)
 	require.NoError(t, err)
-	info, ok := runtime.SerializerInfoForMediaType(newSerializers(&decoder{}, nil).SupportedMediaTypes(), runtime.ContentTypeJSON)
+	info, ok := runtime.SerializerInfoForMediaType(newSerializers(&decoder{}, nil, nil).SupportedMediaTypes(), runtime.ContentTypeJSON)
 	require.True(t, ok)
 	obj, _, err := runtime.WithoutVersionDecoder{Decoder: info.Serializer}.Decode(data, nil, nil)
 	require.NoError(t, err)

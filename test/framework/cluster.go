@@ -128,6 +128,25 @@ func (e *Env) Recover(t testing.TB, nodes ...string) {
 	}
 }
 
+// Heartbeat writes the nodes' status as a kubelet does when nothing
+// changed: every condition's heartbeat time is now, and nothing else moves.
+func (e *Env) Heartbeat(t testing.TB, nodes ...string) {
+	t.Helper()
+	for _, node := range nodes {
+		require.NoError(t, retryOnConflict(func() error {
+			n, err := e.Kube.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			for i := range n.Status.Conditions {
+				n.Status.Conditions[i].LastHeartbeatTime = metav1.Now()
+			}
+			_, err = e.Kube.CoreV1().Nodes().UpdateStatus(context.Background(), n, metav1.UpdateOptions{})
+			return err
+		}))
+	}
+}
+
 // UpdateNode changes a node's metadata.
 func (e *Env) UpdateNode(t testing.TB, node string, change func(*corev1.Node)) {
 	t.Helper()
