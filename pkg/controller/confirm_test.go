@@ -61,31 +61,6 @@ func TestAFirstRemediationIsConfirmedAtTheAPIServer(t *testing.T) {
 	}
 }
 
-// Once the node cache has caught up with the API server's version of
-// nodes, read once a sync, it shows the nodes as the API server has them:
-// a sync's creates read no node. A cache that has not caught up within
-// the wait leaves each create to read its node.
-func TestCreatesReadNoNodeOnceTheCacheHasCaughtUp(t *testing.T) {
-	for _, tt := range []struct {
-		name     string
-		caughtUp bool
-		reads    int
-	}{
-		{name: "caught up", caughtUp: true, reads: 0},
-		{name: "behind", caughtUp: false, reads: 2},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			f := newSyncFixture(t, workersNHC(), notReady("worker-1", longAgo), notReady("worker-2", longAgo), healthyNode("worker-3"))
-			f.liveNodes.caughtUp = tt.caughtUp
-			_, err := f.sync()
-			require.NoError(t, err)
-			assert.Equal(t, int32(1), f.liveNodes.catchUps.Load(), "one read of the API server's version a sync")
-			assert.Equal(t, tt.reads, f.liveNodes.reads)
-			assert.Len(t, withReason(f.events(), "RemediationCreated"), 2)
-		})
-	}
-}
-
 // An escalation step is a new remediation too (a power-off after a reboot):
 // it is confirmed at the API server as a first remediation is.
 func TestAnEscalationStepIsConfirmedAtTheAPIServer(t *testing.T) {

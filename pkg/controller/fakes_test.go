@@ -5,7 +5,6 @@ import (
 	"maps"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -153,15 +152,6 @@ type fakeLiveNodes struct {
 	// initialList is the resourceVersion of the list the node cache
 	// started from; "" for unknown.
 	initialList string
-	// caughtUp says the cache has caught up with the API server, and
-	// catchUps counts the reads of the API server's version.
-	caughtUp bool
-	catchUps atomic.Int32
-}
-
-func (f *fakeLiveNodes) CaughtUp(context.Context, time.Duration) bool {
-	f.catchUps.Add(1)
-	return f.caughtUp
 }
 
 func (f *fakeLiveNodes) Node(_ context.Context, name string) (*health.Node, error) {
@@ -294,10 +284,6 @@ func (n fakedNodeReads) Node(ctx context.Context, name string) (*health.Node, er
 }
 
 func (n fakedNodeReads) InitialListVersion() string { return n.live.initialList }
-
-func (n fakedNodeReads) CaughtUp(ctx context.Context, wait time.Duration) bool {
-	return n.live.CaughtUp(ctx, wait)
-}
 
 func (f *syncFixture) setNHC(t testing.TB, nhc *v1alpha1.NodeHealthCheck) {
 	t.Helper()

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"encoding/json"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -62,10 +61,6 @@ type liveNodes interface {
 	Versions(ctx context.Context, selector labels.Selector) (map[string]string, error)
 	// Node reads a node, consistently; a NotFound error when it is gone.
 	Node(ctx context.Context, name string) (*health.Node, error)
-	// CaughtUp reads the API server's current version of nodes and waits,
-	// at most wait, until the cache has every change up to it; it tells
-	// whether the cache then shows every node as the API server had it.
-	CaughtUp(ctx context.Context, wait time.Duration) bool
 	// InitialListVersion is the resourceVersion of the list the node cache
 	// started from, once it holds it; "" when unknown.
 	InitialListVersion() string

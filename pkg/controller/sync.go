@@ -205,11 +205,7 @@ func (c *Controller) readableNHCs() ([]*v1alpha1.NodeHealthCheck, error) {
 // server has them, which a lagging or silent watch cannot hold back (an
 // overloaded API server's watches can be tens of seconds behind; a paused
 // or edited NodeHealthCheck must not remediate from its old spec). The
-// NodeHealthCheck is read once a sync. The nodes are too: once the node
-// cache has caught up with the API server's version of nodes, read once a
-// sync, it shows them as the API server has them (a storm's sync sent 50
-// GETs of nodes for this); when it has not within nodesCatchUpWait, each
-// create reads its node.
+// NodeHealthCheck is read once a sync, the node once a create.
 func (c *Controller) recheck(ctx context.Context, name string, plan *health.Plan) remediation.Recheck {
 	// Creates are rechecked in parallel and share one read of the
 	// NodeHealthCheck. It starts with the sync's creates, beside their
@@ -236,10 +232,8 @@ func (c *Controller) recheck(ctx context.Context, name string, plan *health.Plan
 		liveNHC, nhcRead = live, true
 		return live, nil
 	}
-	cacheCaughtUp := sync.OnceValue(func() bool { return c.liveNodes.CaughtUp(ctx, nodesCatchUpWait) })
 	if len(plan.Create) > 0 {
 		go func() { _, _ = readNHC(ctx) }()
-		go cacheCaughtUp()
 	}
 	return func(ctx context.Context, cr health.Creation) (string, bool, error) {
 		if _, err := c.writesUntil(); err != nil {
@@ -261,40 +255,20 @@ func (c *Controller) recheck(ctx context.Context, name string, plan *health.Plan
 		if err != nil {
 			return "", false, err
 		}
-		live, read, err := c.liveNode(ctx, cr.Node, cacheCaughtUp)
-		if err != nil {
+		live, err := c.liveNodes.Node(ctx, cr.Node)
+		switch {
+		case apierrors.IsNotFound(err):
+			live = nil
+		case err != nil:
 			return "", false, err
 		}
 		why := plan.Recheck(liveNHC, live, cr, now)
-		klog.FromContext(ctx).V(4).Info("Node confirmed at the API server", "node", klog.KRef("", cr.Node), "read", read, "withdrawn", why)
+		klog.FromContext(ctx).V(4).Info("Node confirmed at the API server", "node", klog.KRef("", cr.Node), "withdrawn", why)
 		if why != "" {
 			return why, true, nil
 		}
 		return "", false, nil
 	}
-}
-
-// nodesCatchUpWait bounds how long a sync's creates wait for the node
-// cache to catch up with the API server before each reads its node. A
-// storm's heartbeats and changes move the watch on within milliseconds; a
-// quiet cluster's watch may not move for a minute.
-const nodesCatchUpWait = 100 * time.Millisecond
-
-// liveNode returns a node as the API server has it, nil when it is gone:
-// the cache's once it has caught up, else a read of it. It tells which.
-func (c *Controller) liveNode(ctx context.Context, name string, cacheCaughtUp func() bool) (*health.Node, bool, error) {
-	if cacheCaughtUp() {
-		node, err := c.nodeLister.Get(name)
-		if apierrors.IsNotFound(err) {
-			return nil, false, nil
-		}
-		return node, false, err
-	}
-	node, err := c.liveNodes.Node(ctx, name)
-	if apierrors.IsNotFound(err) {
-		return nil, true, nil
-	}
-	return node, true, err
 }
 
 // selectedNodes lists the nodes the selector matches. An invalid selector
