@@ -12,6 +12,12 @@ type phase struct {
 	Name       string  `json:"name"`
 	Seconds    float64 `json:"seconds"`
 	CPUSeconds float64 `json:"controllerCpuSeconds"`
+	// APIServerCPUSeconds and EtcdCPUSeconds are the control plane's, on
+	// the same host: where they take both cores, the controller waits.
+	APIServerCPUSeconds float64 `json:"apiServerCpuSeconds"`
+	EtcdCPUSeconds      float64 `json:"etcdCpuSeconds"`
+	// Busiest is the second of the phase in which the three used the most.
+	Busiest busiestSecond `json:"busiestSecond"`
 	// PeakRSSMiB is VmHWM over the phase (over the run so far where the
 	// kernel cannot reset it); RSSMiB is VmRSS at its end.
 	PeakRSSMiB float64            `json:"peakRssMiB"`
@@ -66,6 +72,7 @@ func (b *bench) measure(ctx context.Context, name string, run func(context.Conte
 		before, _ = scrape(ctx, b.controller.MetricsAddress)
 		cpuBefore, _ = cpuSeconds(b.controller.PID())
 	}
+	apiServerBefore, etcdBefore := controlPlaneCPU()
 	if _, err := b.audit.next(); err != nil {
 		return p, err
 	}
@@ -75,13 +82,21 @@ func (b *bench) measure(ctx context.Context, name string, run func(context.Conte
 	if b.profiler != nil && b.controller != nil && length > 0 {
 		profiled = b.profiler.cpu(ctx, b.controller.MetricsAddress, name, length)
 	}
+	controllerPID := 0 // the startup phase starts it: not sampled
+	if b.controller != nil {
+		controllerPID = b.controller.PID()
+	}
+	stopSampling := sampleBusiest(controllerPID)
 	started := time.Now()
 	if err := run(ctx, p); err != nil {
+		stopSampling()
 		return p, err
 	}
 	if !sleepUntil(ctx, time.Now().Add(b.cfg.Settle)) {
+		stopSampling()
 		return p, ctx.Err()
 	}
+	p.Busiest = stopSampling()
 	profiled()
 	p.Seconds = time.Since(started).Seconds()
 
@@ -91,6 +106,8 @@ func (b *bench) measure(ctx context.Context, name string, run func(context.Conte
 		return p, err
 	}
 	p.CPUSeconds = cpu - cpuBefore
+	apiServer, etcd := controlPlaneCPU()
+	p.APIServerCPUSeconds, p.EtcdCPUSeconds = apiServer-apiServerBefore, etcd-etcdBefore
 	if p.PeakRSSMiB, p.RSSMiB, err = memoryMiB(pid); err != nil {
 		return p, err
 	}

@@ -59,3 +59,37 @@ func memoryMiB(pid int) (peak, current float64, err error) {
 func resetPeak(pid int) bool {
 	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte(resetPeakRSS), 0) == nil
 }
+
+// controlPlaneCPU is the CPU time so far of the API server and etcd that
+// this process started: on a shared host they are what a storm waits for.
+// Zero for one not found.
+func controlPlaneCPU() (apiServer, etcd float64) {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		open, closing := bytes.IndexByte(data, '('), bytes.LastIndexByte(data, ')')
+		fields := strings.Fields(string(data[closing+1:]))
+		// fields[1] is the 4th field, the parent's pid.
+		if open < 0 || len(fields) < 2 || fields[1] != strconv.Itoa(os.Getpid()) {
+			continue
+		}
+		seconds, err := cpuSeconds(pid)
+		if err != nil {
+			continue
+		}
+		switch string(data[open+1 : closing]) {
+		case "kube-apiserver":
+			apiServer += seconds
+		case "etcd":
+			etcd += seconds
+		}
+	}
+	return apiServer, etcd
+}

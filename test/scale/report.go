@@ -65,6 +65,12 @@ func (r *result) printTable(w io.Writer) {
 	row("node changes (heartbeats, Ready changes)", func(p *phase) string { return optional(p.Changes > 0, "%d", p.Changes) })
 	row("controller CPU (s)", func(p *phase) string { return fmt.Sprintf("%.2f", p.CPUSeconds) })
 	row("CPU per change (ms)", func(p *phase) string { return optional(p.Changes > 0, "%.3f", p.CPUMsPerChange) })
+	row("API server / etcd CPU (s)", func(p *phase) string {
+		return fmt.Sprintf("%.1f / %.1f", p.APIServerCPUSeconds, p.EtcdCPUSeconds)
+	})
+	row("busiest second: API server / etcd / controller (cores)", func(p *phase) string {
+		return fmt.Sprintf("%.2f / %.2f / %.2f", p.Busiest.APIServer, p.Busiest.Etcd, p.Busiest.Controller)
+	})
 	row("syncs", func(p *phase) string { return fmt.Sprintf("%.0f", p.Controller.Syncs) })
 	row("API requests", func(p *phase) string { return fmt.Sprintf("%d", p.Requests.Total) })
 	row("requests per change", func(p *phase) string { return optional(p.Changes > 0, "%.3f", p.RequestsPerChange) })
