@@ -173,25 +173,24 @@ func (m *Manager) create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, c h
 	if err != nil {
 		return nil, err
 	}
-	if err := m.expect(nhc, gvr, obj.GetNamespace(), obj.GetName(), c.Node, template.GetName(), obs); err != nil {
+	key := createKey(nhc.Name, gvr, obj.GetNamespace(), c.Node, template.GetName())
+	if err := m.expect(nhc, key, obj.GetName(), obs); err != nil {
 		return nil, err
 	}
-	key := creationKey(gvr, obj.GetNamespace(), c.Node, template.GetName())
-	if c.ControlPlane && !m.controlPlane.reserve(nhc.Name, c.Node, key, gvr, obj.GetNamespace(), obj.GetName()) {
-		m.expectations.forgetCreation(nhc.Name, gvr, obj.GetNamespace(), c.Node, template.GetName())
+	if c.ControlPlane && !m.inFlight.takeControlPlaneSlot(key) {
+		m.inFlight.cancel(key)
 		return nil, &controlPlaneBusyError{node: c.Node}
 	}
 	created, err := m.writer.Create(ctx, gvr, obj, nhc)
 	m.checkAccess(gvr, err)
 	switch {
 	case err != nil && certainlyFailed(err):
-		m.expectations.forgetCreation(nhc.Name, gvr, obj.GetNamespace(), c.Node, template.GetName())
-		m.controlPlane.release(key)
+		m.inFlight.cancel(key)
 	case err == nil:
 		// A resource that existed already sends no new event; if the cache
 		// has it, there is nothing to wait for.
 		if cached := m.informers.Get(gvr, created.GetNamespace(), created.GetName()); cached != nil && cached.GetUID() == created.GetUID() {
-			m.expectations.settle(gvr, cached, false)
+			m.inFlight.settle(gvr, cached, false)
 		}
 	}
 	return created, err
@@ -203,17 +202,17 @@ func (m *Manager) create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, c h
 // may not show it yet (a selector changed a moment ago). The create under
 // way is checked first, so that one that settles meanwhile shows in the
 // informers.
-func (m *Manager) expect(nhc *v1alpha1.NodeHealthCheck, gvr schema.GroupVersionResource, namespace, name, node, template string, obs *Observation) error {
-	if len(obs.Remediations[node]) > 0 {
-		m.expectations.expectCreation(nhc.Name, gvr, namespace, name, node, template)
+func (m *Manager) expect(nhc *v1alpha1.NodeHealthCheck, key writeKey, name string, obs *Observation) error {
+	if len(obs.Remediations[key.node]) > 0 {
+		m.inFlight.expectCreate(key, name)
 		return nil
 	}
-	if other := m.expectations.expectFirstCreation(nhc.Name, gvr, namespace, name, node, template); other != "" {
-		return &remediatedByOtherError{node: node, other: other}
+	if other := m.inFlight.expectFirstCreate(key, name); other != "" {
+		return &remediatedByOtherError{node: key.node, other: other}
 	}
-	if other := m.informers.otherOwner(node, nhc.UID); other != "" {
-		m.expectations.forgetCreation(nhc.Name, gvr, namespace, node, template)
-		return &remediatedByOtherError{node: node, other: other}
+	if other := m.informers.otherOwner(key.node, nhc.UID); other != "" {
+		m.inFlight.cancel(key)
+		return &remediatedByOtherError{node: key.node, other: other}
 	}
 	return nil
 }
@@ -257,16 +256,16 @@ func (m *Manager) delete(ctx context.Context, nhc string, obs *Observation, del 
 	if err != nil {
 		return err
 	}
-	m.expectations.expectDeletion(nhc, del.Node, ref.UID)
+	m.inFlight.expectDelete(nhc, del.Node, ref.UID)
 	err = m.writer.Delete(ctx, gvr, ref)
 	m.checkAccess(gvr, err)
 	switch {
 	case err != nil && certainlyFailed(err):
-		m.expectations.forgetDeletion(nhc, ref.UID)
+		m.inFlight.cancel(deleteKey(nhc, ref.UID))
 	case err == nil:
 		// A resource gone already sends no new event.
 		if cached := m.informers.Get(gvr, ref.Namespace, ref.Name); cached == nil || cached.GetUID() != ref.UID {
-			m.expectations.forgetDeletion(nhc, ref.UID)
+			m.inFlight.cancel(deleteKey(nhc, ref.UID))
 		}
 	}
 	return err

@@ -44,7 +44,7 @@ func newApplyFixture(t *testing.T) *applyFixture {
 	client := fakeDynamic()
 	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
 	informers := NewInformers(ctx, client, clock)
-	m := newManager(informers, nil, NewExpectations(clock), NewWriter(client, kubefake.NewClientset()), nil)
+	m := newManager(informers, nil, clock, NewWriter(client, kubefake.NewClientset()), nil)
 	obs := &Observation{
 		templates: map[corev1.ObjectReference]*unstructured.Unstructured{templateKey(templateRef): testTemplate(nil)},
 		resources: map[schema.GroupVersionKind]schema.GroupVersionResource{testGVR.GroupVersion().WithKind("TestRemediation"): testGVR},
@@ -105,8 +105,8 @@ func TestAnUncertainCreateIsSettledByAGet(t *testing.T) {
 			}
 			require.Len(t, out.Errors, 1)
 			assert.Empty(t, out.Created)
-			assert.Empty(t, f.manager.expectations.pendingNodes(testNHC.Name), "a create that certainly failed holds nothing back")
-			assert.Empty(t, f.manager.controlPlane.nodes(), "nor the control-plane reservation")
+			assert.Empty(t, f.manager.inFlight.pendingNodes(testNHC.Name), "a create that certainly failed holds nothing back")
+			assert.Empty(t, f.manager.inFlight.controlPlaneNodes(), "nor the control-plane reservation")
 		})
 	}
 }
@@ -142,21 +142,21 @@ func TestControlPlaneNodesOneAtATimeAcrossNodeHealthChecks(t *testing.T) {
 
 	// The reservation holds while the resource exists, whatever kind the
 	// other NodeHealthCheck watches, and goes when the resource is seen gone.
-	assert.Equal(t, []string{NodeOf(first)}, f.manager.controlPlane.nodes())
+	assert.Equal(t, []string{NodeOf(first)}, f.manager.inFlight.controlPlaneNodes())
 	out := f.manager.Apply(context.Background(), nhcNamed("cp-"+waiting), controlPlanePlan(waiting), f.obs, sendAll)
 	assert.Len(t, out.Blocked, 1)
-	f.manager.controlPlane.settle(testGVR, first, true)
+	f.manager.inFlight.settle(testGVR, first, true)
 	out = f.manager.Apply(context.Background(), nhcNamed("cp-"+waiting), controlPlanePlan(waiting), f.obs, sendAll)
 	assert.Len(t, out.Created, 1, "free again")
 
 	// Forgetting a deleted NodeHealthCheck releases what it held.
 	f.manager.Forget("cp-" + waiting)
-	assert.Empty(t, f.manager.controlPlane.nodes())
+	assert.Empty(t, f.manager.inFlight.controlPlaneNodes())
 }
 
 // A create whose outcome is uncertain, and whose follow-up GET fails too,
 // keeps its reservation: nothing says whether the resource exists. After
-// reservationTTL, a read looks it up: gone, it ends, instead of holding
+// inFlightTTL, a read looks it up: gone, it ends, instead of holding
 // every other control-plane node back until a restart.
 func TestAnUnsettledControlPlaneReservationLapses(t *testing.T) {
 	f := newApplyFixture(t)
@@ -172,39 +172,39 @@ func TestAnUnsettledControlPlaneReservationLapses(t *testing.T) {
 	})
 	out := f.manager.Apply(context.Background(), testNHC, controlPlanePlan("master-0"), f.obs, sendAll)
 	require.Len(t, out.Errors, 1)
-	assert.Equal(t, []string{"master-0"}, f.manager.controlPlane.nodes(), "held while the outcome is unknown")
+	assert.Equal(t, []string{"master-0"}, f.manager.inFlight.controlPlaneNodes(), "held while the outcome is unknown")
 	failing = false
 
-	f.clock.SetTime(f.clock.Now().Add(ExpectationsTTL - time.Second))
+	f.clock.SetTime(f.clock.Now().Add(inFlightTTL - time.Second))
 	assert.Len(t, f.manager.Apply(context.Background(), nhcNamed("cp-b"), controlPlanePlan("master-1"), f.obs, sendAll).Blocked, 1)
 	f.clock.SetTime(f.clock.Now().Add(time.Second))
 	_, err := f.manager.Read(context.Background(), nhcNamed("cp-b"), Watched{})
 	require.NoError(t, err)
-	assert.Empty(t, f.manager.controlPlane.nodes(), "looked up, and gone")
+	assert.Empty(t, f.manager.inFlight.controlPlaneNodes(), "looked up, and gone")
 	assert.Len(t, f.manager.Apply(context.Background(), nhcNamed("cp-b"), controlPlanePlan("master-1"), f.obs, sendAll).Created, 1)
 }
 
 // A control-plane remediation that its informer does not show (a watch
-// that stopped sending) keeps its reservation past reservationTTL, as long
+// that stopped sending) keeps its reservation past inFlightTTL, as long
 // as the API server has it: a second control-plane node would otherwise
 // start beside it (make sim, seed 104171). Gone, it holds nothing.
 func TestAReservationHoldsWhileItsResourceIsUnseen(t *testing.T) {
 	f := newApplyFixture(t)
 	require.Len(t, f.manager.Apply(context.Background(), testNHC, controlPlanePlan("master-0"), f.obs, sendAll).Created, 1)
-	f.clock.SetTime(f.clock.Now().Add(reservationTTL))
+	f.clock.SetTime(f.clock.Now().Add(inFlightTTL))
 	_, err := f.manager.Read(context.Background(), nhcNamed("cp-b"), Watched{})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"master-0"}, f.manager.controlPlane.nodes(), "the API server has it")
+	assert.Equal(t, []string{"master-0"}, f.manager.inFlight.controlPlaneNodes(), "the API server has it")
 	assert.Len(t, f.manager.Apply(context.Background(), nhcNamed("cp-b"), controlPlanePlan("master-1"), f.obs, sendAll).Blocked, 1)
 
 	list, err := f.client.Resource(testGVR).Namespace(templateRef.Namespace).List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
 	require.Len(t, list.Items, 1)
 	require.NoError(t, f.client.Tracker().Delete(testGVR, templateRef.Namespace, list.Items[0].GetName()))
-	f.clock.SetTime(f.clock.Now().Add(reservationTTL))
+	f.clock.SetTime(f.clock.Now().Add(inFlightTTL))
 	_, err = f.manager.Read(context.Background(), nhcNamed("cp-b"), Watched{})
 	require.NoError(t, err)
-	assert.Empty(t, f.manager.controlPlane.nodes(), "gone")
+	assert.Empty(t, f.manager.inFlight.controlPlaneNodes(), "gone")
 }
 
 func TestWorkersAreNotHeldByAControlPlaneReservation(t *testing.T) {
@@ -236,7 +236,7 @@ func TestAKindThatCannotBeWatchedDisablesAfterAGrace(t *testing.T) {
 			clock := clocktesting.NewFakePassiveClock(time.Now())
 			informers := NewInformers(ctx, client, clock)
 			informers.grace = 0
-			m := newManager(informers, NewTemplates(resettable{meta.NewDefaultRESTMapper(nil)}, informers, clock), NewExpectations(clock), NewWriter(client, kubefake.NewClientset()), nil)
+			m := newManager(informers, NewTemplates(resettable{meta.NewDefaultRESTMapper(nil)}, informers, clock), clock, NewWriter(client, kubefake.NewClientset()), nil)
 			informers.Use("workers", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 			var problem *health.Problem
 			require.Eventually(t, func() bool { problem = m.unreadable(testGVR, informers.State(testGVR).Err); return problem != nil }, 10*time.Second, 10*time.Millisecond)
@@ -277,13 +277,13 @@ func TestOneRemediationPerNodeAcrossNodeHealthChecks(t *testing.T) {
 	}
 
 	// Once the informer shows the resource, it holds the node.
-	require.Eventually(t, func() bool { return len(f.manager.expectations.pendingNodes(winner)) == 0 }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return len(f.manager.inFlight.pendingNodes(winner)) == 0 }, 10*time.Second, 10*time.Millisecond)
 	assert.Equal(t, map[string][]Owner{"worker-0": {{Name: winner, UID: types.UID("uid-" + winner)}}}, f.manager.informers.otherOwners(types.UID("uid-"+loser)))
 	assert.Empty(t, f.manager.informers.otherOwners(types.UID("uid-"+winner)), "its own resources are not another's")
 	out := f.manager.Apply(context.Background(), nhcNamed(loser), createPlan("worker-0"), f.obs, sendAll)
 	require.Len(t, out.Blocked, 1)
 	assert.Equal(t, "NodeHealthCheck "+winner+" remediates node worker-0, or is starting to; only one NodeHealthCheck remediates a node, and this one leaves it alone", out.Blocked[0].Message)
-	assert.Empty(t, f.manager.expectations.pendingNodes(loser), "a blocked create expects nothing")
+	assert.Empty(t, f.manager.inFlight.pendingNodes(loser), "a blocked create expects nothing")
 
 	// A NodeHealthCheck with resources of its own for the node goes on (the
 	// engine decides which one escalates); other nodes are not held.
@@ -362,14 +362,14 @@ func TestAReservationOfAnUninstalledKindEnds(t *testing.T) {
 		return true, nil, apierrors.NewForbidden(testGVR.GroupResource(), "", assert.AnError)
 	})
 
-	f.clock.SetTime(f.clock.Now().Add(reservationTTL))
+	f.clock.SetTime(f.clock.Now().Add(inFlightTTL))
 	_, err := f.manager.Read(context.Background(), nhcNamed("cp-b"), Watched{})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"master-0"}, f.manager.controlPlane.nodes(), "forbidden, still served: it may exist")
+	assert.Equal(t, []string{"master-0"}, f.manager.inFlight.controlPlaneNodes(), "forbidden, still served: it may exist")
 
 	mapper.uninstalled = []schema.GroupVersionKind{testGVR.GroupVersion().WithKind("TestRemediation")}
-	f.clock.SetTime(f.clock.Now().Add(max(reservationTTL, mapperResetInterval)))
+	f.clock.SetTime(f.clock.Now().Add(max(inFlightTTL, mapperResetInterval)))
 	_, err = f.manager.Read(context.Background(), nhcNamed("cp-b"), Watched{})
 	require.NoError(t, err)
-	assert.Empty(t, f.manager.controlPlane.nodes(), "no longer served: gone")
+	assert.Empty(t, f.manager.inFlight.controlPlaneNodes(), "no longer served: gone")
 }

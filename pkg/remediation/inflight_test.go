@@ -16,23 +16,23 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
 
-func TestExpectations(t *testing.T) {
+func TestWritesUnderWay(t *testing.T) {
 	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
-	e := NewExpectations(clock)
+	e := newInFlight(clock)
 	assert.Empty(t, e.pendingNodes("workers"), "nothing expected after a start")
 
 	r, err := newRemediation(testTemplate(nil), testNHC, "worker-1", false)
 	require.NoError(t, err)
 	r.SetUID("r-uid")
 
-	e.expectCreation("workers", testGVR, "remediators", "r", "worker-1", "reboot")
+	e.expectCreate(createKey("workers", testGVR, "remediators", "worker-1", "reboot"), "r")
 	assert.Equal(t, map[string]bool{"worker-1": true}, e.pendingNodes("workers"), "only the node written to waits")
 	assert.Empty(t, e.pendingNodes("others"), "per NodeHealthCheck")
 	assert.Equal(t, []string{"workers"}, e.settle(testGVR, r, false), "the create of workers confirmed")
 	assert.Empty(t, e.pendingNodes("workers"), "the informer shows the created resource")
 	assert.Empty(t, e.settle(testGVR, r, false), "confirmed once")
 
-	e.expectDeletion("workers", "worker-1", "r-uid")
+	e.expectDelete("workers", "worker-1", "r-uid")
 	assert.Empty(t, e.settle(testGVR, r, false), "a deletion is no create confirmed")
 	assert.Equal(t, map[string]bool{"worker-1": true}, e.pendingNodes("workers"), "still there")
 	deleting := r.DeepCopy()
@@ -40,18 +40,18 @@ func TestExpectations(t *testing.T) {
 	e.settle(testGVR, deleting, false)
 	assert.Empty(t, e.pendingNodes("workers"), "a deletion timestamp is the delete observed")
 
-	e.expectCreation("workers", testGVR, "remediators", "r", "worker-2", "reboot")
-	e.forgetCreation("workers", testGVR, "remediators", "worker-2", "reboot")
+	e.expectCreate(createKey("workers", testGVR, "remediators", "worker-2", "reboot"), "r")
+	e.cancel(createKey("workers", testGVR, "remediators", "worker-2", "reboot"))
 	assert.Empty(t, e.pendingNodes("workers"))
 
-	e.expectCreation("workers", testGVR, "remediators", "r", "worker-3", "reboot")
-	clock.SetTime(clock.Now().Add(ExpectationsTTL - time.Nanosecond))
+	e.expectCreate(createKey("workers", testGVR, "remediators", "worker-3", "reboot"), "r")
+	clock.SetTime(clock.Now().Add(inFlightTTL - time.Nanosecond))
 	assert.Equal(t, map[string]bool{"worker-3": true}, e.pendingNodes("workers"))
 	clock.SetTime(clock.Now().Add(time.Nanosecond))
 	assert.Empty(t, e.pendingNodes("workers"), "an event that never came lapses")
 }
 
-// A create whose informer event has not come within ExpectationsTTL is
+// A create whose informer event has not come within inFlightTTL is
 // looked up at the API server: the watch may have stopped sending. Found,
 // or unreadable, its node goes on waiting, so that the cache's silence
 // neither drops it from the status nor lets a second remediation start
@@ -78,14 +78,14 @@ func TestALapsedCreateIsLookedUpAtTheAPIServer(t *testing.T) {
 				f.client.PrependReactor("get", testGVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, tt.getErr })
 			}
 			// Its informer never ran: nothing will show the create.
-			f.manager.expectations.expectCreation(testNHC.Name, testGVR, created.GetNamespace(), created.GetName(), "worker-1", "reboot")
-			f.clock.SetTime(f.clock.Now().Add(ExpectationsTTL))
+			f.manager.inFlight.expectCreate(createKey(testNHC.Name, testGVR, created.GetNamespace(), "worker-1", "reboot"), created.GetName())
+			f.clock.SetTime(f.clock.Now().Add(inFlightTTL))
 
 			obs, err := f.manager.Read(context.Background(), testNHC, Watched{})
 			require.NoError(t, err)
 			assert.Equal(t, tt.pending, obs.PendingNodes)
-			f.clock.SetTime(f.clock.Now().Add(ExpectationsTTL / 2))
-			assert.Equal(t, tt.pending, f.manager.expectations.pendingNodes(testNHC.Name), "expected again for a while")
+			f.clock.SetTime(f.clock.Now().Add(inFlightTTL / 2))
+			assert.Equal(t, tt.pending, f.manager.inFlight.pendingNodes(testNHC.Name), "expected again for a while")
 		})
 	}
 }
@@ -100,11 +100,58 @@ func TestAnotherNodeHealthChecksLapsedCreateStillHoldsItsNode(t *testing.T) {
 	// Generated names, so that the API server would take both resources.
 	f.obs.templates[templateKey(templateRef)] = testTemplate(map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: "true"})
 	require.Len(t, f.manager.Apply(context.Background(), nhcNamed("disabled"), createPlan("worker-1"), f.obs, sendAll).Created, 1)
-	f.clock.SetTime(f.clock.Now().Add(ExpectationsTTL))
+	f.clock.SetTime(f.clock.Now().Add(inFlightTTL))
 
 	_, err := f.manager.Read(context.Background(), testNHC, Watched{})
 	require.NoError(t, err)
 	out := f.manager.Apply(context.Background(), testNHC, createPlan("worker-1"), f.obs, sendAll)
 	assert.Empty(t, out.Created)
 	assert.Len(t, out.Blocked, 1, "the disabled NodeHealthCheck's create, found at the API server, holds the node")
+}
+
+// One create, one entry: it is pending until its informer shows it, and a
+// control-plane create holds the cluster's one control-plane slot until its
+// resource is seen gone, shown or not.
+func TestAControlPlaneCreateHoldsTheSlotUntilItsResourceIsGone(t *testing.T) {
+	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
+	f := newInFlight(clock)
+	r, err := newRemediation(testTemplate(nil), testNHC, "master-0", true)
+	require.NoError(t, err)
+	r.SetUID("r-uid")
+	key := createKey(testNHC.Name, testGVR, r.GetNamespace(), "master-0", "reboot")
+	f.expectFirstCreate(key, r.GetName())
+	require.True(t, f.takeControlPlaneSlot(key))
+
+	other := createKey("others", testGVR, r.GetNamespace(), "master-1", "reboot")
+	f.expectFirstCreate(other, "master-1")
+	assert.False(t, f.takeControlPlaneSlot(other), "one control-plane node at a time")
+	f.cancel(other)
+	assert.Equal(t, []string{"master-0"}, f.controlPlaneNodes())
+	assert.Equal(t, map[string]bool{"master-0": true}, f.pendingNodes(testNHC.Name))
+
+	assert.Equal(t, []string{testNHC.Name}, f.settle(testGVR, r, false), "the create confirmed")
+	assert.Empty(t, f.pendingNodes(testNHC.Name), "shown: no longer pending")
+	assert.Equal(t, []string{"master-0"}, f.controlPlaneNodes(), "the slot holds while the resource exists")
+	assert.Empty(t, f.pendingResources(testNHC.Name))
+
+	clock.SetTime(clock.Now().Add(inFlightTTL))
+	lapsed := f.lapsed()
+	require.Len(t, lapsed, 1, "a slot held for inFlightTTL is looked up")
+	assert.True(t, lapsed[0].shown)
+	f.renew(lapsed[0])
+	assert.Equal(t, []string{"master-0"}, f.controlPlaneNodes(), "renewed: found and not shown")
+
+	f.settle(testGVR, r, true)
+	assert.Empty(t, f.controlPlaneNodes(), "seen gone: the slot is free")
+	assert.Empty(t, f.writes, "nothing left")
+
+	// Deleted before its informer showed the create: the slot is free, and
+	// the node waits for the create until it lapses.
+	f.expectFirstCreate(key, r.GetName())
+	require.True(t, f.takeControlPlaneSlot(key))
+	f.settle(testGVR, r, true)
+	assert.Empty(t, f.controlPlaneNodes())
+	assert.Equal(t, map[string]bool{"master-0": true}, f.pendingNodes(testNHC.Name))
+	f.forget(testNHC.Name)
+	assert.Empty(t, f.writes, "a forgotten NodeHealthCheck leaves nothing")
 }

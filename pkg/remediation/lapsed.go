@@ -16,11 +16,11 @@ import (
 // within a minute, and kinds no longer served.
 
 // logCreateUnseen is logged at level 2 when the API server has a created
-// resource that its informer has not shown within ExpectationsTTL.
+// resource that its informer has not shown within inFlightTTL.
 const logCreateUnseen = "Created remediation not shown by its informer yet; its node waits"
 
 // lookUpLapsed looks up at the API server the creates of every
-// NodeHealthCheck that the informers have not shown within ExpectationsTTL
+// NodeHealthCheck that the informers have not shown within inFlightTTL
 // (seed 118367: a disabled NodeHealthCheck, which does not sync, let its
 // create lapse, and another one remediated the node beside it). One the API
 // server has is expected again: its node gets no new action, and its
@@ -29,18 +29,19 @@ const logCreateUnseen = "Created remediation not shown by its informer yet; its 
 // remediation beside it (make sim, seed 3557: a watch that stopped
 // sending). One that is gone lapses; one that cannot be read (forbidden,
 // or any error) is expected again, and looked up again at the next sync.
-// The control-plane reservations of every NodeHealthCheck that lapsed are
-// looked up the same way: one found and not shown, or unreadable, holds on.
+// A create that holds the control-plane slot is looked up the same way,
+// whoever owns what is found: one found and not shown, or unreadable,
+// holds the slot on.
 func (m *Manager) lookUpLapsed(ctx context.Context) {
-	for _, l := range m.expectations.lapsedCreations() {
-		if m.unseen(ctx, l.resource, l.namespace, l.name, l.nhc) {
-			klog.FromContext(ctx).V(2).Info(logCreateUnseen, "nodeHealthCheck", l.nhc, "node", l.node, "resource", l.resource, "name", l.name)
-			m.expectations.expectAgain(l)
-		}
-	}
-	for _, l := range m.controlPlane.lapsed() {
-		if m.unseen(ctx, l.resource, l.namespace, l.name, "") {
-			m.controlPlane.renew(l)
+	for _, l := range m.inFlight.lapsed() {
+		key := l.key
+		switch {
+		case !l.shown && m.unseen(ctx, key.resource, key.namespace, l.name, key.nhc):
+			klog.FromContext(ctx).V(2).Info(logCreateUnseen, "nodeHealthCheck", key.nhc, "node", l.node, "resource", key.resource, "name", l.name)
+			m.inFlight.renew(l)
+		case l.controlPlane && m.unseen(ctx, key.resource, key.namespace, l.name, ""):
+			l.shown = true
+			m.inFlight.renew(l)
 		}
 	}
 }

@@ -83,7 +83,7 @@ func TestARemediationThatOutlivedItsNodeHealthCheckIsSeenAfterAStart(t *testing.
 				{Name: testTemplateGVR.Resource, Kind: "TestRemediationTemplate", Namespaced: true, Verbs: metav1.Verbs{"list", "watch"}},
 			}}}
 			informers := NewInformers(ctx, client, clock)
-			m := newManager(informers, NewTemplates(resettable{meta.NewDefaultRESTMapper(nil)}, informers, clock), NewExpectations(clock), NewWriter(client, kube), nil)
+			m := newManager(informers, NewTemplates(resettable{meta.NewDefaultRESTMapper(nil)}, informers, clock), clock, NewWriter(client, kube), nil)
 			m.discovery = kube.Discovery()
 
 			require.NoError(t, m.WatchAll(func() ([]*v1alpha1.NodeHealthCheck, error) { return nil, nil }))

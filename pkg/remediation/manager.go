@@ -24,11 +24,12 @@ import (
 // reads their remediation state from the informers (read.go), and carries
 // out their plans (apply.go).
 type Manager struct {
-	informers    *Informers
-	templates    *Templates
-	expectations *Expectations
-	writer       *Writer
-	controlPlane *controlPlaneReservations
+	informers *Informers
+	templates *Templates
+	// inFlight is the ledger of the writes under way, and of the
+	// control-plane slot.
+	inFlight *inFlight
+	writer   *Writer
 	// discovery lists the kinds the API serves, to look for remediation
 	// resources that outlived their NodeHealthCheck; nil looks for none.
 	discovery discovery.DiscoveryInterface
@@ -40,7 +41,7 @@ type Manager struct {
 	everyKindWatched atomic.Bool
 
 	mu sync.Mutex
-	// handlers hear of every change, after the expectations.
+	// handlers hear of every change, after the ledger.
 	handlers []ResourceChangeFunc
 }
 
@@ -55,7 +56,7 @@ type Config struct {
 	Mapper meta.ResettableRESTMapper
 	// Leases are the node leases; nil takes none.
 	Leases *NodeLeases
-	// Clock is the time of retries, caches and expectations.
+	// Clock is the time of retries, caches and the writes under way.
 	Clock clock.PassiveClock
 }
 
@@ -68,18 +69,18 @@ func New(cfg Config) *Manager {
 		mapper = restmapper.NewDeferredDiscoveryRESTMapper(cached)
 	}
 	informers := NewInformers(cfg.Context, cfg.Dynamic, cfg.Clock)
-	m := newManager(informers, NewTemplates(mapper, informers, cfg.Clock), NewExpectations(cfg.Clock), NewWriter(cfg.Dynamic, cfg.Kube), cfg.Leases)
+	m := newManager(informers, NewTemplates(mapper, informers, cfg.Clock), cfg.Clock, NewWriter(cfg.Dynamic, cfg.Kube), cfg.Leases)
 	if cached != nil {
 		m.discovery = cached
 	}
 	return m
 }
 
-// newManager wires a manager from its parts. The expectations hear of the
-// informers' changes before any handler, so that a NodeHealthCheck woken by
-// a change finds its expectations settled.
-func newManager(informers *Informers, templates *Templates, expectations *Expectations, writer *Writer, leases *NodeLeases) *Manager {
-	m := &Manager{informers: informers, templates: templates, expectations: expectations, writer: writer, controlPlane: newControlPlaneReservations(expectations.clock), leases: leases}
+// newManager wires a manager from its parts. The ledger of writes under way
+// hears of the informers' changes before any handler, so that a
+// NodeHealthCheck woken by a change finds its writes settled.
+func newManager(informers *Informers, templates *Templates, clock clock.PassiveClock, writer *Writer, leases *NodeLeases) *Manager {
+	m := &Manager{informers: informers, templates: templates, inFlight: newInFlight(clock), writer: writer, leases: leases}
 	informers.AddChangeHandler(m.changed)
 	return m
 }
@@ -104,11 +105,10 @@ func (m *Manager) AddKindChangeHandler(handler KindChangeFunc) {
 	m.informers.AddKindChangeHandler(handler)
 }
 
-// changed settles the expectations and the control-plane reservations a
-// change satisfies, then tells the handlers.
+// changed settles the writes under way a change shows, then tells the
+// handlers.
 func (m *Manager) changed(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool) {
-	confirmed := m.expectations.settle(gvr, obj, deleted)
-	m.controlPlane.settle(gvr, obj, deleted)
+	confirmed := m.inFlight.settle(gvr, obj, deleted)
 	m.mu.Lock()
 	handlers := m.handlers
 	m.mu.Unlock()
@@ -132,11 +132,10 @@ func (m *Manager) Running() []schema.GroupVersionResource {
 }
 
 // Forget stops the informers only a deleted NodeHealthCheck used, and drops
-// its expectations and reservations.
+// its writes under way.
 func (m *Manager) Forget(nhc string) {
 	m.informers.Use(nhc, Kinds{})
-	m.expectations.forget(nhc)
-	m.controlPlane.forget(nhc)
+	m.inFlight.forget(nhc)
 }
 
 // templateKey identifies a template reference, whatever else it carries.

@@ -81,8 +81,8 @@ func (m *Manager) Read(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, w Wat
 	// controllers check their expectations before they list: a write the
 	// informer shows between the two reads is then both pending and in the
 	// cache. The other order misses it in both.
-	obs.PendingNodes = m.expectations.pendingNodes(nhc.Name)
-	reserved := m.controlPlane.nodes()
+	obs.PendingNodes = m.inFlight.pendingNodes(nhc.Name)
+	reserved := m.inFlight.controlPlaneNodes()
 	now := m.informers.clock.Now()
 	var templates []*unstructured.Unstructured
 	for _, tmpl := range w.templates {

@@ -1,0 +1,294 @@
+package remediation
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+)
+
+// inFlightTTL bounds how long a write the informers have not shown holds
+// its node back, and how long a control-plane create holds the cluster's
+// one control-plane slot, before its resource is looked up (lookUpLapsed).
+const inFlightTTL = time.Minute
+
+// inFlight is the one ledger of this process's writes of remediation
+// resources under way, as the ReplicaSet controller keeps its expectations:
+//
+//   - A write the informers have not shown yet is pending: its node gets no
+//     new action (the cache is not what the API server has, and acting on
+//     it could create a resource twice); the NodeHealthCheck's other nodes
+//     go on. After a restart nothing is pending, because the informers have
+//     synced before the first sync.
+//   - A control-plane node's create also holds the cluster's one
+//     control-plane slot, across every NodeHealthCheck and worker: a sync's
+//     busy set comes from caches, which show a create only after it
+//     happened, so two syncs could each start one. It holds until the
+//     resource is seen gone, the create certainly failed, or its
+//     NodeHealthCheck is forgotten; shown by the informers, it stays only
+//     as the slot (their control-plane index counts it too).
+//
+// A create that lapses unshown is looked up at the API server, not dropped
+// (lookUpLapsed): seed 104171 of make sim started a second control-plane
+// node when the reservation of a resource its stalled watch never showed
+// lapsed.
+type inFlight struct {
+	clock clock.PassiveClock
+	mu    sync.Mutex
+	// writes holds every write under way, by its key.
+	writes map[writeKey]write
+}
+
+// writeKey names a write: a create by its NodeHealthCheck, resource,
+// namespace, node and template (each names one resource); a delete by its
+// NodeHealthCheck and the resource's UID.
+type writeKey struct {
+	nhc                       string
+	resource                  schema.GroupVersionResource
+	namespace, node, template string
+	uid                       types.UID
+}
+
+func createKey(nhc string, gvr schema.GroupVersionResource, namespace, node, template string) writeKey {
+	return writeKey{nhc: nhc, resource: gvr, namespace: namespace, node: node, template: template}
+}
+
+func deleteKey(nhc string, uid types.UID) writeKey { return writeKey{nhc: nhc, uid: uid} }
+
+// sameResource tells whether two create keys name one resource, whoever
+// created it.
+func (k writeKey) sameResource(other writeKey) bool {
+	k.nhc = other.nhc
+	return k == other
+}
+
+func (k writeKey) creation() bool { return k.uid == "" }
+
+type write struct {
+	node string
+	// name is a create's resource name, to look it up once it lapsed.
+	name string
+	// controlPlane: a create that holds the control-plane slot.
+	controlPlane bool
+	// shown: the informer showed the create; it is no longer pending, and
+	// stays only for the slot.
+	shown  bool
+	lapses time.Time
+}
+
+func newInFlight(clock clock.PassiveClock) *inFlight {
+	return &inFlight{clock: clock, writes: map[writeKey]write{}}
+}
+
+// expectCreate records a create about to be sent, of the resource name.
+func (f *inFlight) expectCreate(key writeKey, name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.add(key, write{node: key.node, name: name})
+}
+
+// expectFirstCreate records the create of a node's first remediation about
+// to be sent, unless another NodeHealthCheck has a create for the node
+// pending: it returns that one's name instead. Checking and recording at
+// once keeps two NodeHealthChecks from starting on one node at once.
+func (f *inFlight) expectFirstCreate(key writeKey, name string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.clock.Now()
+	for other, w := range f.writes {
+		if other.nhc != key.nhc && other.creation() && w.node == key.node && !w.shown && now.Before(w.lapses) {
+			return other.nhc
+		}
+	}
+	f.add(key, write{node: key.node, name: name})
+	return ""
+}
+
+// takeControlPlaneSlot makes a recorded create hold the control-plane
+// slot, unless another control-plane node holds it.
+func (f *inFlight) takeControlPlaneSlot(key writeKey) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, w := range f.writes {
+		if w.controlPlane && w.node != key.node {
+			return false
+		}
+	}
+	w, ok := f.writes[key]
+	if !ok {
+		return false
+	}
+	w.controlPlane = true
+	f.writes[key] = w
+	return true
+}
+
+// expectDelete records a delete about to be sent.
+func (f *inFlight) expectDelete(nhc, node string, uid types.UID) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.add(deleteKey(nhc, uid), write{node: node})
+}
+
+// cancel withdraws a write that certainly did not happen, or whose result
+// the cache shows already (a delete); a create's slot with it.
+func (f *inFlight) cancel(key writeKey) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.writes, key)
+}
+
+// settle settles the writes an informer's change shows: a resource that
+// exists shows its create, a deleted one, or one with a deletion
+// timestamp, its delete; a deleted control-plane remediation frees the
+// slot. It returns the NodeHealthChecks whose create it confirms.
+func (f *inFlight) settle(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool) (confirmed []string) {
+	template := obj.GetAnnotations()[v1alpha1.TemplateNameAnnotation]
+	resource := createKey("", gvr, obj.GetNamespace(), NodeOf(obj), template)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, nhc := range OwnerNames(obj) {
+		key := createKey(nhc, gvr, obj.GetNamespace(), NodeOf(obj), template)
+		if w, ok := f.writes[key]; ok && !deleted && !w.shown {
+			confirmed = append(confirmed, nhc)
+			w.shown = true
+			f.settled(key, w)
+		}
+		if deleted || obj.GetDeletionTimestamp() != nil {
+			delete(f.writes, deleteKey(nhc, obj.GetUID()))
+		}
+	}
+	if deleted && IsControlPlaneRemediation(obj) {
+		for key, w := range f.writes {
+			if w.controlPlane && key.sameResource(resource) {
+				w.controlPlane = false
+				f.settled(key, w)
+			}
+		}
+	}
+	return confirmed
+}
+
+// settled keeps a create while it is pending or holds the slot; f.mu is
+// held.
+func (f *inFlight) settled(key writeKey, w write) {
+	if w.shown && !w.controlPlane {
+		delete(f.writes, key)
+		return
+	}
+	f.writes[key] = w
+}
+
+// pendingNodes returns the nodes of a NodeHealthCheck with a write that
+// was neither shown nor has lapsed. A lapsed delete is dropped; a lapsed
+// create waits for its lookup.
+func (f *inFlight) pendingNodes(nhc string) map[string]bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.clock.Now()
+	var nodes map[string]bool
+	for key, w := range f.writes {
+		if key.nhc != nhc || w.shown {
+			continue
+		}
+		if !now.Before(w.lapses) {
+			if !key.creation() {
+				delete(f.writes, key)
+			}
+			continue
+		}
+		if nodes == nil {
+			nodes = map[string]bool{}
+		}
+		nodes[w.node] = true
+	}
+	return nodes
+}
+
+// pendingResources lists the kinds of a NodeHealthCheck's pending creates:
+// they stay watched until their informer shows the create, whatever the
+// spec and status say meanwhile.
+func (f *inFlight) pendingResources(nhc string) []schema.GroupVersionResource {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var resources []schema.GroupVersionResource
+	for key, w := range f.writes {
+		if key.nhc == nhc && key.creation() && !w.shown && !slices.Contains(resources, key.resource) {
+			resources = append(resources, key.resource)
+		}
+	}
+	return resources
+}
+
+// controlPlaneNodes lists the nodes whose creates hold the control-plane
+// slot.
+func (f *inFlight) controlPlaneNodes() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var nodes []string
+	for _, w := range f.writes {
+		if w.controlPlane && !slices.Contains(nodes, w.node) {
+			nodes = append(nodes, w.node)
+		}
+	}
+	return nodes
+}
+
+// lapsedCreate is a create held for inFlightTTL: pending, or holding the
+// slot.
+type lapsedCreate struct {
+	key writeKey
+	write
+}
+
+// lapsed removes and returns the creates of every NodeHealthCheck held
+// for inFlightTTL, to be looked up (lookUpLapsed) and renewed if their
+// resource may still be unseen. The informer may be behind (a watch that
+// stops sending while its connection stays open shows nothing until it
+// times out): its cache is not to be believed about them. Every
+// NodeHealthCheck's, since a create under way holds its node against the
+// others too, and its own NodeHealthCheck may not sync (disabled).
+func (f *inFlight) lapsed() []lapsedCreate {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.clock.Now()
+	var lapsed []lapsedCreate
+	for key, w := range f.writes {
+		if key.creation() && !now.Before(w.lapses) {
+			lapsed = append(lapsed, lapsedCreate{key: key, write: w})
+			delete(f.writes, key)
+		}
+	}
+	return lapsed
+}
+
+// renew records a lapsed create again for inFlightTTL.
+func (f *inFlight) renew(l lapsedCreate) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.add(l.key, l.write)
+}
+
+// forget drops the writes of a deleted NodeHealthCheck, whose informers
+// may stop before they show its resources go.
+func (f *inFlight) forget(nhc string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for key := range f.writes {
+		if key.nhc == nhc {
+			delete(f.writes, key)
+		}
+	}
+}
+
+// add records a write, which lapses after inFlightTTL; f.mu is held.
+func (f *inFlight) add(key writeKey, w write) {
+	w.lapses = f.clock.Now().Add(inFlightTTL)
+	f.writes[key] = w
+}
