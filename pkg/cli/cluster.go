@@ -124,14 +124,14 @@ func selects(nhc *v1alpha1.NodeHealthCheck, nodes []*health.Node) []*health.Node
 func (c *cluster) input(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, nodes []*health.Node, now time.Time) health.Input {
 	in := health.Input{NHC: nhc, Nodes: selects(nhc, nodes), Remediations: map[string][]health.Remediation{}, Leases: c.nodeLeases(ctx), Now: now}
 	templates, problem, unreadable := remediation.ReadTemplates(ctx, c.mapper, c.dynamic, nhc.Spec.TemplateRefs())
-	in.TemplateProblem = problem
+	in.RemediationProblem = problem
 	for _, err := range unreadable {
 		c.warn(err.Error())
 	}
 	for _, tmpl := range templates {
 		for _, obj := range c.remediationResources(ctx, tmpl) {
 			if remediation.OwnedBy(&obj, nhc) {
-				node := remediation.NodeOf(&obj)
+				node := remediation.TargetNode(&obj)
 				in.Remediations[node] = append(in.Remediations[node], remediation.Summarize(&obj))
 			}
 		}
@@ -166,7 +166,7 @@ func (c *cluster) busyControlPlaneNodes(ctx context.Context) map[string]bool {
 		for _, tmpl := range templates {
 			for _, obj := range c.remediationResources(ctx, tmpl) {
 				if remediation.IsControlPlaneRemediation(&obj) {
-					c.busyControlPlane[remediation.NodeOf(&obj)] = true
+					c.busyControlPlane[remediation.TargetNode(&obj)] = true
 				}
 			}
 		}

@@ -66,7 +66,7 @@ func (c *cluster) owners(ctx context.Context) map[string][]remediation.Owner {
 					continue
 				}
 				seen[obj.GetUID()] = true
-				node := remediation.NodeOf(&obj)
+				node := remediation.TargetNode(&obj)
 				c.ownersByNode[node] = append(c.ownersByNode[node], remediation.Owners(&obj)...)
 			}
 		}

@@ -66,7 +66,7 @@ func (f *fakeRemediations) Recorded([]*v1alpha1.NodeHealthCheck) map[string][]re
 	return f.recorded
 }
 
-func (f *fakeRemediations) Apply(ctx context.Context, _ *v1alpha1.NodeHealthCheck, p *health.Plan, _ *remediation.Observation, recheck remediation.Recheck) health.Outcome {
+func (f *fakeRemediations) Apply(ctx context.Context, _ *v1alpha1.NodeHealthCheck, p *health.Plan, _ *remediation.Observation, confirm remediation.Confirm) health.Outcome {
 	f.applied = append(f.applied, *p)
 	deadline, _ := ctx.Deadline()
 	f.deadlines = append(f.deadlines, deadline)
@@ -78,7 +78,7 @@ func (f *fakeRemediations) Apply(ctx context.Context, _ *v1alpha1.NodeHealthChec
 		if f.beforeCreate != nil {
 			f.beforeCreate(c)
 		}
-		why, unconfirmed, err := recheck(context.Background(), c)
+		why, unconfirmed, err := confirm(context.Background(), c)
 		switch {
 		case err != nil:
 			out.Errors = append(out.Errors, err)

@@ -17,7 +17,7 @@ import (
 // templateIndex keys NodeHealthChecks by the templates they reference.
 const templateIndex = "template"
 
-func templateKey(group, kind, namespace, name string) string {
+func templateIndexKey(group, kind, namespace, name string) string {
 	return group + "/" + kind + "/" + namespace + "/" + name
 }
 
@@ -33,7 +33,7 @@ func indexByTemplate(obj any) ([]string, error) {
 	for _, ref := range nhc.Spec.TemplateRefs() {
 		group := ref.GroupVersionKind().Group
 		for _, namespace := range []string{ref.Namespace, ""} {
-			if key := templateKey(group, ref.Kind, namespace, ref.Name); !slices.Contains(keys, key) {
+			if key := templateIndexKey(group, ref.Kind, namespace, ref.Name); !slices.Contains(keys, key) {
 				keys = append(keys, key)
 			}
 		}
@@ -196,10 +196,10 @@ func (c *Controller) remediationChanged(logger klog.Logger, gvr schema.GroupVers
 				c.queue.Add(s.name)
 			}
 		}
-	} else if node, err := c.nodeLister.Get(remediation.NodeOf(obj)); err == nil {
+	} else if node, err := c.nodeLister.Get(remediation.TargetNode(obj)); err == nil {
 		c.enqueueSelectingBut(confirmed, node.Labels)
 	}
-	key := templateKey(gvr.Group, obj.GetKind(), obj.GetNamespace(), obj.GetName())
+	key := templateIndexKey(gvr.Group, obj.GetKind(), obj.GetNamespace(), obj.GetName())
 	referencing, _ := c.nhcIndexer.ByIndex(templateIndex, key)
 	for _, o := range referencing {
 		if nhc, ok := o.(*v1alpha1.NodeHealthCheck); ok {

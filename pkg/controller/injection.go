@@ -28,9 +28,9 @@ type Remediations interface {
 	// Read observes what a NodeHealthCheck's evaluation needs from its
 	// templates and remediation resources, in the caches of the kinds watched.
 	Read(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, watched remediation.Watched) (remediation.Observation, error)
-	// Apply carries out a plan, rechecking each create just before it is
+	// Apply carries out a plan, confirming each create just before it is
 	// sent, and says what happened.
-	Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, obs *remediation.Observation, recheck remediation.Recheck) health.Outcome
+	Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, obs *remediation.Observation, confirm remediation.Confirm) health.Outcome
 	// Recorded returns, by node, the NodeHealthChecks whose status records
 	// a remediation resource of a kind that cannot be read now.
 	Recorded(nhcs []*v1alpha1.NodeHealthCheck) map[string][]remediation.Owner

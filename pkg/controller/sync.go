@@ -64,7 +64,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	selector, _ := metav1.LabelSelectorAsSelector(&nhc.Spec.Selector)
 	in := health.Input{
 		NHC: nhc, Selector: selector, Remediations: obs.Remediations, BusyControlPlaneNodes: obs.BusyControlPlaneNodes, ControlPlaneUnknown: obs.ControlPlaneUnknown, PendingNodes: obs.PendingNodes,
-		TemplateProblem: obs.TemplateProblem, ResourcesUnknown: !obs.Ready, Leases: obs.Leases, MaxCreations: maxCreationsPerSync, Now: c.clock.Now(),
+		RemediationProblem: obs.RemediationProblem, ResourcesUnknown: !obs.Ready, Leases: obs.Leases, MaxCreations: maxCreationsPerSync, Now: c.clock.Now(),
 	}
 	if obs.Ready {
 		caughtUp, err := c.nodesCaughtUp(ctx, nhc, selector)
@@ -93,7 +93,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	if err != nil {
 		return 0, err
 	}
-	out := c.remediations.Apply(actCtx, nhc, &plan, &obs, c.recheck(actCtx, name, &plan))
+	out := c.remediations.Apply(actCtx, nhc, &plan, &obs, c.confirmation(actCtx, name, &plan))
 	cancel()
 
 	// Record.
@@ -107,7 +107,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	if in.ResourcesUnknown {
 		c.metrics.setDisabled(name, true)
 		logger.V(2).Info("Cannot evaluate", "reason", plan.Problem.Reason, "message", plan.Problem.Message)
-		return sooner(problemRequeue, obs.RefreshAfter), statusErr
+		return health.Sooner(problemRequeue, obs.RefreshAfter), statusErr
 	}
 	c.recordLastingEvents(ctx, nhc, &plan, &out)
 	c.metrics.record(nhc, &plan, &out, status, statusErr == nil, in.Now)
@@ -121,13 +121,13 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 		requeueAfter = max(plan.NextDeadline.Sub(c.clock.Now()), time.Millisecond)
 	}
 	if len(out.Blocked) > 0 {
-		requeueAfter = sooner(requeueAfter, health.WaitRetry)
+		requeueAfter = health.Sooner(requeueAfter, health.WaitRetry)
 	}
 	if len(out.Unconfirmed) > 0 {
 		// The node's update, once the cache shows it, wakes the sync first.
-		requeueAfter = sooner(requeueAfter, notReadyRequeue)
+		requeueAfter = health.Sooner(requeueAfter, notReadyRequeue)
 	}
-	requeueAfter = sooner(requeueAfter, obs.RefreshAfter)
+	requeueAfter = health.Sooner(requeueAfter, obs.RefreshAfter)
 	logVerdicts(logger, &plan)
 	logger.V(2).Info("Synced", "phase", status.Phase, "observed", plan.Observed, "healthy", plan.Healthy,
 		"remediating", plan.Remediating, "created", len(out.Created), "deleted", len(out.Deleted), "timedOut", len(out.TimedOut),
@@ -149,14 +149,6 @@ func (c *Controller) writeContext(ctx context.Context) (context.Context, context
 	}
 	ctx, cancel := context.WithDeadline(ctx, until)
 	return ctx, cancel, nil
-}
-
-// sooner is the sooner of two requeues; zero is none.
-func sooner(a, b time.Duration) time.Duration {
-	if a == 0 || (b > 0 && b < a) {
-		return b
-	}
-	return a
 }
 
 // reportUnreadable disables a NodeHealthCheck that the API server stored but
@@ -198,7 +190,7 @@ func (c *Controller) readableNHCs() ([]*v1alpha1.NodeHealthCheck, error) {
 	return readable, nil
 }
 
-// recheck reads a NodeHealthCheck and a node from the caches as they are
+// confirmation reads a NodeHealthCheck and a node from the caches as they are
 // just before a create, for Plan.Recheck. Every create, a first remediation
 // or an escalation step, reboots, fences, powers off or deletes a machine:
 // it is confirmed against the node and the NodeHealthCheck as the API
@@ -206,7 +198,7 @@ func (c *Controller) readableNHCs() ([]*v1alpha1.NodeHealthCheck, error) {
 // overloaded API server's watches can be tens of seconds behind; a paused
 // or edited NodeHealthCheck must not remediate from its old spec). The
 // NodeHealthCheck is read once a sync, the node once a create.
-func (c *Controller) recheck(ctx context.Context, name string, plan *health.Plan) remediation.Recheck {
+func (c *Controller) confirmation(ctx context.Context, name string, plan *health.Plan) remediation.Confirm {
 	// Creates are rechecked in parallel and share one read of the
 	// NodeHealthCheck. It starts with the sync's creates, beside their
 	// leases, rather than after the first: a storm's sync waited 15 ms for

@@ -78,7 +78,7 @@ func TestSyncDisablesOnATemplateProblemKeepingTheRecord(t *testing.T) {
 	nhc.Status = remediatedStatus(longAgo)
 	f := newSyncFixture(t, nhc, notReady("worker-1", longAgo))
 	problem := &health.Problem{Reason: v1alpha1.ReasonTemplateNotFound, Message: "Remediation template SelfNodeRemediationTemplate snr/automatic cannot be read: forbidden"}
-	f.remediations.obs.Ready, f.remediations.obs.TemplateProblem = false, problem
+	f.remediations.obs.Ready, f.remediations.obs.RemediationProblem = false, problem
 
 	d, err := f.sync()
 	require.NoError(t, err)
@@ -176,7 +176,7 @@ func TestSyncReturnsAStatusConflictWithTheRequeue(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newSyncFixture(t, workersNHC(), notReady("worker-1", t0.Add(-100*time.Second)))
 			if tc.problem != nil {
-				f.remediations.obs.Ready, f.remediations.obs.TemplateProblem = false, tc.problem
+				f.remediations.obs.Ready, f.remediations.obs.RemediationProblem = false, tc.problem
 			}
 			f.statuses.err = apierrors.NewConflict(schema.GroupResource{Group: "remediation.medik8s.io", Resource: "nodehealthchecks"}, "workers", errors.New("the object has been modified"))
 			d, err := f.sync()

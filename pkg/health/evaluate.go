@@ -53,7 +53,7 @@ func Evaluate(in Input) Plan {
 	case in.Unreadable != nil:
 		problem = in.Unreadable
 	case problem == nil:
-		problem = in.TemplateProblem
+		problem = in.RemediationProblem
 	}
 	e := &evaluation{in: in, rules: r, now: in.Now, p: Plan{Problem: problem, rules: r, decidedFrom: in.NHC}}
 	if in.ResourcesUnknown {

@@ -81,7 +81,7 @@ func fuzzInput(data []byte) Input {
 	}
 	in := Input{NHC: nhc, Remediations: map[string][]Remediation{}, Now: now}
 	if r.oneIn(16) {
-		in.TemplateProblem = &Problem{Reason: v1alpha1.ReasonTemplateNotFound, Message: "fuzz"}
+		in.RemediationProblem = &Problem{Reason: v1alpha1.ReasonTemplateNotFound, Message: "fuzz"}
 	}
 	if r.oneIn(8) {
 		in.BusyControlPlaneNodes = map[string]bool{fmt.Sprintf("node-%d", r.intn(50)): true}

@@ -47,7 +47,7 @@ func TestDisabledCreatesNothingButCleansUp(t *testing.T) {
 	resources := remediations(snrRemediation("back", time.Hour))
 	d := decide(Input{
 		NHC: testNHC(), Nodes: list, Remediations: resources, Now: now,
-		TemplateProblem: &Problem{Reason: v1alpha1.ReasonTemplateNotFound, Message: "template snr/automatic not found"},
+		RemediationProblem: &Problem{Reason: v1alpha1.ReasonTemplateNotFound, Message: "template snr/automatic not found"},
 	})
 	assert.Empty(t, d.Create)
 	assert.Equal(t, WaitDisabled, verdictOf(d, "sick").Waiting)

@@ -51,11 +51,11 @@ type Input struct {
 	// at all: it disables the NodeHealthCheck before its spec is looked at.
 	// Set ResourcesUnknown with it.
 	Unreadable *Problem
-	// TemplateProblem, when set, is why the templates cannot be used: a kind
+	// RemediationProblem, when set, is why the templates cannot be used: a kind
 	// that is not served, a template that is missing or invalid. Like a
 	// problem of the spec, it disables the NodeHealthCheck: no remediation is
 	// created or escalated, while healthy nodes and orphans are still cleaned up.
-	TemplateProblem *Problem
+	RemediationProblem *Problem
 	// ResourcesUnknown is true when the remediation resources cannot be read
 	// at all, for example because their informers may not list them, and
 	// TemplateProblem says why. Deciding without them could lose

@@ -42,7 +42,7 @@ func checkInvariants(in Input, d result) []string {
 		if in.PendingNodes[c.Node] {
 			fail("creation for %s, whose last write is not visible yet", c.Node)
 		}
-		if in.TemplateProblem != nil || d.Problem != nil {
+		if in.RemediationProblem != nil || d.Problem != nil {
 			fail("creation for %s while disabled", c.Node)
 		}
 		if l := leaseOf(in, c.Node); l != nil && l.Holder != LeaseHolder(in.NHC.Name) && l.HeldAt(in.Now) {

@@ -262,3 +262,12 @@ type HealthyDelayMark struct {
 	// Start is when the node was first seen healthy.
 	Start time.Time
 }
+
+// Sooner is the sooner of two waits, where zero is none: how a plan's next
+// check, a read's refresh and a retry make one requeue.
+func Sooner(a, b time.Duration) time.Duration {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
+}

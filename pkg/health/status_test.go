@@ -38,7 +38,7 @@ func TestPhasePriority(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			d := decide(Input{NHC: tc.nhc, Nodes: oneSick(), Remediations: tc.resources, TemplateProblem: tc.problem, Now: now})
+			d := decide(Input{NHC: tc.nhc, Nodes: oneSick(), Remediations: tc.resources, RemediationProblem: tc.problem, Now: now})
 			assert.Equal(t, tc.wantPhase, d.Status.Phase)
 			assert.Equal(t, tc.wantReason, d.Status.Reason)
 		})
@@ -97,12 +97,12 @@ func TestEventsOnTransitionsOnly(t *testing.T) {
 	assert.Empty(t, d.Events, "one event per incident")
 
 	problem := &Problem{Reason: v1alpha1.ReasonTemplateNotFound, Message: "gone"}
-	d = decide(Input{NHC: s.nhc, Nodes: s.nodes, Remediations: s.resources, TemplateProblem: problem, Now: now})
+	d = decide(Input{NHC: s.nhc, Nodes: s.nodes, Remediations: s.resources, RemediationProblem: problem, Now: now})
 	require.Equal(t, []string{"Disabled"}, eventReasons(d.Events))
 	assert.Equal(t, corev1.EventTypeWarning, d.Events[0].Type)
 	assert.Equal(t, "Disabling NHC. Reason: RemediationTemplateNotFound, Message: gone", d.Events[0].Message)
 	s.nhc.Status = d.Status
-	d = decide(Input{NHC: s.nhc, Nodes: s.nodes, Remediations: s.resources, TemplateProblem: problem, Now: now})
+	d = decide(Input{NHC: s.nhc, Nodes: s.nodes, Remediations: s.resources, RemediationProblem: problem, Now: now})
 	assert.Empty(t, d.Events)
 	c := meta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionDisabled)
 	require.NotNil(t, c)
@@ -137,7 +137,7 @@ func TestDisabledKeepsTheLastStatus(t *testing.T) {
 	s.fail("node-00")
 	s.evaluate()
 	before := s.nhc.Status
-	d := decide(Input{NHC: s.nhc, TemplateProblem: &Problem{Reason: v1alpha1.ReasonTemplateNotFound, Message: "forbidden"}, ResourcesUnknown: true, Now: now})
+	d := decide(Input{NHC: s.nhc, RemediationProblem: &Problem{Reason: v1alpha1.ReasonTemplateNotFound, Message: "forbidden"}, ResourcesUnknown: true, Now: now})
 	status, events := d.Status, d.Events
 	assert.Equal(t, v1alpha1.PhaseDisabled, status.Phase)
 	assert.Equal(t, "NHC is disabled: RemediationTemplateNotFound: forbidden", status.Reason)
@@ -205,7 +205,7 @@ func TestLastUpdateTimeMovesOnlyWithAChange(t *testing.T) {
 
 func TestMessagesFitWhatTheAPIAccepts(t *testing.T) {
 	long := strings.Repeat("é", 40000)
-	d := decide(Input{NHC: testNHC(), Nodes: oneSick(), Now: now, TemplateProblem: &Problem{Reason: v1alpha1.ReasonTemplateNotFound, Message: long}})
+	d := decide(Input{NHC: testNHC(), Nodes: oneSick(), Now: now, RemediationProblem: &Problem{Reason: v1alpha1.ReasonTemplateNotFound, Message: long}})
 	c := meta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionDisabled)
 	require.NotNil(t, c)
 	assert.LessOrEqual(t, len(c.Message), 32768)

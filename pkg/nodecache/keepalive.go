@@ -12,7 +12,7 @@ import (
 // probes) noticed it after 150 s or more, while the cache showed every node
 // as it was; these probes notice it within DeadConnectionBound, and the
 // informer watches again. Every create of a remediation resource is
-// confirmed at the API server anyway (controller's recheck), so a node seen
+// confirmed at the API server anyway (the controller's confirmation), so a node seen
 // late is never remediated after it recovered.
 var nodeKeepAlive = net.KeepAliveConfig{Enable: true, Idle: 5 * time.Second, Interval: 5 * time.Second, Count: 3}
 

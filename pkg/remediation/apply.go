@@ -16,18 +16,18 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
 
-// Recheck says, just before a create is sent, why it must not be after all,
+// Confirm says, just before a create is sent, why it must not be after all,
 // or "" to send it; unconfirmed is true when the caches still showed the
 // need but the API server did not. An error is a check that could not be
 // made: the create is not sent, and the sync retried.
-type Recheck func(ctx context.Context, c health.Creation) (why string, unconfirmed bool, err error)
+type Confirm func(ctx context.Context, c health.Creation) (why string, unconfirmed bool, err error)
 
 // Apply carries out a plan's actions on remediation resources and nodes, and
 // says what happened, action by action. Each action stands alone: one failure
 // does not stop the others, except that a node whose time-out annotation
 // failed gets no next step, so that the order holds. Every create is
-// rechecked just before it is sent; creates go out in parallel.
-func (m *Manager) Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, obs *Observation, recheck Recheck) health.Outcome {
+// confirmed just before it is sent; creates go out in parallel.
+func (m *Manager) Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, obs *Observation, confirm Confirm) health.Outcome {
 	var out health.Outcome
 	failedTimeOut := map[string]bool{}
 	for _, to := range plan.TimeOut {
@@ -47,7 +47,7 @@ func (m *Manager) Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan
 			creations = append(creations, c)
 		}
 	}
-	m.createAll(ctx, nhc, creations, obs, recheck, &out)
+	m.createAll(ctx, nhc, creations, obs, confirm, &out)
 	m.deleteAll(ctx, nhc.Name, plan.Delete, obs, &out)
 	out.Errors = append(out.Errors, m.keepLeases(ctx, nhc.Name, plan)...)
 	for _, mark := range plan.StartHealthyDelay {
@@ -95,7 +95,7 @@ func inParallel(ctx context.Context, n int, write func(i int) error) []error {
 // plan order. A plan holds at most the controller's per-sync bound of them
 // (50), so that a storm's first resources do not wait for the last ones'
 // round trips.
-func (m *Manager) createAll(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, creations []health.Creation, obs *Observation, recheck Recheck, out *health.Outcome) {
+func (m *Manager) createAll(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, creations []health.Creation, obs *Observation, confirm Confirm, out *health.Outcome) {
 	type result struct {
 		created     *health.Created
 		blocked     *health.Blocked
@@ -119,7 +119,7 @@ func (m *Manager) createAll(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, 
 		// After the lease, which may have waited for the client's rate
 		// limit: the node may have recovered meanwhile. A lease taken for
 		// nothing is released by the next sync.
-		why, unconfirmed, err := recheck(ctx, c)
+		why, unconfirmed, err := confirm(ctx, c)
 		switch {
 		case err != nil:
 			r.err = fmt.Errorf("confirming that node %s needs its remediation: %w", c.Node, err)
@@ -161,7 +161,7 @@ func (m *Manager) createAll(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, 
 }
 
 func (m *Manager) create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, c health.Creation, obs *Observation) (*unstructured.Unstructured, error) {
-	template := obs.templates[templateKey(c.Template)]
+	template := obs.templates[bareTemplateRef(c.Template)]
 	if template == nil {
 		return nil, fmt.Errorf("template %s %s/%s was not read", c.Template.Kind, c.Template.Namespace, c.Template.Name)
 	}

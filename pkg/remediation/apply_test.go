@@ -46,7 +46,7 @@ func newApplyFixture(t *testing.T) *applyFixture {
 	informers := NewInformers(ctx, client, clock)
 	m := newManager(informers, nil, clock, NewWriter(client, kubefake.NewClientset()), nil)
 	obs := &Observation{
-		templates: map[corev1.ObjectReference]*unstructured.Unstructured{templateKey(templateRef): testTemplate(nil)},
+		templates: map[corev1.ObjectReference]*unstructured.Unstructured{bareTemplateRef(templateRef): testTemplate(nil)},
 		resources: map[schema.GroupVersionKind]schema.GroupVersionResource{testGVR.GroupVersion().WithKind("TestRemediation"): testGVR},
 	}
 	return &applyFixture{client: client, manager: m, obs: obs, clock: clock}
@@ -136,13 +136,13 @@ func TestControlPlaneNodesOneAtATimeAcrossNodeHealthChecks(t *testing.T) {
 	require.Len(t, list.Items, 1)
 	first := &list.Items[0]
 	waiting := "master-1"
-	if NodeOf(first) == "master-1" {
+	if TargetNode(first) == "master-1" {
 		waiting = "master-0"
 	}
 
 	// The reservation holds while the resource exists, whatever kind the
 	// other NodeHealthCheck watches, and goes when the resource is seen gone.
-	assert.Equal(t, []string{NodeOf(first)}, f.manager.inFlight.controlPlaneNodes())
+	assert.Equal(t, []string{TargetNode(first)}, f.manager.inFlight.controlPlaneNodes())
 	out := f.manager.Apply(context.Background(), nhcNamed("cp-"+waiting), controlPlanePlan(waiting), f.obs, sendAll)
 	assert.Len(t, out.Blocked, 1)
 	f.manager.inFlight.settle(testGVR, first, true)
@@ -249,7 +249,7 @@ func TestAKindThatCannotBeWatchedDisablesAfterAGrace(t *testing.T) {
 func TestOneRemediationPerNodeAcrossNodeHealthChecks(t *testing.T) {
 	f := newApplyFixture(t)
 	// Generated names, so that the API server would take both resources.
-	f.obs.templates[templateKey(templateRef)] = testTemplate(map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: "true"})
+	f.obs.templates[bareTemplateRef(templateRef)] = testTemplate(map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: "true"})
 	f.manager.informers.Use("watcher", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 	require.Eventually(t, func() bool { return f.manager.informers.Synced(testGVR) }, 10*time.Second, 10*time.Millisecond)
 

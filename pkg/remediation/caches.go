@@ -29,8 +29,8 @@ func IsControlPlaneRemediation(r *unstructured.Unstructured) bool {
 }
 
 // Get returns an object from a resource's cache, or nil.
-func (m *Informers) Get(gvr schema.GroupVersionResource, namespace, name string) *unstructured.Unstructured {
-	r := m.informer(gvr)
+func (inf *Informers) Get(gvr schema.GroupVersionResource, namespace, name string) *unstructured.Unstructured {
+	r := inf.informer(gvr)
 	if r == nil {
 		return nil
 	}
@@ -46,25 +46,25 @@ func (m *Informers) Get(gvr schema.GroupVersionResource, namespace, name string)
 }
 
 // ownedBy returns the resources a NodeHealthCheck owns, by its UID.
-func (m *Informers) ownedBy(gvr schema.GroupVersionResource, uid types.UID) []*unstructured.Unstructured {
-	return m.byIndex(gvr, ownerIndex, string(uid))
+func (inf *Informers) ownedBy(gvr schema.GroupVersionResource, uid types.UID) []*unstructured.Unstructured {
+	return inf.byIndex(gvr, ownerIndex, string(uid))
 }
 
 // controlPlaneNodes returns the control-plane nodes with a remediation
 // resource of any kind watched, whoever owns it, and those that the cache of
 // a kind stopped for a lasting error showed when it stopped: quorum does
 // not care that a remediator's role was removed.
-func (m *Informers) controlPlaneNodes() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+func (inf *Informers) controlPlaneNodes() []string {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
 	var nodes []string
-	for _, r := range m.running {
+	for _, r := range inf.running {
 		nodes = append(nodes, r.informer.GetIndexer().ListIndexFuncValues(controlPlaneIndex)...)
 		if !r.informer.HasSynced() {
 			nodes = append(nodes, r.remembered.controlPlane...)
 		}
 	}
-	for _, s := range m.stopped {
+	for _, s := range inf.stopped {
 		nodes = append(nodes, s.shown.controlPlane...)
 	}
 	return nodes
@@ -74,7 +74,7 @@ func (m *Informers) controlPlaneNodes() []string {
 // remediation resources of any kind watched, or that a kind stopped for a
 // lasting error showed when it stopped. It reads only the resources of
 // NodeHealthChecks, through their node index.
-func (m *Informers) otherOwners(except types.UID) map[string][]Owner {
+func (inf *Informers) otherOwners(except types.UID) map[string][]Owner {
 	var others map[string][]Owner
 	add := func(node string, owner Owner) {
 		if owner.UID == except || slices.Contains(others[node], owner) {
@@ -85,16 +85,16 @@ func (m *Informers) otherOwners(except types.UID) map[string][]Owner {
 		}
 		others[node] = append(others[node], owner)
 	}
-	m.eachOwner(add)
+	inf.eachOwner(add)
 	return others
 }
 
 // otherOwner returns a NodeHealthCheck but one that owns a remediation
 // resource of a node, or "".
-func (m *Informers) otherOwner(node string, except types.UID) string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, r := range m.running {
+func (inf *Informers) otherOwner(node string, except types.UID) string {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	for _, r := range inf.running {
 		objs, _ := r.informer.GetIndexer().ByIndex(nodeIndex, node)
 		for _, obj := range objs {
 			for _, owner := range Owners(obj.(*unstructured.Unstructured)) {
@@ -111,7 +111,7 @@ func (m *Informers) otherOwner(node string, except types.UID) string {
 			}
 		}
 	}
-	for _, s := range m.stopped {
+	for _, s := range inf.stopped {
 		for _, owner := range s.shown.owners[node] {
 			if owner.UID != except {
 				return owner.Name
@@ -123,11 +123,11 @@ func (m *Informers) otherOwner(node string, except types.UID) string {
 
 // eachOwner calls add with every node and NodeHealthCheck owning a
 // remediation resource of it, as the caches show them and as stopped kinds
-// showed them; m.mu is taken.
-func (m *Informers) eachOwner(add func(node string, owner Owner)) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, r := range m.running {
+// showed them; inf.mu is taken.
+func (inf *Informers) eachOwner(add func(node string, owner Owner)) {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	for _, r := range inf.running {
 		eachOwnerIn(r.informer.GetIndexer(), add)
 		if !r.informer.HasSynced() {
 			for node, owners := range r.remembered.owners {
@@ -137,7 +137,7 @@ func (m *Informers) eachOwner(add func(node string, owner Owner)) {
 			}
 		}
 	}
-	for _, s := range m.stopped {
+	for _, s := range inf.stopped {
 		for node, owners := range s.shown.owners {
 			for _, owner := range owners {
 				add(node, owner)
@@ -146,8 +146,8 @@ func (m *Informers) eachOwner(add func(node string, owner Owner)) {
 	}
 }
 
-func (m *Informers) byIndex(gvr schema.GroupVersionResource, index, key string) []*unstructured.Unstructured {
-	r := m.informer(gvr)
+func (inf *Informers) byIndex(gvr schema.GroupVersionResource, index, key string) []*unstructured.Unstructured {
+	r := inf.informer(gvr)
 	if r == nil {
 		return nil
 	}
@@ -179,7 +179,7 @@ func indexByNode(obj any) ([]string, error) {
 	if !ok || len(ownerUIDs(u)) == 0 {
 		return nil, nil
 	}
-	return []string{NodeOf(u)}, nil
+	return []string{TargetNode(u)}, nil
 }
 
 func indexByControlPlaneNode(obj any) ([]string, error) {
@@ -187,5 +187,5 @@ func indexByControlPlaneNode(obj any) ([]string, error) {
 	if !ok || !IsControlPlaneRemediation(u) {
 		return nil, nil
 	}
-	return []string{NodeOf(u)}, nil
+	return []string{TargetNode(u)}, nil
 }

@@ -1,6 +1,8 @@
 package remediation
 
 import (
+	"time"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
@@ -18,73 +20,84 @@ const logForgotUnserved = "Forgot the remediation resources of a kind no longer 
 // reflector would retry and log forever. A template kind's informer stops at
 // once (its templates are read with GET); a remediation kind's after the
 // grace, unless it had synced or is being retried.
-func (m *Informers) failed(gvr schema.GroupVersionResource, r *runningInformer, err error) {
+func (inf *Informers) failed(gvr schema.GroupVersionResource, r *runningInformer, err error) {
 	if !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err) {
 		return
 	}
-	m.mu.Lock()
-	if m.running[gvr] != r || (m.usedForRemediations(gvr) && r.retried == nil && !r.informer.HasSynced() && m.clock.Since(r.started) < m.grace) {
-		m.mu.Unlock()
-		return
-	}
-	m.stopFailing(gvr, err)
+	inf.stopFailing(gvr, err, func() bool {
+		return inf.running[gvr] == r && !(inf.usedForRemediations(gvr) && r.retried == nil && !r.informer.HasSynced() && inf.clock.Since(r.started) < inf.grace)
+	})
 }
 
 // forbidden stops a kind's informer, as failed does, when a write of its
 // resources was forbidden: its remediator's role was removed. The watch,
 // authorized when it started, would go on until it expires.
-func (m *Informers) forbidden(gvr schema.GroupVersionResource, err error) {
-	m.mu.Lock()
-	m.stopFailing(gvr, err)
+func (inf *Informers) forbidden(gvr schema.GroupVersionResource, err error) {
+	inf.stopFailing(gvr, err, func() bool { return true })
 }
 
-// stopFailing stops a kind's informer for a lasting error, if it runs, and
-// records when to try it again and what its cache showed; it is called
-// with m.mu held, and unlocks it.
-func (m *Informers) stopFailing(gvr schema.GroupVersionResource, err error) {
-	last := m.stopped[gvr].shown
-	if r, ok := m.running[gvr]; ok {
+// stopFailing stops a kind's informer for a lasting error, if it runs and
+// still should (checked under the lock), and says so.
+func (inf *Informers) stopFailing(gvr schema.GroupVersionResource, err error, still func() bool) {
+	retry, stopped := inf.recordFailing(gvr, err, still)
+	switch {
+	case !stopped:
+		return
+	case retry == 0:
+		klog.FromContext(inf.ctx).V(2).Info(logStoppedUnused, "resource", gvr, "err", err)
+	default:
+		klog.FromContext(inf.ctx).V(2).Info(logStoppedFailing, "resource", gvr, "err", err, "retryIn", retry)
+	}
+	inf.kindChanged(gvr)
+}
+
+// recordFailing stops a kind's informer for a lasting error, if it runs,
+// and records when to try it again (retry; 0 when nothing is kept) and
+// what its cache showed.
+func (inf *Informers) recordFailing(gvr schema.GroupVersionResource, err error, still func() bool) (retry time.Duration, stopped bool) {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	if !still() {
+		return 0, false
+	}
+	last := inf.stopped[gvr].shown
+	if r, ok := inf.running[gvr]; ok {
 		last = r.shows()
 		r.stop()
-		delete(m.running, gvr)
+		delete(inf.running, gvr)
 	}
 	if apierrors.IsNotFound(err) {
 		// No longer served: the API server deleted its resources with its
 		// CRD, whatever the cache missed of their deletion.
 		last = shown{}
 	}
-	if m.users(gvr).Len() == 0 && last.empty() {
+	if inf.users(gvr).Len() == 0 && last.empty() {
 		// Nothing uses it and nothing is to be remembered (a kind looked
 		// at for leftovers): a NodeHealthCheck that uses it later starts
 		// it afresh (make sim, seed 103126: it waited 10 minutes).
-		delete(m.stopped, gvr)
-		m.mu.Unlock()
-		klog.FromContext(m.ctx).V(2).Info(logStoppedUnused, "resource", gvr, "err", err)
-		m.kindChanged(gvr)
-		return
+		delete(inf.stopped, gvr)
+		return 0, true
 	}
-	retry := templateRetryInterval
-	if m.usedForRemediations(gvr) || !last.empty() {
+	retry = templateRetryInterval
+	if inf.usedForRemediations(gvr) || !last.empty() {
 		retry = remediationRetryInterval
 	}
-	m.stopped[gvr] = stoppedInformer{err: err, retryAt: m.clock.Now().Add(retry), shown: last}
-	m.mu.Unlock()
-	klog.FromContext(m.ctx).V(2).Info(logStoppedFailing, "resource", gvr, "err", err, "retryIn", retry)
-	m.kindChanged(gvr)
+	inf.stopped[gvr] = stoppedInformer{err: err, retryAt: inf.clock.Now().Add(retry), shown: last}
+	return retry, true
 }
 
 // remembering lists the kinds stopped for a lasting error, or retried after
 // one, whose memory of what their cache showed holds nodes.
-func (m *Informers) remembering() []schema.GroupVersionResource {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+func (inf *Informers) remembering() []schema.GroupVersionResource {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
 	var kinds []schema.GroupVersionResource
-	for gvr, s := range m.stopped {
+	for gvr, s := range inf.stopped {
 		if !s.shown.empty() {
 			kinds = append(kinds, gvr)
 		}
 	}
-	for gvr, r := range m.running {
+	for gvr, r := range inf.running {
 		if !r.remembered.empty() {
 			kinds = append(kinds, gvr)
 		}
@@ -94,16 +107,16 @@ func (m *Informers) remembering() []schema.GroupVersionResource {
 
 // forgetUnserved drops what a kind showed when it stopped: the API no
 // longer serves it, and its resources went with its CRD.
-func (m *Informers) forgetUnserved(gvr schema.GroupVersionResource) {
-	m.mu.Lock()
-	if s, ok := m.stopped[gvr]; ok {
+func (inf *Informers) forgetUnserved(gvr schema.GroupVersionResource) {
+	inf.mu.Lock()
+	if s, ok := inf.stopped[gvr]; ok {
 		s.shown = shown{}
-		m.stopped[gvr] = s
+		inf.stopped[gvr] = s
 	}
-	if r, ok := m.running[gvr]; ok {
+	if r, ok := inf.running[gvr]; ok {
 		r.remembered = shown{}
 	}
-	m.mu.Unlock()
-	klog.FromContext(m.ctx).V(2).Info(logForgotUnserved, "resource", gvr)
-	m.kindChanged(gvr)
+	inf.mu.Unlock()
+	klog.FromContext(inf.ctx).V(2).Info(logForgotUnserved, "resource", gvr)
+	inf.kindChanged(gvr)
 }

@@ -87,7 +87,7 @@ func TestNewRemediationWithMultipleTemplatesSupport(t *testing.T) {
 	require.NoError(t, err)
 	assert.Regexp(t, "^worker-1-[0-9a-f]{10}$", r.GetName())
 	assert.Empty(t, r.GetGenerateName(), "a stable name: a repeated create meets AlreadyExists")
-	assert.Equal(t, "worker-1", NodeOf(r), "found by its annotation")
+	assert.Equal(t, "worker-1", TargetNode(r), "found by its annotation")
 
 	again, err := newRemediation(testTemplate(multi), testNHC, "worker-1", false)
 	require.NoError(t, err)
@@ -108,7 +108,7 @@ func TestNewRemediationWithMultipleTemplatesSupport(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, r.GetName(), 253, "shortened to a valid name")
 	assert.Empty(t, validation.IsDNS1123Subdomain(r.GetName()))
-	assert.Equal(t, long, NodeOf(r))
+	assert.Equal(t, long, TargetNode(r))
 	sharingItsStart := strings.Repeat("n", 252) + "m"
 	r2, err := newRemediation(testTemplate(multi), testNHC, sharingItsStart, false)
 	require.NoError(t, err)
@@ -181,7 +181,7 @@ func TestSummarize(t *testing.T) {
 		FlaggedOld:                    true,
 		ControlPlane:                  true,
 	}, normalizeTimes(Summarize(r)))
-	assert.Equal(t, "worker-1", NodeOf(r))
+	assert.Equal(t, "worker-1", TargetNode(r))
 }
 
 func TestSummarizeToleratesBadAnnotations(t *testing.T) {
@@ -199,7 +199,7 @@ func TestSummarizeToleratesBadAnnotations(t *testing.T) {
 	assert.Equal(t, time.Date(2026, 3, 20, 15, 5, 5, 0, time.UTC), s.TimedOut, "an unreadable time-out still counts, as of creation")
 	assert.True(t, s.HealthyDelayStart.IsZero(), "an unreadable delay start restarts the delay")
 	assert.Empty(t, s.Succeeded)
-	assert.Equal(t, "worker-2", NodeOf(r), "legacy resources are named after their node")
+	assert.Equal(t, "worker-2", TargetNode(r), "legacy resources are named after their node")
 }
 
 func normalizeTimes(s health.Remediation) health.Remediation {

@@ -150,11 +150,11 @@ func (f *inFlight) cancel(key writeKey) {
 // slot. It returns the NodeHealthChecks whose create it confirms.
 func (f *inFlight) settle(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool) (confirmed []string) {
 	template := obj.GetAnnotations()[v1alpha1.TemplateNameAnnotation]
-	resource := createKey("", gvr, obj.GetNamespace(), NodeOf(obj), template)
+	resource := createKey("", gvr, obj.GetNamespace(), TargetNode(obj), template)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, nhc := range OwnerNames(obj) {
-		key := createKey(nhc, gvr, obj.GetNamespace(), NodeOf(obj), template)
+		key := createKey(nhc, gvr, obj.GetNamespace(), TargetNode(obj), template)
 		if w, ok := f.writes[key]; ok && !deleted && !w.shown {
 			confirmed = append(confirmed, nhc)
 			w.shown = true

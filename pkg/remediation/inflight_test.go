@@ -98,7 +98,7 @@ func TestALapsedCreateIsLookedUpAtTheAPIServer(t *testing.T) {
 func TestAnotherNodeHealthChecksLapsedCreateStillHoldsItsNode(t *testing.T) {
 	f := newApplyFixture(t)
 	// Generated names, so that the API server would take both resources.
-	f.obs.templates[templateKey(templateRef)] = testTemplate(map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: "true"})
+	f.obs.templates[bareTemplateRef(templateRef)] = testTemplate(map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: "true"})
 	require.Len(t, f.manager.Apply(context.Background(), nhcNamed("disabled"), createPlan("worker-1"), f.obs, sendAll).Created, 1)
 	f.clock.SetTime(f.clock.Now().Add(inFlightTTL))
 

@@ -119,7 +119,7 @@ type runningInformer struct {
 	remembered shown
 	// looking is set for an informer started to look for remediation
 	// resources that outlived their NodeHealthCheck (leftovers.go), until
-	// it synced and was stopped or kept for what it shows; m.mu guards it.
+	// it synced and was stopped or kept for what it shows; inf.mu guards it.
 	looking bool
 }
 
@@ -144,40 +144,40 @@ func NewInformers(ctx context.Context, client dynamic.Interface, clk clock.Passi
 
 // AddChangeHandler adds a handler that hears of every change of every
 // informer, after the handlers added before it.
-func (m *Informers) AddChangeHandler(handler ChangeFunc) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.handlers = append(m.handlers, handler)
+func (inf *Informers) AddChangeHandler(handler ChangeFunc) {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	inf.handlers = append(inf.handlers, handler)
 }
 
 // AddKindChangeHandler adds a handler that hears of every kind whose
 // informer synced or failed.
-func (m *Informers) AddKindChangeHandler(handler KindChangeFunc) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.kindHandlers = append(m.kindHandlers, handler)
+func (inf *Informers) AddKindChangeHandler(handler KindChangeFunc) {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	inf.kindHandlers = append(inf.kindHandlers, handler)
 }
 
 // Use sets the kinds a NodeHealthCheck uses, starting the informers it
 // needs, again if their retry is due, and stopping those no one needs.
 // Use(nhc, Kinds{}) forgets the NodeHealthCheck.
-func (m *Informers) Use(nhc string, kinds Kinds) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+func (inf *Informers) Use(nhc string, kinds Kinds) {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
 	want := use{remediations: sets.New(kinds.Remediations...), templates: sets.New(kinds.Templates...)}
-	had := m.uses[nhc].all()
+	had := inf.uses[nhc].all()
 	if want.all().Len() == 0 {
-		delete(m.uses, nhc)
+		delete(inf.uses, nhc)
 	} else {
-		m.uses[nhc] = want
+		inf.uses[nhc] = want
 	}
 	for gvr := range want.all() {
-		m.ensure(gvr)
+		inf.ensure(gvr)
 	}
 	for gvr := range had.Difference(want.all()) {
-		m.stopIfUnused(gvr)
+		inf.stopIfUnused(gvr)
 	}
-	m.retryUnused()
+	inf.retryUnused()
 }
 
 // stopIfUnused stops a kind's informer when no NodeHealthCheck uses it and
@@ -187,63 +187,63 @@ func (m *Informers) Use(nhc string, kinds Kinds) {
 // while it works): they keep the nodes busy for quorum and for every other
 // NodeHealthCheck. So does what a kind stopped for a lasting error showed:
 // it is kept, and tried again (retryUnused), until the kind can be read or
-// shows nothing. m.mu is held.
-func (m *Informers) stopIfUnused(gvr schema.GroupVersionResource) {
-	if m.users(gvr).Len() > 0 {
+// shows nothing. inf.mu is held.
+func (inf *Informers) stopIfUnused(gvr schema.GroupVersionResource) {
+	if inf.users(gvr).Len() > 0 {
 		return
 	}
-	if s, ok := m.stopped[gvr]; ok {
+	if s, ok := inf.stopped[gvr]; ok {
 		if s.shown.empty() {
-			delete(m.stopped, gvr)
+			delete(inf.stopped, gvr)
 		}
 		return
 	}
-	r, ok := m.running[gvr]
+	r, ok := inf.running[gvr]
 	if !ok {
 		return
 	}
 	if r.informer.HasSynced() && len(r.informer.GetIndexer().ListIndexFuncValues(nodeIndex)) > 0 || !r.informer.HasSynced() && (!r.remembered.empty() || r.looking) {
-		klog.FromContext(m.ctx).V(2).Info(logKeptUnused, "resource", gvr)
+		klog.FromContext(inf.ctx).V(2).Info(logKeptUnused, "resource", gvr)
 		return
 	}
 	r.stop()
-	delete(m.running, gvr)
-	klog.FromContext(m.ctx).V(2).Info(logStoppedUnused, "resource", gvr)
+	delete(inf.running, gvr)
+	klog.FromContext(inf.ctx).V(2).Info(logStoppedUnused, "resource", gvr)
 }
 
 // retryUnused tries again the kinds no NodeHealthCheck uses that were
 // stopped for a lasting error and showed resources then, when their retry
-// is due. m.mu is held.
-func (m *Informers) retryUnused() {
-	for gvr := range m.stopped {
-		if m.users(gvr).Len() == 0 {
-			m.ensure(gvr)
+// is due. inf.mu is held.
+func (inf *Informers) retryUnused() {
+	for gvr := range inf.stopped {
+		if inf.users(gvr).Len() == 0 {
+			inf.ensure(gvr)
 		}
 	}
 }
 
 // ensure starts a kind's informer unless it runs, or failed and is not due
 // for a retry.
-func (m *Informers) ensure(gvr schema.GroupVersionResource) {
-	if _, ok := m.running[gvr]; ok {
+func (inf *Informers) ensure(gvr schema.GroupVersionResource) {
+	if _, ok := inf.running[gvr]; ok {
 		return
 	}
 	var stopped stoppedInformer
-	if s, ok := m.stopped[gvr]; ok {
-		if m.clock.Now().Before(s.retryAt) {
+	if s, ok := inf.stopped[gvr]; ok {
+		if inf.clock.Now().Before(s.retryAt) {
 			return
 		}
-		delete(m.stopped, gvr)
+		delete(inf.stopped, gvr)
 		stopped = s
-		klog.FromContext(m.ctx).V(2).Info(logStartedAgain, "resource", gvr, "lastError", s.err)
+		klog.FromContext(inf.ctx).V(2).Info(logStartedAgain, "resource", gvr, "lastError", s.err)
 	}
-	m.running[gvr] = m.start(gvr, stopped)
+	inf.running[gvr] = inf.start(gvr, stopped)
 }
 
-// users are the NodeHealthCheck that use a kind; m.mu is held.
-func (m *Informers) users(gvr schema.GroupVersionResource) sets.Set[string] {
+// users are the NodeHealthCheck that use a kind; inf.mu is held.
+func (inf *Informers) users(gvr schema.GroupVersionResource) sets.Set[string] {
 	users := sets.New[string]()
-	for nhc, u := range m.uses {
+	for nhc, u := range inf.uses {
 		if u.all().Has(gvr) {
 			users.Insert(nhc)
 		}
@@ -252,9 +252,9 @@ func (m *Informers) users(gvr schema.GroupVersionResource) sets.Set[string] {
 }
 
 // usedForRemediations tells whether some NodeHealthCheck reads a kind's
-// remediation resources; m.mu is held.
-func (m *Informers) usedForRemediations(gvr schema.GroupVersionResource) bool {
-	for _, u := range m.uses {
+// remediation resources; inf.mu is held.
+func (inf *Informers) usedForRemediations(gvr schema.GroupVersionResource) bool {
+	for _, u := range inf.uses {
 		if u.remediations.Has(gvr) {
 			return true
 		}
@@ -264,13 +264,13 @@ func (m *Informers) usedForRemediations(gvr schema.GroupVersionResource) bool {
 
 // start starts a kind's informer; stopped is how it was stopped before, if
 // this is a retry.
-func (m *Informers) start(gvr schema.GroupVersionResource, stopped stoppedInformer) *runningInformer {
-	informer := dynamicinformer.NewFilteredDynamicInformer(m.client, gvr, "", 0, cache.Indexers{
+func (inf *Informers) start(gvr schema.GroupVersionResource, stopped stoppedInformer) *runningInformer {
+	informer := dynamicinformer.NewFilteredDynamicInformer(inf.client, gvr, "", 0, cache.Indexers{
 		ownerIndex:        indexByOwner,
 		controlPlaneIndex: indexByControlPlaneNode,
 		nodeIndex:         indexByNode,
 	}, nil).Informer()
-	r := &runningInformer{informer: informer, started: m.clock.Now(), retried: stopped.err, remembered: stopped.shown}
+	r := &runningInformer{informer: informer, started: inf.clock.Now(), retried: stopped.err, remembered: stopped.shown}
 	// Managed fields are never read; dropping them halves the memory of
 	// small objects.
 	_ = informer.SetTransform(func(obj any) (any, error) {
@@ -279,49 +279,49 @@ func (m *Informers) start(gvr schema.GroupVersionResource, stopped stoppedInform
 		}
 		return obj, nil
 	})
-	r.errors.record(informer, func(err error) { m.failed(gvr, r, err) })
+	r.errors.record(informer, func(err error) { inf.failed(gvr, r, err) })
 	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { m.notify(gvr, obj, false) },
-		UpdateFunc: func(_, obj any) { m.notify(gvr, obj, false) },
+		AddFunc:    func(obj any) { inf.notify(gvr, obj, false) },
+		UpdateFunc: func(_, obj any) { inf.notify(gvr, obj, false) },
 		DeleteFunc: func(obj any) {
-			m.notify(gvr, obj, true)
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if m.running[gvr] == r {
-				m.stopIfUnused(gvr)
+			inf.notify(gvr, obj, true)
+			inf.mu.Lock()
+			defer inf.mu.Unlock()
+			if inf.running[gvr] == r {
+				inf.stopIfUnused(gvr)
 			}
 		},
 	})
-	ctx, stop := context.WithCancel(m.ctx)
+	ctx, stop := context.WithCancel(inf.ctx)
 	r.stop = stop
 	go informer.RunWithContext(ctx)
 	go func() {
 		// Every NodeHealthCheck hears of it: a control-plane remediation of
 		// this kind may hold back any of them.
 		if cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
-			m.mu.Lock()
+			inf.mu.Lock()
 			r.looking = false
-			if m.running[gvr] == r {
-				m.stopIfUnused(gvr)
+			if inf.running[gvr] == r {
+				inf.stopIfUnused(gvr)
 			}
-			m.mu.Unlock()
-			m.kindChanged(gvr)
+			inf.mu.Unlock()
+			inf.kindChanged(gvr)
 		}
 	}()
-	klog.FromContext(m.ctx).V(2).Info(logStarted, "resource", gvr)
+	klog.FromContext(inf.ctx).V(2).Info(logStarted, "resource", gvr)
 	return r
 }
 
-func (m *Informers) kindChanged(gvr schema.GroupVersionResource) {
-	m.mu.Lock()
-	handlers := m.kindHandlers
-	m.mu.Unlock()
+func (inf *Informers) kindChanged(gvr schema.GroupVersionResource) {
+	inf.mu.Lock()
+	handlers := inf.kindHandlers
+	inf.mu.Unlock()
 	for _, handle := range handlers {
 		handle(gvr)
 	}
 }
 
-func (m *Informers) notify(gvr schema.GroupVersionResource, obj any, deleted bool) {
+func (inf *Informers) notify(gvr schema.GroupVersionResource, obj any, deleted bool) {
 	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tombstone.Obj
 	}
@@ -329,31 +329,31 @@ func (m *Informers) notify(gvr schema.GroupVersionResource, obj any, deleted boo
 	if !ok {
 		return
 	}
-	m.mu.Lock()
-	handlers := m.handlers
-	m.mu.Unlock()
+	inf.mu.Lock()
+	handlers := inf.handlers
+	inf.mu.Unlock()
 	for _, handle := range handlers {
 		handle(gvr, u, deleted)
 	}
 }
 
-func (m *Informers) informer(gvr schema.GroupVersionResource) *runningInformer {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.running[gvr]
+func (inf *Informers) informer(gvr schema.GroupVersionResource) *runningInformer {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	return inf.running[gvr]
 }
 
 // Running lists the resources with a running informer.
-func (m *Informers) Running() []schema.GroupVersionResource {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return sets.KeySet(m.running).UnsortedList()
+func (inf *Informers) Running() []schema.GroupVersionResource {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	return sets.KeySet(inf.running).UnsortedList()
 }
 
 // Synced tells whether the informers of all these resources have synced.
-func (m *Informers) Synced(resources ...schema.GroupVersionResource) bool {
+func (inf *Informers) Synced(resources ...schema.GroupVersionResource) bool {
 	for _, gvr := range resources {
-		if r := m.informer(gvr); r == nil || !r.informer.HasSynced() {
+		if r := inf.informer(gvr); r == nil || !r.informer.HasSynced() {
 			return false
 		}
 	}

@@ -10,18 +10,18 @@ import (
 // and which kinds count as unknown.
 
 // State says whether a kind's cache can be read.
-func (m *Informers) State(gvr schema.GroupVersionResource) KindState {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.state(gvr)
+func (inf *Informers) State(gvr schema.GroupVersionResource) KindState {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	return inf.state(gvr)
 }
 
-// state is State with m.mu held.
-func (m *Informers) state(gvr schema.GroupVersionResource) KindState {
-	if s, ok := m.stopped[gvr]; ok {
+// state is State with inf.mu held.
+func (inf *Informers) state(gvr schema.GroupVersionResource) KindState {
+	if s, ok := inf.stopped[gvr]; ok {
 		return KindState{Err: s.err, RetryAt: s.retryAt}
 	}
-	r, ok := m.running[gvr]
+	r, ok := inf.running[gvr]
 	if !ok {
 		return KindState{}
 	}
@@ -31,7 +31,7 @@ func (m *Informers) state(gvr schema.GroupVersionResource) KindState {
 	if r.retried != nil {
 		return KindState{Err: r.retried}
 	}
-	if m.clock.Since(r.started) < m.grace {
+	if inf.clock.Since(r.started) < inf.grace {
 		return KindState{}
 	}
 	return KindState{Err: r.errors.unsynced(r.informer)}
@@ -47,18 +47,18 @@ func (m *Informers) state(gvr schema.GroupVersionResource) KindState {
 // own NodeHealthChecks stay disabled (State). A kind looked at for
 // remediations that outlived their NodeHealthCheck (look) is unknown until
 // it synced.
-func (m *Informers) unknownRemediations() []schema.GroupVersionResource {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+func (inf *Informers) unknownRemediations() []schema.GroupVersionResource {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
 	var unknown []schema.GroupVersionResource
-	for gvr, r := range m.running {
+	for gvr, r := range inf.running {
 		if r.looking {
 			unknown = append(unknown, gvr)
 		}
 	}
-	for _, u := range m.uses {
+	for _, u := range inf.uses {
 		for gvr := range u.remediations {
-			if !m.state(gvr).Synced && !m.failedLastingly(gvr) && !slices.Contains(unknown, gvr) {
+			if !inf.state(gvr).Synced && !inf.failedLastingly(gvr) && !slices.Contains(unknown, gvr) {
 				unknown = append(unknown, gvr)
 			}
 		}
@@ -67,11 +67,11 @@ func (m *Informers) unknownRemediations() []schema.GroupVersionResource {
 }
 
 // failedLastingly tells whether a kind's informer was stopped for a lasting
-// error, and is stopped or being retried; m.mu is held.
-func (m *Informers) failedLastingly(gvr schema.GroupVersionResource) bool {
-	if _, ok := m.stopped[gvr]; ok {
+// error, and is stopped or being retried; inf.mu is held.
+func (inf *Informers) failedLastingly(gvr schema.GroupVersionResource) bool {
+	if _, ok := inf.stopped[gvr]; ok {
 		return true
 	}
-	r, ok := m.running[gvr]
+	r, ok := inf.running[gvr]
 	return ok && r.retried != nil
 }

@@ -79,29 +79,29 @@ func remediationKinds(lists []*metav1.APIResourceList) []schema.GroupVersionReso
 // it syncs, control-plane remediations are unknown (unknownRemediations).
 // Once it synced, it stops unless it shows resources of NodeHealthChecks
 // (stopIfUnused).
-func (m *Informers) look(kinds []schema.GroupVersionResource) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+func (inf *Informers) look(kinds []schema.GroupVersionResource) {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
 	for _, gvr := range kinds {
-		if _, running := m.running[gvr]; running {
+		if _, running := inf.running[gvr]; running {
 			continue
 		}
-		if _, failed := m.stopped[gvr]; failed {
+		if _, failed := inf.stopped[gvr]; failed {
 			continue
 		}
-		r := m.start(gvr, stoppedInformer{})
+		r := inf.start(gvr, stoppedInformer{})
 		r.looking = true
-		m.running[gvr] = r
+		inf.running[gvr] = r
 	}
 }
 
 // lookingWithinGrace tells whether an informer started by look has neither
 // synced nor failed, within the grace: what it will show may hold any node.
-func (m *Informers) lookingWithinGrace() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, r := range m.running {
-		if r.looking && m.clock.Since(r.started) < m.grace {
+func (inf *Informers) lookingWithinGrace() bool {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	for _, r := range inf.running {
+		if r.looking && inf.clock.Since(r.started) < inf.grace {
 			return true
 		}
 	}

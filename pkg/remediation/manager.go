@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -138,8 +137,8 @@ func (m *Manager) Forget(nhc string) {
 	m.inFlight.forget(nhc)
 }
 
-// templateKey identifies a template reference, whatever else it carries.
-func templateKey(ref corev1.ObjectReference) corev1.ObjectReference {
+// bareTemplateRef identifies a template reference, whatever else it carries.
+func bareTemplateRef(ref corev1.ObjectReference) corev1.ObjectReference {
 	return corev1.ObjectReference{APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}
 }
 
@@ -151,12 +150,4 @@ func kindList(resources []schema.GroupVersionResource) string {
 	}
 	slices.Sort(names)
 	return strings.Join(names, ", ")
-}
-
-// sooner is the sooner of two refreshes; zero is none.
-func sooner(a, b time.Duration) time.Duration {
-	if a == 0 || (b > 0 && b < a) {
-		return b
-	}
-	return a
 }

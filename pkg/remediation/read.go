@@ -38,8 +38,8 @@ type Observation struct {
 	// PendingNodes are the nodes with a write of this controller that the
 	// informers do not show yet: they get no new action until it shows.
 	PendingNodes map[string]bool
-	// TemplateProblem, when set, is why the templates cannot be used.
-	TemplateProblem *health.Problem
+	// RemediationProblem, when set, is why the templates cannot be used.
+	RemediationProblem *health.Problem
 	// Remediations are the NodeHealthCheck's resources by node.
 	Remediations map[string][]health.Remediation
 	// BusyControlPlaneNodes are health.Input's.
@@ -68,7 +68,7 @@ type Observation struct {
 func (m *Manager) Read(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, w Watched) (Observation, error) {
 	obs := Observation{
 		Ready:                 true,
-		TemplateProblem:       w.problem,
+		RemediationProblem:    w.problem,
 		Remediations:          map[string][]health.Remediation{},
 		BusyControlPlaneNodes: map[string]bool{},
 		RefreshAfter:          w.retryAfter,
@@ -91,18 +91,18 @@ func (m *Manager) Read(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, w Wat
 			return obs, err
 		}
 		obs.Ready = obs.Ready && read.ready
-		obs.RefreshAfter = sooner(obs.RefreshAfter, read.refreshAfter)
+		obs.RefreshAfter = health.Sooner(obs.RefreshAfter, read.refreshAfter)
 		if read.problem != nil {
 			obs.problem(read.problem)
 		}
 		if read.obj != nil {
-			obs.templates[templateKey(tmpl.Ref)] = read.obj
+			obs.templates[bareTemplateRef(tmpl.Ref)] = read.obj
 			templates = append(templates, read.obj)
 		}
 		obs.refreshWith(m.informers.State(tmpl.Resource), now)
 	}
-	if obs.TemplateProblem == nil {
-		obs.TemplateProblem = checkKinds(templates)
+	if obs.RemediationProblem == nil {
+		obs.RemediationProblem = checkKinds(templates)
 	}
 	for _, gvr := range obs.resources {
 		state := m.informers.State(gvr)
@@ -115,7 +115,7 @@ func (m *Manager) Read(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, w Wat
 			continue
 		}
 		for _, obj := range m.informers.ownedBy(gvr, nhc.UID) {
-			node := NodeOf(obj)
+			node := TargetNode(obj)
 			obs.Remediations[node] = append(obs.Remediations[node], Summarize(obj))
 		}
 	}
@@ -165,7 +165,7 @@ func (m *Manager) readOwnedElsewhere(obs *Observation, nhc *v1alpha1.NodeHealthC
 				resources[obj.GroupVersionKind()] = gvr
 				obs.resources = resources
 			}
-			node := NodeOf(obj)
+			node := TargetNode(obj)
 			obs.Remediations[node] = append(obs.Remediations[node], Summarize(obj))
 		}
 	}
@@ -219,12 +219,12 @@ func (m *Manager) unreadable(gvr schema.GroupVersionResource, err error) *health
 // refreshWith reads again when a stopped informer is tried again.
 func (o *Observation) refreshWith(state KindState, now time.Time) {
 	if !state.RetryAt.IsZero() {
-		o.RefreshAfter = sooner(o.RefreshAfter, max(state.RetryAt.Sub(now), time.Millisecond))
+		o.RefreshAfter = health.Sooner(o.RefreshAfter, max(state.RetryAt.Sub(now), time.Millisecond))
 	}
 }
 
 func (o *Observation) problem(p *health.Problem) {
-	if o.TemplateProblem == nil {
-		o.TemplateProblem = p
+	if o.RemediationProblem == nil {
+		o.RemediationProblem = p
 	}
 }

@@ -129,14 +129,14 @@ func TestAKindUninstalledWithItsRoleNoLongerDisables(t *testing.T) {
 	clock.Step(watchGrace)
 	informers.failed(otherGVR, informers.informer(otherGVR), forbidden)
 	obs := read()
-	require.NotNil(t, obs.TemplateProblem, "its own resources cannot be read")
-	assert.Contains(t, obs.TemplateProblem.Message, "otherremediations")
+	require.NotNil(t, obs.RemediationProblem, "its own resources cannot be read")
+	assert.Contains(t, obs.RemediationProblem.Message, "otherremediations")
 
 	mapper.uninstalled = []schema.GroupVersionKind{otherGVK}
 	clock.Step(mapperResetInterval)
 	read()
 	require.Eventually(t, func() bool { obs = read(); return obs.Ready }, 10*time.Second, 10*time.Millisecond)
-	assert.Nil(t, obs.TemplateProblem, "the kind is gone, and so are its resources")
+	assert.Nil(t, obs.RemediationProblem, "the kind is gone, and so are its resources")
 }
 
 // A kind whose role was removed keeps the nodes its cache showed busy; once

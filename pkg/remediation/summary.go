@@ -14,9 +14,9 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
 
-// NodeOf returns the node a remediation resource remediates: its node-name
+// TargetNode returns the node a remediation resource remediates: its node-name
 // annotation, or, for resources of older controllers, its name.
-func NodeOf(r *unstructured.Unstructured) string {
+func TargetNode(r *unstructured.Unstructured) string {
 	if node := r.GetAnnotations()[v1alpha1.NodeNameAnnotation]; node != "" {
 		return node
 	}

@@ -81,7 +81,7 @@ func (f *rbacFixture) readKnown(t *testing.T) Observation {
 	var obs Observation
 	require.Eventually(t, func() bool {
 		obs = f.read(t)
-		return obs.Ready || obs.TemplateProblem != nil
+		return obs.Ready || obs.RemediationProblem != nil
 	}, 10*time.Second, 10*time.Millisecond)
 	return obs
 }
@@ -130,12 +130,12 @@ func TestATemplateKindThatCannotBeWatchedIsReadWithGet(t *testing.T) {
 			assert.Equal(t, tc.wantReady, obs.Ready)
 			assert.Equal(t, tc.wantRefresh, obs.RefreshAfter)
 			if tc.wantReason == "" {
-				assert.Nil(t, obs.TemplateProblem)
-				assert.Equal(t, testTemplate(nil), obs.templates[templateKey(templateRef)])
+				assert.Nil(t, obs.RemediationProblem)
+				assert.Equal(t, testTemplate(nil), obs.templates[bareTemplateRef(templateRef)])
 			} else {
-				require.NotNil(t, obs.TemplateProblem)
-				assert.Equal(t, tc.wantReason, obs.TemplateProblem.Reason)
-				assert.Equal(t, tc.wantMessage, obs.TemplateProblem.Message)
+				require.NotNil(t, obs.RemediationProblem)
+				assert.Equal(t, tc.wantReason, obs.RemediationProblem.Reason)
+				assert.Equal(t, tc.wantMessage, obs.RemediationProblem.Message)
 			}
 			f.read(t)
 			assert.False(t, f.templateWatched(), "the forbidden informer is stopped")
@@ -149,7 +149,7 @@ func TestATemplateKindThatCannotBeWatchedIsReadWithGet(t *testing.T) {
 func TestATemplateReadWithGetIsCachedForItsCacheTime(t *testing.T) {
 	f := newRBACFixture(t, true, false, testTemplate(nil))
 	obs := f.readKnown(t)
-	require.Nil(t, obs.TemplateProblem)
+	require.Nil(t, obs.RemediationProblem)
 	steps := []struct {
 		name        string
 		advance     time.Duration
@@ -173,9 +173,9 @@ func TestATemplateReadWithGetIsCachedForItsCacheTime(t *testing.T) {
 		obs := f.read(t)
 		assert.True(t, obs.Ready, step.name)
 		if step.wantProblem == "" {
-			assert.Nil(t, obs.TemplateProblem, step.name)
-		} else if assert.NotNil(t, obs.TemplateProblem, step.name) {
-			assert.Equal(t, step.wantProblem, obs.TemplateProblem.Message, step.name)
+			assert.Nil(t, obs.RemediationProblem, step.name)
+		} else if assert.NotNil(t, obs.RemediationProblem, step.name) {
+			assert.Equal(t, step.wantProblem, obs.RemediationProblem.Message, step.name)
 		}
 		assert.Equal(t, step.wantRefresh, obs.RefreshAfter, step.name)
 		assert.Equal(t, step.wantGets, f.gets.Load(), step.name)
@@ -211,15 +211,15 @@ func TestATemplateKindReadWithGetIsWatchedAgainLater(t *testing.T) {
 			obs := f.read(t)
 			assert.True(t, f.templateWatched(), "tried again")
 			assert.True(t, obs.Ready, "read with GET while the informer starts")
-			assert.Nil(t, obs.TemplateProblem)
+			assert.Nil(t, obs.RemediationProblem)
 
 			require.Eventually(t, func() bool {
 				obs = f.read(t)
 				return f.templateWatched() == tc.wantWatched && obs.RefreshAfter == tc.wantRefresh
 			}, 10*time.Second, 10*time.Millisecond)
 			assert.True(t, obs.Ready)
-			assert.Nil(t, obs.TemplateProblem)
-			assert.Equal(t, testTemplate(nil), obs.templates[templateKey(templateRef)])
+			assert.Nil(t, obs.RemediationProblem)
+			assert.Equal(t, testTemplate(nil), obs.templates[bareTemplateRef(templateRef)])
 		})
 	}
 }
@@ -229,10 +229,10 @@ func TestATemplateKindReadWithGetIsWatchedAgainLater(t *testing.T) {
 func TestAGrantOfGetIsUsedAtOnce(t *testing.T) {
 	f := newRBACFixture(t, true, true, testTemplate(nil))
 	obs := f.readKnown(t)
-	require.NotNil(t, obs.TemplateProblem)
+	require.NotNil(t, obs.RemediationProblem)
 	assert.False(t, obs.Ready)
 	f.getForbidden.Store(false)
 	obs = f.read(t)
 	assert.True(t, obs.Ready)
-	assert.Nil(t, obs.TemplateProblem)
+	assert.Nil(t, obs.RemediationProblem)
 }

@@ -73,7 +73,7 @@ func (w *Writer) Create(ctx context.Context, gvr schema.GroupVersionResource, ob
 		return nil, err
 	}
 	sameTemplate := existing.GetAnnotations()[v1alpha1.TemplateNameAnnotation] == obj.GetAnnotations()[v1alpha1.TemplateNameAnnotation]
-	if OwnedBy(existing, nhc) && NodeOf(existing) == NodeOf(obj) && sameTemplate {
+	if OwnedBy(existing, nhc) && TargetNode(existing) == TargetNode(obj) && sameTemplate {
 		return existing, nil
 	}
 	return nil, &notOwnedError{Resource: Reference(existing), Owners: OwnerNames(existing)}

@@ -258,7 +258,7 @@ func (e *Env) Remediations(t testing.TB, nhc string) map[string][]unstructured.U
 	for _, r := range list.Items {
 		for _, owner := range remediation.OwnerNames(&r) {
 			if owner == nhc {
-				byNode[remediation.NodeOf(&r)] = append(byNode[remediation.NodeOf(&r)], r)
+				byNode[remediation.TargetNode(&r)] = append(byNode[remediation.TargetNode(&r)], r)
 			}
 		}
 	}

@@ -66,7 +66,7 @@ func (e *Env) ClusterRemediations(t testing.TB, node string) []unstructured.Unst
 func OfNode(resources []unstructured.Unstructured, node string) []unstructured.Unstructured {
 	var found []unstructured.Unstructured
 	for _, r := range resources {
-		if remediation.NodeOf(&r) == node {
+		if remediation.TargetNode(&r) == node {
 			found = append(found, r)
 		}
 	}

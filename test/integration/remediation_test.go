@@ -59,7 +59,7 @@ func TestRemediationIsCreatedIdempotentlyAndDeleted(t *testing.T) {
 	// A decision from a stale view creates it again: the existing one counts.
 	stale := health.Evaluate(health.Input{
 		NHC: staleNHC, Nodes: staleNodes, Remediations: staleObs.Remediations,
-		BusyControlPlaneNodes: staleObs.BusyControlPlaneNodes, TemplateProblem: staleObs.TemplateProblem, Now: time.Now(),
+		BusyControlPlaneNodes: staleObs.BusyControlPlaneNodes, RemediationProblem: staleObs.RemediationProblem, Now: time.Now(),
 	})
 	require.Len(t, stale.Create, 1, "the stale view has no resource for the node")
 	replayed := env.manager.Apply(env.ctx, staleNHC, &stale, &staleObs, func(context.Context, health.Creation) (string, bool, error) { return "", false, nil })
@@ -215,9 +215,9 @@ func TestTemplatesOfOneKindWithoutMultipleSupportDisable(t *testing.T) {
 		}
 	})
 	obs := env.read(t, nhc.Name)
-	require.NotNil(t, obs.TemplateProblem)
-	assert.Equal(t, v1alpha1.ReasonTemplateInvalid, obs.TemplateProblem.Reason)
-	assert.Contains(t, obs.TemplateProblem.Message, "single-a lacks the remediation.medik8s.io/multiple-templates-support annotation")
+	require.NotNil(t, obs.RemediationProblem)
+	assert.Equal(t, v1alpha1.ReasonTemplateInvalid, obs.RemediationProblem.Reason)
+	assert.Contains(t, obs.RemediationProblem.Message, "single-a lacks the remediation.medik8s.io/multiple-templates-support annotation")
 }
 
 func TestInvalidTemplates(t *testing.T) {
@@ -269,14 +269,14 @@ func TestTemplateCRDInstalledAfterTheNodeHealthCheck(t *testing.T) {
 	nhc := fw.CreateNHC(t, "late", func(s *v1alpha1.NodeHealthCheckSpec) { s.RemediationTemplate = &late })
 
 	obs := env.readOnce(t, nhc)
-	require.NotNil(t, obs.TemplateProblem)
-	assert.Contains(t, obs.TemplateProblem.Message, "is not served by the API server")
+	require.NotNil(t, obs.RemediationProblem)
+	assert.Contains(t, obs.RemediationProblem.Message, "is not served by the API server")
 
 	require.NoError(t, cluster.InstallCRDs("test/crds/late"))
 	env.mapperClock.SetTime(env.mapperClock.Now().Add(time.Minute))
 	framework.Eventually(t, 30*time.Second, "the late kind to resolve", func() bool {
 		obs = env.readOnce(t, nhc)
-		return obs.TemplateProblem != nil && obs.TemplateProblem.Message == "Remediation template LateRemediationTemplate remediators/late not found: failed to get external remediation template remediators/late"
+		return obs.RemediationProblem != nil && obs.RemediationProblem.Message == "Remediation template LateRemediationTemplate remediators/late not found: failed to get external remediation template remediators/late"
 	})
 
 	lateGVR := schema.GroupVersionResource{Group: "test.medik8s.io", Version: "v1alpha1", Resource: "lateremediationtemplates"}
@@ -288,7 +288,7 @@ func TestTemplateCRDInstalledAfterTheNodeHealthCheck(t *testing.T) {
 	require.NoError(t, err)
 	framework.Eventually(t, 30*time.Second, "the template to be found", func() bool {
 		obs = env.readOnce(t, nhc)
-		return obs.Ready && obs.TemplateProblem == nil
+		return obs.Ready && obs.RemediationProblem == nil
 	})
 }
 

@@ -78,7 +78,7 @@ func (t *tracker) record(obj any, deleted bool) {
 	if !ok {
 		return
 	}
-	e := resourceEvent{node: remediation.NodeOf(r), deleted: deleted, seen: time.Now()}
+	e := resourceEvent{node: remediation.TargetNode(r), deleted: deleted, seen: time.Now()}
 	if owners := remediation.OwnerNames(r); len(owners) > 0 {
 		e.nhc = owners[0]
 	}
