@@ -46,40 +46,17 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	}
 
 	// Decide.
-	if err := c.remediations.WatchAll(c.readableNHCs); err != nil {
-		logger.V(2).Info("Cannot watch the remediation kinds of every NodeHealthCheck yet; no control-plane remediation starts", "err", err)
-	}
-	watched, err := c.remediations.Watch(nhc)
+	obs, err := c.observe(ctx, nhc)
 	if err != nil {
-		return 0, fmt.Errorf("watching remediation kinds: %w", err)
+		return 0, err
 	}
-	obs, err := c.remediations.Read(ctx, nhc, watched)
+	in, caughtUp, err := c.input(ctx, nhc, &obs)
 	if err != nil {
-		return 0, fmt.Errorf("reading remediation resources: %w", err)
+		return 0, err
 	}
-	c.addRecorded(nhc, &obs)
-	// Parsed once for this sync: the node listing, Evaluate and the
-	// re-check of each create use it. An invalid one is nil, and Evaluate
-	// reports it.
-	selector, _ := metav1.LabelSelectorAsSelector(&nhc.Spec.Selector)
-	in := health.Input{
-		NHC: nhc, Selector: selector, Remediations: obs.Remediations, BusyControlPlaneNodes: obs.BusyControlPlaneNodes, ControlPlaneUnknown: obs.ControlPlaneUnknown, PendingNodes: obs.PendingNodes,
-		RemediationProblem: obs.RemediationProblem, ResourcesUnknown: !obs.Ready, Leases: obs.Leases, MaxCreations: maxCreationsPerSync, Now: c.clock.Now(),
-	}
-	if obs.Ready {
-		caughtUp, err := c.nodesCaughtUp(ctx, nhc, selector)
-		if err != nil {
-			return 0, fmt.Errorf("listing the selected nodes at the API server: %w", err)
-		}
-		if !caughtUp {
-			logger.V(4).Info("Waiting for the node cache to show the nodes the API server selects")
-			return catchUpRequeue, nil
-		}
-		if in.Nodes, err = c.selectedNodes(nhc, selector, obs.Remediations); err != nil {
-			return 0, fmt.Errorf("listing the selected nodes: %w", err)
-		}
-		in.DeletedNodes = c.deletedNodes(nhc, obs.Remediations)
-		in.Claims = c.claims(nhc, in.Nodes, obs.OtherOwners, obs.ControlPlaneUnknown != "")
+	if !caughtUp {
+		logger.V(4).Info("Waiting for the node cache to show the nodes the API server selects")
+		return catchUpRequeue, nil
 	}
 	plan := health.Evaluate(in)
 	c.attention.set(name, plan.Healthy < plan.Observed)
@@ -112,6 +89,66 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	c.recordLastingEvents(ctx, nhc, &plan, &out)
 	c.metrics.record(nhc, &plan, &out, status, statusErr == nil, in.Now)
 
+	requeueAfter := c.requeueAfter(&plan, &out, &obs)
+	logVerdicts(logger, &plan)
+	logger.V(2).Info("Synced", "phase", status.Phase, "observed", plan.Observed, "healthy", plan.Healthy,
+		"remediating", plan.Remediating, "created", len(out.Created), "deleted", len(out.Deleted), "timedOut", len(out.TimedOut),
+		"deferred", plan.Deferred, "withdrawn", len(out.Withdrawn), "notConfirmed", len(out.Unconfirmed),
+		"stormActive", plan.Storm.Active, "requeueAfter", requeueAfter, "duration", c.clock.Since(started))
+	return requeueAfter, errors.Join(append(out.Errors, statusErr)...)
+}
+
+// observe keeps the NodeHealthCheck's remediation kinds watched, and reads
+// what its evaluation needs of them.
+func (c *Controller) observe(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (remediation.Observation, error) {
+	if err := c.remediations.WatchAll(c.readableNHCs); err != nil {
+		klog.FromContext(ctx).V(2).Info("Cannot watch the remediation kinds of every NodeHealthCheck yet; no control-plane remediation starts", "err", err)
+	}
+	watched, err := c.remediations.Watch(nhc)
+	if err != nil {
+		return remediation.Observation{}, fmt.Errorf("watching remediation kinds: %w", err)
+	}
+	obs, err := c.remediations.Read(ctx, nhc, watched)
+	if err != nil {
+		return obs, fmt.Errorf("reading remediation resources: %w", err)
+	}
+	c.addRecorded(nhc, &obs)
+	return obs, nil
+}
+
+// input is what the evaluation decides from: the observation, and, once
+// the remediation resources are known, the selected nodes, which the node
+// cache must show as the API server does (caughtUp) for a first evaluation.
+func (c *Controller) input(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, obs *remediation.Observation) (in health.Input, caughtUp bool, err error) {
+	// Parsed once for this sync: the node listing, Evaluate and the
+	// confirmation of each create use it. An invalid one is nil, and
+	// Evaluate reports it.
+	selector, _ := metav1.LabelSelectorAsSelector(&nhc.Spec.Selector)
+	in = health.Input{
+		NHC: nhc, Selector: selector, Remediations: obs.Remediations, BusyControlPlaneNodes: obs.BusyControlPlaneNodes, ControlPlaneUnknown: obs.ControlPlaneUnknown, PendingNodes: obs.PendingNodes,
+		RemediationProblem: obs.RemediationProblem, ResourcesUnknown: !obs.Ready, Leases: obs.Leases, MaxCreations: maxCreationsPerSync, Now: c.clock.Now(),
+	}
+	if !obs.Ready {
+		return in, true, nil
+	}
+	if caughtUp, err = c.nodesCaughtUp(ctx, nhc, selector); err != nil || !caughtUp {
+		if err != nil {
+			err = fmt.Errorf("listing the selected nodes at the API server: %w", err)
+		}
+		return in, false, err
+	}
+	if in.Nodes, err = c.selectedNodes(nhc, selector, obs.Remediations); err != nil {
+		return in, false, fmt.Errorf("listing the selected nodes: %w", err)
+	}
+	in.DeletedNodes = c.deletedNodes(nhc, obs.Remediations)
+	in.Claims = c.claims(nhc, in.Nodes, obs.OtherOwners, obs.ControlPlaneUnknown != "")
+	return in, true, nil
+}
+
+// requeueAfter is how soon the plan can change without any object
+// changing: at once for the rest of the work, else the next deadline, a
+// retry of what was blocked or not confirmed, or a read's refresh.
+func (c *Controller) requeueAfter(plan *health.Plan, out *health.Outcome, obs *remediation.Observation) time.Duration {
 	var requeueAfter time.Duration
 	switch {
 	case plan.Deferred > 0 || len(out.Withdrawn) > 0:
@@ -127,13 +164,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 		// The node's update, once the cache shows it, wakes the sync first.
 		requeueAfter = health.Sooner(requeueAfter, notReadyRequeue)
 	}
-	requeueAfter = health.Sooner(requeueAfter, obs.RefreshAfter)
-	logVerdicts(logger, &plan)
-	logger.V(2).Info("Synced", "phase", status.Phase, "observed", plan.Observed, "healthy", plan.Healthy,
-		"remediating", plan.Remediating, "created", len(out.Created), "deleted", len(out.Deleted), "timedOut", len(out.TimedOut),
-		"deferred", plan.Deferred, "withdrawn", len(out.Withdrawn), "notConfirmed", len(out.Unconfirmed),
-		"stormActive", plan.Storm.Active, "requeueAfter", requeueAfter, "duration", c.clock.Since(started))
-	return requeueAfter, errors.Join(append(out.Errors, statusErr)...)
+	return health.Sooner(requeueAfter, obs.RefreshAfter)
 }
 
 // writeContext is ctx, ending when this replica may no longer write (the
