@@ -105,7 +105,7 @@ func BenchmarkSync(b *testing.B) {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
 			f := newSyncFixture(b, nil)
 			pools := poolRemediations{}
-			f.c.remediations = pools
+			f.c.kinds, f.c.resources, f.c.actor = pools, pools, pools
 			nhcs := make([]string, benchmarkNHCs)
 			for i := range nhcs {
 				nhc := workersNHC()

@@ -85,8 +85,11 @@ type Controller struct {
 	// first evaluation.
 	catchUps *catchUps
 
-	// remediations reads remediation resources and carries out plans.
-	remediations Remediations
+	// kinds keeps the remediation kinds watched, resources reads them,
+	// and actor carries out plans on them.
+	kinds     kindWatcher
+	resources remediationReader
+	actor     remediationActor
 	// statuses writes NodeHealthCheck statuses.
 	statuses statusWriter
 	// liveNHCs reads NodeHealthChecks at the API server, to confirm a
@@ -129,19 +132,21 @@ func New(ctx context.Context, nodeInformer NodeCache, nhcInformer nhcinformers.N
 	nhcClient versioned.Interface, remediations Remediations, recorder record.EventRecorder, metrics *Metrics, clk clock.WithTicker) (*Controller, error) {
 	logger := klog.FromContext(ctx)
 	c := &Controller{
-		nhcLister:    nhcInformer.Lister(),
-		nhcIndexer:   nhcInformer.Informer().GetIndexer(),
-		nhcSynced:    nhcInformer.Informer().HasSynced,
-		nodeLister:   nodeInformer.Lister(),
-		nodeSynced:   nodeInformer.Informer().HasSynced,
-		liveNodes:    nodeInformer,
-		catchUps:     newCatchUps(),
-		remediations: remediations,
-		statuses:     clientNHCs{client: nhcClient},
-		liveNHCs:     clientNHCs{client: nhcClient},
-		recorder:     recorder,
-		metrics:      metrics,
-		clock:        clk,
+		nhcLister:  nhcInformer.Lister(),
+		nhcIndexer: nhcInformer.Informer().GetIndexer(),
+		nhcSynced:  nhcInformer.Informer().HasSynced,
+		nodeLister: nodeInformer.Lister(),
+		nodeSynced: nodeInformer.Informer().HasSynced,
+		liveNodes:  nodeInformer,
+		catchUps:   newCatchUps(),
+		kinds:      remediations,
+		resources:  remediations,
+		actor:      remediations,
+		statuses:   clientNHCs{client: nhcClient},
+		liveNHCs:   clientNHCs{client: nhcClient},
+		recorder:   recorder,
+		metrics:    metrics,
+		clock:      clk,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			retryLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: QueueName, Clock: clk},
@@ -252,7 +257,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 func (c *Controller) nhcGone(name string) {
 	c.attention.set(name, false)
 	c.catchUps.forget(name)
-	c.remediations.Forget(name)
+	c.kinds.Forget(name)
 	c.members.forget(name)
 	c.written.Delete(name)
 	c.skips.forget(name)

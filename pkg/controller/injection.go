@@ -16,29 +16,49 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
-// Remediations reads and writes remediation resources, and tells of their
-// changes: *remediation.Manager, or a fake in tests.
+// Remediations is the remediation resources in their four roles, one seam
+// each: *remediation.Manager, or a fake in tests. New takes it whole and
+// keeps each role apart.
 type Remediations interface {
+	kindWatcher
+	remediationReader
+	remediationActor
+	remediationEvents
+}
+
+// kindWatcher keeps the kinds of NodeHealthChecks' templates and
+// remediation resources watched.
+type kindWatcher interface {
 	// WatchAll watches the kinds of every NodeHealthCheck list returns,
 	// until it succeeded once: before, no control-plane remediation starts.
 	WatchAll(list func() ([]*v1alpha1.NodeHealthCheck, error)) error
 	// Watch keeps the kinds a NodeHealthCheck's templates and resources
 	// are of watched.
 	Watch(nhc *v1alpha1.NodeHealthCheck) (remediation.Watched, error)
+	// Forget drops what is kept for a deleted NodeHealthCheck.
+	Forget(nhc string)
+}
+
+// remediationReader reads remediation resources from the caches.
+type remediationReader interface {
 	// Read observes what a NodeHealthCheck's evaluation needs from its
 	// templates and remediation resources, in the caches of the kinds watched.
 	Read(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, watched remediation.Watched) (remediation.Observation, error)
-	// Apply carries out a plan, confirming each create just before it is
-	// sent, and says what happened.
-	Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, obs *remediation.Observation, confirm remediation.Confirm) health.Outcome
 	// Recorded returns, by node, the NodeHealthChecks whose status records
 	// a remediation resource of a kind that cannot be read now.
 	Recorded(nhcs []*v1alpha1.NodeHealthCheck) map[string][]remediation.Owner
-	// Forget drops what is kept for a deleted NodeHealthCheck.
-	Forget(nhc string)
-	// AddChangeHandler, AddKindChangeHandler and AddLeaseChangeHandler
-	// tell of changes of remediation resources and templates, of kinds
-	// whose informer synced or failed, and of node leases.
+}
+
+// remediationActor carries out plans.
+type remediationActor interface {
+	// Apply carries out a plan, confirming each create just before it is
+	// sent, and says what happened.
+	Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, obs *remediation.Observation, confirm remediation.Confirm) health.Outcome
+}
+
+// remediationEvents tells of changes: of remediation resources and
+// templates, of kinds whose informer synced or failed, and of node leases.
+type remediationEvents interface {
 	AddChangeHandler(handler remediation.ResourceChangeFunc)
 	AddKindChangeHandler(handler remediation.KindChangeFunc)
 	AddLeaseChangeHandler(handler remediation.LeaseChangeFunc) error

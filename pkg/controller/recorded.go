@@ -25,7 +25,7 @@ func (c *Controller) addRecorded(nhc *v1alpha1.NodeHealthCheck, obs *remediation
 			others = append(others, c.latest(other))
 		}
 	}
-	for node, owners := range c.remediations.Recorded(others) {
+	for node, owners := range c.resources.Recorded(others) {
 		for _, owner := range owners {
 			if slices.Contains(obs.OtherOwners[node], owner) {
 				continue

@@ -70,7 +70,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	if err != nil {
 		return 0, err
 	}
-	out := c.remediations.Apply(actCtx, nhc, &plan, &obs, c.confirmation(actCtx, name, &plan))
+	out := c.actor.Apply(actCtx, nhc, &plan, &obs, c.confirmation(actCtx, name, &plan))
 	cancel()
 
 	// Record.
@@ -101,14 +101,14 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 // observe keeps the NodeHealthCheck's remediation kinds watched, and reads
 // what its evaluation needs of them.
 func (c *Controller) observe(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (remediation.Observation, error) {
-	if err := c.remediations.WatchAll(c.readableNHCs); err != nil {
+	if err := c.kinds.WatchAll(c.readableNHCs); err != nil {
 		klog.FromContext(ctx).V(2).Info("Cannot watch the remediation kinds of every NodeHealthCheck yet; no control-plane remediation starts", "err", err)
 	}
-	watched, err := c.remediations.Watch(nhc)
+	watched, err := c.kinds.Watch(nhc)
 	if err != nil {
 		return remediation.Observation{}, fmt.Errorf("watching remediation kinds: %w", err)
 	}
-	obs, err := c.remediations.Read(ctx, nhc, watched)
+	obs, err := c.resources.Read(ctx, nhc, watched)
 	if err != nil {
 		return obs, fmt.Errorf("reading remediation resources: %w", err)
 	}

@@ -68,7 +68,7 @@ func (r *result) printTable(w io.Writer) {
 	row("API server / etcd CPU (s)", func(p *phase) string {
 		return fmt.Sprintf("%.1f / %.1f", p.APIServerCPUSeconds, p.EtcdCPUSeconds)
 	})
-	row("busiest second: API server / etcd / controller (cores)", func(p *phase) string {
+	row("busiest 1 s (cores): apiserver/etcd/ctrl", func(p *phase) string {
 		return fmt.Sprintf("%.2f / %.2f / %.2f", p.Busiest.APIServer, p.Busiest.Etcd, p.Busiest.Controller)
 	})
 	row("syncs", func(p *phase) string { return fmt.Sprintf("%.0f", p.Controller.Syncs) })
