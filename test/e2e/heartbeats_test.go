@@ -22,17 +22,7 @@ func TestANodeHealthCheckCreatedAfterHeartbeatsIsEvaluated(t *testing.T) {
 	const scenario = "heartbeats"
 	env.CreateTemplate(t, scenario, nil)
 	nodes := env.CreateNodes(t, scenario, 4)
-	// A NodeHealthCheck of the same nodes tells when the cache shows them.
-	const probe = scenario + "-probe"
-	env.CreateTemplate(t, probe, nil)
-	env.CreateNHC(t, probe, func(s *v1alpha1.NodeHealthCheckSpec) {
-		s.Selector = metav1.LabelSelector{MatchLabels: map[string]string{framework.ScenarioLabel: scenario}}
-		s.UnhealthyConditions = []v1alpha1.UnhealthyCondition{{Type: "NeverSet", Status: "True", Duration: metav1.Duration{Duration: time.Hour}}}
-	})
-	framework.Eventually(t, 10*time.Second, "the cache to show 4 nodes", func() bool {
-		s := env.GetNHC(t, probe).Status
-		return s.ObservedNodes != nil && *s.ObservedNodes == 4
-	})
+	env.WaitForTheCacheToShow(t, scenario, 4)
 	for range 3 {
 		env.Heartbeat(t, nodes...)
 	}

@@ -147,6 +147,23 @@ func (e *Env) Heartbeat(t testing.TB, nodes ...string) {
 	}
 }
 
+// WaitForTheCacheToShow waits until the controller's node cache shows a
+// scenario's nodes, count of them: a NodeHealthCheck of them that never
+// acts (its condition is never set) counts them in its status.
+func (e *Env) WaitForTheCacheToShow(t testing.TB, scenario string, count int32) {
+	t.Helper()
+	probe := scenario + "-probe"
+	e.CreateTemplate(t, probe, nil)
+	e.CreateNHC(t, probe, func(s *v1alpha1.NodeHealthCheckSpec) {
+		s.Selector = metav1.LabelSelector{MatchLabels: map[string]string{ScenarioLabel: scenario}}
+		s.UnhealthyConditions = []v1alpha1.UnhealthyCondition{{Type: "NeverSet", Status: "True", Duration: metav1.Duration{Duration: time.Hour}}}
+	})
+	Eventually(t, 10*time.Second, fmt.Sprintf("the cache to show %d nodes", count), func() bool {
+		s := e.GetNHC(t, probe).Status
+		return s.ObservedNodes != nil && *s.ObservedNodes == count
+	})
+}
+
 // UpdateNode changes a node's metadata.
 func (e *Env) UpdateNode(t testing.TB, node string, change func(*corev1.Node)) {
 	t.Helper()

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -33,18 +32,7 @@ func TestANodeHealthCheckCreatedWhileTheNodeCacheLagsSeesAllItsNodes(t *testing.
 	}
 	failed = nodes[:3]
 	env.Fail(t, time.Hour, failed...)
-	// A NodeHealthCheck of the same nodes that never acts tells when the
-	// controller's cache shows them.
-	const probe = scenario + "-probe"
-	env.CreateTemplate(t, probe, nil)
-	env.CreateNHC(t, probe, func(s *v1alpha1.NodeHealthCheckSpec) {
-		s.Selector = metav1.LabelSelector{MatchLabels: map[string]string{framework.ScenarioLabel: scenario}}
-		s.UnhealthyConditions = []v1alpha1.UnhealthyCondition{{Type: "NeverSet", Status: "True", Duration: metav1.Duration{Duration: time.Hour}}}
-	})
-	framework.Eventually(t, 10*time.Second, "the cache to show 8 nodes", func() bool {
-		s := env.GetNHC(t, probe).Status
-		return s.ObservedNodes != nil && *s.ObservedNodes == 8
-	})
+	env.WaitForTheCacheToShow(t, scenario, 8)
 
 	proxy.HoldNodeWatches(true)
 	t.Cleanup(func() { proxy.HoldNodeWatches(false) })
