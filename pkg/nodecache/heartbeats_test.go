@@ -1,8 +1,6 @@
 package nodecache
 
 import (
-	"bytes"
-	"io"
 	"reflect"
 	"testing"
 	"time"
@@ -12,11 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
-	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes/scheme"
-	restclientwatch "k8s.io/client-go/rest/watch"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
@@ -184,25 +178,11 @@ func TestTheWatchPassesHeartbeatsOnAsBookmarks(t *testing.T) {
 	changed.ResourceVersion = "4713"
 	changed.Status.Conditions[0].Status = corev1.ConditionUnknown
 
-	var stream bytes.Buffer
-	frames := protobuf.LengthDelimitedFramer.NewFrameWriter(&stream)
-	raw := protobuf.NewRawSerializer(scheme.Scheme, scheme.Scheme)
-	for _, e := range []struct {
-		typ watch.EventType
-		obj runtime.Object
-	}{{watch.Added, node}, {watch.Modified, heartbeat}, {watch.Modified, changed}} {
-		event := &metav1.WatchEvent{Type: string(e.typ), Object: runtime.RawExtension{Raw: encode(t, e.obj)}}
-		require.NoError(t, raw.Encode(event, frames))
-	}
-
 	var cached *health.Node
 	d := &decoder{previous: func(string) *health.Node { return cached }}
 	h := newHeartbeats(d.previous)
 	serializers := newSerializers(d, nil, h)
-	negotiator := runtime.NewClientNegotiator(serializers, corev1.SchemeGroupVersion)
-	objects, events, framer, err := negotiator.StreamDecoder(runtime.ContentTypeProtobuf, nil)
-	require.NoError(t, err)
-	decoder := restclientwatch.NewDecoder(streaming.NewDecoder(framer.NewFrameReader(io.NopCloser(&stream)), events), objects)
+	decoder := watchDecoder(t, serializers, watchEvent{watch.Added, node}, watchEvent{watch.Modified, heartbeat}, watchEvent{watch.Modified, changed})
 
 	typ, obj, err := decoder.Decode()
 	require.NoError(t, err)

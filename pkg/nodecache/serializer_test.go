@@ -27,22 +27,9 @@ func TestWatchDecodesCompactNodes(t *testing.T) {
 	bookmark := &corev1.Node{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "99", Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}}
 	gone := &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired}
 
-	var stream bytes.Buffer
-	frames := protobuf.LengthDelimitedFramer.NewFrameWriter(&stream)
-	raw := protobuf.NewRawSerializer(scheme.Scheme, scheme.Scheme)
-	for _, e := range []struct {
-		typ watch.EventType
-		obj runtime.Object
-	}{{watch.Modified, node}, {watch.Bookmark, bookmark}, {watch.Error, gone}} {
-		event := &metav1.WatchEvent{Type: string(e.typ), Object: runtime.RawExtension{Raw: encode(t, e.obj)}}
-		require.NoError(t, raw.Encode(event, frames))
-	}
-
 	var ended []string
-	negotiator := runtime.NewClientNegotiator(newSerializers(&decoder{}, func(rv string) { ended = append(ended, rv) }, nil), corev1.SchemeGroupVersion)
-	objects, events, framer, err := negotiator.StreamDecoder(runtime.ContentTypeProtobuf, nil)
-	require.NoError(t, err)
-	decoder := restclientwatch.NewDecoder(streaming.NewDecoder(framer.NewFrameReader(io.NopCloser(&stream)), events), objects)
+	decoder := watchDecoder(t, newSerializers(&decoder{}, func(rv string) { ended = append(ended, rv) }, nil),
+		watchEvent{watch.Modified, node}, watchEvent{watch.Bookmark, bookmark}, watchEvent{watch.Error, gone})
 
 	typ, obj, err := decoder.Decode()
 	require.NoError(t, err)
@@ -96,4 +83,27 @@ func TestEventTypesCostNoAllocation(t *testing.T) {
 	modified := []byte(watch.Modified)
 	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = eventType(modified) }))
 	assert.Equal(t, "SURPRISE", eventType([]byte("SURPRISE")))
+}
+
+// watchEvent is one event of a watch stream a test writes.
+type watchEvent struct {
+	typ watch.EventType
+	obj runtime.Object
+}
+
+// watchDecoder writes the events as a protobuf watch stream, and returns
+// client-go's decoder of it through the serializers, as a watch has.
+func watchDecoder(t testing.TB, s *serializers, stream ...watchEvent) *restclientwatch.Decoder {
+	t.Helper()
+	var buf bytes.Buffer
+	frames := protobuf.LengthDelimitedFramer.NewFrameWriter(&buf)
+	raw := protobuf.NewRawSerializer(scheme.Scheme, scheme.Scheme)
+	for _, e := range stream {
+		event := &metav1.WatchEvent{Type: string(e.typ), Object: runtime.RawExtension{Raw: encode(t, e.obj)}}
+		require.NoError(t, raw.Encode(event, frames))
+	}
+	negotiator := runtime.NewClientNegotiator(s, corev1.SchemeGroupVersion)
+	objects, events, framer, err := negotiator.StreamDecoder(runtime.ContentTypeProtobuf, nil)
+	require.NoError(t, err)
+	return restclientwatch.NewDecoder(streaming.NewDecoder(framer.NewFrameReader(io.NopCloser(&buf)), events), objects)
 }
