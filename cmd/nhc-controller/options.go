@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
 )
 
 // inClusterNamespaceFile holds the pod's namespace when running in a cluster.
@@ -66,7 +66,7 @@ func defaultOptions() *options {
 		leaderElect:     true, leaderElectionID: "nhc-controller.remediation.medik8s.io",
 		leaseDuration: 15 * time.Second, renewDeadline: 10 * time.Second, retryPeriod: 2 * time.Second,
 		metricsAddress: ":8443", metricsSecure: true, probeAddress: ":8081",
-		nodeLeases: true, leaseNamespace: remediation.LeaseNamespace(),
+		nodeLeases: true, leaseNamespace: nodeleases.Namespace(),
 		nodeLeaseDuration: health.DefaultLeaseDuration, nodeLeaseBuffer: health.DefaultLeaseBuffer,
 	}
 }
@@ -92,7 +92,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.profiling, "profiling", o.profiling, "Serve Go's pprof profiles under /debug/pprof/ on the metrics address, to callers allowed GET on that non-resource URL when --metrics-secure.")
 	fs.StringVar(&o.probeAddress, "health-probe-bind-address", o.probeAddress, "Address of /healthz and /readyz; 0 disables them.")
 	fs.BoolVar(&o.nodeLeases, "node-leases", o.nodeLeases, "Take a node's Lease before remediating it, as upstream NodeHealthCheck and node-maintenance-operator do, so that they never act on one node at once. false only where no other medik8s operator runs.")
-	fs.StringVar(&o.leaseNamespace, "lease-namespace", o.leaseNamespace, "Namespace of the node leases. Defaults to $"+remediation.LeaseNamespaceEnv+", else "+remediation.DefaultLeaseNamespace+".")
+	fs.StringVar(&o.leaseNamespace, "lease-namespace", o.leaseNamespace, "Namespace of the node leases. Defaults to $"+nodeleases.NamespaceEnv+", else "+nodeleases.DefaultNamespace+".")
 	fs.DurationVar(&o.nodeLeaseDuration, "node-lease-duration", o.nodeLeaseDuration, "How long a remediation without an escalation timeout holds its node's lease before renewing it; it is overdue, and times out, after 3 of them.")
 	fs.DurationVar(&o.nodeLeaseBuffer, "node-lease-buffer", o.nodeLeaseBuffer, "Added to every node lease duration.")
 }

@@ -28,6 +28,7 @@ import (
 	nhcscheme "github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned/scheme"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
 	"github.com/nodehealthcheck/nhc-controller/pkg/version"
 )
 
@@ -84,13 +85,13 @@ func run(ctx context.Context, opts *options) error {
 		return err
 	}
 	nhcInformer := controller.NewNodeHealthCheckInformer(dynamicClient)
-	var leases *remediation.NodeLeases
+	var leases *nodeleases.Leases
 	var leaseInformers informers.SharedInformerFactory
 	if opts.nodeLeases {
 		// Node leases live in one namespace; kube-node-lease, with a lease
 		// per node renewed every 10 seconds, is never watched.
 		leaseInformers = informers.NewSharedInformerFactoryWithOptions(kubeClient, 0, informers.WithNamespace(opts.leaseNamespace))
-		leases = remediation.NewNodeLeases(kubeClient.CoordinationV1(), kubeClient.CoreV1().Namespaces(), leaseInformers.Coordination().V1().Leases(),
+		leases = nodeleases.New(kubeClient.CoordinationV1(), kubeClient.CoreV1().Namespaces(), leaseInformers.Coordination().V1().Leases(),
 			opts.leaseNamespace, opts.nodeLeaseDuration, opts.nodeLeaseBuffer, clock.RealClock{})
 	}
 	// Template kinds resolve through discovery, which notices CRDs

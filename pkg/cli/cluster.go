@@ -20,6 +20,7 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
 )
 
 // What to do about the errors users meet first.
@@ -208,7 +209,7 @@ func (c *cluster) nodeLeases(ctx context.Context) *health.Leases {
 	for i := range list.Items {
 		all[i] = &list.Items[i]
 	}
-	c.leases = remediation.LeasesOf(all, health.DefaultLeaseDuration, health.DefaultLeaseBuffer)
+	c.leases = nodeleases.Of(all, health.DefaultLeaseDuration, health.DefaultLeaseBuffer)
 	return c.leases
 }
 

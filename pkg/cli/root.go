@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
 )
 
 // Output formats besides the default table.
@@ -88,7 +88,7 @@ func newCommand(o *Options) *cobra.Command {
 	o.configFlags.AddFlags(root.PersistentFlags())
 	addVerbosity(root)
 	root.PersistentFlags().StringVarP(&o.output, "output", "o", "", "Output format: wide, json or yaml; a table by default")
-	root.PersistentFlags().StringVar(&o.leaseNamespace, "lease-namespace", remediation.LeaseNamespace(), "Namespace of the node leases, as the controller's --lease-namespace")
+	root.PersistentFlags().StringVar(&o.leaseNamespace, "lease-namespace", nodeleases.Namespace(), "Namespace of the node leases, as the controller's --lease-namespace")
 	root.AddCommand(newStatusCommand(o), newHistoryCommand(o), newWhyCommand(o), newWhatIfCommand(o))
 	return root
 }

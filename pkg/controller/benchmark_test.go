@@ -14,6 +14,7 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
 )
 
 // benchmarkNHCs is how many NodeHealthChecks the handler benchmarks route
@@ -155,9 +156,9 @@ type poolRemediations map[string]remediation.Observation
 
 func (p poolRemediations) WatchAll(func() ([]*v1alpha1.NodeHealthCheck, error)) error { return nil }
 
-func (p poolRemediations) AddChangeHandler(remediation.ResourceChangeFunc)         {}
-func (p poolRemediations) AddKindChangeHandler(remediation.KindChangeFunc)         {}
-func (p poolRemediations) AddLeaseChangeHandler(remediation.LeaseChangeFunc) error { return nil }
+func (p poolRemediations) AddChangeHandler(remediation.ResourceChangeFunc)   {}
+func (p poolRemediations) AddKindChangeHandler(remediation.KindChangeFunc)   {}
+func (p poolRemediations) AddLeaseChangeHandler(nodeleases.ChangeFunc) error { return nil }
 
 func (p poolRemediations) Watch(*v1alpha1.NodeHealthCheck) (remediation.Watched, error) {
 	return remediation.Watched{}, nil

@@ -26,6 +26,7 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
 )
 
 // fakeRemediations is a remediationManager that records the plans it is
@@ -98,9 +99,9 @@ func (f *fakeRemediations) Apply(ctx context.Context, _ *v1alpha1.NodeHealthChec
 func (f *fakeRemediations) Forget(nhc string) { f.forgotten = append(f.forgotten, nhc) }
 
 // The sync tests call the handlers themselves.
-func (f *fakeRemediations) AddChangeHandler(remediation.ResourceChangeFunc)         {}
-func (f *fakeRemediations) AddKindChangeHandler(remediation.KindChangeFunc)         {}
-func (f *fakeRemediations) AddLeaseChangeHandler(remediation.LeaseChangeFunc) error { return nil }
+func (f *fakeRemediations) AddChangeHandler(remediation.ResourceChangeFunc)   {}
+func (f *fakeRemediations) AddKindChangeHandler(remediation.KindChangeFunc)   {}
+func (f *fakeRemediations) AddLeaseChangeHandler(nodeleases.ChangeFunc) error { return nil }
 
 // createdRef is the resource the fake creates for a creation.
 func createdRef(c health.Creation) corev1.ObjectReference {

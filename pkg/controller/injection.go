@@ -14,6 +14,7 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
 )
 
 // Remediations is the remediation resources in their four roles, one seam
@@ -61,7 +62,7 @@ type remediationActor interface {
 type remediationEvents interface {
 	AddChangeHandler(handler remediation.ResourceChangeFunc)
 	AddKindChangeHandler(handler remediation.KindChangeFunc)
-	AddLeaseChangeHandler(handler remediation.LeaseChangeFunc) error
+	AddLeaseChangeHandler(handler nodeleases.ChangeFunc) error
 }
 
 // NodeCache is the node informer: *nodecache.Informer, or one whose reads
@@ -111,7 +112,7 @@ func (w clientNHCs) Get(ctx context.Context, name string) (*v1alpha1.NodeHealthC
 }
 
 func (w clientNHCs) UpdateStatus(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (*v1alpha1.NodeHealthCheck, error) {
-	return w.client.RemediationV1alpha1().NodeHealthChecks().UpdateStatus(ctx, nhc, metav1.UpdateOptions{FieldManager: remediation.FieldManager})
+	return w.client.RemediationV1alpha1().NodeHealthChecks().UpdateStatus(ctx, nhc, metav1.UpdateOptions{FieldManager: v1alpha1.FieldManager})
 }
 
 // PatchStatus sends a JSON merge patch, and reads nothing back: the stored
@@ -122,5 +123,5 @@ func (w clientNHCs) PatchStatus(ctx context.Context, name, resourceVersion strin
 		return err
 	}
 	return w.client.RemediationV1alpha1().RESTClient().Patch(types.MergePatchType).Resource("nodehealthchecks").Name(name).SubResource("status").
-		Param("fieldManager", remediation.FieldManager).Body(patch).Do(ctx).Error()
+		Param("fieldManager", v1alpha1.FieldManager).Body(patch).Do(ctx).Error()
 }

@@ -107,8 +107,8 @@ func (m *Manager) createAll(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, 
 	workqueue.ParallelizeUntil(ctx, len(creations), len(creations), func(i int) {
 		c, r := creations[i], &results[i]
 		if c.Lease != nil {
-			if err := m.leases.acquire(ctx, *c.Lease); err != nil {
-				if why := m.leases.problem(err); why != "" {
+			if err := m.leases.Acquire(ctx, *c.Lease); err != nil {
+				if why := m.leases.Problem(err); why != "" {
 					r.blocked = &health.Blocked{Node: c.Node, Message: why}
 				} else {
 					r.err = fmt.Errorf("taking the lease of node %s: %w", c.Node, err)
@@ -296,4 +296,23 @@ func (o *Observation) resource(gvk schema.GroupVersionKind) (schema.GroupVersion
 		return schema.GroupVersionResource{}, fmt.Errorf("kind %s is not watched", gvk)
 	}
 	return gvr, nil
+}
+
+// keepLeases renews and releases the leases a plan says to, in parallel.
+func (m *Manager) keepLeases(ctx context.Context, nhc string, plan *health.Plan) []error {
+	var errs []error
+	renewed := inParallel(ctx, len(plan.RenewLeases), func(i int) error { return m.leases.Renew(ctx, plan.RenewLeases[i]) })
+	for i, err := range renewed {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("renewing the lease of node %s: %w", plan.RenewLeases[i].Node, err))
+		}
+	}
+	holder := health.LeaseHolder(nhc)
+	released := inParallel(ctx, len(plan.ReleaseLeases), func(i int) error { return m.leases.Release(ctx, plan.ReleaseLeases[i], holder) })
+	for i, err := range released {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("releasing the lease of node %s: %w", plan.ReleaseLeases[i], err))
+		}
+	}
+	return errs
 }

@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/watcherrors"
 )
 
 // How long a kind whose informer was stopped, because it may not be listed
@@ -109,7 +111,7 @@ type runningInformer struct {
 	informer cache.SharedIndexInformer
 	stop     context.CancelFunc
 	started  time.Time
-	errors   watchErrors
+	errors   watcherrors.Errors
 	// retried is the error that stopped the informer before this retry:
 	// it stands until the informer syncs, and a retry that fails the same
 	// way stops at once.
@@ -279,7 +281,7 @@ func (inf *Informers) start(gvr schema.GroupVersionResource, stopped stoppedInfo
 		}
 		return obj, nil
 	})
-	r.errors.record(informer, func(err error) { inf.failed(gvr, r, err) })
+	r.errors.Record(informer, func(err error) { inf.failed(gvr, r, err) })
 	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { inf.notify(gvr, obj, false) },
 		UpdateFunc: func(_, obj any) { inf.notify(gvr, obj, false) },

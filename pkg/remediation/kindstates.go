@@ -34,7 +34,7 @@ func (inf *Informers) state(gvr schema.GroupVersionResource) KindState {
 	if inf.clock.Since(r.started) < inf.grace {
 		return KindState{}
 	}
-	return KindState{Err: r.errors.unsynced(r.informer)}
+	return KindState{Err: r.errors.Unsynced(r.informer)}
 }
 
 // unknownRemediations lists the kinds some NodeHealthCheck uses for

@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/utils/clock"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
 )
 
 // Manager keeps the kinds of every NodeHealthCheck watched (watch.go),
@@ -33,7 +35,7 @@ type Manager struct {
 	// resources that outlived their NodeHealthCheck; nil looks for none.
 	discovery discovery.DiscoveryInterface
 	// leases are the node leases; nil when the controller takes none.
-	leases *NodeLeases
+	leases *nodeleases.Leases
 	// everyKindWatched is set once the kinds of every NodeHealthCheck were
 	// watched together (WatchAll): from then on, the control-plane
 	// remediations of all of them are known once their informers synced.
@@ -54,7 +56,7 @@ type Config struct {
 	// Kube, which notices CRDs installed later when it is reset.
 	Mapper meta.ResettableRESTMapper
 	// Leases are the node leases; nil takes none.
-	Leases *NodeLeases
+	Leases *nodeleases.Leases
 	// Clock is the time of retries, caches and the writes under way.
 	Clock clock.PassiveClock
 }
@@ -78,7 +80,7 @@ func New(cfg Config) *Manager {
 // newManager wires a manager from its parts. The ledger of writes under way
 // hears of the informers' changes before any handler, so that a
 // NodeHealthCheck woken by a change finds its writes settled.
-func newManager(informers *Informers, templates *Templates, clock clock.PassiveClock, writer *Writer, leases *NodeLeases) *Manager {
+func newManager(informers *Informers, templates *Templates, clock clock.PassiveClock, writer *Writer, leases *nodeleases.Leases) *Manager {
 	m := &Manager{informers: informers, templates: templates, inFlight: newInFlight(clock), writer: writer, leases: leases}
 	informers.AddChangeHandler(m.changed)
 	return m
@@ -118,7 +120,7 @@ func (m *Manager) changed(gvr schema.GroupVersionResource, obj *unstructured.Uns
 
 // AddLeaseChangeHandler adds a handler that hears of every change of a node
 // lease; without leases, it never hears of any.
-func (m *Manager) AddLeaseChangeHandler(handler LeaseChangeFunc) error {
+func (m *Manager) AddLeaseChangeHandler(handler nodeleases.ChangeFunc) error {
 	if m.leases == nil {
 		return nil
 	}

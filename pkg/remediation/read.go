@@ -129,7 +129,7 @@ func (m *Manager) Read(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, w Wat
 	obs.OtherOwners = m.informers.otherOwners(nhc.UID)
 	if m.leases != nil {
 		// Never decide without knowing who holds which node.
-		leases, problem, err := m.leases.read()
+		leases, problem, err := m.leases.Read()
 		if err != nil {
 			return obs, fmt.Errorf("reading node leases: %w", err)
 		}

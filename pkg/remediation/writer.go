@@ -19,9 +19,6 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
 
-// FieldManager names this controller in the managed fields of what it writes.
-const FieldManager = "nhc-controller"
-
 // Writer writes remediation resources through the dynamic client, and node
 // annotations through the typed client.
 type Writer struct {
@@ -57,7 +54,7 @@ func (e *notOwnedError) Error() string {
 // there means the create certainly failed.
 func (w *Writer) Create(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, nhc *v1alpha1.NodeHealthCheck) (*unstructured.Unstructured, error) {
 	client := w.dynamic.Resource(gvr).Namespace(obj.GetNamespace())
-	created, err := client.Create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager})
+	created, err := client.Create(ctx, obj, metav1.CreateOptions{FieldManager: v1alpha1.FieldManager})
 	if err == nil || obj.GetName() == "" {
 		return created, err
 	}
@@ -110,7 +107,7 @@ func (w *Writer) Annotate(ctx context.Context, gvr schema.GroupVersionResource, 
 	if err != nil {
 		return err
 	}
-	_, err = w.dynamic.Resource(gvr).Namespace(ref.Namespace).Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	_, err = w.dynamic.Resource(gvr).Namespace(ref.Namespace).Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: v1alpha1.FieldManager})
 	return err
 }
 
@@ -120,7 +117,7 @@ func (w *Writer) removeNodeAnnotation(ctx context.Context, node, key string) err
 	if err != nil {
 		return err
 	}
-	_, err = w.kube.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	_, err = w.kube.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: v1alpha1.FieldManager})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
 )
 
 // AssertTheLeaseScopeHolds checks, as the installed controller's
@@ -40,7 +40,7 @@ func (e *Env) AssertTheLeaseScopeHolds(t *testing.T) {
 		return apierrors.IsForbidden(err) && strings.Contains(err.Error(),
 			"nhc-controller writes leases only in namespaces medik8s-leases and "+InstallNamespace+", not in kube-node-lease")
 	})
-	_, err = client.CoordinationV1().Leases(remediation.DefaultLeaseNamespace).Create(t.Context(), lease, dryRun)
+	_, err = client.CoordinationV1().Leases(nodeleases.DefaultNamespace).Create(t.Context(), lease, dryRun)
 	assert.NoError(t, err, "a node lease in the lease namespace")
 	_, err = client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "lease-scope-probe"}}, dryRun)
 	require.Error(t, err, "no namespace but the lease namespace")

@@ -17,7 +17,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
 
@@ -113,7 +113,7 @@ func startBench(ctx context.Context, cfg *config, res *result) (*bench, error) {
 // operator would have, so that the first storm does not count it), and one
 // NodeHealthCheck per group.
 func (b *bench) createNHCs(ctx context.Context) error {
-	leases := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: remediation.LeaseNamespace()}}
+	leases := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nodeleases.Namespace()}}
 	if _, err := b.env.Kube.CoreV1().Namespaces().Create(ctx, leases, metav1.CreateOptions{}); err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
 )
 
 // The flags the simulated controller runs with: the binary's defaults, but
@@ -35,7 +36,7 @@ const (
 	// leaderLeaseDuration is how long a standby waits for an unrenewed
 	// leader-election lease before it takes over.
 	leaderLeaseDuration = 15 * time.Second
-	leaseNamespace      = remediation.DefaultLeaseNamespace
+	leaseNamespace      = nodeleases.DefaultNamespace
 )
 
 // replica is one controller process, wired as cmd/nhc-controller wires it,
@@ -88,7 +89,7 @@ func (s *sim) startReplica() (*replica, error) {
 	}
 	nhcInformer := controller.NewNodeHealthCheckInformer(dyn)
 	leaseInformers := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(leaseNamespace))
-	leases := remediation.NewNodeLeases(kube.CoordinationV1(), kube.CoreV1().Namespaces(), leaseInformers.Coordination().V1().Leases(),
+	leases := nodeleases.New(kube.CoordinationV1(), kube.CoreV1().Namespaces(), leaseInformers.Coordination().V1().Leases(),
 		leaseNamespace, nodeLeaseDuration, nodeLeaseBuffer, clock.RealClock{})
 	remediations := remediation.New(remediation.Config{Context: ctx, Dynamic: dyn, Kube: kube, Leases: leases, Clock: clock.RealClock{}})
 	ctrl, err := controller.New(ctx, nodeInformer, nhcInformer, nhcClient, remediations, &record.FakeRecorder{}, nil, clock.RealClock{})

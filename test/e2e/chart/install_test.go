@@ -10,7 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
 	"github.com/nodehealthcheck/nhc-controller/test/controlplane"
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
@@ -25,7 +25,7 @@ import (
 func TestHelmInstallRemediatesAndUninstallKeepsTheLeaseNamespace(t *testing.T) {
 	out, err := env.Cluster.Helm("install", "nhc", chartDir, "--namespace", "nhc-system", "--create-namespace")
 	require.NoError(t, err, out)
-	_, err = env.Kube.CoreV1().Namespaces().Get(t.Context(), remediation.DefaultLeaseNamespace, metav1.GetOptions{})
+	_, err = env.Kube.CoreV1().Namespaces().Get(t.Context(), nodeleases.DefaultNamespace, metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "the lease namespace is not the chart's: %v", err)
 
 	out, err = env.Cluster.Kubectl("apply", "-f", filepath.Join(controlplane.RepoRoot(), "test/crds/rbac"))
@@ -50,7 +50,7 @@ func TestHelmInstallRemediatesAndUninstallKeepsTheLeaseNamespace(t *testing.T) {
 	framework.Eventually(t, 30*time.Second, "a remediation created with the chart's rights", func() bool {
 		return len(env.Remediations(t, scenario)[nodes[0]]) == 1
 	})
-	lease, err := env.Kube.CoordinationV1().Leases(remediation.DefaultLeaseNamespace).Get(t.Context(), "node-"+nodes[0], metav1.GetOptions{})
+	lease, err := env.Kube.CoordinationV1().Leases(nodeleases.DefaultNamespace).Get(t.Context(), "node-"+nodes[0], metav1.GetOptions{})
 	require.NoError(t, err, "the node lease taken, in the namespace created, with the chart's rights")
 	assert.Equal(t, "NodeHealthCheck-"+scenario, *lease.Spec.HolderIdentity)
 	require.NoError(t, env.TakeMaintenanceLease(t))

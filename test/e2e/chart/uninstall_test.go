@@ -12,7 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
 	"github.com/nodehealthcheck/nhc-controller/test/controlplane"
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
@@ -39,7 +39,7 @@ func TestTheChartPrunedAsArgoCDDoesKeepsTheLeaseNamespace(t *testing.T) {
 
 	out, err = env.Cluster.Kubectl("delete", "-f", file)
 	require.NoError(t, err, "the prune exits 0: %s", out)
-	assert.NotContains(t, out, remediation.DefaultLeaseNamespace)
+	assert.NotContains(t, out, nodeleases.DefaultNamespace)
 	assert.Contains(t, out, `deployment.apps "nhc-controller" deleted`)
 	env.AssertLeaseNamespaceKept(t)
 }
@@ -59,13 +59,13 @@ func TestKubectlDeleteKeepsTheLeaseNamespace(t *testing.T) {
 	}
 	// The API server loads a new policy within a second or so.
 	framework.Eventually(t, 30*time.Second, "the lease namespace guard in force", func() bool {
-		_, err := env.Cluster.Kubectl("delete", "namespace", remediation.DefaultLeaseNamespace, "--dry-run=server")
+		_, err := env.Cluster.Kubectl("delete", "namespace", nodeleases.DefaultNamespace, "--dry-run=server")
 		return err != nil
 	})
 
 	out, err = env.Cluster.Kubectl("delete", "-k", manifests)
 	require.NoError(t, err, "the uninstall exits 0: %s", out)
-	assert.NotContains(t, out, remediation.DefaultLeaseNamespace)
+	assert.NotContains(t, out, nodeleases.DefaultNamespace)
 	for _, deleted := range []string{`deployment.apps "nhc-controller" deleted`, `namespace "nhc-system" deleted`,
 		`validatingadmissionpolicy.admissionregistration.k8s.io "nhc-controller-lease-namespace-guard" deleted`,
 		`validatingadmissionpolicy.admissionregistration.k8s.io "nhc-controller-node-lease-scope" deleted`,
@@ -77,7 +77,7 @@ func TestKubectlDeleteKeepsTheLeaseNamespace(t *testing.T) {
 
 	// With the guard gone, the namespace can be deleted as any other.
 	framework.Eventually(t, 30*time.Second, "the lease namespace deletable once nhc-controller is gone", func() bool {
-		_, err := env.Cluster.Kubectl("delete", "namespace", remediation.DefaultLeaseNamespace, "--dry-run=server")
+		_, err := env.Cluster.Kubectl("delete", "namespace", nodeleases.DefaultNamespace, "--dry-run=server")
 		return err == nil
 	})
 }

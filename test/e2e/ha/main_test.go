@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
 
@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 	// node lease namespace exists, as another medik8s operator (or the
 	// installed controller, at its first lease) would have made it.
 	if _, err := env.Kube.CoreV1().Namespaces().Create(context.Background(),
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: remediation.DefaultLeaseNamespace}}, metav1.CreateOptions{}); err != nil {
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nodeleases.DefaultNamespace}}, metav1.CreateOptions{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
 
@@ -19,7 +19,7 @@ import (
 func uninstallKeepsTheLeaseNamespace(t *testing.T, env *framework.Env, installFile string) {
 	t.Helper()
 	env.FinalizeDeletedNamespaces(t, framework.InstallNamespace)
-	_, err := env.Kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: remediation.DefaultLeaseNamespace}}, metav1.CreateOptions{})
+	_, err := env.Kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nodeleases.DefaultNamespace}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	require.NoError(t, env.TakeMaintenanceLease(t))
 

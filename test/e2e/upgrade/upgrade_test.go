@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
 	"github.com/nodehealthcheck/nhc-controller/test/controlplane"
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
@@ -135,7 +135,7 @@ func carriedOver(t *testing.T, node string, uid types.UID, history []v1alpha1.Re
 	remediations := env.Remediations(t, scenario)[node]
 	require.Len(t, remediations, 1, "no second remediation of %s", node)
 	assert.Equal(t, uid, remediations[0].GetUID(), "the same remediation of %s", node)
-	lease, err := env.Kube.CoordinationV1().Leases(remediation.DefaultLeaseNamespace).Get(t.Context(), "node-"+node, metav1.GetOptions{})
+	lease, err := env.Kube.CoordinationV1().Leases(nodeleases.DefaultNamespace).Get(t.Context(), "node-"+node, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "NodeHealthCheck-"+scenario, *lease.Spec.HolderIdentity)
 	now := env.GetNHC(t, scenario).Status.RemediationHistory

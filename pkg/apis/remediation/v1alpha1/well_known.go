@@ -54,6 +54,10 @@ const (
 	ProcessingCondition = "Processing"
 )
 
+// FieldManager names the controller in the managed fields of what it
+// writes: remediation resources, node leases, annotations, statuses.
+const FieldManager = "nhc-controller"
+
 // OverrideRemediationGuardAnnotation on a NodeHealthCheck, when its value is
 // exactly "true", lets it be deleted, and its selector and templates be
 // changed, while it has remediations in flight, which the remediation guard

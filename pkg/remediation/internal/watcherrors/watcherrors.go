@@ -1,4 +1,6 @@
-package remediation
+// Package watcherrors remembers an informer's list and watch errors, for
+// the remediation kinds' informers and the node leases' alike.
+package watcherrors
 
 import (
 	"context"
@@ -7,18 +9,18 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// watchErrors remembers an informer's last list or watch error, such as a
+// Errors remembers an informer's last list or watch error, such as a
 // Forbidden for missing RBAC, so that what cannot be read is reported
 // instead of waited for.
-type watchErrors struct {
+type Errors struct {
 	mu   sync.Mutex
 	last error
 }
 
-// record makes the informer report its list and watch errors here, and to
+// Record makes the informer report its list and watch errors here, and to
 // failed when it is not nil, and still log them as client-go does. Call it
 // before the informer starts.
-func (w *watchErrors) record(informer cache.SharedIndexInformer, failed func(error)) {
+func (w *Errors) Record(informer cache.SharedIndexInformer, failed func(error)) {
 	_ = informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, reflector *cache.Reflector, err error) {
 		w.mu.Lock()
 		w.last = err
@@ -30,9 +32,9 @@ func (w *watchErrors) record(informer cache.SharedIndexInformer, failed func(err
 	})
 }
 
-// unsynced returns the last error while the informer has not synced: once
+// Unsynced returns the last error while the informer has not synced: once
 // it has, an old error no longer stands in the way.
-func (w *watchErrors) unsynced(informer cache.SharedIndexInformer) error {
+func (w *Errors) Unsynced(informer cache.SharedIndexInformer) error {
 	if informer.HasSynced() {
 		return nil
 	}

@@ -1,4 +1,7 @@
-package remediation
+// Package nodeleases keeps the node leases shared with other medik8s
+// operators: who holds which node, taken, renewed and released with
+// optimistic concurrency.
+package nodeleases
 
 import (
 	"context"
@@ -23,21 +26,22 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/watcherrors"
 )
 
-// DefaultLeaseNamespace is where node leases live, upstream's namespace.
-const DefaultLeaseNamespace = "medik8s-leases"
+// DefaultNamespace is where node leases live, upstream's namespace.
+const DefaultNamespace = "medik8s-leases"
 
-// LeaseNamespaceEnv overrides DefaultLeaseNamespace, as it does upstream.
-const LeaseNamespaceEnv = "LEASE_NAMESPACE"
+// NamespaceEnv overrides DefaultNamespace, as it does upstream.
+const NamespaceEnv = "LEASE_NAMESPACE"
 
-// LeaseNamespace is the lease namespace when none is given:
-// $LEASE_NAMESPACE, else DefaultLeaseNamespace.
-func LeaseNamespace() string {
-	if ns := os.Getenv(LeaseNamespaceEnv); ns != "" {
+// Namespace is the lease namespace when none is given:
+// $LEASE_NAMESPACE, else DefaultNamespace.
+func Namespace() string {
+	if ns := os.Getenv(NamespaceEnv); ns != "" {
 		return ns
 	}
-	return DefaultLeaseNamespace
+	return DefaultNamespace
 }
 
 // Why a node lease cannot be taken, until someone fixes it.
@@ -47,11 +51,11 @@ const (
 	messageLeaseForbidden        = "node leases in namespace %s cannot be written: %v. Grant get, list, watch, create, update and delete on leases there, or run the controller with --node-leases=false"
 )
 
-// NodeLeases reads the node leases of one namespace from an informer on that
+// Leases reads the node leases of one namespace from an informer on that
 // namespace alone, and writes them with optimistic concurrency: two holders
 // never both take a lease, because the API server accepts only one of two
 // writes of the same version.
-type NodeLeases struct {
+type Leases struct {
 	client     coordinationclient.LeasesGetter
 	namespaces coreclient.NamespaceInterface
 	informer   cache.SharedIndexInformer
@@ -60,32 +64,32 @@ type NodeLeases struct {
 	// duration and buffer are health.Leases' durations.
 	duration, buffer time.Duration
 	clock            clock.PassiveClock
-	errors           watchErrors
+	errors           watcherrors.Errors
 	// taking are the leases this process is taking: the informer's event
 	// of such a write is its own.
 	taking ownWrites
 }
 
-// NewNodeLeases returns node leases of the informer's namespace. The informer
+// New returns node leases of the informer's namespace. The informer
 // must watch that namespace only: kube-node-lease holds a lease per node,
 // renewed every 10 seconds, that is no business of ours.
-func NewNodeLeases(client coordinationclient.LeasesGetter, namespaces coreclient.NamespaceInterface, informer coordinationinformers.LeaseInformer, namespace string, duration, buffer time.Duration, clk clock.PassiveClock) *NodeLeases {
-	l := &NodeLeases{
+func New(client coordinationclient.LeasesGetter, namespaces coreclient.NamespaceInterface, informer coordinationinformers.LeaseInformer, namespace string, duration, buffer time.Duration, clk clock.PassiveClock) *Leases {
+	l := &Leases{
 		client: client, namespaces: namespaces, informer: informer.Informer(), lister: informer.Lister().Leases(namespace),
 		namespace: namespace, duration: duration, buffer: buffer, clock: clk,
 	}
-	l.errors.record(l.informer, nil)
+	l.errors.Record(l.informer, nil)
 	return l
 }
 
-// LeaseChangeFunc hears of a node lease that was added, deleted, or changed
+// ChangeFunc hears of a node lease that was added, deleted, or changed
 // hands, with its holders before and after; renewals are no change. own is
 // true when this process took the lease for its last holder: the sync that
 // took it records the outcome.
-type LeaseChangeFunc func(node string, own bool, holders ...string)
+type ChangeFunc func(node string, own bool, holders ...string)
 
 // AddChangeHandler adds a handler that hears of every change of a node lease.
-func (l *NodeLeases) AddChangeHandler(handler LeaseChangeFunc) error {
+func (l *Leases) AddChangeHandler(handler ChangeFunc) error {
 	notify := func(obj any, added bool) {
 		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = tombstone.Obj
@@ -115,11 +119,11 @@ func (l *NodeLeases) AddChangeHandler(handler LeaseChangeFunc) error {
 	return err
 }
 
-// read returns the node leases; nil while the informer has not synced, with
+// Read returns the node leases; nil while the informer has not synced, with
 // the problem when it cannot list them.
-func (l *NodeLeases) read() (*health.Leases, *health.Problem, error) {
+func (l *Leases) Read() (*health.Leases, *health.Problem, error) {
 	if !l.informer.HasSynced() {
-		if err := l.errors.unsynced(l.informer); err != nil {
+		if err := l.errors.Unsynced(l.informer); err != nil {
 			return nil, &health.Problem{Reason: v1alpha1.ReasonNodeLeasesUnavailable, Message: fmt.Sprintf(messageLeasesUnreadable, l.namespace, err)}, nil
 		}
 		return nil, nil, nil
@@ -128,12 +132,12 @@ func (l *NodeLeases) read() (*health.Leases, *health.Problem, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return LeasesOf(all, l.duration, l.buffer), nil, nil
+	return Of(all, l.duration, l.buffer), nil, nil
 }
 
-// LeasesOf is what decisions need of the leases of the lease namespace:
+// Of is what decisions need of the leases of the lease namespace:
 // the node leases among them, by node.
-func LeasesOf(all []*coordinationv1.Lease, duration, buffer time.Duration) *health.Leases {
+func Of(all []*coordinationv1.Lease, duration, buffer time.Duration) *health.Leases {
 	leases := &health.Leases{ByNode: make(map[string]health.NodeLease, len(all)), Duration: duration, Buffer: buffer}
 	for _, lease := range all {
 		if node, ok := leaseNode(lease); ok {
@@ -181,11 +185,11 @@ func (e *leaseHeldError) Error() string {
 	return fmt.Sprintf("can't update or invalidate the lease because it is held by different owner: %s", e.holder)
 }
 
-// acquire takes a node's lease for a remediation step, upstream's
+// Acquire takes a node's lease for a remediation step, upstream's
 // RequestLease: a lease of ours is extended when it would end within the
 // duration asked for, someone else's expired lease is taken over, and
 // someone else's lease in force is a *leaseHeldError.
-func (l *NodeLeases) acquire(ctx context.Context, req health.LeaseRequest) error {
+func (l *Leases) Acquire(ctx context.Context, req health.LeaseRequest) error {
 	now := metav1.NewMicroTime(l.clock.Now())
 	seconds := ptr.To(leaseSeconds(req.Duration))
 	cached, err := l.lister.Get(health.LeaseName(req.Node))
@@ -201,12 +205,12 @@ func (l *NodeLeases) acquire(ctx context.Context, req health.LeaseRequest) error
 			lease.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: req.Node, UID: req.NodeUID}}
 		}
 		l.taking.start(lease.Name, req.Holder)
-		_, err = l.client.Leases(l.namespace).Create(ctx, lease, metav1.CreateOptions{FieldManager: FieldManager})
+		_, err = l.client.Leases(l.namespace).Create(ctx, lease, metav1.CreateOptions{FieldManager: v1alpha1.FieldManager})
 		if apierrors.IsNotFound(err) {
 			// Like upstream, the namespace is created when it is missing,
 			// if the controller may.
 			if err = l.createNamespace(ctx); err == nil {
-				_, err = l.client.Leases(l.namespace).Create(ctx, lease, metav1.CreateOptions{FieldManager: FieldManager})
+				_, err = l.client.Leases(l.namespace).Create(ctx, lease, metav1.CreateOptions{FieldManager: v1alpha1.FieldManager})
 			}
 		}
 		if err != nil {
@@ -238,7 +242,7 @@ func (l *NodeLeases) acquire(ctx context.Context, req health.LeaseRequest) error
 		l.taking.start(lease.Name, req.Holder)
 	}
 	lease.Spec.RenewTime, lease.Spec.LeaseDurationSeconds = &now, seconds
-	_, err = l.client.Leases(l.namespace).Update(ctx, lease, metav1.UpdateOptions{FieldManager: FieldManager})
+	_, err = l.client.Leases(l.namespace).Update(ctx, lease, metav1.UpdateOptions{FieldManager: v1alpha1.FieldManager})
 	if err != nil {
 		l.taking.failed(lease.Name)
 	}
@@ -280,9 +284,9 @@ func (o *ownWrites) seen(name, holder string) bool {
 
 // createNamespace creates the lease namespace. A failure is returned as
 // NotFound, the namespace's absence.
-func (l *NodeLeases) createNamespace(ctx context.Context) error {
+func (l *Leases) createNamespace(ctx context.Context) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: l.namespace}}
-	_, err := l.namespaces.Create(ctx, ns, metav1.CreateOptions{FieldManager: FieldManager})
+	_, err := l.namespaces.Create(ctx, ns, metav1.CreateOptions{FieldManager: v1alpha1.FieldManager})
 	if err == nil || apierrors.IsAlreadyExists(err) {
 		return nil
 	}
@@ -290,7 +294,7 @@ func (l *NodeLeases) createNamespace(ctx context.Context) error {
 }
 
 // ours returns a node's lease from the cache if the holder holds it, or nil.
-func (l *NodeLeases) ours(node, holder string) (*coordinationv1.Lease, error) {
+func (l *Leases) ours(node, holder string) (*coordinationv1.Lease, error) {
 	cached, err := l.lister.Get(health.LeaseName(node))
 	switch {
 	case apierrors.IsNotFound(err):
@@ -303,9 +307,9 @@ func (l *NodeLeases) ours(node, holder string) (*coordinationv1.Lease, error) {
 	return cached, nil
 }
 
-// renew extends a lease of ours from now. A lease that is not ours (any
+// Renew extends a lease of ours from now. A lease that is not ours (any
 // more) is left alone.
-func (l *NodeLeases) renew(ctx context.Context, req health.LeaseRequest) error {
+func (l *Leases) Renew(ctx context.Context, req health.LeaseRequest) error {
 	cached, err := l.ours(req.Node, req.Holder)
 	if cached == nil {
 		return err
@@ -313,13 +317,13 @@ func (l *NodeLeases) renew(ctx context.Context, req health.LeaseRequest) error {
 	lease := cached.DeepCopy()
 	lease.Spec.RenewTime = ptr.To(metav1.NewMicroTime(l.clock.Now()))
 	lease.Spec.LeaseDurationSeconds = ptr.To(leaseSeconds(req.Duration))
-	_, err = l.client.Leases(l.namespace).Update(ctx, lease, metav1.UpdateOptions{FieldManager: FieldManager})
+	_, err = l.client.Leases(l.namespace).Update(ctx, lease, metav1.UpdateOptions{FieldManager: v1alpha1.FieldManager})
 	return err
 }
 
-// release deletes a lease of ours, only the version we saw: a lease someone
+// Release deletes a lease of ours, only the version we saw: a lease someone
 // else has just taken over is not deleted.
-func (l *NodeLeases) release(ctx context.Context, node, holder string) error {
+func (l *Leases) Release(ctx context.Context, node, holder string) error {
 	cached, err := l.ours(node, holder)
 	if cached == nil {
 		return err
@@ -338,29 +342,10 @@ func leaseSeconds(d time.Duration) int32 {
 	return int32((d + time.Second - 1) / time.Second)
 }
 
-// keepLeases renews and releases the leases a plan says to, in parallel.
-func (m *Manager) keepLeases(ctx context.Context, nhc string, plan *health.Plan) []error {
-	var errs []error
-	renewed := inParallel(ctx, len(plan.RenewLeases), func(i int) error { return m.leases.renew(ctx, plan.RenewLeases[i]) })
-	for i, err := range renewed {
-		if err != nil {
-			errs = append(errs, fmt.Errorf("renewing the lease of node %s: %w", plan.RenewLeases[i].Node, err))
-		}
-	}
-	holder := health.LeaseHolder(nhc)
-	released := inParallel(ctx, len(plan.ReleaseLeases), func(i int) error { return m.leases.release(ctx, plan.ReleaseLeases[i], holder) })
-	for i, err := range released {
-		if err != nil {
-			errs = append(errs, fmt.Errorf("releasing the lease of node %s: %w", plan.ReleaseLeases[i], err))
-		}
-	}
-	return errs
-}
-
-// problem says why a lease cannot be taken until someone does
+// Problem says why a lease cannot be taken until someone does
 // something, or "" for an error worth a quick retry, such as a conflict with
 // a write the informer does not show yet.
-func (l *NodeLeases) problem(err error) string {
+func (l *Leases) Problem(err error) string {
 	var held *leaseHeldError
 	switch {
 	case errors.As(err, &held):

@@ -1,4 +1,4 @@
-package remediation
+package nodeleases
 
 import (
 	"context"
@@ -27,7 +27,7 @@ const ours = "NodeHealthCheck-workers"
 func testLease(holder string, renewedAgo time.Duration, seconds int32) *coordinationv1.Lease {
 	at := metav1.NewMicroTime(leaseNow.Add(-renewedAgo))
 	return &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: "node-worker-1", Namespace: DefaultLeaseNamespace, ResourceVersion: "7"},
+		ObjectMeta: metav1.ObjectMeta{Name: "node-worker-1", Namespace: DefaultNamespace, ResourceVersion: "7"},
 		Spec: coordinationv1.LeaseSpec{
 			HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To(seconds),
 			AcquireTime: &at, RenewTime: &at, LeaseTransitions: ptr.To[int32](2),
@@ -37,11 +37,11 @@ func testLease(holder string, renewedAgo time.Duration, seconds int32) *coordina
 
 // newLeaseFixture returns node leases on a fake clientset holding objects,
 // with a synced informer.
-func newLeaseFixture(t *testing.T, objects ...runtime.Object) (*NodeLeases, *kubefake.Clientset) {
+func newLeaseFixture(t *testing.T, objects ...runtime.Object) (*Leases, *kubefake.Clientset) {
 	client := kubefake.NewClientset(objects...)
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(DefaultLeaseNamespace))
-	leases := NewNodeLeases(client.CoordinationV1(), client.CoreV1().Namespaces(), factory.Coordination().V1().Leases(),
-		DefaultLeaseNamespace, health.DefaultLeaseDuration, health.DefaultLeaseBuffer, clocktesting.NewFakePassiveClock(leaseNow))
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(DefaultNamespace))
+	leases := New(client.CoordinationV1(), client.CoreV1().Namespaces(), factory.Coordination().V1().Leases(),
+		DefaultNamespace, health.DefaultLeaseDuration, health.DefaultLeaseBuffer, clocktesting.NewFakePassiveClock(leaseNow))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	factory.Start(ctx.Done())
@@ -50,7 +50,7 @@ func newLeaseFixture(t *testing.T, objects ...runtime.Object) (*NodeLeases, *kub
 }
 
 func storedLease(t *testing.T, client *kubefake.Clientset) *coordinationv1.Lease {
-	lease, err := client.CoordinationV1().Leases(DefaultLeaseNamespace).Get(context.Background(), "node-worker-1", metav1.GetOptions{})
+	lease, err := client.CoordinationV1().Leases(DefaultNamespace).Get(context.Background(), "node-worker-1", metav1.GetOptions{})
 	require.NoError(t, err)
 	return lease
 }
@@ -91,10 +91,10 @@ func TestAcquireLease(t *testing.T) {
 			leases, client := newLeaseFixture(t, objects...)
 			req := request
 			req.Restart = tc.restart
-			err := leases.acquire(context.Background(), req)
+			err := leases.Acquire(context.Background(), req)
 			if tc.wantErr != "" {
 				require.EqualError(t, err, tc.wantErr)
-				assert.NotEmpty(t, leases.problem(err), "a lease someone holds blocks the creation")
+				assert.NotEmpty(t, leases.Problem(err), "a lease someone holds blocks the creation")
 				return
 			}
 			require.NoError(t, err)
@@ -122,7 +122,7 @@ func TestRenewLease(t *testing.T) {
 	for _, holder := range []string{ours, "node-maintenance-operator"} {
 		t.Run(holder, func(t *testing.T) {
 			leases, client := newLeaseFixture(t, testLease(holder, 6*time.Minute, 660))
-			require.NoError(t, leases.renew(context.Background(), health.LeaseRequest{Node: "worker-1", Holder: ours, Duration: 11 * time.Minute}))
+			require.NoError(t, leases.Renew(context.Background(), health.LeaseRequest{Node: "worker-1", Holder: ours, Duration: 11 * time.Minute}))
 			renewed := storedLease(t, client).Spec.RenewTime.Time
 			if holder == ours {
 				assert.Equal(t, leaseNow, renewed.UTC())
@@ -137,20 +137,20 @@ func TestReleaseLease(t *testing.T) {
 	for _, holder := range []string{ours, "node-maintenance-operator"} {
 		t.Run(holder, func(t *testing.T) {
 			leases, client := newLeaseFixture(t, testLease(holder, time.Minute, 660))
-			require.NoError(t, leases.release(context.Background(), "worker-1", ours))
-			_, err := client.CoordinationV1().Leases(DefaultLeaseNamespace).Get(context.Background(), "node-worker-1", metav1.GetOptions{})
+			require.NoError(t, leases.Release(context.Background(), "worker-1", ours))
+			_, err := client.CoordinationV1().Leases(DefaultNamespace).Get(context.Background(), "node-worker-1", metav1.GetOptions{})
 			assert.Equal(t, holder == ours, apierrors.IsNotFound(err))
 		})
 	}
 	leases, _ := newLeaseFixture(t)
-	assert.NoError(t, leases.release(context.Background(), "worker-1", ours), "no lease, nothing to release")
+	assert.NoError(t, leases.Release(context.Background(), "worker-1", ours), "no lease, nothing to release")
 }
 
 func TestReadLeases(t *testing.T) {
 	other := testLease(ours, 0, 60)
 	other.Name = "nhc-controller.remediation.medik8s.io"
 	leases, _ := newLeaseFixture(t, testLease("node-maintenance-operator", time.Minute, 3600), other)
-	read, problem, err := leases.read()
+	read, problem, err := leases.Read()
 	require.NoError(t, err)
 	require.Nil(t, problem)
 	assert.Equal(t, map[string]health.NodeLease{"worker-1": {
