@@ -21,6 +21,7 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
 // What to do about the errors users meet first.
@@ -50,7 +51,7 @@ type cluster struct {
 	// all are every NodeHealthCheck, as last listed, for the overlap rule;
 	// ownersByNode are the owners of their resources, read once.
 	all          []v1alpha1.NodeHealthCheck
-	ownersByNode map[string][]remediation.Owner
+	ownersByNode map[string][]resource.Owner
 	// busyControlPlane are the control-plane nodes under remediation, read once.
 	busyControlPlane map[string]bool
 	// warnings are what could not be read, said once each.
@@ -131,9 +132,9 @@ func (c *cluster) input(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, node
 	}
 	for _, tmpl := range templates {
 		for _, obj := range c.remediationResources(ctx, tmpl) {
-			if remediation.OwnedBy(&obj, nhc) {
-				node := remediation.TargetNode(&obj)
-				in.Remediations[node] = append(in.Remediations[node], remediation.Summarize(&obj))
+			if resource.OwnedBy(&obj, nhc) {
+				node := resource.TargetNode(&obj)
+				in.Remediations[node] = append(in.Remediations[node], resource.Summarize(&obj))
 			}
 		}
 	}
@@ -166,8 +167,8 @@ func (c *cluster) busyControlPlaneNodes(ctx context.Context) map[string]bool {
 		templates, _, _ := remediation.ReadTemplates(ctx, c.mapper, c.dynamic, c.all[i].Spec.TemplateRefs())
 		for _, tmpl := range templates {
 			for _, obj := range c.remediationResources(ctx, tmpl) {
-				if remediation.IsControlPlaneRemediation(&obj) {
-					c.busyControlPlane[remediation.TargetNode(&obj)] = true
+				if resource.IsControlPlane(&obj) {
+					c.busyControlPlane[resource.TargetNode(&obj)] = true
 				}
 			}
 		}

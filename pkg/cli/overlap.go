@@ -9,6 +9,7 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
 // claims gathers what the overlap rule needs for a NodeHealthCheck's
@@ -49,11 +50,11 @@ func (c *cluster) claims(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, sel
 
 // owners returns, by node, the NodeHealthChecks that own remediation
 // resources of the kinds their templates generate, read once.
-func (c *cluster) owners(ctx context.Context) map[string][]remediation.Owner {
+func (c *cluster) owners(ctx context.Context) map[string][]resource.Owner {
 	if c.ownersByNode != nil {
 		return c.ownersByNode
 	}
-	c.ownersByNode = map[string][]remediation.Owner{}
+	c.ownersByNode = map[string][]resource.Owner{}
 	seen := map[types.UID]bool{}
 	for i := range c.all {
 		templates, _, unreadable := remediation.ReadTemplates(ctx, c.mapper, c.dynamic, c.all[i].Spec.TemplateRefs())
@@ -66,8 +67,8 @@ func (c *cluster) owners(ctx context.Context) map[string][]remediation.Owner {
 					continue
 				}
 				seen[obj.GetUID()] = true
-				node := remediation.TargetNode(&obj)
-				c.ownersByNode[node] = append(c.ownersByNode[node], remediation.Owners(&obj)...)
+				node := resource.TargetNode(&obj)
+				c.ownersByNode[node] = append(c.ownersByNode[node], resource.Owners(&obj)...)
 			}
 		}
 	}

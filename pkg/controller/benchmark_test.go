@@ -15,6 +15,7 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
 // benchmarkNHCs is how many NodeHealthChecks the handler benchmarks route
@@ -174,6 +175,6 @@ func (p poolRemediations) Apply(context.Context, *v1alpha1.NodeHealthCheck, *hea
 
 func (p poolRemediations) Forget(string) {}
 
-func (p poolRemediations) Recorded([]*v1alpha1.NodeHealthCheck) map[string][]remediation.Owner {
+func (p poolRemediations) Recorded([]*v1alpha1.NodeHealthCheck) map[string][]resource.Owner {
 	return nil
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
 // fakeRemediations is a remediationManager that records the plans it is
@@ -44,7 +45,7 @@ type fakeRemediations struct {
 	// deadlines are the deadlines of the contexts Apply got; zero for none.
 	deadlines []time.Time
 	// recorded is what Recorded returns.
-	recorded map[string][]remediation.Owner
+	recorded map[string][]resource.Owner
 }
 
 func (f *fakeRemediations) WatchAll(func() ([]*v1alpha1.NodeHealthCheck, error)) error { return nil }
@@ -63,7 +64,7 @@ func (f *fakeRemediations) Read(context.Context, *v1alpha1.NodeHealthCheck, reme
 
 // Recorded records nothing: every kind can be read, unless recorded says
 // otherwise.
-func (f *fakeRemediations) Recorded([]*v1alpha1.NodeHealthCheck) map[string][]remediation.Owner {
+func (f *fakeRemediations) Recorded([]*v1alpha1.NodeHealthCheck) map[string][]resource.Owner {
 	return f.recorded
 }
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
 // templateIndex keys NodeHealthChecks by the templates they reference.
@@ -183,20 +183,20 @@ func (c *Controller) enqueueSelectingBut(but []string, labelSets ...health.Label
 // create the change confirms is not woken: the sync that sent it recorded
 // it, and requeues itself for anything left.
 func (c *Controller) remediationChanged(logger klog.Logger, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool, confirmed []string) {
-	for _, owner := range remediation.OwnerNames(obj) {
+	for _, owner := range resource.OwnerNames(obj) {
 		if slices.Contains(confirmed, owner) {
 			continue
 		}
 		logger.V(6).Info("Remediation resource changed", "resource", gvr, "object", klog.KObj(obj), "deleted", deleted, "nodeHealthCheck", klog.KRef("", owner))
 		c.queue.Add(owner)
 	}
-	if remediation.IsControlPlaneRemediation(obj) {
+	if resource.IsControlPlane(obj) {
 		for _, s := range c.selectors.get(c.nhcLister).entries {
 			if !slices.Contains(confirmed, s.name) {
 				c.queue.Add(s.name)
 			}
 		}
-	} else if node, err := c.nodeLister.Get(remediation.TargetNode(obj)); err == nil {
+	} else if node, err := c.nodeLister.Get(resource.TargetNode(obj)); err == nil {
 		c.enqueueSelectingBut(confirmed, node.Labels)
 	}
 	key := templateIndexKey(gvr.Group, obj.GetKind(), obj.GetNamespace(), obj.GetName())

@@ -15,6 +15,7 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
 // Remediations is the remediation resources in their four roles, one seam
@@ -47,7 +48,7 @@ type remediationReader interface {
 	Read(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, watched remediation.Watched) (remediation.Observation, error)
 	// Recorded returns, by node, the NodeHealthChecks whose status records
 	// a remediation resource of a kind that cannot be read now.
-	Recorded(nhcs []*v1alpha1.NodeHealthCheck) map[string][]remediation.Owner
+	Recorded(nhcs []*v1alpha1.NodeHealthCheck) map[string][]resource.Owner
 }
 
 // remediationActor carries out plans.

@@ -5,7 +5,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
 // claims gathers what the overlap rule needs for a NodeHealthCheck's
@@ -17,7 +17,7 @@ import (
 // known yet (Observation.ControlPlaneUnknown: after a start, the kinds of
 // every NodeHealthCheck are not all watched and synced): meanwhile any
 // NodeHealthCheck may be remediating the nodes it selects.
-func (c *Controller) claims(nhc *v1alpha1.NodeHealthCheck, nodes []*health.Node, owners map[string][]remediation.Owner, unknown bool) map[string][]health.Claim {
+func (c *Controller) claims(nhc *v1alpha1.NodeHealthCheck, nodes []*health.Node, owners map[string][]resource.Owner, unknown bool) map[string][]health.Claim {
 	s := c.selectors.get(c.nhcLister)
 	var peers map[string][]health.Peer
 	for node, list := range owners {

@@ -16,7 +16,7 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
 func TestDisjoint(t *testing.T) {
@@ -100,14 +100,14 @@ func TestSyncLeavesASharedNodeToTheNodeHealthCheckThatRemediatesIt(t *testing.T)
 	assert.Len(t, f.remediations.applied[2].Create, 1)
 
 	// ...unless the other one has resources for it already, of any kind watched.
-	f.remediations.obs.OtherOwners = map[string][]remediation.Owner{"worker-1": {{Name: "younger", UID: younger.UID}}}
+	f.remediations.obs.OtherOwners = map[string][]resource.Owner{"worker-1": {{Name: "younger", UID: younger.UID}}}
 	f.clock.Step(time.Minute)
 	_, err = f.sync()
 	require.NoError(t, err)
 	assert.Empty(t, f.remediations.applied[3].Create)
 
 	// A deleted one's resources hold the node too.
-	f.remediations.obs.OtherOwners = map[string][]remediation.Owner{"worker-1": {{Name: "gone", UID: "uid-gone"}}}
+	f.remediations.obs.OtherOwners = map[string][]resource.Owner{"worker-1": {{Name: "gone", UID: "uid-gone"}}}
 	f.clock.Step(time.Minute)
 	_, err = f.sync()
 	require.NoError(t, err)
@@ -117,7 +117,7 @@ func TestSyncLeavesASharedNodeToTheNodeHealthCheckThatRemediatesIt(t *testing.T)
 	// So do the resources a peer's status records, of a kind that cannot
 	// be read (forbidden since the start): its informer shows nothing.
 	f.remediations.obs.OtherOwners = nil
-	f.remediations.recorded = map[string][]remediation.Owner{"worker-1": {{Name: "younger", UID: younger.UID}}}
+	f.remediations.recorded = map[string][]resource.Owner{"worker-1": {{Name: "younger", UID: younger.UID}}}
 	f.clock.Step(time.Minute)
 	_, err = f.sync()
 	require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
 // addRecorded adds to what a NodeHealthCheck observed the remediations that
@@ -31,7 +32,7 @@ func (c *Controller) addRecorded(nhc *v1alpha1.NodeHealthCheck, obs *remediation
 				continue
 			}
 			if obs.OtherOwners == nil {
-				obs.OtherOwners = map[string][]remediation.Owner{}
+				obs.OtherOwners = map[string][]resource.Owner{}
 			}
 			obs.OtherOwners[node] = append(obs.OtherOwners[node], owner)
 		}

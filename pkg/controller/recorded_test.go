@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
 // A control-plane node that another NodeHealthCheck's status records a
@@ -21,13 +21,13 @@ func TestARecordedControlPlaneRemediationHoldsTheOthers(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		name     string
-		recorded map[string][]remediation.Owner
+		recorded map[string][]resource.Owner
 		created  bool
 	}{
 		{"nothing recorded", nil, true},
-		{"a control-plane node recorded", map[string][]remediation.Owner{"cp-0": {{Name: "other", UID: "uid-other"}}}, false},
-		{"a node that is gone recorded", map[string][]remediation.Owner{"cp-gone": {{Name: "other", UID: "uid-other"}}}, false},
-		{"a worker recorded", map[string][]remediation.Owner{"worker-2": {{Name: "other", UID: "uid-other"}}}, true},
+		{"a control-plane node recorded", map[string][]resource.Owner{"cp-0": {{Name: "other", UID: "uid-other"}}}, false},
+		{"a node that is gone recorded", map[string][]resource.Owner{"cp-gone": {{Name: "other", UID: "uid-other"}}}, false},
+		{"a worker recorded", map[string][]resource.Owner{"worker-2": {{Name: "other", UID: "uid-other"}}}, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newSyncFixture(t, workersNHC(), controlPlane(healthyNode("cp-0")), controlPlane(notReady("cp-1", longAgo)), healthyNode("worker-2"))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
 // Confirm says, just before a create is sent, why it must not be after all,
@@ -138,7 +139,7 @@ func (m *Manager) createAll(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, 
 		case err != nil:
 			r.err = fmt.Errorf("creating remediation of node %s from %s %s: %w", c.Node, c.Template.Kind, c.Template.Name, err)
 		default:
-			r.created = &health.Created{Creation: c, Resource: Reference(created), CreationTime: created.GetCreationTimestamp().Time}
+			r.created = &health.Created{Creation: c, Resource: resource.Reference(created), CreationTime: created.GetCreationTimestamp().Time}
 		}
 	})
 	for i, r := range results {

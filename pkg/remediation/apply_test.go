@@ -25,6 +25,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
 var templateRef = corev1.ObjectReference{APIVersion: "test.medik8s.io/v1alpha1", Kind: "TestRemediationTemplate", Namespace: "remediators", Name: "reboot"}
@@ -136,13 +137,13 @@ func TestControlPlaneNodesOneAtATimeAcrossNodeHealthChecks(t *testing.T) {
 	require.Len(t, list.Items, 1)
 	first := &list.Items[0]
 	waiting := "master-1"
-	if TargetNode(first) == "master-1" {
+	if resource.TargetNode(first) == "master-1" {
 		waiting = "master-0"
 	}
 
 	// The reservation holds while the resource exists, whatever kind the
 	// other NodeHealthCheck watches, and goes when the resource is seen gone.
-	assert.Equal(t, []string{TargetNode(first)}, f.manager.inFlight.controlPlaneNodes())
+	assert.Equal(t, []string{resource.TargetNode(first)}, f.manager.inFlight.controlPlaneNodes())
 	out := f.manager.Apply(context.Background(), nhcNamed("cp-"+waiting), controlPlanePlan(waiting), f.obs, sendAll)
 	assert.Len(t, out.Blocked, 1)
 	f.manager.inFlight.settle(testGVR, first, true)
@@ -278,7 +279,7 @@ func TestOneRemediationPerNodeAcrossNodeHealthChecks(t *testing.T) {
 
 	// Once the informer shows the resource, it holds the node.
 	require.Eventually(t, func() bool { return len(f.manager.inFlight.pendingNodes(winner)) == 0 }, 10*time.Second, 10*time.Millisecond)
-	assert.Equal(t, map[string][]Owner{"worker-0": {{Name: winner, UID: types.UID("uid-" + winner)}}}, f.manager.informers.otherOwners(types.UID("uid-"+loser)))
+	assert.Equal(t, map[string][]resource.Owner{"worker-0": {{Name: winner, UID: types.UID("uid-" + winner)}}}, f.manager.informers.otherOwners(types.UID("uid-"+loser)))
 	assert.Empty(t, f.manager.informers.otherOwners(types.UID("uid-"+winner)), "its own resources are not another's")
 	out := f.manager.Apply(context.Background(), nhcNamed(loser), createPlan("worker-0"), f.obs, sendAll)
 	require.Len(t, out.Blocked, 1)

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
 // Index names of the dynamic informers.
@@ -19,14 +19,6 @@ const (
 	// nodeIndex keys the resources NodeHealthChecks own by their node.
 	nodeIndex = "nodehealthcheck-node"
 )
-
-// IsControlPlaneRemediation tells whether a remediation resource remediates
-// a control-plane node: it carries the control-plane label, which the
-// controller sets when it creates it for one.
-func IsControlPlaneRemediation(r *unstructured.Unstructured) bool {
-	_, ok := r.GetLabels()[v1alpha1.ControlPlaneNodeLabel]
-	return ok
-}
 
 // Get returns an object from a resource's cache, or nil.
 func (inf *Informers) Get(gvr schema.GroupVersionResource, namespace, name string) *unstructured.Unstructured {
@@ -74,14 +66,14 @@ func (inf *Informers) controlPlaneNodes() []string {
 // remediation resources of any kind watched, or that a kind stopped for a
 // lasting error showed when it stopped. It reads only the resources of
 // NodeHealthChecks, through their node index.
-func (inf *Informers) otherOwners(except types.UID) map[string][]Owner {
-	var others map[string][]Owner
-	add := func(node string, owner Owner) {
+func (inf *Informers) otherOwners(except types.UID) map[string][]resource.Owner {
+	var others map[string][]resource.Owner
+	add := func(node string, owner resource.Owner) {
 		if owner.UID == except || slices.Contains(others[node], owner) {
 			return
 		}
 		if others == nil {
-			others = map[string][]Owner{}
+			others = map[string][]resource.Owner{}
 		}
 		others[node] = append(others[node], owner)
 	}
@@ -97,7 +89,7 @@ func (inf *Informers) otherOwner(node string, except types.UID) string {
 	for _, r := range inf.running {
 		objs, _ := r.informer.GetIndexer().ByIndex(nodeIndex, node)
 		for _, obj := range objs {
-			for _, owner := range Owners(obj.(*unstructured.Unstructured)) {
+			for _, owner := range resource.Owners(obj.(*unstructured.Unstructured)) {
 				if owner.UID != except {
 					return owner.Name
 				}
@@ -124,7 +116,7 @@ func (inf *Informers) otherOwner(node string, except types.UID) string {
 // eachOwner calls add with every node and NodeHealthCheck owning a
 // remediation resource of it, as the caches show them and as stopped kinds
 // showed them; inf.mu is taken.
-func (inf *Informers) eachOwner(add func(node string, owner Owner)) {
+func (inf *Informers) eachOwner(add func(node string, owner resource.Owner)) {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
 	for _, r := range inf.running {
@@ -168,7 +160,7 @@ func indexByOwner(obj any) ([]string, error) {
 		return nil, nil
 	}
 	var keys []string
-	for _, uid := range ownerUIDs(u) {
+	for _, uid := range resource.OwnerUIDs(u) {
 		keys = append(keys, string(uid))
 	}
 	return keys, nil
@@ -176,16 +168,16 @@ func indexByOwner(obj any) ([]string, error) {
 
 func indexByNode(obj any) ([]string, error) {
 	u, ok := obj.(*unstructured.Unstructured)
-	if !ok || len(ownerUIDs(u)) == 0 {
+	if !ok || len(resource.OwnerUIDs(u)) == 0 {
 		return nil, nil
 	}
-	return []string{TargetNode(u)}, nil
+	return []string{resource.TargetNode(u)}, nil
 }
 
 func indexByControlPlaneNode(obj any) ([]string, error) {
 	u, ok := obj.(*unstructured.Unstructured)
-	if !ok || !IsControlPlaneRemediation(u) {
+	if !ok || !resource.IsControlPlane(u) {
 		return nil, nil
 	}
-	return []string{TargetNode(u)}, nil
+	return []string{resource.TargetNode(u)}, nil
 }

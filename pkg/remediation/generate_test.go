@@ -20,6 +20,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
 var (
@@ -87,7 +88,7 @@ func TestNewRemediationWithMultipleTemplatesSupport(t *testing.T) {
 	require.NoError(t, err)
 	assert.Regexp(t, "^worker-1-[0-9a-f]{10}$", r.GetName())
 	assert.Empty(t, r.GetGenerateName(), "a stable name: a repeated create meets AlreadyExists")
-	assert.Equal(t, "worker-1", TargetNode(r), "found by its annotation")
+	assert.Equal(t, "worker-1", resource.TargetNode(r), "found by its annotation")
 
 	again, err := newRemediation(testTemplate(multi), testNHC, "worker-1", false)
 	require.NoError(t, err)
@@ -108,7 +109,7 @@ func TestNewRemediationWithMultipleTemplatesSupport(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, r.GetName(), 253, "shortened to a valid name")
 	assert.Empty(t, validation.IsDNS1123Subdomain(r.GetName()))
-	assert.Equal(t, long, TargetNode(r))
+	assert.Equal(t, long, resource.TargetNode(r))
 	sharingItsStart := strings.Repeat("n", 252) + "m"
 	r2, err := newRemediation(testTemplate(multi), testNHC, sharingItsStart, false)
 	require.NoError(t, err)
@@ -180,8 +181,8 @@ func TestSummarize(t *testing.T) {
 		HealthyDelayStart:             time.Date(2026, 3, 20, 15, 20, 0, 0, time.UTC),
 		FlaggedOld:                    true,
 		ControlPlane:                  true,
-	}, normalizeTimes(Summarize(r)))
-	assert.Equal(t, "worker-1", TargetNode(r))
+	}, normalizeTimes(resource.Summarize(r)))
+	assert.Equal(t, "worker-1", resource.TargetNode(r))
 }
 
 func TestSummarizeToleratesBadAnnotations(t *testing.T) {
@@ -195,11 +196,11 @@ func TestSummarizeToleratesBadAnnotations(t *testing.T) {
 		},
 		"status": map[string]any{"conditions": "not a list"},
 	}}
-	s := normalizeTimes(Summarize(r))
+	s := normalizeTimes(resource.Summarize(r))
 	assert.Equal(t, time.Date(2026, 3, 20, 15, 5, 5, 0, time.UTC), s.TimedOut, "an unreadable time-out still counts, as of creation")
 	assert.True(t, s.HealthyDelayStart.IsZero(), "an unreadable delay start restarts the delay")
 	assert.Empty(t, s.Succeeded)
-	assert.Equal(t, "worker-2", TargetNode(r), "legacy resources are named after their node")
+	assert.Equal(t, "worker-2", resource.TargetNode(r), "legacy resources are named after their node")
 }
 
 func normalizeTimes(s health.Remediation) health.Remediation {
@@ -214,11 +215,11 @@ func normalizeTimes(s health.Remediation) health.Remediation {
 func TestOwnership(t *testing.T) {
 	r, err := newRemediation(testTemplate(nil), testNHC, "worker-1", false)
 	require.NoError(t, err)
-	assert.True(t, OwnedBy(r, testNHC))
+	assert.True(t, resource.OwnedBy(r, testNHC))
 	recreated := testNHC.DeepCopy()
 	recreated.UID = "new-uid"
-	assert.False(t, OwnedBy(r, recreated), "a recreated NodeHealthCheck of the same name does not adopt")
-	assert.Equal(t, []string{"workers"}, OwnerNames(r))
+	assert.False(t, resource.OwnedBy(r, recreated), "a recreated NodeHealthCheck of the same name does not adopt")
+	assert.Equal(t, []string{"workers"}, resource.OwnerNames(r))
 }
 
 func fakeDynamic(objects ...runtime.Object) *dynamicfake.FakeDynamicClient {
@@ -258,7 +259,7 @@ func TestCreateLeavesSomeoneElsesResourceAlone(t *testing.T) {
 
 	stored, err := client.Resource(testGVR).Namespace("remediators").Get(ctx, "worker-1", metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"other"}, OwnerNames(stored), "not overwritten")
+	assert.Equal(t, []string{"other"}, resource.OwnerNames(stored), "not overwritten")
 }
 
 func TestCheckKinds(t *testing.T) {

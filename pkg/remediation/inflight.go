@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
 // inFlightTTL bounds how long a write the informers have not shown holds
@@ -150,11 +151,11 @@ func (f *inFlight) cancel(key writeKey) {
 // slot. It returns the NodeHealthChecks whose create it confirms.
 func (f *inFlight) settle(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool) (confirmed []string) {
 	template := obj.GetAnnotations()[v1alpha1.TemplateNameAnnotation]
-	resource := createKey("", gvr, obj.GetNamespace(), TargetNode(obj), template)
+	target := createKey("", gvr, obj.GetNamespace(), resource.TargetNode(obj), template)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, nhc := range OwnerNames(obj) {
-		key := createKey(nhc, gvr, obj.GetNamespace(), TargetNode(obj), template)
+	for _, nhc := range resource.OwnerNames(obj) {
+		key := createKey(nhc, gvr, obj.GetNamespace(), resource.TargetNode(obj), template)
 		if w, ok := f.writes[key]; ok && !deleted && !w.shown {
 			confirmed = append(confirmed, nhc)
 			w.shown = true
@@ -164,9 +165,9 @@ func (f *inFlight) settle(gvr schema.GroupVersionResource, obj *unstructured.Uns
 			delete(f.writes, deleteKey(nhc, obj.GetUID()))
 		}
 	}
-	if deleted && IsControlPlaneRemediation(obj) {
+	if deleted && resource.IsControlPlane(obj) {
 		for key, w := range f.writes {
-			if w.controlPlane && key.sameResource(resource) {
+			if w.controlPlane && key.sameResource(target) {
 				w.controlPlane = false
 				f.settled(key, w)
 			}

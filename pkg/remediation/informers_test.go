@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -159,8 +160,8 @@ func TestAStoppedKindKeepsItsNodesBusyButIsNotUnknown(t *testing.T) {
 	require.NoError(t, err)
 	f := newRoleFixture(t, cp, worker)
 	informers, clock, client, denied, forbidden := f.informers, f.clock, f.client, f.denied, f.forbidden
-	owner := Owner{Name: testNHC.Name, UID: testNHC.UID}
-	busy := map[string][]Owner{"cp-1": {owner}, "worker-0": {owner}}
+	owner := resource.Owner{Name: testNHC.Name, UID: testNHC.UID}
+	busy := map[string][]resource.Owner{"cp-1": {owner}, "worker-0": {owner}}
 	informers.Use("broken", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 	assert.Equal(t, []schema.GroupVersionResource{testGVR}, informers.unknownRemediations(), "starting: unknown")
 	require.Eventually(t, func() bool { return informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
@@ -241,7 +242,7 @@ func TestAnUnusedKindIsWatchedUntilItsRemediationsAreGone(t *testing.T) {
 	informers.Use("deleted", Kinds{})
 	assert.Equal(t, []schema.GroupVersionResource{testGVR}, informers.Running(), "kept while its remediation exists")
 	assert.Equal(t, []string{"cp-1"}, informers.controlPlaneNodes())
-	assert.Equal(t, map[string][]Owner{"cp-1": {{Name: testNHC.Name, UID: testNHC.UID}}}, informers.otherOwners("another"))
+	assert.Equal(t, map[string][]resource.Owner{"cp-1": {{Name: testNHC.Name, UID: testNHC.UID}}}, informers.otherOwners("another"))
 	assert.Empty(t, informers.unknownRemediations(), "no NodeHealthCheck waits for it")
 
 	require.NoError(t, client.Tracker().Delete(testGVR, cp.GetNamespace(), cp.GetName()))
@@ -275,7 +276,7 @@ func TestAnUnusedStoppedKindKeepsWhatItShowedUntilItCanBeRead(t *testing.T) {
 	informers.failed(testGVR, informers.informer(testGVR), forbidden)
 
 	informers.Use("deleted", Kinds{})
-	held := map[string][]Owner{"worker-0": {{Name: testNHC.Name, UID: testNHC.UID}}}
+	held := map[string][]resource.Owner{"worker-0": {{Name: testNHC.Name, UID: testNHC.UID}}}
 	assert.Equal(t, held, informers.otherOwners("another"), "no one uses it, and it may still remediate")
 
 	clock.SetTime(clock.Now().Add(remediationRetryInterval))

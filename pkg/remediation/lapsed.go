@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,7 +53,7 @@ func (m *Manager) lookUpLapsed(ctx context.Context) {
 func (m *Manager) unseen(ctx context.Context, gvr schema.GroupVersionResource, namespace, name, owner string) bool {
 	obj, err := m.writer.dynamic.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 	switch {
-	case apierrors.IsNotFound(err), err == nil && owner != "" && !slices.Contains(OwnerNames(obj), owner):
+	case apierrors.IsNotFound(err), err == nil && owner != "" && !slices.Contains(resource.OwnerNames(obj), owner):
 		return false
 	case apierrors.IsForbidden(err) && !m.served(gvr):
 		// Uninstalled with its role: its resources went with its CRD

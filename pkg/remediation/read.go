@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
 // Why control-plane remediations cannot all be known, and so no
@@ -54,7 +55,7 @@ type Observation struct {
 	RefreshAfter time.Duration
 	// OtherOwners are, by node, the other NodeHealthChecks with remediation
 	// resources for it, of any kind watched.
-	OtherOwners map[string][]Owner
+	OtherOwners map[string][]resource.Owner
 
 	templates map[corev1.ObjectReference]*unstructured.Unstructured
 	resources map[schema.GroupVersionKind]schema.GroupVersionResource
@@ -115,8 +116,8 @@ func (m *Manager) Read(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, w Wat
 			continue
 		}
 		for _, obj := range m.informers.ownedBy(gvr, nhc.UID) {
-			node := TargetNode(obj)
-			obs.Remediations[node] = append(obs.Remediations[node], Summarize(obj))
+			node := resource.TargetNode(obj)
+			obs.Remediations[node] = append(obs.Remediations[node], resource.Summarize(obj))
 		}
 	}
 	m.readOwnedElsewhere(&obs, nhc)
@@ -165,8 +166,8 @@ func (m *Manager) readOwnedElsewhere(obs *Observation, nhc *v1alpha1.NodeHealthC
 				resources[obj.GroupVersionKind()] = gvr
 				obs.resources = resources
 			}
-			node := TargetNode(obj)
-			obs.Remediations[node] = append(obs.Remediations[node], Summarize(obj))
+			node := resource.TargetNode(obj)
+			obs.Remediations[node] = append(obs.Remediations[node], resource.Summarize(obj))
 		}
 	}
 }

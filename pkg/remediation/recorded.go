@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
 // Recorded returns, by node, the NodeHealthChecks whose status records a
@@ -16,11 +17,11 @@ import (
 // the API server showed, is then the record of the nodes it remediates:
 // they stay busy, for quorum and for every other NodeHealthCheck, until the
 // kind can be read again.
-func (m *Manager) Recorded(nhcs []*v1alpha1.NodeHealthCheck) map[string][]Owner {
+func (m *Manager) Recorded(nhcs []*v1alpha1.NodeHealthCheck) map[string][]resource.Owner {
 	readable := map[schema.GroupVersionKind]bool{}
-	var owners map[string][]Owner
+	var owners map[string][]resource.Owner
 	for _, nhc := range nhcs {
-		owner := Owner{Name: nhc.Name, UID: nhc.UID}
+		owner := resource.Owner{Name: nhc.Name, UID: nhc.UID}
 		eachRecorded(nhc, func(node string, rem *v1alpha1.Remediation) {
 			gvk := rem.Resource.GroupVersionKind()
 			ok, known := readable[gvk]
@@ -32,7 +33,7 @@ func (m *Manager) Recorded(nhcs []*v1alpha1.NodeHealthCheck) map[string][]Owner 
 				return
 			}
 			if owners == nil {
-				owners = map[string][]Owner{}
+				owners = map[string][]resource.Owner{}
 			}
 			owners[node] = append(owners[node], owner)
 		})

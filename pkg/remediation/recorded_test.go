@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
 // After a restart, a kind not synced yet, or forbidden from the start,
@@ -37,9 +38,9 @@ func TestTheStatusRecordsTheRemediationsOfAKindThatCannotBeRead(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
 		forbidden bool
-		want      map[string][]Owner
+		want      map[string][]resource.Owner
 	}{
-		{"forbidden", true, map[string][]Owner{"cp-0": {{Name: recorded.Name, UID: recorded.UID}}}},
+		{"forbidden", true, map[string][]resource.Owner{"cp-0": {{Name: recorded.Name, UID: recorded.UID}}}},
 		{"readable", false, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -55,7 +56,7 @@ func TestTheStatusRecordsTheRemediationsOfAKindThatCannotBeRead(t *testing.T) {
 			mapper.Add(testGVR.GroupVersion().WithKind("TestRemediation"), meta.RESTScopeNamespace)
 			informers := NewInformers(ctx, client, clock)
 			m := newManager(informers, NewTemplates(resettable{mapper}, informers, clock), clock, NewWriter(client, kubefake.NewClientset()), nil)
-			cpOwner := map[string][]Owner{"cp-0": {{Name: recorded.Name, UID: recorded.UID}}}
+			cpOwner := map[string][]resource.Owner{"cp-0": {{Name: recorded.Name, UID: recorded.UID}}}
 			assert.Equal(t, cpOwner, m.Recorded([]*v1alpha1.NodeHealthCheck{recorded}), "not watched yet")
 
 			informers.Use(recorded.Name, Kinds{Remediations: []schema.GroupVersionResource{testGVR}})

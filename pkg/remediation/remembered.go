@@ -3,6 +3,7 @@ package remediation
 import (
 	"slices"
 
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 )
@@ -17,7 +18,7 @@ type shown struct {
 	// of the kind, whoever owns it.
 	controlPlane []string
 	// owners are the NodeHealthChecks owning resources of the kind, by node.
-	owners map[string][]Owner
+	owners map[string][]resource.Owner
 }
 
 // shows is what a running informer's cache shows now; before a retry has
@@ -48,7 +49,7 @@ func (s shown) with(earlier shown) shown {
 		for _, owner := range owners {
 			if !slices.Contains(s.owners[node], owner) {
 				if s.owners == nil {
-					s.owners = map[string][]Owner{}
+					s.owners = map[string][]resource.Owner{}
 				}
 				s.owners[node] = append(s.owners[node], owner)
 			}
@@ -59,14 +60,14 @@ func (s shown) with(earlier shown) shown {
 
 // ownersByNode returns the NodeHealthChecks owning the resources of a cache,
 // by node.
-func ownersByNode(indexer cache.Indexer) map[string][]Owner {
-	var owners map[string][]Owner
-	eachOwnerIn(indexer, func(node string, owner Owner) {
+func ownersByNode(indexer cache.Indexer) map[string][]resource.Owner {
+	var owners map[string][]resource.Owner
+	eachOwnerIn(indexer, func(node string, owner resource.Owner) {
 		if slices.Contains(owners[node], owner) {
 			return
 		}
 		if owners == nil {
-			owners = map[string][]Owner{}
+			owners = map[string][]resource.Owner{}
 		}
 		owners[node] = append(owners[node], owner)
 	})
@@ -75,11 +76,11 @@ func ownersByNode(indexer cache.Indexer) map[string][]Owner {
 
 // eachOwnerIn calls add with every node and NodeHealthCheck owning a
 // resource of it in a cache, through its node index.
-func eachOwnerIn(indexer cache.Indexer, add func(node string, owner Owner)) {
+func eachOwnerIn(indexer cache.Indexer, add func(node string, owner resource.Owner)) {
 	for _, node := range indexer.ListIndexFuncValues(nodeIndex) {
 		objs, _ := indexer.ByIndex(nodeIndex, node)
 		for _, obj := range objs {
-			for _, owner := range Owners(obj.(*unstructured.Unstructured)) {
+			for _, owner := range resource.Owners(obj.(*unstructured.Unstructured)) {
 				add(node, owner)
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
 // Writer writes remediation resources through the dynamic client, and node
@@ -70,10 +71,10 @@ func (w *Writer) Create(ctx context.Context, gvr schema.GroupVersionResource, ob
 		return nil, err
 	}
 	sameTemplate := existing.GetAnnotations()[v1alpha1.TemplateNameAnnotation] == obj.GetAnnotations()[v1alpha1.TemplateNameAnnotation]
-	if OwnedBy(existing, nhc) && TargetNode(existing) == TargetNode(obj) && sameTemplate {
+	if resource.OwnedBy(existing, nhc) && resource.TargetNode(existing) == resource.TargetNode(obj) && sameTemplate {
 		return existing, nil
 	}
-	return nil, &notOwnedError{Resource: Reference(existing), Owners: OwnerNames(existing)}
+	return nil, &notOwnedError{Resource: resource.Reference(existing), Owners: resource.OwnerNames(existing)}
 }
 
 // notCreatedError is a create whose result was unknown until a GET found

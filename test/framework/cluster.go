@@ -19,7 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
 var (
@@ -273,9 +273,9 @@ func (e *Env) Remediations(t testing.TB, nhc string) map[string][]unstructured.U
 	require.NoError(t, err)
 	byNode := map[string][]unstructured.Unstructured{}
 	for _, r := range list.Items {
-		for _, owner := range remediation.OwnerNames(&r) {
+		for _, owner := range resource.OwnerNames(&r) {
 			if owner == nhc {
-				byNode[remediation.TargetNode(&r)] = append(byNode[remediation.TargetNode(&r)], r)
+				byNode[resource.TargetNode(&r)] = append(byNode[resource.TargetNode(&r)], r)
 			}
 		}
 	}
@@ -333,7 +333,7 @@ func (e *Env) deleteRemediationsOf(nhc string) {
 		return
 	}
 	for _, r := range list.Items {
-		for _, owner := range remediation.OwnerNames(&r) {
+		for _, owner := range resource.OwnerNames(&r) {
 			if owner == nhc {
 				r.SetFinalizers(nil)
 				_, _ = client.Update(context.Background(), &r, metav1.UpdateOptions{})

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
 // ClusterTemplateResource and ClusterRemediationResource are the kinds of
@@ -66,7 +66,7 @@ func (e *Env) ClusterRemediations(t testing.TB, node string) []unstructured.Unst
 func OfNode(resources []unstructured.Unstructured, node string) []unstructured.Unstructured {
 	var found []unstructured.Unstructured
 	for _, r := range resources {
-		if remediation.TargetNode(&r) == node {
+		if resource.TargetNode(&r) == node {
 			found = append(found, r)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
 
@@ -53,7 +53,7 @@ func TestRemediationIsCreatedIdempotentlyAndDeleted(t *testing.T) {
 	entry := out.NHC.Status.UnhealthyNodes[0]
 	assert.Equal(t, node, entry.Name)
 	require.Len(t, entry.Remediations, 1)
-	assert.Equal(t, remediation.Reference(&r), entry.Remediations[0].Resource)
+	assert.Equal(t, resource.Reference(&r), entry.Remediations[0].Resource)
 	assert.Equal(t, "lifecycle", entry.Remediations[0].TemplateName)
 
 	// A decision from a stale view creates it again: the existing one counts.
@@ -346,7 +346,7 @@ func TestClusterScopedTemplates(t *testing.T) {
 	entry := entryOf(out.NHC, node)
 	require.NotNil(t, entry)
 	require.Len(t, entry.Remediations, 1)
-	assert.Equal(t, remediation.Reference(created), entry.Remediations[0].Resource)
+	assert.Equal(t, resource.Reference(created), entry.Remediations[0].Resource)
 	assert.Equal(t, "", entry.Remediations[0].Resource.Namespace)
 	assert.Equal(t, "ClusterRemediation", entry.Remediations[0].Resource.Kind)
 }

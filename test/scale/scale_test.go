@@ -85,8 +85,8 @@ func TestSummarizeTakesNearestRanks(t *testing.T) {
 	assert.Nil(t, summarize(nil))
 }
 
-// resource is a remediation resource event as the watch delivers it.
-func resource(node, nhc string, version uint64) *unstructured.Unstructured {
+// remediationObject is a remediation resource event as the watch delivers it.
+func remediationObject(node, nhc string, version uint64) *unstructured.Unstructured {
 	r := &unstructured.Unstructured{}
 	r.SetName(node)
 	r.SetAnnotations(map[string]string{v1alpha1.NodeNameAnnotation: node})
@@ -104,12 +104,12 @@ func TestOutcomesTellLateDuplicateAndOverBudgetResources(t *testing.T) {
 	recover := func(node string, version uint64) written {
 		return written{node: node, sent: time.Now().Add(-time.Second), version: version}
 	}
-	b.tracker.record(resource("a", "bench-00", 11), false)
-	b.tracker.record(resource("a", "bench-00", 12), false) // a second one for a
-	b.tracker.record(resource("b", "bench-00", 13), false) // a third for bench-00
-	b.tracker.record(resource("c", "bench-00", 30), false) // after c recovered at 20
-	b.tracker.record(resource("a", "bench-00", 40), true)
-	b.tracker.record(resource("a", "bench-00", 41), true)
+	b.tracker.record(remediationObject("a", "bench-00", 11), false)
+	b.tracker.record(remediationObject("a", "bench-00", 12), false) // a second one for a
+	b.tracker.record(remediationObject("b", "bench-00", 13), false) // a third for bench-00
+	b.tracker.record(remediationObject("c", "bench-00", 30), false) // after c recovered at 20
+	b.tracker.record(remediationObject("a", "bench-00", 40), true)
+	b.tracker.record(remediationObject("a", "bench-00", 41), true)
 
 	p := &phase{}
 	b.outcomes(p, []written{fail("a", 1), fail("b", 2), fail("c", 3), fail("d", 4)},

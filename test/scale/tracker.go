@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
 
@@ -78,8 +78,8 @@ func (t *tracker) record(obj any, deleted bool) {
 	if !ok {
 		return
 	}
-	e := resourceEvent{node: remediation.TargetNode(r), deleted: deleted, seen: time.Now()}
-	if owners := remediation.OwnerNames(r); len(owners) > 0 {
+	e := resourceEvent{node: resource.TargetNode(r), deleted: deleted, seen: time.Now()}
+	if owners := resource.OwnerNames(r); len(owners) > 0 {
 		e.nhc = owners[0]
 	}
 	e.version, _ = strconv.ParseUint(r.GetResourceVersion(), 10, 64)

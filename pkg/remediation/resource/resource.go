@@ -1,4 +1,7 @@
-package remediation
+// Package resource reads what a remediation resource of any kind says:
+// its node, its NodeHealthCheck owners, whether it is a control-plane
+// node's, and its state as decisions read it.
+package resource
 
 import (
 	"time"
@@ -23,8 +26,8 @@ func TargetNode(r *unstructured.Unstructured) string {
 	return r.GetName()
 }
 
-// ownerUIDs returns the UIDs of the NodeHealthChecks that own a resource.
-func ownerUIDs(r *unstructured.Unstructured) []types.UID {
+// OwnerUIDs returns the UIDs of the NodeHealthChecks that own a resource.
+func OwnerUIDs(r *unstructured.Unstructured) []types.UID {
 	var uids []types.UID
 	for _, ref := range r.GetOwnerReferences() {
 		if isNHCOwner(ref) {
@@ -71,7 +74,7 @@ func isNHCOwner(ref metav1.OwnerReference) bool {
 // decides: a NodeHealthCheck recreated under the same name does not adopt
 // its predecessor's resources (upstream compares names only).
 func OwnedBy(r *unstructured.Unstructured, nhc *v1alpha1.NodeHealthCheck) bool {
-	for _, uid := range ownerUIDs(r) {
+	for _, uid := range OwnerUIDs(r) {
 		if uid == nhc.UID {
 			return true
 		}
@@ -99,7 +102,7 @@ func Summarize(r *unstructured.Unstructured) health.Remediation {
 		Deleting:          r.GetDeletionTimestamp() != nil,
 		HealthyDelayStart: annotationTime(annotations, v1alpha1.HealthyDelayAnnotation, time.Time{}),
 		FlaggedOld:        flaggedOld,
-		ControlPlane:      IsControlPlaneRemediation(r),
+		ControlPlane:      IsControlPlane(r),
 	}
 	// A time-out annotation that does not parse still says the resource timed out.
 	s.TimedOut = annotationTime(annotations, v1alpha1.TimedOutAnnotation, created)
@@ -132,4 +135,12 @@ func annotationTime(annotations map[string]string, key string, ifInvalid time.Ti
 		return ifInvalid
 	}
 	return t
+}
+
+// IsControlPlane tells whether a remediation resource remediates a
+// control-plane node: it carries the control-plane label, which the
+// controller sets when it creates it for one.
+func IsControlPlane(r *unstructured.Unstructured) bool {
+	_, ok := r.GetLabels()[v1alpha1.ControlPlaneNodeLabel]
+	return ok
 }
