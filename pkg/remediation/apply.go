@@ -188,6 +188,7 @@ func (m *Manager) create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, c h
 	case err != nil && certainlyFailed(err):
 		m.inFlight.cancel(key)
 	case err == nil:
+		m.inFlight.created(key, created.GetUID())
 		// A resource that existed already sends no new event; if the cache
 		// has it, there is nothing to wait for.
 		if cached := m.informers.Get(gvr, created.GetNamespace(), created.GetName()); cached != nil && cached.GetUID() == created.GetUID() {

@@ -75,6 +75,10 @@ type write struct {
 	node string
 	// name is a create's resource name, to look it up once it lapsed.
 	name string
+	// uid is the created resource's, once the create answered: an event of
+	// an earlier resource of the same name (deleted, and its deletion
+	// delivered late by a stalled watch) settles nothing of this create.
+	uid types.UID
 	// controlPlane: a create that holds the control-plane slot.
 	controlPlane bool
 	// shown: the informer showed the create; it is no longer pending, and
@@ -130,6 +134,16 @@ func (f *inFlight) takeControlPlaneSlot(key writeKey) bool {
 	return true
 }
 
+// created records the UID of the resource a create made.
+func (f *inFlight) created(key writeKey, uid types.UID) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if w, ok := f.writes[key]; ok {
+		w.uid = uid
+		f.writes[key] = w
+	}
+}
+
 // expectDelete records a delete about to be sent.
 func (f *inFlight) expectDelete(nhc, node string, uid types.UID) {
 	f.mu.Lock()
@@ -148,7 +162,11 @@ func (f *inFlight) cancel(key writeKey) {
 // settle settles the writes an informer's change shows: a resource that
 // exists shows its create, a deleted one, or one with a deletion
 // timestamp, its delete; a deleted control-plane remediation frees the
-// slot. It returns the NodeHealthChecks whose create it confirms.
+// slot its create holds. Once a create's UID is known, only that resource
+// settles it: the slot is not freed by the late deletion of an earlier
+// resource of the same name (make sim, seed 386075: a stalled watch
+// delivered it after the next create, and a second control-plane node
+// was started). It returns the NodeHealthChecks whose create it confirms.
 func (f *inFlight) settle(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool) (confirmed []string) {
 	template := obj.GetAnnotations()[v1alpha1.TemplateNameAnnotation]
 	target := createKey("", gvr, obj.GetNamespace(), resource.TargetNode(obj), template)
@@ -156,7 +174,7 @@ func (f *inFlight) settle(gvr schema.GroupVersionResource, obj *unstructured.Uns
 	defer f.mu.Unlock()
 	for _, nhc := range resource.OwnerNames(obj) {
 		key := createKey(nhc, gvr, obj.GetNamespace(), resource.TargetNode(obj), template)
-		if w, ok := f.writes[key]; ok && !deleted && !w.shown {
+		if w, ok := f.writes[key]; ok && !deleted && !w.shown && w.is(obj.GetUID()) {
 			confirmed = append(confirmed, nhc)
 			w.shown = true
 			f.settled(key, w)
@@ -167,7 +185,7 @@ func (f *inFlight) settle(gvr schema.GroupVersionResource, obj *unstructured.Uns
 	}
 	if deleted && resource.IsControlPlane(obj) {
 		for key, w := range f.writes {
-			if w.controlPlane && key.sameResource(target) {
+			if w.controlPlane && key.sameResource(target) && w.uid == obj.GetUID() {
 				w.controlPlane = false
 				f.settled(key, w)
 			}
@@ -175,6 +193,10 @@ func (f *inFlight) settle(gvr schema.GroupVersionResource, obj *unstructured.Uns
 	}
 	return confirmed
 }
+
+// is tells whether a create may have made the resource of that UID: it
+// did, or its answer has not come.
+func (w write) is(uid types.UID) bool { return w.uid == "" || w.uid == uid }
 
 // settled keeps a create while it is pending or holds the slot; f.mu is
 // held.

@@ -121,6 +121,7 @@ func TestAControlPlaneCreateHoldsTheSlotUntilItsResourceIsGone(t *testing.T) {
 	key := createKey(testNHC.Name, testGVR, r.GetNamespace(), "master-0", "reboot")
 	f.expectFirstCreate(key, r.GetName())
 	require.True(t, f.takeControlPlaneSlot(key))
+	f.created(key, r.GetUID())
 
 	other := createKey("others", testGVR, r.GetNamespace(), "master-1", "reboot")
 	f.expectFirstCreate(other, "master-1")
@@ -141,6 +142,11 @@ func TestAControlPlaneCreateHoldsTheSlotUntilItsResourceIsGone(t *testing.T) {
 	f.renew(lapsed[0])
 	assert.Equal(t, []string{"master-0"}, f.controlPlaneNodes(), "renewed: found and not shown")
 
+	earlier := r.DeepCopy()
+	earlier.SetUID("deleted-before")
+	f.settle(testGVR, earlier, true)
+	assert.Equal(t, []string{"master-0"}, f.controlPlaneNodes(), "an earlier resource of the name, seen gone late, frees nothing (make sim, seed 386075)")
+
 	f.settle(testGVR, r, true)
 	assert.Empty(t, f.controlPlaneNodes(), "seen gone: the slot is free")
 	assert.Empty(t, f.writes, "nothing left")
@@ -149,6 +155,9 @@ func TestAControlPlaneCreateHoldsTheSlotUntilItsResourceIsGone(t *testing.T) {
 	// the node waits for the create until it lapses.
 	f.expectFirstCreate(key, r.GetName())
 	require.True(t, f.takeControlPlaneSlot(key))
+	f.created(key, r.GetUID())
+	f.settle(testGVR, earlier, false)
+	assert.Equal(t, map[string]bool{"master-0": true}, f.pendingNodes(testNHC.Name), "an earlier resource of the name shows nothing of this create")
 	f.settle(testGVR, r, true)
 	assert.Empty(t, f.controlPlaneNodes())
 	assert.Equal(t, map[string]bool{"master-0": true}, f.pendingNodes(testNHC.Name))
