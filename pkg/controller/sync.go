@@ -131,11 +131,12 @@ func (c *Controller) input(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, o
 	if !obs.Ready {
 		return in, true, nil
 	}
-	if caughtUp, err = c.nodesCaughtUp(ctx, nhc, selector); err != nil || !caughtUp {
-		if err != nil {
-			err = fmt.Errorf("listing the selected nodes at the API server: %w", err)
-		}
-		return in, false, err
+	caughtUp, err = c.nodesCaughtUp(ctx, nhc, selector)
+	if err != nil {
+		return in, false, fmt.Errorf("listing the selected nodes at the API server: %w", err)
+	}
+	if !caughtUp {
+		return in, false, nil
 	}
 	if in.Nodes, err = c.selectedNodes(nhc, selector, obs.Remediations); err != nil {
 		return in, false, fmt.Errorf("listing the selected nodes: %w", err)
