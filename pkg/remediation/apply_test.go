@@ -150,8 +150,13 @@ func TestControlPlaneNodesOneAtATimeAcrossNodeHealthChecks(t *testing.T) {
 	out = f.manager.Apply(context.Background(), nhcNamed("cp-"+waiting), controlPlanePlan(waiting), f.obs, sendAll)
 	assert.Len(t, out.Created, 1, "free again")
 
-	// Forgetting a deleted NodeHealthCheck releases what it held.
+	// A deleted NodeHealthCheck's resource holds the slot until it is seen
+	// gone: a remediator's finalizer keeps it while it works.
 	f.manager.Forget("cp-" + waiting)
+	assert.Equal(t, []string{waiting}, f.manager.inFlight.controlPlaneNodes())
+	second, err := f.client.Resource(testGVR).Namespace("remediators").Get(context.Background(), out.Created[0].Resource.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	f.manager.inFlight.settle(testGVR, second, true)
 	assert.Empty(t, f.manager.inFlight.controlPlaneNodes())
 }
 

@@ -31,9 +31,9 @@ const inFlightTTL = time.Minute
 //     control-plane slot, across every NodeHealthCheck and worker: a sync's
 //     busy set comes from caches, which show a create only after it
 //     happened, so two syncs could each start one. It holds until the
-//     resource is seen gone, the create certainly failed, or its
-//     NodeHealthCheck is forgotten; shown by the informers, it stays only
-//     as the slot (their control-plane index counts it too).
+//     resource is seen gone, or the create certainly failed, even after its
+//     NodeHealthCheck is deleted; shown by the informers, it stays only as
+//     the slot (their control-plane index counts it too).
 //
 // A create that lapses unshown is looked up at the API server, not dropped
 // (lookUpLapsed): seed 104171 of make sim started a second control-plane
@@ -298,13 +298,18 @@ func (f *inFlight) renew(l lapsedCreate) {
 	f.add(l.key, l.write)
 }
 
-// forget drops the writes of a deleted NodeHealthCheck, whose informers
-// may stop before they show its resources go.
+// forget drops the deletes of a deleted NodeHealthCheck, whose informers
+// may stop before they show its resources go. Its creates stay until shown
+// and seen gone, or looked up gone once they lapse: the garbage collector
+// deletes the resource, but a remediator's finalizer keeps it while it
+// works, and it holds its node meanwhile (make sim, seed 415587: a stalled
+// watch had not shown the create, and the NodeHealthCheck recreated under
+// the same name started a second remediation beside it).
 func (f *inFlight) forget(nhc string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for key := range f.writes {
-		if key.nhc == nhc {
+		if key.nhc == nhc && !key.creation() {
 			delete(f.writes, key)
 		}
 	}

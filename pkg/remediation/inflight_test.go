@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clienttesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -162,5 +163,30 @@ func TestAControlPlaneCreateHoldsTheSlotUntilItsResourceIsGone(t *testing.T) {
 	assert.Empty(t, f.controlPlaneNodes())
 	assert.Equal(t, map[string]bool{"master-0": true}, f.pendingNodes(testNHC.Name))
 	f.forget(testNHC.Name)
-	assert.Empty(t, f.writes, "a forgotten NodeHealthCheck leaves nothing")
+	assert.Equal(t, map[string]bool{"master-0": true}, f.pendingNodes(testNHC.Name), "a deleted NodeHealthCheck's create waits for its lookup")
+}
+
+// A deleted NodeHealthCheck's create holds its node until its informer
+// shows it or its lookup finds it gone: a remediator's finalizer keeps the
+// resource while it works (make sim, seed 415587: the NodeHealthCheck
+// recreated under the same name started a second remediation beside one a
+// stalled watch had not shown). Its deletes are dropped.
+func TestADeletedNodeHealthChecksCreateHoldsItsNode(t *testing.T) {
+	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
+	f := newInFlight(clock)
+	r, err := newRemediation(testTemplate(nil), testNHC, "worker-1", false)
+	require.NoError(t, err)
+	key := createKey(testNHC.Name, testGVR, r.GetNamespace(), "worker-1", "reboot")
+	require.Empty(t, f.expectFirstCreate(key, r.GetName()))
+	f.expectDelete(testNHC.Name, "worker-2", "deleted-uid")
+
+	f.forget(testNHC.Name)
+	assert.Equal(t, map[string]bool{"worker-1": true}, f.pendingNodes(testNHC.Name), "the same name recreated waits for the node")
+	assert.Equal(t, []schema.GroupVersionResource{testGVR}, f.pendingResources(testNHC.Name), "and watches the kind")
+	assert.Equal(t, testNHC.Name, f.expectFirstCreate(createKey("others", testGVR, r.GetNamespace(), "worker-1", "reboot"), "other"), "another NodeHealthCheck waits for the node")
+
+	clock.SetTime(clock.Now().Add(inFlightTTL))
+	lapsed := f.lapsed()
+	require.Len(t, lapsed, 1, "looked up once it lapsed, the delete is gone")
+	assert.Equal(t, key, lapsed[0].key)
 }

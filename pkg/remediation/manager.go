@@ -133,7 +133,8 @@ func (m *Manager) Running() []schema.GroupVersionResource {
 }
 
 // Forget stops the informers only a deleted NodeHealthCheck used, and drops
-// its writes under way.
+// its deletes under way; its creates hold their nodes until they are seen
+// or looked up gone.
 func (m *Manager) Forget(nhc string) {
 	m.informers.Use(nhc, Kinds{})
 	m.inFlight.forget(nhc)
