@@ -169,7 +169,9 @@ func (p poolRemediations) Read(_ context.Context, nhc *v1alpha1.NodeHealthCheck,
 	return p[nhc.Name], nil
 }
 
-func (p poolRemediations) Apply(context.Context, *v1alpha1.NodeHealthCheck, *health.Plan, *remediation.Observation, remediation.Confirm) health.Outcome {
+func (p poolRemediations) ConfirmWith(remediation.Confirmer) {}
+
+func (p poolRemediations) Apply(context.Context, *v1alpha1.NodeHealthCheck, *health.Plan, *remediation.Observation) health.Outcome {
 	return health.Outcome{}
 }
 

@@ -157,6 +157,7 @@ func New(ctx context.Context, nodeInformer NodeCache, nhcInformer nhcinformers.N
 		attention:   &attention{},
 		writesUntil: func() (time.Time, error) { return time.Time{}, nil },
 	}
+	remediations.ConfirmWith(confirmer{c})
 	nodeInformer.ReadAtOnceWhile(c.attention.any)
 	if err := nhcInformer.Informer().AddIndexers(cache.Indexers{templateIndex: indexByTemplate}); err != nil {
 		return nil, fmt.Errorf("adding the template index: %w", err)

@@ -46,6 +46,8 @@ type fakeRemediations struct {
 	deadlines []time.Time
 	// recorded is what Recorded returns.
 	recorded map[string][]resource.Owner
+	// confirmer is the controller's check of each create.
+	confirmer remediation.Confirmer
 }
 
 func (f *fakeRemediations) WatchAll(func() ([]*v1alpha1.NodeHealthCheck, error)) error { return nil }
@@ -68,7 +70,9 @@ func (f *fakeRemediations) Recorded([]*v1alpha1.NodeHealthCheck) map[string][]re
 	return f.recorded
 }
 
-func (f *fakeRemediations) Apply(ctx context.Context, _ *v1alpha1.NodeHealthCheck, p *health.Plan, _ *remediation.Observation, confirm remediation.Confirm) health.Outcome {
+func (f *fakeRemediations) ConfirmWith(c remediation.Confirmer) { f.confirmer = c }
+
+func (f *fakeRemediations) Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, p *health.Plan, _ *remediation.Observation) health.Outcome {
 	f.applied = append(f.applied, *p)
 	deadline, _ := ctx.Deadline()
 	f.deadlines = append(f.deadlines, deadline)
@@ -76,6 +80,10 @@ func (f *fakeRemediations) Apply(ctx context.Context, _ *v1alpha1.NodeHealthChec
 		return f.outcome(p)
 	}
 	out := health.Outcome{TimedOut: p.TimeOut, Deleted: p.Delete}
+	var confirm remediation.Confirm
+	if len(p.Create) > 0 {
+		confirm = f.confirmer.Confirmation(ctx, nhc.Name, p)
+	}
 	for _, c := range p.Create {
 		if f.beforeCreate != nil {
 			f.beforeCreate(c)

@@ -53,9 +53,11 @@ type remediationReader interface {
 
 // remediationActor carries out plans.
 type remediationActor interface {
+	// ConfirmWith hands in the check of each create, once.
+	ConfirmWith(remediation.Confirmer)
 	// Apply carries out a plan, confirming each create just before it is
 	// sent, and says what happened.
-	Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, obs *remediation.Observation, confirm remediation.Confirm) health.Outcome
+	Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, obs *remediation.Observation) health.Outcome
 }
 
 // remediationEvents tells of changes: of remediation resources and

@@ -23,12 +23,36 @@ import (
 // made: the create is not sent, and the sync retried.
 type Confirm func(ctx context.Context, c health.Creation) (why string, unconfirmed bool, err error)
 
+// Confirmer confirms creates just before they are sent, against the node
+// and the NodeHealthCheck as the API server has them: what the act layer
+// does not keep. The controller hands it in once (ConfirmWith).
+type Confirmer interface {
+	// Confirmation returns the check of one sync's creates for a
+	// NodeHealthCheck's plan; they share what it reads once a sync.
+	Confirmation(ctx context.Context, nhc string, plan *health.Plan) Confirm
+}
+
+// errNoConfirmer refuses every create of a manager no Confirmer was handed
+// to: a create that was not confirmed is never sent.
+var errNoConfirmer = errors.New("no confirmation of creates was set up")
+
+// ConfirmWith hands in the check of every create, before the first Apply.
+func (m *Manager) ConfirmWith(c Confirmer) { m.confirmer = c }
+
+// confirmation returns the check of one Apply's creates.
+func (m *Manager) confirmation(ctx context.Context, nhc string, plan *health.Plan) Confirm {
+	if m.confirmer == nil {
+		return func(context.Context, health.Creation) (string, bool, error) { return "", false, errNoConfirmer }
+	}
+	return m.confirmer.Confirmation(ctx, nhc, plan)
+}
+
 // Apply carries out a plan's actions on remediation resources and nodes, and
 // says what happened, action by action. Each action stands alone: one failure
 // does not stop the others, except that a node whose time-out annotation
 // failed gets no next step, so that the order holds. Every create is
 // confirmed just before it is sent; creates go out in parallel.
-func (m *Manager) Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, obs *Observation, confirm Confirm) health.Outcome {
+func (m *Manager) Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, obs *Observation) health.Outcome {
 	var out health.Outcome
 	failedTimeOut := map[string]bool{}
 	for _, to := range plan.TimeOut {
@@ -48,7 +72,9 @@ func (m *Manager) Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan
 			creations = append(creations, c)
 		}
 	}
-	m.createAll(ctx, nhc, creations, obs, confirm, &out)
+	if len(creations) > 0 {
+		m.createAll(ctx, nhc, creations, obs, m.confirmation(ctx, nhc.Name, plan), &out)
+	}
 	m.deleteAll(ctx, nhc.Name, plan.Delete, obs, &out)
 	out.Errors = append(out.Errors, m.keepLeases(ctx, nhc.Name, plan)...)
 	for _, mark := range plan.StartHealthyDelay {

@@ -46,12 +46,18 @@ func newApplyFixture(t *testing.T) *applyFixture {
 	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
 	informers := NewInformers(ctx, client, clock)
 	m := newManager(informers, nil, clock, NewWriter(client, kubefake.NewClientset()), nil)
+	m.ConfirmWith(confirmFunc(sendAll))
 	obs := &Observation{
 		templates: map[corev1.ObjectReference]*unstructured.Unstructured{bareTemplateRef(templateRef): testTemplate(nil)},
 		resources: map[schema.GroupVersionKind]schema.GroupVersionResource{testGVR.GroupVersion().WithKind("TestRemediation"): testGVR},
 	}
 	return &applyFixture{client: client, manager: m, obs: obs, clock: clock}
 }
+
+// confirmFunc confirms every create of every sync with one function.
+type confirmFunc Confirm
+
+func (f confirmFunc) Confirmation(context.Context, string, *health.Plan) Confirm { return Confirm(f) }
 
 // sendAll lets every create through its recheck.
 func sendAll(context.Context, health.Creation) (string, bool, error) { return "", false, nil }
@@ -97,7 +103,7 @@ func TestAnUncertainCreateIsSettledByAGet(t *testing.T) {
 				}
 				return true, nil, apierrors.NewInternalError(assert.AnError)
 			})
-			out := f.manager.Apply(context.Background(), testNHC, controlPlanePlan("master-0"), f.obs, sendAll)
+			out := f.manager.Apply(context.Background(), testNHC, controlPlanePlan("master-0"), f.obs)
 			if tc.wantCreated {
 				assert.Empty(t, out.Errors)
 				require.Len(t, out.Created, 1)
@@ -120,7 +126,7 @@ func TestControlPlaneNodesOneAtATimeAcrossNodeHealthChecks(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, node := range []string{"master-0", "master-1"} {
 		wg.Go(func() {
-			outcomes[i] = f.manager.Apply(context.Background(), nhcNamed("cp-"+node), controlPlanePlan(node), f.obs, sendAll)
+			outcomes[i] = f.manager.Apply(context.Background(), nhcNamed("cp-"+node), controlPlanePlan(node), f.obs)
 		})
 	}
 	wg.Wait()
@@ -144,10 +150,10 @@ func TestControlPlaneNodesOneAtATimeAcrossNodeHealthChecks(t *testing.T) {
 	// The reservation holds while the resource exists, whatever kind the
 	// other NodeHealthCheck watches, and goes when the resource is seen gone.
 	assert.Equal(t, []string{resource.TargetNode(first)}, f.manager.inFlight.controlPlaneNodes())
-	out := f.manager.Apply(context.Background(), nhcNamed("cp-"+waiting), controlPlanePlan(waiting), f.obs, sendAll)
+	out := f.manager.Apply(context.Background(), nhcNamed("cp-"+waiting), controlPlanePlan(waiting), f.obs)
 	assert.Len(t, out.Blocked, 1)
 	f.manager.inFlight.settle(testGVR, first, true)
-	out = f.manager.Apply(context.Background(), nhcNamed("cp-"+waiting), controlPlanePlan(waiting), f.obs, sendAll)
+	out = f.manager.Apply(context.Background(), nhcNamed("cp-"+waiting), controlPlanePlan(waiting), f.obs)
 	assert.Len(t, out.Created, 1, "free again")
 
 	// A deleted NodeHealthCheck's resource holds the slot until it is seen
@@ -176,18 +182,18 @@ func TestAnUnsettledControlPlaneReservationLapses(t *testing.T) {
 		}
 		return true, nil, apierrors.NewServiceUnavailable("the API server is restarting")
 	})
-	out := f.manager.Apply(context.Background(), testNHC, controlPlanePlan("master-0"), f.obs, sendAll)
+	out := f.manager.Apply(context.Background(), testNHC, controlPlanePlan("master-0"), f.obs)
 	require.Len(t, out.Errors, 1)
 	assert.Equal(t, []string{"master-0"}, f.manager.inFlight.controlPlaneNodes(), "held while the outcome is unknown")
 	failing = false
 
 	f.clock.SetTime(f.clock.Now().Add(inFlightTTL - time.Second))
-	assert.Len(t, f.manager.Apply(context.Background(), nhcNamed("cp-b"), controlPlanePlan("master-1"), f.obs, sendAll).Blocked, 1)
+	assert.Len(t, f.manager.Apply(context.Background(), nhcNamed("cp-b"), controlPlanePlan("master-1"), f.obs).Blocked, 1)
 	f.clock.SetTime(f.clock.Now().Add(time.Second))
 	_, err := f.manager.Read(context.Background(), nhcNamed("cp-b"), Watched{})
 	require.NoError(t, err)
 	assert.Empty(t, f.manager.inFlight.controlPlaneNodes(), "looked up, and gone")
-	assert.Len(t, f.manager.Apply(context.Background(), nhcNamed("cp-b"), controlPlanePlan("master-1"), f.obs, sendAll).Created, 1)
+	assert.Len(t, f.manager.Apply(context.Background(), nhcNamed("cp-b"), controlPlanePlan("master-1"), f.obs).Created, 1)
 }
 
 // A control-plane remediation that its informer does not show (a watch
@@ -196,12 +202,12 @@ func TestAnUnsettledControlPlaneReservationLapses(t *testing.T) {
 // start beside it (make sim, seed 104171). Gone, it holds nothing.
 func TestAReservationHoldsWhileItsResourceIsUnseen(t *testing.T) {
 	f := newApplyFixture(t)
-	require.Len(t, f.manager.Apply(context.Background(), testNHC, controlPlanePlan("master-0"), f.obs, sendAll).Created, 1)
+	require.Len(t, f.manager.Apply(context.Background(), testNHC, controlPlanePlan("master-0"), f.obs).Created, 1)
 	f.clock.SetTime(f.clock.Now().Add(inFlightTTL))
 	_, err := f.manager.Read(context.Background(), nhcNamed("cp-b"), Watched{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"master-0"}, f.manager.inFlight.controlPlaneNodes(), "the API server has it")
-	assert.Len(t, f.manager.Apply(context.Background(), nhcNamed("cp-b"), controlPlanePlan("master-1"), f.obs, sendAll).Blocked, 1)
+	assert.Len(t, f.manager.Apply(context.Background(), nhcNamed("cp-b"), controlPlanePlan("master-1"), f.obs).Blocked, 1)
 
 	list, err := f.client.Resource(testGVR).Namespace(templateRef.Namespace).List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
@@ -215,8 +221,8 @@ func TestAReservationHoldsWhileItsResourceIsUnseen(t *testing.T) {
 
 func TestWorkersAreNotHeldByAControlPlaneReservation(t *testing.T) {
 	f := newApplyFixture(t)
-	require.Len(t, f.manager.Apply(context.Background(), testNHC, controlPlanePlan("master-0"), f.obs, sendAll).Created, 1)
-	out := f.manager.Apply(context.Background(), nhcNamed("workers-b"), createPlan("worker-1"), f.obs, sendAll)
+	require.Len(t, f.manager.Apply(context.Background(), testNHC, controlPlanePlan("master-0"), f.obs).Created, 1)
+	out := f.manager.Apply(context.Background(), nhcNamed("workers-b"), createPlan("worker-1"), f.obs)
 	assert.Len(t, out.Created, 1)
 }
 
@@ -265,7 +271,7 @@ func TestOneRemediationPerNodeAcrossNodeHealthChecks(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, name := range []string{"a", "b"} {
 		wg.Go(func() {
-			outcomes[i] = f.manager.Apply(context.Background(), nhcNamed(name), createPlan("worker-0"), f.obs, sendAll)
+			outcomes[i] = f.manager.Apply(context.Background(), nhcNamed(name), createPlan("worker-0"), f.obs)
 		})
 	}
 	wg.Wait()
@@ -286,7 +292,7 @@ func TestOneRemediationPerNodeAcrossNodeHealthChecks(t *testing.T) {
 	require.Eventually(t, func() bool { return len(f.manager.inFlight.pendingNodes(winner)) == 0 }, 10*time.Second, 10*time.Millisecond)
 	assert.Equal(t, map[string][]resource.Owner{"worker-0": {{Name: winner, UID: types.UID("uid-" + winner)}}}, f.manager.informers.otherOwners(types.UID("uid-"+loser)))
 	assert.Empty(t, f.manager.informers.otherOwners(types.UID("uid-"+winner)), "its own resources are not another's")
-	out := f.manager.Apply(context.Background(), nhcNamed(loser), createPlan("worker-0"), f.obs, sendAll)
+	out := f.manager.Apply(context.Background(), nhcNamed(loser), createPlan("worker-0"), f.obs)
 	require.Len(t, out.Blocked, 1)
 	assert.Equal(t, "NodeHealthCheck "+winner+" remediates node worker-0, or is starting to; only one NodeHealthCheck remediates a node, and this one leaves it alone", out.Blocked[0].Message)
 	assert.Empty(t, f.manager.inFlight.pendingNodes(loser), "a blocked create expects nothing")
@@ -295,8 +301,8 @@ func TestOneRemediationPerNodeAcrossNodeHealthChecks(t *testing.T) {
 	// engine decides which one escalates); other nodes are not held.
 	withOwn := *f.obs
 	withOwn.Remediations = map[string][]health.Remediation{"worker-0": {{}}}
-	assert.Len(t, f.manager.Apply(context.Background(), nhcNamed(loser), createPlan("worker-0"), &withOwn, sendAll).Created, 1)
-	assert.Len(t, f.manager.Apply(context.Background(), nhcNamed(loser), createPlan("worker-1"), f.obs, sendAll).Created, 1)
+	assert.Len(t, f.manager.Apply(context.Background(), nhcNamed(loser), createPlan("worker-0"), &withOwn).Created, 1)
+	assert.Len(t, f.manager.Apply(context.Background(), nhcNamed(loser), createPlan("worker-1"), f.obs).Created, 1)
 }
 
 func TestCreationsGoOutTogetherAndAreReportedInPlanOrder(t *testing.T) {
@@ -316,7 +322,8 @@ func TestCreationsGoOutTogetherAndAreReportedInPlanOrder(t *testing.T) {
 		}
 		return "", false, nil
 	}
-	out := f.manager.Apply(context.Background(), testNHC, createPlan(nodes...), f.obs, withdrawn)
+	f.manager.ConfirmWith(confirmFunc(withdrawn))
+	out := f.manager.Apply(context.Background(), testNHC, createPlan(nodes...), f.obs)
 	require.Len(t, out.Errors, 1, "the check that could not be made")
 	assert.ErrorIs(t, out.Errors[0], assert.AnError)
 	var created []string
@@ -334,7 +341,7 @@ func TestDeletionsGoOutTogetherAndAreReportedInPlanOrder(t *testing.T) {
 	for i := range 40 {
 		nodes = append(nodes, fmt.Sprintf("worker-%02d", i))
 	}
-	created := f.manager.Apply(context.Background(), testNHC, createPlan(nodes...), f.obs, sendAll)
+	created := f.manager.Apply(context.Background(), testNHC, createPlan(nodes...), f.obs)
 	require.Len(t, created.Created, 40)
 	plan := &health.Plan{}
 	for _, c := range created.Created {
@@ -343,7 +350,7 @@ func TestDeletionsGoOutTogetherAndAreReportedInPlanOrder(t *testing.T) {
 	// One resource is of a kind the observation does not serve.
 	plan.Delete[7].Resource.Kind = "Unserved"
 
-	out := f.manager.Apply(context.Background(), testNHC, plan, f.obs, sendAll)
+	out := f.manager.Apply(context.Background(), testNHC, plan, f.obs)
 	require.Len(t, out.Errors, 1)
 	assert.Contains(t, out.Errors[0].Error(), "worker-07")
 	var deleted []string
@@ -363,7 +370,7 @@ func TestAReservationOfAnUninstalledKindEnds(t *testing.T) {
 	mapper.Reset()
 	mapper.uninstalled = nil
 	f.manager.templates = NewTemplates(mapper, f.manager.informers, f.clock)
-	require.Len(t, f.manager.Apply(context.Background(), testNHC, controlPlanePlan("master-0"), f.obs, sendAll).Created, 1)
+	require.Len(t, f.manager.Apply(context.Background(), testNHC, controlPlanePlan("master-0"), f.obs).Created, 1)
 	f.client.PrependReactor("get", testGVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(testGVR.GroupResource(), "", assert.AnError)
 	})

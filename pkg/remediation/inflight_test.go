@@ -100,12 +100,12 @@ func TestAnotherNodeHealthChecksLapsedCreateStillHoldsItsNode(t *testing.T) {
 	f := newApplyFixture(t)
 	// Generated names, so that the API server would take both resources.
 	f.obs.templates[bareTemplateRef(templateRef)] = testTemplate(map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: "true"})
-	require.Len(t, f.manager.Apply(context.Background(), nhcNamed("disabled"), createPlan("worker-1"), f.obs, sendAll).Created, 1)
+	require.Len(t, f.manager.Apply(context.Background(), nhcNamed("disabled"), createPlan("worker-1"), f.obs).Created, 1)
 	f.clock.SetTime(f.clock.Now().Add(inFlightTTL))
 
 	_, err := f.manager.Read(context.Background(), testNHC, Watched{})
 	require.NoError(t, err)
-	out := f.manager.Apply(context.Background(), testNHC, createPlan("worker-1"), f.obs, sendAll)
+	out := f.manager.Apply(context.Background(), testNHC, createPlan("worker-1"), f.obs)
 	assert.Empty(t, out.Created)
 	assert.Len(t, out.Blocked, 1, "the disabled NodeHealthCheck's create, found at the API server, holds the node")
 }

@@ -36,6 +36,8 @@ type Manager struct {
 	discovery discovery.DiscoveryInterface
 	// leases are the node leases; nil when the controller takes none.
 	leases *nodeleases.Leases
+	// confirmer confirms each create just before it is sent (ConfirmWith).
+	confirmer Confirmer
 	// everyKindWatched is set once the kinds of every NodeHealthCheck were
 	// watched together (WatchAll): from then on, the control-plane
 	// remediations of all of them are known once their informers synced.

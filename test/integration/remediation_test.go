@@ -62,7 +62,7 @@ func TestRemediationIsCreatedIdempotentlyAndDeleted(t *testing.T) {
 		BusyControlPlaneNodes: staleObs.BusyControlPlaneNodes, RemediationProblem: staleObs.RemediationProblem, Now: time.Now(),
 	})
 	require.Len(t, stale.Create, 1, "the stale view has no resource for the node")
-	replayed := env.manager.Apply(env.ctx, staleNHC, &stale, &staleObs, func(context.Context, health.Creation) (string, bool, error) { return "", false, nil })
+	replayed := env.manager.Apply(env.ctx, staleNHC, &stale, &staleObs)
 	assert.Empty(t, replayed.Errors)
 	require.Len(t, replayed.Created, 1)
 	assert.Equal(t, r.GetUID(), replayed.Created[0].Resource.UID, "the existing one")

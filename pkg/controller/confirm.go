@@ -1,0 +1,96 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+)
+
+// confirmer is the controller's check of each create, handed to the
+// remediation manager once (remediation.Confirmer): it reads what the
+// manager does not keep, the caches and the live NodeHealthCheck and node.
+type confirmer struct{ c *Controller }
+
+func (cf confirmer) Confirmation(ctx context.Context, nhc string, plan *health.Plan) remediation.Confirm {
+	return cf.c.confirmation(ctx, nhc, plan)
+}
+
+// confirmation reads a NodeHealthCheck and a node from the caches as they are
+// just before a create, for Plan.Recheck. Every create, a first remediation
+// or an escalation step, reboots, fences, powers off or deletes a machine:
+// it is confirmed against the node and the NodeHealthCheck as the API
+// server has them, which a lagging or silent watch cannot hold back (an
+// overloaded API server's watches can be tens of seconds behind; a paused
+// or edited NodeHealthCheck must not remediate from its old spec). The
+// NodeHealthCheck is read once a sync, the node once a create.
+func (c *Controller) confirmation(ctx context.Context, name string, plan *health.Plan) remediation.Confirm {
+	// Creates are rechecked in parallel and share one read of the
+	// NodeHealthCheck. It starts with the sync's creates, beside their
+	// leases, rather than after the first: a storm's sync waited 15 ms for
+	// it. A failed read is not kept: the next create reads again.
+	var (
+		mu      sync.Mutex
+		liveNHC *v1alpha1.NodeHealthCheck
+		nhcRead bool
+	)
+	readNHC := func(ctx context.Context) (*v1alpha1.NodeHealthCheck, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if nhcRead {
+			return liveNHC, nil
+		}
+		live, err := c.liveNHCs.Get(ctx, name)
+		switch {
+		case apierrors.IsNotFound(err):
+			live = nil
+		case err != nil:
+			return nil, err
+		}
+		liveNHC, nhcRead = live, true
+		return live, nil
+	}
+	if len(plan.Create) > 0 {
+		go func() { _, _ = readNHC(ctx) }()
+	}
+	return func(ctx context.Context, cr health.Creation) (string, bool, error) {
+		if _, err := c.writesUntil(); err != nil {
+			return "", false, fmt.Errorf("not acting: %w", err)
+		}
+		var nhc *v1alpha1.NodeHealthCheck
+		if cached, err := c.nhcLister.Get(name); err == nil {
+			nhc = c.latest(cached)
+		}
+		node, err := c.nodeLister.Get(cr.Node)
+		if err != nil {
+			node = nil
+		}
+		now := c.clock.Now()
+		if why := plan.Recheck(nhc, node, cr, now); why != "" {
+			return why, false, nil
+		}
+		liveNHC, err := readNHC(ctx)
+		if err != nil {
+			return "", false, err
+		}
+		live, err := c.liveNodes.Node(ctx, cr.Node)
+		switch {
+		case apierrors.IsNotFound(err):
+			live = nil
+		case err != nil:
+			return "", false, err
+		}
+		why := plan.Recheck(liveNHC, live, cr, now)
+		klog.FromContext(ctx).V(4).Info("Node confirmed at the API server", "node", klog.KRef("", cr.Node), "withdrawn", why)
+		if why != "" {
+			return why, true, nil
+		}
+		return "", false, nil
+	}
+}
