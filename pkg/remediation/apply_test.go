@@ -386,3 +386,16 @@ func TestAReservationOfAnUninstalledKindEnds(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, f.manager.inFlight.controlPlaneNodes(), "no longer served: gone")
 }
+
+// A manager that was handed no check of its creates sends none.
+func TestWithoutAConfirmerNoCreateIsSent(t *testing.T) {
+	f := newApplyFixture(t)
+	f.manager.ConfirmWith(nil)
+	out := f.manager.Apply(context.Background(), testNHC, createPlan("worker-1"), f.obs)
+	assert.Empty(t, out.Created)
+	require.Len(t, out.Errors, 1)
+	assert.ErrorIs(t, out.Errors[0], errNoConfirmer)
+	list, err := f.client.Resource(testGVR).Namespace("remediators").List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, list.Items)
+}
