@@ -238,7 +238,7 @@ func (m *Manager) expect(nhc *v1alpha1.NodeHealthCheck, key writeKey, name strin
 	if other := m.inFlight.expectFirstCreate(key, name); other != "" {
 		return &remediatedByOtherError{node: key.node, other: other}
 	}
-	if other := m.informers.otherOwner(key.node, nhc.UID); other != "" {
+	if other := m.informers.OtherOwner(key.node, nhc.UID); other != "" {
 		m.inFlight.cancel(key)
 		return &remediatedByOtherError{node: key.node, other: other}
 	}
@@ -314,7 +314,7 @@ func (m *Manager) annotate(ctx context.Context, obs *Observation, ref corev1.Obj
 // which names the verb, until access comes back.
 func (m *Manager) checkAccess(gvr schema.GroupVersionResource, err error) {
 	if apierrors.IsForbidden(err) {
-		m.informers.forbidden(gvr, err)
+		m.informers.Forbidden(gvr, err)
 	}
 }
 

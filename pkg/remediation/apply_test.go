@@ -25,6 +25,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/kinds"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
@@ -44,7 +45,7 @@ func newApplyFixture(t *testing.T) *applyFixture {
 	t.Cleanup(cancel)
 	client := fakeDynamic()
 	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
-	informers := NewInformers(ctx, client, clock)
+	informers := kinds.New(ctx, client, clock)
 	m := newManager(informers, nil, clock, NewWriter(client, kubefake.NewClientset()), nil)
 	m.ConfirmWith(confirmFunc(sendAll))
 	obs := &Observation{
@@ -246,10 +247,11 @@ func TestAKindThatCannotBeWatchedDisablesAfterAGrace(t *testing.T) {
 				return true, nil, tc.err
 			})
 			clock := clocktesting.NewFakePassiveClock(time.Now())
-			informers := NewInformers(ctx, client, clock)
-			informers.grace = 0
+			informers := kinds.New(ctx, client, clock)
 			m := newManager(informers, NewTemplates(resettable{meta.NewDefaultRESTMapper(nil)}, informers, clock), clock, NewWriter(client, kubefake.NewClientset()), nil)
-			informers.Use("workers", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
+			informers.Use("workers", kinds.Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
+			// Past the grace, the failing lists count.
+			clock.SetTime(clock.Now().Add(kinds.WatchGrace))
 			var problem *health.Problem
 			require.Eventually(t, func() bool { problem = m.unreadable(testGVR, informers.State(testGVR).Err); return problem != nil }, 10*time.Second, 10*time.Millisecond)
 			assert.Equal(t, v1alpha1.ReasonTemplateNotFound, problem.Reason)
@@ -262,7 +264,7 @@ func TestOneRemediationPerNodeAcrossNodeHealthChecks(t *testing.T) {
 	f := newApplyFixture(t)
 	// Generated names, so that the API server would take both resources.
 	f.obs.templates[bareTemplateRef(templateRef)] = testTemplate(map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: "true"})
-	f.manager.informers.Use("watcher", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
+	f.manager.informers.Use("watcher", kinds.Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 	require.Eventually(t, func() bool { return f.manager.informers.Synced(testGVR) }, 10*time.Second, 10*time.Millisecond)
 
 	// Two NodeHealthChecks that select the node, each deciding from caches
@@ -290,8 +292,8 @@ func TestOneRemediationPerNodeAcrossNodeHealthChecks(t *testing.T) {
 
 	// Once the informer shows the resource, it holds the node.
 	require.Eventually(t, func() bool { return len(f.manager.inFlight.pendingNodes(winner)) == 0 }, 10*time.Second, 10*time.Millisecond)
-	assert.Equal(t, map[string][]resource.Owner{"worker-0": {{Name: winner, UID: types.UID("uid-" + winner)}}}, f.manager.informers.otherOwners(types.UID("uid-"+loser)))
-	assert.Empty(t, f.manager.informers.otherOwners(types.UID("uid-"+winner)), "its own resources are not another's")
+	assert.Equal(t, map[string][]resource.Owner{"worker-0": {{Name: winner, UID: types.UID("uid-" + winner)}}}, f.manager.informers.OtherOwners(types.UID("uid-"+loser)))
+	assert.Empty(t, f.manager.informers.OtherOwners(types.UID("uid-"+winner)), "its own resources are not another's")
 	out := f.manager.Apply(context.Background(), nhcNamed(loser), createPlan("worker-0"), f.obs)
 	require.Len(t, out.Blocked, 1)
 	assert.Equal(t, "NodeHealthCheck "+winner+" remediates node worker-0, or is starting to; only one NodeHealthCheck remediates a node, and this one leaves it alone", out.Blocked[0].Message)

@@ -73,9 +73,9 @@ func (m *Manager) unseen(ctx context.Context, gvr schema.GroupVersionResource, n
 // and would otherwise hold its nodes for good (make sim, seeds 109151 and
 // 1947).
 func (m *Manager) forgetUnserved() {
-	for _, gvr := range m.informers.remembering() {
+	for _, gvr := range m.informers.Remembering() {
 		if !m.served(gvr) {
-			m.informers.forgetUnserved(gvr)
+			m.informers.ForgetUnserved(gvr)
 		}
 	}
 }

@@ -17,7 +17,7 @@ import (
 // A deleted NodeHealthCheck's resources stay while their remediator's
 // finalizer holds them, still rebooting or fencing their nodes; while the
 // controller runs, their kind stays watched until they are gone
-// (stopIfUnused). A new leader remembers nothing of them, and no
+// (kinds.Informers). A new leader remembers nothing of them, and no
 // NodeHealthCheck names their kind any more. So, once after it starts,
 // the controller watches every kind the API serves beside its template
 // kind (the templates' convention: FooRemediation and
@@ -40,8 +40,8 @@ func (m *Manager) lookForLeftovers() error {
 		return fmt.Errorf("discovering remediation kinds: %w", err)
 	}
 	kinds := remediationKinds(lists)
-	klog.FromContext(m.informers.ctx).V(2).Info(logLookedForLeftovers, "resources", kindList(kinds), "discoveryErr", err)
-	m.informers.look(kinds)
+	klog.FromContext(m.informers.Context()).V(2).Info(logLookedForLeftovers, "resources", kindList(kinds), "discoveryErr", err)
+	m.informers.Look(kinds)
 	return nil
 }
 
@@ -71,39 +71,4 @@ func remediationKinds(lists []*metav1.APIResourceList) []schema.GroupVersionReso
 		}
 	}
 	return kinds
-}
-
-// look starts the informers of kinds that may hold remediation resources
-// of NodeHealthChecks, unless they run or failed. Until one syncs, or its
-// grace passes, no NodeHealthCheck decides (lookingWithinGrace), and until
-// it syncs, control-plane remediations are unknown (unknownRemediations).
-// Once it synced, it stops unless it shows resources of NodeHealthChecks
-// (stopIfUnused).
-func (inf *Informers) look(kinds []schema.GroupVersionResource) {
-	inf.mu.Lock()
-	defer inf.mu.Unlock()
-	for _, gvr := range kinds {
-		if _, running := inf.running[gvr]; running {
-			continue
-		}
-		if _, failed := inf.stopped[gvr]; failed {
-			continue
-		}
-		r := inf.start(gvr, stoppedInformer{})
-		r.looking = true
-		inf.running[gvr] = r
-	}
-}
-
-// lookingWithinGrace tells whether an informer started by look has neither
-// synced nor failed, within the grace: what it will show may hold any node.
-func (inf *Informers) lookingWithinGrace() bool {
-	inf.mu.Lock()
-	defer inf.mu.Unlock()
-	for _, r := range inf.running {
-		if r.looking && inf.clock.Since(r.started) < inf.grace {
-			return true
-		}
-	}
-	return false
 }

@@ -15,6 +15,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/kinds"
 )
 
 func TestRemediationKindsAreThoseServedBesideTheirTemplate(t *testing.T) {
@@ -82,7 +83,7 @@ func TestARemediationThatOutlivedItsNodeHealthCheckIsSeenAfterAStart(t *testing.
 				{Name: testGVR.Resource, Kind: "TestRemediation", Namespaced: true, Verbs: metav1.Verbs{"list", "watch"}},
 				{Name: testTemplateGVR.Resource, Kind: "TestRemediationTemplate", Namespaced: true, Verbs: metav1.Verbs{"list", "watch"}},
 			}}}
-			informers := NewInformers(ctx, client, clock)
+			informers := kinds.New(ctx, client, clock)
 			m := newManager(informers, NewTemplates(resettable{meta.NewDefaultRESTMapper(nil)}, informers, clock), clock, NewWriter(client, kube), nil)
 			m.discovery = kube.Discovery()
 
@@ -107,19 +108,4 @@ func TestARemediationThatOutlivedItsNodeHealthCheckIsSeenAfterAStart(t *testing.
 			}
 		})
 	}
-}
-
-// A kind looked at for leftovers that may not be listed is dropped, not
-// held back for a retry: a NodeHealthCheck that uses it once its role is
-// granted watches it at once (make sim, seed 103126).
-func TestALookedAtKindThatFailsIsWatchedAtOnceWhenUsed(t *testing.T) {
-	f := newRoleFixture(t)
-	f.denied.Store(true)
-	f.informers.look([]schema.GroupVersionResource{testGVR})
-	require.Eventually(t, func() bool { return len(f.informers.Running()) == 0 }, 10*time.Second, 10*time.Millisecond, "stopped at its first 403")
-	assert.Empty(t, f.informers.unknownRemediations())
-
-	f.denied.Store(false)
-	f.informers.Use("granted", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
-	require.Eventually(t, func() bool { return f.informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
 }

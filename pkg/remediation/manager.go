@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/utils/clock"
 
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/kinds"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
 )
 
@@ -25,8 +26,10 @@ import (
 // reads their remediation state from the informers (read.go), and carries
 // out their plans (apply.go).
 type Manager struct {
-	informers *Informers
+	informers *kinds.Informers
 	templates *Templates
+	// clock is the time of the reads.
+	clock clock.PassiveClock
 	// inFlight is the ledger of the writes under way, and of the
 	// control-plane slot.
 	inFlight *inFlight
@@ -71,7 +74,7 @@ func New(cfg Config) *Manager {
 		cached = memory.NewMemCacheClient(cfg.Kube.Discovery())
 		mapper = restmapper.NewDeferredDiscoveryRESTMapper(cached)
 	}
-	informers := NewInformers(cfg.Context, cfg.Dynamic, cfg.Clock)
+	informers := kinds.New(cfg.Context, cfg.Dynamic, cfg.Clock)
 	m := newManager(informers, NewTemplates(mapper, informers, cfg.Clock), cfg.Clock, NewWriter(cfg.Dynamic, cfg.Kube), cfg.Leases)
 	if cached != nil {
 		m.discovery = cached
@@ -82,8 +85,8 @@ func New(cfg Config) *Manager {
 // newManager wires a manager from its parts. The ledger of writes under way
 // hears of the informers' changes before any handler, so that a
 // NodeHealthCheck woken by a change finds its writes settled.
-func newManager(informers *Informers, templates *Templates, clock clock.PassiveClock, writer *Writer, leases *nodeleases.Leases) *Manager {
-	m := &Manager{informers: informers, templates: templates, inFlight: newInFlight(clock), writer: writer, leases: leases}
+func newManager(informers *kinds.Informers, templates *Templates, clock clock.PassiveClock, writer *Writer, leases *nodeleases.Leases) *Manager {
+	m := &Manager{informers: informers, templates: templates, clock: clock, inFlight: newInFlight(clock), writer: writer, leases: leases}
 	informers.AddChangeHandler(m.changed)
 	return m
 }
@@ -102,10 +105,14 @@ func (m *Manager) AddChangeHandler(handler ResourceChangeFunc) {
 	m.handlers = append(m.handlers, handler)
 }
 
+// KindChangeFunc hears of a kind whose informer synced or stopped failing:
+// what every NodeHealthCheck may read of it changed.
+type KindChangeFunc func(gvr schema.GroupVersionResource)
+
 // AddKindChangeHandler adds a handler that hears of every kind whose
 // informer synced or failed.
 func (m *Manager) AddKindChangeHandler(handler KindChangeFunc) {
-	m.informers.AddKindChangeHandler(handler)
+	m.informers.AddStateChangeHandler(kinds.StateChangeFunc(handler))
 }
 
 // changed settles the writes under way a change shows, then tells the
@@ -138,7 +145,7 @@ func (m *Manager) Running() []schema.GroupVersionResource {
 // its deletes under way; its creates hold their nodes until they are seen
 // or looked up gone.
 func (m *Manager) Forget(nhc string) {
-	m.informers.Use(nhc, Kinds{})
+	m.informers.Use(nhc, kinds.Kinds{})
 	m.inFlight.forget(nhc)
 }
 

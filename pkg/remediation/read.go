@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/kinds"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
@@ -84,7 +85,7 @@ func (m *Manager) Read(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, w Wat
 	// cache. The other order misses it in both.
 	obs.PendingNodes = m.inFlight.pendingNodes(nhc.Name)
 	reserved := m.inFlight.controlPlaneNodes()
-	now := m.informers.clock.Now()
+	now := m.clock.Now()
 	var templates []*unstructured.Unstructured
 	for _, tmpl := range w.templates {
 		read, err := m.templates.get(tmpl)
@@ -115,19 +116,19 @@ func (m *Manager) Read(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, w Wat
 			}
 			continue
 		}
-		for _, obj := range m.informers.ownedBy(gvr, nhc.UID) {
+		for _, obj := range m.informers.OwnedBy(gvr, nhc.UID) {
 			node := resource.TargetNode(obj)
 			obs.Remediations[node] = append(obs.Remediations[node], resource.Summarize(obj))
 		}
 	}
 	m.readOwnedElsewhere(&obs, nhc)
-	if m.informers.lookingWithinGrace() {
+	if m.informers.LookingWithinGrace() {
 		// Remediations that outlived their NodeHealthCheck may hold any
 		// node: decide once they are known.
 		obs.Ready = false
 	}
 	m.readControlPlane(&obs, reserved)
-	obs.OtherOwners = m.informers.otherOwners(nhc.UID)
+	obs.OtherOwners = m.informers.OtherOwners(nhc.UID)
 	if m.leases != nil {
 		// Never decide without knowing who holds which node.
 		leases, problem, err := m.leases.Read()
@@ -157,7 +158,7 @@ func (m *Manager) readOwnedElsewhere(obs *Observation, nhc *v1alpha1.NodeHealthC
 		if known[gvr] || !m.informers.State(gvr).Synced {
 			continue
 		}
-		for _, obj := range m.informers.ownedBy(gvr, nhc.UID) {
+		for _, obj := range m.informers.OwnedBy(gvr, nhc.UID) {
 			if _, ok := obs.resources[obj.GroupVersionKind()]; !ok {
 				resources := maps.Clone(obs.resources)
 				if resources == nil {
@@ -177,15 +178,15 @@ func (m *Manager) readOwnedElsewhere(obs *Observation, nhc *v1alpha1.NodeHealthC
 // counts, whoever owns the resource, and so do the creates under way and
 // what a kind stopped for a lasting error last showed. They are known once
 // every NodeHealthCheck's kinds are watched, and synced or stopped for a
-// lasting error (unknownRemediations).
+// lasting error (kinds.Informers.UnknownRemediations).
 func (m *Manager) readControlPlane(obs *Observation, reserved []string) {
-	for _, node := range m.informers.controlPlaneNodes() {
+	for _, node := range m.informers.ControlPlaneNodes() {
 		obs.BusyControlPlaneNodes[node] = true
 	}
 	for _, node := range reserved {
 		obs.BusyControlPlaneNodes[node] = true
 	}
-	switch unknown := m.informers.unknownRemediations(); {
+	switch unknown := m.informers.UnknownRemediations(); {
 	case !m.everyKindWatched.Load():
 		obs.ControlPlaneUnknown = messageKindsNotWatchedYet
 	case len(unknown) > 0:
@@ -218,7 +219,7 @@ func (m *Manager) unreadable(gvr schema.GroupVersionResource, err error) *health
 }
 
 // refreshWith reads again when a stopped informer is tried again.
-func (o *Observation) refreshWith(state KindState, now time.Time) {
+func (o *Observation) refreshWith(state kinds.State, now time.Time) {
 	if !state.RetryAt.IsZero() {
 		o.RefreshAfter = health.Sooner(o.RefreshAfter, max(state.RetryAt.Sub(now), time.Millisecond))
 	}

@@ -12,11 +12,11 @@ import (
 // Recorded returns, by node, the NodeHealthChecks whose status records a
 // remediation resource of a kind whose cache cannot be read: not synced
 // yet, failing, or stopped for a lasting reason (forbidden). After a
-// restart, such a kind shows nothing, not even what it showed before
-// (shown); the status, which only the controller writes and only from what
-// the API server showed, is then the record of the nodes it remediates:
-// they stay busy, for quorum and for every other NodeHealthCheck, until the
-// kind can be read again.
+// restart, such a kind shows nothing, not even what it showed before (what
+// kinds.Informers remembers of a stopped kind); the status, which only the
+// controller writes and only from what the API server showed, is then the
+// record of the nodes it remediates: they stay busy, for quorum and for
+// every other NodeHealthCheck, until the kind can be read again.
 func (m *Manager) Recorded(nhcs []*v1alpha1.NodeHealthCheck) map[string][]resource.Owner {
 	readable := map[schema.GroupVersionKind]bool{}
 	var owners map[string][]resource.Owner

@@ -3,6 +3,7 @@ package remediation
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/kinds"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
@@ -54,16 +56,17 @@ func TestTheStatusRecordsTheRemediationsOfAKindThatCannotBeRead(t *testing.T) {
 			})
 			mapper := meta.NewDefaultRESTMapper(nil)
 			mapper.Add(testGVR.GroupVersion().WithKind("TestRemediation"), meta.RESTScopeNamespace)
-			informers := NewInformers(ctx, client, clock)
+			informers := kinds.New(ctx, client, clock)
 			m := newManager(informers, NewTemplates(resettable{mapper}, informers, clock), clock, NewWriter(client, kubefake.NewClientset()), nil)
 			cpOwner := map[string][]resource.Owner{"cp-0": {{Name: recorded.Name, UID: recorded.UID}}}
 			assert.Equal(t, cpOwner, m.Recorded([]*v1alpha1.NodeHealthCheck{recorded}), "not watched yet")
 
-			informers.Use(recorded.Name, Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
+			informers.Use(recorded.Name, kinds.Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 			if tt.forbidden {
 				assert.Equal(t, cpOwner, m.Recorded([]*v1alpha1.NodeHealthCheck{recorded}), "failing within the grace")
-				clock.SetTime(clock.Now().Add(watchGrace))
-				informers.failed(testGVR, informers.informer(testGVR), forbidden)
+				clock.SetTime(clock.Now().Add(kinds.WatchGrace))
+				// Past the grace, the next forbidden list stops the informer.
+				require.Eventually(t, func() bool { return len(informers.Running()) == 0 }, 10*time.Second, 10*time.Millisecond)
 			} else {
 				require.Eventually(t, func() bool { return informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
 			}
@@ -113,7 +116,7 @@ func TestAKindUninstalledWithItsRoleNoLongerDisables(t *testing.T) {
 	mapper := &uninstallable{uninstalled: []schema.GroupVersionKind{{}}}
 	mapper.Reset()
 	mapper.uninstalled = nil
-	informers := NewInformers(ctx, client, clock)
+	informers := kinds.New(ctx, client, clock)
 	m := newManager(informers, NewTemplates(mapper, informers, clock), clock, NewWriter(client, kubefake.NewClientset()), nil)
 	nhc := testNHC.DeepCopy()
 	nhc.Spec.RemediationTemplate = ptr.To(templateRef)
@@ -127,8 +130,9 @@ func TestAKindUninstalledWithItsRoleNoLongerDisables(t *testing.T) {
 		return obs
 	}
 	read()
-	clock.Step(watchGrace)
-	informers.failed(otherGVR, informers.informer(otherGVR), forbidden)
+	clock.Step(kinds.WatchGrace)
+	// Past the grace, the next forbidden list stops the informer.
+	require.Eventually(t, func() bool { return !slices.Contains(informers.Running(), otherGVR) }, 10*time.Second, 10*time.Millisecond)
 	obs := read()
 	require.NotNil(t, obs.RemediationProblem, "its own resources cannot be read")
 	assert.Contains(t, obs.RemediationProblem.Message, "otherremediations")
@@ -150,17 +154,24 @@ func TestAForbiddenKindUninstalledFreesItsNodes(t *testing.T) {
 	clock := clocktesting.NewFakeClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
 	cp, err := newRemediation(testTemplate(nil), testNHC, "cp-1", true)
 	require.NoError(t, err)
-	f := newRoleFixture(t, cp)
+	client := fakeDynamic(cp)
+	var denied atomic.Bool
+	forbidden := apierrors.NewForbidden(testGVR.GroupResource(), "", assert.AnError)
+	client.PrependReactor("list", testGVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) {
+		return denied.Load(), nil, forbidden
+	})
 	mapper := &uninstallable{uninstalled: []schema.GroupVersionKind{{}}}
 	mapper.Reset()
 	mapper.uninstalled = nil
-	informers := NewInformers(ctx, f.client, clock)
-	m := newManager(informers, NewTemplates(mapper, informers, clock), clock, NewWriter(f.client, kubefake.NewClientset()), nil)
-	informers.Use("deleted", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
+	informers := kinds.New(ctx, client, clock)
+	m := newManager(informers, NewTemplates(mapper, informers, clock), clock, NewWriter(client, kubefake.NewClientset()), nil)
+	informers.Use("deleted", kinds.Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 	require.Eventually(t, func() bool { return informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
-	informers.Use("deleted", Kinds{})
-	f.denied.Store(true)
-	informers.failed(testGVR, informers.informer(testGVR), f.forbidden)
+	informers.Use("deleted", kinds.Kinds{})
+	// Its remediator's role is removed: a write of its resources is
+	// forbidden, which stops the synced informer, and so is every list.
+	denied.Store(true)
+	informers.Forbidden(testGVR, forbidden)
 
 	other := nhcNamed("other")
 	obs, err := m.Read(context.Background(), other, Watched{})

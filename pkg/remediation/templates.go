@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/kinds"
 )
 
 // Why a template cannot be used: ours, with upstream's words after them
@@ -38,7 +39,7 @@ const mapperResetInterval = 10 * time.Second
 // (templates_read.go).
 type Templates struct {
 	mapper    meta.ResettableRESTMapper
-	informers *Informers
+	informers *kinds.Informers
 	clock     clock.PassiveClock
 
 	mu        sync.Mutex
@@ -49,7 +50,7 @@ type Templates struct {
 
 // NewTemplates returns a resolver. The mapper should be a
 // DeferredDiscoveryRESTMapper, so that a reset rediscovers the API.
-func NewTemplates(mapper meta.ResettableRESTMapper, informers *Informers, clock clock.PassiveClock) *Templates {
+func NewTemplates(mapper meta.ResettableRESTMapper, informers *kinds.Informers, clock clock.PassiveClock) *Templates {
 	return &Templates{mapper: mapper, informers: informers, clock: clock, fetched: map[templateID]fetchedTemplate{}}
 }
 

@@ -92,9 +92,9 @@ func (t *Templates) fetch(tmpl Template) (templateRead, error) {
 	f, cached := t.fetched[id]
 	t.mu.Unlock()
 	if !cached || now.Sub(f.read) >= getCacheTime {
-		ctx, cancel := context.WithTimeout(t.informers.ctx, getTimeout)
+		ctx, cancel := context.WithTimeout(t.informers.Context(), getTimeout)
 		defer cancel()
-		obj, err := getTemplate(ctx, t.informers.client, tmpl)
+		obj, err := getTemplate(ctx, t.informers.Client(), tmpl)
 		if apierrors.IsForbidden(err) {
 			return templateRead{problem: notFound(fmt.Sprintf(messageGetForbidden, tmpl.Ref.Kind, describe(tmpl), err, tmpl.Resource.GroupResource()))}, nil
 		}

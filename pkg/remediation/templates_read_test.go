@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/kinds"
 )
 
 // rbacFixture is a manager whose identity may or may not list, watch and get
@@ -27,7 +28,7 @@ import (
 type rbacFixture struct {
 	clock     *clocktesting.FakeClock
 	client    *dynamicfake.FakeDynamicClient
-	informers *Informers
+	informers *kinds.Informers
 	manager   *Manager
 	nhc       *v1alpha1.NodeHealthCheck
 	// listForbidden and getForbidden say what the identity may not do on
@@ -58,7 +59,7 @@ func newRBACFixture(t *testing.T, listForbidden, getForbidden bool, objects ...r
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(testTemplateGVR.GroupVersion().WithKind("TestRemediationTemplate"), meta.RESTScopeNamespace)
 	mapper.Add(testGVR.GroupVersion().WithKind("TestRemediation"), meta.RESTScopeNamespace)
-	f.informers = NewInformers(ctx, f.client, f.clock)
+	f.informers = kinds.New(ctx, f.client, f.clock)
 	f.manager = newManager(f.informers, NewTemplates(resettable{mapper}, f.informers, f.clock), f.clock, NewWriter(f.client, kubefake.NewClientset()), nil)
 	f.nhc = testNHC.DeepCopy()
 	f.nhc.Spec.RemediationTemplate = ptr.To(templateRef)
@@ -117,7 +118,7 @@ func TestATemplateKindThatCannotBeWatchedIsReadWithGet(t *testing.T) {
 		{name: "get allowed, the template without spec.template.spec", stored: []runtime.Object{noTemplateSpec()}, wantReady: true, wantRefresh: getCacheTime,
 			wantReason: v1alpha1.ReasonTemplateInvalid, wantMessage: "Remediation template TestRemediationTemplate remediators/reboot is invalid: it has no spec.template.spec"},
 		// The forbidden GET is not cached: the refresh is the informer's retry.
-		{name: "get forbidden too", getForbidden: true, stored: []runtime.Object{testTemplate(nil)}, wantRefresh: templateRetryInterval, wantReason: v1alpha1.ReasonTemplateNotFound,
+		{name: "get forbidden too", getForbidden: true, stored: []runtime.Object{testTemplate(nil)}, wantRefresh: kinds.TemplateRetryInterval, wantReason: v1alpha1.ReasonTemplateNotFound,
 			wantMessage: "Remediation template TestRemediationTemplate remediators/reboot cannot be read: " +
 				"testremediationtemplates.test.medik8s.io is forbidden: assert.AnError general error for testing. " +
 				"Grant get on testremediationtemplates.test.medik8s.io (get, list and watch let changes be seen at once), " +
@@ -182,9 +183,9 @@ func TestATemplateReadWithGetIsCachedForItsCacheTime(t *testing.T) {
 	}
 }
 
-// A kind read with GET gets an informer again every templateRetryInterval: a
-// role that now grants list and watch is used, and one that still does not
-// goes back to GET.
+// A kind read with GET gets an informer again every
+// kinds.TemplateRetryInterval: a role that now grants list and watch is
+// used, and one that still does not goes back to GET.
 func TestATemplateKindReadWithGetIsWatchedAgainLater(t *testing.T) {
 	cases := []struct {
 		name        string
@@ -202,7 +203,7 @@ func TestATemplateKindReadWithGetIsWatchedAgainLater(t *testing.T) {
 			f.readKnown(t)
 			f.read(t)
 			require.False(t, f.templateWatched())
-			f.clock.Step(templateRetryInterval - time.Second)
+			f.clock.Step(kinds.TemplateRetryInterval - time.Second)
 			f.read(t)
 			assert.False(t, f.templateWatched(), "not before the retry interval")
 

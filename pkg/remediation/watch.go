@@ -8,11 +8,12 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/kinds"
 )
 
 // kindRetryInterval is how soon a NodeHealthCheck whose template kind is not
 // served looks it up again: no event tells of a CRD installed later.
-const kindRetryInterval = remediationRetryInterval
+const kindRetryInterval = kinds.RetryInterval
 
 // Watched is what keeping a NodeHealthCheck's kinds watched found: its
 // templates resolved to their kinds, and the kinds of its remediation
@@ -36,7 +37,7 @@ type Watched struct {
 // longer needs. An error (discovery failed) is worth a retry.
 func (m *Manager) Watch(nhc *v1alpha1.NodeHealthCheck) (Watched, error) {
 	w := Watched{resources: map[schema.GroupVersionKind]schema.GroupVersionResource{}}
-	var kinds Kinds
+	var used kinds.Kinds
 	for _, ref := range nhc.Spec.TemplateRefs() {
 		tmpl, problem, err := m.templates.resolve(ref)
 		if err != nil {
@@ -52,7 +53,7 @@ func (m *Manager) Watch(nhc *v1alpha1.NodeHealthCheck) (Watched, error) {
 			continue
 		}
 		w.templates = append(w.templates, tmpl)
-		kinds.Templates = append(kinds.Templates, tmpl.Resource)
+		used.Templates = append(used.Templates, tmpl.Resource)
 		w.resources[tmpl.Remediation.GroupVersion().WithKind(health.RemediationKind(ref.Kind))] = tmpl.Remediation
 	}
 	eachRecorded(nhc, func(_ string, rem *v1alpha1.Remediation) {
@@ -75,9 +76,9 @@ func (m *Manager) Watch(nhc *v1alpha1.NodeHealthCheck) (Watched, error) {
 		}
 	}
 	for _, gvr := range w.resources {
-		kinds.Remediations = append(kinds.Remediations, gvr)
+		used.Remediations = append(used.Remediations, gvr)
 	}
-	m.informers.Use(nhc.Name, kinds)
+	m.informers.Use(nhc.Name, used)
 	return w, nil
 }
 

@@ -77,7 +77,7 @@ func newRemediationEnv(t *testing.T) *remediationEnv {
 	env.nodeLister, env.nhcLister = nodeInformer.Lister(), nhcInformer.Lister()
 	env.ctrl, err = controller.New(ctx, nodeInformer, nhcInformer, nhcClient, env.manager, env.recorder, controller.NewMetrics(), env.clock)
 	require.NoError(t, err)
-	// Added last, this handler hears of a change after the expectations and
+	// Added last, this handler hears of a change after the ledger and
 	// the controller have.
 	env.manager.AddChangeHandler(func(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool, _ []string) {
 		env.heard.record(gvr, obj, deleted)
@@ -229,7 +229,7 @@ type heardResource struct {
 	deleted         bool
 }
 
-// record is a remediation.ChangeFunc.
+// record hears of a change through a remediation.ResourceChangeFunc.
 func (h *heardResources) record(_ schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool) {
 	var owners []types.UID
 	for _, owner := range obj.GetOwnerReferences() {

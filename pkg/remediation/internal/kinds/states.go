@@ -1,4 +1,4 @@
-package remediation
+package kinds
 
 import (
 	"slices"
@@ -10,44 +10,44 @@ import (
 // and which kinds count as unknown.
 
 // State says whether a kind's cache can be read.
-func (inf *Informers) State(gvr schema.GroupVersionResource) KindState {
+func (inf *Informers) State(gvr schema.GroupVersionResource) State {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
 	return inf.state(gvr)
 }
 
 // state is State with inf.mu held.
-func (inf *Informers) state(gvr schema.GroupVersionResource) KindState {
+func (inf *Informers) state(gvr schema.GroupVersionResource) State {
 	if s, ok := inf.stopped[gvr]; ok {
-		return KindState{Err: s.err, RetryAt: s.retryAt}
+		return State{Err: s.err, RetryAt: s.retryAt}
 	}
 	r, ok := inf.running[gvr]
 	if !ok {
-		return KindState{}
+		return State{}
 	}
 	if r.informer.HasSynced() {
-		return KindState{Synced: true}
+		return State{Synced: true}
 	}
 	if r.retried != nil {
-		return KindState{Err: r.retried}
+		return State{Err: r.retried}
 	}
 	if inf.clock.Since(r.started) < inf.grace {
-		return KindState{}
+		return State{}
 	}
-	return KindState{Err: r.errors.Unsynced(r.informer)}
+	return State{Err: r.errors.Unsynced(r.informer)}
 }
 
-// unknownRemediations lists the kinds some NodeHealthCheck uses for
+// UnknownRemediations lists the kinds some NodeHealthCheck uses for
 // remediation resources whose cache cannot be read yet: starting (within the
 // grace), or failing for a passing reason. A kind stopped for a lasting one
-// (forbidden, no longer served: failed, forbidden, stopFailing), and its
+// (forbidden, no longer served: failed, Forbidden, stopFailing), and its
 // retries until one syncs, is not unknown: one broken remediator would
 // otherwise hold every control-plane node of the cluster for as long as it
 // stays broken. The nodes its cache showed stay busy instead (shown); its
 // own NodeHealthChecks stay disabled (State). A kind looked at for
-// remediations that outlived their NodeHealthCheck (look) is unknown until
+// remediations that outlived their NodeHealthCheck (Look) is unknown until
 // it synced.
-func (inf *Informers) unknownRemediations() []schema.GroupVersionResource {
+func (inf *Informers) UnknownRemediations() []schema.GroupVersionResource {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
 	var unknown []schema.GroupVersionResource

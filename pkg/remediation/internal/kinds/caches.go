@@ -1,4 +1,4 @@
-package remediation
+package kinds
 
 import (
 	"slices"
@@ -37,16 +37,16 @@ func (inf *Informers) Get(gvr schema.GroupVersionResource, namespace, name strin
 	return obj.(*unstructured.Unstructured)
 }
 
-// ownedBy returns the resources a NodeHealthCheck owns, by its UID.
-func (inf *Informers) ownedBy(gvr schema.GroupVersionResource, uid types.UID) []*unstructured.Unstructured {
+// OwnedBy returns the resources a NodeHealthCheck owns, by its UID.
+func (inf *Informers) OwnedBy(gvr schema.GroupVersionResource, uid types.UID) []*unstructured.Unstructured {
 	return inf.byIndex(gvr, ownerIndex, string(uid))
 }
 
-// controlPlaneNodes returns the control-plane nodes with a remediation
+// ControlPlaneNodes returns the control-plane nodes with a remediation
 // resource of any kind watched, whoever owns it, and those that the cache of
 // a kind stopped for a lasting error showed when it stopped: quorum does
 // not care that a remediator's role was removed.
-func (inf *Informers) controlPlaneNodes() []string {
+func (inf *Informers) ControlPlaneNodes() []string {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
 	var nodes []string
@@ -62,11 +62,11 @@ func (inf *Informers) controlPlaneNodes() []string {
 	return nodes
 }
 
-// otherOwners returns, by node, the NodeHealthChecks but one that own
+// OtherOwners returns, by node, the NodeHealthChecks but one that own
 // remediation resources of any kind watched, or that a kind stopped for a
 // lasting error showed when it stopped. It reads only the resources of
 // NodeHealthChecks, through their node index.
-func (inf *Informers) otherOwners(except types.UID) map[string][]resource.Owner {
+func (inf *Informers) OtherOwners(except types.UID) map[string][]resource.Owner {
 	var others map[string][]resource.Owner
 	add := func(node string, owner resource.Owner) {
 		if owner.UID == except || slices.Contains(others[node], owner) {
@@ -81,9 +81,9 @@ func (inf *Informers) otherOwners(except types.UID) map[string][]resource.Owner 
 	return others
 }
 
-// otherOwner returns a NodeHealthCheck but one that owns a remediation
+// OtherOwner returns a NodeHealthCheck but one that owns a remediation
 // resource of a node, or "".
-func (inf *Informers) otherOwner(node string, except types.UID) string {
+func (inf *Informers) OtherOwner(node string, except types.UID) string {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
 	for _, r := range inf.running {

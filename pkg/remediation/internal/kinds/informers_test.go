@@ -1,4 +1,4 @@
-package remediation
+package kinds
 
 import (
 	"context"
@@ -39,7 +39,7 @@ func (h *heardKinds) count() int {
 // A remediation kind whose informer had synced, and then may no longer be
 // listed or watched (its remediator uninstalled, its role removed), is
 // stopped and reported instead of served from a stale cache, and tried again
-// after remediationRetryInterval; a synced retry clears the error.
+// after RetryInterval; a synced retry clears the error.
 func TestALostRemediationKindIsStoppedAndRetried(t *testing.T) {
 	cases := []struct {
 		name        string
@@ -56,20 +56,20 @@ func TestALostRemediationKindIsStoppedAndRetried(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			t.Cleanup(cancel)
 			clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
-			informers := NewInformers(ctx, fakeDynamic(), clock)
+			informers := New(ctx, fakeDynamic(), clock)
 			heard := &heardKinds{}
-			informers.AddKindChangeHandler(heard.record)
+			informers.AddStateChangeHandler(heard.record)
 			informers.Use("workers", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 			require.Eventually(t, func() bool { return informers.State(testGVR).Synced && heard.count() == 1 }, 10*time.Second, 10*time.Millisecond, "synced, and heard of")
-			assert.Empty(t, informers.unknownRemediations())
+			assert.Empty(t, informers.UnknownRemediations())
 
 			informers.failed(testGVR, informers.informer(testGVR), tc.err)
-			assert.Equal(t, KindState{Err: tc.err, RetryAt: clock.Now().Add(remediationRetryInterval)}, informers.State(testGVR))
+			assert.Equal(t, State{Err: tc.err, RetryAt: clock.Now().Add(RetryInterval)}, informers.State(testGVR))
 			assert.Empty(t, informers.Running(), "the informer is stopped")
 			assert.Equal(t, 2, heard.count(), "its users hear of it")
-			assert.Equal(t, tc.wantUnknown, len(informers.unknownRemediations()) == 1)
+			assert.Equal(t, tc.wantUnknown, len(informers.UnknownRemediations()) == 1)
 
-			clock.SetTime(clock.Now().Add(remediationRetryInterval - time.Second))
+			clock.SetTime(clock.Now().Add(RetryInterval - time.Second))
 			informers.Use("workers", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 			assert.Empty(t, informers.Running(), "not tried before the retry interval")
 
@@ -77,7 +77,7 @@ func TestALostRemediationKindIsStoppedAndRetried(t *testing.T) {
 			informers.Use("workers", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 			assert.Equal(t, []schema.GroupVersionResource{testGVR}, informers.Running(), "tried again")
 			require.Eventually(t, func() bool { return informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
-			assert.Equal(t, KindState{Synced: true}, informers.State(testGVR))
+			assert.Equal(t, State{Synced: true}, informers.State(testGVR))
 		})
 	}
 }
@@ -105,7 +105,7 @@ func newRoleFixture(t *testing.T, objects ...runtime.Object) roleFixture {
 	f.client.PrependReactor("list", testGVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) {
 		return f.denied.Load(), nil, f.forbidden
 	})
-	f.informers = NewInformers(ctx, f.client, f.clock)
+	f.informers = New(ctx, f.client, f.clock)
 	return f
 }
 
@@ -139,9 +139,9 @@ func TestARemediationKindFailingWithinTheGraceKeepsRunning(t *testing.T) {
 	r := informers.informer(testGVR)
 	informers.failed(testGVR, r, forbidden)
 	assert.Equal(t, []schema.GroupVersionResource{testGVR}, informers.Running(), "within the grace")
-	assert.Equal(t, KindState{}, informers.State(testGVR), "starting")
+	assert.Equal(t, State{}, informers.State(testGVR), "starting")
 
-	clock.SetTime(clock.Now().Add(watchGrace))
+	clock.SetTime(clock.Now().Add(WatchGrace))
 	informers.failed(testGVR, r, forbidden)
 	assert.Empty(t, informers.Running(), "after the grace")
 	assert.Equal(t, forbidden, informers.State(testGVR).Err)
@@ -154,56 +154,54 @@ func TestARemediationKindFailingWithinTheGraceKeepsRunning(t *testing.T) {
 // for every other NodeHealthCheck, through its retries, until it is
 // readable again or no NodeHealthCheck uses it.
 func TestAStoppedKindKeepsItsNodesBusyButIsNotUnknown(t *testing.T) {
-	cp, err := newRemediation(testTemplate(nil), testNHC, "cp-1", true)
-	require.NoError(t, err)
-	worker, err := newRemediation(testTemplate(nil), testNHC, "worker-0", false)
-	require.NoError(t, err)
+	cp := testRemediation("cp-1", true)
+	worker := testRemediation("worker-0", false)
 	f := newRoleFixture(t, cp, worker)
 	informers, clock, client, denied, forbidden := f.informers, f.clock, f.client, f.denied, f.forbidden
 	owner := resource.Owner{Name: testNHC.Name, UID: testNHC.UID}
 	busy := map[string][]resource.Owner{"cp-1": {owner}, "worker-0": {owner}}
 	informers.Use("broken", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
-	assert.Equal(t, []schema.GroupVersionResource{testGVR}, informers.unknownRemediations(), "starting: unknown")
+	assert.Equal(t, []schema.GroupVersionResource{testGVR}, informers.UnknownRemediations(), "starting: unknown")
 	require.Eventually(t, func() bool { return informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
-	assert.Equal(t, []string{"cp-1"}, informers.controlPlaneNodes())
-	assert.Equal(t, busy, informers.otherOwners("another"))
+	assert.Equal(t, []string{"cp-1"}, informers.ControlPlaneNodes())
+	assert.Equal(t, busy, informers.OtherOwners("another"))
 
 	// Its remediator's role is removed: the kind is forbidden from now on.
 	denied.Store(true)
 	informers.failed(testGVR, informers.informer(testGVR), forbidden)
-	assert.Empty(t, informers.unknownRemediations(), "stopped for a lasting reason: not unknown")
-	assert.Equal(t, []string{"cp-1"}, informers.controlPlaneNodes(), "what its cache showed stays busy")
-	assert.Equal(t, busy, informers.otherOwners("another"), "for every other NodeHealthCheck too")
-	assert.Equal(t, testNHC.Name, informers.otherOwner("worker-0", "another"))
+	assert.Empty(t, informers.UnknownRemediations(), "stopped for a lasting reason: not unknown")
+	assert.Equal(t, []string{"cp-1"}, informers.ControlPlaneNodes(), "what its cache showed stays busy")
+	assert.Equal(t, busy, informers.OtherOwners("another"), "for every other NodeHealthCheck too")
+	assert.Equal(t, testNHC.Name, informers.OtherOwner("worker-0", "another"))
 
 	// Retried, and forbidden again: still not unknown, still busy.
-	clock.SetTime(clock.Now().Add(remediationRetryInterval))
+	clock.SetTime(clock.Now().Add(RetryInterval))
 	informers.Use("broken", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 	require.True(t, retried(informers, clock), "retried")
-	assert.Empty(t, informers.unknownRemediations(), "a retry of a lasting failure is not unknown")
-	assert.Equal(t, []string{"cp-1"}, informers.controlPlaneNodes())
-	assert.Equal(t, busy, informers.otherOwners("another"))
+	assert.Empty(t, informers.UnknownRemediations(), "a retry of a lasting failure is not unknown")
+	assert.Equal(t, []string{"cp-1"}, informers.ControlPlaneNodes())
+	assert.Equal(t, busy, informers.OtherOwners("another"))
 	stopRetry(informers, forbidden)
 	assert.Empty(t, informers.Running())
-	assert.Equal(t, []string{"cp-1"}, informers.controlPlaneNodes(), "kept through the retries")
-	assert.Equal(t, busy, informers.otherOwners("another"))
+	assert.Equal(t, []string{"cp-1"}, informers.ControlPlaneNodes(), "kept through the retries")
+	assert.Equal(t, busy, informers.OtherOwners("another"))
 
 	// Readable again: its cache, not the memory, says what is busy.
 	denied.Store(false)
 	require.NoError(t, client.Tracker().Delete(testGVR, cp.GetNamespace(), cp.GetName()))
 	require.NoError(t, client.Tracker().Delete(testGVR, worker.GetNamespace(), worker.GetName()))
-	clock.SetTime(clock.Now().Add(remediationRetryInterval))
+	clock.SetTime(clock.Now().Add(RetryInterval))
 	informers.Use("broken", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 	require.Eventually(t, func() bool { return informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
-	assert.Empty(t, informers.controlPlaneNodes(), "readable again, and the remediation is gone")
-	assert.Empty(t, informers.otherOwners("another"))
+	assert.Empty(t, informers.ControlPlaneNodes(), "readable again, and the remediation is gone")
+	assert.Empty(t, informers.OtherOwners("another"))
 
 	// Stopped again, then no NodeHealthCheck uses it: nothing is remembered.
 	informers.failed(testGVR, informers.informer(testGVR), forbidden)
 	informers.Use("broken", Kinds{})
-	assert.Empty(t, informers.controlPlaneNodes())
-	assert.Empty(t, informers.otherOwners("another"))
-	assert.Empty(t, informers.unknownRemediations())
+	assert.Empty(t, informers.ControlPlaneNodes())
+	assert.Empty(t, informers.OtherOwners("another"))
+	assert.Empty(t, informers.UnknownRemediations())
 }
 
 // A kind no longer served has no resources left: the API server deletes
@@ -211,17 +209,16 @@ func TestAStoppedKindKeepsItsNodesBusyButIsNotUnknown(t *testing.T) {
 // missed their deletion (make sim, seed 30186: a node stayed held by a
 // remediation that was gone, and was never remediated).
 func TestAKindNoLongerServedKeepsNothingBusy(t *testing.T) {
-	cp, err := newRemediation(testTemplate(nil), testNHC, "cp-1", true)
-	require.NoError(t, err)
+	cp := testRemediation("cp-1", true)
 	f := newRoleFixture(t, cp)
 	f.informers.Use("uninstalled", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 	require.Eventually(t, func() bool { return f.informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
-	require.Equal(t, []string{"cp-1"}, f.informers.controlPlaneNodes())
+	require.Equal(t, []string{"cp-1"}, f.informers.ControlPlaneNodes())
 
 	f.informers.failed(testGVR, f.informers.informer(testGVR), apierrors.NewNotFound(testGVR.GroupResource(), ""))
-	assert.Empty(t, f.informers.controlPlaneNodes())
-	assert.Empty(t, f.informers.otherOwners("another"))
-	assert.Empty(t, f.informers.unknownRemediations())
+	assert.Empty(t, f.informers.ControlPlaneNodes())
+	assert.Empty(t, f.informers.OtherOwners("another"))
+	assert.Empty(t, f.informers.UnknownRemediations())
 }
 
 // A kind that no NodeHealthCheck uses any more (its NodeHealthCheck was
@@ -232,33 +229,32 @@ func TestAnUnusedKindIsWatchedUntilItsRemediationsAreGone(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
-	cp, err := newRemediation(testTemplate(nil), testNHC, "cp-1", true)
-	require.NoError(t, err)
+	cp := testRemediation("cp-1", true)
 	client := fakeDynamic(cp)
-	informers := NewInformers(ctx, client, clock)
+	informers := New(ctx, client, clock)
 	informers.Use("deleted", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 	require.Eventually(t, func() bool { return informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
 
 	informers.Use("deleted", Kinds{})
 	assert.Equal(t, []schema.GroupVersionResource{testGVR}, informers.Running(), "kept while its remediation exists")
-	assert.Equal(t, []string{"cp-1"}, informers.controlPlaneNodes())
-	assert.Equal(t, map[string][]resource.Owner{"cp-1": {{Name: testNHC.Name, UID: testNHC.UID}}}, informers.otherOwners("another"))
-	assert.Empty(t, informers.unknownRemediations(), "no NodeHealthCheck waits for it")
+	assert.Equal(t, []string{"cp-1"}, informers.ControlPlaneNodes())
+	assert.Equal(t, map[string][]resource.Owner{"cp-1": {{Name: testNHC.Name, UID: testNHC.UID}}}, informers.OtherOwners("another"))
+	assert.Empty(t, informers.UnknownRemediations(), "no NodeHealthCheck waits for it")
 
 	require.NoError(t, client.Tracker().Delete(testGVR, cp.GetNamespace(), cp.GetName()))
 	require.Eventually(t, func() bool { return len(informers.Running()) == 0 }, 10*time.Second, 10*time.Millisecond, "stopped once it is gone")
-	assert.Empty(t, informers.controlPlaneNodes())
+	assert.Empty(t, informers.ControlPlaneNodes())
 }
 
 // A kind that never synced before it was stopped shows nothing to remember.
 func TestAKindStoppedBeforeItSyncedRemembersNothing(t *testing.T) {
 	informers, clock, forbidden := forbiddenKind(t)
 	informers.Use("broken", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
-	assert.Len(t, informers.unknownRemediations(), 1, "within the grace: unknown")
-	clock.SetTime(clock.Now().Add(watchGrace))
+	assert.Len(t, informers.UnknownRemediations(), 1, "within the grace: unknown")
+	clock.SetTime(clock.Now().Add(WatchGrace))
 	informers.failed(testGVR, informers.informer(testGVR), forbidden)
-	assert.Empty(t, informers.unknownRemediations())
-	assert.Empty(t, informers.controlPlaneNodes())
+	assert.Empty(t, informers.UnknownRemediations())
+	assert.Empty(t, informers.ControlPlaneNodes())
 }
 
 // A kind stopped for a lasting error that no NodeHealthCheck uses any more
@@ -266,8 +262,7 @@ func TestAKindStoppedBeforeItSyncedRemembersNothing(t *testing.T) {
 // still remediate their nodes, kept by a finalizer, unseen. It is tried
 // again, and forgotten once it can be read and shows nothing.
 func TestAnUnusedStoppedKindKeepsWhatItShowedUntilItCanBeRead(t *testing.T) {
-	worker, err := newRemediation(testTemplate(nil), testNHC, "worker-0", false)
-	require.NoError(t, err)
+	worker := testRemediation("worker-0", false)
 	f := newRoleFixture(t, worker)
 	informers, clock, client, denied, forbidden := f.informers, f.clock, f.client, f.denied, f.forbidden
 	informers.Use("deleted", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
@@ -277,18 +272,18 @@ func TestAnUnusedStoppedKindKeepsWhatItShowedUntilItCanBeRead(t *testing.T) {
 
 	informers.Use("deleted", Kinds{})
 	held := map[string][]resource.Owner{"worker-0": {{Name: testNHC.Name, UID: testNHC.UID}}}
-	assert.Equal(t, held, informers.otherOwners("another"), "no one uses it, and it may still remediate")
+	assert.Equal(t, held, informers.OtherOwners("another"), "no one uses it, and it may still remediate")
 
-	clock.SetTime(clock.Now().Add(remediationRetryInterval))
+	clock.SetTime(clock.Now().Add(RetryInterval))
 	informers.Use("another", Kinds{Templates: []schema.GroupVersionResource{testTemplateGVR}})
 	require.True(t, retried(informers, clock), "tried again")
 	stopRetry(informers, forbidden)
-	assert.Equal(t, held, informers.otherOwners("another"), "still forbidden: still held")
+	assert.Equal(t, held, informers.OtherOwners("another"), "still forbidden: still held")
 
 	denied.Store(false)
 	require.NoError(t, client.Tracker().Delete(testGVR, worker.GetNamespace(), worker.GetName()))
-	clock.SetTime(clock.Now().Add(remediationRetryInterval))
+	clock.SetTime(clock.Now().Add(RetryInterval))
 	informers.Use("another", Kinds{Templates: []schema.GroupVersionResource{testTemplateGVR}})
 	require.Eventually(t, func() bool { return len(informers.Running()) == 1 }, 10*time.Second, 10*time.Millisecond, "readable, empty, stopped")
-	assert.Empty(t, informers.otherOwners("another"))
+	assert.Empty(t, informers.OtherOwners("another"))
 }

@@ -1,4 +1,4 @@
-package remediation
+package kinds
 
 import (
 	"context"
@@ -21,18 +21,19 @@ import (
 // or watched or is no longer served, stays unwatched before it is tried
 // again.
 const (
-	// remediationRetryInterval is upstream's requeue for a template problem:
+	// RetryInterval is upstream's requeue for a template problem:
 	// a remediator whose access is restored works again within it.
-	remediationRetryInterval = 15 * time.Second
-	// templateRetryInterval is long: a template kind that grants only get
-	// is a normal setup, read with GET meanwhile (templates_read.go).
-	templateRetryInterval = 10 * time.Minute
+	RetryInterval = 15 * time.Second
+	// TemplateRetryInterval is long: a template kind that grants only get
+	// is a normal setup, read with GET meanwhile (pkg/remediation's
+	// templates_read.go).
+	TemplateRetryInterval = 10 * time.Minute
 )
 
-// watchGrace is how long an informer of remediation resources may fail to
+// WatchGrace is how long an informer of remediation resources may fail to
 // list before its error counts: RBAC granted together with a
 // NodeHealthCheck, or a CRD being installed, may take a moment to apply.
-const watchGrace = 5 * time.Second
+const WatchGrace = 5 * time.Second
 
 // Log messages, at level 2.
 const (
@@ -53,8 +54,8 @@ type Kinds struct {
 	Templates []schema.GroupVersionResource
 }
 
-// KindState is what is known of a kind's informer.
-type KindState struct {
+// State is what is known of a kind's informer.
+type State struct {
 	// Synced is true when its cache holds what the API server has.
 	Synced bool
 	// Err is why the kind cannot be read: the error that stopped its
@@ -64,9 +65,9 @@ type KindState struct {
 	RetryAt time.Time
 }
 
-// KindChangeFunc hears of a kind whose informer synced or stopped failing:
+// StateChangeFunc hears of a kind whose informer synced or stopped failing:
 // what every NodeHealthCheck may read of it changed.
-type KindChangeFunc func(gvr schema.GroupVersionResource)
+type StateChangeFunc func(gvr schema.GroupVersionResource)
 
 // Informers runs one dynamic informer per resource that some NodeHealthCheck
 // uses: the kinds of its templates and of its remediation resources. An
@@ -87,7 +88,7 @@ type Informers struct {
 	// handlers hear of every change, in the order they were added.
 	handlers []ChangeFunc
 	// kindHandlers hear of kinds that synced or failed.
-	kindHandlers []KindChangeFunc
+	kindHandlers []StateChangeFunc
 	running      map[schema.GroupVersionResource]*runningInformer
 	// stopped holds the kinds whose informer failed, until they are retried.
 	stopped map[schema.GroupVersionResource]stoppedInformer
@@ -134,15 +135,22 @@ type stoppedInformer struct {
 	shown shown
 }
 
-// NewInformers returns a manager whose informers run until ctx ends.
-func NewInformers(ctx context.Context, client dynamic.Interface, clk clock.PassiveClock) *Informers {
+// New returns a manager whose informers run until ctx ends.
+func New(ctx context.Context, client dynamic.Interface, clk clock.PassiveClock) *Informers {
 	return &Informers{
-		ctx: ctx, client: client, clock: clk, grace: watchGrace,
+		ctx: ctx, client: client, clock: clk, grace: WatchGrace,
 		running: map[schema.GroupVersionResource]*runningInformer{},
 		stopped: map[schema.GroupVersionResource]stoppedInformer{},
 		uses:    map[string]use{},
 	}
 }
+
+// Context is what bounds the informers; reads beside them, such as a GET of
+// a template whose kind may not be watched, end with it too.
+func (inf *Informers) Context() context.Context { return inf.ctx }
+
+// Client is the dynamic client the informers list and watch with.
+func (inf *Informers) Client() dynamic.Interface { return inf.client }
 
 // AddChangeHandler adds a handler that hears of every change of every
 // informer, after the handlers added before it.
@@ -152,9 +160,9 @@ func (inf *Informers) AddChangeHandler(handler ChangeFunc) {
 	inf.handlers = append(inf.handlers, handler)
 }
 
-// AddKindChangeHandler adds a handler that hears of every kind whose
+// AddStateChangeHandler adds a handler that hears of every kind whose
 // informer synced or failed.
-func (inf *Informers) AddKindChangeHandler(handler KindChangeFunc) {
+func (inf *Informers) AddStateChangeHandler(handler StateChangeFunc) {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
 	inf.kindHandlers = append(inf.kindHandlers, handler)

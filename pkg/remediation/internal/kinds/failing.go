@@ -1,4 +1,4 @@
-package remediation
+package kinds
 
 import (
 	"time"
@@ -29,10 +29,10 @@ func (inf *Informers) failed(gvr schema.GroupVersionResource, r *runningInformer
 	})
 }
 
-// forbidden stops a kind's informer, as failed does, when a write of its
+// Forbidden stops a kind's informer, as failed does, when a write of its
 // resources was forbidden: its remediator's role was removed. The watch,
 // authorized when it started, would go on until it expires.
-func (inf *Informers) forbidden(gvr schema.GroupVersionResource, err error) {
+func (inf *Informers) Forbidden(gvr schema.GroupVersionResource, err error) {
 	inf.stopFailing(gvr, err, func() bool { return true })
 }
 
@@ -78,17 +78,17 @@ func (inf *Informers) recordFailing(gvr schema.GroupVersionResource, err error, 
 		delete(inf.stopped, gvr)
 		return 0, true
 	}
-	retry = templateRetryInterval
+	retry = TemplateRetryInterval
 	if inf.usedForRemediations(gvr) || !last.empty() {
-		retry = remediationRetryInterval
+		retry = RetryInterval
 	}
 	inf.stopped[gvr] = stoppedInformer{err: err, retryAt: inf.clock.Now().Add(retry), shown: last}
 	return retry, true
 }
 
-// remembering lists the kinds stopped for a lasting error, or retried after
+// Remembering lists the kinds stopped for a lasting error, or retried after
 // one, whose memory of what their cache showed holds nodes.
-func (inf *Informers) remembering() []schema.GroupVersionResource {
+func (inf *Informers) Remembering() []schema.GroupVersionResource {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
 	var kinds []schema.GroupVersionResource
@@ -105,9 +105,9 @@ func (inf *Informers) remembering() []schema.GroupVersionResource {
 	return kinds
 }
 
-// forgetUnserved drops what a kind showed when it stopped: the API no
+// ForgetUnserved drops what a kind showed when it stopped: the API no
 // longer serves it, and its resources went with its CRD.
-func (inf *Informers) forgetUnserved(gvr schema.GroupVersionResource) {
+func (inf *Informers) ForgetUnserved(gvr schema.GroupVersionResource) {
 	inf.mu.Lock()
 	if s, ok := inf.stopped[gvr]; ok {
 		s.shown = shown{}

@@ -1,4 +1,4 @@
-package remediation
+package kinds
 
 import (
 	"slices"
