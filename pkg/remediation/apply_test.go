@@ -46,7 +46,7 @@ func newApplyFixture(t *testing.T) *applyFixture {
 	client := fakeDynamic()
 	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
 	informers := kinds.New(ctx, client, clock)
-	m := newManager(informers, nil, clock, NewWriter(client, kubefake.NewClientset()), nil)
+	m := newManager(informers, nil, clock, newResourceWriter(client, kubefake.NewClientset()), nil)
 	m.ConfirmWith(confirmFunc(sendAll))
 	obs := &Observation{
 		templates: map[corev1.ObjectReference]*unstructured.Unstructured{bareTemplateRef(templateRef): testTemplate(nil)},
@@ -248,7 +248,7 @@ func TestAKindThatCannotBeWatchedDisablesAfterAGrace(t *testing.T) {
 			})
 			clock := clocktesting.NewFakePassiveClock(time.Now())
 			informers := kinds.New(ctx, client, clock)
-			m := newManager(informers, NewTemplates(resettable{meta.NewDefaultRESTMapper(nil)}, informers, clock), clock, NewWriter(client, kubefake.NewClientset()), nil)
+			m := newManager(informers, newTemplateResolver(resettable{meta.NewDefaultRESTMapper(nil)}, informers, clock), clock, newResourceWriter(client, kubefake.NewClientset()), nil)
 			informers.Use("workers", kinds.Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 			// Past the grace, the failing lists count.
 			clock.SetTime(clock.Now().Add(kinds.WatchGrace))
@@ -371,7 +371,7 @@ func TestAReservationOfAnUninstalledKindEnds(t *testing.T) {
 	mapper := &uninstallable{uninstalled: []schema.GroupVersionKind{{}}}
 	mapper.Reset()
 	mapper.uninstalled = nil
-	f.manager.templates = NewTemplates(mapper, f.manager.informers, f.clock)
+	f.manager.templates = newTemplateResolver(mapper, f.manager.informers, f.clock)
 	require.Len(t, f.manager.Apply(context.Background(), testNHC, controlPlanePlan("master-0"), f.obs).Created, 1)
 	f.client.PrependReactor("get", testGVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(testGVR.GroupResource(), "", assert.AnError)

@@ -84,7 +84,7 @@ func TestARemediationThatOutlivedItsNodeHealthCheckIsSeenAfterAStart(t *testing.
 				{Name: testTemplateGVR.Resource, Kind: "TestRemediationTemplate", Namespaced: true, Verbs: metav1.Verbs{"list", "watch"}},
 			}}}
 			informers := kinds.New(ctx, client, clock)
-			m := newManager(informers, NewTemplates(resettable{meta.NewDefaultRESTMapper(nil)}, informers, clock), clock, NewWriter(client, kube), nil)
+			m := newManager(informers, newTemplateResolver(resettable{meta.NewDefaultRESTMapper(nil)}, informers, clock), clock, newResourceWriter(client, kube), nil)
 			m.discovery = kube.Discovery()
 
 			require.NoError(t, m.WatchAll(func() ([]*v1alpha1.NodeHealthCheck, error) { return nil, nil }))

@@ -27,13 +27,13 @@ import (
 // out their plans (apply.go).
 type Manager struct {
 	informers *kinds.Informers
-	templates *Templates
+	templates *templateResolver
 	// clock is the time of the reads.
 	clock clock.PassiveClock
 	// inFlight is the ledger of the writes under way, and of the
 	// control-plane slot.
 	inFlight *inFlight
-	writer   *Writer
+	writer   *resourceWriter
 	// discovery lists the kinds the API serves, to look for remediation
 	// resources that outlived their NodeHealthCheck; nil looks for none.
 	discovery discovery.DiscoveryInterface
@@ -75,7 +75,7 @@ func New(cfg Config) *Manager {
 		mapper = restmapper.NewDeferredDiscoveryRESTMapper(cached)
 	}
 	informers := kinds.New(cfg.Context, cfg.Dynamic, cfg.Clock)
-	m := newManager(informers, NewTemplates(mapper, informers, cfg.Clock), cfg.Clock, NewWriter(cfg.Dynamic, cfg.Kube), cfg.Leases)
+	m := newManager(informers, newTemplateResolver(mapper, informers, cfg.Clock), cfg.Clock, newResourceWriter(cfg.Dynamic, cfg.Kube), cfg.Leases)
 	if cached != nil {
 		m.discovery = cached
 	}
@@ -85,7 +85,7 @@ func New(cfg Config) *Manager {
 // newManager wires a manager from its parts. The ledger of writes under way
 // hears of the informers' changes before any handler, so that a
 // NodeHealthCheck woken by a change finds its writes settled.
-func newManager(informers *kinds.Informers, templates *Templates, clock clock.PassiveClock, writer *Writer, leases *nodeleases.Leases) *Manager {
+func newManager(informers *kinds.Informers, templates *templateResolver, clock clock.PassiveClock, writer *resourceWriter, leases *nodeleases.Leases) *Manager {
 	m := &Manager{informers: informers, templates: templates, clock: clock, inFlight: newInFlight(clock), writer: writer, leases: leases}
 	informers.AddChangeHandler(m.changed)
 	return m

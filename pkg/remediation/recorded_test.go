@@ -57,7 +57,7 @@ func TestTheStatusRecordsTheRemediationsOfAKindThatCannotBeRead(t *testing.T) {
 			mapper := meta.NewDefaultRESTMapper(nil)
 			mapper.Add(testGVR.GroupVersion().WithKind("TestRemediation"), meta.RESTScopeNamespace)
 			informers := kinds.New(ctx, client, clock)
-			m := newManager(informers, NewTemplates(resettable{mapper}, informers, clock), clock, NewWriter(client, kubefake.NewClientset()), nil)
+			m := newManager(informers, newTemplateResolver(resettable{mapper}, informers, clock), clock, newResourceWriter(client, kubefake.NewClientset()), nil)
 			cpOwner := map[string][]resource.Owner{"cp-0": {{Name: recorded.Name, UID: recorded.UID}}}
 			assert.Equal(t, cpOwner, m.Recorded([]*v1alpha1.NodeHealthCheck{recorded}), "not watched yet")
 
@@ -117,7 +117,7 @@ func TestAKindUninstalledWithItsRoleNoLongerDisables(t *testing.T) {
 	mapper.Reset()
 	mapper.uninstalled = nil
 	informers := kinds.New(ctx, client, clock)
-	m := newManager(informers, NewTemplates(mapper, informers, clock), clock, NewWriter(client, kubefake.NewClientset()), nil)
+	m := newManager(informers, newTemplateResolver(mapper, informers, clock), clock, newResourceWriter(client, kubefake.NewClientset()), nil)
 	nhc := testNHC.DeepCopy()
 	nhc.Spec.RemediationTemplate = ptr.To(templateRef)
 	nhc.Status.UnhealthyNodes = []*v1alpha1.UnhealthyNode{{Name: "cp-1", Remediations: []*v1alpha1.Remediation{
@@ -164,7 +164,7 @@ func TestAForbiddenKindUninstalledFreesItsNodes(t *testing.T) {
 	mapper.Reset()
 	mapper.uninstalled = nil
 	informers := kinds.New(ctx, client, clock)
-	m := newManager(informers, NewTemplates(mapper, informers, clock), clock, NewWriter(client, kubefake.NewClientset()), nil)
+	m := newManager(informers, newTemplateResolver(mapper, informers, clock), clock, newResourceWriter(client, kubefake.NewClientset()), nil)
 	informers.Use("deleted", kinds.Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 	require.Eventually(t, func() bool { return informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
 	informers.Use("deleted", kinds.Kinds{})

@@ -34,10 +34,10 @@ const (
 // is unknown: a CRD installed later is noticed within this time.
 const mapperResetInterval = 10 * time.Second
 
-// Templates resolves template references to resources and reads templates
-// from the informers, or with GET where their kind may not be watched
-// (templates_read.go).
-type Templates struct {
+// templateResolver resolves template references to resources and reads
+// templates from the informers, or with GET where their kind may not be
+// watched (templates_read.go).
+type templateResolver struct {
 	mapper    meta.ResettableRESTMapper
 	informers *kinds.Informers
 	clock     clock.PassiveClock
@@ -48,10 +48,10 @@ type Templates struct {
 	fetched map[templateID]fetchedTemplate
 }
 
-// NewTemplates returns a resolver. The mapper should be a
+// newTemplateResolver returns a resolver. The mapper should be a
 // DeferredDiscoveryRESTMapper, so that a reset rediscovers the API.
-func NewTemplates(mapper meta.ResettableRESTMapper, informers *kinds.Informers, clock clock.PassiveClock) *Templates {
-	return &Templates{mapper: mapper, informers: informers, clock: clock, fetched: map[templateID]fetchedTemplate{}}
+func newTemplateResolver(mapper meta.ResettableRESTMapper, informers *kinds.Informers, clock clock.PassiveClock) *templateResolver {
+	return &templateResolver{mapper: mapper, informers: informers, clock: clock, fetched: map[templateID]fetchedTemplate{}}
 }
 
 // Template is a template reference resolved to its resources.
@@ -69,7 +69,7 @@ type Template struct {
 // resolve maps a template reference to the resources of the template kind
 // and of its remediation kind. A problem disables the NodeHealthCheck; an
 // error (discovery failed) is worth a retry.
-func (t *Templates) resolve(ref corev1.ObjectReference) (Template, *health.Problem, error) {
+func (t *templateResolver) resolve(ref corev1.ObjectReference) (Template, *health.Problem, error) {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
 		return Template{}, templateInvalid(ref, fmt.Sprintf("its apiVersion %q is malformed", ref.APIVersion)), nil
@@ -105,7 +105,7 @@ func (t *Templates) resolve(ref corev1.ObjectReference) (Template, *health.Probl
 
 // mapping maps a kind to its resource; an unknown kind rediscovers the API
 // once, throttled, so that a CRD installed after the NodeHealthCheck is found.
-func (t *Templates) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+func (t *templateResolver) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
 	m, err := t.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if meta.IsNoMatchError(err) && t.mayReset() {
 		t.mapper.Reset()
@@ -116,13 +116,13 @@ func (t *Templates) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, err
 
 // rediscover makes the next mapping read the API again, throttled: a kind
 // that left the API server is noticed.
-func (t *Templates) rediscover() {
+func (t *templateResolver) rediscover() {
 	if t.mayReset() {
 		t.mapper.Reset()
 	}
 }
 
-func (t *Templates) mayReset() bool {
+func (t *templateResolver) mayReset() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.clock.Now()

@@ -60,7 +60,7 @@ type fetchedTemplate struct {
 // get reads a template from its informer's cache, or with GET while its
 // kind may not be listed or watched, and checks it. An error (a GET failed)
 // is worth a retry.
-func (t *Templates) get(tmpl Template) (templateRead, error) {
+func (t *templateResolver) get(tmpl Template) (templateRead, error) {
 	state := t.informers.State(tmpl.Resource)
 	switch {
 	case state.Synced:
@@ -85,7 +85,7 @@ func checked(tmpl Template, obj *unstructured.Unstructured, refreshAfter time.Du
 // fetch reads a template with GET, at most once per getCacheTime. A template
 // that may not be read at all disables its NodeHealthChecks, with what to
 // grant; that is not cached, so a grant is used at the next sync.
-func (t *Templates) fetch(tmpl Template) (templateRead, error) {
+func (t *templateResolver) fetch(tmpl Template) (templateRead, error) {
 	id := templateID{resource: tmpl.Resource, namespace: tmpl.Namespace, name: tmpl.Ref.Name}
 	now := t.clock.Now()
 	t.mu.Lock()
@@ -109,7 +109,7 @@ func (t *Templates) fetch(tmpl Template) (templateRead, error) {
 
 // remember caches a template read with GET, and drops the expired ones, so
 // that templates no longer referenced do not stay.
-func (t *Templates) remember(id templateID, f fetchedTemplate) {
+func (t *templateResolver) remember(id templateID, f fetchedTemplate) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for other, old := range t.fetched {

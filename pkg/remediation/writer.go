@@ -20,16 +20,16 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
-// Writer writes remediation resources through the dynamic client, and node
-// annotations through the typed client.
-type Writer struct {
+// resourceWriter writes remediation resources through the dynamic client,
+// and node annotations through the typed client.
+type resourceWriter struct {
 	dynamic dynamic.Interface
 	kube    kubernetes.Interface
 }
 
-// NewWriter returns a writer.
-func NewWriter(dynamicClient dynamic.Interface, kubeClient kubernetes.Interface) *Writer {
-	return &Writer{dynamic: dynamicClient, kube: kubeClient}
+// newResourceWriter returns a writer.
+func newResourceWriter(dynamicClient dynamic.Interface, kubeClient kubernetes.Interface) *resourceWriter {
+	return &resourceWriter{dynamic: dynamicClient, kube: kubeClient}
 }
 
 // notOwnedError reports a resource that stands where ours would, owned by
@@ -53,7 +53,7 @@ func (e *notOwnedError) Error() string {
 // the create's result is unknown (a timeout, a 5xx such as a remediator's
 // webhook failing), a GET settles it: ours there counts as created, nothing
 // there means the create certainly failed.
-func (w *Writer) Create(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, nhc *v1alpha1.NodeHealthCheck) (*unstructured.Unstructured, error) {
+func (w *resourceWriter) Create(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, nhc *v1alpha1.NodeHealthCheck) (*unstructured.Unstructured, error) {
 	client := w.dynamic.Resource(gvr).Namespace(obj.GetNamespace())
 	created, err := client.Create(ctx, obj, metav1.CreateOptions{FieldManager: v1alpha1.FieldManager})
 	if err == nil || obj.GetName() == "" {
@@ -88,7 +88,7 @@ func (e *notCreatedError) Unwrap() error { return e.err }
 
 // Delete deletes a remediation resource if it is still the one referenced
 // (same UID). A resource already gone counts as deleted.
-func (w *Writer) Delete(ctx context.Context, gvr schema.GroupVersionResource, ref corev1.ObjectReference) error {
+func (w *resourceWriter) Delete(ctx context.Context, gvr schema.GroupVersionResource, ref corev1.ObjectReference) error {
 	background := metav1.DeletePropagationBackground
 	err := w.dynamic.Resource(gvr).Namespace(ref.Namespace).Delete(ctx, ref.Name, metav1.DeleteOptions{
 		Preconditions:     &metav1.Preconditions{UID: &ref.UID},
@@ -103,7 +103,7 @@ func (w *Writer) Delete(ctx context.Context, gvr schema.GroupVersionResource, re
 
 // Annotate sets an annotation on a remediation resource, or removes it when
 // value is nil. The patch carries the UID, so it fails on a replaced object.
-func (w *Writer) Annotate(ctx context.Context, gvr schema.GroupVersionResource, ref corev1.ObjectReference, key string, value *string) error {
+func (w *resourceWriter) Annotate(ctx context.Context, gvr schema.GroupVersionResource, ref corev1.ObjectReference, key string, value *string) error {
 	patch, err := annotationPatch(ref.UID, key, value)
 	if err != nil {
 		return err
@@ -113,7 +113,7 @@ func (w *Writer) Annotate(ctx context.Context, gvr schema.GroupVersionResource, 
 }
 
 // removeNodeAnnotation removes an annotation from a node.
-func (w *Writer) removeNodeAnnotation(ctx context.Context, node, key string) error {
+func (w *resourceWriter) removeNodeAnnotation(ctx context.Context, node, key string) error {
 	patch, err := annotationPatch("", key, nil)
 	if err != nil {
 		return err
