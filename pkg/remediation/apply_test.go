@@ -55,6 +55,23 @@ func newApplyFixture(t *testing.T) *applyFixture {
 	return &applyFixture{client: client, manager: m, obs: obs, clock: clock}
 }
 
+// applyAtOnce applies each NodeHealthCheck's plan at the same moment, and
+// counts the creates made and blocked; none may fail.
+func (f *applyFixture) applyAtOnce(t *testing.T, nhcs []string, plans ...*health.Plan) (outcomes []health.Outcome, created, blocked int) {
+	outcomes = make([]health.Outcome, len(plans))
+	var wg sync.WaitGroup
+	for i, plan := range plans {
+		wg.Go(func() { outcomes[i] = f.manager.Apply(context.Background(), nhcNamed(nhcs[i]), plan, f.obs) })
+	}
+	wg.Wait()
+	for _, out := range outcomes {
+		created += len(out.Created)
+		blocked += len(out.Blocked)
+		assert.Empty(t, out.Errors)
+	}
+	return outcomes, created, blocked
+}
+
 // confirmFunc confirms every create of every sync with one function.
 type confirmFunc Confirm
 
@@ -123,20 +140,7 @@ func TestControlPlaneNodesOneAtATimeAcrossNodeHealthChecks(t *testing.T) {
 	f := newApplyFixture(t)
 	// Two NodeHealthChecks, each deciding from caches that show nothing yet,
 	// each start a control-plane remediation at the same moment.
-	outcomes := make([]health.Outcome, 2)
-	var wg sync.WaitGroup
-	for i, node := range []string{"master-0", "master-1"} {
-		wg.Go(func() {
-			outcomes[i] = f.manager.Apply(context.Background(), nhcNamed("cp-"+node), controlPlanePlan(node), f.obs)
-		})
-	}
-	wg.Wait()
-	created, blocked := 0, 0
-	for _, out := range outcomes {
-		created += len(out.Created)
-		blocked += len(out.Blocked)
-		assert.Empty(t, out.Errors)
-	}
+	_, created, blocked := f.applyAtOnce(t, []string{"cp-master-0", "cp-master-1"}, controlPlanePlan("master-0"), controlPlanePlan("master-1"))
 	assert.Equal(t, 1, created, "one control-plane node at a time")
 	assert.Equal(t, 1, blocked)
 	list, err := f.client.Resource(testGVR).Namespace("remediators").List(context.Background(), metav1.ListOptions{})
@@ -269,20 +273,7 @@ func TestOneRemediationPerNodeAcrossNodeHealthChecks(t *testing.T) {
 
 	// Two NodeHealthChecks that select the node, each deciding from caches
 	// that show nothing yet, start its remediation at the same moment.
-	outcomes := make([]health.Outcome, 2)
-	var wg sync.WaitGroup
-	for i, name := range []string{"a", "b"} {
-		wg.Go(func() {
-			outcomes[i] = f.manager.Apply(context.Background(), nhcNamed(name), createPlan("worker-0"), f.obs)
-		})
-	}
-	wg.Wait()
-	created, blocked := 0, 0
-	for _, out := range outcomes {
-		created += len(out.Created)
-		blocked += len(out.Blocked)
-		assert.Empty(t, out.Errors)
-	}
+	outcomes, created, blocked := f.applyAtOnce(t, []string{"a", "b"}, createPlan("worker-0"), createPlan("worker-0"))
 	assert.Equal(t, 1, created, "never two remediations for one node")
 	require.Equal(t, 1, blocked)
 	winner, loser := "a", "b"
