@@ -1,0 +1,200 @@
+package controller
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
+)
+
+func TestSyncForgetsAGoneNodeHealthCheck(t *testing.T) {
+	f := newSyncFixture(t, nil)
+	d, err := f.sync()
+	require.NoError(t, err)
+	assert.Zero(t, d)
+	assert.Equal(t, []string{"workers"}, f.remediations.forgotten)
+	assert.Empty(t, f.statuses.written)
+}
+
+// The status records only what was created.
+func TestSyncRecordsOnlyWhatWasCreated(t *testing.T) {
+	boom := errors.New("boom")
+	cases := []struct {
+		name    string
+		outcome func(*health.Plan) health.Outcome
+		wantErr error
+		created bool
+	}{
+		{"a failed create", func(*health.Plan) health.Outcome { return health.Outcome{Errors: []error{boom}} }, boom, false},
+		{"a successful create", nil, nil, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newSyncFixture(t, workersNHC(), notReady("worker-1", longAgo), healthyNode("worker-2"))
+			f.remediations.outcome = tc.outcome
+			_, err := f.sync()
+			assert.ErrorIs(t, err, tc.wantErr)
+			require.Len(t, f.remediations.applied, 1)
+			assert.Len(t, f.remediations.applied[0].Create, 1, "the plan creates a remediation")
+			status := f.lastStatus(t)
+			entry := entryOf(status, "worker-1")
+			require.NotNil(t, entry, "an unhealthy node is listed either way")
+			created := withReason(f.events(), health.ReasonRemediationCreated)
+			var ongoing dto.Metric
+			require.NoError(t, f.metrics.ongoing.WithLabelValues("worker-1", "snr", "SelfNodeRemediation").Write(&ongoing))
+			if !tc.created {
+				assert.Empty(t, entry.Remediations)
+				assert.Equal(t, int32(0), *status.RemediatingNodes)
+				assert.Equal(t, v1alpha1.PhaseEnabled, status.Phase)
+				assert.Empty(t, created)
+				assert.Zero(t, ongoing.GetGauge().GetValue(), "nodehealthcheck_ongoing_remediation")
+				return
+			}
+			require.Len(t, entry.Remediations, 1)
+			rem := entry.Remediations[0]
+			assert.Equal(t, snrOfWorker, rem.Resource)
+			assert.NotEmpty(t, rem.Resource.UID)
+			assert.Equal(t, t0.Time, rem.Started.Time)
+			assert.Nil(t, rem.TimedOut)
+			assert.Equal(t, int32(1), *status.RemediatingNodes)
+			assert.Equal(t, v1alpha1.PhaseRemediating, status.Phase)
+			assert.Equal(t, []string{"Normal RemediationCreated [remediation] Created remediation object for node worker-1"}, created)
+			assert.Equal(t, 1.0, ongoing.GetGauge().GetValue(), "nodehealthcheck_ongoing_remediation")
+		})
+	}
+}
+
+// A step is timed out in the status only once its annotation was written:
+// after a failed annotation, the step still runs and the next one waits.
+func TestSyncRecordsATimeOutOnlyOnceAnnotated(t *testing.T) {
+	annotationFailed := errors.New("annotating: forbidden")
+	cases := []struct {
+		name     string
+		outcome  func(*health.Plan) health.Outcome
+		timedOut bool
+	}{
+		{"a failed annotation", func(*health.Plan) health.Outcome { return health.Outcome{Errors: []error{annotationFailed}} }, false},
+		{"a successful annotation", nil, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			nhc := workersNHC()
+			nhc.Spec.RemediationTemplate = nil
+			nhc.Spec.EscalatingRemediations = []v1alpha1.EscalatingRemediation{
+				{RemediationTemplate: snrTemplate, Order: 1, Timeout: metav1.Duration{Duration: 5 * time.Minute}},
+				{RemediationTemplate: mdrTemplate, Order: 2, Timeout: metav1.Duration{Duration: 10 * time.Minute}},
+			}
+			started := t0.Add(-10 * time.Minute)
+			nhc.Status = remediatedStatus(started)
+			f := newSyncFixture(t, nhc, notReady("worker-1", longAgo))
+			f.remediations.obs.Remediations["worker-1"] = []health.Remediation{{Ref: snrOfWorker, TemplateName: snrTemplate.Name, Created: started}}
+			f.remediations.outcome = tc.outcome
+
+			_, err := f.sync()
+			require.Len(t, f.remediations.applied, 1)
+			require.Len(t, f.remediations.applied[0].TimeOut, 1, "the plan times the SNR out")
+			entry := entryOf(f.lastStatus(t), "worker-1")
+			require.NotNil(t, entry)
+			timedOut := withReason(f.events(), health.ReasonRemediationTimedOut)
+			if !tc.timedOut {
+				assert.ErrorIs(t, err, annotationFailed)
+				require.Len(t, entry.Remediations, 1)
+				assert.Nil(t, entry.Remediations[0].TimedOut, "the status claims a time-out that did not happen")
+				assert.Empty(t, timedOut)
+				return
+			}
+			require.NoError(t, err)
+			require.Len(t, entry.Remediations, 2)
+			require.NotNil(t, entry.Remediations[0].TimedOut)
+			assert.Equal(t, t0.Time, entry.Remediations[0].TimedOut.Time)
+			assert.Equal(t, "MachineDeletionRemediation", entry.Remediations[1].Resource.Kind)
+			assert.Len(t, timedOut, 1)
+		})
+	}
+}
+
+func TestSyncWritesNothingWithoutTheLease(t *testing.T) {
+	// A replica whose lease renewal failed may already have been replaced: it
+	// must neither remediate nor write the status, and it retries.
+	f := newSyncFixture(t, workersNHC(), notReady("worker-1", longAgo), healthyNode("worker-2"))
+	lost := errors.New("the last lease renewal failed")
+	f.c.GuardWrites(func() (time.Time, error) { return time.Time{}, lost })
+	_, err := f.sync()
+	assert.ErrorIs(t, err, lost)
+	assert.Empty(t, f.remediations.applied, "no action")
+	assert.Empty(t, f.statuses.written, "no status")
+	assert.Empty(t, f.events(), "no event")
+
+	f.c.GuardWrites(func() (time.Time, error) { return time.Now().Add(time.Minute), nil })
+	_, err = f.sync()
+	require.NoError(t, err)
+	require.Len(t, f.remediations.applied, 1)
+	assert.Len(t, f.remediations.applied[0].Create, 1, "renewed: it acts again")
+}
+
+// A leader's writes end when it can no longer show that it holds the
+// lease: the context of every write ends then, and a create is not sent
+// once the lease cannot be shown, even within the sync that planned it.
+func TestWritesEndWithTheLease(t *testing.T) {
+	f := newSyncFixture(t, workersNHC(), notReady("worker-1", longAgo), healthyNode("worker-2"))
+	until := time.Now().Add(7 * time.Second)
+	calls := 0
+	lost := errors.New("the last lease renewal failed")
+	f.c.GuardWrites(func() (time.Time, error) {
+		calls++
+		if calls > 1 {
+			return time.Time{}, lost
+		}
+		return until, nil
+	})
+	_, err := f.sync()
+	assert.ErrorIs(t, err, lost)
+	require.Len(t, f.remediations.deadlines, 1)
+	assert.Equal(t, until, f.remediations.deadlines[0], "the writes end with the lease")
+	assert.Empty(t, withReason(f.events(), "RemediationCreated"), "the create is not sent: the lease could not be shown just before")
+	assert.Empty(t, f.statuses.written, "nor the status")
+}
+
+func TestSyncRechecksEachCreateAgainstTheCachesOfThatMoment(t *testing.T) {
+	// A sync decides, then creates one resource after another; meanwhile the
+	// cluster moves on. Each create is sent only if the caches of that moment
+	// still show the need.
+	paused := workersNHC()
+	paused.Generation, paused.ResourceVersion = 2, "2"
+	paused.Spec.PauseRequests = []string{"maintenance by @admin"}
+	excluded := notReady("worker-1", longAgo)
+	excluded.Labels[v1alpha1.ExcludeFromRemediationLabel] = "true"
+	cases := []struct {
+		name   string
+		change func(*testing.T, *syncFixture)
+	}{
+		{"the node recovered", func(t *testing.T, f *syncFixture) { f.setNode(t, healthyNode("worker-1")) }},
+		{"the node got the exclude label", func(t *testing.T, f *syncFixture) { f.setNode(t, excluded) }},
+		{"the NodeHealthCheck was paused", func(t *testing.T, f *syncFixture) { f.setNHC(t, paused) }},
+		{"the node was deleted", func(t *testing.T, f *syncFixture) {
+			require.NoError(t, f.nodes.Delete(nodecache.NodeOf(healthyNode("worker-1"))))
+			f.c.members.update("worker-1", nil)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newSyncFixture(t, workersNHC(), notReady("worker-1", longAgo), healthyNode("worker-2"))
+			f.remediations.beforeCreate = func(health.Creation) { tc.change(t, f) }
+			requeue, err := f.sync()
+			require.NoError(t, err)
+			require.Len(t, f.remediations.applied, 1)
+			assert.Len(t, f.remediations.applied[0].Create, 1, "the plan wanted it")
+			assert.Empty(t, withReason(f.events(), health.ReasonRemediationCreated), "nothing was created")
+			assert.Empty(t, entryOf(f.lastStatus(t), "worker-1").Remediations)
+			assert.Equal(t, time.Millisecond, requeue, "the next sync decides again at once")
+		})
+	}
+}

@@ -1,0 +1,126 @@
+package controller
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+)
+
+// Until the informers sync, nothing is known: the status and the
+// remediations are left alone, and the sync is retried soon.
+func TestSyncWaitsForTheInformers(t *testing.T) {
+	f := newSyncFixture(t, workersNHC(), notReady("worker-1", longAgo))
+	f.remediations.obs.Ready = false
+	d, err := f.sync()
+	require.NoError(t, err)
+	assert.Equal(t, notReadyRequeue, d)
+	assert.Empty(t, f.statuses.written)
+	assert.Empty(t, f.remediations.applied)
+	assert.Empty(t, f.events())
+}
+
+// A conflict means the plan was made from stale data: the error makes the
+// rate limiter retry, and the requeue still holds.
+func TestSyncReturnsAStatusConflictWithTheRequeue(t *testing.T) {
+	cases := []struct {
+		name    string
+		problem *health.Problem
+		want    time.Duration
+	}{
+		{"the next deadline", nil, 200 * time.Second},
+		{"the problem requeue", &health.Problem{Reason: v1alpha1.ReasonTemplateNotFound, Message: "forbidden"}, problemRequeue},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newSyncFixture(t, workersNHC(), notReady("worker-1", t0.Add(-100*time.Second)))
+			if tc.problem != nil {
+				f.remediations.obs.Ready, f.remediations.obs.RemediationProblem = false, tc.problem
+			}
+			f.statuses.err = apierrors.NewConflict(schema.GroupResource{Group: "remediation.medik8s.io", Resource: "nodehealthchecks"}, "workers", errors.New("the object has been modified"))
+			d, err := f.sync()
+			assert.True(t, apierrors.IsConflict(err), "got %v", err)
+			assert.Equal(t, tc.want, d)
+		})
+	}
+}
+
+// Sync returns how soon the plan changes with no object changing: when the
+// first soon-unhealthy node becomes unhealthy.
+func TestSyncRequeuesAtTheNextDeadline(t *testing.T) {
+	cases := []struct {
+		name  string
+		nodes []*corev1.Node
+		want  time.Duration
+	}{
+		{"all healthy", []*corev1.Node{healthyNode("worker-1")}, 0},
+		{"soon unhealthy", []*corev1.Node{notReady("worker-1", t0.Add(-100*time.Second))}, 200 * time.Second},
+		{"the first deadline", []*corev1.Node{notReady("worker-1", t0.Add(-100*time.Second)), notReady("worker-2", t0.Add(-250*time.Second))}, 50 * time.Second},
+		{"already unhealthy", []*corev1.Node{notReady("worker-1", longAgo)}, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newSyncFixture(t, workersNHC(), tc.nodes...)
+			d, err := f.sync()
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, d)
+		})
+	}
+}
+
+// A template read with GET (its kind may not be watched) changes with no
+// event: Sync requeues no later than the template is read again.
+func TestSyncRequeuesNoLaterThanATemplateIsReadAgain(t *testing.T) {
+	cases := []struct {
+		name  string
+		nodes []*corev1.Node
+		want  time.Duration
+	}{
+		{"all healthy", []*corev1.Node{healthyNode("worker-1")}, 30 * time.Second},
+		{"a later deadline", []*corev1.Node{notReady("worker-1", t0.Add(-100*time.Second))}, 30 * time.Second},
+		{"a sooner deadline", []*corev1.Node{notReady("worker-1", t0.Add(-290*time.Second))}, 10 * time.Second},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newSyncFixture(t, workersNHC(), tc.nodes...)
+			f.remediations.obs.RefreshAfter = 30 * time.Second
+			d, err := f.sync()
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, d)
+		})
+	}
+}
+
+// While a NodeHealthCheck has a node that is not healthy, the node cache
+// reads updates as they arrive: a remediation is never created from a
+// picture older than the watch's delay. Healthy again, or gone, it no
+// longer asks for that.
+func TestSyncAsksForNodeUpdatesAtOnceWhileANodeIsNotHealthy(t *testing.T) {
+	f := newSyncFixture(t, workersNHC(), healthyNode("worker-1"), notReady("worker-2", t0.Add(-100*time.Second)))
+	_, err := f.sync()
+	require.NoError(t, err)
+	assert.True(t, f.c.attention.any(), "a node waits for its deadline")
+
+	f.setNode(t, healthyNode("worker-2"))
+	_, err = f.sync()
+	require.NoError(t, err)
+	assert.False(t, f.c.attention.any(), "every node is healthy")
+
+	f.setNode(t, notReady("worker-2", longAgo))
+	_, err = f.sync()
+	require.NoError(t, err)
+	assert.True(t, f.c.attention.any(), "a node is unhealthy")
+
+	require.NoError(t, f.nhcs.Delete(workersNHC()))
+	_, err = f.sync()
+	require.NoError(t, err)
+	assert.False(t, f.c.attention.any(), "the NodeHealthCheck is gone")
+}
