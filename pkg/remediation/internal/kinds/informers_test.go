@@ -160,8 +160,16 @@ func TestAStoppedKindKeepsItsNodesBusyButIsNotUnknown(t *testing.T) {
 	informers, clock, client, denied, forbidden := f.informers, f.clock, f.client, f.denied, f.forbidden
 	owner := resource.Owner{Name: testNHC.Name, UID: testNHC.UID}
 	busy := map[string][]resource.Owner{"cp-1": {owner}, "worker-0": {owner}}
+	// The first list waits until the kind was seen unknown: the fake
+	// informer may sync before the assertion otherwise.
+	started := make(chan struct{})
+	client.PrependReactor("list", testGVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) {
+		<-started
+		return false, nil, nil
+	})
 	informers.Use("broken", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 	assert.Equal(t, []schema.GroupVersionResource{testGVR}, informers.UnknownRemediations(), "starting: unknown")
+	close(started)
 	require.Eventually(t, func() bool { return informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
 	assert.Equal(t, []string{"cp-1"}, informers.ControlPlaneNodes())
 	assert.Equal(t, busy, informers.OtherOwners("another"))
