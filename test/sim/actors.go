@@ -38,49 +38,13 @@ func (s *sim) apply(step Step) {
 	st := s.server.store
 	switch step.Op {
 	case OpCondition:
-		s.edit(nodesGVR, "", step.Node, true, func(u *unstructured.Unstructured) {
-			var node corev1.Node
-			fromUnstructured(u, &node)
-			setCondition(&node, corev1.NodeConditionType(step.Condition), corev1.ConditionStatus(step.Status), step.Skew)
-			u.Object["status"] = toUnstructured(node.Status).Object
-		})
+		s.setNodeCondition(step)
 	case OpAddNode:
-		if _, err := st.get(nodesGVR, "", step.Node); err == nil {
-			return
-		}
-		node := &corev1.Node{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}, ObjectMeta: metav1.ObjectMeta{Name: step.Node, Labels: nodeLabels(step.Pool, step.ControlPlane)}}
-		setCondition(node, corev1.NodeReady, corev1.ConditionTrue, 0)
-		s.mustCreate(nodesGVR, toUnstructured(node))
+		s.addNode(step)
 	case OpDeleteNode:
 		_, _ = st.remove(nodesGVR, "", step.Node, &metav1.DeleteOptions{})
 	case OpRelabel, OpRole, OpExclude, OpConfirm:
-		s.edit(nodesGVR, "", step.Node, false, func(u *unstructured.Unstructured) {
-			labels, annotations := u.GetLabels(), u.GetAnnotations()
-			if labels == nil {
-				labels = map[string]string{}
-			}
-			switch step.Op {
-			case OpRelabel:
-				labels[poolLabel] = step.Pool
-			case OpRole:
-				delete(labels, v1alpha1.ControlPlaneRoleLabel)
-				if step.ControlPlane {
-					labels[v1alpha1.ControlPlaneRoleLabel] = ""
-				}
-			case OpExclude:
-				delete(labels, v1alpha1.ExcludeFromRemediationLabel)
-				if step.On {
-					labels[v1alpha1.ExcludeFromRemediationLabel] = "true"
-				}
-			case OpConfirm:
-				if annotations == nil {
-					annotations = map[string]string{}
-				}
-				annotations[v1alpha1.ManuallyConfirmedHealthyAnnotation] = ""
-			}
-			u.SetLabels(labels)
-			u.SetAnnotations(annotations)
-		})
+		s.editNodeMeta(step)
 	case OpCreateNHC:
 		if _, err := st.get(nhcGVR, "", step.NHC); err == nil {
 			return
@@ -91,30 +55,13 @@ func (s *sim) apply(step Step) {
 			u.Object["spec"] = toUnstructured(nhcObject(step.NHC, step.Spec).Spec).Object
 		})
 	case OpPause:
-		s.edit(nhcGVR, "", step.NHC, false, func(u *unstructured.Unstructured) {
-			if step.On {
-				_ = unstructured.SetNestedStringSlice(u.Object, []string{"simulated maintenance"}, "spec", "pauseRequests")
-			} else {
-				unstructured.RemoveNestedField(u.Object, "spec", "pauseRequests")
-			}
-		})
+		s.pauseNHC(step)
 	case OpDeleteNHC:
 		if gone, err := st.remove(nhcGVR, "", step.NHC, &metav1.DeleteOptions{}); err == nil {
 			s.collectGarbage(gone.GetUID())
 		}
 	case OpTemplate:
-		k := step.Kind
-		if !step.On {
-			_, _ = st.remove(k.template(), templateNamespace, step.Template, &metav1.DeleteOptions{})
-			return
-		}
-		if _, err := st.get(k.template(), templateNamespace, step.Template); err == nil || !st.resources[k.template()].served {
-			return
-		}
-		t := object(remediatorGroup+"/"+remediatorVersion, string(k)+"RemediationTemplate", templateNamespace, step.Template)
-		t.SetAnnotations(map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: "true"})
-		t.Object["spec"] = map[string]any{"template": map[string]any{"spec": map[string]any{"strategy": "reboot"}}}
-		s.mustCreate(k.template(), t)
+		s.setTemplate(step)
 	case OpInstall:
 		s.install(step.Kind, step.On)
 	case OpForbid:
@@ -131,17 +78,9 @@ func (s *sim) apply(step Step) {
 	case OpFaults:
 		s.faultMode, s.faultUntil = step.Fault, time.Now().Add(step.Duration)
 	case OpWatchDelay:
-		until := time.Now().Add(step.Duration)
-		for _, w := range s.server.watchers {
-			w.heldUntil = until
-		}
-		s.server.delayFrom, s.server.delayUntil = time.Now(), until
+		s.delayWatches(step)
 	case OpWatchStall:
-		for _, w := range s.server.watchers {
-			if w.gvr.Resource == step.Resource && !w.stalled {
-				w.stalled, w.stalledAt = true, time.Now()
-			}
-		}
+		s.stallWatches(step)
 	case OpWatchBreak:
 		if step.On {
 			st.compact()
@@ -149,6 +88,107 @@ func (s *sim) apply(step Step) {
 		s.server.endWatchesLocked(func(*watcher) bool { return true })
 	case OpWatchResume:
 		s.server.endWatchesLocked(func(w *watcher) bool { return w.stalled })
+	}
+}
+
+// setNodeCondition plays OpCondition: the node's condition is set.
+func (s *sim) setNodeCondition(step Step) {
+	s.edit(nodesGVR, "", step.Node, true, func(u *unstructured.Unstructured) {
+		var node corev1.Node
+		fromUnstructured(u, &node)
+		setCondition(&node, corev1.NodeConditionType(step.Condition), corev1.ConditionStatus(step.Status), step.Skew)
+		u.Object["status"] = toUnstructured(node.Status).Object
+	})
+}
+
+// addNode plays OpAddNode: a Ready node, unless it exists.
+func (s *sim) addNode(step Step) {
+	if _, err := s.server.store.get(nodesGVR, "", step.Node); err == nil {
+		return
+	}
+	node := &corev1.Node{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}, ObjectMeta: metav1.ObjectMeta{Name: step.Node, Labels: nodeLabels(step.Pool, step.ControlPlane)}}
+	setCondition(node, corev1.NodeReady, corev1.ConditionTrue, 0)
+	s.mustCreate(nodesGVR, toUnstructured(node))
+}
+
+// editNodeMeta plays OpRelabel, OpRole, OpExclude and OpConfirm: the
+// node's labels or annotations change.
+func (s *sim) editNodeMeta(step Step) {
+	s.edit(nodesGVR, "", step.Node, false, func(u *unstructured.Unstructured) {
+		labels, annotations := u.GetLabels(), u.GetAnnotations()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		switch step.Op {
+		case OpRelabel:
+			labels[poolLabel] = step.Pool
+		case OpRole:
+			delete(labels, v1alpha1.ControlPlaneRoleLabel)
+			if step.ControlPlane {
+				labels[v1alpha1.ControlPlaneRoleLabel] = ""
+			}
+		case OpExclude:
+			delete(labels, v1alpha1.ExcludeFromRemediationLabel)
+			if step.On {
+				labels[v1alpha1.ExcludeFromRemediationLabel] = "true"
+			}
+		case OpConfirm:
+			if annotations == nil {
+				annotations = map[string]string{}
+			}
+			annotations[v1alpha1.ManuallyConfirmedHealthyAnnotation] = ""
+		}
+		u.SetLabels(labels)
+		u.SetAnnotations(annotations)
+	})
+}
+
+// pauseNHC plays OpPause: a pause request is set or removed.
+func (s *sim) pauseNHC(step Step) {
+	s.edit(nhcGVR, "", step.NHC, false, func(u *unstructured.Unstructured) {
+		if step.On {
+			_ = unstructured.SetNestedStringSlice(u.Object, []string{"simulated maintenance"}, "spec", "pauseRequests")
+		} else {
+			unstructured.RemoveNestedField(u.Object, "spec", "pauseRequests")
+		}
+	})
+}
+
+// setTemplate plays OpTemplate: the template is deleted, or created unless
+// it exists or its kind is not served.
+func (s *sim) setTemplate(step Step) {
+	st := s.server.store
+	k := step.Kind
+	if !step.On {
+		_, _ = st.remove(k.template(), templateNamespace, step.Template, &metav1.DeleteOptions{})
+		return
+	}
+	if _, err := st.get(k.template(), templateNamespace, step.Template); err == nil || !st.resources[k.template()].served {
+		return
+	}
+	t := object(remediatorGroup+"/"+remediatorVersion, string(k)+"RemediationTemplate", templateNamespace, step.Template)
+	t.SetAnnotations(map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: "true"})
+	t.Object["spec"] = map[string]any{"template": map[string]any{"spec": map[string]any{"strategy": "reboot"}}}
+	s.mustCreate(k.template(), t)
+}
+
+// delayWatches plays OpWatchDelay: every watch, new ones too, holds its
+// events back for the step's duration.
+func (s *sim) delayWatches(step Step) {
+	until := time.Now().Add(step.Duration)
+	for _, w := range s.server.watchers {
+		w.heldUntil = until
+	}
+	s.server.delayFrom, s.server.delayUntil = time.Now(), until
+}
+
+// stallWatches plays OpWatchStall: the watches of the step's resource
+// stall.
+func (s *sim) stallWatches(step Step) {
+	for _, w := range s.server.watchers {
+		if w.gvr.Resource == step.Resource && !w.stalled {
+			w.stalled, w.stalledAt = true, time.Now()
+		}
 	}
 }
 
