@@ -89,17 +89,58 @@ func run(nodeCount int, keep bool) error {
 	}
 	defer func() { _ = controller.Stop() }()
 
+	workers, err := d.setUp(ctx, nodeCount)
+	if err != nil {
+		return err
+	}
+	broken := []string{workers[1], workers[3]}
+	if err := d.breakNodes(ctx, broken); err != nil {
+		return err
+	}
+	if err := d.recoverNodes(ctx, broken, nodeCount); err != nil {
+		return err
+	}
+	if keep {
+		d.say("Still running. Try: %s/kubectl --kubeconfig %s get nhc -o yaml   (Ctrl-C to stop)", env.Cluster.BinDir, env.Cluster.Kubeconfig)
+		<-ctx.Done()
+	}
+	d.say("Demo complete")
+	return nil
+}
+
+// setUp creates the worker nodes, Ready, the template and the
+// NodeHealthCheck, and waits for the controller to observe the nodes; it
+// returns the nodes' names.
+func (d *demo) setUp(ctx context.Context, nodeCount int) ([]string, error) {
+	env := d.env
 	workers := make([]string, nodeCount)
 	for i := range workers {
 		workers[i] = fmt.Sprintf("worker-%d", i)
 		if err := createNode(ctx, env, workers[i]); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := createTemplate(ctx, env); err != nil {
-		return err
+		return nil, err
 	}
-	nhc := &v1alpha1.NodeHealthCheck{
+	nhc := workersNHC()
+	if _, err := env.NHC.RemediationV1alpha1().NodeHealthChecks().Create(ctx, nhc, metav1.CreateOptions{}); err != nil {
+		return nil, err
+	}
+	d.say("%d Ready worker nodes; NodeHealthCheck %q remediates a node that is not Ready for 10s, while at least 51%% are healthy", nodeCount, nhc.Name)
+	if err := d.waitFor(ctx, "the controller to observe the nodes", func(s v1alpha1.NodeHealthCheckStatus) bool {
+		return s.HealthyNodes != nil && int(*s.HealthyNodes) == nodeCount
+	}); err != nil {
+		return nil, err
+	}
+	d.kubectl("get", "nhc", "-o", "wide")
+	return workers, nil
+}
+
+// workersNHC is the demo's NodeHealthCheck: it remediates a worker node that
+// is not Ready for 10s, while at least 51% are healthy.
+func workersNHC() *v1alpha1.NodeHealthCheck {
+	return &v1alpha1.NodeHealthCheck{
 		ObjectMeta: metav1.ObjectMeta{Name: "workers"},
 		Spec: v1alpha1.NodeHealthCheckSpec{
 			Selector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
@@ -113,21 +154,14 @@ func run(nodeCount int, keep bool) error {
 			},
 		},
 	}
-	if _, err := env.NHC.RemediationV1alpha1().NodeHealthChecks().Create(ctx, nhc, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	d.say("%d Ready worker nodes; NodeHealthCheck %q remediates a node that is not Ready for 10s, while at least 51%% are healthy", nodeCount, nhc.Name)
-	if err := d.waitFor(ctx, "the controller to observe the nodes", func(s v1alpha1.NodeHealthCheckStatus) bool {
-		return s.HealthyNodes != nil && int(*s.HealthyNodes) == nodeCount
-	}); err != nil {
-		return err
-	}
-	d.kubectl("get", "nhc", "-o", "wide")
+}
 
-	broken := []string{workers[1], workers[3]}
+// breakNodes turns the broken nodes' Ready condition Unknown and shows the
+// remediations the controller creates for them.
+func (d *demo) breakNodes(ctx context.Context, broken []string) error {
 	d.say("%s stop reporting: their Ready condition turns Unknown", strings.Join(broken, " and "))
 	for _, n := range broken {
-		if err := setReady(ctx, env, n, corev1.ConditionUnknown); err != nil {
+		if err := setReady(ctx, d.env, n, corev1.ConditionUnknown); err != nil {
 			return err
 		}
 	}
@@ -145,7 +179,12 @@ func run(nodeCount int, keep bool) error {
 	d.kubectl("get", "nhc")
 	d.kubectl("get", "testremediations", "-n", framework.RemediatorNamespace, "-o",
 		`custom-columns=NAME:.metadata.name,NODE:.metadata.annotations.remediation\.medik8s\.io/node-name,TEMPLATE:.metadata.annotations.remediation\.medik8s\.io/template-name,OWNER:.metadata.ownerReferences[0].name`)
+	return nil
+}
 
+// recoverNodes shows the remediation under way, brings the broken nodes back
+// Ready, and shows the cleanup, the events and the history.
+func (d *demo) recoverNodes(ctx context.Context, broken []string, nodeCount int) error {
 	d.say("The remediator reboots them (3s); meanwhile kubectl nhc shows the budget, the nodes under remediation, and why %s is remediated", broken[0])
 	if err := pause(ctx, 2*time.Second); err != nil {
 		return err
@@ -157,7 +196,7 @@ func run(nodeCount int, keep bool) error {
 	}
 	d.say("The reboots are done, and the nodes come back Ready")
 	for _, n := range broken {
-		if err := setReady(ctx, env, n, corev1.ConditionTrue); err != nil {
+		if err := setReady(ctx, d.env, n, corev1.ConditionTrue); err != nil {
 			return err
 		}
 	}
@@ -172,11 +211,6 @@ func run(nodeCount int, keep bool) error {
 		"-o", "custom-columns=TYPE:.type,REASON:.reason,MESSAGE:.message")
 	d.say("kubectl nhc history shows each remediation: when the node was detected, remediated and healthy again")
 	d.kubectlNHC(ctx, "history")
-	if keep {
-		d.say("Still running. Try: %s/kubectl --kubeconfig %s get nhc -o yaml   (Ctrl-C to stop)", env.Cluster.BinDir, env.Cluster.Kubeconfig)
-		<-ctx.Done()
-	}
-	d.say("Demo complete")
 	return nil
 }
 
