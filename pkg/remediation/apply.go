@@ -17,36 +17,6 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
-// Confirm says, just before a create is sent, why it must not be after all,
-// or "" to send it; unconfirmed is true when the caches still showed the
-// need but the API server did not. An error is a check that could not be
-// made: the create is not sent, and the sync retried.
-type Confirm func(ctx context.Context, c health.Creation) (why string, unconfirmed bool, err error)
-
-// Confirmer confirms creates just before they are sent, against the node
-// and the NodeHealthCheck as the API server has them: what the act layer
-// does not keep. The controller hands it in once (ConfirmWith).
-type Confirmer interface {
-	// Confirmation returns the check of one sync's creates for a
-	// NodeHealthCheck's plan; they share what it reads once a sync.
-	Confirmation(ctx context.Context, nhc string, plan *health.Plan) Confirm
-}
-
-// errNoConfirmer refuses every create of a manager no Confirmer was handed
-// to: a create that was not confirmed is never sent.
-var errNoConfirmer = errors.New("no confirmation of creates was set up")
-
-// ConfirmWith hands in the check of every create, before the first Apply.
-func (m *Manager) ConfirmWith(c Confirmer) { m.confirmer = c }
-
-// confirmation returns the check of one Apply's creates.
-func (m *Manager) confirmation(ctx context.Context, nhc string, plan *health.Plan) Confirm {
-	if m.confirmer == nil {
-		return func(context.Context, health.Creation) (string, bool, error) { return "", false, errNoConfirmer }
-	}
-	return m.confirmer.Confirmation(ctx, nhc, plan)
-}
-
 // Apply carries out a plan's actions on remediation resources and nodes, and
 // says what happened, action by action. Each action stands alone: one failure
 // does not stop the others, except that a node whose time-out annotation

@@ -48,6 +48,19 @@ type templateResolver struct {
 	fetched map[templateID]fetchedTemplate
 }
 
+// templateID identifies a template read with GET.
+type templateID struct {
+	resource        schema.GroupVersionResource
+	namespace, name string
+}
+
+// fetchedTemplate is a template read with GET; obj is nil when it was not
+// found.
+type fetchedTemplate struct {
+	obj  *unstructured.Unstructured
+	read time.Time
+}
+
 // newTemplateResolver returns a resolver. The mapper should be a
 // DeferredDiscoveryRESTMapper, so that a reset rediscovers the API.
 func newTemplateResolver(mapper meta.ResettableRESTMapper, informers *kinds.Informers, clock clock.PassiveClock) *templateResolver {

@@ -7,7 +7,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
@@ -42,19 +41,6 @@ type templateRead struct {
 	// refreshAfter is how soon a template read with GET is read again; zero
 	// for a watched one.
 	refreshAfter time.Duration
-}
-
-// templateID identifies a template read with GET.
-type templateID struct {
-	resource        schema.GroupVersionResource
-	namespace, name string
-}
-
-// fetchedTemplate is a template read with GET; obj is nil when it was not
-// found.
-type fetchedTemplate struct {
-	obj  *unstructured.Unstructured
-	read time.Time
 }
 
 // get reads a template from its informer's cache, or with GET while its
