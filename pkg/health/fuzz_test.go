@@ -39,10 +39,35 @@ func (r *fuzzReader) seconds(maxSeconds int) time.Duration {
 
 // fuzzInput builds an Input from fuzz bytes: a spec, up to 40 nodes with
 // resources, orphans, and a previous status from an earlier evaluation.
+// The helpers read the bytes in this order: templates, budget, pause and
+// delays, problems, nodes, orphans, leases, and the earlier evaluation's
+// time; keep it, for the corpus under testdata/fuzz to keep its meaning.
 func fuzzInput(data []byte) Input {
 	r := &fuzzReader{data: data}
 	nhc := testNHC()
-	spec := &nhc.Spec
+	templates := fuzzTemplates(r, &nhc.Spec)
+	fuzzBudget(r, &nhc.Spec)
+	fuzzPauseAndDelays(r, &nhc.Spec)
+	in := Input{NHC: nhc, Remediations: map[string][]Remediation{}, Now: now}
+	fuzzProblems(r, &in)
+	fuzzNodes(r, &in, templates)
+	fuzzOrphans(r, &in, templates)
+	for name, resources := range in.Remediations {
+		if len(resources) == 0 {
+			delete(in.Remediations, name)
+		}
+	}
+	fuzzLeases(r, &in)
+	// A previous evaluation, a little earlier, gives the status its memory.
+	earlier := in
+	earlier.Now = now.Add(-r.seconds(600))
+	nhc.Status = decide(earlier).Status
+	return in
+}
+
+// fuzzTemplates sets one template or an escalation of up to three, and
+// returns the templates resources may be of: the spec's, and one gone.
+func fuzzTemplates(r *fuzzReader, spec *v1alpha1.NodeHealthCheckSpec) []corev1.ObjectReference {
 	var templates []corev1.ObjectReference
 	if r.oneIn(2) {
 		spec.RemediationTemplate = nil
@@ -53,7 +78,11 @@ func fuzzInput(data []byte) Input {
 	} else {
 		templates = append(templates, snrTemplate)
 	}
-	templates = append(templates, template("GoneTemplate", "gone"))
+	return append(templates, template("GoneTemplate", "gone"))
+}
+
+// fuzzBudget sets minHealthy or maxUnhealthy, a number or a percentage.
+func fuzzBudget(r *fuzzReader, spec *v1alpha1.NodeHealthCheckSpec) {
 	switch r.intn(4) {
 	case 0:
 		spec.MinHealthy = ptr.To(intstr.FromInt32(int32(r.intn(12))))
@@ -64,6 +93,11 @@ func fuzzInput(data []byte) Input {
 	default:
 		spec.MinHealthy, spec.MaxUnhealthy = nil, ptr.To(intstr.FromString(fmt.Sprintf("%d%%", r.intn(101))))
 	}
+}
+
+// fuzzPauseAndDelays may pause, and may set the healthy delay and the
+// storm settings.
+func fuzzPauseAndDelays(r *fuzzReader, spec *v1alpha1.NodeHealthCheckSpec) {
 	if r.oneIn(8) {
 		spec.PauseRequests = []string{"fuzz"}
 	}
@@ -79,7 +113,11 @@ func fuzzInput(data []byte) Input {
 	if r.oneIn(3) {
 		spec.StormCooldownDuration = &metav1.Duration{Duration: r.seconds(60)}
 	}
-	in := Input{NHC: nhc, Remediations: map[string][]Remediation{}, Now: now}
+}
+
+// fuzzProblems may disable remediation, make a control-plane node busy with
+// another owner's remediation, and leave a node's last write pending.
+func fuzzProblems(r *fuzzReader, in *Input) {
 	if r.oneIn(16) {
 		in.RemediationProblem = &Problem{Reason: v1alpha1.ReasonTemplateNotFound, Message: "fuzz"}
 	}
@@ -89,44 +127,59 @@ func fuzzInput(data []byte) Input {
 	if r.oneIn(8) {
 		in.PendingNodes = map[string]bool{fmt.Sprintf("node-%d", r.intn(50)): true}
 	}
-	statuses := []corev1.ConditionStatus{corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown}
+}
+
+// fuzzNodes adds up to 40 nodes, each with up to two resources and maybe
+// other NodeHealthChecks' claims.
+func fuzzNodes(r *fuzzReader, in *Input, templates []corev1.ObjectReference) {
 	nodeCount := r.intn(41)
 	for i := range nodeCount {
 		name := fmt.Sprintf("node-%d", i)
-		opts := []nodeOption{condition(corev1.NodeReady, statuses[r.intn(3)], r.seconds(900))}
-		if r.oneIn(5) {
-			opts = append(opts, controlPlane)
-		}
-		switch r.intn(8) {
-		case 0:
-			opts = append(opts, label(v1alpha1.ExcludeFromRemediationLabel, "true"))
-		case 1:
-			opts = append(opts, label(v1alpha1.ExcludeFromRemediationLabel, ""))
-		}
-		if r.oneIn(8) {
-			opts = append(opts, confirmedHealthy)
-		}
-		node := testNode(name, opts...)
+		node := testNode(name, fuzzNodeOptions(r)...)
 		in.Nodes = append(in.Nodes, node)
 		for range r.intn(3) {
 			in.Remediations[name] = append(in.Remediations[name], fuzzRemediation(r, templates, name, v1alpha1.IsControlPlane(node.Labels)))
 		}
 		if r.oneIn(4) {
-			fuzzClaims(r, &in, name)
+			fuzzClaims(r, in, name)
 		}
 	}
+}
+
+// fuzzNodeOptions are a node's Ready condition, and maybe its control-plane
+// role, an exclusion label and a confirmation of health.
+func fuzzNodeOptions(r *fuzzReader) []nodeOption {
+	statuses := []corev1.ConditionStatus{corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown}
+	opts := []nodeOption{condition(corev1.NodeReady, statuses[r.intn(3)], r.seconds(900))}
+	if r.oneIn(5) {
+		opts = append(opts, controlPlane)
+	}
+	switch r.intn(8) {
+	case 0:
+		opts = append(opts, label(v1alpha1.ExcludeFromRemediationLabel, "true"))
+	case 1:
+		opts = append(opts, label(v1alpha1.ExcludeFromRemediationLabel, ""))
+	}
+	if r.oneIn(8) {
+		opts = append(opts, confirmedHealthy)
+	}
+	return opts
+}
+
+// fuzzOrphans adds up to two resources of nodes that are gone.
+func fuzzOrphans(r *fuzzReader, in *Input, templates []corev1.ObjectReference) {
 	for i := range r.intn(3) {
 		name := fmt.Sprintf("gone-%d", i)
 		in.Remediations[name] = append(in.Remediations[name], fuzzRemediation(r, templates, name, r.oneIn(3)))
 	}
-	for name, resources := range in.Remediations {
-		if len(resources) == 0 {
-			delete(in.Remediations, name)
-		}
-	}
+}
+
+// fuzzLeases may give node leases: up to 12, ours, the node maintenance
+// operator's or another NodeHealthCheck's.
+func fuzzLeases(r *fuzzReader, in *Input) {
 	if r.oneIn(2) {
 		in.Leases = &Leases{ByNode: map[string]NodeLease{}, Duration: time.Minute + r.seconds(600), Buffer: r.seconds(60)}
-		holders := []string{LeaseHolder(nhc.Name), "node-maintenance-operator", LeaseHolder("other")}
+		holders := []string{LeaseHolder(in.NHC.Name), "node-maintenance-operator", LeaseHolder("other")}
 		for range r.intn(12) {
 			renewed := now.Add(-r.seconds(1800))
 			in.Leases.ByNode[fmt.Sprintf("node-%d", r.intn(45))] = NodeLease{
@@ -134,11 +187,6 @@ func fuzzInput(data []byte) Input {
 			}
 		}
 	}
-	// A previous evaluation, a little earlier, gives the status its memory.
-	earlier := in
-	earlier.Now = now.Add(-r.seconds(600))
-	nhc.Status = decide(earlier).Status
-	return in
 }
 
 // fuzzClaims lets other NodeHealthChecks, older or younger, with or without
