@@ -231,17 +231,7 @@ func lostStep(node string) *v1alpha1.UnhealthyNode {
 func TestTheControlPlaneRuleHoldsEscalationsToo(t *testing.T) {
 	const why = "the remediation kinds of every NodeHealthCheck are not watched yet"
 	workers := nodes("worker", 6)
-	cases := []struct {
-		name        string
-		nodes       []*Node
-		resources   map[string][]Remediation
-		status      []*v1alpha1.UnhealthyNode
-		busy        map[string]bool
-		unknown     string
-		wantCreated []string
-		wantTimeOut []string
-		wantWait    map[string]WaitReason
-	}{
+	cases := []controlPlaneEscalationCase{
 		{
 			name:     "a lost step's next one waits for another control-plane node's remediation",
 			nodes:    []*Node{testNode("cp-a", controlPlane, unhealthy)},
@@ -295,21 +285,41 @@ func TestTheControlPlaneRuleHoldsEscalationsToo(t *testing.T) {
 		},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			nhc := testNHC(threeSteps(), minHealthy(intstr.FromInt32(1)), withStatus(v1alpha1.NodeHealthCheckStatus{UnhealthyNodes: tc.status}))
-			d := decide(Input{
-				NHC: nhc, Nodes: append(tc.nodes, workers...), Remediations: tc.resources,
-				BusyControlPlaneNodes: tc.busy, ControlPlaneUnknown: tc.unknown, Now: now,
-			})
-			assert.Equal(t, tc.wantCreated, createdNodes(d))
-			var timedOut []string
-			for _, to := range d.TimeOut {
-				timedOut = append(timedOut, to.Node)
-			}
-			assert.Equal(t, tc.wantTimeOut, timedOut, "a closed gate holds the time-out too")
-			for node, wait := range tc.wantWait {
-				assert.Equal(t, wait, verdictOf(d, node).Waiting, node)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { tc.check(t, workers) })
+	}
+}
+
+// controlPlaneEscalationCase is a case of
+// TestTheControlPlaneRuleHoldsEscalationsToo: nodes with their resources,
+// status, busy control-plane nodes and why those are unknown, and the nodes
+// that get a resource, time out and wait.
+type controlPlaneEscalationCase struct {
+	name        string
+	nodes       []*Node
+	resources   map[string][]Remediation
+	status      []*v1alpha1.UnhealthyNode
+	busy        map[string]bool
+	unknown     string
+	wantCreated []string
+	wantTimeOut []string
+	wantWait    map[string]WaitReason
+}
+
+// check decides the case, with workers beside its nodes, and asserts its
+// creations, time-outs and waits.
+func (tc controlPlaneEscalationCase) check(t *testing.T, workers []*Node) {
+	nhc := testNHC(threeSteps(), minHealthy(intstr.FromInt32(1)), withStatus(v1alpha1.NodeHealthCheckStatus{UnhealthyNodes: tc.status}))
+	d := decide(Input{
+		NHC: nhc, Nodes: append(tc.nodes, workers...), Remediations: tc.resources,
+		BusyControlPlaneNodes: tc.busy, ControlPlaneUnknown: tc.unknown, Now: now,
+	})
+	assert.Equal(t, tc.wantCreated, createdNodes(d))
+	var timedOut []string
+	for _, to := range d.TimeOut {
+		timedOut = append(timedOut, to.Node)
+	}
+	assert.Equal(t, tc.wantTimeOut, timedOut, "a closed gate holds the time-out too")
+	for node, wait := range tc.wantWait {
+		assert.Equal(t, wait, verdictOf(d, node).Waiting, node)
 	}
 }
