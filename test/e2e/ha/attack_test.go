@@ -49,10 +49,7 @@ const (
 // controller's resident memory stays under attackRSSBound.
 func TestThePortsWithstandAnAttack(t *testing.T) {
 	ctx := t.Context()
-	out, err := env.Cluster.Kubectl("apply", "-f", filepath.Join(controlplane.RepoRoot(), "manifests/rbac/metrics-reader.yaml"))
-	require.NoError(t, err, out)
-	prometheus := serviceAccountToken(t, "attack-prometheus", true)
-	nobody := serviceAccountToken(t, "attack-nobody", false)
+	prometheus, nobody := attackTokens(t)
 	c, err := env.StartController("attack", "--leader-elect=true", "--leader-election-namespace=default", "--leader-election-id=nhc-attack",
 		"--metrics-secure=true", "--profiling=true", "--node-leases=false")
 	require.NoError(t, err)
@@ -60,8 +57,47 @@ func TestThePortsWithstandAnAttack(t *testing.T) {
 	defer func() { assert.NoError(t, c.Stop()) }()
 	framework.Eventually(t, 30*time.Second, "the leader", func() bool { return strings.Contains(c.Log(), `"Became the leader"`) })
 
+	scrape := authorizedScraper(ctx, t, c, prometheus)
+	// Prometheus scraped before the attack, as it would have.
+	framework.Eventually(t, 30*time.Second, "a first scrape", func() bool { code, _ := scrape(); return code == http.StatusOK })
+	idleRSS := residentMemory(t, c.PID())
+
+	attack, stop := context.WithTimeout(ctx, attackFor)
+	defer stop()
+	var attackers sync.WaitGroup
+	codes := newCodeCounter()
+	http2Answers := launchAttack(attack, &attackers, c, nobody, codes)
+	seen := watchThroughTheAttack(ctx, attack, t, c, scrape, idleRSS)
+	attackers.Wait()
+
+	t.Logf("%d probes, %d scrapes; resident memory %d MiB idle, at most %d MiB under attack; attackers' answers (status code: count; 0 is a client error): %v",
+		seen.probes, seen.scrapes, idleRSS>>20, seen.maxRSS>>20, codes.String())
+	assert.False(t, c.Exited(), "the leader still runs")
+	assert.NotContains(t, c.Log(), `"Lost the lease; stopping"`, "the leader kept its lease")
+	assert.Empty(t, seen.probeFailures, "every probe answered within 1 s")
+	assert.Empty(t, seen.scrapeFailures, "every scrape answered within 2 s")
+	assert.Less(t, seen.maxRSS, int64(attackRSSBound), "resident memory under the documented bound")
+	assert.Zero(t, http2Answers.Load(), "no HTTP/2")
+	assert.Zero(t, codes.count("forged", http.StatusOK)+codes.count("http2", http.StatusOK)+codes.count("unauthorized", http.StatusOK),
+		"no attacker was served")
+}
+
+// attackTokens grants the metrics role and returns the tokens of a
+// ServiceAccount that has it (Prometheus) and of one that has not.
+func attackTokens(t *testing.T) (prometheus, nobody string) {
+	out, err := env.Cluster.Kubectl("apply", "-f", filepath.Join(controlplane.RepoRoot(), "manifests/rbac/metrics-reader.yaml"))
+	require.NoError(t, err, out)
+	prometheus = serviceAccountToken(t, "attack-prometheus", true)
+	nobody = serviceAccountToken(t, "attack-nobody", false)
+	return prometheus, nobody
+}
+
+// authorizedScraper returns Prometheus's scrape of c's metrics with its
+// token: the status code, 0 without an answer within 2 s, and how long it
+// took.
+func authorizedScraper(ctx context.Context, t *testing.T, c *framework.Controller, prometheus string) func() (int, time.Duration) {
 	scraper := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	scrape := func() (int, time.Duration) {
+	return func() (int, time.Duration) {
 		started := time.Now()
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+c.MetricsAddress+"/metrics", nil)
 		require.NoError(t, err)
@@ -74,21 +110,28 @@ func TestThePortsWithstandAnAttack(t *testing.T) {
 		_ = resp.Body.Close()
 		return resp.StatusCode, time.Since(started)
 	}
-	// Prometheus scraped before the attack, as it would have.
-	framework.Eventually(t, 30*time.Second, "a first scrape", func() bool { code, _ := scrape(); return code == http.StatusOK })
-	idleRSS := residentMemory(t, c.PID())
+}
 
-	attack, stop := context.WithTimeout(ctx, attackFor)
-	defer stop()
-	var attackers sync.WaitGroup
+// launchAttack starts the attackers, until attack ends: silent connections
+// on both of c's ports, then forged scrapes, unauthorized callers and
+// HTTP/2 clients on its metrics port. It returns how many HTTP/2 answers
+// they get.
+func launchAttack(attack context.Context, attackers *sync.WaitGroup, c *framework.Controller, nobody string, codes *codeCounter) *atomic.Int64 {
 	for _, addr := range []string{c.ProbeAddress, c.MetricsAddress} {
 		for range silentPerPort {
 			attackers.Go(func() { holdSilent(attack, addr) })
 		}
 	}
-	codes := newCodeCounter()
 	insecure := &tls.Config{InsecureSkipVerify: true}
 	var forged atomic.Int64
+	sendForgedScrapes(attack, attackers, c, insecure, &forged, codes)
+	sendUnauthorizedRequests(attack, attackers, c, insecure, nobody, codes)
+	return sendHTTP2Requests(attack, attackers, c, insecure, &forged, codes)
+}
+
+// sendForgedScrapes starts forgedCallers, each scraping with a fresh token
+// nobody issued, numbered by forged.
+func sendForgedScrapes(attack context.Context, attackers *sync.WaitGroup, c *framework.Controller, insecure *tls.Config, forged *atomic.Int64, codes *codeCounter) {
 	for range forgedCallers {
 		client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: insecure}}
 		attackers.Go(func() {
@@ -97,6 +140,12 @@ func TestThePortsWithstandAnAttack(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sendUnauthorizedRequests starts unauthorizedCallers with nobody's token,
+// every other request to the metrics or a profile, the others each to
+// another path.
+func sendUnauthorizedRequests(attack context.Context, attackers *sync.WaitGroup, c *framework.Controller, insecure *tls.Config, nobody string, codes *codeCounter) {
 	paths := []string{"/metrics", "/debug/pprof/", "/debug/pprof/heap", "/debug/pprof/goroutine", "/debug/pprof/profile"}
 	for i := range unauthorizedCallers {
 		client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: insecure}}
@@ -110,6 +159,12 @@ func TestThePortsWithstandAnAttack(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sendHTTP2Requests starts http2Clients that offer HTTP/2, each with
+// http2Streams scrapes at once with forged tokens, and returns how many
+// answers came over HTTP/2.
+func sendHTTP2Requests(attack context.Context, attackers *sync.WaitGroup, c *framework.Controller, insecure *tls.Config, forged *atomic.Int64, codes *codeCounter) *atomic.Int64 {
 	var http2Answers atomic.Int64
 	for range http2Clients {
 		client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: insecure.Clone(), ForceAttemptHTTP2: true, MaxConnsPerHost: 1}}
@@ -132,7 +187,21 @@ func TestThePortsWithstandAnAttack(t *testing.T) {
 			})
 		}
 	}
+	return &http2Answers
+}
 
+// attackWatch is what the kubelet and Prometheus saw through the attack,
+// and the most resident memory.
+type attackWatch struct {
+	probeFailures, scrapeFailures []string
+	probes, scrapes               int
+	maxRSS                        int64
+}
+
+// watchThroughTheAttack probes c every second, as the kubelet does, scrapes
+// it every other second, as Prometheus does, and measures its memory,
+// until attack ends.
+func watchThroughTheAttack(ctx, attack context.Context, t *testing.T, c *framework.Controller, scrape func() (int, time.Duration), idleRSS int64) attackWatch {
 	// The kubelet's probes, Prometheus's scrapes, and the process's memory,
 	// throughout.
 	var probeFailures, scrapeFailures []string
@@ -161,18 +230,7 @@ func TestThePortsWithstandAnAttack(t *testing.T) {
 		}
 		maxRSS = max(maxRSS, residentMemory(t, c.PID()))
 	}
-	attackers.Wait()
-
-	t.Logf("%d probes, %d scrapes; resident memory %d MiB idle, at most %d MiB under attack; attackers' answers (status code: count; 0 is a client error): %v",
-		probes, scrapes, idleRSS>>20, maxRSS>>20, codes.String())
-	assert.False(t, c.Exited(), "the leader still runs")
-	assert.NotContains(t, c.Log(), `"Lost the lease; stopping"`, "the leader kept its lease")
-	assert.Empty(t, probeFailures, "every probe answered within 1 s")
-	assert.Empty(t, scrapeFailures, "every scrape answered within 2 s")
-	assert.Less(t, maxRSS, int64(attackRSSBound), "resident memory under the documented bound")
-	assert.Zero(t, http2Answers.Load(), "no HTTP/2")
-	assert.Zero(t, codes.count("forged", http.StatusOK)+codes.count("http2", http.StatusOK)+codes.count("unauthorized", http.StatusOK),
-		"no attacker was served")
+	return attackWatch{probeFailures: probeFailures, scrapeFailures: scrapeFailures, probes: probes, scrapes: scrapes, maxRSS: maxRSS}
 }
 
 // holdSilent keeps a connection open that sends nothing, opening it again
