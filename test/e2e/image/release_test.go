@@ -54,6 +54,37 @@ func TestMakeRelease(t *testing.T) {
 	require.NoError(t, err, "%s", output)
 	dir := filepath.Join(root, "_output/release")
 
+	listed := releaseChecksums(t, dir, version)
+	checkReleaseImages(t, dir, repository, version)
+	images := checkPinnedInstallImage(t, dir, repository, version)
+	checkReleaseChart(t, dir, version, images)
+	checkPluginArchives(t, dir, version)
+	env, err := framework.StartEnv()
+	require.NoError(t, err)
+	defer env.Stop()
+	out, err := env.Cluster.Kubectl("apply", "-f", filepath.Join(dir, "nhc-controller.yaml"))
+	require.NoError(t, err, "the API server accepts the install file: %s", out)
+	out, err = env.Cluster.Kubectl("apply", "-f", filepath.Join(dir, "nhc-controller.crds.yaml"))
+	require.NoError(t, err, "the API server accepts the CRD alone: %s", out)
+	uninstallKeepsTheLeaseNamespace(t, env, filepath.Join(dir, "nhc-controller.yaml"))
+
+	checkKrewManifest(t, dir, version, listed)
+	checkSBOM(t, dir)
+
+	notes, err := os.ReadFile(filepath.Join(dir, "release-notes.md"))
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(notes), "## "+version+"\n"))
+
+	bad := exec.Command("make", "release", "VERSION=v0.1")
+	bad.Dir = root
+	output, err = bad.CombinedOutput()
+	assert.Error(t, err)
+	assert.Contains(t, string(output), `version "v0.1" is not vMAJOR.MINOR.PATCH`)
+}
+
+// releaseChecksums checks SHA256SUMS: it lists every file a release
+// publishes, each with its checksum. It returns the checksums by file name.
+func releaseChecksums(t *testing.T, dir, version string) map[string]string {
 	sums, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS"))
 	require.NoError(t, err)
 	listed := map[string]string{}
@@ -70,7 +101,12 @@ func TestMakeRelease(t *testing.T) {
 		"kubectl-nhc_" + version + "_windows_amd64.tar.gz"} {
 		assert.Contains(t, listed, name)
 	}
+	return listed
+}
 
+// checkReleaseImages checks that the image tarballs of both architectures
+// are tagged with the version.
+func checkReleaseImages(t *testing.T, dir, repository, version string) {
 	for _, arch := range []string{"amd64", "arm64"} {
 		manifest, err := tarball.LoadManifest(func() (io.ReadCloser, error) {
 			return os.Open(filepath.Join(dir, "nhc-controller-linux-"+arch+".tar"))
@@ -78,7 +114,13 @@ func TestMakeRelease(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, []string{repository + ":" + version}, manifest[0].RepoTags, arch)
 	}
+}
 
+// checkPinnedInstallImage checks that the registry has the version's index
+// of two platforms, and that the install file's one image is the
+// repository's, pinned to the index's digest, and pulls back. It returns
+// the install file's images.
+func checkPinnedInstallImage(t *testing.T, dir, repository, version string) []string {
 	pushed, err := remote.Index(mustTag(t, repository+":"+version))
 	require.NoError(t, err, "the index is in the registry")
 	digest, err := pushed.Digest()
@@ -97,6 +139,13 @@ func TestMakeRelease(t *testing.T) {
 	pulled, err := remote.Get(pinned)
 	require.NoError(t, err, "the install file's image reference pulls back from the registry")
 	assert.Equal(t, digest, pulled.Digest)
+	return images
+}
+
+// checkReleaseChart checks the Helm chart: it deploys the install file's
+// images, its version is the release's, it carries the licence, and its
+// alerts link to the release's runbooks.
+func checkReleaseChart(t *testing.T, dir, version string, images []string) {
 	helm, err := controlplane.Helm()
 	require.NoError(t, err)
 	chart, err := exec.Command(helm, "template", "nhc", filepath.Join(dir, "nhc-controller-0.3.0.tgz"), "--namespace", "nhc-system").Output()
@@ -111,19 +160,21 @@ func TestMakeRelease(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(rules), "/blob/"+version+"/docs/runbooks.md#", "the alerts link to the release's runbooks")
 	assert.NotContains(t, string(rules), "/blob/main/", "not main's")
+}
+
+// checkPluginArchives checks kubectl-nhc's archives: the Windows one has an
+// .exe, and each carries the licence.
+func checkPluginArchives(t *testing.T, dir, version string) {
 	assert.NotEmpty(t, archivedFile(t, filepath.Join(dir, "kubectl-nhc_"+version+"_windows_amd64.tar.gz"), "kubectl-nhc.exe"), "the Windows plugin is an .exe")
 	for _, platform := range []string{"linux_amd64", "linux_arm64", "darwin_amd64", "darwin_arm64", "windows_amd64"} {
 		assert.Equal(t, repoLicense(t), archivedFile(t, filepath.Join(dir, "kubectl-nhc_"+version+"_"+platform+".tar.gz"), "LICENSE"), "the plugin carries the licence")
 	}
-	env, err := framework.StartEnv()
-	require.NoError(t, err)
-	defer env.Stop()
-	out, err := env.Cluster.Kubectl("apply", "-f", filepath.Join(dir, "nhc-controller.yaml"))
-	require.NoError(t, err, "the API server accepts the install file: %s", out)
-	out, err = env.Cluster.Kubectl("apply", "-f", filepath.Join(dir, "nhc-controller.crds.yaml"))
-	require.NoError(t, err, "the API server accepts the CRD alone: %s", out)
-	uninstallKeepsTheLeaseNamespace(t, env, filepath.Join(dir, "nhc-controller.yaml"))
+}
 
+// checkKrewManifest checks the krew manifest: the version's, with how to
+// put the completion helper on the PATH, and five platforms, each with the
+// checksum SHA256SUMS lists for its archive.
+func checkKrewManifest(t *testing.T, dir, version string, listed map[string]string) {
 	var krew struct {
 		Spec struct {
 			Version   string `json:"version"`
@@ -143,7 +194,11 @@ func TestMakeRelease(t *testing.T) {
 	for _, p := range krew.Spec.Platforms {
 		assert.Equal(t, listed[filepath.Base(p.URI)], p.Sha256, p.URI)
 	}
+}
 
+// checkSBOM checks the CycloneDX SBOM: it names the controller and lists
+// the modules it is built from.
+func checkSBOM(t *testing.T, dir string) {
 	var bom struct {
 		BOMFormat string `json:"bomFormat"`
 		Metadata  struct {
@@ -155,7 +210,7 @@ func TestMakeRelease(t *testing.T) {
 			Name string `json:"name"`
 		} `json:"components"`
 	}
-	data, err = os.ReadFile(filepath.Join(dir, "nhc-controller.sbom.cdx.json"))
+	data, err := os.ReadFile(filepath.Join(dir, "nhc-controller.sbom.cdx.json"))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(data, &bom))
 	assert.Equal(t, "CycloneDX", bom.BOMFormat)
@@ -165,16 +220,6 @@ func TestMakeRelease(t *testing.T) {
 	}) bool {
 		return c.Name == "k8s.io/client-go"
 	}), "the SBOM lists the modules the controller is built from")
-
-	notes, err := os.ReadFile(filepath.Join(dir, "release-notes.md"))
-	require.NoError(t, err)
-	assert.True(t, strings.HasPrefix(string(notes), "## "+version+"\n"))
-
-	bad := exec.Command("make", "release", "VERSION=v0.1")
-	bad.Dir = root
-	output, err = bad.CombinedOutput()
-	assert.Error(t, err)
-	assert.Contains(t, string(output), `version "v0.1" is not vMAJOR.MINOR.PATCH`)
 }
 
 // repoLicense is the project's licence.
