@@ -24,29 +24,8 @@ import (
 // remediates, records events, takes its lease and removes a confirmation.
 func TestManifestsInstallAndGrantEnough(t *testing.T) {
 	root := controlplane.RepoRoot()
-	// The one-command install: any kustomize or schema error fails it.
-	out, err := env.Cluster.Kubectl("apply", "-k", filepath.Join(root, "manifests"))
-	require.NoError(t, err, out)
-	out, err = env.Cluster.Kubectl("apply", "-f", filepath.Join(root, "test/crds/rbac"))
-	require.NoError(t, err, out)
-	for _, object := range []string{"deployment/nhc-controller", "service/nhc-controller-metrics", "poddisruptionbudget/nhc-controller", "serviceaccount/nhc-controller"} {
-		out, err := env.Cluster.Kubectl("get", "-n", "nhc-system", object, "-o", "name")
-		require.NoError(t, err, out)
-	}
-	image, err := env.Cluster.Kubectl("get", "deployment", "-n", "nhc-system", "nhc-controller", "-o", "jsonpath={.spec.template.spec.containers[0].image}")
-	require.NoError(t, err)
-	assert.Equal(t, "nhc-controller:dev", image, "the image comes from the kustomization's images:")
-	// kubectl delete -k removes all of it and exits 0; the shared lease
-	// namespace is not part of it. A server-side dry run shows what, without
-	// taking the CRD from the other tests (test/e2e/chart deletes for real).
-	out, err = env.Cluster.Kubectl("delete", "-k", filepath.Join(root, "manifests"), "--dry-run=server")
-	require.NoError(t, err, out)
-	assert.NotContains(t, out, "medik8s-leases")
-	for _, object := range []string{"customresourcedefinition.apiextensions.k8s.io \"nodehealthchecks.remediation.medik8s.io\" deleted",
-		"namespace \"nhc-system\" deleted", "deployment.apps \"nhc-controller\" deleted", "clusterrole.rbac.authorization.k8s.io \"nhc-controller\" deleted",
-		"validatingadmissionpolicy.admissionregistration.k8s.io \"nhc-controller-remediation-guard\" deleted"} {
-		assert.Contains(t, out, object)
-	}
+	installManifests(t, root)
+	uninstallManifestsDryRun(t, root)
 
 	kubeconfig, err := env.Cluster.UserKubeconfig("system:serviceaccount:nhc-system:nhc-controller", "system:serviceaccounts", "system:serviceaccounts:nhc-system", "system:authenticated")
 	require.NoError(t, err)
@@ -105,4 +84,36 @@ func TestManifestsInstallAndGrantEnough(t *testing.T) {
 		return apierrors.IsNotFound(err)
 	})
 	framework.Eventually(t, 10*time.Second, "events recorded in namespace default", func() bool { return len(env.Events(t, scenario)) > 0 })
+}
+
+// installManifests applies the manifests and the test remediator's RBAC,
+// and checks what the manifests install, and the image they deploy.
+func installManifests(t *testing.T, root string) {
+	// The one-command install: any kustomize or schema error fails it.
+	out, err := env.Cluster.Kubectl("apply", "-k", filepath.Join(root, "manifests"))
+	require.NoError(t, err, out)
+	out, err = env.Cluster.Kubectl("apply", "-f", filepath.Join(root, "test/crds/rbac"))
+	require.NoError(t, err, out)
+	for _, object := range []string{"deployment/nhc-controller", "service/nhc-controller-metrics", "poddisruptionbudget/nhc-controller", "serviceaccount/nhc-controller"} {
+		out, err := env.Cluster.Kubectl("get", "-n", "nhc-system", object, "-o", "name")
+		require.NoError(t, err, out)
+	}
+	image, err := env.Cluster.Kubectl("get", "deployment", "-n", "nhc-system", "nhc-controller", "-o", "jsonpath={.spec.template.spec.containers[0].image}")
+	require.NoError(t, err)
+	assert.Equal(t, "nhc-controller:dev", image, "the image comes from the kustomization's images:")
+}
+
+// uninstallManifestsDryRun checks what kubectl delete -k would remove.
+func uninstallManifestsDryRun(t *testing.T, root string) {
+	// kubectl delete -k removes all of it and exits 0; the shared lease
+	// namespace is not part of it. A server-side dry run shows what, without
+	// taking the CRD from the other tests (test/e2e/chart deletes for real).
+	out, err := env.Cluster.Kubectl("delete", "-k", filepath.Join(root, "manifests"), "--dry-run=server")
+	require.NoError(t, err, out)
+	assert.NotContains(t, out, "medik8s-leases")
+	for _, object := range []string{"customresourcedefinition.apiextensions.k8s.io \"nodehealthchecks.remediation.medik8s.io\" deleted",
+		"namespace \"nhc-system\" deleted", "deployment.apps \"nhc-controller\" deleted", "clusterrole.rbac.authorization.k8s.io \"nhc-controller\" deleted",
+		"validatingadmissionpolicy.admissionregistration.k8s.io \"nhc-controller-remediation-guard\" deleted"} {
+		assert.Contains(t, out, object)
+	}
 }
