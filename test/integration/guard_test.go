@@ -145,124 +145,138 @@ func TestTheRemediationGuard(t *testing.T) {
 	require.NoError(t, writeStatus(t, probe, []string{"guard-probe-node"}, nil))
 	installGuard(t, probe)
 
-	t.Run("refused while remediating", func(t *testing.T) {
-		const name = "guard-remediating"
-		fw.CreateNHC(t, name, nil)
-		require.NoError(t, writeStatus(t, name, []string{"node-a", "node-b"}, []string{"node-c"}),
-			"the status subresource, which the controller writes, is not guarded")
+	t.Run("refused while remediating", guardRefusesWhileRemediating)
+	t.Run("refused while an escalation remediates", guardRefusesWhileEscalating)
+	t.Run("allowed when idle", guardAllowsWhenIdle)
+	t.Run("allowed with the override", guardAllowsWithTheOverride)
+}
 
-		err := deleteNHC(name)
-		refused(t, err, "deletion", "node-a and 1 more have")
-		_, err = cluster.Kubectl("delete", "nodehealthcheck", name)
-		require.Error(t, err)
-		assert.Contains(t, err.Error(), `Error from server (Forbidden): nodehealthchecks.remediation.medik8s.io "guard-remediating" is forbidden: ValidatingAdmissionPolicy 'nhc-controller-remediation-guard' with binding 'nhc-controller-remediation-guard' denied request: deletion prohibited due to running remediation: node node-a and 1 more have remediations of this NodeHealthCheck. Wait until they end (spec.pauseRequests stops new ones), or, to override: kubectl annotate nodehealthcheck guard-remediating remediation.medik8s.io/override-remediation-guard=true`,
-			"what kubectl shows")
-		err = nhcClient.RemediationV1alpha1().NodeHealthChecks().DeleteCollection(context.Background(), metav1.DeleteOptions{},
-			metav1.ListOptions{FieldSelector: "metadata.name=" + name})
-		refused(t, err, "deletion", "node-a and 1 more have")
+// guardRefusesWhileRemediating: while the status lists remediations, the
+// remediation guard refuses deletion and changes of the selector or
+// templates, and allows everything else, the status subresource included.
+func guardRefusesWhileRemediating(t *testing.T) {
+	const name = "guard-remediating"
+	fw.CreateNHC(t, name, nil)
+	require.NoError(t, writeStatus(t, name, []string{"node-a", "node-b"}, []string{"node-c"}),
+		"the status subresource, which the controller writes, is not guarded")
 
-		err = updateNHC(t, name, func(nhc *v1alpha1.NodeHealthCheck) { nhc.Spec.Selector.MatchLabels["more"] = "nodes" })
-		refused(t, err, "selector update", "node-a")
-		err = updateNHC(t, name, func(nhc *v1alpha1.NodeHealthCheck) { nhc.Spec.RemediationTemplate.Name = "another" })
-		refused(t, err, "remediation template update", "node-a")
-		err = updateNHC(t, name, func(nhc *v1alpha1.NodeHealthCheck) { escalation(&nhc.Spec) })
-		refused(t, err, "remediation template update", "node-a")
+	err := deleteNHC(name)
+	refused(t, err, "deletion", "node-a and 1 more have")
+	_, err = cluster.Kubectl("delete", "nodehealthcheck", name)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `Error from server (Forbidden): nodehealthchecks.remediation.medik8s.io "guard-remediating" is forbidden: ValidatingAdmissionPolicy 'nhc-controller-remediation-guard' with binding 'nhc-controller-remediation-guard' denied request: deletion prohibited due to running remediation: node node-a and 1 more have remediations of this NodeHealthCheck. Wait until they end (spec.pauseRequests stops new ones), or, to override: kubectl annotate nodehealthcheck guard-remediating remediation.medik8s.io/override-remediation-guard=true`,
+		"what kubectl shows")
+	err = nhcClient.RemediationV1alpha1().NodeHealthChecks().DeleteCollection(context.Background(), metav1.DeleteOptions{},
+		metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	refused(t, err, "deletion", "node-a and 1 more have")
 
-		for _, allowed := range []struct {
-			what   string
-			change func(*v1alpha1.NodeHealthCheck)
-		}{
-			{"pause requests", func(nhc *v1alpha1.NodeHealthCheck) { nhc.Spec.PauseRequests = []string{"stop new remediations"} }},
-			{"minHealthy", func(nhc *v1alpha1.NodeHealthCheck) { nhc.Spec.MinHealthy = ptr.To(intstr.FromString("51%")) }},
-			{"budget to maxUnhealthy", func(nhc *v1alpha1.NodeHealthCheck) {
-				nhc.Spec.MinHealthy, nhc.Spec.MaxUnhealthy = nil, ptr.To(intstr.FromInt32(2))
-			}},
-			{"unhealthy conditions", func(nhc *v1alpha1.NodeHealthCheck) { nhc.Spec.UnhealthyConditions[0].Duration.Duration = time.Minute }},
-			{"healthyDelay", func(nhc *v1alpha1.NodeHealthCheck) { nhc.Spec.HealthyDelay = &metav1.Duration{Duration: -time.Second} }},
-			{"storm settings", func(nhc *v1alpha1.NodeHealthCheck) {
-				nhc.Spec.StormRecoveryThreshold, nhc.Spec.StormCooldownDuration = ptr.To(int32(1)), &metav1.Duration{Duration: time.Minute}
-			}},
-			{"labels and annotations", func(nhc *v1alpha1.NodeHealthCheck) {
-				nhc.Labels = map[string]string{"team": "sre"}
-				nhc.Annotations = map[string]string{"note": "remediating", v1alpha1.OverrideRemediationGuardAnnotation: "false"}
-			}},
-		} {
-			assert.NoError(t, updateNHC(t, name, allowed.change), "changing the %s is allowed", allowed.what)
-		}
-		require.NoError(t, writeStatus(t, name, []string{"node-b"}, nil), "the controller's status writes are allowed")
+	err = updateNHC(t, name, func(nhc *v1alpha1.NodeHealthCheck) { nhc.Spec.Selector.MatchLabels["more"] = "nodes" })
+	refused(t, err, "selector update", "node-a")
+	err = updateNHC(t, name, func(nhc *v1alpha1.NodeHealthCheck) { nhc.Spec.RemediationTemplate.Name = "another" })
+	refused(t, err, "remediation template update", "node-a")
+	err = updateNHC(t, name, func(nhc *v1alpha1.NodeHealthCheck) { escalation(&nhc.Spec) })
+	refused(t, err, "remediation template update", "node-a")
 
-		// Paused, and with an override annotation that is not "true", it
-		// remediates still and is guarded still.
-		refused(t, deleteNHC(name), "deletion", "node-b has")
-		err = updateNHC(t, name, func(nhc *v1alpha1.NodeHealthCheck) { nhc.Spec.Selector.MatchLabels["more"] = "nodes" })
-		refused(t, err, "selector update", "node-b has")
+	for _, allowed := range []struct {
+		what   string
+		change func(*v1alpha1.NodeHealthCheck)
+	}{
+		{"pause requests", func(nhc *v1alpha1.NodeHealthCheck) { nhc.Spec.PauseRequests = []string{"stop new remediations"} }},
+		{"minHealthy", func(nhc *v1alpha1.NodeHealthCheck) { nhc.Spec.MinHealthy = ptr.To(intstr.FromString("51%")) }},
+		{"budget to maxUnhealthy", func(nhc *v1alpha1.NodeHealthCheck) {
+			nhc.Spec.MinHealthy, nhc.Spec.MaxUnhealthy = nil, ptr.To(intstr.FromInt32(2))
+		}},
+		{"unhealthy conditions", func(nhc *v1alpha1.NodeHealthCheck) { nhc.Spec.UnhealthyConditions[0].Duration.Duration = time.Minute }},
+		{"healthyDelay", func(nhc *v1alpha1.NodeHealthCheck) { nhc.Spec.HealthyDelay = &metav1.Duration{Duration: -time.Second} }},
+		{"storm settings", func(nhc *v1alpha1.NodeHealthCheck) {
+			nhc.Spec.StormRecoveryThreshold, nhc.Spec.StormCooldownDuration = ptr.To(int32(1)), &metav1.Duration{Duration: time.Minute}
+		}},
+		{"labels and annotations", func(nhc *v1alpha1.NodeHealthCheck) {
+			nhc.Labels = map[string]string{"team": "sre"}
+			nhc.Annotations = map[string]string{"note": "remediating", v1alpha1.OverrideRemediationGuardAnnotation: "false"}
+		}},
+	} {
+		assert.NoError(t, updateNHC(t, name, allowed.change), "changing the %s is allowed", allowed.what)
+	}
+	require.NoError(t, writeStatus(t, name, []string{"node-b"}, nil), "the controller's status writes are allowed")
+
+	// Paused, and with an override annotation that is not "true", it
+	// remediates still and is guarded still.
+	refused(t, deleteNHC(name), "deletion", "node-b has")
+	err = updateNHC(t, name, func(nhc *v1alpha1.NodeHealthCheck) { nhc.Spec.Selector.MatchLabels["more"] = "nodes" })
+	refused(t, err, "selector update", "node-b has")
+}
+
+// guardRefusesWhileEscalating: while an escalation remediates, the
+// remediation guard refuses changes of its steps, and its deletion.
+func guardRefusesWhileEscalating(t *testing.T) {
+	const name = "guard-escalating"
+	fw.CreateNHC(t, name, escalation)
+	require.NoError(t, writeStatus(t, name, []string{"node-a"}, nil))
+	for what, change := range map[string]func(*v1alpha1.EscalatingRemediation){
+		"a timeout":  func(e *v1alpha1.EscalatingRemediation) { e.Timeout.Duration = time.Hour },
+		"an order":   func(e *v1alpha1.EscalatingRemediation) { e.Order = 3 },
+		"a template": func(e *v1alpha1.EscalatingRemediation) { e.RemediationTemplate.Name = "another" },
+	} {
+		err := updateNHC(t, name, func(nhc *v1alpha1.NodeHealthCheck) { change(&nhc.Spec.EscalatingRemediations[1]) })
+		refused(t, err, "escalating remediations update", "node-a")
+		assert.NotContains(t, err.Error(), "selector", what)
+	}
+	err := updateNHC(t, name, func(nhc *v1alpha1.NodeHealthCheck) {
+		nhc.Spec.EscalatingRemediations = nil
+		nhc.Spec.RemediationTemplate = ptr.To(framework.TemplateRef("guard-first"))
 	})
+	refused(t, err, "remediation template update", "node-a")
+	refused(t, deleteNHC(name), "deletion", "node-a")
+}
 
-	t.Run("refused while an escalation remediates", func(t *testing.T) {
-		const name = "guard-escalating"
-		fw.CreateNHC(t, name, escalation)
-		require.NoError(t, writeStatus(t, name, []string{"node-a"}, nil))
-		for what, change := range map[string]func(*v1alpha1.EscalatingRemediation){
-			"a timeout":  func(e *v1alpha1.EscalatingRemediation) { e.Timeout.Duration = time.Hour },
-			"an order":   func(e *v1alpha1.EscalatingRemediation) { e.Order = 3 },
-			"a template": func(e *v1alpha1.EscalatingRemediation) { e.RemediationTemplate.Name = "another" },
-		} {
-			err := updateNHC(t, name, func(nhc *v1alpha1.NodeHealthCheck) { change(&nhc.Spec.EscalatingRemediations[1]) })
-			refused(t, err, "escalating remediations update", "node-a")
-			assert.NotContains(t, err.Error(), "selector", what)
-		}
-		err := updateNHC(t, name, func(nhc *v1alpha1.NodeHealthCheck) {
-			nhc.Spec.EscalatingRemediations = nil
-			nhc.Spec.RemediationTemplate = ptr.To(framework.TemplateRef("guard-first"))
-		})
-		refused(t, err, "remediation template update", "node-a")
-		refused(t, deleteNHC(name), "deletion", "node-a")
-	})
+// guardAllowsWhenIdle: the remediation guard allows everything while the
+// status lists no remediation.
+func guardAllowsWhenIdle(t *testing.T) {
+	// A new NodeHealthCheck has no status yet.
+	fw.CreateNHC(t, "guard-new", nil)
+	require.NoError(t, updateNHC(t, "guard-new", func(nhc *v1alpha1.NodeHealthCheck) {
+		nhc.Spec.Selector.MatchLabels["more"] = "nodes"
+		escalation(&nhc.Spec)
+	}))
+	require.NoError(t, deleteNHC("guard-new"))
 
-	t.Run("allowed when idle", func(t *testing.T) {
-		// A new NodeHealthCheck has no status yet.
-		fw.CreateNHC(t, "guard-new", nil)
-		require.NoError(t, updateNHC(t, "guard-new", func(nhc *v1alpha1.NodeHealthCheck) {
-			nhc.Spec.Selector.MatchLabels["more"] = "nodes"
-			escalation(&nhc.Spec)
-		}))
-		require.NoError(t, deleteNHC("guard-new"))
+	// Unhealthy nodes that wait without a remediation (storm, budget,
+	// pause) are no remediation in flight.
+	fw.CreateNHC(t, "guard-waiting", nil)
+	require.NoError(t, writeStatus(t, "guard-waiting", nil, []string{"node-a", "node-b"}))
+	require.NoError(t, updateNHC(t, "guard-waiting", func(nhc *v1alpha1.NodeHealthCheck) { nhc.Spec.RemediationTemplate.Name = "another" }))
+	require.NoError(t, deleteNHC("guard-waiting"))
 
-		// Unhealthy nodes that wait without a remediation (storm, budget,
-		// pause) are no remediation in flight.
-		fw.CreateNHC(t, "guard-waiting", nil)
-		require.NoError(t, writeStatus(t, "guard-waiting", nil, []string{"node-a", "node-b"}))
-		require.NoError(t, updateNHC(t, "guard-waiting", func(nhc *v1alpha1.NodeHealthCheck) { nhc.Spec.RemediationTemplate.Name = "another" }))
-		require.NoError(t, deleteNHC("guard-waiting"))
+	// Once the remediations are gone from the status, the guard lifts.
+	fw.CreateNHC(t, "guard-done", nil)
+	require.NoError(t, writeStatus(t, "guard-done", []string{"node-a"}, nil))
+	refused(t, deleteNHC("guard-done"), "deletion", "node-a")
+	require.NoError(t, writeStatus(t, "guard-done", nil, nil))
+	require.NoError(t, updateNHC(t, "guard-done", func(nhc *v1alpha1.NodeHealthCheck) { nhc.Spec.Selector.MatchLabels["more"] = "nodes" }))
+	require.NoError(t, deleteNHC("guard-done"))
+}
 
-		// Once the remediations are gone from the status, the guard lifts.
-		fw.CreateNHC(t, "guard-done", nil)
-		require.NoError(t, writeStatus(t, "guard-done", []string{"node-a"}, nil))
-		refused(t, deleteNHC("guard-done"), "deletion", "node-a")
-		require.NoError(t, writeStatus(t, "guard-done", nil, nil))
-		require.NoError(t, updateNHC(t, "guard-done", func(nhc *v1alpha1.NodeHealthCheck) { nhc.Spec.Selector.MatchLabels["more"] = "nodes" }))
-		require.NoError(t, deleteNHC("guard-done"))
-	})
+// guardAllowsWithTheOverride: the remediation guard allows everything with
+// the override annotation "true", and guards again without it.
+func guardAllowsWithTheOverride(t *testing.T) {
+	const name = "guard-override"
+	fw.CreateNHC(t, name, nil)
+	require.NoError(t, writeStatus(t, name, []string{"node-a"}, nil))
 
-	t.Run("allowed with the override", func(t *testing.T) {
-		const name = "guard-override"
-		fw.CreateNHC(t, name, nil)
-		require.NoError(t, writeStatus(t, name, []string{"node-a"}, nil))
-
-		// The override in the very update that changes the selector.
-		require.NoError(t, updateNHC(t, name, func(nhc *v1alpha1.NodeHealthCheck) {
-			nhc.Annotations = map[string]string{v1alpha1.OverrideRemediationGuardAnnotation: "true"}
-			nhc.Spec.Selector.MatchLabels["more"] = "nodes"
-		}))
-		// Removing it guards again; kubectl annotate, as the message says,
-		// lifts it again.
-		require.NoError(t, updateNHC(t, name, func(nhc *v1alpha1.NodeHealthCheck) { nhc.Annotations = nil }))
-		refused(t, updateNHC(t, name, func(nhc *v1alpha1.NodeHealthCheck) { escalation(&nhc.Spec) }), "remediation template update", "node-a")
-		refused(t, deleteNHC(name), "deletion", "node-a")
-		_, err := cluster.Kubectl("annotate", "nodehealthcheck", name, v1alpha1.OverrideRemediationGuardAnnotation+"=true")
-		require.NoError(t, err)
-		require.NoError(t, updateNHC(t, name, func(nhc *v1alpha1.NodeHealthCheck) { escalation(&nhc.Spec) }))
-		_, err = cluster.Kubectl("delete", "nodehealthcheck", name)
-		require.NoError(t, err)
-	})
+	// The override in the very update that changes the selector.
+	require.NoError(t, updateNHC(t, name, func(nhc *v1alpha1.NodeHealthCheck) {
+		nhc.Annotations = map[string]string{v1alpha1.OverrideRemediationGuardAnnotation: "true"}
+		nhc.Spec.Selector.MatchLabels["more"] = "nodes"
+	}))
+	// Removing it guards again; kubectl annotate, as the message says,
+	// lifts it again.
+	require.NoError(t, updateNHC(t, name, func(nhc *v1alpha1.NodeHealthCheck) { nhc.Annotations = nil }))
+	refused(t, updateNHC(t, name, func(nhc *v1alpha1.NodeHealthCheck) { escalation(&nhc.Spec) }), "remediation template update", "node-a")
+	refused(t, deleteNHC(name), "deletion", "node-a")
+	_, err := cluster.Kubectl("annotate", "nodehealthcheck", name, v1alpha1.OverrideRemediationGuardAnnotation+"=true")
+	require.NoError(t, err)
+	require.NoError(t, updateNHC(t, name, func(nhc *v1alpha1.NodeHealthCheck) { escalation(&nhc.Spec) }))
+	_, err = cluster.Kubectl("delete", "nodehealthcheck", name)
+	require.NoError(t, err)
 }
