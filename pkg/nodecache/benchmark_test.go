@@ -1,7 +1,10 @@
 package nodecache
 
 import (
+	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	goruntime "runtime"
 	"testing"
 
@@ -9,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
@@ -78,5 +82,27 @@ func BenchmarkCachedNodeBytes(b *testing.B) {
 		goruntime.ReadMemStats(&after)
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/nodes, "B/node")
 		goruntime.KeepAlive(cache)
+	}
+}
+
+// BenchmarkNodeRead is a storm's confirmation read of one node at the API
+// server (the benchmark's 11 KB node, in protobuf), from request to
+// health.Node.
+func BenchmarkNodeRead(b *testing.B) {
+	body := encode(b, fixtureNode(b))
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", runtime.ContentTypeProtobuf)
+		_, _ = w.Write(body)
+	}))
+	defer server.Close()
+	informer, err := NewInformer(&rest.Config{Host: server.URL, QPS: -1}, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := informer.Node(context.Background(), "worker-1"); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
