@@ -87,7 +87,7 @@ scale: k8s-binaries ## Measure the controller on a real API server: start-up, qu
 	KUBEBUILDER_ASSETS="$(K8S_BINARIES)" go run ./test/scale $(SCALE_FLAGS)
 
 .PHONY: scale-compare
-scale-compare: ## Print the last make scale run of each size against the one before, from test/scale/trend.jsonl; marks what got worse beyond its noise.
+scale-compare: ## Print the last make scale run of each size against the median of the three before, from test/scale/trend.jsonl; marks what got worse beyond its noise.
 	go run ./test/scale compare
 
 .PHONY: generate

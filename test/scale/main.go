@@ -81,8 +81,9 @@ func main() {
 	}
 }
 
-// compare prints the trend's last run of each size against the one before;
-// its exit code is 1 when a figure got worse beyond its noise.
+// compare prints the trend's last run of each size against the median of
+// the runs before it; its exit code is 1 when a figure got worse beyond its
+// noise.
 func compare(args []string) int {
 	path := defaultTrend()
 	if len(args) > 0 {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -119,9 +120,15 @@ func readTrend(path string) ([]trendEntry, error) {
 	return entries, lines.Err()
 }
 
+// baselineRuns is how many runs before the last one its figures are
+// compared with, by their median: one run of the same commit on this host
+// gave a storm p99 of 591 ms, the next 1,306 ms (issue 31, fifth session).
+const baselineRuns = 3
+
 // compareTrend prints, for each size the trend holds, the last run against
-// the one before it: each figure's ratio, marked where it got worse by more
-// than its noise. It returns the number of marks.
+// the median of the runs before it (up to baselineRuns): each figure's
+// ratio, marked where it got worse by more than its noise. It returns the
+// number of marks.
 func compareTrend(w io.Writer, entries []trendEntry) int {
 	type size struct {
 		nodes, nhcs int
@@ -145,12 +152,16 @@ func compareTrend(w io.Writer, entries []trendEntry) int {
 			fmt.Fprintln(w, ": its first run, nothing to compare")
 			continue
 		}
-		before := runs[len(runs)-2]
-		fmt.Fprintf(w, " against %s (%s, load %s)\n", before.Commit, before.Date, before.Load)
+		before := runs[max(0, len(runs)-1-baselineRuns) : len(runs)-1]
+		var commits []string
+		for _, r := range before {
+			commits = append(commits, r.Commit+" ("+r.Date+", load "+r.Load+")")
+		}
+		fmt.Fprintf(w, " against the median of %s\n", strings.Join(commits, ", "))
 		t := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(t, "figure\tbefore\tnow\tratio\tnoise\t")
 		for _, f := range trendFigures {
-			was, okWas := before.Figures[f.name]
+			was, okWas := medianOf(before, f.name)
 			now, okNow := last.Figures[f.name]
 			if !okWas || !okNow {
 				continue
@@ -169,4 +180,24 @@ func compareTrend(w io.Writer, entries []trendEntry) int {
 		_ = t.Flush()
 	}
 	return marks
+}
+
+// medianOf returns the median of a figure over the runs that have it (the
+// mean of the middle two for an even count).
+func medianOf(runs []trendEntry, name string) (float64, bool) {
+	var values []float64
+	for _, r := range runs {
+		if v, ok := r.Figures[name]; ok {
+			values = append(values, v)
+		}
+	}
+	if len(values) == 0 {
+		return 0, false
+	}
+	slices.Sort(values)
+	mid := len(values) / 2
+	if len(values)%2 == 0 {
+		return (values[mid-1] + values[mid]) / 2, true
+	}
+	return values[mid], true
 }

@@ -36,8 +36,26 @@ func TestTheTrendMarksWhatGotWorse(t *testing.T) {
 
 	var out bytes.Buffer
 	assert.Equal(t, 1, compareTrend(&out, entries))
-	assert.Regexp(t, `10000 nodes, 10 NodeHealthChecks, 83 heartbeats/s: ccccccc .* against aaaaaaa`, out.String())
+	assert.Regexp(t, `10000 nodes, 10 NodeHealthChecks, 83 heartbeats/s: ccccccc .* against the median of aaaaaaa`, out.String())
 	assert.Regexp(t, `peak_rss_mib +90 +117 +1\.30 +±12% +WORSE`, out.String())
 	assert.Regexp(t, `quiet_cpu_ms_per_heartbeat +0\.29 +0\.32 +1\.10 +±15% +\n`, out.String())
 	assert.Contains(t, out.String(), "1000 nodes, 10 NodeHealthChecks, 83 heartbeats/s: bbbbbbb (2026-11-23T00:00Z, load 0.10): its first run")
+}
+
+// The last run is compared with the median of the runs before it: one
+// run far off (the same commit's storm p99 was 591 ms, then 1,306 ms, on
+// one host) marks nothing by itself.
+func TestTheTrendComparesWithTheMedianOfTheRunsBefore(t *testing.T) {
+	entry := func(commit string, stormP99 float64) trendEntry {
+		return trendEntry{Commit: commit, Nodes: 10000, NHCs: 10, HeartbeatRate: 83, Figures: map[string]float64{"storm_p99_ms": stormP99}}
+	}
+	var out bytes.Buffer
+	entries := []trendEntry{entry("old", 5000), entry("a", 1110), entry("b", 1130), entry("c", 591), entry("now", 1306)}
+	assert.Equal(t, 0, compareTrend(&out, entries), "1,306 against the median 1,110 of a, b and c; against c alone it would be ×2.2")
+	assert.Regexp(t, `against the median of a .*, b .*, c `, out.String())
+	assert.Regexp(t, `storm_p99_ms +1\.11e\+03 +1\.31e\+03 +1\.18 `, out.String())
+
+	out.Reset()
+	entries = append(entries, entry("worse", 2500))
+	assert.Equal(t, 1, compareTrend(&out, entries), "2,500 against the median 1,130 of b, c and now")
 }
