@@ -14,23 +14,21 @@ import (
 )
 
 // confirmer is the controller's check of each create, handed to the
-// remediation manager once (remediation.Confirmer): it reads what the
-// manager does not keep, the caches and the live NodeHealthCheck and node.
+// remediation manager once (remediation.Confirmer). It reads what the
+// manager does not keep: a NodeHealthCheck and a node from the caches as
+// they are just before a create, for Plan.Recheck, and then as the API
+// server has them. Every create, a first remediation or an escalation
+// step, reboots, fences, powers off or deletes a machine, and a lagging or
+// silent watch must not hold it back (an overloaded API server's watches
+// can be tens of seconds behind; a paused or edited NodeHealthCheck must
+// not remediate from its old spec). The NodeHealthCheck is read once a
+// sync, the node once a create.
 type confirmer struct{ c *Controller }
 
-func (cf confirmer) Confirmation(ctx context.Context, nhc string, plan *health.Plan) remediation.Confirm {
-	return cf.c.confirmation(ctx, nhc, plan)
-}
-
-// confirmation reads a NodeHealthCheck and a node from the caches as they are
-// just before a create, for Plan.Recheck. Every create, a first remediation
-// or an escalation step, reboots, fences, powers off or deletes a machine:
-// it is confirmed against the node and the NodeHealthCheck as the API
-// server has them, which a lagging or silent watch cannot hold back (an
-// overloaded API server's watches can be tens of seconds behind; a paused
-// or edited NodeHealthCheck must not remediate from its old spec). The
-// NodeHealthCheck is read once a sync, the node once a create.
-func (c *Controller) confirmation(ctx context.Context, name string, plan *health.Plan) remediation.Confirm {
+// Confirmation returns the check of one sync's creates; the manager asks
+// for it only when the sync has creates.
+func (cf confirmer) Confirmation(ctx context.Context, name string, plan *health.Plan) remediation.Confirm {
+	c := cf.c
 	// Creates are rechecked in parallel and share one read of the
 	// NodeHealthCheck. It starts with the sync's creates, beside their
 	// leases, rather than after the first: a storm's sync waited 15 ms for
@@ -56,9 +54,7 @@ func (c *Controller) confirmation(ctx context.Context, name string, plan *health
 		liveNHC, nhcRead = live, true
 		return live, nil
 	}
-	if len(plan.Create) > 0 {
-		go func() { _, _ = readNHC(ctx) }()
-	}
+	go func() { _, _ = readNHC(ctx) }()
 	return func(ctx context.Context, cr health.Creation) (string, bool, error) {
 		if _, err := c.writesUntil(); err != nil {
 			return "", false, fmt.Errorf("not acting: %w", err)
