@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log"
 	"os"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -156,7 +158,9 @@ func (b *bench) startController() error {
 }
 
 // stop stops the controller, keeping its log, then the watch and the control
-// plane, and removes the temporary files.
+// plane, and removes the temporary files. With --profile, the audit log
+// (every request of the controller, with its timestamps) is kept beside the
+// controller's log.
 func (b *bench) stop(logPath string) {
 	if b.controller != nil {
 		if err := b.controller.Stop(); err != nil {
@@ -173,7 +177,30 @@ func (b *bench) stop(logPath string) {
 	if b.env != nil {
 		b.env.Stop()
 	}
+	if b.profiler != nil && b.audit != nil {
+		kept := strings.TrimSuffix(logPath, "-controller.log") + "-audit.log"
+		if err := copyFile(b.audit.path, kept); err != nil {
+			log.Printf("warning: keeping the audit log: %v", err)
+		}
+	}
 	_ = os.RemoveAll(b.tempDir)
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(to)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		_ = out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 func fixtureConditionTypes() ([]corev1.NodeConditionType, error) {

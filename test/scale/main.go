@@ -112,7 +112,7 @@ func run(ctx context.Context, cfg *config, res *result, name string) error {
 		return err
 	}
 	if cfg.Profile {
-		b.profiler = &profiler{dir: cfg.Output, run: name}
+		b.profiler = &profiler{dir: cfg.Output, run: name, apiServer: b.kube.CoreV1().RESTClient()}
 	}
 	// A phase's length, where it is known in advance, is that of its CPU
 	// profile.
