@@ -44,15 +44,18 @@ func (cf confirmer) Confirmation(ctx context.Context, name string, plan *health.
 		if nhcRead {
 			return liveNHC, nil
 		}
-		live, err := c.liveNHCs.Get(ctx, name)
+		// Its metadata is all that Plan.Recheck reads of it.
+		meta, err := c.liveNHCs.Metadata(ctx, name)
 		switch {
 		case apierrors.IsNotFound(err):
-			live = nil
+			liveNHC = nil
 		case err != nil:
 			return nil, err
+		default:
+			liveNHC = &v1alpha1.NodeHealthCheck{ObjectMeta: *meta}
 		}
-		liveNHC, nhcRead = live, true
-		return live, nil
+		nhcRead = true
+		return liveNHC, nil
 	}
 	go func() { _, _ = readNHC(ctx) }()
 	return func(ctx context.Context, cr health.Creation) (string, bool, error) {

@@ -205,11 +205,11 @@ type fakeLiveNHCs struct {
 	reads int
 }
 
-func (f *fakeLiveNHCs) Get(_ context.Context, name string) (*v1alpha1.NodeHealthCheck, error) {
+func (f *fakeLiveNHCs) Metadata(_ context.Context, name string) (*metav1.ObjectMeta, error) {
 	f.reads++
 	if f.live != nil {
 		if nhc, ok := f.live[name]; ok {
-			return nhc.DeepCopy(), nil
+			return nhc.ObjectMeta.DeepCopy(), nil
 		}
 		return nil, apierrors.NewNotFound(v1alpha1.Resource("nodehealthchecks"), name)
 	}
@@ -217,7 +217,7 @@ func (f *fakeLiveNHCs) Get(_ context.Context, name string) (*v1alpha1.NodeHealth
 	if !ok {
 		return nil, apierrors.NewNotFound(v1alpha1.Resource("nodehealthchecks"), name)
 	}
-	return obj.(*v1alpha1.NodeHealthCheck).DeepCopy(), nil
+	return obj.(*v1alpha1.NodeHealthCheck).ObjectMeta.DeepCopy(), nil
 }
 
 // syncFixture is a Controller on fakes and a fake clock, with no API server.

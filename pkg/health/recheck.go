@@ -22,7 +22,9 @@ const (
 // the caches just before the create, are checked against what the plan saw.
 // A plan creates one resource after another; a node may recover, get the
 // exclude label or leave the selector meanwhile, and the NodeHealthCheck may
-// be paused, edited or deleted (any spec change is a new generation).
+// be paused, edited or deleted (any spec change is a new generation). Of
+// the NodeHealthCheck, only its identity and generation are read: the
+// check at the API server reads its metadata alone.
 func (p *Plan) Recheck(nhc *v1alpha1.NodeHealthCheck, node *Node, c Creation, now time.Time) string {
 	switch {
 	case nhc == nil || nhc.UID != p.decidedFrom.UID:

@@ -24,6 +24,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/controller"
+	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
 	nhclisters "github.com/nodehealthcheck/nhc-controller/pkg/generated/listers/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
@@ -58,6 +59,13 @@ type remediationEnv struct {
 // newRemediationEnv starts a controller with its own informers; cleanup
 // stops everything it started.
 func newRemediationEnv(t *testing.T) *remediationEnv {
+	t.Helper()
+	return newRemediationEnvWith(t, nhcClient)
+}
+
+// newRemediationEnvWith is newRemediationEnv with the controller's own
+// NodeHealthCheck client: its status writes and its reads past the cache.
+func newRemediationEnvWith(t *testing.T, nhcClient versioned.Interface) *remediationEnv {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)

@@ -1,0 +1,60 @@
+package controller
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
+)
+
+// The check of a create reads a NodeHealthCheck's metadata: what an API
+// server sends for the metadata alone, or the whole object from one that
+// cannot, decodes the same, and a NodeHealthCheck that is gone is NotFound.
+func TestTheLiveNodeHealthCheckIsReadByItsMetadata(t *testing.T) {
+	tests := []struct {
+		name string
+		code int
+		body string
+		// want is the UID and generation read; "" for NotFound.
+		want       types.UID
+		generation int64
+	}{
+		{"metadata alone", http.StatusOK,
+			`{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"workers","uid":"u-1","generation":3}}`, "u-1", 3},
+		{"the whole object", http.StatusOK,
+			`{"kind":"NodeHealthCheck","apiVersion":"remediation.medik8s.io/v1alpha1","metadata":{"name":"workers","uid":"u-2","generation":4},"spec":{"minHealthy":"51%"},"status":{"observedNodes":3}}`, "u-2", 4},
+		{"gone", http.StatusNotFound,
+			`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404,"details":{"name":"workers","group":"remediation.medik8s.io","kind":"nodehealthchecks"}}`, "", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var accept string
+			server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				accept = r.Header.Get("Accept")
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tt.code)
+				_, _ = w.Write([]byte(tt.body))
+			}))
+			defer server.Close()
+			live := clientNHCs{client: versioned.NewForConfigOrDie(&rest.Config{Host: server.URL})}
+
+			meta, err := live.Metadata(context.Background(), "workers")
+			assert.Equal(t, metadataOnly, accept)
+			if tt.want == "" {
+				assert.True(t, apierrors.IsNotFound(err), "NotFound: %v", err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, meta.UID)
+			assert.Equal(t, tt.generation, meta.Generation)
+		})
+	}
+}
