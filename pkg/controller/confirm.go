@@ -6,9 +6,9 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
@@ -35,36 +35,33 @@ func (cf confirmer) Confirmation(ctx context.Context, name string, plan *health.
 	// it. A failed read is not kept: the next create reads again.
 	var (
 		mu      sync.Mutex
-		liveNHC *v1alpha1.NodeHealthCheck
+		liveNHC *metav1.ObjectMeta
 		nhcRead bool
 	)
-	readNHC := func(ctx context.Context) (*v1alpha1.NodeHealthCheck, error) {
+	readNHC := func(ctx context.Context) (*metav1.ObjectMeta, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if nhcRead {
 			return liveNHC, nil
 		}
-		// Its metadata is all that Plan.Recheck reads of it.
-		meta, err := c.liveNHCs.Metadata(ctx, name)
+		live, err := c.liveNHCs.Metadata(ctx, name)
 		switch {
 		case apierrors.IsNotFound(err):
-			liveNHC = nil
+			live = nil
 		case err != nil:
 			return nil, err
-		default:
-			liveNHC = &v1alpha1.NodeHealthCheck{ObjectMeta: *meta}
 		}
-		nhcRead = true
-		return liveNHC, nil
+		liveNHC, nhcRead = live, true
+		return live, nil
 	}
 	go func() { _, _ = readNHC(ctx) }()
 	return func(ctx context.Context, cr health.Creation) (string, bool, error) {
 		if _, err := c.writesUntil(); err != nil {
 			return "", false, fmt.Errorf("not acting: %w", err)
 		}
-		var nhc *v1alpha1.NodeHealthCheck
+		var nhc *metav1.ObjectMeta
 		if cached, err := c.nhcLister.Get(name); err == nil {
-			nhc = c.latest(cached)
+			nhc = &c.latest(cached).ObjectMeta
 		}
 		node, err := c.nodeLister.Get(cr.Node)
 		if err != nil {

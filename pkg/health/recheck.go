@@ -3,6 +3,8 @@ package health
 import (
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
 
@@ -23,9 +25,9 @@ const (
 // A plan creates one resource after another; a node may recover, get the
 // exclude label or leave the selector meanwhile, and the NodeHealthCheck may
 // be paused, edited or deleted (any spec change is a new generation). Of
-// the NodeHealthCheck, only its identity and generation are read: the
-// check at the API server reads its metadata alone.
-func (p *Plan) Recheck(nhc *v1alpha1.NodeHealthCheck, node *Node, c Creation, now time.Time) string {
+// the NodeHealthCheck, its metadata tells (nil: it is gone), which the
+// API server can send alone.
+func (p *Plan) Recheck(nhc *metav1.ObjectMeta, node *Node, c Creation, now time.Time) string {
 	switch {
 	case nhc == nil || nhc.UID != p.decidedFrom.UID:
 		return withdrawnNHCGone

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -41,7 +42,11 @@ func TestRecheckJustBeforeTheCreate(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, p.Recheck(tc.nhc, tc.node, c, now.Add(time.Second)))
+			var meta *metav1.ObjectMeta
+			if tc.nhc != nil {
+				meta = &tc.nhc.ObjectMeta
+			}
+			assert.Equal(t, tc.want, p.Recheck(meta, tc.node, c, now.Add(time.Second)))
 		})
 	}
 
@@ -49,7 +54,7 @@ func TestRecheckJustBeforeTheCreate(t *testing.T) {
 	worker := testNode("sick", unhealthy, label("role", "worker"))
 	p = Evaluate(Input{NHC: selecting, Nodes: []*Node{worker}, Now: now})
 	require.Len(t, p.Create, 1)
-	assert.Equal(t, withdrawnDeselected, p.Recheck(selecting, testNode("sick", unhealthy, label("role", "infra")), p.Create[0], now))
+	assert.Equal(t, withdrawnDeselected, p.Recheck(&selecting.ObjectMeta, testNode("sick", unhealthy, label("role", "infra")), p.Create[0], now))
 }
 
 func TestMaxCreationsDefersTheRestToTheNextPlan(t *testing.T) {
