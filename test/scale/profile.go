@@ -25,78 +25,89 @@ type profiler struct {
 	apiServer rest.Interface
 }
 
-// cpu profiles the controller for seconds in the background; wait returns
+// cpu profiles the controller for length in the background; wait returns
 // once the profile is written.
 func (p *profiler) cpu(ctx context.Context, address, phase string, length time.Duration) (wait func()) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		seconds := max(int(length.Seconds()), 1)
-		p.save(ctx, address, fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds), phase+".cpu", time.Duration(seconds)*time.Second+scrapeTimeout)
-	}()
-	return func() { <-done }
+	seconds := max(int(length.Seconds()), 1)
+	return inBackground(func() {
+		p.save(ctx, phase+".cpu", time.Duration(seconds)*time.Second+scrapeTimeout,
+			fromController(address, fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds)))
+	})
 }
 
 // apiServerCPU profiles the API server from start for length in the
 // background; wait returns once the profile is written.
 func (p *profiler) apiServerCPU(ctx context.Context, phase string, start time.Time, length time.Duration) (wait func()) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	seconds := max(int(length.Seconds()), 1)
+	return inBackground(func() {
 		if !sleepUntil(ctx, start) {
 			return
 		}
-		seconds := max(int(length.Seconds()), 1)
-		ctx, cancel := context.WithTimeout(ctx, time.Duration(seconds)*time.Second+scrapeTimeout)
-		defer cancel()
-		file := filepath.Join(p.dir, p.run+"-"+phase+".apiserver.cpu.pprof")
-		raw, err := p.apiServer.Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(seconds)).DoRaw(ctx)
-		if err == nil {
-			err = os.WriteFile(file, raw, 0o644)
-		}
-		if err != nil {
-			log.Printf("warning: the API server's profile %s: %v", phase, err)
-			return
-		}
-		log.Printf("profile: %s", file)
-	}()
-	return func() { <-done }
+		p.save(ctx, phase+".apiserver.cpu", time.Duration(seconds)*time.Second+scrapeTimeout, func(ctx context.Context) (io.ReadCloser, error) {
+			return p.apiServer.Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(seconds)).Stream(ctx)
+		})
+	})
 }
 
-// heap saves the heap profile after a garbage collection.
+// heap saves the controller's heap profile after a garbage collection.
 func (p *profiler) heap(ctx context.Context, address, phase string) {
-	p.save(ctx, address, "/debug/pprof/heap?gc=1", phase+".heap", scrapeTimeout)
+	p.save(ctx, phase+".heap", scrapeTimeout, fromController(address, "/debug/pprof/heap?gc=1"))
 }
 
-func (p *profiler) save(ctx context.Context, address, path, name string, timeout time.Duration) {
+// save writes what fetch reads, within timeout, as <run>-<name>.pprof.
+func (p *profiler) save(ctx context.Context, name string, timeout time.Duration, fetch func(context.Context) (io.ReadCloser, error)) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	file := filepath.Join(p.dir, p.run+"-"+name+".pprof")
-	if err := download(ctx, "http://"+address+path, file); err != nil {
+	body, err := fetch(ctx)
+	if err == nil {
+		err = writeFile(file, body)
+		_ = body.Close()
+	}
+	if err != nil {
 		log.Printf("warning: profile %s: %v", name, err)
 		return
 	}
 	log.Printf("profile: %s", file)
 }
 
-func download(ctx context.Context, url, file string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
+// fromController reads a path of the controller's metrics port.
+func fromController(address, path string) func(context.Context) (io.ReadCloser, error) {
+	return func(ctx context.Context) (io.ReadCloser, error) {
+		url := "http://" + address + path
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			_ = resp.Body.Close()
+			return nil, fmt.Errorf("%s: %s (is the controller run with --profiling?)", url, resp.Status)
+		}
+		return resp.Body, nil
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s (is the controller run with --profiling?)", url, resp.Status)
-	}
+}
+
+// inBackground runs f in a goroutine; wait returns once it returned.
+func inBackground(f func()) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	return func() { <-done }
+}
+
+// writeFile writes what r reads into file.
+func writeFile(file string, r io.Reader) error {
 	out, err := os.Create(file)
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(out, resp.Body); err != nil {
+	if _, err := io.Copy(out, r); err != nil {
 		_ = out.Close()
 		return err
 	}
