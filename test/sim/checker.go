@@ -51,6 +51,9 @@ type checker struct {
 	// was lost, until the kind is readable again: while it is not, the
 	// controller cannot look them up, and they hold as its resources do.
 	uncertain map[Kind][]remediationObj
+	// unseen are, by kind, the creates of its resources answered to a
+	// replica whose informer has not shown them (unseen.go).
+	unseen map[Kind][]unseenCreate
 	// leaderStarted is when the leading replica started.
 	leaderStarted time.Time
 	// createTries are when each (NodeHealthCheck, node) last tried to
@@ -99,7 +102,7 @@ func (c *checker) allNHCs() []*v1alpha1.NodeHealthCheck {
 
 func newChecker(s *sim) *checker {
 	return &checker{s: s, nodes: map[string][]version{}, nhcs: map[string][]version{}, created: map[types.UID]types.UID{}, typed: map[string]any{},
-		running: map[runKey]*runs{}, createTries: map[runKey][]time.Time{}, forbiddenNodes: map[Kind]map[string]bool{}, forbiddenSince: map[Kind]time.Time{}, readableAgain: map[Kind]time.Time{}, uncertain: map[Kind][]remediationObj{}, unhealthySince: map[string]time.Time{}}
+		running: map[runKey]*runs{}, createTries: map[runKey][]time.Time{}, forbiddenNodes: map[Kind]map[string]bool{}, forbiddenSince: map[Kind]time.Time{}, readableAgain: map[Kind]time.Time{}, uncertain: map[Kind][]remediationObj{}, unseen: map[Kind][]unseenCreate{}, unhealthySince: map[string]time.Time{}}
 }
 
 func (c *checker) fail(invariant, format string, args ...any) {

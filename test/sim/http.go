@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -144,10 +145,12 @@ func (s *Server) serve(client string, req *http.Request, r request) *http.Respon
 			"metadata": map[string]any{"resourceVersion": strconv.FormatInt(rv, 10)},
 		}
 		objs := make([]any, len(items))
+		uids := make([]types.UID, len(items))
 		for i, item := range items {
-			objs[i] = item.Object
+			objs[i], uids[i] = item.Object, item.GetUID()
 		}
 		list["items"] = objs
+		s.showed(client, r.gvr, uids)
 		return respond(http.StatusOK, list)
 	case "watch":
 		return s.openWatch(client, req, r)
@@ -226,9 +229,9 @@ func (s *Server) openWatch(client string, req *http.Request, r request) *http.Re
 		if err != nil {
 			status := err.(apierrors.APIStatus).Status()
 			status.Kind, status.APIVersion = "Status", "v1"
-			w.queue(watch.Error, status)
-			w.stream.write(w.pending[0])
-			w.pending = nil
+			raw, _ := json.Marshal(status)
+			frame, _ := json.Marshal(metav1.WatchEvent{Type: string(watch.Error), Object: runtimeRaw(raw)})
+			w.stream.write(append(frame, '\n'))
 			_ = w.stream.Close()
 			return watchResponse(w.stream)
 		}

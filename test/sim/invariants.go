@@ -122,6 +122,9 @@ func (c *checker) write(call *call, resp *http.Response) {
 		return
 	}
 	r := resourceOf(obj)
+	if k, ok := kindOf(call.r.gvr); ok {
+		c.answered(call.client, k, r)
+	}
 	node, nhc := c.nodeAt(r.node, call.arrived), c.nhcAt(r.ownerName, call.arrived)
 	switch {
 	case node == nil:

@@ -128,7 +128,8 @@ func (c *checker) forbid(k Kind, on bool) {
 }
 
 // heldWhileForbidden tells whether a node had a resource of a kind when it
-// turned forbidden, or a create of one whose answer was lost, or, for a
+// turned forbidden, or a create of one whose answer was lost, or one the
+// leader's informer has not shown (seed 494795), or, for a
 // control-plane node, another node had one that was created for a
 // control-plane node or remediates one now (seeds 110036, 3185 with
 // FOCUS=control-plane; seeds 302886 and 308638: an Alpha create refused
@@ -143,6 +144,11 @@ func (c *checker) heldWhileForbidden(node *corev1.Node) bool {
 		}
 		for held, createdForControlPlane := range nodes {
 			if held == node.Name || controlPlane && (createdForControlPlane || c.isControlPlaneNode(held)) {
+				return true
+			}
+		}
+		for _, r := range c.unseenByLeader(k) {
+			if r.node == node.Name || controlPlane && (r.controlPlane || c.isControlPlaneNode(r.node)) {
 				return true
 			}
 		}
@@ -240,9 +246,10 @@ func (c *checker) mayRemediate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node,
 	}
 	// The kinds its status lists must be read too: a NodeHealthCheck that
 	// cannot see its own resources is disabled (decisions.md). So must
-	// those of its creates whose answer was lost: it watches them until
-	// it sees them (seed 302886: an Alpha create's kept its edited
-	// NodeHealthCheck, Beta alone now, from a new control-plane node).
+	// those of its creates that cannot be looked up: it watches them until
+	// it sees them (seed 302886: an Alpha create's whose answer was lost
+	// kept its edited NodeHealthCheck, Beta alone now, from a new
+	// control-plane node; seed 494795: one its stalled watch never showed).
 	for _, entry := range nhc.Status.UnhealthyNodes {
 		for _, rem := range entryRemediations(entry) {
 			k := Kind(strings.TrimSuffix(rem.Resource.Kind, "Remediation"))
@@ -251,8 +258,8 @@ func (c *checker) mayRemediate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node,
 			}
 		}
 	}
-	for k, creates := range c.uncertain {
-		if c.s.server.forbidden[k.remediation()] && st.resources[k.remediation()].served && sentBy(creates, nhc) {
+	for _, k := range kinds {
+		if c.s.server.forbidden[k.remediation()] && st.resources[k.remediation()].served && sentBy(c.unlookable(k), nhc) {
 			return false
 		}
 	}
@@ -308,26 +315,25 @@ func (c *checker) statuses(all []remediationObj) {
 }
 
 // unreadableLately tells whether a kind of a NodeHealthCheck's templates,
-// of the resources its status lists, or of its creates whose answer was
-// lost, is forbidden, or was within
-// statusBound: while one is, the controller cannot know its resources, and
+// of the resources its status lists, or of its creates that cannot be
+// looked up (unlookable), is forbidden, or was within statusBound: while one is, the controller cannot know its resources, and
 // the status keeps its entries as they were (decisions.md).
 func (c *checker) unreadableLately(nhc *v1alpha1.NodeHealthCheck, now time.Time) bool {
-	var kinds []Kind
+	var read []Kind
 	for _, ref := range nhc.Spec.TemplateRefs() {
-		kinds = append(kinds, Kind(strings.TrimSuffix(ref.Kind, "RemediationTemplate")))
+		read = append(read, Kind(strings.TrimSuffix(ref.Kind, "RemediationTemplate")))
 	}
 	for _, entry := range nhc.Status.UnhealthyNodes {
 		for _, rem := range entryRemediations(entry) {
-			kinds = append(kinds, Kind(strings.TrimSuffix(rem.Resource.Kind, "Remediation")))
-		}
-	}
-	for k, creates := range c.uncertain {
-		if sentBy(creates, nhc) {
-			kinds = append(kinds, k)
+			read = append(read, Kind(strings.TrimSuffix(rem.Resource.Kind, "Remediation")))
 		}
 	}
 	for _, k := range kinds {
+		if sentBy(c.unlookable(k), nhc) {
+			read = append(read, k)
+		}
+	}
+	for _, k := range read {
 		if _, forbidden := c.forbiddenNodes[k]; forbidden || now.Before(c.readableAgain[k].Add(statusBound)) {
 			return true
 		}

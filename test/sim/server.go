@@ -14,6 +14,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Server is the simulated API server. Clients reach it through a Transport
@@ -62,6 +63,8 @@ type Server struct {
 	attempts func(c *call)
 	// lostAnswers hears of every write applied whose answer is lost.
 	lostAnswers func(c *call)
+	// shown hears of the objects a client's list or watch showed it.
+	shown func(client string, gvr schema.GroupVersionResource, uids []types.UID)
 }
 
 // call is one request parked at the door.
@@ -255,14 +258,20 @@ func (s *Server) deliverLocked() {
 		case w.stream.isClosed():
 			continue
 		case !w.ends.IsZero() && !now.Before(w.ends):
-			w.deliver(now)
+			s.showed(w.client, w.gvr, w.deliver(now))
 			s.endLocked(w)
 			continue
 		}
-		w.deliver(now)
+		s.showed(w.client, w.gvr, w.deliver(now))
 		kept = append(kept, w)
 	}
 	s.watchers = kept
+}
+
+func (s *Server) showed(client string, gvr schema.GroupVersionResource, uids []types.UID) {
+	if s.shown != nil && len(uids) > 0 {
+		s.shown(client, gvr, uids)
+	}
 }
 
 // nextDue is when the next held watch event falls due, or a watch times

@@ -48,6 +48,7 @@ func newSim(seed uint64) *sim {
 	s.server.faults = s.faultOf
 	s.server.attempts = s.check.attempt
 	s.server.lostAnswers = s.check.lostAnswer
+	s.server.shown = s.check.shown
 	s.server.writes = func(c *call, resp *http.Response) {
 		s.tracef("%s %s %s -> %d (arrived %s) %s", c.client, c.r.verb, c.req.URL.Path, resp.StatusCode, c.arrived.Format("15:04:05.000"), c.req.Header.Get("Content-Type"))
 		s.check.write(c, resp)

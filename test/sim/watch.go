@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -23,7 +24,7 @@ type watcher struct {
 	namespace string
 	selector  labels.Selector
 	stream    *stream
-	pending   [][]byte
+	pending   []frame
 	// heldUntil delays delivery; stalled stops it until the watch ends,
 	// since stalledAt.
 	heldUntil time.Time
@@ -37,21 +38,37 @@ func (w *watcher) matches(obj *unstructured.Unstructured) bool {
 	return (w.namespace == "" || obj.GetNamespace() == w.namespace) && w.selector.Matches(labels.Set(obj.GetLabels()))
 }
 
-func (w *watcher) queue(typ watch.EventType, obj any) {
-	raw, _ := json.Marshal(obj)
-	frame, _ := json.Marshal(metav1.WatchEvent{Type: string(typ), Object: runtimeRaw(raw)})
-	w.pending = append(w.pending, append(frame, '\n'))
+// frame is one event as the watch writes it, with the UID of the object
+// it shows to its client: an added or modified one.
+type frame struct {
+	bytes []byte
+	shows types.UID
 }
 
-// deliver writes the pending events to the stream unless held.
-func (w *watcher) deliver(now time.Time) {
-	if w.stalled || now.Before(w.heldUntil) || len(w.pending) == 0 {
-		return
+func (w *watcher) queue(typ watch.EventType, obj map[string]any) {
+	raw, _ := json.Marshal(obj)
+	bytes, _ := json.Marshal(metav1.WatchEvent{Type: string(typ), Object: runtimeRaw(raw)})
+	f := frame{bytes: append(bytes, '\n')}
+	if typ == watch.Added || typ == watch.Modified {
+		f.shows = (&unstructured.Unstructured{Object: obj}).GetUID()
 	}
-	for _, frame := range w.pending {
-		w.stream.write(frame)
+	w.pending = append(w.pending, f)
+}
+
+// deliver writes the pending events to the stream unless held, and
+// returns the UIDs of the objects they show.
+func (w *watcher) deliver(now time.Time) (shown []types.UID) {
+	if w.stalled || now.Before(w.heldUntil) || len(w.pending) == 0 {
+		return nil
+	}
+	for _, f := range w.pending {
+		w.stream.write(f.bytes)
+		if f.shows != "" {
+			shown = append(shown, f.shows)
+		}
 	}
 	w.pending = nil
+	return shown
 }
 
 // stream is a watch response's body: what the server writes, the client

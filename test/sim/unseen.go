@@ -1,0 +1,63 @@
+package sim
+
+import (
+	"slices"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Creates answered to a replica whose informer has not shown their
+// resource. The replica holds their nodes until its informer shows the
+// resource or a look-up finds it gone (decisions.md, "What cannot be read
+// holds its nodes"); while their kind cannot be read it can do neither,
+// and holds them, and the NodeHealthCheck of that name, for as long as it
+// runs (seed 494795: a stalled watch never showed an Alpha create, its
+// NodeHealthCheck was deleted and the resource with it, Alpha was
+// forbidden, and the NodeHealthCheck made again of that name with Beta
+// alone waited with its node). The checker does not follow the look-ups:
+// a create found gone while its kind could be read is still held here, so
+// the checker expects less of the controller there, never more.
+
+// unseenCreate is a remediation create answered to a replica.
+type unseenCreate struct {
+	client string
+	remediationObj
+}
+
+// answered records a remediation create answered to its client.
+func (c *checker) answered(client string, k Kind, r remediationObj) {
+	c.unseen[k] = append(c.unseen[k], unseenCreate{client: client, remediationObj: r})
+}
+
+// shown drops the creates that a client's list or watch showed it.
+func (c *checker) shown(client string, gvr schema.GroupVersionResource, uids []types.UID) {
+	if k, ok := kindOf(gvr); ok {
+		c.unseen[k] = slices.DeleteFunc(c.unseen[k], func(u unseenCreate) bool {
+			return u.client == client && slices.Contains(uids, u.obj.GetUID())
+		})
+	}
+}
+
+// unseenByLeader returns a kind's creates that the leading replica's
+// informer has not shown. A replica that stopped leading never leads again
+// (it exits), so those of the others are dropped.
+func (c *checker) unseenByLeader(k Kind) []remediationObj {
+	var leader string
+	if c.s.leader != nil {
+		leader = c.s.leader.name
+	}
+	c.unseen[k] = slices.DeleteFunc(c.unseen[k], func(u unseenCreate) bool { return u.client != leader })
+	var creates []remediationObj
+	for _, u := range c.unseen[k] {
+		creates = append(creates, u.remediationObj)
+	}
+	return creates
+}
+
+// unlookable returns a kind's creates that the controller cannot look up
+// while it may not read the kind: those whose answer was lost, and those
+// its informer has not shown.
+func (c *checker) unlookable(k Kind) []remediationObj {
+	return append(slices.Clone(c.uncertain[k]), c.unseenByLeader(k)...)
+}
