@@ -247,7 +247,7 @@ func (c *checker) mayRemediate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node,
 	// The kinds its status lists must be read too: a NodeHealthCheck that
 	// cannot see its own resources is disabled (decisions.md). So must
 	// those of its creates that cannot be looked up: it watches them until
-	// it sees them (seed 302886: an Alpha create's whose answer was lost
+	// it sees them (seed 302886: an Alpha create whose answer was lost
 	// kept its edited NodeHealthCheck, Beta alone now, from a new
 	// control-plane node; seed 494795: one its stalled watch never showed).
 	for _, entry := range nhc.Status.UnhealthyNodes {
@@ -316,8 +316,9 @@ func (c *checker) statuses(all []remediationObj) {
 
 // unreadableLately tells whether a kind of a NodeHealthCheck's templates,
 // of the resources its status lists, or of its creates that cannot be
-// looked up (unlookable), is forbidden, or was within statusBound: while one is, the controller cannot know its resources, and
-// the status keeps its entries as they were (decisions.md).
+// looked up (unlookable), is forbidden, or was within statusBound: while
+// one is, the controller cannot know its resources, and the status keeps
+// its entries as they were (decisions.md).
 func (c *checker) unreadableLately(nhc *v1alpha1.NodeHealthCheck, now time.Time) bool {
 	var read []Kind
 	for _, ref := range nhc.Spec.TemplateRefs() {
