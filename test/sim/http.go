@@ -229,9 +229,9 @@ func (s *Server) openWatch(client string, req *http.Request, r request) *http.Re
 		if err != nil {
 			status := err.(apierrors.APIStatus).Status()
 			status.Kind, status.APIVersion = "Status", "v1"
-			raw, _ := json.Marshal(status)
-			frame, _ := json.Marshal(metav1.WatchEvent{Type: string(watch.Error), Object: runtimeRaw(raw)})
-			w.stream.write(append(frame, '\n'))
+			w.queue(watch.Error, status)
+			w.stream.write(w.pending[0].bytes)
+			w.pending = nil
 			_ = w.stream.Close()
 			return watchResponse(w.stream)
 		}

@@ -40,17 +40,14 @@ func (c *checker) shown(client string, gvr schema.GroupVersionResource, uids []t
 }
 
 // unseenByLeader returns a kind's creates that the leading replica's
-// informer has not shown. A replica that stopped leading never leads again
-// (it exits), so those of the others are dropped.
+// informer has not shown; a replica that stopped leading exits, and its
+// creates hold nothing.
 func (c *checker) unseenByLeader(k Kind) []remediationObj {
-	var leader string
-	if c.s.leader != nil {
-		leader = c.s.leader.name
-	}
-	c.unseen[k] = slices.DeleteFunc(c.unseen[k], func(u unseenCreate) bool { return u.client != leader })
 	var creates []remediationObj
 	for _, u := range c.unseen[k] {
-		creates = append(creates, u.remediationObj)
+		if c.s.leader != nil && u.client == c.s.leader.name {
+			creates = append(creates, u.remediationObj)
+		}
 	}
 	return creates
 }

@@ -45,12 +45,12 @@ type frame struct {
 	shows types.UID
 }
 
-func (w *watcher) queue(typ watch.EventType, obj map[string]any) {
+func (w *watcher) queue(typ watch.EventType, obj any) {
 	raw, _ := json.Marshal(obj)
 	bytes, _ := json.Marshal(metav1.WatchEvent{Type: string(typ), Object: runtimeRaw(raw)})
 	f := frame{bytes: append(bytes, '\n')}
-	if typ == watch.Added || typ == watch.Modified {
-		f.shows = (&unstructured.Unstructured{Object: obj}).GetUID()
+	if object, ok := obj.(map[string]any); ok && (typ == watch.Added || typ == watch.Modified) {
+		f.shows = (&unstructured.Unstructured{Object: object}).GetUID()
 	}
 	w.pending = append(w.pending, f)
 }
