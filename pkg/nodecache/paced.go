@@ -20,7 +20,8 @@ import (
 // A read that fills its buffer leaves more to read at once, and a read that
 // finds the socket empty waits for data as usual: an update is seen at
 // most window later, and only while updates arrive faster than one per
-// window.
+// window. Meanwhile, what arrives does not wake the process either
+// (lowwater.go).
 //
 // Only a watch of changes is paced, never a list: neither the initial list
 // nor the relist after a 410 Gone or a watch error, whether a LIST or a
@@ -106,7 +107,7 @@ func (p *readPacing) dialer() func(ctx context.Context, network, address string)
 		if err != nil {
 			return nil, err
 		}
-		return &pacedConn{Conn: conn, pacing: p}, nil
+		return &pacedConn{Conn: conn, pacing: p, lowWater: tcpLowWater(conn)}, nil
 	}
 }
 
@@ -130,6 +131,9 @@ type pacedConn struct {
 	// buffer[next:]; it is allocated at the first paced read.
 	buffer []byte
 	next   int
+	// lowWater sets the socket's receive low-water mark, raised while the
+	// reader waits out a window (lowwater.go); nil where there is none.
+	lowWater lowWaterSetter
 }
 
 func (c *pacedConn) Read(b []byte) (int, error) {
@@ -141,6 +145,9 @@ func (c *pacedConn) Read(b []byte) (int, error) {
 			c.pacing.clock.Sleep(wait)
 		}
 		c.readAt = time.Time{}
+		if err := c.unmuteArrivals(); err != nil {
+			return 0, err
+		}
 	}
 	if !c.watch.Load() || !c.pacing.active() {
 		return c.Conn.Read(b)
@@ -153,6 +160,7 @@ func (c *pacedConn) Read(b []byte) (int, error) {
 	if n > 0 && n < cap(c.buffer) {
 		// The socket is empty: what arrives next is read a window later.
 		c.readAt = c.pacing.clock.Now().Add(c.pacing.window)
+		c.muteArrivals()
 	}
 	n = c.readBuffered(b)
 	if c.next < len(c.buffer) {
