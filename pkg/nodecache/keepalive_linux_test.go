@@ -27,20 +27,25 @@ func TestNodeConnectionsNoticeADeadPeer(t *testing.T) {
 		if paced, ok := conn.(*pacedConn); ok {
 			conn = paced.Conn
 		}
-		raw, err := conn.(*net.TCPConn).SyscallConn()
-		require.NoError(t, err)
-		options := map[int]int{}
-		require.NoError(t, raw.Control(func(fd uintptr) {
-			for _, option := range []int{syscall.SO_KEEPALIVE} {
-				options[option], _ = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, option)
-			}
-			for _, option := range []int{syscall.TCP_KEEPIDLE, syscall.TCP_KEEPINTVL, syscall.TCP_KEEPCNT} {
-				options[option], _ = syscall.GetsockoptInt(int(fd), syscall.IPPROTO_TCP, option)
-			}
-		}))
-		assert.Equal(t, 1, options[syscall.SO_KEEPALIVE], name)
-		idle, interval, count := options[syscall.TCP_KEEPIDLE], options[syscall.TCP_KEEPINTVL], options[syscall.TCP_KEEPCNT]
+		tcp := conn.(*net.TCPConn)
+		assert.Equal(t, 1, socketOption(t, tcp, syscall.SOL_SOCKET, syscall.SO_KEEPALIVE), name)
+		idle := socketOption(t, tcp, syscall.IPPROTO_TCP, syscall.TCP_KEEPIDLE)
+		interval := socketOption(t, tcp, syscall.IPPROTO_TCP, syscall.TCP_KEEPINTVL)
+		count := socketOption(t, tcp, syscall.IPPROTO_TCP, syscall.TCP_KEEPCNT)
 		assert.Equal(t, DeadConnectionBound, time.Duration(idle+interval*count)*time.Second, "%s: idle %ds, %d probes %ds apart", name, idle, count, interval)
 		require.NoError(t, conn.Close())
 	}
+}
+
+// socketOption reads one integer option of a TCP connection's socket.
+func socketOption(t *testing.T, conn *net.TCPConn, level, option int) int {
+	t.Helper()
+	raw, err := conn.SyscallConn()
+	require.NoError(t, err)
+	var value int
+	require.NoError(t, raw.Control(func(fd uintptr) {
+		value, err = syscall.GetsockoptInt(int(fd), level, option)
+	}))
+	require.NoError(t, err)
+	return value
 }

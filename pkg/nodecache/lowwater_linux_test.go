@@ -47,13 +47,8 @@ func TestAWaitedWindowMutesTheSocketAndTheNextByteIsRead(t *testing.T) {
 	assert.Greater(t, receiveLowWater(t, paced), 1<<16, "and the socket, emptied, is muted again")
 }
 
+// receiveLowWater is the receive low-water mark of a paced connection's
+// socket.
 func receiveLowWater(t *testing.T, conn *pacedConn) int {
-	raw, err := conn.Conn.(*net.TCPConn).SyscallConn()
-	require.NoError(t, err)
-	var mark int
-	require.NoError(t, raw.Control(func(fd uintptr) {
-		mark, err = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVLOWAT)
-	}))
-	require.NoError(t, err)
-	return mark
+	return socketOption(t, conn.Conn.(*net.TCPConn), syscall.SOL_SOCKET, syscall.SO_RCVLOWAT)
 }

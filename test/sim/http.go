@@ -230,8 +230,7 @@ func (s *Server) openWatch(client string, req *http.Request, r request) *http.Re
 			status := err.(apierrors.APIStatus).Status()
 			status.Kind, status.APIVersion = "Status", "v1"
 			w.queue(watch.Error, status)
-			w.stream.write(w.pending[0].bytes)
-			w.pending = nil
+			w.flush()
 			_ = w.stream.Close()
 			return watchResponse(w.stream)
 		}

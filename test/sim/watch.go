@@ -58,9 +58,15 @@ func (w *watcher) queue(typ watch.EventType, obj any) {
 // deliver writes the pending events to the stream unless held, and
 // returns the UIDs of the objects they show.
 func (w *watcher) deliver(now time.Time) (shown []types.UID) {
-	if w.stalled || now.Before(w.heldUntil) || len(w.pending) == 0 {
+	if w.stalled || now.Before(w.heldUntil) {
 		return nil
 	}
+	return w.flush()
+}
+
+// flush writes the pending events to the stream, held or not, and returns
+// the UIDs of the objects they show.
+func (w *watcher) flush() (shown []types.UID) {
 	for _, f := range w.pending {
 		w.stream.write(f.bytes)
 		if f.shows != "" {
