@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/clock"
 	clienttesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 )
@@ -79,6 +80,9 @@ func reviewingClient(fail error) (*fake.Clientset, *int) {
 		switch review.Spec.Token {
 		case "prometheus", "nobody":
 			review.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: authenticationv1.UserInfo{Username: review.Spec.Token}}
+		case "prometheus-scoped":
+			review.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: authenticationv1.UserInfo{
+				Username: "prometheus", Extra: map[string]authenticationv1.ExtraValue{"scopes.example.com": {"none"}}}}
 		}
 		return true, review, nil
 	})
@@ -86,10 +90,27 @@ func reviewingClient(fail error) (*fake.Clientset, *int) {
 		*reviews++
 		review := action.(clienttesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview)
 		attrs := review.Spec.NonResourceAttributes
-		review.Status.Allowed = review.Spec.User == "prometheus" && attrs.Verb == "get" && attrs.Path == "/metrics"
+		review.Status.Allowed = review.Spec.User == "prometheus" && len(review.Spec.Extra) == 0 && attrs.Verb == "get" && attrs.Path == "/metrics"
 		return true, review, nil
 	})
 	return client, reviews
+}
+
+// A token whose user is narrowed by its extra is reviewed as that user,
+// not served the same user's answer without it.
+func TestAScopedTokenIsNotServedTheUnscopedAnswer(t *testing.T) {
+	client, _ := reviewingClient(nil)
+	auth := newDelegatedAuth(client, client, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("metrics")) }), clock.RealClock{})
+	scrape := func(token string) int {
+		r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		r.Header.Set("Authorization", "Bearer "+token)
+		w := httptest.NewRecorder()
+		auth.ServeHTTP(w, r)
+		return w.Code
+	}
+	require.Equal(t, http.StatusOK, scrape("prometheus"))
+	assert.Equal(t, http.StatusForbidden, scrape("prometheus-scoped"))
+	assert.Equal(t, http.StatusOK, scrape("prometheus"))
 }
 
 // A flood of tokens nobody issued costs the API server at most

@@ -3,6 +3,10 @@ package main
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -54,7 +58,7 @@ func (a *delegatedAuth) authenticate(ctx context.Context, caller, token string) 
 
 // authorize returns why the user may not do verb on path, empty if allowed.
 func (a *delegatedAuth) authorize(ctx context.Context, caller string, user *authenticationv1.UserInfo, verb, path string) (string, error) {
-	key := user.Username + "\x00" + user.UID + "\x00" + strings.Join(user.Groups, ",") + "\x00" + verb + "\x00" + path
+	key := accessKey(user, verb, path)
 	if cached, ok := a.access.Get(key); ok {
 		switch cached := cached.(type) {
 		case answer:
@@ -72,6 +76,33 @@ func (a *delegatedAuth) authorize(ctx context.Context, caller string, user *auth
 	}
 	defer a.budget.release(caller)
 	return a.reviewAccess(ctx, a.reviews, key, user, verb, path)
+}
+
+// accessKey is what an access review's answer is cached by: the whole user
+// (a token scoped through its extra must not be served the same user's
+// unscoped answer), the verb and the path. Each part is length-prefixed,
+// so no two users share a key.
+func accessKey(user *authenticationv1.UserInfo, verb, path string) string {
+	var key strings.Builder
+	field := func(s string) { fmt.Fprintf(&key, "%d:%s", len(s), s) }
+	field(user.Username)
+	field(user.UID)
+	field(strconv.Itoa(len(user.Groups)))
+	for _, g := range user.Groups {
+		field(g)
+	}
+	extraKeys := slices.Sorted(maps.Keys(user.Extra))
+	field(strconv.Itoa(len(extraKeys)))
+	for _, k := range extraKeys {
+		field(k)
+		field(strconv.Itoa(len(user.Extra[k])))
+		for _, v := range user.Extra[k] {
+			field(v)
+		}
+	}
+	field(verb)
+	field(path)
+	return key.String()
 }
 
 // refreshAhead reviews an answer that let its caller in again, in the

@@ -2,6 +2,9 @@ package main
 
 import (
 	"net/http"
+	"net/url"
+	"path"
+	"strings"
 	"net/http/pprof"
 	runtimepprof "runtime/pprof"
 
@@ -27,15 +30,31 @@ func metricsMux(profiling bool) *http.ServeMux {
 	return mux
 }
 
-// routedFirst answers 404 to a path the mux does not serve before anyone is
-// authenticated or authorized: each distinct path would otherwise cost a
-// SubjectAccessReview, and any token could send thousands (issue 30).
+// routedFirst answers 404 to a path the mux does not serve exactly before
+// anyone is authenticated or authorized: each distinct path would otherwise
+// cost a SubjectAccessReview and an entry in the access cache, and any
+// token could send thousands. Another spelling of a served path
+// (/x/../metrics, //metrics) is not served either: the mux would redirect
+// it, after its review.
 func routedFirst(mux *http.ServeMux, protected http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, pattern := mux.Handler(r); pattern == "" {
+		if _, pattern := mux.Handler(r); pattern == "" || !isClean(r.URL) {
 			http.NotFound(w, r)
 			return
 		}
 		protected.ServeHTTP(w, r)
 	})
+}
+
+// isClean tells whether a URL's path is as path.Clean spells it (a
+// trailing slash kept), with no escapes.
+func isClean(u *url.URL) bool {
+	if u.RawPath != "" {
+		return false
+	}
+	cleaned := path.Clean(u.Path)
+	if strings.HasSuffix(u.Path, "/") && cleaned != "/" {
+		cleaned += "/"
+	}
+	return cleaned == u.Path
 }

@@ -23,7 +23,8 @@ func TestUnservedPathsCostNoReview(t *testing.T) {
 		handler.ServeHTTP(w, r)
 		return w.Code
 	}
-	for _, path := range []string{"/a", "/metrics/x", "/debug/pprof/nothing", "/debug/pprof/heap/x"} {
+	for _, path := range []string{"/a", "/metrics/x", "/debug/pprof/nothing", "/debug/pprof/heap/x",
+		"/7/../metrics", "//metrics", "/./metrics", "/%6detrics", "/debug/pprof//heap", "/debug/pprof/./"} {
 		assert.Equal(t, http.StatusNotFound, get(path), path)
 	}
 	assert.Zero(t, *reviews, "no review for a path not served")

@@ -44,6 +44,15 @@ const (
 
 func run(ctx context.Context, opts *options) error {
 	logger := klog.FromContext(ctx)
+	listening, err := bindPorts(opts)
+	if err != nil {
+		return err
+	}
+	defer listening.close()
+	// Whatever ends run ends what it started: an error after the informers
+	// started must not wait for a signal to be reported.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	config, err := clientcmd.BuildConfigFromFlags("", opts.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("loading the client configuration: %w", err)
@@ -105,27 +114,25 @@ func run(ctx context.Context, opts *options) error {
 	go nodeInformer.Informer().RunWithContext(ctx)
 	if leaseInformers != nil {
 		leaseInformers.Start(ctx.Done())
-		defer leaseInformers.Shutdown()
+		defer func() {
+			cancel()
+			leaseInformers.Shutdown()
+		}()
 	}
 	go nhcInformer.Informer().RunWithContext(ctx)
 
-	if err := serveMetrics(ctx, opts, apis); err != nil {
-		return err
-	}
-
+	listening.metrics.serve(ctx, metricsHandler(opts, apis))
 	if !opts.leaderElect {
-		if err := serve(ctx, "probes", opts.probeAddress, probeLimits, probes(ctrl.CachesSynced, nil, nil)); err != nil {
-			return err
-		}
+		listening.probes.serve(ctx, probes(ctrl.CachesSynced, nil, nil))
 		return ctrl.Run(ctx, opts.workers)
 	}
-	return runElected(ctx, opts, apis.election, ctrl, logger)
+	return runElected(ctx, opts, apis.election, ctrl, listening.probes, logger)
 }
 
 // runElected runs the controller while this replica leads. On SIGTERM the
 // workers drain first, and only then is the lease released, so that the next
 // leader never acts beside a sync still in flight.
-func runElected(ctx context.Context, opts *options, electionClient kubernetes.Interface, ctrl *controller.Controller, logger klog.Logger) error {
+func runElected(ctx context.Context, opts *options, electionClient kubernetes.Interface, ctrl *controller.Controller, probePort *port, logger klog.Logger) error {
 	hostname, _ := os.Hostname()
 	identity := hostname + "_" + uuid.NewString()
 	lock := &renewalTracker{
@@ -180,9 +187,7 @@ func runElected(ctx context.Context, opts *options, electionClient kubernetes.In
 	if err != nil {
 		return err
 	}
-	if err := serve(ctx, "probes", opts.probeAddress, probeLimits, probes(ctrl.CachesSynced, elector, healthz)); err != nil {
-		return err
-	}
+	probePort.serve(ctx, probes(ctrl.CachesSynced, elector, healthz))
 	go func() {
 		// A replica that never led ends its election on SIGTERM.
 		<-ctx.Done()
@@ -194,14 +199,14 @@ func runElected(ctx context.Context, opts *options, electionClient kubernetes.In
 	return runErr
 }
 
-// serveMetrics serves /metrics, and /debug/pprof/ with --profiling, over
-// HTTPS to authorized callers unless --metrics-secure=false.
-func serveMetrics(ctx context.Context, opts *options, apis *apiClients) error {
+// metricsHandler serves /metrics, and /debug/pprof/ with --profiling, to
+// authorized callers unless --metrics-secure=false.
+func metricsHandler(opts *options, apis *apiClients) http.Handler {
 	mux := metricsMux(opts.profiling)
 	if !opts.metricsSecure {
-		return serve(ctx, "metrics", opts.metricsAddress, metricsLimits, mux)
+		return mux
 	}
-	return serveTLS(ctx, "metrics", opts.metricsAddress, opts.tlsCertFile, opts.tlsKeyFile, metricsLimits, routedFirst(mux, protectMetrics(apis, mux)))
+	return routedFirst(mux, protectMetrics(apis, mux))
 }
 
 // probes serves /healthz (the process and, with leader election, the lease

@@ -5,51 +5,126 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/klog/v2"
 )
 
-// serverLimits bound what callers of the metrics and probe servers can take
-// of the process: without them, idle connections stay open forever (1,000
-// cost about 40 MiB), and a few thousand OOM-kill the pod.
+// serverLimits bound what callers of the metrics and probe servers can make
+// the process hold. Unfinished requests (a TLS handshake, headers) hold
+// what they sent, within the port's budget (heldBytes); a connection that
+// sends nothing holds about 13 KiB until its read-header timeout closes it.
 type serverLimits struct {
-	// readHeader bounds the time to send a request's headers, read its
-	// whole request, write a response, and keep an idle connection open.
+	// readHeader bounds the time to send a request's headers (and, under
+	// TLS, to finish the handshake), read its whole request, write a
+	// response, and keep an idle connection open.
 	readHeader, read, write, idle time.Duration
+	// maxHeaderBytes bounds one request's headers (net/http allows 4 KiB
+	// more for the request line).
+	maxHeaderBytes int
+	// heldBudget bounds the bytes of unfinished requests the port holds at
+	// once, over all its connections.
+	heldBudget int64
 }
 
 // probeLimits serve the kubelet, which opens a connection per probe, sends
-// its request at once, and gives up after a second. No cap on connections:
-// anyone on the pod network could fill it with silent connections, the
-// kubelet's probes would wait behind them, and the pod would be killed
-// (issue 30); a cap that closes the oldest silent connection instead is no
-// better, as a peer that opens a new one as each closes churns through it
-// faster than a probe's request arrives. The short timeouts bound what
-// silent connections hold: each about 13 KiB for at most 2 s, as in
+// a request of about 150 bytes at once, and gives up after a second. No cap
+// on connections: anyone on the pod network could fill it with silent
+// connections, the kubelet's probes would wait behind them, and the pod
+// would be killed; a cap that closes the oldest silent connection instead
+// is no better, as a peer that opens a new one as each closes churns
+// through it faster than a probe's request arrives. The short timeouts
+// bound how long a silent connection holds its 13 KiB: 2 s, as in
 // kube-controller-manager and controller-runtime, whose probe servers have
 // no cap either.
-var probeLimits = serverLimits{readHeader: 2 * time.Second, read: 2 * time.Second, write: 5 * time.Second, idle: 2 * time.Second}
-
-// metricsLimits serve Prometheus, which keeps a connection per target and
-// scrapes every 15 to 60 seconds, and pprof, whose CPU profile writes
-// after 30 seconds. No cap on connections, as on the probe port: 800 silent
-// connections against a cap of 256 made Prometheus's scrapes wait until
-// they timed out (issue 30). A silent connection, TLS handshake included,
-// is closed after 5 s.
-var metricsLimits = serverLimits{readHeader: 5 * time.Second, read: 30 * time.Second, write: 2 * time.Minute, idle: 90 * time.Second}
-
-// serve runs an HTTP server until ctx ends; "0" disables it.
-func serve(ctx context.Context, name, address string, limits serverLimits, handler http.Handler) error {
-	return runServer(ctx, name, address, limits, nil, handler)
+var probeLimits = serverLimits{
+	readHeader: 2 * time.Second, read: 2 * time.Second, write: 5 * time.Second, idle: 2 * time.Second,
+	maxHeaderBytes: 4 << 10, heldBudget: 1 << 20,
 }
 
-// serveTLS runs an HTTPS server until ctx ends, with the certificate given
-// or, without one, a self-signed one made at start.
-func serveTLS(ctx context.Context, name, address, certFile, keyFile string, limits serverLimits, handler http.Handler) error {
+// metricsLimits serve Prometheus, which keeps a connection per target,
+// scrapes every 15 to 60 seconds with a bearer token of one or two KiB, and
+// pprof, whose CPU profile writes after 30 seconds. No cap on connections,
+// as on the probe port. A silent connection, TLS handshake included, is
+// closed after 5 s; a ClientHello may be up to 64 KiB, so the budget holds
+// a few dozen of the largest.
+var metricsLimits = serverLimits{
+	readHeader: 5 * time.Second, read: 30 * time.Second, write: 2 * time.Minute, idle: 90 * time.Second,
+	maxHeaderBytes: 16 << 10, heldBudget: 4 << 20,
+}
+
+// port is a server's listener, bound before anything else starts, and
+// what it serves with.
+type port struct {
+	name     string
+	listener net.Listener
+	limits   serverLimits
+	// tls is nil for plain HTTP.
+	tls *tls.Config
+	// held counts what its unfinished requests hold.
+	held *heldBytes
+}
+
+// ports are the process's listeners; nil for a disabled one.
+type ports struct {
+	metrics, probes *port
+}
+
+// bindPorts binds every port, and loads or makes the metrics server's
+// certificate, before anything else starts: a port in use or a certificate
+// that cannot be read ends the process at once, with its error, instead of
+// leaving it running without its probes.
+func bindPorts(opts *options) (*ports, error) {
+	var p ports
+	var metricsTLS *tls.Config
+	if opts.metricsSecure && enabled(opts.metricsAddress) {
+		var err error
+		if metricsTLS, err = serverTLS(opts.tlsCertFile, opts.tlsKeyFile); err != nil {
+			return nil, fmt.Errorf("the metrics server's certificate: %w", err)
+		}
+	}
+	var err error
+	if p.metrics, err = bind("metrics", opts.metricsAddress, metricsLimits, metricsTLS); err != nil {
+		return nil, err
+	}
+	if p.probes, err = bind("probes", opts.probeAddress, probeLimits, nil); err != nil {
+		p.close()
+		return nil, err
+	}
+	return &p, nil
+}
+
+// close closes the listeners that no server took over.
+func (p *ports) close() {
+	for _, port := range []*port{p.metrics, p.probes} {
+		if port != nil {
+			_ = port.listener.Close()
+		}
+	}
+}
+
+func enabled(address string) bool { return address != "" && address != "0" }
+
+// bind listens on address; "0" disables the server (nil, nil).
+func bind(name, address string, limits serverLimits, tlsConfig *tls.Config) (*port, error) {
+	if !enabled(address) {
+		return nil, nil
+	}
+	listener, err := net.Listen("tcp", address)
+	if err != nil {
+		return nil, fmt.Errorf("the %s server: %w", name, err)
+	}
+	return &port{name: name, listener: listener, limits: limits, tls: tlsConfig, held: newHeldBytes(limits.heldBudget)}, nil
+}
+
+// serverTLS is the metrics server's TLS configuration, with the certificate
+// given or, without one, a self-signed one.
+func serverTLS(certFile, keyFile string) (*tls.Config, error) {
 	var cert tls.Certificate
 	var err error
 	if certFile != "" {
@@ -62,22 +137,17 @@ func serveTLS(ctx context.Context, name, address, certFile, keyFile string, limi
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("the %s server's certificate: %w", name, err)
+		return nil, err
 	}
-	return runServer(ctx, name, address, limits, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, handler)
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
-// runServer listens at once, so that a port in use fails the start, and
-// serves until ctx ends.
-func runServer(ctx context.Context, name, address string, limits serverLimits, tlsConfig *tls.Config, handler http.Handler) error {
-	if address == "" || address == "0" {
-		return nil
+// serve serves handler on p until ctx ends; a nil p serves nothing.
+func (p *port) serve(ctx context.Context, handler http.Handler) {
+	if p == nil {
+		return
 	}
-	listener, err := net.Listen("tcp", address)
-	if err != nil {
-		return fmt.Errorf("the %s server: %w", name, err)
-	}
-	server := newServer(limits, tlsConfig, handler)
+	server := newServer(p.limits, p.tls, handler)
 	logger := klog.FromContext(ctx)
 	go func() {
 		<-ctx.Done()
@@ -86,30 +156,41 @@ func runServer(ctx context.Context, name, address string, limits serverLimits, t
 		_ = server.Shutdown(shutdownCtx)
 	}()
 	go func() {
-		logger.Info("Serving", "server", name, "address", listener.Addr().String(), "tls", tlsConfig != nil)
-		if err := serveOn(server, listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Error(err, "Server failed", "server", name, "address", address)
+		logger.Info("Serving", "server", p.name, "address", p.listener.Addr().String(), "tls", p.tls != nil)
+		if err := serveOn(server, budgetedListener{Listener: p.listener, budget: p.held}); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error(err, "Server failed", "server", p.name, "address", p.listener.Addr().String())
 		}
 	}()
-	return nil
 }
 
 // newServer serves HTTP/1.1 only: HTTP/2 multiplies the requests one
-// connection carries (250 streams each), and
-// neither the kubelet nor Prometheus needs it (controller-runtime turns it
-// off on its metrics server for the same reason).
+// connection carries (250 streams each), and neither the kubelet nor
+// Prometheus needs it (controller-runtime turns it off on its metrics
+// server for the same reason).
 func newServer(limits serverLimits, tlsConfig *tls.Config, handler http.Handler) *http.Server {
 	return &http.Server{
-		Handler: handler, TLSConfig: tlsConfig,
+		Handler: settled(handler), TLSConfig: tlsConfig, ConnContext: withConn,
 		ReadHeaderTimeout: limits.readHeader, ReadTimeout: limits.read, WriteTimeout: limits.write, IdleTimeout: limits.idle,
-		MaxHeaderBytes: 64 << 10,
+		MaxHeaderBytes: limits.maxHeaderBytes,
 		TLSNextProto:   map[string]func(*http.Server, *tls.Conn, http.Handler){},
+		ErrorLog:       log.New(connErrors{}, "", 0),
 	}
+}
+
+// connErrors logs what net/http says of a connection it dropped (a TLS
+// handshake that failed or timed out, one refused by the budget) at level
+// 4: whoever opens connections would otherwise decide how much is logged.
+type connErrors struct{}
+
+func (connErrors) Write(p []byte) (int, error) {
+	klog.V(4).InfoS("Dropped a connection", "reason", strings.TrimSpace(string(p)))
+	return len(p), nil
 }
 
 // serveOn serves on a listener. No cap on open connections: a cap queues
 // or drops new ones, the kubelet's and Prometheus's among them, behind
-// whoever fills it; the timeouts bound how long a silent one lasts.
+// whoever fills it; the timeouts bound how long a silent one lasts, and
+// the listener's budget what the others hold.
 func serveOn(server *http.Server, listener net.Listener) error {
 	if server.TLSConfig != nil {
 		return server.ServeTLS(listener, "", "")

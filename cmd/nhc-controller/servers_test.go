@@ -11,18 +11,22 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	certutil "k8s.io/client-go/util/cert"
 )
 
 // startServer serves ok on a loopback port with the given limits.
 func startServer(t *testing.T, limits serverLimits) string {
 	t.Helper()
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	return startPort(t, limits, nil, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
+}
+
+// startPort binds a loopback port and serves handler on it as the
+// controller does, until the test ends.
+func startPort(t *testing.T, limits serverLimits, tlsConfig *tls.Config, handler http.Handler) string {
+	t.Helper()
+	p, err := bind("test", "127.0.0.1:0", limits, tlsConfig)
 	require.NoError(t, err)
-	server := newServer(limits, nil, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
-	go func() { _ = serveOn(server, listener) }()
-	t.Cleanup(func() { _ = server.Close() })
-	return listener.Addr().String()
+	p.serve(t.Context(), handler)
+	return p.listener.Addr().String()
 }
 
 // get sends a request on a connection and reads its response.
@@ -46,7 +50,7 @@ func closedWithin(conn net.Conn, d time.Duration) bool {
 // Idle connections, and connections that never send a request, are closed:
 // they would otherwise stay open forever, 40 KiB each.
 func TestIdleConnectionsAreClosed(t *testing.T) {
-	addr := startServer(t, serverLimits{readHeader: 200 * time.Millisecond, read: time.Second, write: time.Second, idle: 300 * time.Millisecond})
+	addr := startServer(t, serverLimits{readHeader: 200 * time.Millisecond, read: time.Second, write: time.Second, idle: 300 * time.Millisecond, maxHeaderBytes: 4 << 10, heldBudget: 1 << 20})
 
 	idle, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
@@ -64,16 +68,16 @@ func TestIdleConnectionsAreClosed(t *testing.T) {
 // on a loopback port with the metrics server's limits.
 func startTLSServer(t *testing.T, handler http.Handler) string {
 	t.Helper()
-	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("localhost", nil, nil)
+	return startTLSPort(t, metricsLimits, handler)
+}
+
+// startTLSPort serves handler over TLS, with a self-signed certificate, on
+// a loopback port with the given limits.
+func startTLSPort(t *testing.T, limits serverLimits, handler http.Handler) string {
+	t.Helper()
+	tlsConfig, err := serverTLS("", "")
 	require.NoError(t, err)
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	require.NoError(t, err)
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	server := newServer(metricsLimits, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, handler)
-	go func() { _ = serveOn(server, listener) }()
-	t.Cleanup(func() { _ = server.Close() })
-	return listener.Addr().String()
+	return startPort(t, limits, tlsConfig, handler)
 }
 
 // Neither server speaks HTTP/2: its streams would multiply the requests one
