@@ -2,11 +2,11 @@ package main
 
 import (
 	"net/http"
+	"net/http/pprof"
 	"net/url"
 	"path"
-	"strings"
-	"net/http/pprof"
 	runtimepprof "runtime/pprof"
+	"strings"
 
 	"k8s.io/component-base/metrics/legacyregistry"
 )
