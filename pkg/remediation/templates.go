@@ -26,6 +26,9 @@ const (
 	messageRemediationKindNotServed = "Remediation kind %s of %s, which template kind %s creates, is not served by the API server: is its remediator installed? (failed to get restmapping: no matches for kind %q in version %q)"
 	// messageNoNamespace (kind, name).
 	messageNoNamespace = "Remediation template %s %q is namespaced, but no namespace is provided"
+	// messageTemplateTooLarge (size, limit): a remediation resource is made
+	// of it for each node, so the controller neither keeps nor uses it.
+	messageTemplateTooLarge = "its spec.template is %d bytes as JSON, more than the %d a template may have"
 	// messageTemplateNotFound (kind, template, template).
 	messageTemplateNotFound = "Remediation template %s %s not found: failed to get external remediation template %s"
 )
@@ -147,10 +150,14 @@ func (t *templateResolver) mayReset() bool {
 }
 
 // checkTemplate says why a template that was read cannot be used: it does
-// not exist (obj is nil) or has no spec.template.spec.
+// not exist (obj is nil), its spec.template is too large to keep, or it has
+// no spec.template.spec.
 func checkTemplate(tmpl Template, obj *unstructured.Unstructured) *health.Problem {
 	if obj == nil {
 		return notFound(fmt.Sprintf(messageTemplateNotFound, tmpl.Ref.Kind, describe(tmpl), describe(tmpl)))
+	}
+	if kept, size := kinds.KeptTemplate(obj); kept == kinds.TemplateTooLarge {
+		return templateInvalid(tmpl.Ref, fmt.Sprintf(messageTemplateTooLarge, size, kinds.MaxTemplateBytes))
 	}
 	if _, err := templateSpec(obj); err != nil {
 		return templateInvalid(tmpl.Ref, err.Error())

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/kinds"
 )
 
 // A template kind that may be read but not listed or watched (the spec's
@@ -50,7 +51,14 @@ func (t *templateResolver) get(tmpl Template) (templateRead, error) {
 	state := t.informers.State(tmpl.Resource)
 	switch {
 	case state.Synced:
-		return checked(tmpl, t.informers.Get(tmpl.Resource, tmpl.Namespace, tmpl.Ref.Name), 0), nil
+		obj := t.informers.Get(tmpl.Resource, tmpl.Namespace, tmpl.Ref.Name)
+		if obj != nil {
+			if kept, _ := kinds.KeptTemplate(obj); kept == kinds.TemplateNotKept {
+				// Cached before it was named: read whole until it changes.
+				return t.fetch(tmpl)
+			}
+		}
+		return checked(tmpl, obj, 0), nil
 	case apierrors.IsForbidden(state.Err):
 		return t.fetch(tmpl)
 	case state.Err != nil:

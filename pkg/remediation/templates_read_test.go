@@ -132,7 +132,7 @@ func TestATemplateKindThatCannotBeWatchedIsReadWithGet(t *testing.T) {
 			assert.Equal(t, tc.wantRefresh, obs.RefreshAfter)
 			if tc.wantReason == "" {
 				assert.Nil(t, obs.RemediationProblem)
-				assert.Equal(t, testTemplate(nil), obs.templates[bareTemplateRef(templateRef)])
+				assert.Equal(t, kinds.Keep(testTemplate(nil), true), obs.templates[bareTemplateRef(templateRef)])
 			} else {
 				require.NotNil(t, obs.RemediationProblem)
 				assert.Equal(t, tc.wantReason, obs.RemediationProblem.Reason)
@@ -220,7 +220,7 @@ func TestATemplateKindReadWithGetIsWatchedAgainLater(t *testing.T) {
 			}, 10*time.Second, 10*time.Millisecond)
 			assert.True(t, obs.Ready)
 			assert.Nil(t, obs.RemediationProblem)
-			assert.Equal(t, testTemplate(nil), obs.templates[bareTemplateRef(templateRef)])
+			assert.Equal(t, kinds.Keep(testTemplate(nil), true), obs.templates[bareTemplateRef(templateRef)])
 		})
 	}
 }

@@ -37,6 +37,18 @@ func OwnerUIDs(r *unstructured.Unstructured) []types.UID {
 	return uids
 }
 
+// OwnerRefs returns the references to the NodeHealthChecks that own a
+// resource.
+func OwnerRefs(r *unstructured.Unstructured) []metav1.OwnerReference {
+	var refs []metav1.OwnerReference
+	for _, ref := range r.GetOwnerReferences() {
+		if isNHCOwner(ref) {
+			refs = append(refs, ref)
+		}
+	}
+	return refs
+}
+
 // Owner is a NodeHealthCheck that owns a remediation resource.
 type Owner struct {
 	Name string

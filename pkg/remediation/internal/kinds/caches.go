@@ -3,6 +3,7 @@ package kinds
 import (
 	"slices"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,7 +21,8 @@ const (
 	nodeIndex = "nodehealthcheck-node"
 )
 
-// Get returns an object from a resource's cache, or nil.
+// Get returns an object from a resource's cache, or nil. An object kept as
+// a metadata shell (Keep) comes with its template not kept (KeptTemplate).
 func (inf *Informers) Get(gvr schema.GroupVersionResource, namespace, name string) *unstructured.Unstructured {
 	r := inf.informer(gvr)
 	if r == nil {
@@ -33,6 +35,9 @@ func (inf *Informers) Get(gvr schema.GroupVersionResource, namespace, name strin
 	obj, exists, err := r.informer.GetIndexer().GetByKey(key)
 	if err != nil || !exists {
 		return nil
+	}
+	if shell, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		return fromShell(shell)
 	}
 	return obj.(*unstructured.Unstructured)
 }

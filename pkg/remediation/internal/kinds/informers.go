@@ -49,9 +49,9 @@ type Kinds struct {
 	// Remediations are the kinds of its remediation resources: without
 	// their informers, its resources are unknown.
 	Remediations []schema.GroupVersionResource
-	// Templates are the kinds of its templates; one that may not be watched
-	// is read with GET.
-	Templates []schema.GroupVersionResource
+	// Templates are its templates; a kind that may not be watched is read
+	// with GET.
+	Templates []TemplateRef
 }
 
 // State is what is known of a kind's informer.
@@ -94,6 +94,13 @@ type Informers struct {
 	stopped map[schema.GroupVersionResource]stoppedInformer
 	// uses holds the kinds each NodeHealthCheck uses, by its name.
 	uses map[string]use
+	// named are the templates some NodeHealthCheck names, whose
+	// spec.template the caches keep. Its own lock: the informers' transforms
+	// read it, and inf.mu is held while they are asked whether they synced.
+	named struct {
+		sync.RWMutex
+		refs sets.Set[TemplateRef]
+	}
 }
 
 // ChangeFunc hears of a change an informer sees; deleted is true for
@@ -102,6 +109,7 @@ type ChangeFunc func(gvr schema.GroupVersionResource, obj *unstructured.Unstruct
 
 type use struct {
 	remediations, templates sets.Set[schema.GroupVersionResource]
+	named                   []TemplateRef
 }
 
 func (u use) all() sets.Set[schema.GroupVersionResource] {
@@ -174,13 +182,17 @@ func (inf *Informers) AddStateChangeHandler(handler StateChangeFunc) {
 func (inf *Informers) Use(nhc string, kinds Kinds) {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
-	want := use{remediations: sets.New(kinds.Remediations...), templates: sets.New(kinds.Templates...)}
+	want := use{remediations: sets.New(kinds.Remediations...), templates: sets.New[schema.GroupVersionResource](), named: kinds.Templates}
+	for _, t := range kinds.Templates {
+		want.templates.Insert(t.Resource)
+	}
 	had := inf.uses[nhc].all()
 	if want.all().Len() == 0 {
 		delete(inf.uses, nhc)
 	} else {
 		inf.uses[nhc] = want
 	}
+	inf.renameTemplates()
 	for gvr := range want.all() {
 		inf.ensure(gvr)
 	}
@@ -250,6 +262,25 @@ func (inf *Informers) ensure(gvr schema.GroupVersionResource) {
 	inf.running[gvr] = inf.start(gvr, stopped)
 }
 
+// renameTemplates sets the templates named from every NodeHealthCheck's
+// use; inf.mu is held.
+func (inf *Informers) renameTemplates() {
+	named := sets.New[TemplateRef]()
+	for _, u := range inf.uses {
+		named.Insert(u.named...)
+	}
+	inf.named.Lock()
+	defer inf.named.Unlock()
+	inf.named.refs = named
+}
+
+// isNamed tells whether some NodeHealthCheck names a template.
+func (inf *Informers) isNamed(ref TemplateRef) bool {
+	inf.named.RLock()
+	defer inf.named.RUnlock()
+	return inf.named.refs.Has(ref)
+}
+
 // users are the NodeHealthCheck that use a kind; inf.mu is held.
 func (inf *Informers) users(gvr schema.GroupVersionResource) sets.Set[string] {
 	users := sets.New[string]()
@@ -281,11 +312,10 @@ func (inf *Informers) start(gvr schema.GroupVersionResource, stopped stoppedInfo
 		nodeIndex:         indexByNode,
 	}, nil).Informer()
 	r := &runningInformer{informer: informer, started: inf.clock.Now(), retried: stopped.err, remembered: stopped.shown}
-	// Managed fields are never read; dropping them halves the memory of
-	// small objects.
+	// What others store in the kind costs its metadata shell at most.
 	_ = informer.SetTransform(func(obj any) (any, error) {
 		if u, ok := obj.(*unstructured.Unstructured); ok {
-			u.SetManagedFields(nil)
+			return Keep(u, inf.isNamed(TemplateRef{Resource: gvr, Namespace: u.GetNamespace(), Name: u.GetName()})), nil
 		}
 		return obj, nil
 	})

@@ -283,7 +283,7 @@ func TestAnUnusedStoppedKindKeepsWhatItShowedUntilItCanBeRead(t *testing.T) {
 	assert.Equal(t, held, informers.OtherOwners("another"), "no one uses it, and it may still remediate")
 
 	clock.SetTime(clock.Now().Add(RetryInterval))
-	informers.Use("another", Kinds{Templates: []schema.GroupVersionResource{testTemplateGVR}})
+	informers.Use("another", Kinds{Templates: []TemplateRef{{Resource: testTemplateGVR, Name: "template"}}})
 	require.True(t, retried(informers, clock), "tried again")
 	stopRetry(informers, forbidden)
 	assert.Equal(t, held, informers.OtherOwners("another"), "still forbidden: still held")
@@ -291,7 +291,7 @@ func TestAnUnusedStoppedKindKeepsWhatItShowedUntilItCanBeRead(t *testing.T) {
 	denied.Store(false)
 	require.NoError(t, client.Tracker().Delete(testGVR, worker.GetNamespace(), worker.GetName()))
 	clock.SetTime(clock.Now().Add(RetryInterval))
-	informers.Use("another", Kinds{Templates: []schema.GroupVersionResource{testTemplateGVR}})
+	informers.Use("another", Kinds{Templates: []TemplateRef{{Resource: testTemplateGVR, Name: "template"}}})
 	require.Eventually(t, func() bool { return len(informers.Running()) == 1 }, 10*time.Second, 10*time.Millisecond, "readable, empty, stopped")
 	assert.Empty(t, informers.OtherOwners("another"))
 }

@@ -1,0 +1,176 @@
+package kinds
+
+import (
+	"encoding/json"
+	"strconv"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
+)
+
+// What the informers keep of an object: what the controller reads, no
+// more, so that memory is a function of what it watches over (the
+// remediation resources NodeHealthChecks own, the templates they name), not
+// of what others store in the kinds it watches.
+
+// MaxTemplateBytes is the most a template's spec.template may hold, as
+// JSON: a remediation resource is made from it for each node, so its size
+// multiplies. A template over it is not kept, and its NodeHealthChecks
+// report it.
+const MaxTemplateBytes = 128 << 10
+
+// maxKeptValue is the longest annotation value kept: a node name, a
+// template name and a time are far shorter; a longer value is none of ours.
+const maxKeptValue = 512
+
+// maxKeptOwners is the most NodeHealthCheck owner references kept of one
+// object: a remediation resource has one.
+const maxKeptOwners = 8
+
+// droppedTemplateAnnotation marks a kept object whose spec.template was
+// not kept: droppedUnnamed, or its size in bytes when it was over
+// MaxTemplateBytes. The kept objects are never written back, and it is no
+// annotation anyone else may set (keep drops the others).
+const droppedTemplateAnnotation = "nhc-controller.internal/dropped-template"
+
+// droppedUnnamed: no NodeHealthCheck named the template when it was
+// cached, or only its metadata shell was kept.
+const droppedUnnamed = "unnamed"
+
+// keptAnnotations are the annotations the controller reads of remediation
+// resources and templates.
+var keptAnnotations = []string{
+	v1alpha1.NodeNameAnnotation, v1alpha1.TemplateNameAnnotation, v1alpha1.TimedOutAnnotation,
+	v1alpha1.HealthyDelayAnnotation, v1alpha1.OldRemediationAnnotation, v1alpha1.MultipleTemplatesSupportAnnotation,
+}
+
+// keptConditions are the status conditions the controller reads of
+// remediation resources, by type.
+var keptConditions = []string{v1alpha1.SucceededCondition, v1alpha1.PermanentNodeDeletionExpectedCondition}
+
+// TemplateRef names a template a NodeHealthCheck uses.
+type TemplateRef struct {
+	Resource        schema.GroupVersionResource
+	Namespace, Name string
+}
+
+// Keep reduces an object to what the controller reads. A template named
+// keeps its spec.template, up to MaxTemplateBytes. An object that neither
+// a NodeHealthCheck owns, nor remediates a control-plane node, nor is a
+// named template, is kept as a metadata shell: its name, for the cache's
+// key, and its UID.
+func Keep(u *unstructured.Unstructured, named bool) any {
+	owners := resource.OwnerRefs(u)
+	_, controlPlane := u.GetLabels()[v1alpha1.ControlPlaneNodeLabel]
+	if !named && len(owners) == 0 && !controlPlane {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID()}}
+	}
+	kept := &unstructured.Unstructured{Object: map[string]any{}}
+	kept.SetAPIVersion(u.GetAPIVersion())
+	kept.SetKind(u.GetKind())
+	kept.SetNamespace(u.GetNamespace())
+	kept.SetName(u.GetName())
+	kept.SetUID(u.GetUID())
+	kept.SetResourceVersion(u.GetResourceVersion())
+	kept.SetCreationTimestamp(u.GetCreationTimestamp())
+	kept.SetDeletionTimestamp(u.GetDeletionTimestamp())
+	if len(owners) > 0 {
+		kept.SetOwnerReferences(owners[:min(len(owners), maxKeptOwners)])
+	}
+	if controlPlane {
+		kept.SetLabels(map[string]string{v1alpha1.ControlPlaneNodeLabel: ""})
+	}
+	annotations := map[string]string{}
+	for _, key := range keptAnnotations {
+		if value, ok := u.GetAnnotations()[key]; ok && len(value) <= maxKeptValue {
+			annotations[key] = value
+		}
+	}
+	if conditions := keptStatus(u); len(conditions) > 0 {
+		kept.Object["status"] = map[string]any{"conditions": conditions}
+	}
+	if template, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "template"); found {
+		switch size := encodedSize(template); {
+		case !named:
+			annotations[droppedTemplateAnnotation] = droppedUnnamed
+		case size > MaxTemplateBytes:
+			annotations[droppedTemplateAnnotation] = strconv.Itoa(size)
+		default:
+			kept.Object["spec"] = map[string]any{"template": template}
+		}
+	}
+	if len(annotations) > 0 {
+		kept.SetAnnotations(annotations)
+	}
+	return kept
+}
+
+// keptStatus is the type and status of the conditions read.
+func keptStatus(u *unstructured.Unstructured) []any {
+	conditions, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	var kept []any
+	for _, c := range conditions {
+		condition, ok := c.(map[string]any)
+		if !ok {
+			continue
+		}
+		for _, t := range keptConditions {
+			if condition["type"] == t {
+				status, _ := condition["status"].(string)
+				kept = append(kept, map[string]any{"type": t, "status": status})
+			}
+		}
+	}
+	return kept
+}
+
+// encodedSize is the size of a value as JSON.
+func encodedSize(v any) int {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return MaxTemplateBytes + 1
+	}
+	return len(b)
+}
+
+// TemplateState says what a cache kept of an object's spec.template.
+type TemplateState int
+
+const (
+	// TemplateKept: spec.template is as the API server has it, or it has
+	// none.
+	TemplateKept TemplateState = iota
+	// TemplateNotKept: the object was cached before a NodeHealthCheck named
+	// it; it must be read with GET.
+	TemplateNotKept
+	// TemplateTooLarge: spec.template is over MaxTemplateBytes.
+	TemplateTooLarge
+)
+
+// KeptTemplate says what was kept of an object's spec.template and, when
+// it was too large, its size.
+func KeptTemplate(u *unstructured.Unstructured) (TemplateState, int) {
+	dropped, ok := u.GetAnnotations()[droppedTemplateAnnotation]
+	switch {
+	case !ok:
+		return TemplateKept, 0
+	case dropped == droppedUnnamed:
+		return TemplateNotKept, 0
+	}
+	size, _ := strconv.Atoi(dropped)
+	return TemplateTooLarge, size
+}
+
+// fromShell is a metadata shell as the Unstructured that Get returns.
+func fromShell(shell *metav1.PartialObjectMetadata) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetNamespace(shell.Namespace)
+	u.SetName(shell.Name)
+	u.SetUID(shell.UID)
+	u.SetAnnotations(map[string]string{droppedTemplateAnnotation: droppedUnnamed})
+	return u
+}
