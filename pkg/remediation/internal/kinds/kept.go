@@ -93,7 +93,12 @@ func Keep(u *unstructured.Unstructured, named bool) any {
 	if conditions := keptStatus(u); len(conditions) > 0 {
 		kept.Object["status"] = map[string]any{"conditions": conditions}
 	}
-	if template, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "template"); found {
+	template, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "template")
+	if dropped, ok := u.GetAnnotations()[droppedTemplateAnnotation]; ok && !found {
+		// Kept already: what was dropped stays said.
+		annotations[droppedTemplateAnnotation] = dropped
+	}
+	if found {
 		switch size := encodedSize(template); {
 		case !named:
 			annotations[droppedTemplateAnnotation] = droppedUnnamed

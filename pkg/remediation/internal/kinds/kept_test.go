@@ -110,3 +110,12 @@ func TestTheInformersKeepNamedTemplatesAlone(t *testing.T) {
 	state, _ = KeptTemplate(unrelated)
 	assert.Equal(t, TemplateNotKept, state)
 }
+
+// What is kept, kept again, is the same: an informer may pass an object it
+// transformed through its transform again.
+func TestKeepingTwiceKeepsTheSame(t *testing.T) {
+	for _, u := range []*unstructured.Unstructured{withTemplate("large", MaxTemplateBytes), withTemplate("small", 10), testRemediation("worker-0", true)} {
+		once := Keep(u, true).(*unstructured.Unstructured)
+		assert.Equal(t, once, Keep(once.DeepCopy(), true), u.GetName())
+	}
+}
