@@ -10,7 +10,7 @@ chart="${1:-${repo_root}/charts/nhc-controller}"
 mkdir -p "${chart}/crds" "${chart}/files"
 cp "${repo_root}/manifests/crd/remediation.medik8s.io_nodehealthchecks.yaml" "${chart}/crds/"
 cp "${repo_root}/LICENSE" "${chart}/"
-for file in admission/remediation-guard.yaml admission/lease-namespace-guard.yaml admission/node-lease-scope.yaml \
+for file in admission/remediation-guard.yaml admission/lease-namespace-guard.yaml admission/node-lease-scope.yaml admission/node-patch-guard.yaml \
     monitoring/prometheus-rule.yaml monitoring/dashboards/nhc-controller.json; do
   cp "${repo_root}/manifests/${file}" "${chart}/files/"
 done

@@ -49,7 +49,9 @@ func createLargeTemplates(t *testing.T, namespace string, count int) {
 	ctx := context.Background()
 	_, err := env.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = env.Kube.CoreV1().Namespaces().Delete(context.Background(), namespace, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = env.Kube.CoreV1().Namespaces().Delete(context.Background(), namespace, metav1.DeleteOptions{})
+	})
 	for i := range count {
 		_, err := env.Dynamic.Resource(framework.TemplateResource).Namespace(namespace).Create(ctx, largeTemplate(namespace, fmt.Sprint("large-", i)), metav1.CreateOptions{})
 		require.NoError(t, err)

@@ -22,15 +22,16 @@ import (
 )
 
 // TestThePolicyLetsTheControllerOnlyRemoveTheConfirmation applies the
-// optional admission policy: the controller's ServiceAccount may remove the
+// node patch guard of the default install: the controller's ServiceAccount may remove the
 // manual confirmation from a Node and change nothing else, while an admin
 // may change anything.
 func TestThePolicyLetsTheControllerOnlyRemoveTheConfirmation(t *testing.T) {
 	const serviceAccount = "system:serviceaccount:nhc-system:nhc-controller"
-	out, err := env.Cluster.Kubectl("apply", "-f", filepath.Join(controlplane.RepoRoot(), "manifests/policy"))
+	guard := filepath.Join(controlplane.RepoRoot(), "manifests/admission/node-patch-guard.yaml")
+	out, err := env.Cluster.Kubectl("apply", "-f", guard)
 	require.NoError(t, err, out)
 	t.Cleanup(func() {
-		_, _ = env.Cluster.Kubectl("delete", "-f", filepath.Join(controlplane.RepoRoot(), "manifests/policy"))
+		_, _ = env.Cluster.Kubectl("delete", "-f", guard)
 	})
 	grant(t, serviceAccount, "policy-test-node-patch",
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch", "patch", "update"}})
