@@ -105,7 +105,11 @@ func run(ctx context.Context, opts *options) error {
 	}
 	// Template kinds resolve through discovery, which notices CRDs
 	// installed later.
-	remediations := remediation.New(remediation.Config{Context: ctx, Dynamic: dynamicClient, Kube: kubeClient, Leases: leases, Clock: clock.RealClock{}})
+	metadataOnly, err := remediation.NewMetadataOnlyClient(apis.config)
+	if err != nil {
+		return err
+	}
+	remediations := remediation.New(remediation.Config{Context: ctx, Dynamic: dynamicClient, MetadataOnly: metadataOnly, Kube: kubeClient, Leases: leases, Clock: clock.RealClock{}})
 	ctrl, err := controller.New(ctx, nodeInformer, nhcInformer,
 		nhcClient, remediations, recorder, metrics, clock.RealClock{})
 	if err != nil {

@@ -45,7 +45,7 @@ func newApplyFixture(t *testing.T) *applyFixture {
 	t.Cleanup(cancel)
 	client := fakeDynamic()
 	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
-	informers := kinds.New(ctx, client, clock)
+	informers := kinds.New(ctx, client, client, clock)
 	m := newManager(informers, nil, clock, newResourceWriter(client, kubefake.NewClientset()), nil)
 	m.ConfirmWith(confirmFunc(sendAll))
 	obs := &Observation{
@@ -251,7 +251,7 @@ func TestAKindThatCannotBeWatchedDisablesAfterAGrace(t *testing.T) {
 				return true, nil, tc.err
 			})
 			clock := clocktesting.NewFakePassiveClock(time.Now())
-			informers := kinds.New(ctx, client, clock)
+			informers := kinds.New(ctx, client, client, clock)
 			m := newManager(informers, newTemplateResolver(resettable{meta.NewDefaultRESTMapper(nil)}, informers, clock), clock, newResourceWriter(client, kubefake.NewClientset()), nil)
 			informers.Use("workers", kinds.Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 			// Past the grace, the failing lists count.

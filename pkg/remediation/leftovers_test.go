@@ -83,7 +83,7 @@ func TestARemediationThatOutlivedItsNodeHealthCheckIsSeenAfterAStart(t *testing.
 				{Name: testGVR.Resource, Kind: "TestRemediation", Namespaced: true, Verbs: metav1.Verbs{"list", "watch"}},
 				{Name: testTemplateGVR.Resource, Kind: "TestRemediationTemplate", Namespaced: true, Verbs: metav1.Verbs{"list", "watch"}},
 			}}}
-			informers := kinds.New(ctx, client, clock)
+			informers := kinds.New(ctx, client, client, clock)
 			m := newManager(informers, newTemplateResolver(resettable{meta.NewDefaultRESTMapper(nil)}, informers, clock), clock, newResourceWriter(client, kube), nil)
 			m.discovery = kube.Discovery()
 

@@ -58,7 +58,11 @@ type Config struct {
 	// Context bounds the informers.
 	Context context.Context
 	Dynamic dynamic.Interface
-	Kube    kubernetes.Interface
+	// MetadataOnly lists and watches the kinds used for templates alone, for
+	// their metadata (NewMetadataOnlyClient). Nil is Dynamic, for a fake API
+	// server that serves whole objects either way.
+	MetadataOnly dynamic.Interface
+	Kube         kubernetes.Interface
 	// Mapper resolves template kinds. Nil is a discovery mapper through
 	// Kube, which notices CRDs installed later when it is reset.
 	Mapper meta.ResettableRESTMapper
@@ -76,7 +80,11 @@ func New(cfg Config) *Manager {
 		cached = memory.NewMemCacheClient(cfg.Kube.Discovery())
 		mapper = restmapper.NewDeferredDiscoveryRESTMapper(cached)
 	}
-	informers := kinds.New(cfg.Context, cfg.Dynamic, cfg.Clock)
+	metadataOnly := cfg.MetadataOnly
+	if metadataOnly == nil {
+		metadataOnly = cfg.Dynamic
+	}
+	informers := kinds.New(cfg.Context, cfg.Dynamic, metadataOnly, cfg.Clock)
 	m := newManager(informers, newTemplateResolver(mapper, informers, cfg.Clock), cfg.Clock, newResourceWriter(cfg.Dynamic, cfg.Kube), cfg.Leases)
 	if cached != nil {
 		m.discovery = cached

@@ -56,7 +56,7 @@ func TestTheStatusRecordsTheRemediationsOfAKindThatCannotBeRead(t *testing.T) {
 			})
 			mapper := meta.NewDefaultRESTMapper(nil)
 			mapper.Add(testGVR.GroupVersion().WithKind("TestRemediation"), meta.RESTScopeNamespace)
-			informers := kinds.New(ctx, client, clock)
+			informers := kinds.New(ctx, client, client, clock)
 			m := newManager(informers, newTemplateResolver(resettable{mapper}, informers, clock), clock, newResourceWriter(client, kubefake.NewClientset()), nil)
 			cpOwner := map[string][]resource.Owner{"cp-0": {{Name: recorded.Name, UID: recorded.UID}}}
 			assert.Equal(t, cpOwner, m.Recorded([]*v1alpha1.NodeHealthCheck{recorded}), "not watched yet")
@@ -116,7 +116,7 @@ func TestAKindUninstalledWithItsRoleNoLongerDisables(t *testing.T) {
 	mapper := &uninstallable{uninstalled: []schema.GroupVersionKind{{}}}
 	mapper.Reset()
 	mapper.uninstalled = nil
-	informers := kinds.New(ctx, client, clock)
+	informers := kinds.New(ctx, client, client, clock)
 	m := newManager(informers, newTemplateResolver(mapper, informers, clock), clock, newResourceWriter(client, kubefake.NewClientset()), nil)
 	nhc := testNHC.DeepCopy()
 	nhc.Spec.RemediationTemplate = ptr.To(templateRef)
@@ -163,7 +163,7 @@ func TestAForbiddenKindUninstalledFreesItsNodes(t *testing.T) {
 	mapper := &uninstallable{uninstalled: []schema.GroupVersionKind{{}}}
 	mapper.Reset()
 	mapper.uninstalled = nil
-	informers := kinds.New(ctx, client, clock)
+	informers := kinds.New(ctx, client, client, clock)
 	m := newManager(informers, newTemplateResolver(mapper, informers, clock), clock, newResourceWriter(client, kubefake.NewClientset()), nil)
 	informers.Use("deleted", kinds.Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 	require.Eventually(t, func() bool { return informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)

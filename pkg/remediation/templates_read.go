@@ -54,8 +54,7 @@ func (t *templateResolver) get(tmpl Template) (templateRead, error) {
 		obj := t.informers.Get(tmpl.Resource, tmpl.Namespace, tmpl.Ref.Name)
 		if obj != nil {
 			if kept, _ := kinds.KeptTemplate(obj); kept == kinds.TemplateNotKept {
-				// Cached before it was named: read whole until it changes.
-				return t.fetch(tmpl)
+				return t.fetchVersion(tmpl, obj.GetResourceVersion())
 			}
 		}
 		return checked(tmpl, obj, 0), nil
@@ -76,29 +75,52 @@ func checked(tmpl Template, obj *unstructured.Unstructured, refreshAfter time.Du
 	return templateRead{obj: obj, ready: true, refreshAfter: refreshAfter}
 }
 
-// fetch reads a template with GET, at most once per getCacheTime. A template
-// that may not be read at all disables its NodeHealthChecks, with what to
-// grant; that is not cached, so a grant is used at the next sync.
+// fetch reads a template with GET, at most once per getCacheTime, for a
+// kind that may not be watched: no event tells of its changes.
 func (t *templateResolver) fetch(tmpl Template) (templateRead, error) {
-	id := templateID{resource: tmpl.Resource, namespace: tmpl.Namespace, name: tmpl.Ref.Name}
 	now := t.clock.Now()
+	return t.fetchUnless(tmpl, func(f fetchedTemplate) (time.Duration, bool) {
+		left := f.read.Add(getCacheTime).Sub(now)
+		return left, left > 0
+	})
+}
+
+// fetchVersion reads with GET a template whose cache keeps its metadata
+// alone, once for each version the cache shows: a template is read whole
+// when it changed, not at every sync.
+func (t *templateResolver) fetchVersion(tmpl Template, version string) (templateRead, error) {
+	return t.fetchUnless(tmpl, func(f fetchedTemplate) (time.Duration, bool) {
+		return 0, f.obj != nil && f.obj.GetResourceVersion() == version
+	})
+}
+
+// fetchUnless reads a template with GET unless what was read before is
+// current (with how soon it is read again). A template that may not be
+// read at all disables its NodeHealthChecks, with what to grant; that is
+// not cached, so a grant is used at the next sync.
+func (t *templateResolver) fetchUnless(tmpl Template, current func(fetchedTemplate) (refreshAfter time.Duration, ok bool)) (templateRead, error) {
+	id := templateID{resource: tmpl.Resource, namespace: tmpl.Namespace, name: tmpl.Ref.Name}
 	t.mu.Lock()
 	f, cached := t.fetched[id]
 	t.mu.Unlock()
-	if !cached || now.Sub(f.read) >= getCacheTime {
-		ctx, cancel := context.WithTimeout(t.informers.Context(), getTimeout)
-		defer cancel()
-		obj, err := getTemplate(ctx, t.informers.Client(), tmpl)
-		if apierrors.IsForbidden(err) {
-			return templateRead{problem: notFound(fmt.Sprintf(messageGetForbidden, tmpl.Ref.Kind, describe(tmpl), err, tmpl.Resource.GroupResource()))}, nil
+	if cached {
+		if refreshAfter, ok := current(f); ok {
+			return checked(tmpl, f.obj, refreshAfter), nil
 		}
-		if err != nil {
-			return templateRead{}, fmt.Errorf("reading template %s %s with GET: %w", tmpl.Ref.Kind, describe(tmpl), err)
-		}
-		f = fetchedTemplate{obj: obj, read: now}
-		t.remember(id, f)
 	}
-	return checked(tmpl, f.obj, f.read.Add(getCacheTime).Sub(now)), nil
+	ctx, cancel := context.WithTimeout(t.informers.Context(), getTimeout)
+	defer cancel()
+	obj, err := getTemplate(ctx, t.informers.Client(), tmpl)
+	if apierrors.IsForbidden(err) {
+		return templateRead{problem: notFound(fmt.Sprintf(messageGetForbidden, tmpl.Ref.Kind, describe(tmpl), err, tmpl.Resource.GroupResource()))}, nil
+	}
+	if err != nil {
+		return templateRead{}, fmt.Errorf("reading template %s %s with GET: %w", tmpl.Ref.Kind, describe(tmpl), err)
+	}
+	f = fetchedTemplate{obj: obj, read: t.clock.Now()}
+	t.remember(id, f)
+	refreshAfter, _ := current(f)
+	return checked(tmpl, f.obj, refreshAfter), nil
 }
 
 // remember caches a template read with GET, and drops the expired ones, so

@@ -59,7 +59,7 @@ func newRBACFixture(t *testing.T, listForbidden, getForbidden bool, objects ...r
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(testTemplateGVR.GroupVersion().WithKind("TestRemediationTemplate"), meta.RESTScopeNamespace)
 	mapper.Add(testGVR.GroupVersion().WithKind("TestRemediation"), meta.RESTScopeNamespace)
-	f.informers = kinds.New(ctx, f.client, f.clock)
+	f.informers = kinds.New(ctx, f.client, f.client, f.clock)
 	f.manager = newManager(f.informers, newTemplateResolver(resettable{mapper}, f.informers, f.clock), f.clock, newResourceWriter(f.client, kubefake.NewClientset()), nil)
 	f.nhc = testNHC.DeepCopy()
 	f.nhc.Spec.RemediationTemplate = ptr.To(templateRef)

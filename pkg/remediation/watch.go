@@ -53,7 +53,8 @@ func (m *Manager) Watch(nhc *v1alpha1.NodeHealthCheck) (Watched, error) {
 			continue
 		}
 		w.templates = append(w.templates, tmpl)
-		used.Templates = append(used.Templates, kinds.TemplateRef{Resource: tmpl.Resource, Namespace: tmpl.Namespace, Name: tmpl.Ref.Name})
+		used.Templates = append(used.Templates, kinds.NamedTemplate{
+			Ref: kinds.TemplateRef{Resource: tmpl.Resource, Namespace: tmpl.Namespace, Name: tmpl.Ref.Name}, Kind: tmpl.Ref.Kind})
 		w.resources[tmpl.Remediation.GroupVersion().WithKind(health.RemediationKind(ref.Kind))] = tmpl.Remediation
 	}
 	eachRecorded(nhc, func(_ string, rem *v1alpha1.Remediation) {

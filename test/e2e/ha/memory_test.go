@@ -25,11 +25,9 @@ const (
 	// unrelatedObjects are created in a namespace no NodeHealthCheck names.
 	unrelatedObjects = 300
 	// unrelatedGrowthBound is the most the controller's resident memory may
-	// grow for them, as docs/operating.md states it: each costs a metadata
-	// shell; what remains is a watch's decode buffer, as large as the
-	// largest object it carried, and the collector's slack, the same for
-	// 100 objects as for 300.
-	unrelatedGrowthBound = 20 << 20
+	// grow for them, as docs/operating.md states it: a template kind is
+	// watched for metadata alone, and each costs a shell of its metadata.
+	unrelatedGrowthBound = 2 << 20
 )
 
 // largeTemplate is a TestRemediationTemplate whose spec.template holds

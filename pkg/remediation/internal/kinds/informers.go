@@ -51,7 +51,13 @@ type Kinds struct {
 	Remediations []schema.GroupVersionResource
 	// Templates are its templates; a kind that may not be watched is read
 	// with GET.
-	Templates []TemplateRef
+	Templates []NamedTemplate
+}
+
+// NamedTemplate is a template a NodeHealthCheck names, and its kind.
+type NamedTemplate struct {
+	Ref  TemplateRef
+	Kind string
 }
 
 // State is what is known of a kind's informer.
@@ -79,7 +85,11 @@ type StateChangeFunc func(gvr schema.GroupVersionResource)
 type Informers struct {
 	ctx    context.Context
 	client dynamic.Interface
-	clock  clock.PassiveClock
+	// metadata lists and watches the kinds used for templates alone: it asks
+	// the API server for their metadata only (PartialObjectMetadata), so
+	// that what others store in them never reaches the process.
+	metadata dynamic.Interface
+	clock    clock.PassiveClock
 	// grace is how long an informer of remediation resources may fail to
 	// list before its error counts.
 	grace time.Duration
@@ -99,7 +109,8 @@ type Informers struct {
 	// read it, and inf.mu is held while they are asked whether they synced.
 	named struct {
 		sync.RWMutex
-		refs sets.Set[TemplateRef]
+		// kinds are the named templates' kinds, by reference.
+		kinds map[TemplateRef]string
 	}
 }
 
@@ -109,7 +120,7 @@ type ChangeFunc func(gvr schema.GroupVersionResource, obj *unstructured.Unstruct
 
 type use struct {
 	remediations, templates sets.Set[schema.GroupVersionResource]
-	named                   []TemplateRef
+	named                   []NamedTemplate
 }
 
 func (u use) all() sets.Set[schema.GroupVersionResource] {
@@ -118,6 +129,9 @@ func (u use) all() sets.Set[schema.GroupVersionResource] {
 
 type runningInformer struct {
 	informer cache.SharedIndexInformer
+	// metadataOnly is set for a template kind's informer, which caches
+	// metadata alone (Keep's shells).
+	metadataOnly bool
 	stop     context.CancelFunc
 	started  time.Time
 	errors   watcherrors.Errors
@@ -143,10 +157,12 @@ type stoppedInformer struct {
 	shown shown
 }
 
-// New returns a manager whose informers run until ctx ends.
-func New(ctx context.Context, client dynamic.Interface, clk clock.PassiveClock) *Informers {
+// New returns a manager whose informers run until ctx ends. metadata is a
+// client whose lists and watches ask for metadata alone (client's own, in
+// tests whose fake API server does not tell the two apart).
+func New(ctx context.Context, client, metadata dynamic.Interface, clk clock.PassiveClock) *Informers {
 	return &Informers{
-		ctx: ctx, client: client, clock: clk, grace: WatchGrace,
+		ctx: ctx, client: client, metadata: metadata, clock: clk, grace: WatchGrace,
 		running: map[schema.GroupVersionResource]*runningInformer{},
 		stopped: map[schema.GroupVersionResource]stoppedInformer{},
 		uses:    map[string]use{},
@@ -184,7 +200,7 @@ func (inf *Informers) Use(nhc string, kinds Kinds) {
 	defer inf.mu.Unlock()
 	want := use{remediations: sets.New(kinds.Remediations...), templates: sets.New[schema.GroupVersionResource](), named: kinds.Templates}
 	for _, t := range kinds.Templates {
-		want.templates.Insert(t.Resource)
+		want.templates.Insert(t.Ref.Resource)
 	}
 	had := inf.uses[nhc].all()
 	if want.all().Len() == 0 {
@@ -247,8 +263,14 @@ func (inf *Informers) retryUnused() {
 // ensure starts a kind's informer unless it runs, or failed and is not due
 // for a retry.
 func (inf *Informers) ensure(gvr schema.GroupVersionResource) {
-	if _, ok := inf.running[gvr]; ok {
-		return
+	if r, ok := inf.running[gvr]; ok {
+		if !r.metadataOnly || inf.templatesOnly(gvr) {
+			return
+		}
+		// A template kind now read for remediation resources too needs
+		// them whole.
+		r.stop()
+		delete(inf.running, gvr)
 	}
 	var stopped stoppedInformer
 	if s, ok := inf.stopped[gvr]; ok {
@@ -265,20 +287,23 @@ func (inf *Informers) ensure(gvr schema.GroupVersionResource) {
 // renameTemplates sets the templates named from every NodeHealthCheck's
 // use; inf.mu is held.
 func (inf *Informers) renameTemplates() {
-	named := sets.New[TemplateRef]()
+	named := map[TemplateRef]string{}
 	for _, u := range inf.uses {
-		named.Insert(u.named...)
+		for _, t := range u.named {
+			named[t.Ref] = t.Kind
+		}
 	}
 	inf.named.Lock()
 	defer inf.named.Unlock()
-	inf.named.refs = named
+	inf.named.kinds = named
 }
 
-// isNamed tells whether some NodeHealthCheck names a template.
-func (inf *Informers) isNamed(ref TemplateRef) bool {
+// namedKind is the kind of a template some NodeHealthCheck names, "" for
+// one no NodeHealthCheck names.
+func (inf *Informers) namedKind(ref TemplateRef) string {
 	inf.named.RLock()
 	defer inf.named.RUnlock()
-	return inf.named.refs.Has(ref)
+	return inf.named.kinds[ref]
 }
 
 // users are the NodeHealthCheck that use a kind; inf.mu is held.
@@ -303,21 +328,49 @@ func (inf *Informers) usedForRemediations(gvr schema.GroupVersionResource) bool 
 	return false
 }
 
+// templatesOnly tells whether a kind is used for templates and for nothing
+// else: its informer needs metadata alone. A kind no NodeHealthCheck uses
+// is started for the remediation resources it may hold. inf.mu is held.
+func (inf *Informers) templatesOnly(gvr schema.GroupVersionResource) bool {
+	forTemplates := false
+	for _, u := range inf.uses {
+		if u.remediations.Has(gvr) {
+			return false
+		}
+		forTemplates = forTemplates || u.templates.Has(gvr)
+	}
+	return forTemplates
+}
+
 // start starts a kind's informer; stopped is how it was stopped before, if
 // this is a retry.
 func (inf *Informers) start(gvr schema.GroupVersionResource, stopped stoppedInformer) *runningInformer {
-	informer := dynamicinformer.NewFilteredDynamicInformer(inf.client, gvr, "", 0, cache.Indexers{
+	metadataOnly := inf.templatesOnly(gvr)
+	client := inf.client
+	if metadataOnly {
+		client = inf.metadata
+	}
+	informer := dynamicinformer.NewFilteredDynamicInformer(client, gvr, "", 0, cache.Indexers{
 		ownerIndex:        indexByOwner,
 		controlPlaneIndex: indexByControlPlaneNode,
 		nodeIndex:         indexByNode,
 	}, nil).Informer()
-	r := &runningInformer{informer: informer, started: inf.clock.Now(), retried: stopped.err, remembered: stopped.shown}
+	r := &runningInformer{informer: informer, metadataOnly: metadataOnly, started: inf.clock.Now(), retried: stopped.err, remembered: stopped.shown}
 	// What others store in the kind costs its metadata shell at most.
 	_ = informer.SetTransform(func(obj any) (any, error) {
-		if u, ok := obj.(*unstructured.Unstructured); ok {
-			return Keep(u, inf.isNamed(TemplateRef{Resource: gvr, Namespace: u.GetNamespace(), Name: u.GetName()})), nil
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return obj, nil
 		}
-		return obj, nil
+		ref := TemplateRef{Resource: gvr, Namespace: u.GetNamespace(), Name: u.GetName()}
+		kind := inf.namedKind(ref)
+		if metadataOnly {
+			if kind == "" {
+				return KeepMetadata(u, schema.GroupVersionKind{}), nil
+			}
+			return KeepMetadata(u, gvr.GroupVersion().WithKind(kind)), nil
+		}
+		return Keep(u, kind != ""), nil
 	})
 	r.errors.Record(informer, func(err error) { inf.failed(gvr, r, err) })
 	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{

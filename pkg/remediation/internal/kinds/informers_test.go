@@ -56,7 +56,7 @@ func TestALostRemediationKindIsStoppedAndRetried(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			t.Cleanup(cancel)
 			clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
-			informers := New(ctx, fakeDynamic(), clock)
+			informers := New(ctx, fakeDynamic(), fakeDynamic(), clock)
 			heard := &heardKinds{}
 			informers.AddStateChangeHandler(heard.record)
 			informers.Use("workers", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
@@ -105,7 +105,7 @@ func newRoleFixture(t *testing.T, objects ...runtime.Object) roleFixture {
 	f.client.PrependReactor("list", testGVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) {
 		return f.denied.Load(), nil, f.forbidden
 	})
-	f.informers = New(ctx, f.client, f.clock)
+	f.informers = New(ctx, f.client, f.client, f.clock)
 	return f
 }
 
@@ -239,7 +239,7 @@ func TestAnUnusedKindIsWatchedUntilItsRemediationsAreGone(t *testing.T) {
 	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
 	cp := testRemediation("cp-1", true)
 	client := fakeDynamic(cp)
-	informers := New(ctx, client, clock)
+	informers := New(ctx, client, client, clock)
 	informers.Use("deleted", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 	require.Eventually(t, func() bool { return informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
 
@@ -283,7 +283,7 @@ func TestAnUnusedStoppedKindKeepsWhatItShowedUntilItCanBeRead(t *testing.T) {
 	assert.Equal(t, held, informers.OtherOwners("another"), "no one uses it, and it may still remediate")
 
 	clock.SetTime(clock.Now().Add(RetryInterval))
-	informers.Use("another", Kinds{Templates: []TemplateRef{{Resource: testTemplateGVR, Name: "template"}}})
+	informers.Use("another", Kinds{Templates: []NamedTemplate{{Ref: TemplateRef{Resource: testTemplateGVR, Name: "template"}}}})
 	require.True(t, retried(informers, clock), "tried again")
 	stopRetry(informers, forbidden)
 	assert.Equal(t, held, informers.OtherOwners("another"), "still forbidden: still held")
@@ -291,7 +291,7 @@ func TestAnUnusedStoppedKindKeepsWhatItShowedUntilItCanBeRead(t *testing.T) {
 	denied.Store(false)
 	require.NoError(t, client.Tracker().Delete(testGVR, worker.GetNamespace(), worker.GetName()))
 	clock.SetTime(clock.Now().Add(RetryInterval))
-	informers.Use("another", Kinds{Templates: []TemplateRef{{Resource: testTemplateGVR, Name: "template"}}})
+	informers.Use("another", Kinds{Templates: []NamedTemplate{{Ref: TemplateRef{Resource: testTemplateGVR, Name: "template"}}}})
 	require.Eventually(t, func() bool { return len(informers.Running()) == 1 }, 10*time.Second, 10*time.Millisecond, "readable, empty, stopped")
 	assert.Empty(t, informers.OtherOwners("another"))
 }

@@ -38,7 +38,7 @@ const maxKeptOwners = 8
 const droppedTemplateAnnotation = "nhc-controller.internal/dropped-template"
 
 // droppedUnnamed: no NodeHealthCheck named the template when it was
-// cached, or only its metadata shell was kept.
+// cached, or only its metadata was kept.
 const droppedUnnamed = "unnamed"
 
 // keptAnnotations are the annotations the controller reads of remediation
@@ -67,7 +67,7 @@ func Keep(u *unstructured.Unstructured, named bool) any {
 	owners := resource.OwnerRefs(u)
 	_, controlPlane := u.GetLabels()[v1alpha1.ControlPlaneNodeLabel]
 	if !named && len(owners) == 0 && !controlPlane {
-		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID()}}
+		return shell(u)
 	}
 	kept := &unstructured.Unstructured{Object: map[string]any{}}
 	kept.SetAPIVersion(u.GetAPIVersion())
@@ -114,6 +114,39 @@ func Keep(u *unstructured.Unstructured, named bool) any {
 	return kept
 }
 
+// KeepMetadata reduces an object of a kind watched for its templates
+// alone, which its informer lists and watches as metadata: a template
+// named keeps what identifies its version, its annotations read, and its
+// kind (gvk; the metadata has none), so that its change reaches the
+// NodeHealthChecks that name it; its spec.template is read with GET. Any
+// other object (gvk.Kind empty) is a shell.
+func KeepMetadata(u *unstructured.Unstructured, gvk schema.GroupVersionKind) any {
+	if gvk.Kind == "" {
+		return shell(u)
+	}
+	kept := &unstructured.Unstructured{Object: map[string]any{}}
+	kept.SetGroupVersionKind(gvk)
+	kept.SetNamespace(u.GetNamespace())
+	kept.SetName(u.GetName())
+	kept.SetUID(u.GetUID())
+	kept.SetResourceVersion(u.GetResourceVersion())
+	annotations := map[string]string{droppedTemplateAnnotation: droppedUnnamed}
+	for _, key := range keptAnnotations {
+		if value, ok := u.GetAnnotations()[key]; ok && len(value) <= maxKeptValue {
+			annotations[key] = value
+		}
+	}
+	kept.SetAnnotations(annotations)
+	return kept
+}
+
+// shell is what identifies an object and its version: the cache's key, and
+// what a template named later is read again by.
+func shell(u *unstructured.Unstructured) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+		Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID(), ResourceVersion: u.GetResourceVersion()}}
+}
+
 // keptStatus is the type and status of the conditions read.
 func keptStatus(u *unstructured.Unstructured) []any {
 	conditions, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
@@ -149,8 +182,8 @@ const (
 	// TemplateKept: spec.template is as the API server has it, or it has
 	// none.
 	TemplateKept TemplateState = iota
-	// TemplateNotKept: the object was cached before a NodeHealthCheck named
-	// it; it must be read with GET.
+	// TemplateNotKept: its cache keeps metadata alone, or it was cached
+	// before a NodeHealthCheck named it; it must be read with GET.
 	TemplateNotKept
 	// TemplateTooLarge: spec.template is over MaxTemplateBytes.
 	TemplateTooLarge
@@ -176,6 +209,7 @@ func fromShell(shell *metav1.PartialObjectMetadata) *unstructured.Unstructured {
 	u.SetNamespace(shell.Namespace)
 	u.SetName(shell.Name)
 	u.SetUID(shell.UID)
+	u.SetResourceVersion(shell.ResourceVersion)
 	u.SetAnnotations(map[string]string{droppedTemplateAnnotation: droppedUnnamed})
 	return u
 }

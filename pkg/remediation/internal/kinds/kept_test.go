@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
@@ -90,11 +91,14 @@ func TestATemplateCachedUnnamedIsNotKept(t *testing.T) {
 	assert.Equal(t, TemplateNotKept, state)
 }
 
-// The informers keep a named template whole and any other object of its
-// kind as a shell.
+// An informer that reads a kind whole (for its remediation resources)
+// keeps a named template whole and any other object of its kind as a
+// shell.
 func TestTheInformersKeepNamedTemplatesAlone(t *testing.T) {
-	informers := New(t.Context(), fakeDynamic(withTemplate("reboot", 100), withTemplate("unrelated", 100)), clocktesting.NewFakeClock(time.Now()))
-	informers.Use("workers", Kinds{Templates: []TemplateRef{{Resource: testTemplateGVR, Namespace: "remediators", Name: "reboot"}}})
+	client := fakeDynamic(withTemplate("reboot", 100), withTemplate("unrelated", 100))
+	informers := New(t.Context(), client, client, clocktesting.NewFakeClock(time.Now()))
+	informers.Use("workers", Kinds{Remediations: []schema.GroupVersionResource{testTemplateGVR},
+		Templates: []NamedTemplate{{Ref: TemplateRef{Resource: testTemplateGVR, Namespace: "remediators", Name: "reboot"}, Kind: "TestRemediationTemplate"}}})
 	require.Eventually(t, func() bool { return informers.State(testTemplateGVR).Synced }, 10*time.Second, 10*time.Millisecond)
 
 	reboot := informers.Get(testTemplateGVR, "remediators", "reboot")
@@ -118,4 +122,25 @@ func TestKeepingTwiceKeepsTheSame(t *testing.T) {
 		once := Keep(u, true).(*unstructured.Unstructured)
 		assert.Equal(t, once, Keep(once.DeepCopy(), true), u.GetName())
 	}
+}
+
+// A kind used for templates alone is listed and watched for its metadata:
+// a named template keeps its kind and version, and is read whole with GET;
+// any other object is a shell.
+func TestATemplateKindIsWatchedForItsMetadata(t *testing.T) {
+	client := fakeDynamic(withTemplate("reboot", 100), withTemplate("unrelated", 100))
+	informers := New(t.Context(), client, client, clocktesting.NewFakeClock(time.Now()))
+	informers.Use("workers", Kinds{Templates: []NamedTemplate{{Ref: TemplateRef{Resource: testTemplateGVR, Namespace: "remediators", Name: "reboot"}, Kind: "TestRemediationTemplate"}}})
+	require.Eventually(t, func() bool { return informers.State(testTemplateGVR).Synced }, 10*time.Second, 10*time.Millisecond)
+
+	reboot := informers.Get(testTemplateGVR, "remediators", "reboot")
+	require.NotNil(t, reboot)
+	state, _ := KeptTemplate(reboot)
+	assert.Equal(t, TemplateNotKept, state)
+	assert.Equal(t, testTemplateGVR.GroupVersion().WithKind("TestRemediationTemplate"), reboot.GroupVersionKind())
+	assert.NotContains(t, reboot.Object, "spec")
+
+	unrelated, _, _ := informers.informer(testTemplateGVR).informer.GetIndexer().GetByKey("remediators/unrelated")
+	_, isShell := unrelated.(*metav1.PartialObjectMetadata)
+	assert.True(t, isShell, "an unnamed template is a shell")
 }
