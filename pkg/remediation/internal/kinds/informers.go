@@ -132,9 +132,9 @@ type runningInformer struct {
 	// metadataOnly is set for a template kind's informer, which caches
 	// metadata alone (Keep's shells).
 	metadataOnly bool
-	stop     context.CancelFunc
-	started  time.Time
-	errors   watcherrors.Errors
+	stop         context.CancelFunc
+	started      time.Time
+	errors       watcherrors.Errors
 	// retried is the error that stopped the informer before this retry:
 	// it stands until the informer syncs, and a retry that fails the same
 	// way stops at once.
