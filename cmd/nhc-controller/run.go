@@ -210,7 +210,7 @@ func metricsHandler(opts *options, apis *apiClients) http.Handler {
 	if !opts.metricsSecure {
 		return mux
 	}
-	return routedFirst(mux, protectMetrics(apis, mux))
+	return routedFirst(mux, protectMetrics(apis, trustedOnceAuthorized(mux)))
 }
 
 // probes serves /healthz (the process and, with leader election, the lease

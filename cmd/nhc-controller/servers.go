@@ -13,12 +13,12 @@ import (
 
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // serverLimits bound what callers of the metrics and probe servers can make
-// the process hold. Unfinished requests (a TLS handshake, headers) hold
-// what they sent, within the port's budget (heldBytes); a connection that
-// sends nothing holds about 13 KiB until its read-header timeout closes it.
+// the process hold: each port's connections, and their unfinished requests,
+// within its budget (portBudget), whoever opens them.
 type serverLimits struct {
 	// readHeader bounds the time to send a request's headers (and, under
 	// TLS, to finish the handshake), read its whole request, write a
@@ -27,35 +27,33 @@ type serverLimits struct {
 	// maxHeaderBytes bounds one request's headers (net/http allows 4 KiB
 	// more for the request line).
 	maxHeaderBytes int
-	// heldBudget bounds the bytes of unfinished requests the port holds at
-	// once, over all its connections.
-	heldBudget int64
+	// budget bounds what the port's connections hold at once: connCost
+	// each and their unfinished requests; perRequest one unfinished request
+	// (TLS handshake and headers).
+	budget, perRequest int64
 }
 
 // probeLimits serve the kubelet, which opens a connection per probe, sends
-// a request of about 150 bytes at once, and gives up after a second. No cap
-// on connections: anyone on the pod network could fill it with silent
-// connections, the kubelet's probes would wait behind them, and the pod
-// would be killed; a cap that closes the oldest silent connection instead
-// is no better, as a peer that opens a new one as each closes churns
-// through it faster than a probe's request arrives. The short timeouts
-// bound how long a silent connection holds its 13 KiB: 2 s, as in
-// kube-controller-manager and controller-runtime, whose probe servers have
-// no cap either.
+// a request of about 150 bytes at once, and gives up after a second. The
+// budget holds about 400 connections with unfinished requests, or 500
+// silent ones; past it, the one that has waited longest is closed, never
+// the probe that just sent its request. The short timeouts, as in
+// kube-controller-manager and controller-runtime, bound how long a silent
+// one waits.
 var probeLimits = serverLimits{
 	readHeader: 2 * time.Second, read: 2 * time.Second, write: 5 * time.Second, idle: 2 * time.Second,
-	maxHeaderBytes: 4 << 10, heldBudget: 1 << 20,
+	maxHeaderBytes: 4 << 10, budget: 8 << 20, perRequest: 4 << 10,
 }
 
-// metricsLimits serve Prometheus, which keeps a connection per target,
+// metricsLimits serve Prometheus, which keeps a connection per target and
 // scrapes every 15 to 60 seconds with a bearer token of one or two KiB, and
-// pprof, whose CPU profile writes after 30 seconds. No cap on connections,
-// as on the probe port. A silent connection, TLS handshake included, is
-// closed after 5 s; a ClientHello may be up to 64 KiB, so the budget holds
-// a few dozen of the largest.
+// pprof, whose CPU profile writes after 30 seconds. A silent connection,
+// TLS handshake included, is closed after 5 s. The budget holds about 350
+// connections with unfinished requests, or 1,000 silent ones; Prometheus's
+// connection, once authorized, is closed only when no other is left.
 var metricsLimits = serverLimits{
 	readHeader: 5 * time.Second, read: 30 * time.Second, write: 2 * time.Minute, idle: 90 * time.Second,
-	maxHeaderBytes: 16 << 10, heldBudget: 4 << 20,
+	maxHeaderBytes: 16 << 10, budget: 16 << 20, perRequest: 32 << 10,
 }
 
 // port is a server's listener, bound before anything else starts, and
@@ -66,8 +64,8 @@ type port struct {
 	limits   serverLimits
 	// tls is nil for plain HTTP.
 	tls *tls.Config
-	// held counts what its unfinished requests hold.
-	held *heldBytes
+	// budget counts what its connections hold.
+	budget *portBudget
 }
 
 // ports are the process's listeners; nil for a disabled one.
@@ -119,7 +117,7 @@ func bind(name, address string, limits serverLimits, tlsConfig *tls.Config) (*po
 	if err != nil {
 		return nil, fmt.Errorf("the %s server: %w", name, err)
 	}
-	return &port{name: name, listener: listener, limits: limits, tls: tlsConfig, held: newHeldBytes(limits.heldBudget)}, nil
+	return &port{name: name, listener: listener, limits: limits, tls: tlsConfig, budget: newPortBudget(limits.budget, limits.perRequest, clock.RealClock{})}, nil
 }
 
 // serverTLS is the metrics server's TLS configuration, with the certificate
@@ -157,7 +155,7 @@ func (p *port) serve(ctx context.Context, handler http.Handler) {
 	}()
 	go func() {
 		logger.Info("Serving", "server", p.name, "address", p.listener.Addr().String(), "tls", p.tls != nil)
-		if err := serveOn(server, budgetedListener{Listener: p.listener, budget: p.held}); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := serveOn(server, newBudgetedListener(p.listener, p.budget)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Error(err, "Server failed", "server", p.name, "address", p.listener.Addr().String())
 		}
 	}()
@@ -169,7 +167,7 @@ func (p *port) serve(ctx context.Context, handler http.Handler) {
 // server for the same reason).
 func newServer(limits serverLimits, tlsConfig *tls.Config, handler http.Handler) *http.Server {
 	return &http.Server{
-		Handler: settled(handler), TLSConfig: tlsConfig, ConnContext: withConn,
+		Handler: budgeted(handler), TLSConfig: tlsConfig, ConnContext: withConn,
 		ReadHeaderTimeout: limits.readHeader, ReadTimeout: limits.read, WriteTimeout: limits.write, IdleTimeout: limits.idle,
 		MaxHeaderBytes: limits.maxHeaderBytes,
 		TLSNextProto:   map[string]func(*http.Server, *tls.Conn, http.Handler){},
@@ -187,10 +185,7 @@ func (connErrors) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// serveOn serves on a listener. No cap on open connections: a cap queues
-// or drops new ones, the kubelet's and Prometheus's among them, behind
-// whoever fills it; the timeouts bound how long a silent one lasts, and
-// the listener's budget what the others hold.
+// serveOn serves on a listener.
 func serveOn(server *http.Server, listener net.Listener) error {
 	if server.TLSConfig != nil {
 		return server.ServeTLS(listener, "", "")

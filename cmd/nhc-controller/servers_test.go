@@ -50,7 +50,7 @@ func closedWithin(conn net.Conn, d time.Duration) bool {
 // Idle connections, and connections that never send a request, are closed:
 // they would otherwise stay open forever, 40 KiB each.
 func TestIdleConnectionsAreClosed(t *testing.T) {
-	addr := startServer(t, serverLimits{readHeader: 200 * time.Millisecond, read: time.Second, write: time.Second, idle: 300 * time.Millisecond, maxHeaderBytes: 4 << 10, heldBudget: 1 << 20})
+	addr := startServer(t, serverLimits{readHeader: 200 * time.Millisecond, read: time.Second, write: time.Second, idle: 300 * time.Millisecond, maxHeaderBytes: 4 << 10, budget: 8 << 20, perRequest: 4 << 10})
 
 	idle, err := net.Dial("tcp", addr)
 	require.NoError(t, err)

@@ -115,6 +115,17 @@ func (e *Env) StartController(name string, flags ...string) (*Controller, error)
 
 // StartControllerWithKubeconfig starts the controller with the identity of a kubeconfig.
 func (e *Env) StartControllerWithKubeconfig(name, kubeconfig string, flags ...string) (*Controller, error) {
+	return e.startController(name, kubeconfig, nil, flags)
+}
+
+// StartControllerWithEnv starts the controller as cluster admin with
+// variables added to its environment (GOMEMLIMIT, as the Deployment sets
+// it), and extra flags.
+func (e *Env) StartControllerWithEnv(name string, environ []string, flags ...string) (*Controller, error) {
+	return e.startController(name, e.Cluster.Kubeconfig, environ, flags)
+}
+
+func (e *Env) startController(name, kubeconfig string, environ, flags []string) (*Controller, error) {
 	c := &Controller{Name: name, MetricsAddress: freeAddress(), ProbeAddress: freeAddress(), done: make(chan struct{})}
 	c.logPath = filepath.Join(e.tempDir, name+".log")
 	log, err := os.OpenFile(c.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -126,6 +137,9 @@ func (e *Env) StartControllerWithKubeconfig(name, kubeconfig string, flags ...st
 		"--metrics-bind-address", c.MetricsAddress, "--metrics-secure=false", "--health-probe-bind-address", c.ProbeAddress,
 	}, flags...)
 	c.cmd = exec.Command(e.Binary, args...)
+	if environ != nil {
+		c.cmd.Env = append(os.Environ(), environ...)
+	}
 	c.cmd.Stdout, c.cmd.Stderr = log, log
 	if err := c.cmd.Start(); err != nil {
 		_ = log.Close()

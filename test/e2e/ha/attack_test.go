@@ -19,13 +19,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodehealthcheck/nhc-controller/test/controlplane"
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
 
-// Issue 30's attack, all at once for a minute: what whoever reaches the
-// pod's ports can do, and what must still hold.
+// The siege, all at once for a minute: what whoever reaches the pod's
+// ports can do, and what a tenant can store in a watched kind, and what
+// must still hold.
 const (
 	attackFor = 60 * time.Second
 	// silentPerPort connections send nothing, each opened again as soon as
@@ -41,16 +43,35 @@ const (
 	// attackRSSBound is the controller's resident memory the attack must
 	// stay under, as docs/operating.md states it.
 	attackRSSBound = 150 << 20
+	// deploymentMemoryLimit is the GOMEMLIMIT the Deployment's 320 MiB
+	// limit sets (90%).
+	deploymentMemoryLimit = "GOMEMLIMIT=288MiB"
+	// siegeFailedNodes fail under a NodeHealthCheck whose 1 MiB template is
+	// over the limit.
+	siegeFailedNodes = 20
 )
 
-// TestThePortsWithstandAnAttack: through the attack the leader keeps its
-// lease, every kubelet-style probe (a new connection, 1 s timeout) is
-// answered, an authorized scraper gets every scrape within 2 s, and the
-// controller's resident memory stays under attackRSSBound.
+// TestThePortsWithstandAnAttack: through the attack (silent connections,
+// unfinished headers and TLS ClientHellos, forged and unauthorized tokens,
+// HTTP/2, and 1 MiB templates, one in a namespace no NodeHealthCheck
+// names, one named with its nodes failed) the leader keeps its lease, every
+// kubelet-style probe (a new connection, 1 s timeout) is answered, an
+// authorized scraper gets every scrape within 2 s, and the controller's
+// resident memory, under the Deployment's memory limit, stays under
+// attackRSSBound.
 func TestThePortsWithstandAnAttack(t *testing.T) {
 	ctx := t.Context()
 	prometheus, nobody := attackTokens(t)
-	c, err := env.StartController("attack", "--leader-elect=true", "--leader-election-namespace=default", "--leader-election-id=nhc-attack",
+	const scenario = "attack"
+	createLargeTemplates(t, scenario+"-elsewhere", 1)
+	_, err := env.Dynamic.Resource(framework.TemplateResource).Namespace(framework.RemediatorNamespace).Create(ctx, largeTemplate(framework.RemediatorNamespace, scenario), metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = env.Dynamic.Resource(framework.TemplateResource).Namespace(framework.RemediatorNamespace).Delete(context.Background(), scenario, metav1.DeleteOptions{})
+	})
+	nodes := env.CreateNodes(t, scenario, siegeFailedNodes)
+	env.CreateNHC(t, scenario, nil)
+	c, err := env.StartControllerWithEnv(scenario, []string{deploymentMemoryLimit}, "--leader-elect=true", "--leader-election-namespace=default", "--leader-election-id=nhc-attack",
 		"--metrics-secure=true", "--profiling=true", "--node-leases=false")
 	require.NoError(t, err)
 	dumpOnFailure(t, c)
@@ -62,6 +83,7 @@ func TestThePortsWithstandAnAttack(t *testing.T) {
 	framework.Eventually(t, 30*time.Second, "a first scrape", func() bool { code, _ := scrape(); return code == http.StatusOK })
 	idleRSS := residentMemory(t, c.PID())
 
+	env.Fail(t, time.Minute, nodes...)
 	attack, stop := context.WithTimeout(ctx, attackFor)
 	defer stop()
 	var attackers sync.WaitGroup
@@ -78,6 +100,7 @@ func TestThePortsWithstandAnAttack(t *testing.T) {
 	assert.Empty(t, seen.scrapeFailures, "every scrape answered within 2 s")
 	assert.Less(t, seen.maxRSS, int64(attackRSSBound), "resident memory under the documented bound")
 	assert.Zero(t, http2Answers.Load(), "no HTTP/2")
+	assert.Empty(t, env.Remediations(t, scenario), "no remediation from a template over the limit")
 	assert.Zero(t, codes.count("forged", http.StatusOK)+codes.count("http2", http.StatusOK)+codes.count("unauthorized", http.StatusOK),
 		"no attacker was served")
 }
@@ -122,6 +145,7 @@ func launchAttack(attack context.Context, attackers *sync.WaitGroup, c *framewor
 			attackers.Go(func() { holdSilent(attack, addr) })
 		}
 	}
+	holdUnfinishedRequests(attack, attackers, c.ProbeAddress, c.MetricsAddress)
 	insecure := &tls.Config{InsecureSkipVerify: true}
 	var forged atomic.Int64
 	sendForgedScrapes(attack, attackers, c, insecure, &forged, codes)
