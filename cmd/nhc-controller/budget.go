@@ -18,7 +18,7 @@ const connCost = 16 << 10
 // readGrace is how long a connection's first read may wait for its request
 // before the connection may be closed to make room: a kubelet probe's
 // request is there when the connection is first read.
-const readGrace = 100 * time.Millisecond
+const readGrace = 10 * time.Millisecond
 
 // portBudget bounds what a port's callers make the process hold: every open
 // connection is counted at connCost and the most its unfinished request may
@@ -51,10 +51,12 @@ type portBudget struct {
 	// room is signalled when a connection was read, handled or closed: an
 	// admit that waits for room may find some.
 	room chan struct{}
+	// lot holds the connections closed to make room until their deadline.
+	lot *parkingLot
 }
 
 func newPortBudget(limit, perRequest int64, clk clock.PassiveClock) *portBudget {
-	return &portBudget{limit: limit, perRequest: perRequest, clock: clk, room: make(chan struct{}, 1)}
+	return &portBudget{limit: limit, perRequest: perRequest, clock: clk, room: make(chan struct{}, 1), lot: newParkingLot()}
 }
 
 // perConn is what each connection is counted at.
@@ -63,7 +65,7 @@ func (b *portBudget) perConn() int64 { return connCost + b.perRequest }
 // admit counts a new connection, closing the longest waiting to make room,
 // or waiting for room while none may be closed; false when stop ends first.
 func (b *portBudget) admit(conn net.Conn, stop <-chan struct{}) (*budgetedConn, bool) {
-	c := &budgetedConn{Conn: conn, budget: b, done: make(chan struct{}), deadlineSet: make(chan struct{})}
+	c := &budgetedConn{Conn: conn, budget: b, done: make(chan struct{}), evicted: make(chan struct{}), deadlineSet: make(chan struct{})}
 	for {
 		b.mu.Lock()
 		victims := b.makeRoomLocked()
@@ -74,7 +76,7 @@ func (b *portBudget) admit(conn net.Conn, stop <-chan struct{}) (*budgetedConn, 
 		}
 		b.mu.Unlock()
 		for _, v := range victims {
-			_ = v.closeConn()
+			v.conn.evict(v.trusted)
 		}
 		if admitted {
 			return c, true
@@ -88,18 +90,27 @@ func (b *portBudget) admit(conn net.Conn, stop <-chan struct{}) (*budgetedConn, 
 	}
 }
 
+// victim is a connection closed to make room, and whether it was trusted:
+// a trusted one is closed, so that its client opens another at once; any
+// other is parked.
+type victim struct {
+	conn    *budgetedConn
+	trusted bool
+}
+
 // makeRoomLocked closes, in the books, the connections waiting longest
 // until there is room for one more, or none may be closed, and returns
-// them to close.
-func (b *portBudget) makeRoomLocked() []*budgetedConn {
-	var victims []*budgetedConn
+// them to evict.
+func (b *portBudget) makeRoomLocked() []victim {
+	var victims []victim
 	for b.total+b.perConn() > b.limit {
-		victim := b.longestWaitingLocked()
-		if victim == nil {
+		c := b.longestWaitingLocked()
+		if c == nil {
 			break
 		}
-		b.forgetLocked(victim)
-		victims = append(victims, victim)
+		trusted := c.line == &b.trusted
+		b.forgetLocked(c)
+		victims = append(victims, victim{conn: c, trusted: trusted})
 	}
 	return victims
 }

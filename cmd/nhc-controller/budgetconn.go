@@ -19,6 +19,13 @@ type budgetedConn struct {
 	// done is closed when the connection is.
 	done      chan struct{}
 	closeOnce sync.Once
+	// evicted is closed when the budget closed it to make room: its reads
+	// fail, and its Close parks it (parkingLot) until parkUntil, or, if it
+	// was trusted, closes it.
+	evicted   chan struct{}
+	evictOnce sync.Once
+	parkUntil time.Time
+	trusted   bool
 	// deadline is the read deadline net/http set, until which a request
 	// over perRequest waits; deadlineSet is closed when it is set again.
 	deadlineMu  sync.Mutex
@@ -40,6 +47,11 @@ type budgetedConn struct {
 }
 
 func (c *budgetedConn) Read(p []byte) (int, error) {
+	select {
+	case <-c.evicted:
+		return 0, os.ErrDeadlineExceeded
+	default:
+	}
 	c.budget.readingStarts(c)
 	left := c.budget.perRequest - c.requestBytes.Load()
 	if left <= 0 {
@@ -67,6 +79,8 @@ func (c *budgetedConn) waitForDeadline() error {
 		select {
 		case <-expired:
 			return os.ErrDeadlineExceeded
+		case <-c.evicted:
+			return os.ErrDeadlineExceeded
 		case <-c.done:
 			return net.ErrClosed
 		case <-set:
@@ -84,16 +98,51 @@ func (c *budgetedConn) setReadDeadline(t time.Time) {
 
 func (c *budgetedConn) SetReadDeadline(t time.Time) error {
 	c.setReadDeadline(t)
+	if c.isEvicted() {
+		return nil
+	}
 	return c.Conn.SetReadDeadline(t)
 }
 
 func (c *budgetedConn) SetDeadline(t time.Time) error {
 	c.setReadDeadline(t)
+	if c.isEvicted() {
+		return c.Conn.SetWriteDeadline(t)
+	}
 	return c.Conn.SetDeadline(t)
+}
+
+// evict ends c's reads, the one under way too, so that net/http frees what
+// it holds for c and closes it; trusted says whether to close it then, not
+// park it.
+func (c *budgetedConn) evict(trusted bool) {
+	c.evictOnce.Do(func() {
+		c.deadlineMu.Lock()
+		c.parkUntil, c.trusted = c.deadline, trusted
+		c.deadlineMu.Unlock()
+		close(c.evicted)
+		_ = c.Conn.SetReadDeadline(time.Unix(1, 0))
+	})
+}
+
+func (c *budgetedConn) isEvicted() bool {
+	select {
+	case <-c.evicted:
+		return true
+	default:
+		return false
+	}
 }
 
 func (c *budgetedConn) Close() error {
 	c.budget.forget(c)
+	if c.isEvicted() && !c.trusted && !c.parkUntil.IsZero() {
+		c.closeOnce.Do(func() {
+			close(c.done)
+			c.budget.lot.park(c.Conn, c.parkUntil)
+		})
+		return nil
+	}
 	return c.closeConn()
 }
 
@@ -116,7 +165,9 @@ type budgetedListener struct {
 }
 
 func newBudgetedListener(listener net.Listener, budget *portBudget) budgetedListener {
-	return budgetedListener{Listener: listener, budget: budget, closed: make(chan struct{}), closeOnce: &sync.Once{}}
+	l := budgetedListener{Listener: listener, budget: budget, closed: make(chan struct{}), closeOnce: &sync.Once{}}
+	go budget.lot.run(l.closed)
+	return l
 }
 
 func (l budgetedListener) Accept() (net.Conn, error) {
