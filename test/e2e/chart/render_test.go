@@ -155,7 +155,7 @@ func TestTheChartsValuesChangeWhatTheySay(t *testing.T) {
 	require.NoError(t, err)
 	policy := objects(t, out)["NetworkPolicy ops/nhc-controller"]
 	ingress, _, _ := unstructured.NestedSlice(policy, "spec", "ingress")
-	require.Len(t, ingress, 2, "the metrics port from the monitoring namespaces, the probe port from anyone")
+	require.Len(t, ingress, 1, "the metrics port from the monitoring namespaces; the probe port from the pod's node alone, which needs no rule")
 	from := ingress[0].(map[string]any)["from"].([]any)[0].(map[string]any)
 	namespaces, _, _ := unstructured.NestedSlice(from, "namespaceSelector", "matchExpressions")
 	assert.Equal(t, []any{"prometheus", "observability"}, namespaces[0].(map[string]any)["values"])
