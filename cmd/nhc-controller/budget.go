@@ -151,7 +151,8 @@ func (b *portBudget) leaveLineLocked(c *budgetedConn) {
 func (b *portBudget) readingStarts(c *budgetedConn) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if c.closed || c.read {
+	if c.closed || c.read || c.inHandler {
+		// net/http reads on while a handler runs, to notice a client gone.
 		return
 	}
 	c.read = true
@@ -167,7 +168,7 @@ func (b *portBudget) handling(c *budgetedConn) {
 	c.requestBytes.Store(0)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	c.read = false
+	c.read, c.inHandler = false, true
 	b.leaveLineLocked(c)
 	b.signalRoom()
 }
@@ -176,6 +177,7 @@ func (b *portBudget) handling(c *budgetedConn) {
 func (b *portBudget) handled(c *budgetedConn) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	c.inHandler = false
 	if c.closed || c.element != nil {
 		return
 	}

@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -43,6 +42,7 @@ func TestTheConnectionsWaitingLongestAreClosedFirst(t *testing.T) {
 		{name: "a first read within the grace stays", events: []string{"+", "r0", "+", "+"}, room: 2, admitted: 2},
 		{name: "the one read first goes first", events: []string{"+", "+", "r1", "r0", "t", "+"}, room: 2, closed: []int{1}, admitted: 3},
 		{name: "a request in its handler stays", events: []string{"+", "h0", "+", "r1", "t", "+"}, room: 2, closed: []int{1}, admitted: 3},
+		{name: "a request in its handler stays while net/http reads on", events: []string{"+", "r0", "h0", "r0", "+", "r1", "t", "+"}, room: 2, closed: []int{1}, admitted: 3},
 		{name: "an authorized connection goes last", events: []string{"+", "a0", "+", "r1", "+", "r2", "t", "+"}, room: 3, closed: []int{1}, admitted: 4},
 		{name: "an authorized connection waits for the grace of the others", events: []string{"+", "a0", "+", "r1", "+"}, room: 2, admitted: 2},
 		{name: "an authorized connection goes when no other is left", events: []string{"+", "a0", "+", "h1", "+"}, room: 2, closed: []int{0}, admitted: 3},
@@ -129,16 +129,9 @@ func TestUnfinishedHeadersCannotCrowdOutProbes(t *testing.T) {
 		return err
 	})
 
-	kubelet := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	for i := range 20 {
+	answeredEachTime(t, newKubelet(), "http://"+addr+"/healthz", 20, 50*time.Millisecond, func() {
 		assert.LessOrEqual(t, b.held(), limits.budget, "held")
-		resp, err := kubelet.Get("http://" + addr + "/healthz")
-		require.NoError(t, err, "probe %d", i)
-		_, _ = io.Copy(io.Discard, resp.Body)
-		_ = resp.Body.Close()
-		assert.Equal(t, http.StatusOK, resp.StatusCode)
-		time.Sleep(50 * time.Millisecond)
-	}
+	})
 }
 
 // The same on the metrics port with unfinished TLS ClientHellos that
@@ -156,16 +149,9 @@ func TestUnfinishedClientHellosCannotCrowdOutScrapes(t *testing.T) {
 		return err
 	})
 
-	prometheus := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // a test's self-signed certificate
-	for i := range 10 {
+	answeredEachTime(t, newPrometheus(), "https://"+addr+"/metrics", 10, 100*time.Millisecond, func() {
 		assert.LessOrEqual(t, b.held(), limits.budget, "held")
-		resp, err := prometheus.Get("https://" + addr + "/metrics")
-		require.NoError(t, err, "scrape %d", i)
-		_, _ = io.Copy(io.Discard, resp.Body)
-		_ = resp.Body.Close()
-		assert.Equal(t, http.StatusOK, resp.StatusCode)
-		time.Sleep(100 * time.Millisecond)
-	}
+	})
 }
 
 // startBudgetedPort serves ok as the controller does, and returns its

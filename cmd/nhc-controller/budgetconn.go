@@ -42,8 +42,9 @@ type budgetedConn struct {
 	// that began.
 	read      bool
 	firstRead time.Time
-	// authorized is set once a request on it was authorized.
-	authorized, closed bool
+	// authorized is set once a request on it was authorized; inHandler
+	// while a handler has its request.
+	authorized, inHandler, closed bool
 }
 
 func (c *budgetedConn) Read(p []byte) (int, error) {
@@ -71,19 +72,26 @@ func (c *budgetedConn) waitForDeadline() error {
 		deadline, set := c.deadline, c.deadlineSet
 		c.deadlineMu.Unlock()
 		var expired <-chan time.Time
+		var timer *time.Timer
 		if !deadline.IsZero() {
-			timer := time.NewTimer(time.Until(deadline))
-			defer timer.Stop()
+			timer = time.NewTimer(time.Until(deadline))
 			expired = timer.C
 		}
+		var err error
 		select {
 		case <-expired:
-			return os.ErrDeadlineExceeded
+			err = os.ErrDeadlineExceeded
 		case <-c.evicted:
-			return os.ErrDeadlineExceeded
+			err = os.ErrDeadlineExceeded
 		case <-c.done:
-			return net.ErrClosed
+			err = net.ErrClosed
 		case <-set:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if err != nil {
+			return err
 		}
 	}
 }

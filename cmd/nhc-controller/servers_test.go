@@ -98,15 +98,7 @@ func TestProbesAreAnsweredThroughSilentConnections(t *testing.T) {
 	addr := startServer(t, probeLimits)
 	holdSilentConnections(t, addr, 2000)
 
-	kubelet := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	for i := range 10 {
-		resp, err := kubelet.Get("http://" + addr + "/healthz")
-		require.NoError(t, err, "probe %d", i)
-		_, _ = io.Copy(io.Discard, resp.Body)
-		_ = resp.Body.Close()
-		assert.Equal(t, http.StatusOK, resp.StatusCode)
-		time.Sleep(300 * time.Millisecond)
-	}
+	answeredEachTime(t, newKubelet(), "http://"+addr+"/healthz", 10, 300*time.Millisecond, nil)
 }
 
 // The same on the metrics port, over TLS: 800 silent connections, each
@@ -116,14 +108,34 @@ func TestScrapesAreAnsweredThroughSilentConnections(t *testing.T) {
 	addr := startTLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("metrics")) }))
 	holdSilentConnections(t, addr, 800)
 
-	prometheus := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // a test's self-signed certificate
-	for i := range 5 {
-		resp, err := prometheus.Get("https://" + addr + "/metrics")
-		require.NoError(t, err, "scrape %d", i)
+	answeredEachTime(t, newPrometheus(), "https://"+addr+"/metrics", 5, 300*time.Millisecond, nil)
+}
+
+// newKubelet probes as the kubelet does: a new connection each time, 1 s
+// timeout.
+func newKubelet() *http.Client {
+	return &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+}
+
+// newPrometheus scrapes as Prometheus does: a kept connection, 2 s timeout.
+func newPrometheus() *http.Client {
+	return &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // a test's self-signed certificate
+}
+
+// answeredEachTime gets url times times, pause apart, each answered 200;
+// check, if any, runs before each.
+func answeredEachTime(t *testing.T, client *http.Client, url string, times int, pause time.Duration, check func()) {
+	t.Helper()
+	for i := range times {
+		if check != nil {
+			check()
+		}
+		resp, err := client.Get(url)
+		require.NoError(t, err, "request %d", i)
 		_, _ = io.Copy(io.Discard, resp.Body)
 		_ = resp.Body.Close()
 		assert.Equal(t, http.StatusOK, resp.StatusCode)
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(pause)
 	}
 }
 
@@ -132,31 +144,5 @@ func TestScrapesAreAnsweredThroughSilentConnections(t *testing.T) {
 // test ends; it returns once all n are open.
 func holdSilentConnections(t *testing.T, addr string, n int) {
 	t.Helper()
-	stop := make(chan struct{})
-	t.Cleanup(func() { close(stop) })
-	opened := make(chan struct{}, n)
-	for range n {
-		go func() {
-			for {
-				conn, err := net.DialTimeout("tcp", addr, time.Second)
-				if err == nil {
-					select {
-					case opened <- struct{}{}:
-					default:
-					}
-					// Silent until the server closes it, then again.
-					_, _ = conn.Read(make([]byte, 1))
-					_ = conn.Close()
-				}
-				select {
-				case <-stop:
-					return
-				default:
-				}
-			}
-		}()
-	}
-	for range n {
-		<-opened
-	}
+	holdUnfinished(t, n, addr, func(net.Conn) error { return nil })
 }

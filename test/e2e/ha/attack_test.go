@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -271,20 +270,7 @@ func watchThroughTheAttack(ctx, attack context.Context, t *testing.T, c *framewo
 
 // holdSilent keeps a connection open that sends nothing, opening it again
 // as soon as the server closes it, until ctx ends.
-func holdSilent(ctx context.Context, addr string) {
-	var dialer net.Dialer
-	for ctx.Err() == nil {
-		conn, err := dialer.DialContext(ctx, "tcp", addr)
-		if err != nil {
-			time.Sleep(10 * time.Millisecond)
-			continue
-		}
-		stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
-		_, _ = conn.Read(make([]byte, 1))
-		stop()
-		_ = conn.Close()
-	}
-}
+func holdSilent(ctx context.Context, addr string) { holdUnfinished(ctx, addr, nil) }
 
 // get sends a GET with a bearer token (none if empty) and returns its
 // status code, 0 when it got no answer.

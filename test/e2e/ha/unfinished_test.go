@@ -31,8 +31,8 @@ func holdUnfinishedRequests(attack context.Context, attackers *sync.WaitGroup, p
 	}
 }
 
-// holdUnfinished sends start on a connection and waits, opening it again
-// as soon as the server closes it, until ctx ends.
+// holdUnfinished sends start (if any) on a connection and waits, opening
+// it again as soon as the server closes it, until ctx ends.
 func holdUnfinished(ctx context.Context, addr string, start []byte) {
 	var dialer net.Dialer
 	for ctx.Err() == nil {
@@ -42,7 +42,7 @@ func holdUnfinished(ctx context.Context, addr string, start []byte) {
 			continue
 		}
 		stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
-		if _, err := conn.Write(start); err == nil {
+		if _, err := conn.Write(start); len(start) == 0 || err == nil {
 			_, _ = conn.Read(make([]byte, 1))
 		}
 		stop()
