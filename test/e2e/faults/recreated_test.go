@@ -43,9 +43,10 @@ func TestANodeHealthCheckCreatedAgainUnseenIsSynced(t *testing.T) {
 	framework.Eventually(t, 20*time.Second, "the node remediated by the NodeHealthCheck created again", func() bool {
 		return len(env.Remediations(t, scenario)[nodes[0]]) == 1
 	})
-	nhc := env.GetNHC(t, scenario)
-	assert.Equal(t, again.UID, nhc.UID)
-	if assert.NotNil(t, nhc.Status.ObservedNodes) {
-		assert.Equal(t, int32(3), *nhc.Status.ObservedNodes, "its status counts the nodes it selects")
-	}
+	assert.Equal(t, again.UID, env.GetNHC(t, scenario).UID)
+	// The status is recorded after the create it reports.
+	framework.Eventually(t, 10*time.Second, "its status to count the nodes it selects", func() bool {
+		s := env.GetNHC(t, scenario).Status
+		return s.ObservedNodes != nil && *s.ObservedNodes == 3
+	})
 }
