@@ -54,12 +54,6 @@ type Kinds struct {
 	Templates []NamedTemplate
 }
 
-// NamedTemplate is a template a NodeHealthCheck names, and its kind.
-type NamedTemplate struct {
-	Ref  TemplateRef
-	Kind string
-}
-
 // State is what is known of a kind's informer.
 type State struct {
 	// Synced is true when its cache holds what the API server has.
@@ -284,28 +278,6 @@ func (inf *Informers) ensure(gvr schema.GroupVersionResource) {
 	inf.running[gvr] = inf.start(gvr, stopped)
 }
 
-// renameTemplates sets the templates named from every NodeHealthCheck's
-// use; inf.mu is held.
-func (inf *Informers) renameTemplates() {
-	named := map[TemplateRef]string{}
-	for _, u := range inf.uses {
-		for _, t := range u.named {
-			named[t.Ref] = t.Kind
-		}
-	}
-	inf.named.Lock()
-	defer inf.named.Unlock()
-	inf.named.kinds = named
-}
-
-// namedKind is the kind of a template some NodeHealthCheck names, "" for
-// one no NodeHealthCheck names.
-func (inf *Informers) namedKind(ref TemplateRef) string {
-	inf.named.RLock()
-	defer inf.named.RUnlock()
-	return inf.named.kinds[ref]
-}
-
 // users are the NodeHealthCheck that use a kind; inf.mu is held.
 func (inf *Informers) users(gvr schema.GroupVersionResource) sets.Set[string] {
 	users := sets.New[string]()
@@ -328,20 +300,6 @@ func (inf *Informers) usedForRemediations(gvr schema.GroupVersionResource) bool 
 	return false
 }
 
-// templatesOnly tells whether a kind is used for templates and for nothing
-// else: its informer needs metadata alone. A kind no NodeHealthCheck uses
-// is started for the remediation resources it may hold. inf.mu is held.
-func (inf *Informers) templatesOnly(gvr schema.GroupVersionResource) bool {
-	forTemplates := false
-	for _, u := range inf.uses {
-		if u.remediations.Has(gvr) {
-			return false
-		}
-		forTemplates = forTemplates || u.templates.Has(gvr)
-	}
-	return forTemplates
-}
-
 // start starts a kind's informer; stopped is how it was stopped before, if
 // this is a retry.
 func (inf *Informers) start(gvr schema.GroupVersionResource, stopped stoppedInformer) *runningInformer {
@@ -356,22 +314,7 @@ func (inf *Informers) start(gvr schema.GroupVersionResource, stopped stoppedInfo
 		nodeIndex:         indexByNode,
 	}, nil).Informer()
 	r := &runningInformer{informer: informer, metadataOnly: metadataOnly, started: inf.clock.Now(), retried: stopped.err, remembered: stopped.shown}
-	// What others store in the kind costs its metadata shell at most.
-	_ = informer.SetTransform(func(obj any) (any, error) {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
-			return obj, nil
-		}
-		ref := TemplateRef{Resource: gvr, Namespace: u.GetNamespace(), Name: u.GetName()}
-		kind := inf.namedKind(ref)
-		if metadataOnly {
-			if kind == "" {
-				return KeepMetadata(u, schema.GroupVersionKind{}), nil
-			}
-			return KeepMetadata(u, gvr.GroupVersion().WithKind(kind)), nil
-		}
-		return Keep(u, kind != ""), nil
-	})
+	_ = informer.SetTransform(inf.keeper(gvr, metadataOnly))
 	r.errors.Record(informer, func(err error) { inf.failed(gvr, r, err) })
 	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { inf.notify(gvr, obj, false) },

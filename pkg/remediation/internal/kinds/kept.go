@@ -52,12 +52,6 @@ var keptAnnotations = []string{
 // remediation resources, by type.
 var keptConditions = []string{v1alpha1.SucceededCondition, v1alpha1.PermanentNodeDeletionExpectedCondition}
 
-// TemplateRef names a template a NodeHealthCheck uses.
-type TemplateRef struct {
-	Resource        schema.GroupVersionResource
-	Namespace, Name string
-}
-
 // Keep reduces an object to what the controller reads. A template named
 // keeps its spec.template, up to MaxTemplateBytes. An object that neither
 // a NodeHealthCheck owns, nor remediates a control-plane node, nor is a
