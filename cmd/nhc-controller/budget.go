@@ -30,8 +30,8 @@ const readGrace = 10 * time.Millisecond
 // When the port has no room for a new connection, it closes the one that
 // has waited longest for its request since it was first read, once that is
 // over readGrace: silent, unfinished (headers, a TLS handshake) or idle.
-// Only when none is read and waiting does it close one whose last request
-// was authorized (Prometheus between scrapes), the oldest. A connection
+// Only when no other is left, read or not, does it close one whose last
+// request was authorized (Prometheus between scrapes), the oldest. A connection
 // not read yet, or read within readGrace, is never closed: while only
 // those fill the port, no other is accepted, and new ones wait in the
 // kernel's backlog, not in the process. A kubelet probe sends its whole
@@ -122,6 +122,10 @@ func (b *portBudget) longestWaitingLocked() *budgetedConn {
 		if c := e.Value.(*budgetedConn); b.clock.Since(c.firstRead) >= readGrace {
 			return c
 		}
+		return nil
+	}
+	if b.fresh.Len() > 0 {
+		// They will be read, and may go before an authorized one.
 		return nil
 	}
 	if e := b.trusted.Front(); e != nil {

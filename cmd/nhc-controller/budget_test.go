@@ -45,6 +45,7 @@ func TestTheConnectionsWaitingLongestAreClosedFirst(t *testing.T) {
 		{name: "a request in its handler stays while net/http reads on", events: []string{"+", "r0", "h0", "r0", "+", "r1", "t", "+"}, room: 2, closed: []int{1}, admitted: 3},
 		{name: "an authorized connection goes last", events: []string{"+", "a0", "+", "r1", "+", "r2", "t", "+"}, room: 3, closed: []int{1}, admitted: 4},
 		{name: "an authorized connection waits for the grace of the others", events: []string{"+", "a0", "+", "r1", "+"}, room: 2, admitted: 2},
+		{name: "an authorized connection waits while others are not read yet", events: []string{"+", "a0", "+", "+"}, room: 2, admitted: 2},
 		{name: "an authorized connection goes when no other is left", events: []string{"+", "a0", "+", "h1", "+"}, room: 2, closed: []int{0}, admitted: 3},
 	}
 	for _, tt := range tests {

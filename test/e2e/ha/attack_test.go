@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -41,7 +42,7 @@ const (
 	http2Clients, http2Streams = 4, 250
 	// attackRSSBound is the controller's resident memory the attack must
 	// stay under, as docs/operating.md states it.
-	attackRSSBound = 150 << 20
+	attackRSSBound = 192 << 20
 	// deploymentMemoryLimit is the GOMEMLIMIT the Deployment's 320 MiB
 	// limit sets (90%).
 	deploymentMemoryLimit = "GOMEMLIMIT=288MiB"
@@ -54,9 +55,8 @@ const (
 // unfinished headers and TLS ClientHellos, forged and unauthorized tokens,
 // HTTP/2, and 1 MiB templates, one in a namespace no NodeHealthCheck
 // names, one named with its nodes failed) the leader keeps its lease, every
-// kubelet-style probe (a new connection, 1 s timeout) is answered but for
-// one now and then, never two in a row, an authorized scraper gets every
-// scrape within 2 s, and the controller's
+// kubelet-style probe (a new connection, 1 s timeout) is answered, an
+// authorized scraper gets every scrape within 2 s, and the controller's
 // resident memory, under the Deployment's memory limit, stays under
 // attackRSSBound.
 func TestThePortsWithstandAnAttack(t *testing.T) {
@@ -86,24 +86,22 @@ func TestThePortsWithstandAnAttack(t *testing.T) {
 	env.Fail(t, time.Minute, nodes...)
 	attack, stop := context.WithTimeout(ctx, attackFor)
 	defer stop()
-	var attackers sync.WaitGroup
-	codes := newCodeCounter()
-	http2Answers := launchAttack(attack, &attackers, c, nobody, codes)
+	// The attackers run in a process of their own, as they would on another
+	// host: the kubelet's probes here wait on nobody's goroutines but the
+	// controller's.
+	attackers := startAttackers(t, attack, c, nobody)
 	seen := watchThroughTheAttack(ctx, attack, t, c, scrape, idleRSS)
-	attackers.Wait()
+	report := attackers()
+	codes := &codeCounter{counts: report.Codes}
 
-	t.Logf("%d probes, %d scrapes; resident memory %d MiB idle, at most %d MiB under attack; attackers' answers (status code: count; 0 is a client error): %v",
-		seen.probes, seen.scrapes, idleRSS>>20, seen.maxRSS>>20, codes.String())
+	t.Logf("%d probes (failed: %v), %d scrapes; resident memory %d MiB idle, at most %d MiB under attack; attackers' answers (status code: count; 0 is a client error): %v",
+		seen.probes, seen.probeFailures, seen.scrapes, idleRSS>>20, seen.maxRSS>>20, codes.String())
 	assert.False(t, c.Exited(), "the leader still runs")
 	assert.NotContains(t, c.Log(), `"Lost the lease; stopping"`, "the leader kept its lease")
-	// The kubelet acts on three probes failed in a row (failureThreshold).
-	// On two cores that the attackers' 7,000 connections share with the
-	// controller and the API server, one probe in about thirty has taken
-	// over its second; two in a row never have.
-	assert.Less(t, seen.probeFailuresInARow, 2, "no two probes in a row failed: %v", seen.probeFailures)
+	assert.Empty(t, seen.probeFailures, "every probe answered within 1 s")
 	assert.Empty(t, seen.scrapeFailures, "every scrape answered within 2 s")
 	assert.Less(t, seen.maxRSS, int64(attackRSSBound), "resident memory under the documented bound")
-	assert.Zero(t, http2Answers.Load(), "no HTTP/2")
+	assert.Zero(t, report.HTTP2Answers, "no HTTP/2")
 	assert.Empty(t, env.Remediations(t, scenario), "no remediation from a template over the limit")
 	assert.Zero(t, codes.count("forged", http.StatusOK)+codes.count("http2", http.StatusOK)+codes.count("unauthorized", http.StatusOK),
 		"no attacker was served")
@@ -140,31 +138,31 @@ func authorizedScraper(ctx context.Context, t *testing.T, c *framework.Controlle
 }
 
 // launchAttack starts the attackers, until attack ends: silent connections
-// on both of c's ports, then forged scrapes, unauthorized callers and
-// HTTP/2 clients on its metrics port. It returns how many HTTP/2 answers
-// they get.
-func launchAttack(attack context.Context, attackers *sync.WaitGroup, c *framework.Controller, nobody string, codes *codeCounter) *atomic.Int64 {
-	for _, addr := range []string{c.ProbeAddress, c.MetricsAddress} {
+// and unfinished requests on both ports, then forged scrapes, unauthorized
+// callers and HTTP/2 clients on the metrics port. It returns how many
+// HTTP/2 answers they get.
+func launchAttack(attack context.Context, attackers *sync.WaitGroup, probe, metrics, nobody string, codes *codeCounter) *atomic.Int64 {
+	for _, addr := range []string{probe, metrics} {
 		for range silentPerPort {
 			attackers.Go(func() { holdSilent(attack, addr) })
 		}
 	}
-	holdUnfinishedRequests(attack, attackers, c.ProbeAddress, c.MetricsAddress)
+	holdUnfinishedRequests(attack, attackers, probe, metrics)
 	insecure := &tls.Config{InsecureSkipVerify: true}
 	var forged atomic.Int64
-	sendForgedScrapes(attack, attackers, c, insecure, &forged, codes)
-	sendUnauthorizedRequests(attack, attackers, c, insecure, nobody, codes)
-	return sendHTTP2Requests(attack, attackers, c, insecure, &forged, codes)
+	sendForgedScrapes(attack, attackers, metrics, insecure, &forged, codes)
+	sendUnauthorizedRequests(attack, attackers, metrics, insecure, nobody, codes)
+	return sendHTTP2Requests(attack, attackers, metrics, insecure, &forged, codes)
 }
 
 // sendForgedScrapes starts forgedCallers, each scraping with a fresh token
 // nobody issued, numbered by forged.
-func sendForgedScrapes(attack context.Context, attackers *sync.WaitGroup, c *framework.Controller, insecure *tls.Config, forged *atomic.Int64, codes *codeCounter) {
+func sendForgedScrapes(attack context.Context, attackers *sync.WaitGroup, metrics string, insecure *tls.Config, forged *atomic.Int64, codes *codeCounter) {
 	for range forgedCallers {
 		client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: insecure}}
 		attackers.Go(func() {
 			for attack.Err() == nil {
-				codes.add("forged", get(attack, client, "https://"+c.MetricsAddress+"/metrics", fmt.Sprint("forged-", forged.Add(1))))
+				codes.add("forged", get(attack, client, "https://"+metrics+"/metrics", fmt.Sprint("forged-", forged.Add(1))))
 			}
 		})
 	}
@@ -173,7 +171,7 @@ func sendForgedScrapes(attack context.Context, attackers *sync.WaitGroup, c *fra
 // sendUnauthorizedRequests starts unauthorizedCallers with nobody's token,
 // every other request to the metrics or a profile, the others each to
 // another path.
-func sendUnauthorizedRequests(attack context.Context, attackers *sync.WaitGroup, c *framework.Controller, insecure *tls.Config, nobody string, codes *codeCounter) {
+func sendUnauthorizedRequests(attack context.Context, attackers *sync.WaitGroup, metrics string, insecure *tls.Config, nobody string, codes *codeCounter) {
 	paths := []string{"/metrics", "/debug/pprof/", "/debug/pprof/heap", "/debug/pprof/goroutine", "/debug/pprof/profile"}
 	for i := range unauthorizedCallers {
 		client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: insecure}}
@@ -183,7 +181,7 @@ func sendUnauthorizedRequests(attack context.Context, attackers *sync.WaitGroup,
 				if n%2 == 0 {
 					path = paths[n/2%len(paths)]
 				}
-				codes.add("unauthorized", get(attack, client, "https://"+c.MetricsAddress+path, nobody))
+				codes.add("unauthorized", get(attack, client, "https://"+metrics+path, nobody))
 			}
 		})
 	}
@@ -192,14 +190,14 @@ func sendUnauthorizedRequests(attack context.Context, attackers *sync.WaitGroup,
 // sendHTTP2Requests starts http2Clients that offer HTTP/2, each with
 // http2Streams scrapes at once with forged tokens, and returns how many
 // answers came over HTTP/2.
-func sendHTTP2Requests(attack context.Context, attackers *sync.WaitGroup, c *framework.Controller, insecure *tls.Config, forged *atomic.Int64, codes *codeCounter) *atomic.Int64 {
+func sendHTTP2Requests(attack context.Context, attackers *sync.WaitGroup, metrics string, insecure *tls.Config, forged *atomic.Int64, codes *codeCounter) *atomic.Int64 {
 	var http2Answers atomic.Int64
 	for range http2Clients {
 		client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: insecure.Clone(), ForceAttemptHTTP2: true, MaxConnsPerHost: 1}}
 		for range http2Streams {
 			attackers.Go(func() {
 				for attack.Err() == nil {
-					req, _ := http.NewRequestWithContext(attack, http.MethodGet, "https://"+c.MetricsAddress+"/metrics", nil)
+					req, _ := http.NewRequestWithContext(attack, http.MethodGet, "https://"+metrics+"/metrics", nil)
 					req.Header.Set("Authorization", fmt.Sprint("Bearer forged-", forged.Add(1)))
 					resp, err := client.Do(req)
 					if err != nil {
@@ -223,10 +221,7 @@ func sendHTTP2Requests(attack context.Context, attackers *sync.WaitGroup, c *fra
 type attackWatch struct {
 	probeFailures, scrapeFailures []string
 	probes, scrapes               int
-	// probeFailuresInARow is the longest run of probes that failed one
-	// after another.
-	probeFailuresInARow int
-	maxRSS              int64
+	maxRSS                        int64
 }
 
 // watchThroughTheAttack probes c every second, as the kubelet does, scrapes
@@ -236,7 +231,7 @@ func watchThroughTheAttack(ctx, attack context.Context, t *testing.T, c *framewo
 	// The kubelet's probes, Prometheus's scrapes, and the process's memory,
 	// throughout.
 	var probeFailures, scrapeFailures []string
-	probes, scrapes, inARow, mostInARow := 0, 0, 0, 0
+	probes, scrapes := 0, 0
 	maxRSS := idleRSS
 	kubelet := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	tick := time.NewTicker(time.Second)
@@ -250,12 +245,8 @@ func watchThroughTheAttack(ctx, attack context.Context, t *testing.T, c *framewo
 		path := []string{"/healthz", "/readyz"}[second%2]
 		probes++
 		started := time.Now()
-		inARow++
 		if code := get(ctx, kubelet, "http://"+c.ProbeAddress+path, ""); code != http.StatusOK {
 			probeFailures = append(probeFailures, fmt.Sprintf("%s at %ds: %d after %s", path, second, code, time.Since(started).Round(time.Millisecond)))
-			mostInARow = max(mostInARow, inARow)
-		} else {
-			inARow = 0
 		}
 		if second%2 == 1 {
 			scrapes++
@@ -265,7 +256,7 @@ func watchThroughTheAttack(ctx, attack context.Context, t *testing.T, c *framewo
 		}
 		maxRSS = max(maxRSS, residentMemory(t, c.PID()))
 	}
-	return attackWatch{probeFailures: probeFailures, scrapeFailures: scrapeFailures, probes: probes, scrapes: scrapes, probeFailuresInARow: mostInARow, maxRSS: maxRSS}
+	return attackWatch{probeFailures: probeFailures, scrapeFailures: scrapeFailures, probes: probes, scrapes: scrapes, maxRSS: maxRSS}
 }
 
 // holdSilent keeps a connection open that sends nothing, opening it again
@@ -312,6 +303,17 @@ func residentMemory(t *testing.T, pid int) int64 {
 type codeCounter struct {
 	mu     sync.Mutex
 	counts map[string]map[int]int
+}
+
+// snapshot is a copy of the counts.
+func (c *codeCounter) snapshot() map[string]map[int]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	copied := map[string]map[int]int{}
+	for attacker, codes := range c.counts {
+		copied[attacker] = maps.Clone(codes)
+	}
+	return copied
 }
 
 func newCodeCounter() *codeCounter { return &codeCounter{counts: map[string]map[int]int{}} }

@@ -19,6 +19,9 @@ import (
 var env *framework.Env
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(attackersEnv); spec != "" {
+		os.Exit(runAttackers(spec))
+	}
 	var err error
 	env, err = framework.StartEnv()
 	if err != nil {
