@@ -76,7 +76,7 @@ func (b *portBudget) admit(conn net.Conn, stop <-chan struct{}) (*budgetedConn, 
 		}
 		b.mu.Unlock()
 		for _, v := range victims {
-			v.conn.evict(v.trusted)
+			v.evict()
 		}
 		if admitted {
 			return c, true
@@ -90,27 +90,18 @@ func (b *portBudget) admit(conn net.Conn, stop <-chan struct{}) (*budgetedConn, 
 	}
 }
 
-// victim is a connection closed to make room, and whether it was trusted:
-// a trusted one is closed, so that its client opens another at once; any
-// other is parked.
-type victim struct {
-	conn    *budgetedConn
-	trusted bool
-}
-
 // makeRoomLocked closes, in the books, the connections waiting longest
 // until there is room for one more, or none may be closed, and returns
 // them to evict.
-func (b *portBudget) makeRoomLocked() []victim {
-	var victims []victim
+func (b *portBudget) makeRoomLocked() []*budgetedConn {
+	var victims []*budgetedConn
 	for b.total+b.perConn() > b.limit {
 		c := b.longestWaitingLocked()
 		if c == nil {
 			break
 		}
-		trusted := c.line == &b.trusted
 		b.forgetLocked(c)
-		victims = append(victims, victim{conn: c, trusted: trusted})
+		victims = append(victims, c)
 	}
 	return victims
 }

@@ -21,11 +21,10 @@ type budgetedConn struct {
 	closeOnce sync.Once
 	// evicted is closed when the budget closed it to make room: its reads
 	// fail, and its Close parks it (parkingLot) until parkUntil, or, if it
-	// was trusted, closes it.
+	// was authorized, closes it, so that its client opens another at once.
 	evicted   chan struct{}
 	evictOnce sync.Once
 	parkUntil time.Time
-	trusted   bool
 	// deadline is the read deadline net/http set, until which a request
 	// over perRequest waits; deadlineSet is closed when it is set again.
 	deadlineMu  sync.Mutex
@@ -121,12 +120,11 @@ func (c *budgetedConn) SetDeadline(t time.Time) error {
 }
 
 // evict ends c's reads, the one under way too, so that net/http frees what
-// it holds for c and closes it; trusted says whether to close it then, not
-// park it.
-func (c *budgetedConn) evict(trusted bool) {
+// it holds for c and closes it.
+func (c *budgetedConn) evict() {
 	c.evictOnce.Do(func() {
 		c.deadlineMu.Lock()
-		c.parkUntil, c.trusted = c.deadline, trusted
+		c.parkUntil = c.deadline
 		c.deadlineMu.Unlock()
 		close(c.evicted)
 		_ = c.Conn.SetReadDeadline(time.Unix(1, 0))
@@ -144,7 +142,8 @@ func (c *budgetedConn) isEvicted() bool {
 
 func (c *budgetedConn) Close() error {
 	c.budget.forget(c)
-	if c.isEvicted() && !c.trusted && !c.parkUntil.IsZero() {
+	// authorized was last set before the budget evicted c, under its lock.
+	if c.isEvicted() && !c.authorized && !c.parkUntil.IsZero() {
 		c.closeOnce.Do(func() {
 			close(c.done)
 			c.budget.lot.park(c.Conn, c.parkUntil)

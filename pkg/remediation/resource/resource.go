@@ -29,10 +29,8 @@ func TargetNode(r *unstructured.Unstructured) string {
 // OwnerUIDs returns the UIDs of the NodeHealthChecks that own a resource.
 func OwnerUIDs(r *unstructured.Unstructured) []types.UID {
 	var uids []types.UID
-	for _, ref := range r.GetOwnerReferences() {
-		if isNHCOwner(ref) {
-			uids = append(uids, ref.UID)
-		}
+	for _, ref := range OwnerRefs(r) {
+		uids = append(uids, ref.UID)
 	}
 	return uids
 }
@@ -58,10 +56,8 @@ type Owner struct {
 // Owners returns the NodeHealthChecks that own a resource.
 func Owners(r *unstructured.Unstructured) []Owner {
 	var owners []Owner
-	for _, ref := range r.GetOwnerReferences() {
-		if isNHCOwner(ref) {
-			owners = append(owners, Owner{Name: ref.Name, UID: ref.UID})
-		}
+	for _, ref := range OwnerRefs(r) {
+		owners = append(owners, Owner{Name: ref.Name, UID: ref.UID})
 	}
 	return owners
 }
@@ -69,10 +65,8 @@ func Owners(r *unstructured.Unstructured) []Owner {
 // OwnerNames returns the names of the NodeHealthChecks that own a resource.
 func OwnerNames(r *unstructured.Unstructured) []string {
 	var names []string
-	for _, ref := range r.GetOwnerReferences() {
-		if isNHCOwner(ref) {
-			names = append(names, ref.Name)
-		}
+	for _, ref := range OwnerRefs(r) {
+		names = append(names, ref.Name)
 	}
 	return names
 }

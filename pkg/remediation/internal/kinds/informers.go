@@ -2,6 +2,7 @@ package kinds
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -196,17 +197,19 @@ func (inf *Informers) Use(nhc string, kinds Kinds) {
 	for _, t := range kinds.Templates {
 		want.templates.Insert(t.Ref.Resource)
 	}
-	had := inf.uses[nhc].all()
+	had := inf.uses[nhc]
 	if want.all().Len() == 0 {
 		delete(inf.uses, nhc)
 	} else {
 		inf.uses[nhc] = want
 	}
-	inf.renameTemplates()
+	if !slices.Equal(had.named, want.named) {
+		inf.renameTemplates()
+	}
 	for gvr := range want.all() {
 		inf.ensure(gvr)
 	}
-	for gvr := range had.Difference(want.all()) {
+	for gvr := range had.all().Difference(want.all()) {
 		inf.stopIfUnused(gvr)
 	}
 	inf.retryUnused()

@@ -78,12 +78,7 @@ func Keep(u *unstructured.Unstructured, named bool) any {
 	if controlPlane {
 		kept.SetLabels(map[string]string{v1alpha1.ControlPlaneNodeLabel: ""})
 	}
-	annotations := map[string]string{}
-	for _, key := range keptAnnotations {
-		if value, ok := u.GetAnnotations()[key]; ok && len(value) <= maxKeptValue {
-			annotations[key] = value
-		}
-	}
+	annotations := keptAnnotationsOf(u)
 	if conditions := keptStatus(u); len(conditions) > 0 {
 		kept.Object["status"] = map[string]any{"conditions": conditions}
 	}
@@ -92,13 +87,14 @@ func Keep(u *unstructured.Unstructured, named bool) any {
 		// Kept already: what was dropped stays said.
 		annotations[droppedTemplateAnnotation] = dropped
 	}
-	if found {
-		switch size := encodedSize(template); {
-		case !named:
-			annotations[droppedTemplateAnnotation] = droppedUnnamed
-		case size > MaxTemplateBytes:
+	switch {
+	case !found:
+	case !named:
+		annotations[droppedTemplateAnnotation] = droppedUnnamed
+	default:
+		if size := encodedSize(template); size > MaxTemplateBytes {
 			annotations[droppedTemplateAnnotation] = strconv.Itoa(size)
-		default:
+		} else {
 			kept.Object["spec"] = map[string]any{"template": template}
 		}
 	}
@@ -108,30 +104,34 @@ func Keep(u *unstructured.Unstructured, named bool) any {
 	return kept
 }
 
-// KeepMetadata reduces an object of a kind watched for its templates
-// alone, which its informer lists and watches as metadata: a template
-// named keeps what identifies its version, its annotations read, and its
-// kind (gvk; the metadata has none), so that its change reaches the
-// NodeHealthChecks that name it; its spec.template is read with GET. Any
-// other object (gvk.Kind empty) is a shell.
-func KeepMetadata(u *unstructured.Unstructured, gvk schema.GroupVersionKind) any {
-	if gvk.Kind == "" {
-		return shell(u)
-	}
+// KeepMetadata reduces a named template of a kind watched for its
+// templates alone, which its informer lists and watches as metadata: it
+// keeps what identifies its version, its annotations read, and its kind
+// (gvk; the metadata has none), so that its change reaches the
+// NodeHealthChecks that name it; its spec.template is read with GET.
+func KeepMetadata(u *unstructured.Unstructured, gvk schema.GroupVersionKind) *unstructured.Unstructured {
 	kept := &unstructured.Unstructured{Object: map[string]any{}}
 	kept.SetGroupVersionKind(gvk)
 	kept.SetNamespace(u.GetNamespace())
 	kept.SetName(u.GetName())
 	kept.SetUID(u.GetUID())
 	kept.SetResourceVersion(u.GetResourceVersion())
-	annotations := map[string]string{droppedTemplateAnnotation: droppedUnnamed}
+	annotations := keptAnnotationsOf(u)
+	annotations[droppedTemplateAnnotation] = droppedUnnamed
+	kept.SetAnnotations(annotations)
+	return kept
+}
+
+// keptAnnotationsOf are the annotations read of an object, but a value
+// too long to be one of ours.
+func keptAnnotationsOf(u *unstructured.Unstructured) map[string]string {
+	annotations := map[string]string{}
 	for _, key := range keptAnnotations {
 		if value, ok := u.GetAnnotations()[key]; ok && len(value) <= maxKeptValue {
 			annotations[key] = value
 		}
 	}
-	kept.SetAnnotations(annotations)
-	return kept
+	return annotations
 }
 
 // shell is what identifies an object and its version: the cache's key, and

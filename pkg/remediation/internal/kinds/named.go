@@ -71,7 +71,7 @@ func (inf *Informers) keeper(gvr schema.GroupVersionResource, metadataOnly bool)
 		case !metadataOnly:
 			return Keep(u, kind != ""), nil
 		case kind == "":
-			return KeepMetadata(u, schema.GroupVersionKind{}), nil
+			return shell(u), nil
 		default:
 			return KeepMetadata(u, gvr.GroupVersion().WithKind(kind)), nil
 		}
