@@ -47,8 +47,11 @@ type options struct {
 
 	// nodeLeases takes upstream's node leases before remediating, shared
 	// with the other medik8s operators.
-	nodeLeases        bool
-	leaseNamespace    string
+	nodeLeases     bool
+	leaseNamespace string
+	// nodeLeaseRole is the ClusterRole the controller binds to itself in
+	// the lease namespace, when it may not use leases there yet.
+	nodeLeaseRole     string
 	nodeLeaseDuration time.Duration
 	nodeLeaseBuffer   time.Duration
 }
@@ -66,7 +69,7 @@ func defaultOptions() *options {
 		leaderElect:     true, leaderElectionID: "nhc-controller.remediation.medik8s.io",
 		leaseDuration: 15 * time.Second, renewDeadline: 10 * time.Second, retryPeriod: 2 * time.Second,
 		metricsAddress: ":8443", metricsSecure: true, probeAddress: ":8081",
-		nodeLeases: true, leaseNamespace: nodeleases.Namespace(),
+		nodeLeases: true, leaseNamespace: nodeleases.Namespace(), nodeLeaseRole: nodeleases.DefaultRole,
 		nodeLeaseDuration: health.DefaultLeaseDuration, nodeLeaseBuffer: health.DefaultLeaseBuffer,
 	}
 }
@@ -93,6 +96,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.probeAddress, "health-probe-bind-address", o.probeAddress, "Address of /healthz and /readyz; 0 disables them.")
 	fs.BoolVar(&o.nodeLeases, "node-leases", o.nodeLeases, "Take a node's Lease before remediating it, as upstream NodeHealthCheck and node-maintenance-operator do, so that they never act on one node at once. false only where no other medik8s operator runs.")
 	fs.StringVar(&o.leaseNamespace, "lease-namespace", o.leaseNamespace, "Namespace of the node leases. Defaults to $"+nodeleases.NamespaceEnv+", else "+nodeleases.DefaultNamespace+".")
+	fs.StringVar(&o.nodeLeaseRole, "node-lease-role", o.nodeLeaseRole, "ClusterRole with the rights on leases that the controller binds to itself in the lease namespace, so that it reads no lease elsewhere; empty binds none, where you grant leases there yourself.")
 	fs.DurationVar(&o.nodeLeaseDuration, "node-lease-duration", o.nodeLeaseDuration, "How long a remediation without an escalation timeout holds its node's lease before renewing it; it is overdue, and times out, after 3 of them.")
 	fs.DurationVar(&o.nodeLeaseBuffer, "node-lease-buffer", o.nodeLeaseBuffer, "Added to every node lease duration.")
 }

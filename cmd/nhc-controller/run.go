@@ -96,11 +96,15 @@ func run(ctx context.Context, opts *options) error {
 	nhcInformer := controller.NewNodeHealthCheckInformer(dynamicClient)
 	var leases *nodeleases.Leases
 	var leaseInformers informers.SharedInformerFactory
+	var leaseAccess *nodeleases.Access
 	if opts.nodeLeases {
 		// Node leases live in one namespace; kube-node-lease, with a lease
 		// per node renewed every 10 seconds, is never watched.
+		// The controller's rights on leases are bound in that namespace
+		// alone, at start, before the informer lists it.
+		leaseAccess = nodeleases.NewAccess(kubeClient, opts.leaseNamespace, opts.nodeLeaseRole)
 		leaseInformers = informers.NewSharedInformerFactoryWithOptions(kubeClient, 0, informers.WithNamespace(opts.leaseNamespace))
-		leases = nodeleases.New(kubeClient.CoordinationV1(), kubeClient.CoreV1().Namespaces(), leaseInformers.Coordination().V1().Leases(),
+		leases = nodeleases.New(kubeClient.CoordinationV1(), leaseAccess, leaseInformers.Coordination().V1().Leases(),
 			opts.leaseNamespace, opts.nodeLeaseDuration, opts.nodeLeaseBuffer, clock.RealClock{})
 	}
 	// Template kinds resolve through discovery, which notices CRDs
@@ -117,6 +121,7 @@ func run(ctx context.Context, opts *options) error {
 	}
 	go nodeInformer.Informer().RunWithContext(ctx)
 	if leaseInformers != nil {
+		leaseAccess.Start(ctx)
 		leaseInformers.Start(ctx.Done())
 		defer func() {
 			cancel()

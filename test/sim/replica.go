@@ -89,7 +89,7 @@ func (s *sim) startReplica() (*replica, error) {
 	}
 	nhcInformer := controller.NewNodeHealthCheckInformer(dyn)
 	leaseInformers := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(leaseNamespace))
-	leases := nodeleases.New(kube.CoordinationV1(), kube.CoreV1().Namespaces(), leaseInformers.Coordination().V1().Leases(),
+	leases := nodeleases.New(kube.CoordinationV1(), nodeleases.NewAccess(kube, leaseNamespace, nodeleases.DefaultRole), leaseInformers.Coordination().V1().Leases(),
 		leaseNamespace, nodeLeaseDuration, nodeLeaseBuffer, clock.RealClock{})
 	remediations := remediation.New(remediation.Config{Context: ctx, Dynamic: dyn, Kube: kube, Leases: leases, Clock: clock.RealClock{}})
 	ctrl, err := controller.New(ctx, nodeInformer, nhcInformer, nhcClient, remediations, &record.FakeRecorder{}, nil, clock.RealClock{})

@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	coordinationinformers "k8s.io/client-go/informers/coordination/v1"
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
-	coreclient "k8s.io/client-go/kubernetes/typed/core/v1"
 	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
@@ -56,11 +55,12 @@ const (
 // never both take a lease, because the API server accepts only one of two
 // writes of the same version.
 type Leases struct {
-	client     coordinationclient.LeasesGetter
-	namespaces coreclient.NamespaceInterface
-	informer   cache.SharedIndexInformer
-	lister     coordinationlisters.LeaseNamespaceLister
-	namespace  string
+	client coordinationclient.LeasesGetter
+	// access creates the namespace when a lease finds it missing.
+	access    accessEnsurer
+	informer  cache.SharedIndexInformer
+	lister    coordinationlisters.LeaseNamespaceLister
+	namespace string
 	// duration and buffer are health.Leases' durations.
 	duration, buffer time.Duration
 	clock            clock.PassiveClock
@@ -73,9 +73,9 @@ type Leases struct {
 // New returns node leases of the informer's namespace. The informer
 // must watch that namespace only: kube-node-lease holds a lease per node,
 // renewed every 10 seconds, that is no business of ours.
-func New(client coordinationclient.LeasesGetter, namespaces coreclient.NamespaceInterface, informer coordinationinformers.LeaseInformer, namespace string, duration, buffer time.Duration, clk clock.PassiveClock) *Leases {
+func New(client coordinationclient.LeasesGetter, access accessEnsurer, informer coordinationinformers.LeaseInformer, namespace string, duration, buffer time.Duration, clk clock.PassiveClock) *Leases {
 	l := &Leases{
-		client: client, namespaces: namespaces, informer: informer.Informer(), lister: informer.Lister().Leases(namespace),
+		client: client, access: access, informer: informer.Informer(), lister: informer.Lister().Leases(namespace),
 		namespace: namespace, duration: duration, buffer: buffer, clock: clk,
 	}
 	l.errors.Record(l.informer, nil)
@@ -209,7 +209,7 @@ func (l *Leases) Acquire(ctx context.Context, req health.LeaseRequest) error {
 		if apierrors.IsNotFound(err) {
 			// Like upstream, the namespace is created when it is missing,
 			// if the controller may.
-			if err = l.createNamespace(ctx); err == nil {
+			if err = l.ensureAccess(ctx); err == nil {
 				_, err = l.client.Leases(l.namespace).Create(ctx, lease, metav1.CreateOptions{FieldManager: v1alpha1.FieldManager})
 			}
 		}
@@ -282,13 +282,18 @@ func (o *ownWrites) seen(name, holder string) bool {
 	return ok && ours == holder
 }
 
-// createNamespace creates the lease namespace. A failure is returned as
-// NotFound, the namespace's absence.
-func (l *Leases) createNamespace(ctx context.Context) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: l.namespace}}
-	_, err := l.namespaces.Create(ctx, ns, metav1.CreateOptions{FieldManager: v1alpha1.FieldManager})
-	if err == nil || apierrors.IsAlreadyExists(err) {
-		return nil
+// accessEnsurer is the part of *Access that Leases uses.
+type accessEnsurer interface {
+	Ensure(ctx context.Context) error
+}
+
+// ensureAccess creates the lease namespace and the controller's rights
+// there. A failure is returned as NotFound, the namespace's absence, unless
+// it is a right missing.
+func (l *Leases) ensureAccess(ctx context.Context) error {
+	err := l.access.Ensure(ctx)
+	if err == nil || apierrors.IsForbidden(err) {
+		return err
 	}
 	return apierrors.NewNotFound(corev1.Resource("namespaces"), l.namespace)
 }

@@ -40,7 +40,7 @@ func testLease(holder string, renewedAgo time.Duration, seconds int32) *coordina
 func newLeaseFixture(t *testing.T, objects ...runtime.Object) (*Leases, *kubefake.Clientset) {
 	client := kubefake.NewClientset(objects...)
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(DefaultNamespace))
-	leases := New(client.CoordinationV1(), client.CoreV1().Namespaces(), factory.Coordination().V1().Leases(),
+	leases := New(client.CoordinationV1(), NewAccess(client, DefaultNamespace, DefaultRole), factory.Coordination().V1().Leases(),
 		DefaultNamespace, health.DefaultLeaseDuration, health.DefaultLeaseBuffer, clocktesting.NewFakePassiveClock(leaseNow))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)

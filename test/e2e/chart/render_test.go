@@ -130,7 +130,8 @@ func TestTheChartsValuesChangeWhatTheySay(t *testing.T) {
 	assert.NotContains(t, rendered, "Namespace /leases", "the lease namespace is not the release's")
 	scope := rendered["ValidatingAdmissionPolicy /nhc-controller-node-lease-scope"]
 	variables, _, _ := unstructured.NestedSlice(scope, "spec", "variables")
-	assert.Equal(t, []any{map[string]any{"name": "leaseNamespace", "expression": "'leases'"}, map[string]any{"name": "ownNamespace", "expression": "'ops'"}}, variables,
+	assert.Equal(t, []any{map[string]any{"name": "leaseNamespace", "expression": "'leases'"}, map[string]any{"name": "ownNamespace", "expression": "'ops'"},
+		map[string]any{"name": "holderRole", "expression": "'nhc-controller-node-lease-holder'"}}, variables,
 		"the lease scope names the release's namespaces")
 	conditions, _, _ := unstructured.NestedSlice(scope, "spec", "matchConditions")
 	assert.Equal(t, "request.userInfo.username == 'system:serviceaccount:ops:nhc-controller'", conditions[0].(map[string]any)["expression"])
