@@ -63,7 +63,7 @@ func TestThePortsWithstandAnAttack(t *testing.T) {
 	ctx := t.Context()
 	prometheus, nobody := attackTokens(t)
 	const scenario = "attack"
-	createLargeTemplates(t, scenario+"-elsewhere", 1)
+	createLargeTemplates(t, scenario+"-elsewhere", 0, 1)
 	_, err := env.Dynamic.Resource(framework.TemplateResource).Namespace(framework.RemediatorNamespace).Create(ctx, largeTemplate(framework.RemediatorNamespace, scenario), metav1.CreateOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() {

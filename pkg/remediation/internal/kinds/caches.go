@@ -3,7 +3,6 @@ package kinds
 import (
 	"slices"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -36,8 +35,8 @@ func (inf *Informers) Get(gvr schema.GroupVersionResource, namespace, name strin
 	if err != nil || !exists {
 		return nil
 	}
-	if shell, ok := obj.(*metav1.PartialObjectMetadata); ok {
-		return fromShell(shell)
+	if shell, ok := obj.(*shell); ok {
+		return shell.unstructured()
 	}
 	return obj.(*unstructured.Unstructured)
 }

@@ -3,10 +3,12 @@ package kinds
 import (
 	"encoding/json"
 	"strconv"
+	"unique"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
@@ -61,7 +63,7 @@ func Keep(u *unstructured.Unstructured, named bool) any {
 	owners := resource.OwnerRefs(u)
 	_, controlPlane := u.GetLabels()[v1alpha1.ControlPlaneNodeLabel]
 	if !named && len(owners) == 0 && !controlPlane {
-		return shell(u)
+		return shellOf(u)
 	}
 	kept := &unstructured.Unstructured{Object: map[string]any{}}
 	kept.SetAPIVersion(u.GetAPIVersion())
@@ -135,10 +137,21 @@ func keptAnnotationsOf(u *unstructured.Unstructured) map[string]string {
 }
 
 // shell is what identifies an object and its version: the cache's key, and
-// what a template named later is read again by.
-func shell(u *unstructured.Unstructured) *metav1.PartialObjectMetadata {
-	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
-		Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID(), ResourceVersion: u.GetResourceVersion()}}
+// what a template named later is read again by. It is all an object none of
+// ours costs, so it holds four strings and nothing else: a
+// PartialObjectMetadata costs several times as much in the cache.
+type shell struct {
+	namespace, name, uid, resourceVersion string
+}
+
+// shellOf is an object's shell; the shells of a namespace share its name.
+func shellOf(u *unstructured.Unstructured) *shell {
+	return &shell{namespace: unique.Make(u.GetNamespace()).Value(), name: u.GetName(), uid: string(u.GetUID()), resourceVersion: u.GetResourceVersion()}
+}
+
+// GetObjectMeta gives the cache its key.
+func (s *shell) GetObjectMeta() metav1.Object {
+	return &metav1.ObjectMeta{Namespace: s.namespace, Name: s.name, UID: types.UID(s.uid), ResourceVersion: s.resourceVersion}
 }
 
 // keptStatus is the type and status of the conditions read.
@@ -197,13 +210,13 @@ func KeptTemplate(u *unstructured.Unstructured) (TemplateState, int) {
 	return TemplateTooLarge, size
 }
 
-// fromShell is a metadata shell as the Unstructured that Get returns.
-func fromShell(shell *metav1.PartialObjectMetadata) *unstructured.Unstructured {
+// unstructured is a shell as the Unstructured that Get returns.
+func (s *shell) unstructured() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{}}
-	u.SetNamespace(shell.Namespace)
-	u.SetName(shell.Name)
-	u.SetUID(shell.UID)
-	u.SetResourceVersion(shell.ResourceVersion)
+	u.SetNamespace(s.namespace)
+	u.SetName(s.name)
+	u.SetUID(types.UID(s.uid))
+	u.SetResourceVersion(s.resourceVersion)
 	u.SetAnnotations(map[string]string{droppedTemplateAnnotation: droppedUnnamed})
 	return u
 }

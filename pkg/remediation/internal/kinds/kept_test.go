@@ -56,7 +56,7 @@ func TestKeep(t *testing.T) {
 	assert.Less(t, encodedSize(kept.Object), 1024)
 
 	unrelated := withTemplate("other", 1<<20)
-	assert.Equal(t, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "remediators", Name: "other", UID: "template-uid"}}, Keep(unrelated, false),
+	assert.Equal(t, &shell{namespace: "remediators", name: "other", uid: "template-uid"}, Keep(unrelated, false),
 		"an object of no NodeHealthCheck's is a metadata shell")
 
 	named := Keep(withTemplate("reboot", 1000), true).(*unstructured.Unstructured)
@@ -87,7 +87,7 @@ func TestATemplateCachedUnnamedIsNotKept(t *testing.T) {
 	owned.SetOwnerReferences(testRemediation("x", false).GetOwnerReferences())
 	state, _ := KeptTemplate(Keep(owned, false).(*unstructured.Unstructured))
 	assert.Equal(t, TemplateNotKept, state)
-	state, _ = KeptTemplate(fromShell(Keep(withTemplate("reboot", 10), false).(*metav1.PartialObjectMetadata)))
+	state, _ = KeptTemplate(Keep(withTemplate("reboot", 10), false).(*shell).unstructured())
 	assert.Equal(t, TemplateNotKept, state)
 }
 
@@ -141,6 +141,6 @@ func TestATemplateKindIsWatchedForItsMetadata(t *testing.T) {
 	assert.NotContains(t, reboot.Object, "spec")
 
 	unrelated, _, _ := informers.informer(testTemplateGVR).informer.GetIndexer().GetByKey("remediators/unrelated")
-	_, isShell := unrelated.(*metav1.PartialObjectMetadata)
+	_, isShell := unrelated.(*shell)
 	assert.True(t, isShell, "an unnamed template is a shell")
 }

@@ -71,7 +71,7 @@ func (inf *Informers) keeper(gvr schema.GroupVersionResource, metadataOnly bool)
 		case !metadataOnly:
 			return Keep(u, kind != ""), nil
 		case kind == "":
-			return shell(u), nil
+			return shellOf(u), nil
 		default:
 			return KeepMetadata(u, gvr.GroupVersion().WithKind(kind)), nil
 		}
