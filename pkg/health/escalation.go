@@ -82,6 +82,28 @@ type progress struct {
 	started bool
 	// deleting is true when one of the node's resources is being deleted.
 	deleting bool
+	// resumed is the status record of the step that runs, or runs next,
+	// whose resource is gone though the step never timed out (deleted by
+	// its remediator or a user, or lost): the step keeps the clock it
+	// started with when its resource is created again. Nil otherwise.
+	resumed *v1alpha1.Remediation
+	// recordedStart is when the status says the running step started:
+	// earlier than its resource's creation once the step was resumed.
+	recordedStart time.Time
+}
+
+// stepStarted is when the running step started: its resource's creation,
+// or the first start of the step when that resource was created again, as
+// the record of the resource gone or the status's record of this one shows.
+func (p *progress) stepStarted() time.Time {
+	started := p.current.Created
+	if p.resumed != nil && p.resumed.Started.Time.Before(started) {
+		started = p.resumed.Started.Time
+	}
+	if !p.recordedStart.IsZero() && p.recordedStart.Before(started) {
+		started = p.recordedStart
+	}
+	return started
 }
 
 // progressOf works out a node's remediation progress from its resources and
@@ -113,7 +135,38 @@ func progressOf(steps []step, resources []Remediation, entry *v1alpha1.Unhealthy
 		}
 	}
 	p.next = lastConsumed + 1
+	p.resumed = resumedRecord(steps, resources, entry, p)
+	if p.current != nil {
+		if rem := entryRemediation(entry, p.current.Ref.UID); rem != nil {
+			p.recordedStart = rem.Started.Time
+		}
+	}
+	p.started = p.started || p.resumed != nil
 	return p
+}
+
+// resumedRecord finds the earliest status record of the step that runs,
+// or runs next, whose resource is gone before it timed out. The records of
+// a node that was recovering are none: the controller deleted their
+// resources, and a relapse starts afresh.
+func resumedRecord(steps []step, resources []Remediation, entry *v1alpha1.UnhealthyNode, p progress) *v1alpha1.Remediation {
+	if entry == nil || entry.ConditionsHealthyTimestamp != nil {
+		return nil
+	}
+	step := p.next
+	if p.current != nil {
+		step = p.currentStep
+	}
+	var first *v1alpha1.Remediation
+	for _, rem := range entry.Remediations {
+		if rem == nil || rem.TimedOut != nil || hasResource(resources, rem.Resource.UID) || stepOf(steps, &rem.Resource, rem.TemplateName) != step {
+			continue
+		}
+		if first == nil || rem.Started.Before(&first.Started) {
+			first = rem
+		}
+	}
+	return first
 }
 
 // stepEnd is when and how a node's running step ends.
@@ -135,7 +188,7 @@ func (e *evaluation) stepEnd(node string, p progress) stepEnd {
 	var end stepEnd
 	timeout := e.rules.steps[p.currentStep].timeout
 	if timeout > 0 {
-		end.at = p.current.Created.Add(timeout)
+		end.at = p.stepStarted().Add(timeout)
 		end.failed = p.current.Succeeded == metav1.ConditionFalse
 	}
 	if overdueAt := e.leaseOverdue(node, p.currentStep); !overdueAt.IsZero() && (end.at.IsZero() || overdueAt.Before(end.at)) {

@@ -226,9 +226,26 @@ func (e *evaluation) escalate(esc escalation) {
 	v, p, steps := esc.v, esc.p, e.rules.steps
 	current := p.current
 	if current == nil {
-		// The last step timed out and its resource is gone.
+		// The last step timed out and its resource is gone, or the step
+		// to run lost its resource: it is created again, on its first
+		// clock, unless its time ran out meanwhile.
+		next := p.next
+		if r := p.resumed; r != nil && steps[next].timeout > 0 {
+			if end := r.Started.Add(steps[next].timeout); e.now.Before(end) {
+				e.deadline(end)
+			} else {
+				next++
+			}
+		}
+		if next >= len(steps) {
+			e.exhausted(v, p, false)
+			return
+		}
 		if v.Waiting = e.createGate(v); v.Waiting == WaitNone {
-			e.create(v, p.next, true, false)
+			if next > p.next {
+				e.p.TimeOut = append(e.p.TimeOut, TimeOut{Node: v.Node.Name, Resource: p.resumed.Resource, At: e.now})
+			}
+			e.create(v, next, true, false)
 		}
 		return
 	}
@@ -265,6 +282,16 @@ func (e *evaluation) escalate(esc escalation) {
 		// After an overdue lease the next step takes it anew.
 		e.create(v, next, true, overdue)
 		return
+	}
+	e.exhausted(v, p, overdue)
+}
+
+// exhausted records that a node's last step ended with no step left; an
+// overdue lease is released.
+func (e *evaluation) exhausted(v *NodeVerdict, p progress, overdue bool) {
+	if p.current == nil && p.resumed != nil {
+		// The last step's time ran out while its resource was gone.
+		e.p.TimeOut = append(e.p.TimeOut, TimeOut{Node: v.Node.Name, Resource: p.resumed.Resource, At: e.now})
 	}
 	v.Waiting = WaitNoTemplate
 	if overdue {

@@ -52,8 +52,10 @@ type Explanation struct {
 	RemediatedBy string
 	// Step is the running step, from 1, of Steps; 0 when none runs.
 	Step, Steps int
-	// Resource is the running step's resource, created at StepStarted; it
-	// times out at StepTimesOut (zero: it runs until the node is healthy).
+	// Resource is the running step's resource; the step started at
+	// StepStarted (its first resource's creation, when it was created
+	// again) and times out at StepTimesOut (zero: it runs until the node is
+	// healthy).
 	Resource     *corev1.ObjectReference
 	StepStarted  time.Time
 	StepTimesOut time.Time
@@ -95,9 +97,9 @@ func (p *Plan) Explain(in Input) []Explanation {
 		}
 		resources := in.Remediations[v.Node.Name]
 		if progress := progressOf(p.rules.steps, resources, previous[v.Node.Name]); progress.current != nil {
-			x.Step, x.Resource, x.StepStarted = progress.currentStep+1, &progress.current.Ref, progress.current.Created
+			x.Step, x.Resource, x.StepStarted = progress.currentStep+1, &progress.current.Ref, progress.stepStarted()
 			if progress.currentStep >= 0 && p.rules.steps[progress.currentStep].timeout > 0 {
-				x.StepTimesOut = progress.current.Created.Add(p.rules.steps[progress.currentStep].timeout)
+				x.StepTimesOut = x.StepStarted.Add(p.rules.steps[progress.currentStep].timeout)
 			}
 		}
 		if v.State == StateRecovering && v.HealthyDelayed {

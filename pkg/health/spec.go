@@ -98,11 +98,21 @@ func checkSpec(spec *v1alpha1.NodeHealthCheckSpec, steps []step) *Problem {
 		t := e.RemediationTemplate
 		key := fmt.Sprintf("%s %s %s/%s", t.APIVersion, t.Kind, t.Namespace, t.Name)
 		if templates[key] {
-			return invalidSpec(fmt.Sprintf("escalatingRemediations reference template %s %s/%s twice: both steps would create the same remediation", t.Kind, t.Namespace, t.Name))
+			return TemplateTwice(t.Kind, t.Namespace+"/"+t.Name)
 		}
 		templates[key] = true
 	}
 	return nil
+}
+
+// messageTemplateTwice (kind, name): two steps that name one template would
+// create one remediation.
+const messageTemplateTwice = "escalatingRemediations reference template %s %s twice: both steps would create the same remediation"
+
+// TemplateTwice is the problem of two escalation steps that name one
+// template; name is namespace/name, or the name of a cluster-scoped one.
+func TemplateTwice(kind, name string) *Problem {
+	return invalidSpec(fmt.Sprintf(messageTemplateTwice, kind, name))
 }
 
 func invalidSpec(message string) *Problem {

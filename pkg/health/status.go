@@ -155,6 +155,16 @@ func (b *statusBuilder) entries() []*v1alpha1.UnhealthyNode {
 		})
 	}
 	steps := b.p.rules.steps
+	created := make(map[types.UID]bool, len(b.out.Created))
+	for _, c := range b.out.Created {
+		created[c.Resource.UID] = true
+	}
+	for _, entry := range entries {
+		resources := b.in.Remediations[entry.Name]
+		entry.Remediations = resumeSteps(steps, entry.Remediations, func(uid types.UID) bool {
+			return created[uid] || hasResource(resources, uid)
+		})
+	}
 	for _, entry := range entries {
 		// Creation times have one-second precision: within a second, the
 		// escalation order decides.
@@ -181,6 +191,10 @@ func newEntry(node string, resources []Remediation, previous *v1alpha1.Unhealthy
 	for i := range resources {
 		r := &resources[i]
 		rem := &v1alpha1.Remediation{Resource: r.Ref, Started: metav1.NewTime(r.Created), TimedOut: timedOutAt(r, previous).DeepCopy(), TemplateName: r.TemplateName}
+		if recorded := entryRemediation(previous, r.Ref.UID); recorded != nil && recorded.Started.Before(&rem.Started) {
+			// A resumed step keeps its first start.
+			rem.Started = recorded.Started
+		}
 		if rem.TimedOut == nil {
 			if at, ok := superseded[r.Ref.UID]; ok {
 				rem.TimedOut = ptr.To(metav1.NewTime(at))
@@ -192,10 +206,47 @@ func newEntry(node string, resources []Remediation, previous *v1alpha1.Unhealthy
 	}
 	if previous != nil {
 		for _, rem := range previous.Remediations {
-			if rem != nil && rem.TimedOut != nil && !hasResource(resources, rem.Resource.UID) {
-				entry.Remediations = append(entry.Remediations, rem.DeepCopy())
+			if rem == nil || hasResource(resources, rem.Resource.UID) {
+				continue
 			}
+			if rem.TimedOut == nil {
+				// A running step whose resource is gone keeps its record,
+				// and with it its first start, until its resource is
+				// created again or it times out; not after a recovery,
+				// when the controller deleted it.
+				if previous.ConditionsHealthyTimestamp != nil {
+					continue
+				}
+				if at, ok := timedOut[rem.Resource.UID]; ok {
+					rem = rem.DeepCopy()
+					rem.TimedOut = ptr.To(metav1.NewTime(at))
+				}
+			}
+			entry.Remediations = append(entry.Remediations, rem.DeepCopy())
 		}
 	}
 	return entry
+}
+
+// resumeSteps folds the record of a running step whose resource was gone
+// into the record of the resource created again for that step: one record,
+// with the step's first start, so that its timeout counts from there.
+func resumeSteps(steps []step, records []*v1alpha1.Remediation, exists func(types.UID) bool) []*v1alpha1.Remediation {
+	running := map[int]*v1alpha1.Remediation{}
+	for _, r := range records {
+		if i := stepOf(steps, &r.Resource, r.TemplateName); i >= 0 && r.TimedOut == nil && exists(r.Resource.UID) {
+			running[i] = r
+		}
+	}
+	kept := make([]*v1alpha1.Remediation, 0, len(records))
+	for _, r := range records {
+		if again := running[stepOf(steps, &r.Resource, r.TemplateName)]; again != nil && r.TimedOut == nil && !exists(r.Resource.UID) {
+			if r.Started.Before(&again.Started) {
+				again.Started = r.Started
+			}
+			continue
+		}
+		kept = append(kept, r)
+	}
+	return kept
 }

@@ -52,6 +52,9 @@ func ReadTemplates(ctx context.Context, mapper meta.RESTMapper, client dynamic.I
 		objs = append(objs, obj)
 	}
 	if problem == nil {
+		problem = checkDistinct(templates)
+	}
+	if problem == nil {
 		problem = checkKinds(objs)
 	}
 	return templates, problem, unreadable

@@ -186,6 +186,26 @@ func checkKinds(templates []*unstructured.Unstructured) *health.Problem {
 	return nil
 }
 
+// checkDistinct refuses two steps that name one template, compared once
+// their references are resolved: a cluster-scoped template has no
+// namespace, whatever namespace a reference to it carries, nor does one
+// object have two identities for two versions of its kind.
+func checkDistinct(templates []Template) *health.Problem {
+	type object struct {
+		resource        schema.GroupResource
+		namespace, name string
+	}
+	seen := map[object]bool{}
+	for _, t := range templates {
+		o := object{resource: t.Resource.GroupResource(), namespace: t.Namespace, name: t.Ref.Name}
+		if seen[o] {
+			return health.TemplateTwice(t.Ref.Kind, describe(t))
+		}
+		seen[o] = true
+	}
+	return nil
+}
+
 func describe(tmpl Template) string {
 	if tmpl.Namespace == "" {
 		return tmpl.Ref.Name

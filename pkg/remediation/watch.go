@@ -57,6 +57,9 @@ func (m *Manager) Watch(nhc *v1alpha1.NodeHealthCheck) (Watched, error) {
 			Ref: kinds.TemplateRef{Resource: tmpl.Resource, Namespace: tmpl.Namespace, Name: tmpl.Ref.Name}, Kind: tmpl.Ref.Kind})
 		w.resources[tmpl.Remediation.GroupVersion().WithKind(health.RemediationKind(ref.Kind))] = tmpl.Remediation
 	}
+	if w.problem == nil {
+		w.problem = checkDistinct(w.templates)
+	}
 	eachRecorded(nhc, func(_ string, rem *v1alpha1.Remediation) {
 		gvk := rem.Resource.GroupVersionKind()
 		if _, known := w.resources[gvk]; known {

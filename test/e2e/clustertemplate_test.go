@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
@@ -31,5 +34,34 @@ func TestACreatedClusterScopedTemplateWakesItsNodeHealthCheck(t *testing.T) {
 	env.CreateClusterTemplate(t, scenario)
 	framework.Eventually(t, 3*time.Second, "the node remediated once the template exists", func() bool {
 		return len(env.ClusterRemediations(t, nodes[0])) == 1 && statusOf(t, scenario).Phase == v1alpha1.PhaseRemediating
+	})
+}
+
+// TestOneClusterScopedTemplateNamedByTwoStepsIsRefused: two escalation
+// steps whose references to one cluster-scoped template carry different
+// namespaces name one object, and would create one remediation for both:
+// the NodeHealthCheck is disabled and says so, and remediates no node.
+func TestOneClusterScopedTemplateNamedByTwoStepsIsRefused(t *testing.T) {
+	t.Parallel()
+	const scenario = "cluster-template-twice"
+	first := env.CreateClusterTemplate(t, scenario)
+	second := first
+	second.Namespace = "elsewhere"
+	nodes := env.CreateNodes(t, scenario, 2)
+	env.CreateNHC(t, scenario, func(s *v1alpha1.NodeHealthCheckSpec) {
+		s.RemediationTemplate = nil
+		s.EscalatingRemediations = []v1alpha1.EscalatingRemediation{
+			{RemediationTemplate: first, Order: 1, Timeout: metav1.Duration{Duration: time.Minute}},
+			{RemediationTemplate: second, Order: 2, Timeout: metav1.Duration{Duration: time.Minute}},
+		}
+	})
+	env.Fail(t, time.Hour, nodes[0])
+	framework.Eventually(t, 10*time.Second, "disabled: both steps name one template", func() bool {
+		s := statusOf(t, scenario)
+		return s.Phase == v1alpha1.PhaseDisabled && strings.Contains(s.Reason,
+			"escalatingRemediations reference template ClusterRemediationTemplate "+scenario+" twice: both steps would create the same remediation")
+	})
+	framework.Consistently(t, 2*time.Second, "no remediation", func() bool {
+		return len(env.ClusterRemediations(t, nodes[0])) == 0
 	})
 }

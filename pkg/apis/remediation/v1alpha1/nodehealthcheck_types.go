@@ -358,7 +358,9 @@ type Remediation struct {
 	// +required
 	Resource corev1.ObjectReference `json:"resource"`
 
-	// Started is when the remediation resource was created.
+	// Started is when the step started: when its resource was created, or
+	// the first of its resources when one was gone and created again, as
+	// the step's timeout counts from it.
 	// +required
 	Started metav1.Time `json:"started"`
 

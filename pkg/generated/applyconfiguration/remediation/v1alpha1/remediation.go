@@ -30,7 +30,9 @@ import (
 type RemediationApplyConfiguration struct {
 	// Resource references the remediation resource.
 	Resource *v1.ObjectReference `json:"resource,omitempty"`
-	// Started is when the remediation resource was created.
+	// Started is when the step started: when its resource was created, or
+	// the first of its resources when one was gone and created again, as
+	// the step's timeout counts from it.
 	Started *metav1.Time `json:"started,omitempty"`
 	// TimedOut is when this remediation was given up: its escalation timeout
 	// passed, or its remediator reported Succeeded=False.
