@@ -57,6 +57,10 @@ sim: ## Play generated histories (restarts, faults, features meeting) against th
 	go test -c -o _output/sim.test ./test/sim
 	cd test/sim && ../../_output/sim.test -test.run TestHistories -test.timeout 0 $(SIM_FLAGS)
 
+.PHONY: mutate
+mutate: ## Break each rule of the spec on purpose (hack/mutate/mutations.go) and check that the simulation catches it within SEEDS generated histories (default 2000); prints the table of docs/mutations.md.
+	go run ./hack/mutate -seeds $(or $(SEEDS),2000) $(if $(ONLY),-only $(ONLY))
+
 .PHONY: fuzz
 fuzz: ## Fuzz the pure packages, FUZZTIME each (default 60s).
 	go test -run XXX -fuzz FuzzEvaluate -fuzztime $(or $(FUZZTIME),60s) ./pkg/health
