@@ -226,10 +226,17 @@ func nhcObject(name string, spec *NHCSpec) *v1alpha1.NodeHealthCheck {
 			Type: corev1.NodeConditionType(c.Type), Status: corev1.ConditionStatus(c.Status), Duration: metav1.Duration{Duration: c.Duration},
 		})
 	}
-	if spec.MaxUnhealthy != "" {
+	switch {
+	case spec.MaxUnhealthy != "":
 		nhc.Spec.MaxUnhealthy = ptr.To(intstr.Parse(spec.MaxUnhealthy))
-	} else {
+	case spec.MinHealthy != "":
+		nhc.Spec.MinHealthy = ptr.To(intstr.Parse(spec.MinHealthy))
+	default:
 		nhc.Spec.MinHealthy = ptr.To(intstr.FromInt32(0))
+	}
+	nhc.Spec.StormRecoveryThreshold = spec.StormThreshold
+	if spec.StormCooldown > 0 {
+		nhc.Spec.StormCooldownDuration = &metav1.Duration{Duration: spec.StormCooldown}
 	}
 	ref := func(t TemplateStep) corev1.ObjectReference {
 		return corev1.ObjectReference{APIVersion: remediatorGroup + "/" + remediatorVersion, Kind: string(t.Kind) + "RemediationTemplate", Namespace: templateNamespace, Name: t.Template}

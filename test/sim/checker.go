@@ -68,6 +68,13 @@ type checker struct {
 	// typed caches the typed form of stored objects, by UID and
 	// resourceVersion.
 	typed map[string]any
+	// lives are when each remediation resource existed.
+	lives []resourceLife
+	// stormCreates wait for the status after them (rules.go).
+	stormCreates []stormCreate
+	// healthySince is when each (NodeHealthCheck, node) with a resource
+	// was last seen turning healthy (progress.go).
+	healthySince map[runKey]time.Time
 }
 
 // typedOf converts a stored object once per version.
@@ -102,7 +109,7 @@ func (c *checker) allNHCs() []*v1alpha1.NodeHealthCheck {
 
 func newChecker(s *sim) *checker {
 	return &checker{s: s, nodes: map[string][]version{}, nhcs: map[string][]version{}, created: map[types.UID]types.UID{}, typed: map[string]any{},
-		running: map[runKey]*runs{}, createTries: map[runKey][]time.Time{}, forbiddenNodes: map[Kind]map[string]bool{}, forbiddenSince: map[Kind]time.Time{}, readableAgain: map[Kind]time.Time{}, uncertain: map[Kind][]remediationObj{}, unseen: map[Kind][]unseenCreate{}, unhealthySince: map[string]time.Time{}}
+		running: map[runKey]*runs{}, createTries: map[runKey][]time.Time{}, forbiddenNodes: map[Kind]map[string]bool{}, forbiddenSince: map[Kind]time.Time{}, readableAgain: map[Kind]time.Time{}, uncertain: map[Kind][]remediationObj{}, unseen: map[Kind][]unseenCreate{}, unhealthySince: map[string]time.Time{}, healthySince: map[runKey]time.Time{}}
 }
 
 func (c *checker) fail(invariant, format string, args ...any) {
@@ -153,10 +160,20 @@ func (c *checker) observe(gvr schema.GroupVersionResource, e event, old *unstruc
 		c.nodes[e.obj.GetName()] = append(c.nodes[e.obj.GetName()], version{at: time.Now(), obj: obj})
 	case gvr == nhcGVR:
 		c.nhcs[e.obj.GetName()] = append(c.nhcs[e.obj.GetName()], version{at: time.Now(), obj: obj})
+		if obj != nil {
+			c.stormStatus(typedOf[v1alpha1.NodeHealthCheck](c, obj))
+		}
 	case gvr == leasesGVR && obj != nil:
 		c.leaseWritten(obj, old)
 	case isRemediation(gvr) && e.typ == watch.Added:
 		c.resourceCreated(obj)
+		c.lives = append(c.lives, resourceLife{remediationObj: resourceOf(obj), namespace: obj.GetNamespace(), name: obj.GetName(), created: time.Now()})
+	case isRemediation(gvr) && e.typ == watch.Deleted:
+		for i := range c.lives {
+			if l := &c.lives[i]; l.obj.GetUID() == e.obj.GetUID() && l.deleted.IsZero() {
+				l.deleted = time.Now()
+			}
+		}
 	}
 }
 

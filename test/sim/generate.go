@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"time"
+
+	"k8s.io/utils/ptr"
 )
 
 // The world a history starts from and the names its steps use: six nodes
@@ -34,14 +36,18 @@ const (
 
 // generator draws a history's steps.
 type generator struct {
-	rng   *rand.Rand
-	focus Focus
+	rng *rand.Rand
+	// budgets draws the budget and storm forms, on a stream of its own, so
+	// that the rest of every seed's history stays as it was drawn before
+	// they were.
+	budgets *rand.Rand
+	focus   Focus
 }
 
 // Generate returns the history of a seed, of about n steps after the
 // initial world, drawn with a focus.
 func Generate(seed uint64, n int, focus Focus) History {
-	g := &generator{rng: rand.New(rand.NewPCG(seed, 0x5eed)), focus: focus}
+	g := &generator{rng: rand.New(rand.NewPCG(seed, 0x5eed)), budgets: rand.New(rand.NewPCG(seed, 0xb0d9e7)), focus: focus}
 	h := History{Seed: seed}
 	for _, node := range initialNodes {
 		h.Steps = append(h.Steps, Step{Op: OpAddNode, Node: node.name, Pool: node.pool, ControlPlane: node.controlPlane})
@@ -100,6 +106,7 @@ func (g *generator) spec() *NHCSpec {
 	if g.rng.IntN(4) == 0 {
 		s.MaxUnhealthy = g.pick([]string{"1", "2", "50%"})
 	}
+	g.budget(s)
 	if g.rng.IntN(3) == 0 && g.focus != FocusControlPlane {
 		k := g.kind()
 		s.Steps = []TemplateStep{{Kind: k, Template: g.pick(templates[k])}}
@@ -122,6 +129,36 @@ func (g *generator) spec() *NHCSpec {
 	}
 	s.Paused = g.rng.IntN(10) == 0
 	return s
+}
+
+// budget draws, beside maxUnhealthy, every other budget form at its edges
+// (a count or a percentage, minHealthy or maxUnhealthy, from none allowed
+// to all) and storm recovery (a threshold, a cooldown, both), which needs
+// a budget.
+func (g *generator) budget(s *NHCSpec) {
+	if s.MaxUnhealthy == "" && g.budgets.IntN(3) == 0 {
+		if g.budgets.IntN(2) == 0 {
+			s.MinHealthy = g.pickFrom(g.budgets, []string{"1", "2", "3", "4", "34%", "50%", "67%", "100%"})
+		} else {
+			s.MaxUnhealthy = g.pickFrom(g.budgets, []string{"0", "1", "3", "34%", "67%", "100%"})
+		}
+	}
+	if (s.MaxUnhealthy == "" && s.MinHealthy == "") || g.budgets.IntN(2) == 0 {
+		return
+	}
+	switch g.budgets.IntN(3) {
+	case 0:
+		s.StormThreshold = ptr.To(int32(g.budgets.IntN(3)))
+	case 1:
+		s.StormCooldown = []time.Duration{30 * time.Second, 2 * time.Minute}[g.budgets.IntN(2)]
+	default:
+		s.StormThreshold = ptr.To(int32(g.budgets.IntN(3)))
+		s.StormCooldown = []time.Duration{30 * time.Second, 2 * time.Minute}[g.budgets.IntN(2)]
+	}
+}
+
+func (g *generator) pickFrom(rng *rand.Rand, items []string) string {
+	return items[rng.IntN(len(items))]
 }
 
 func containsStep(steps []TemplateStep, k Kind, t string) bool {

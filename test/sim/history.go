@@ -88,8 +88,13 @@ type NHCSpec struct {
 	Pools []string
 	// Conditions are "Type=Status/duration".
 	Conditions []ConditionSpec
-	// MaxUnhealthy is a percentage or count; "" for none (minHealthy 0).
-	MaxUnhealthy string
+	// MaxUnhealthy and MinHealthy are a percentage or count; "" for none
+	// (minHealthy 0 when both are).
+	MaxUnhealthy, MinHealthy string
+	// StormThreshold is stormRecoveryThreshold; nil for none.
+	StormThreshold *int32
+	// StormCooldown is stormCooldownDuration; 0 for none.
+	StormCooldown time.Duration
 	// Steps are the templates in order; one without Timeout is a
 	// remediationTemplate.
 	Steps []TemplateStep
@@ -179,6 +184,15 @@ func (n *NHCSpec) String() string {
 	}
 	if n.MaxUnhealthy != "" {
 		parts = append(parts, "maxUnhealthy="+n.MaxUnhealthy)
+	}
+	if n.MinHealthy != "" {
+		parts = append(parts, "minHealthy="+n.MinHealthy)
+	}
+	if n.StormThreshold != nil {
+		parts = append(parts, fmt.Sprintf("stormThreshold=%d", *n.StormThreshold))
+	}
+	if n.StormCooldown > 0 {
+		parts = append(parts, fmt.Sprintf("stormCooldown=%s", n.StormCooldown))
 	}
 	for _, t := range n.Steps {
 		if t.Timeout > 0 {

@@ -114,6 +114,10 @@ func describe(obj *unstructured.Unstructured) string {
 // resource may be created only for a node that its NodeHealthCheck's
 // conditions hold for, at the API server, when the request arrived.
 func (c *checker) write(call *call, resp *http.Response) {
+	if call.r.verb == "delete" && isRemediation(call.r.gvr) {
+		c.deleteRules(call, resp)
+		return
+	}
 	if call.r.verb != "create" || !isRemediation(call.r.gvr) || resp.StatusCode != http.StatusCreated {
 		return
 	}
@@ -132,6 +136,8 @@ func (c *checker) write(call *call, resp *http.Response) {
 	case nhc == nil:
 	case !conditionsExpired(nhc, node, call.arrived):
 		c.fail(InvHealthyAtCreate, "%s created for node %s, whose conditions %s did not hold for NodeHealthCheck %s's durations", describe(obj), r.node, conditionsOf(node), nhc.Name)
+	default:
+		c.createRules(call, obj, r)
 	}
 }
 

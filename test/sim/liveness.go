@@ -29,6 +29,7 @@ func (c *checker) now() {
 		c.calmSince = time.Now()
 	}
 	c.liveness(all, calm)
+	c.recoveries(all, calm)
 	c.statuses(all)
 }
 
@@ -37,6 +38,9 @@ func (c *checker) nextDue() time.Time {
 	var due []time.Time
 	for _, since := range c.unhealthySince {
 		due = append(due, since.Add(livenessBound))
+	}
+	for _, since := range c.healthySince {
+		due = append(due, since.Add(deletionBound))
 	}
 	for _, w := range c.leaseWrites {
 		due = append(due, w.at.Add(leaseLag))
@@ -262,6 +266,9 @@ func (c *checker) mayRemediate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node,
 		if c.s.server.forbidden[k.remediation()] && st.resources[k.remediation()].served && sentBy(c.unlookable(k), nhc) {
 			return false
 		}
+	}
+	if _, storm := stormSince(nhc); storm {
+		return false
 	}
 	return c.withinBudget(nhc, all)
 }

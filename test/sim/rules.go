@@ -1,0 +1,201 @@
+package sim
+
+import (
+	"net/http"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+)
+
+// The rules of the spec that a create or a delete may break, read from the
+// objects at the API server around the request (the create's own rules:
+// invariants.go): no new remediation while its NodeHealthCheck is paused,
+// for an excluded node, beyond the budget, or during storm recovery; no
+// remediation deleted while its node is still unhealthy.
+
+// The invariants of this file, by name.
+const (
+	InvPaused          = "no-create-while-paused"
+	InvExcluded        = "no-create-for-excluded-node"
+	InvBudget          = "no-create-beyond-the-budget"
+	InvStorm           = "no-create-during-storm-recovery"
+	InvKeptWhileUnwell = "no-deletion-while-unhealthy"
+)
+
+// pictureLag is how old the controller's picture of a NodeHealthCheck or a
+// node may be when its request arrives: a state that has held as long
+// before the request is one it knew. A request retried after a 429 or a
+// 5xx arrives this much after its sync read.
+const pictureLag = 5 * time.Second
+
+// createRules checks a create answered 201 against the rules around it.
+func (c *checker) createRules(call *call, obj *unstructured.Unstructured, r remediationObj) {
+	t, before := call.arrived, call.arrived.Add(-pictureLag)
+	nhc, earlier := c.nhcAt(r.ownerName, t), c.nhcAt(r.ownerName, before)
+	node, nodeBefore := c.nodeAt(r.node, t), c.nodeAt(r.node, before)
+	if nhc == nil || node == nil {
+		return
+	}
+	if earlier != nil && len(nhc.Spec.PauseRequests) > 0 && len(earlier.Spec.PauseRequests) > 0 {
+		c.fail(InvPaused, "%s created for node %s while NodeHealthCheck %s was paused (%v)", describe(obj), r.node, nhc.Name, nhc.Spec.PauseRequests)
+	}
+	if nodeBefore != nil && excluded(node) && excluded(nodeBefore) {
+		c.fail(InvExcluded, "%s created for node %s, labelled %s=true since before %s", describe(obj), r.node, v1alpha1.ExcludeFromRemediationLabel, before.Format("15:04:05"))
+	}
+	if c.calmThrough(before) && earlier != nil {
+		if healthy, minHealthy := c.budgetAt(nhc, t, before); healthy < minHealthy {
+			c.fail(InvBudget, "%s created for node %s with %d nodes of NodeHealthCheck %s healthy, fewer than its minimum %d", describe(obj), r.node, healthy, nhc.Name, minHealthy)
+		}
+	}
+	if since, active := stormSince(nhc); active && earlier != nil {
+		if was, wasActive := stormSince(earlier); wasActive && was.Equal(since) {
+			c.stormCreates = append(c.stormCreates, stormCreate{nhc: nhc.Name, since: since, what: describe(obj), node: r.node})
+		}
+	}
+}
+
+// stormCreate is a create that arrived while its NodeHealthCheck's status
+// had said for pictureLag that storm recovery holds: a rule broken unless
+// the storm ended in that very sync, which the next status says.
+type stormCreate struct {
+	nhc, what, node string
+	since           time.Time
+}
+
+// stormStatus checks the creates made during a storm against the status
+// written after them: the same storm still on means it never ended.
+func (c *checker) stormStatus(nhc *v1alpha1.NodeHealthCheck) {
+	kept := c.stormCreates[:0]
+	for _, sc := range c.stormCreates {
+		if sc.nhc != nhc.Name {
+			kept = append(kept, sc)
+			continue
+		}
+		if since, active := stormSince(nhc); active && since.Equal(sc.since) {
+			c.fail(InvStorm, "%s created for node %s during NodeHealthCheck %s's storm recovery, active since %s and still", sc.what, sc.node, nhc.Name, since.Format("15:04:05"))
+		}
+	}
+	c.stormCreates = kept
+}
+
+// stormSince is when a NodeHealthCheck's status says its storm recovery
+// started, and whether it holds.
+func stormSince(nhc *v1alpha1.NodeHealthCheck) (time.Time, bool) {
+	cond := meta.FindStatusCondition(nhc.Status.Conditions, v1alpha1.ConditionStormActive)
+	if cond == nil || cond.Status != metav1.ConditionTrue {
+		return time.Time{}, false
+	}
+	return cond.LastTransitionTime.Time, true
+}
+
+// budgetAt is the most healthy nodes the controller can have counted for a
+// NodeHealthCheck, at t or at before, and the least minimum it can have
+// derived: a node healthy at either instant counts as healthy; the
+// minimum comes from the fewest nodes observed at either.
+func (c *checker) budgetAt(nhc *v1alpha1.NodeHealthCheck, instants ...time.Time) (healthy, minHealthy int) {
+	minHealthy = -1
+	healthyNodes := map[string]bool{}
+	for _, t := range instants {
+		observed := 0
+		for name := range c.nodes {
+			node := c.nodeAt(name, t)
+			if node == nil || !selects(nhc, node) {
+				continue
+			}
+			observed++
+			if _, matching := conditionsHold(nhc, node, t); !matching && !c.hasResourceOf(nhc, name, t) {
+				healthyNodes[name] = true
+			}
+		}
+		if m := minHealthyOf(nhc, observed); minHealthy < 0 || m < minHealthy {
+			minHealthy = m
+		}
+	}
+	return len(healthyNodes), minHealthy
+}
+
+// minHealthyOf is a NodeHealthCheck's minimum of healthy nodes among
+// observed, as the spec defines it: a percentage rounds up, and
+// maxUnhealthy leaves observed minus what it allows.
+func minHealthyOf(nhc *v1alpha1.NodeHealthCheck, observed int) int {
+	value, maxUnhealthy := nhc.Spec.MinHealthy, false
+	if nhc.Spec.MaxUnhealthy != nil {
+		value, maxUnhealthy = nhc.Spec.MaxUnhealthy, true
+	}
+	if value == nil {
+		return 0
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(value, observed, true)
+	if err != nil {
+		return 0
+	}
+	if maxUnhealthy {
+		return max(observed-n, 0)
+	}
+	return n
+}
+
+// hasResourceOf tells whether a NodeHealthCheck had a resource of a node
+// at an instant (one created at or before it and not deleted since).
+func (c *checker) hasResourceOf(nhc *v1alpha1.NodeHealthCheck, node string, t time.Time) bool {
+	for _, life := range c.lives {
+		if life.owner == nhc.UID && life.node == node && !life.created.After(t) && (life.deleted.IsZero() || life.deleted.After(t)) {
+			return true
+		}
+	}
+	return false
+}
+
+// calmThrough tells whether calm has held since before t.
+func (c *checker) calmThrough(t time.Time) bool {
+	return c.s.calm() && !c.calmSince.IsZero() && !c.calmSince.After(t)
+}
+
+// deleteRules checks a delete of a remediation resource the controller
+// sent: its node must not have been unhealthy by its NodeHealthCheck's
+// conditions all along pictureLag before, selected and present (the
+// anti-loop rule: a node whose unhealthy condition changed keeps its
+// remediation).
+func (c *checker) deleteRules(call *call, resp *http.Response) {
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
+		return
+	}
+	life := c.lifeOf(call.r.namespace, call.r.name, call.arrived)
+	if life == nil || !c.calmThrough(call.arrived.Add(-pictureLag)) {
+		return
+	}
+	for _, t := range []time.Time{call.arrived, call.arrived.Add(-pictureLag)} {
+		nhc, node := c.nhcAt(life.ownerName, call.arrived), c.nodeAt(life.node, t)
+		if nhc == nil || nhc.DeletionTimestamp != nil || node == nil || !selects(nhc, node) {
+			return
+		}
+		if _, matching := conditionsHold(nhc, node, t); !matching {
+			return
+		}
+	}
+	node := c.nodeAt(life.node, call.arrived)
+	c.fail(InvKeptWhileUnwell, "%s/%s of node %s deleted while the node was unhealthy all along: %s", call.r.namespace, call.r.name, life.node, conditionsOf(node))
+}
+
+// resourceLife is when a remediation resource existed.
+type resourceLife struct {
+	remediationObj
+	namespace, name  string
+	created, deleted time.Time
+}
+
+// lifeOf finds the resource of a name that existed at t.
+func (c *checker) lifeOf(namespace, name string, t time.Time) *resourceLife {
+	for i := range c.lives {
+		l := &c.lives[i]
+		if l.namespace == namespace && l.name == name && !l.created.After(t) && (l.deleted.IsZero() || !l.deleted.Before(t)) {
+			return l
+		}
+	}
+	return nil
+}
