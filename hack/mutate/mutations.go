@@ -61,6 +61,12 @@ var mutations = []mutation{
 		New:  "\t\tw.uid = uid\n\t\tdelete(f.writes, key)\n",
 	},
 	{
+		Name: "names-unstable", Rule: "never two for one node: a repeated create of a step meets the first",
+		File: "pkg/remediation/generate.go",
+		Old:  "hashed := string(nhc.UID) + ",
+		New:  "hashed := nhc.ResourceVersion + string(nhc.UID) + ",
+	},
+	{
 		Name: "pause-ignored", Rule: "no new remediation while paused",
 		File: "pkg/health/gates.go",
 		Old:  "\tcase e.rules.paused():\n",
@@ -69,8 +75,8 @@ var mutations = []mutation{
 	{
 		Name: "exclusion-ignored", Rule: "no new remediation of an excluded node",
 		File: "pkg/health/gates.go",
-		Old:  "\tcase v.Excluded:\n",
-		New:  "\tcase false:\n",
+		Old:  "return l.Get(v1alpha1.ExcludeFromRemediationLabel) == \"true\"",
+		New:  "return false",
 	},
 	{
 		Name: "storm-ignored", Rule: "no new remediation while storm recovery holds",

@@ -130,7 +130,7 @@ func (e *evaluation) evaluateNode(i int) {
 	// Only a node that is not healthy is gated: a healthy one's labels are
 	// not read, which at thousands of nodes a sync is mostly cache misses.
 	v.ControlPlane = v1alpha1.IsControlPlane(node.Labels)
-	v.Excluded = node.Labels.Get(v1alpha1.ExcludeFromRemediationLabel) == "true"
+	v.Excluded = excluded(node.Labels)
 	v.Since, v.Expires = m.since, m.expires
 	previous := e.previous[node.Name]
 	if e.in.PendingNodes[node.Name] {

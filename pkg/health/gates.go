@@ -1,5 +1,7 @@
 package health
 
+import "github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+
 // The gates: why a node that needs a new resource does not get one now.
 
 // resourceGate says why a node may not get any new resource now: neither a
@@ -91,4 +93,10 @@ func (e *evaluation) deferToNextPlan(v *NodeVerdict) bool {
 	v.Waiting = WaitNextBatch
 	e.p.Deferred++
 	return true
+}
+
+// excluded tells whether a node carries the exclude label with "true": it
+// gets no new remediation, neither planned nor sent.
+func excluded(l Labels) bool {
+	return l.Get(v1alpha1.ExcludeFromRemediationLabel) == "true"
 }

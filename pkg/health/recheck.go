@@ -37,7 +37,7 @@ func (p *Plan) Recheck(nhc *metav1.ObjectMeta, node *Node, c Creation, now time.
 		return withdrawnNodeGone
 	case p.rules.selector == nil || !p.rules.selector.Matches(node.Labels):
 		return withdrawnDeselected
-	case node.Labels.Get(v1alpha1.ExcludeFromRemediationLabel) == "true":
+	case excluded(node.Labels):
 		return withdrawnExcluded
 	case v1alpha1.IsControlPlane(node.Labels) != c.ControlPlane:
 		return withdrawnRoleChanged

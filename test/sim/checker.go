@@ -75,6 +75,15 @@ type checker struct {
 	// healthySince is when each (NodeHealthCheck, node) with a resource
 	// was last seen turning healthy (progress.go).
 	healthySince map[runKey]time.Time
+	// releaseSince is when each lease of ours was first seen with nothing
+	// left to hold it (progress.go).
+	releaseSince map[runKey]time.Time
+	// escalateSince is since when nothing has held back each
+	// (NodeHealthCheck, node)'s next step (progress.go).
+	escalateSince map[runKey]time.Time
+	// answeredCreates are the UIDs of the creates answered 201, by replica,
+	// resource and name (rules.go).
+	answeredCreates map[string]string
 }
 
 // typedOf converts a stored object once per version.
@@ -109,7 +118,7 @@ func (c *checker) allNHCs() []*v1alpha1.NodeHealthCheck {
 
 func newChecker(s *sim) *checker {
 	return &checker{s: s, nodes: map[string][]version{}, nhcs: map[string][]version{}, created: map[types.UID]types.UID{}, typed: map[string]any{},
-		running: map[runKey]*runs{}, createTries: map[runKey][]time.Time{}, forbiddenNodes: map[Kind]map[string]bool{}, forbiddenSince: map[Kind]time.Time{}, readableAgain: map[Kind]time.Time{}, uncertain: map[Kind][]remediationObj{}, unseen: map[Kind][]unseenCreate{}, unhealthySince: map[string]time.Time{}, healthySince: map[runKey]time.Time{}}
+		running: map[runKey]*runs{}, createTries: map[runKey][]time.Time{}, forbiddenNodes: map[Kind]map[string]bool{}, forbiddenSince: map[Kind]time.Time{}, readableAgain: map[Kind]time.Time{}, uncertain: map[Kind][]remediationObj{}, unseen: map[Kind][]unseenCreate{}, unhealthySince: map[string]time.Time{}, healthySince: map[runKey]time.Time{}, releaseSince: map[runKey]time.Time{}, escalateSince: map[runKey]time.Time{}, answeredCreates: map[string]string{}}
 }
 
 func (c *checker) fail(invariant, format string, args ...any) {

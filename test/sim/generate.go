@@ -48,6 +48,11 @@ type generator struct {
 // initial world, drawn with a focus.
 func Generate(seed uint64, n int, focus Focus) History {
 	g := &generator{rng: rand.New(rand.NewPCG(seed, 0x5eed)), budgets: rand.New(rand.NewPCG(seed, 0xb0d9e7)), focus: focus}
+	if focus == FocusNone && g.budgets.IntN(4) == 0 {
+		// One history in four is drawn as FOCUS=control-plane draws it:
+		// where quorum and escalations meet is rare in the even mix.
+		g.focus = FocusControlPlane
+	}
 	h := History{Seed: seed}
 	for _, node := range initialNodes {
 		h.Steps = append(h.Steps, Step{Op: OpAddNode, Node: node.name, Pool: node.pool, ControlPlane: node.controlPlane})

@@ -118,6 +118,9 @@ func (c *checker) write(call *call, resp *http.Response) {
 		c.deleteRules(call, resp)
 		return
 	}
+	if call.r.verb == "create" && isRemediation(call.r.gvr) {
+		c.repeatedCreates(call, resp)
+	}
 	if call.r.verb != "create" || !isRemediation(call.r.gvr) || resp.StatusCode != http.StatusCreated {
 		return
 	}

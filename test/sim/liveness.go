@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
@@ -30,6 +29,8 @@ func (c *checker) now() {
 	}
 	c.liveness(all, calm)
 	c.recoveries(all, calm)
+	c.leaseReleases(calm)
+	c.escalations(all, calm)
 	c.statuses(all)
 }
 
@@ -41,6 +42,12 @@ func (c *checker) nextDue() time.Time {
 	}
 	for _, since := range c.healthySince {
 		due = append(due, since.Add(deletionBound))
+	}
+	for _, since := range c.releaseSince {
+		due = append(due, since.Add(deletionBound))
+	}
+	for _, since := range c.escalateSince {
+		due = append(due, since.Add(escalationBound))
 	}
 	for _, w := range c.leaseWrites {
 		due = append(due, w.at.Add(leaseLag))
@@ -270,28 +277,7 @@ func (c *checker) mayRemediate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node,
 	if _, storm := stormSince(nhc); storm {
 		return false
 	}
-	return c.withinBudget(nhc, all)
-}
-
-// withinBudget tells, with a node of margin, whether maxUnhealthy allows
-// one more remediation.
-func (c *checker) withinBudget(nhc *v1alpha1.NodeHealthCheck, all []remediationObj) bool {
-	if nhc.Spec.MaxUnhealthy == nil {
-		return nhc.Spec.MinHealthy == nil || nhc.Spec.MinHealthy.IntValue() == 0 && nhc.Spec.MinHealthy.Type == intstr.Int
-	}
-	observed, unhealthy := 0, 0
-	for _, node := range c.allNodes() {
-		if !selects(nhc, node) {
-			continue
-		}
-		observed++
-		_, matching := conditionsHold(nhc, node, time.Now())
-		if matching || slices.ContainsFunc(all, func(r remediationObj) bool { return r.owner == nhc.UID && r.node == node.Name }) {
-			unhealthy++
-		}
-	}
-	allowed, err := intstr.GetScaledValueFromIntOrPercent(nhc.Spec.MaxUnhealthy, observed, false)
-	return err == nil && unhealthy < allowed
+	return c.budgetAllows(nhc, time.Now(), time.Now().Add(-pictureLag))
 }
 
 // statuses checks that every NodeHealthCheck's status lists only resources

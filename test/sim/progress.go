@@ -1,11 +1,15 @@
 package sim
 
 import (
+	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
 
 // The liveness invariants beside the first remediation's (liveness.go):
@@ -14,6 +18,7 @@ import (
 // The invariants of this file, by name.
 const (
 	InvDeletedWhenHealthy = "healthy-node-remediation-deleted"
+	InvLeaseReleased      = "node-lease-released"
 )
 
 // deletionBound is how long after a node is healthy, its healthyDelay
@@ -68,4 +73,206 @@ func (c *checker) recoveries(all []remediationObj, calm bool) {
 			delete(c.healthySince, key)
 		}
 	}
+}
+
+// leaseReleases checks that a node lease of ours is released (deleted)
+// within deletionBound once its NodeHealthCheck has no resource of the node
+// and the node is not unhealthy by its conditions, or not selected.
+func (c *checker) leaseReleases(calm bool) {
+	now := time.Now()
+	seen := map[runKey]bool{}
+	for _, obj := range c.s.server.store.stored(leasesGVR) {
+		node, lease := leaseOf(obj)
+		name, ours := health.LeaseHolderNHC(lease.Holder)
+		if !ours || node == "" {
+			continue
+		}
+		key := runKey{nhc: name, node: node}
+		nhc := c.nhcAt(name, now)
+		if nhc == nil || nhc.DeletionTimestamp != nil || c.hasResourceOf(nhc, node, now) {
+			continue
+		}
+		if n := c.nodeAt(node, now); n != nil && selects(nhc, n) {
+			if _, matching := conditionsHold(nhc, n, now); matching {
+				continue
+			}
+		}
+		seen[key] = true
+		since, ok := c.releaseSince[key]
+		if !ok {
+			c.releaseSince[key] = now
+			continue
+		}
+		if !calm || c.unreadableLately(nhc, now) || meta.IsStatusConditionTrue(nhc.Status.Conditions, v1alpha1.ConditionDisabled) {
+			continue
+		}
+		start := since
+		if c.calmSince.After(start) {
+			start = c.calmSince
+		}
+		if !now.Before(start.Add(deletionBound)) {
+			c.fail(InvLeaseReleased, "node lease of %s held by %s since %s, though NodeHealthCheck %s has no remediation of the node and it is not unhealthy",
+				node, lease.Holder, since.Format("15:04:05"), name)
+		}
+	}
+	for key := range c.releaseSince {
+		if !seen[key] {
+			delete(c.releaseSince, key)
+		}
+	}
+}
+
+// InvEscalated: a step with a timeout is followed by the next step, or, the
+// last, is timed out on record, within timeout + escalationBound of its
+// first start.
+const InvEscalated = "escalation-on-time"
+
+// escalationBound is how late after its timeout, with nothing in the way,
+// a step may still run without its successor.
+const escalationBound = 2 * time.Minute
+
+// escalations checks every (NodeHealthCheck, node) whose node is unhealthy
+// by its conditions: the step with a timeout that runs, first started in
+// this incident at S, is followed within S + timeout + escalationBound, or
+// within escalationBound of the instant since which nothing is in the way,
+// whichever is later.
+func (c *checker) escalations(all []remediationObj, calm bool) {
+	now := time.Now()
+	seen := map[runKey]bool{}
+	for _, nhc := range c.allNHCs() {
+		steps := nhc.Spec.RemediationSteps()
+		for _, node := range c.allNodes() {
+			key := runKey{nhc: nhc.Name, node: node.Name}
+			i, started := c.runningStep(nhc, node.Name, steps, now)
+			if i < 0 || steps[i].Timeout.Duration <= 0 || !calm || !c.mayEscalate(nhc, node, all) {
+				continue
+			}
+			seen[key] = true
+			since, ok := c.escalateSince[key]
+			if !ok {
+				c.escalateSince[key] = now
+				since = now
+			}
+			due := started.Add(steps[i].Timeout.Duration)
+			if since.After(due) {
+				due = since
+			}
+			if !now.Before(due.Add(escalationBound)) {
+				c.fail(InvEscalated, "node %s of NodeHealthCheck %s still at step %d (%s, timeout %s) first started at %s, with nothing in the way since %s",
+					node.Name, nhc.Name, i+1, steps[i].RemediationTemplate.Name, steps[i].Timeout.Duration, started.Format("15:04:05"), since.Format("15:04:05"))
+			}
+		}
+	}
+	for key := range c.escalateSince {
+		if !seen[key] {
+			delete(c.escalateSince, key)
+		}
+	}
+}
+
+// runningStep is the highest step of a NodeHealthCheck whose resource for
+// a node was created since the node last was healthy by its conditions,
+// with its first start then, unless that step is timed out on record (the
+// last one) or a later step's resource followed it; -1 otherwise. A spec
+// edited since the step started asks nothing.
+func (c *checker) runningStep(nhc *v1alpha1.NodeHealthCheck, node string, steps []v1alpha1.EscalatingRemediation, now time.Time) (int, time.Time) {
+	incident := c.lastHealthy(nhc, node, now)
+	step, started := -1, time.Time{}
+	for _, l := range c.lives {
+		if l.owner != nhc.UID || l.node != node || l.created.Before(incident) {
+			continue
+		}
+		for i, s := range steps {
+			if s.RemediationTemplate.Name != l.template || i < step {
+				continue
+			}
+			if i > step || l.created.Before(started) {
+				step, started = i, l.created
+			}
+		}
+	}
+	if step < 0 {
+		return -1, time.Time{}
+	}
+	if then := c.nhcAt(nhc.Name, started); then == nil || then.Generation != nhc.Generation {
+		return -1, time.Time{}
+	}
+	if step == len(steps)-1 && c.timedOutOnRecord(nhc, node, steps[step].RemediationTemplate.Name) {
+		return -1, time.Time{}
+	}
+	return step, started
+}
+
+// lastHealthy is the last instant before t at which a node matched none
+// of a NodeHealthCheck's unhealthy conditions.
+func (c *checker) lastHealthy(nhc *v1alpha1.NodeHealthCheck, name string, t time.Time) time.Time {
+	var last time.Time
+	for _, v := range c.nodes[name] {
+		if v.at.After(t) {
+			break
+		}
+		if v.obj == nil {
+			last = v.at
+			continue
+		}
+		if _, matching := conditionsHold(nhc, typedOf[corev1.Node](c, v.obj), v.at); !matching {
+			last = v.at
+		}
+	}
+	return last
+}
+
+// timedOutOnRecord tells whether the status records a step of a node as
+// timed out.
+func (c *checker) timedOutOnRecord(nhc *v1alpha1.NodeHealthCheck, node, template string) bool {
+	for _, entry := range nhc.Status.UnhealthyNodes {
+		if entry == nil || entry.Name != node {
+			continue
+		}
+		for _, rem := range entryRemediations(entry) {
+			if rem.TemplateName == template && rem.TimedOut != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// mayEscalate tells whether nothing documented holds back a node's next
+// step: its NodeHealthCheck acts (not deleted, paused or disabled, no storm,
+// within its budget, its kinds readable), the node is selected, not
+// excluded, unhealthy for its duration, no one else holds its lease, and,
+// for a control-plane node, no other control-plane node is remediated.
+func (c *checker) mayEscalate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node, all []remediationObj) bool {
+	now := time.Now()
+	if nhc.DeletionTimestamp != nil || len(nhc.Spec.PauseRequests) > 0 || !selects(nhc, node) || excluded(node) ||
+		!conditionsExpired(nhc, node, now.Add(-time.Second)) || meta.IsStatusConditionTrue(nhc.Status.Conditions, v1alpha1.ConditionDisabled) ||
+		c.unreadableLately(nhc, now) || c.recordedUnreadable(node) || c.heldWhileForbidden(node) {
+		return false
+	}
+	if _, storm := stormSince(nhc); storm {
+		return false
+	}
+	if lease := c.leaseOn(node.Name); lease.HeldAt(now) {
+		if holder, ours := health.LeaseHolderNHC(lease.Holder); !ours || holder != nhc.Name {
+			return false
+		}
+	}
+	if v1alpha1.IsControlPlane(labels.Set(node.Labels)) && slices.ContainsFunc(all, func(r remediationObj) bool {
+		return r.node != node.Name && (r.controlPlane || c.isControlPlaneNode(r.node))
+	}) {
+		return false
+	}
+	return c.budgetAllows(nhc, now, now.Add(-pictureLag))
+}
+
+// budgetAllows tells whether a NodeHealthCheck's budget allowed a new step
+// at each instant, counted as the controller counts.
+func (c *checker) budgetAllows(nhc *v1alpha1.NodeHealthCheck, instants ...time.Time) bool {
+	for _, t := range instants {
+		if healthy, minHealthy := c.budgetAt(nhc, t); healthy < minHealthy {
+			return false
+		}
+	}
+	return true
 }

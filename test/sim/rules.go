@@ -25,6 +25,7 @@ const (
 	InvBudget          = "no-create-beyond-the-budget"
 	InvStorm           = "no-create-during-storm-recovery"
 	InvKeptWhileUnwell = "no-deletion-while-unhealthy"
+	InvRepeatedCreate  = "no-create-sent-twice"
 )
 
 // pictureLag is how old the controller's picture of a NodeHealthCheck or a
@@ -198,4 +199,23 @@ func (c *checker) lifeOf(namespace, name string, t time.Time) *resourceLife {
 		}
 	}
 	return nil
+}
+
+// repeatedCreates checks the ledger's rule: a replica that was answered
+// 201 for a create never sends it again while that resource exists (it is
+// pending until its informer shows it, then seen). One whose answer was
+// lost, or a new replica, may: it cannot know.
+func (c *checker) repeatedCreates(call *call, resp *http.Response) {
+	key := call.client + " " + call.r.gvr.String() + " " + call.r.namespace + "/" + nameOf(call)
+	switch resp.StatusCode {
+	case http.StatusCreated:
+		if obj, err := c.s.server.store.get(call.r.gvr, call.r.namespace, nameOf(call)); err == nil {
+			c.answeredCreates[key] = string(obj.GetUID())
+		}
+	case http.StatusConflict:
+		obj, err := c.s.server.store.get(call.r.gvr, call.r.namespace, nameOf(call))
+		if uid, answered := c.answeredCreates[key]; answered && err == nil && string(obj.GetUID()) == uid {
+			c.fail(InvRepeatedCreate, "%s sent again by %s, which was answered 201 for it at its first create", describe(obj), call.client)
+		}
+	}
 }
