@@ -76,7 +76,7 @@ var mutations = []mutation{
 		Name: "exclusion-ignored", Rule: "no new remediation of an excluded node",
 		File: "pkg/health/gates.go",
 		Old:  "return l.Get(v1alpha1.ExcludeFromRemediationLabel) == \"true\"",
-		New:  "return false",
+		New:  "return l.Get(v1alpha1.ExcludeFromRemediationLabel) == \"never\"",
 	},
 	{
 		Name: "storm-ignored", Rule: "no new remediation while storm recovery holds",

@@ -179,7 +179,9 @@ func (c *checker) runningStep(nhc *v1alpha1.NodeHealthCheck, node string, steps 
 	incident := c.lastHealthy(nhc, node, now)
 	step, started := -1, time.Time{}
 	for _, l := range c.lives {
-		if l.owner != nhc.UID || l.node != node || l.created.Before(incident) {
+		// A resource created at the instant the node was last healthy
+		// belongs to the incident that ended then.
+		if l.owner != nhc.UID || l.node != node || !l.created.After(incident) {
 			continue
 		}
 		for i, s := range steps {

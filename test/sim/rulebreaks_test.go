@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// Rule-breaks 1 to 4 of issue 29, as the generated histories that found
-// them, shrunk (seed 630 with -sim.focus control-plane, seeds 4, 167 and 2,
-// simplified): on the code before their fixes each breaks its invariant,
-// and none may again.
+// Rule-breaks the simulation found, as the generated histories that found
+// them, shrunk (seed 630 with -sim.focus control-plane, seeds 4, 167, 2 and
+// 755, simplified): on the code before their fixes each breaks its
+// invariant, and none may again.
 func TestRuleBreaks(t *testing.T) {
 	cp := func(node, pool string) Step { return Step{Op: OpAddNode, Node: node, Pool: pool, ControlPlane: true} }
 	worker := func(node, pool string) Step { return Step{Op: OpAddNode, Node: node, Pool: pool} }
@@ -77,6 +77,22 @@ func TestRuleBreaks(t *testing.T) {
 				fail(0, "worker-0", "False"),
 				fail(time.Minute, "worker-0", "True"),
 				{After: 5 * time.Minute, Op: OpFaults, Fault: faultNone},
+			},
+		},
+		{
+			// Seed 755: the lease informer stalled while the step took its
+			// lease; seen at last, long after, the lease must wake its
+			// NodeHealthCheck, which no longer selects the node.
+			name: "5: a lease of ours seen late is released",
+			steps: []Step{
+				cp("cp-2", "cp"), template("Gamma", "gamma-1"),
+				nhc("nhc-1", NHCSpec{Pools: []string{"b"}, Conditions: ready("False", 10*time.Second), Steps: []TemplateStep{{Kind: "Gamma", Template: "gamma-1"}}}),
+				fail(time.Minute, "cp-2", "False"),
+				{After: 15 * time.Second, Op: OpWatchBreak},
+				{Op: OpWatchStall, Resource: "leases"},
+				{Op: OpEditNHC, NHC: "nhc-1", Spec: &NHCSpec{Pools: []string{"cp"}, Conditions: ready("False", 10*time.Second), Steps: []TemplateStep{{Kind: "Gamma", Template: "gamma-1", Timeout: 3 * time.Minute}}}},
+				{After: 30 * time.Second, Op: OpRelabel, Node: "cp-2", Pool: "a"},
+				{After: 10 * time.Minute, Op: OpFaults, Fault: faultNone},
 			},
 		},
 	} {

@@ -97,7 +97,7 @@ func (l *Leases) AddChangeHandler(handler ChangeFunc) error {
 		if lease, ok := obj.(*coordinationv1.Lease); ok {
 			if node, ok := leaseNode(lease); ok {
 				holder := ptr.Deref(lease.Spec.HolderIdentity, "")
-				handler(node, added && l.taking.seen(lease.Name, holder), holder)
+				handler(node, added && l.taking.seen(lease.Name, holder, l.clock.Now()), holder)
 			}
 		}
 	}
@@ -111,7 +111,7 @@ func (l *Leases) AddChangeHandler(handler ChangeFunc) error {
 			}
 			if node, ok := leaseNode(updated); ok {
 				holder := ptr.Deref(updated.Spec.HolderIdentity, "")
-				handler(node, l.taking.seen(updated.Name, holder), ptr.Deref(old.Spec.HolderIdentity, ""), holder)
+				handler(node, l.taking.seen(updated.Name, holder, l.clock.Now()), ptr.Deref(old.Spec.HolderIdentity, ""), holder)
 			}
 		},
 		DeleteFunc: func(obj any) { notify(obj, false) },
@@ -204,7 +204,7 @@ func (l *Leases) Acquire(ctx context.Context, req health.LeaseRequest) error {
 		if req.NodeUID != "" {
 			lease.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: req.Node, UID: req.NodeUID}}
 		}
-		l.taking.start(lease.Name, req.Holder)
+		l.taking.start(lease.Name, req.Holder, now.Time)
 		_, err = l.client.Leases(l.namespace).Create(ctx, lease, metav1.CreateOptions{FieldManager: v1alpha1.FieldManager})
 		if apierrors.IsNotFound(err) {
 			// Like upstream, the namespace is created when it is missing,
@@ -239,7 +239,7 @@ func (l *Leases) Acquire(ctx context.Context, req health.LeaseRequest) error {
 		lease.Spec.HolderIdentity = ptr.To(req.Holder)
 		lease.Spec.AcquireTime = &now
 		lease.Spec.LeaseTransitions = ptr.To(ptr.Deref(lease.Spec.LeaseTransitions, 0) + 1)
-		l.taking.start(lease.Name, req.Holder)
+		l.taking.start(lease.Name, req.Holder, now.Time)
 	}
 	lease.Spec.RenewTime, lease.Spec.LeaseDurationSeconds = &now, seconds
 	_, err = l.client.Leases(l.namespace).Update(ctx, lease, metav1.UpdateOptions{FieldManager: v1alpha1.FieldManager})
@@ -249,37 +249,51 @@ func (l *Leases) Acquire(ctx context.Context, req health.LeaseRequest) error {
 	return err
 }
 
+// ownEventWindow is how soon after its write the informer's event of a
+// lease this process took counts as its own: the sync that took it records
+// the outcome and requeues itself. Seen later (a watch that stalled, a
+// relist), the event wakes the NodeHealthCheck as anyone's would: its
+// syncs meanwhile did not see the lease, and nothing else will make it
+// renew or release it.
+const ownEventWindow = 10 * time.Second
+
 // ownWrites are the leases this process is taking, by name, with the holder
-// it writes: from before the write is sent until the informer shows it.
+// it writes and when: from before the write is sent until the informer
+// shows it.
 type ownWrites struct {
-	mu      sync.Mutex
-	holders map[string]string
+	mu     sync.Mutex
+	writes map[string]ownWrite
 }
 
-func (o *ownWrites) start(name, holder string) {
+type ownWrite struct {
+	holder string
+	at     time.Time
+}
+
+func (o *ownWrites) start(name, holder string, now time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.holders == nil {
-		o.holders = map[string]string{}
+	if o.writes == nil {
+		o.writes = map[string]ownWrite{}
 	}
-	o.holders[name] = holder
+	o.writes[name] = ownWrite{holder: holder, at: now}
 }
 
 // failed forgets a write that failed: the lease's next event is not ours.
 func (o *ownWrites) failed(name string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	delete(o.holders, name)
+	delete(o.writes, name)
 }
 
-// seen tells whether a lease's event shows the holder this process wrote,
-// and forgets the write.
-func (o *ownWrites) seen(name, holder string) bool {
+// seen tells whether a lease's event, at now, shows the holder this
+// process wrote within ownEventWindow, and forgets the write.
+func (o *ownWrites) seen(name, holder string, now time.Time) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	ours, ok := o.holders[name]
-	delete(o.holders, name)
-	return ok && ours == holder
+	w, ok := o.writes[name]
+	delete(o.writes, name)
+	return ok && w.holder == holder && now.Sub(w.at) < ownEventWindow
 }
 
 // accessEnsurer is the part of *Access that Leases uses.

@@ -161,14 +161,18 @@ func TestReadLeases(t *testing.T) {
 
 func TestOwnLeaseWritesAreSeenOnce(t *testing.T) {
 	var o ownWrites
-	assert.False(t, o.seen("node-a", "NodeHealthCheck-workers"), "nothing written")
-	o.start("node-a", "NodeHealthCheck-workers")
-	assert.True(t, o.seen("node-a", "NodeHealthCheck-workers"), "the informer shows our write")
-	assert.False(t, o.seen("node-a", "NodeHealthCheck-workers"), "once")
+	at := leaseNow
+	assert.False(t, o.seen("node-a", "NodeHealthCheck-workers", at), "nothing written")
+	o.start("node-a", "NodeHealthCheck-workers", at)
+	assert.True(t, o.seen("node-a", "NodeHealthCheck-workers", at.Add(time.Second)), "the informer shows our write")
+	assert.False(t, o.seen("node-a", "NodeHealthCheck-workers", at.Add(time.Second)), "once")
 
-	o.start("node-a", "NodeHealthCheck-workers")
-	assert.False(t, o.seen("node-a", "node-maintenance"), "someone else's holder is not ours")
-	o.start("node-b", "NodeHealthCheck-workers")
+	o.start("node-a", "NodeHealthCheck-workers", at)
+	assert.False(t, o.seen("node-a", "node-maintenance", at), "someone else's holder is not ours")
+	o.start("node-b", "NodeHealthCheck-workers", at)
 	o.failed("node-b")
-	assert.False(t, o.seen("node-b", "NodeHealthCheck-workers"), "a failed write is not ours")
+	assert.False(t, o.seen("node-b", "NodeHealthCheck-workers", at), "a failed write is not ours")
+	o.start("node-c", "NodeHealthCheck-workers", at)
+	assert.False(t, o.seen("node-c", "NodeHealthCheck-workers", at.Add(ownEventWindow)),
+		"seen late (a stalled watch), it wakes the NodeHealthCheck as anyone's write does")
 }
