@@ -108,10 +108,10 @@ func accessKey(user *authenticationv1.UserInfo, verb, path string) string {
 // refreshAhead reviews an answer that let its caller in again, in the
 // second half of its life, in the background, on slots and a client of its
 // own: Prometheus, which scrapes at least every minute, is never reviewed
-// behind a flood of unknown tokens and paths, and never waits (issue 30:
-// its scrapes were answered 429, or 401 once a review timed out, when its
-// answer expired during a flood). A review that fails leaves the answer to
-// expire when it would have.
+// behind a flood of unknown tokens and paths, and never waits: otherwise
+// its scrapes would be answered 429, or 401 once a review timed out, when
+// its answer expires during a flood. A review that fails leaves the answer
+// to expire when it would have.
 func (a *delegatedAuth) refreshAhead(ctx context.Context, answers *cache.LRUExpireCache, key string, cached answer, ttl time.Duration, review func(context.Context) error) {
 	age := a.clock.Since(cached.reviewedAt)
 	if cached.refreshing || age < ttl/2 || age >= ttl {

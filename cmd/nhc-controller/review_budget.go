@@ -5,7 +5,7 @@ import "sync"
 // reviewBudget bounds the reviews of callers without a cached answer: at
 // most total at once, and at most perCaller of them for one client
 // address, so that one pod flooding with unknown tokens or paths leaves
-// slots for every other caller (issue 30).
+// slots for every other caller.
 type reviewBudget struct {
 	total, perCaller int
 

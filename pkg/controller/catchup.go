@@ -92,8 +92,8 @@ func (c *Controller) nodesCaughtUp(ctx context.Context, nhc *v1alpha1.NodeHealth
 // is older than the list the node cache started from: every node that
 // existed when it was created is cached, at least as new as then, and no
 // list is needed. At a start, that is every NodeHealthCheck but one
-// created in the last moments: 10 NodeHealthChecks at 10,000 nodes were 29
-// lists of 110 MB and 2.4 s of start-up (issue 31).
+// created in the last moments. Without it, 10 NodeHealthChecks at 10,000
+// nodes cost 29 lists of 110 MB and 2.4 s of start-up.
 func (c *Controller) olderThanTheCache(nhc *v1alpha1.NodeHealthCheck) bool {
 	started := c.liveNodes.InitialListVersion()
 	if started == "" {

@@ -30,9 +30,9 @@ import (
 // for its next try. client-go's default doubles up to 1000 s: after a
 // minute of conflicts (a status write whose answer was lost, while the
 // watch that would show the new resourceVersion was silent) the next try
-// came minutes after the cause had gone, and the status went unrecorded
-// that long (make sim, seed 186040). Every NodeHealthCheck that keeps
-// failing costs a try every 30 s.
+// would come minutes after the cause had gone, and the status would go
+// unrecorded that long. Every NodeHealthCheck that keeps failing costs a
+// try every 30 s.
 const maxRetryDelay = 30 * time.Second
 
 // retryLimiter is client-go's controller rate limiter, its per-item

@@ -4,9 +4,9 @@ import "net"
 
 // While a paced reader waits out its window, the socket must not wake the
 // process for every update that arrives: Go's netpoller is edge-triggered,
-// so each TCP segment of each heartbeat woke a thread that found no reader
-// waiting (issue 31: 120 wake-ups a second at 83 heartbeats, and the
-// scheduler's search for work was 40% of the quiet phase's CPU). The
+// so each TCP segment of each heartbeat would wake a thread that finds no
+// reader waiting: 120 wake-ups a second at 83 heartbeats a second, the
+// scheduler's search for work then being 40% of a quiet cluster's CPU. The
 // socket's receive low-water mark (SO_RCVLOWAT) keeps the kernel from
 // reporting it readable until that much has arrived: raised while the
 // reader waits, and set back to one byte before it reads, so that a read

@@ -27,8 +27,8 @@ import (
 // nor the relist after a 410 Gone or a watch error, whether a LIST or a
 // watch that streams the initial list first (sendInitialEvents). Such a
 // watch is paced from the bookmark that ends its initial events on: client-go
-// goes on reading changes from it until it times out, 5 to 10 minutes
-// (issue 31: unpaced that long, a heartbeat cost twice the CPU). Paced
+// goes on reading changes from it until it times out, 5 to 10 minutes, and
+// unpaced that long, a heartbeat costs twice the CPU. Paced
 // reads keep up with a steady 12 MiB/s at a 300ms window, far more than a
 // watch of changes needs, but fall behind 3 MiB/s at 1s; a relist needs
 // hundreds of MiB/s.

@@ -49,9 +49,9 @@ func (i *Informer) Versions(ctx context.Context, selector labels.Selector) (map[
 
 // nodeVersions reads the names and resourceVersions of a protobuf
 // NodeList's items into versions, and returns its continue token. It reads
-// nothing else: a whole decode of every selected node cost a new
+// nothing else: a whole decode of every selected node costs a new
 // NodeHealthCheck's first sync at 10,000 nodes seconds of CPU and tens of
-// MiB (issue 31).
+// MiB.
 func nodeVersions(data []byte, versions map[string]string) (string, error) {
 	kind, body, err := unwrap(data)
 	if err != nil || kind != nodeListKind.Kind {

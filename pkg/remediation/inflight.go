@@ -36,9 +36,8 @@ const inFlightTTL = time.Minute
 //     the slot (their control-plane index counts it too).
 //
 // A create that lapses unshown is looked up at the API server, not dropped
-// (lookUpLapsed): seed 104171 of make sim started a second control-plane
-// node when the reservation of a resource its stalled watch never showed
-// lapsed.
+// (lookUpLapsed): dropping the reservation of a resource that a stalled
+// watch never showed would let a second control-plane node start.
 type inFlight struct {
 	clock clock.PassiveClock
 	mu    sync.Mutex
@@ -164,9 +163,9 @@ func (f *inFlight) cancel(key writeKey) {
 // timestamp, its delete; a deleted control-plane remediation frees the
 // slot its create holds. Once a create's UID is known, only that resource
 // settles it: the slot is not freed by the late deletion of an earlier
-// resource of the same name (make sim, seed 386075: a stalled watch
-// delivered it after the next create, and a second control-plane node
-// was started). It returns the NodeHealthChecks whose create it confirms.
+// resource of the same name, which a stalled watch may deliver after the
+// next create, and which would otherwise let a second control-plane node
+// start. It returns the NodeHealthChecks whose create it confirms.
 func (f *inFlight) settle(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool) (confirmed []string) {
 	template := obj.GetAnnotations()[v1alpha1.TemplateNameAnnotation]
 	target := createKey("", gvr, obj.GetNamespace(), resource.TargetNode(obj), template)
@@ -302,9 +301,9 @@ func (f *inFlight) renew(l lapsedCreate) {
 // may stop before they show its resources go. Its creates stay until shown
 // and seen gone, or looked up gone once they lapse: the garbage collector
 // deletes the resource, but a remediator's finalizer keeps it while it
-// works, and it holds its node meanwhile (make sim, seed 415587: a stalled
-// watch had not shown the create, and the NodeHealthCheck recreated under
-// the same name started a second remediation beside it).
+// works, and it holds its node meanwhile: if a stalled watch has not shown
+// the create, a NodeHealthCheck recreated under the same name would
+// otherwise start a second remediation beside it.
 func (f *inFlight) forget(nhc string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -21,14 +21,14 @@ import (
 const logCreateUnseen = "Created remediation not shown by its informer yet; its node waits"
 
 // lookUpLapsed looks up at the API server the creates of every
-// NodeHealthCheck that the informers have not shown within inFlightTTL
-// (seed 118367: a disabled NodeHealthCheck, which does not sync, let its
-// create lapse, and another one remediated the node beside it). One the API
-// server has is expected again: its node gets no new action, and its
-// status keeps the resource, until the informer shows it; believing the
-// cache instead would drop it from the status and create a second
-// remediation beside it (make sim, seed 3557: a watch that stopped
-// sending). One that is gone lapses; one that cannot be read (forbidden,
+// NodeHealthCheck that the informers have not shown within inFlightTTL,
+// syncing or not: a disabled NodeHealthCheck does not sync, and its create
+// would otherwise lapse and let another one remediate the node beside it.
+// One the API server has is expected again: its node gets no new action,
+// and its status keeps the resource, until the informer shows it; believing
+// the cache instead, when a watch stops sending, would drop it from the
+// status and create a second remediation beside it. One that is gone
+// lapses; one that cannot be read (forbidden,
 // or any error) is expected again, and looked up again at the next sync.
 // A create that holds the control-plane slot is looked up the same way,
 // whoever owns what is found: one found and not shown, or unreadable,
@@ -56,8 +56,9 @@ func (m *Manager) unseen(ctx context.Context, gvr schema.GroupVersionResource, n
 	case apierrors.IsNotFound(err), err == nil && owner != "" && !slices.Contains(resource.OwnerNames(obj), owner):
 		return false
 	case apierrors.IsForbidden(err) && !m.served(gvr):
-		// Uninstalled with its role: its resources went with its CRD
-		// (make sim, seed 8626 with FOCUS=control-plane).
+		// Uninstalled with its role: its resources went with its CRD,
+		// and counting them unseen would hold their nodes, or the
+		// control-plane slot, for good.
 		return false
 	case err == nil:
 		cached := m.informers.Get(gvr, namespace, name)
@@ -70,8 +71,7 @@ func (m *Manager) unseen(ctx context.Context, gvr schema.GroupVersionResource, n
 // error showed once the API no longer serves them (looked up again at most
 // every 10 s while there are such kinds): a CRD's resources are deleted
 // with it. An uninstalled kind whose role went too answers 403, not 404,
-// and would otherwise hold its nodes for good (make sim, seeds 109151 and
-// 1947).
+// and would otherwise hold its nodes for good.
 func (m *Manager) forgetUnserved() {
 	for _, gvr := range m.informers.Remembering() {
 		if !m.served(gvr) {

@@ -147,8 +147,8 @@ func (m *Manager) Read(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, w Wat
 // informers of other kinds show: a kind neither its templates nor its
 // status name any more (the status dropped it while the kind's watch was
 // silent) is still watched while it holds resources of NodeHealthChecks,
-// and they are its own to list and clean up (make sim, seed 118367: they
-// were never listed again).
+// and they are its own to list and clean up: otherwise nothing would list
+// them again.
 func (m *Manager) readOwnedElsewhere(obs *Observation, nhc *v1alpha1.NodeHealthCheck) {
 	known := map[schema.GroupVersionResource]bool{}
 	for _, gvr := range obs.resources {

@@ -70,8 +70,8 @@ func (m *Manager) Watch(nhc *v1alpha1.NodeHealthCheck) (Watched, error) {
 		}
 	})
 	// A create under way stays watched until its informer shows it, even
-	// if the spec dropped its template meanwhile (make sim, seed 118367:
-	// its kind was no longer watched, and the status never listed it).
+	// if the spec dropped its template meanwhile: unwatched, its kind would
+	// never show it, and the status would never list it.
 	for _, gvr := range m.inFlight.pendingResources(nhc.Name) {
 		if gvk, err := m.templates.mapper.KindFor(gvr); err == nil {
 			if _, known := w.resources[gvk]; !known {

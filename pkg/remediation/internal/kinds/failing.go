@@ -74,7 +74,7 @@ func (inf *Informers) recordFailing(gvr schema.GroupVersionResource, err error, 
 	if inf.users(gvr).Len() == 0 && last.empty() {
 		// Nothing uses it and nothing is to be remembered (a kind looked
 		// at for leftovers): a NodeHealthCheck that uses it later starts
-		// it afresh (make sim, seed 103126: it waited 10 minutes).
+		// it afresh instead of waiting out TemplateRetryInterval.
 		delete(inf.stopped, gvr)
 		return 0, true
 	}
