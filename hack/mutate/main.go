@@ -86,11 +86,14 @@ func try(work string, m mutation, seeds int) (result, error) {
 	if err != nil {
 		return r, err
 	}
-	if n := bytes.Count(source, []byte(m.Old)); n != 1 {
-		return r, fmt.Errorf("%s holds its old text %d times, not once: the mutation is stale", m.File, n)
+	for _, e := range m.Edits {
+		if n := bytes.Count(source, []byte(e.Old)); n != 1 {
+			return r, fmt.Errorf("%s holds %q %d times, not once: the mutation is stale", m.File, e.Old, n)
+		}
+		source = bytes.Replace(source, []byte(e.Old), []byte(e.New), 1)
 	}
 	mutated := filepath.Join(work, m.Name+".go")
-	if err := os.WriteFile(mutated, bytes.Replace(source, []byte(m.Old), []byte(m.New), 1), 0o644); err != nil {
+	if err := os.WriteFile(mutated, source, 0o644); err != nil {
 		return r, err
 	}
 	file, err := filepath.Abs(m.File)

@@ -1,111 +1,95 @@
 package main
 
-// mutation is one rule of the spec broken on purpose, minimally: Old, which
-// must occur exactly once in File, replaced by New. The simulation must
-// catch each; one that survives is an invariant missing.
+// mutation is one rule of the spec broken on purpose, minimally: in File,
+// each edit's Old, which must occur exactly once, replaced by its New. The
+// simulation must catch each; one that survives is an invariant missing.
 type mutation struct {
 	Name string
 	// Rule is the rule broken, in the spec's words.
-	Rule     string
-	File     string
-	Old, New string
+	Rule  string
+	File  string
+	Edits []edit
 }
+
+type edit struct{ Old, New string }
 
 var mutations = []mutation{
 	{
 		Name: "control-plane-first", Rule: "one control-plane node at a time, first steps",
-		File: "pkg/health/evaluate.go",
-		Old:  "if v.Waiting = e.createGate(v); v.Waiting != WaitNone {\n\t\t\tcontinue",
-		New:  "if v.Waiting = e.escalationGate(v); v.Waiting != WaitNone {\n\t\t\tcontinue",
+		File:  "pkg/health/evaluate.go",
+		Edits: []edit{{Old: "if v.Waiting = e.createGate(v); v.Waiting != WaitNone {\n\t\t\tcontinue", New: "if v.Waiting = e.escalationGate(v); v.Waiting != WaitNone {\n\t\t\tcontinue"}},
 	},
 	{
 		Name: "control-plane-escalation", Rule: "one control-plane node at a time, escalation steps",
 		File: "pkg/health/evaluate.go",
-		Old:  "\t\tgate = e.createGate\n",
-		New:  "\t\tgate = e.escalationGate\n",
+		Edits: []edit{
+			{Old: "\t\tgate = e.createGate\n", New: "\t\tgate = e.escalationGate\n"},
+			{Old: "if v.Waiting = e.createGate(v); v.Waiting == WaitNone {", New: "if v.Waiting = e.escalationGate(v); v.Waiting == WaitNone {"},
+		},
 	},
 	{
 		Name: "budget-loose", Rule: "no remediation while fewer nodes than minHealthy are healthy (one too many)",
-		File: "pkg/health/evaluate.go",
-		Old:  "Allowed: e.p.Healthy >= minHealthy}",
-		New:  "Allowed: e.p.Healthy >= minHealthy-1}",
+		File:  "pkg/health/evaluate.go",
+		Edits: []edit{{Old: "Allowed: e.p.Healthy >= minHealthy}", New: "Allowed: e.p.Healthy >= minHealthy-1}"}},
 	},
 	{
 		Name: "budget-strict", Rule: "remediation while minHealthy nodes are healthy (one too few)",
-		File: "pkg/health/evaluate.go",
-		Old:  "Allowed: e.p.Healthy >= minHealthy}",
-		New:  "Allowed: e.p.Healthy > minHealthy}",
+		File:  "pkg/health/evaluate.go",
+		Edits: []edit{{Old: "Allowed: e.p.Healthy >= minHealthy}", New: "Allowed: e.p.Healthy > minHealthy}"}},
 	},
 	{
 		Name: "no-deletion-after-recovery", Rule: "a healthy node's remediation is deleted",
-		File: "pkg/health/recovery.go",
-		Old:  "\t\tif r := &resources[i]; !r.Deleting {\n\t\t\te.p.Delete",
-		New:  "\t\tif r := &resources[i]; false && !r.Deleting {\n\t\t\te.p.Delete",
+		File:  "pkg/health/recovery.go",
+		Edits: []edit{{Old: "\t\tif r := &resources[i]; !r.Deleting {\n\t\t\te.p.Delete", New: "\t\tif r := &resources[i]; false && !r.Deleting {\n\t\t\te.p.Delete"}},
 	},
 	{
 		Name: "anti-loop", Rule: "a node whose unhealthy condition changed keeps its remediation",
-		File: "pkg/health/evaluate.go",
-		Old:  "\t\te.clearHealthyDelay(resources)\n\t\tv.Listed = len(resources) > 0 || previous != nil",
-		New:  "\t\te.recover(v, resources, previous)\n\t\tv.Listed = len(resources) > 0 || previous != nil",
+		File:  "pkg/health/evaluate.go",
+		Edits: []edit{{Old: "\t\te.clearHealthyDelay(resources)\n\t\tv.Listed = len(resources) > 0 || previous != nil", New: "\t\te.recover(v, resources, previous)\n\t\tv.Listed = len(resources) > 0 || previous != nil"}},
 	},
 	{
 		Name: "no-confirmation", Rule: "never create from a stale picture: the node is confirmed before a create",
-		File: "pkg/remediation/apply.go",
-		Old:  "why, unconfirmed, err := confirm(ctx, c)",
-		New:  "why, unconfirmed, err := \"\", false, error(nil)",
+		File:  "pkg/remediation/apply.go",
+		Edits: []edit{{Old: "why, unconfirmed, err := confirm(ctx, c)", New: "why, unconfirmed, err := \"\", false, error(nil)"}},
 	},
 	{
 		Name: "ledger-forgets", Rule: "never two for one node: a create stays pending until its informer shows it",
-		File: "pkg/remediation/inflight.go",
-		Old:  "\t\tw.uid = uid\n\t\tf.writes[key] = w\n",
-		New:  "\t\tw.uid = uid\n\t\tdelete(f.writes, key)\n",
-	},
-	{
-		Name: "names-unstable", Rule: "never two for one node: a repeated create of a step meets the first",
-		File: "pkg/remediation/generate.go",
-		Old:  "hashed := string(nhc.UID) + ",
-		New:  "hashed := nhc.ResourceVersion + string(nhc.UID) + ",
+		File:  "pkg/remediation/inflight.go",
+		Edits: []edit{{Old: "\t\tw.uid = uid\n\t\tf.writes[key] = w\n", New: "\t\tw.uid = uid\n\t\tdelete(f.writes, key)\n"}},
 	},
 	{
 		Name: "pause-ignored", Rule: "no new remediation while paused",
-		File: "pkg/health/gates.go",
-		Old:  "\tcase e.rules.paused():\n",
-		New:  "\tcase false:\n",
+		File:  "pkg/health/gates.go",
+		Edits: []edit{{Old: "\tcase e.rules.paused():\n", New: "\tcase false:\n"}},
 	},
 	{
 		Name: "exclusion-ignored", Rule: "no new remediation of an excluded node",
-		File: "pkg/health/gates.go",
-		Old:  "return l.Get(v1alpha1.ExcludeFromRemediationLabel) == \"true\"",
-		New:  "return l.Get(v1alpha1.ExcludeFromRemediationLabel) == \"never\"",
+		File:  "pkg/health/gates.go",
+		Edits: []edit{{Old: "return l.Get(v1alpha1.ExcludeFromRemediationLabel) == \"true\"", New: "return l.Get(v1alpha1.ExcludeFromRemediationLabel) == \"never\""}},
 	},
 	{
 		Name: "storm-ignored", Rule: "no new remediation while storm recovery holds",
-		File: "pkg/health/gates.go",
-		Old:  "\tcase e.p.Storm.Active:\n",
-		New:  "\tcase false:\n",
+		File:  "pkg/health/gates.go",
+		Edits: []edit{{Old: "\tcase e.p.Storm.Active:\n", New: "\tcase false:\n"}},
 	},
 	{
 		Name: "overlap-ignored", Rule: "one NodeHealthCheck remediates a node that several select",
-		File: "pkg/health/gates.go",
-		Old:  "\tcase v.RemediatedBy != nil:\n",
-		New:  "\tcase false:\n",
+		File:  "pkg/health/gates.go",
+		Edits: []edit{{Old: "\tcase v.RemediatedBy != nil:\n", New: "\tcase false:\n"}},
 	},
 	{
 		Name: "lease-kept", Rule: "a node lease is released once nothing runs on the node",
-		File: "pkg/health/lease.go",
-		Old:  "\t\t\tif verdicts[node] == nil {\n",
-		New:  "\t\t\tif false && verdicts[node] == nil {\n",
+		File:  "pkg/health/lease.go",
+		Edits: []edit{{Old: "\t\t\tif verdicts[node] == nil {\n", New: "\t\t\tif false && verdicts[node] == nil {\n"}},
 	},
 	{
 		Name: "timeout-restarts", Rule: "a step's timeout counts from its first start",
-		File: "pkg/health/escalation.go",
-		Old:  "end.at = p.stepStarted().Add(timeout)",
-		New:  "end.at = p.current.Created.Add(timeout)",
+		File:  "pkg/health/escalation.go",
+		Edits: []edit{{Old: "end.at = p.stepStarted().Add(timeout)", New: "end.at = p.current.Created.Add(timeout)"}},
 	},
 	{
 		Name: "timeout-ignored", Rule: "the next step starts when a step times out",
-		File: "pkg/health/escalation.go",
-		Old:  "end.at = p.stepStarted().Add(timeout)",
-		New:  "end.at = p.stepStarted().Add(100 * timeout)",
+		File:  "pkg/health/escalation.go",
+		Edits: []edit{{Old: "end.at = p.stepStarted().Add(timeout)", New: "end.at = p.stepStarted().Add(100 * timeout)"}},
 	},
 }
