@@ -166,7 +166,7 @@ func TestReviewsAreBounded(t *testing.T) {
 
 // A valid token without the role, asking for path after path, takes review
 // slots like an unknown token: once its share is taken, it is answered 429
-// without a SubjectAccessReview (issue 30: those reviews had no bound).
+// without a SubjectAccessReview.
 func TestAccessReviewsAreBounded(t *testing.T) {
 	client, _ := reviewingClient(nil)
 	release := make(chan struct{})
@@ -202,7 +202,7 @@ func authorized(token string) *http.Request {
 // Prometheus's token is reviewed again ahead of its answer's expiry, on
 // slots unknown tokens cannot take: while a flood of forged tokens keeps
 // every review slot busy, its scrapes go on being served, past the time
-// its first answer would have expired (issue 30: they were answered 429).
+// its first answer would have expired, not answered 429.
 func TestAKnownTokenIsReviewedAgainAheadOfAFlood(t *testing.T) {
 	client, _ := reviewingClient(nil)
 	clk := clocktesting.NewFakePassiveClock(time.Now())

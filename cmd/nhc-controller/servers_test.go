@@ -92,8 +92,8 @@ func TestNoHTTP2(t *testing.T) {
 
 // A peer that keeps thousands of silent connections open to the probe port,
 // opening a new one as each is closed, delays no kubelet probe: each is
-// answered within the kubelet's 1 s timeout (issue 30: with a cap of 64
-// connections, none was).
+// answered within the kubelet's 1 s timeout (a plain cap of 64
+// connections answered none).
 func TestProbesAreAnsweredThroughSilentConnections(t *testing.T) {
 	addr := startServer(t, probeLimits)
 	holdSilentConnections(t, addr, 2000)
@@ -103,7 +103,7 @@ func TestProbesAreAnsweredThroughSilentConnections(t *testing.T) {
 
 // The same on the metrics port, over TLS: 800 silent connections, each
 // opened again as soon as it is closed, and every scrape is answered
-// within Prometheus's usual timeout (issue 30: with a cap of 256, none was).
+// within Prometheus's usual timeout (a plain cap of 256 answered none).
 func TestScrapesAreAnsweredThroughSilentConnections(t *testing.T) {
 	addr := startTLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("metrics")) }))
 	holdSilentConnections(t, addr, 800)

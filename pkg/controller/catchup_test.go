@@ -97,7 +97,7 @@ func TestANodeDeletedAfterTheListHoldsNothingBackForLong(t *testing.T) {
 
 // A NodeHealthCheck older than the list the node cache started from needs
 // no list of its own: every node that existed when it was created is
-// cached (issue 31: at a start, each new NodeHealthCheck listed its nodes).
+// cached, rather than each NodeHealthCheck listing its nodes at a start.
 // One created since, or when that list is unknown, is listed as before.
 func TestANodeHealthCheckOlderThanTheCacheAsksNoList(t *testing.T) {
 	for _, tt := range []struct {

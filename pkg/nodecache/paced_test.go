@@ -150,8 +150,8 @@ func TestTheConnectionOfAListIsNotPaced(t *testing.T) {
 }
 
 // A watch that streams the initial list is paced once its initial events
-// end: client-go reads changes from it for minutes after (issue 31: a
-// heartbeat cost twice the CPU while it ran unpaced). A later request on
+// end: client-go reads changes from it for minutes after, and unpaced a
+// heartbeat costs twice the CPU. A later request on
 // the connection is marked as its own.
 func TestAWatchOfTheInitialListIsPacedOnceTheListEnds(t *testing.T) {
 	pacing := &readPacing{window: time.Millisecond, clock: clocktesting.NewFakeClock(time.Unix(0, 0))}

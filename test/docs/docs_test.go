@@ -33,8 +33,8 @@ func headings(text string) []string {
 	return found
 }
 
-// Every section heading appears once in its file (issue 33: operating.md
-// had three sections twice, the second copy stale).
+// Every section heading appears once in its file: a second copy goes
+// stale.
 func TestEverySectionHeadingAppearsOnce(t *testing.T) {
 	root := controlplane.RepoRoot()
 	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
@@ -70,8 +70,7 @@ func directions(text string) map[string]string {
 }
 
 // Every alert has a runbook section, and every setting its text advises
-// to raise or lower, the runbook advises the same way (issue 33: the storm
-// alert said lower stormRecoveryThreshold, the runbook and the API raise).
+// to raise or lower, the runbook advises the same way.
 func TestEveryAlertsAdviceAgreesWithItsRunbook(t *testing.T) {
 	root := controlplane.RepoRoot()
 	data, err := os.ReadFile(filepath.Join(root, "manifests", "monitoring", "prometheus-rule.yaml"))

@@ -121,8 +121,8 @@ func readTrend(path string) ([]trendEntry, error) {
 }
 
 // baselineRuns is how many runs before the last one its figures are
-// compared with, by their median: one run of the same commit on this host
-// gave a storm p99 of 591 ms, the next 1,306 ms (issue 31, fifth session).
+// compared with, by their median: two runs of one commit on one host have
+// given a storm p99 of 591 ms and 1,306 ms.
 const baselineRuns = 3
 
 // compareTrend prints, for each size the trend holds, the last run against

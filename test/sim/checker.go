@@ -247,8 +247,8 @@ func (c *checker) attempt(call *call) {
 
 // lostAnswer counts a lease write whose answer was lost as an attempt to
 // start a step on its node: it landed, but the controller saw an error and
-// tries again before its create (seed 140719: the next step's lease, taken
-// while answers were lost, was judged a renewal with nothing running). A
+// tries again before its create: a next step's lease taken while answers
+// are lost is no renewal with nothing running. A
 // remediation create whose answer was lost is remembered as uncertain.
 func (c *checker) lostAnswer(call *call) {
 	if k, ok := kindOf(call.r.gvr); ok && call.r.verb == "create" {

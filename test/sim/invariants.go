@@ -78,8 +78,7 @@ func (c *checker) resourceCreated(obj *unstructured.Unstructured) {
 // since before the leader started (none of its informers ever listed it),
 // and no NodeHealthCheck's status records it (its NodeHealthCheck was
 // deleted, or the status write was lost in a crash). decisions.md ("What
-// cannot be read holds its nodes") names this limit; seeds 110999 and
-// 3848 (FOCUS=control-plane) found it.
+// cannot be read holds its nodes") names this limit.
 func (c *checker) unknowable(r remediationObj) bool {
 	since, forbidden := c.forbiddenSince[Kind(strings.TrimSuffix(r.obj.GetKind(), "Remediation"))]
 	if !forbidden || !since.Before(c.leaderStarted) {

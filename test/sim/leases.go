@@ -68,18 +68,16 @@ func (c *checker) watchLag() time.Duration {
 	}
 	// A watch that ended (a fault, a stall, its timeout): until its client
 	// watches again (after its back-off, and any outage), and leaseLag
-	// after, it may act on the world from before (seed 31303: a node that
-	// recovered during an outage, its lease renewed from the stale
-	// picture).
+	// after, it may act on the world from before: renew the lease of a
+	// node that recovered during an outage.
 	if len(c.s.server.rewatching) > 0 || time.Now().Before(c.s.server.rewatched.Add(leaseLag)) {
 		return -1
 	}
 	if now := time.Now(); now.Before(c.s.server.delayUntil.Add(leaseLag)) {
 		// What changed since the delay began (or since a watch that
 		// resumed during it went blind) is not delivered yet, or was
-		// delivered a moment ago (seed 102762: a renewal at the very
-		// instant a delay ended, before the deletion it held back was
-		// handled).
+		// delivered a moment ago: a renewal at the very instant a delay
+		// ended may come before the deletion it held back is handled.
 		lag += min(now.Sub(c.s.server.delayFrom), c.s.server.delayUntil.Sub(c.s.server.delayFrom))
 	}
 	return lag

@@ -140,13 +140,11 @@ func (c *checker) forbid(k Kind, on bool) {
 
 // heldWhileForbidden tells whether a node had a resource of a kind when it
 // turned forbidden, or a create of one whose answer was lost, or one the
-// leader's informer has not shown (seed 494795), or, for a
-// control-plane node, another node had one that was created for a
-// control-plane node or remediates one now (seeds 110036, 3185 with
-// FOCUS=control-plane; seeds 302886 and 308638: an Alpha create refused
-// as forbidden, its answer lost, held its node from the next step and
-// another NodeHealthCheck's control-plane node), and the kind is still
-// forbidden and served.
+// leader's informer has not shown, or, for a control-plane node, another
+// node had one that was created for a control-plane node or remediates
+// one now (a create refused as forbidden whose answer was lost holds its
+// node and every control-plane node), and the kind is still forbidden and
+// served.
 func (c *checker) heldWhileForbidden(node *corev1.Node) bool {
 	controlPlane := v1alpha1.IsControlPlane(labels.Set(node.Labels))
 	for k, nodes := range c.forbiddenNodes {
@@ -177,7 +175,7 @@ func (c *checker) recordedUnreadable(node *corev1.Node) bool {
 	for _, nhc := range c.allNHCs() {
 		for _, entry := range nhc.Status.UnhealthyNodes {
 			// A recorded node that is gone counts as a control-plane one:
-			// the status does not say what it was (seeds 63751, 124923).
+			// the status does not say what it was.
 			if entry == nil || entry.Name != node.Name && !(cp && (c.isControlPlaneNode(entry.Name) || c.nodeAt(entry.Name, time.Now()) == nil)) {
 				continue
 			}
@@ -258,9 +256,8 @@ func (c *checker) mayRemediate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node,
 	// The kinds its status lists must be read too: a NodeHealthCheck that
 	// cannot see its own resources is disabled (decisions.md). So must
 	// those of its creates that cannot be looked up: it watches them until
-	// it sees them (seed 302886: an Alpha create whose answer was lost
-	// kept its edited NodeHealthCheck, Beta alone now, from a new
-	// control-plane node; seed 494795: one its stalled watch never showed).
+	// it sees them, a create whose answer was lost or that its stalled
+	// watch never showed included.
 	for _, entry := range nhc.Status.UnhealthyNodes {
 		for _, rem := range entryRemediations(entry) {
 			k := Kind(strings.TrimSuffix(rem.Resource.Kind, "Remediation"))
@@ -283,7 +280,7 @@ func (c *checker) mayRemediate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node,
 // statuses checks that every NodeHealthCheck's status lists only resources
 // that existed, and, once calm has lasted statusBound, every resource of
 // its that has existed as long, unless one of its kinds could not be read
-// within statusBound: its status then keeps what it recorded (seed 130505).
+// within statusBound: its status then keeps what it recorded.
 func (c *checker) statuses(all []remediationObj) {
 	now := time.Now()
 	for _, nhc := range c.allNHCs() {

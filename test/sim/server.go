@@ -340,13 +340,10 @@ func rewatchKey(client string, gvr schema.GroupVersionResource) string {
 // endLocked ends a watch, noting when a stalled one ended, and, for a
 // resource every replica watches for as long as it runs (nodes,
 // NodeHealthChecks, leases), that its client has yet to watch again:
-// until it has, what changed since is unseen. Whatever ended the watch: a
-// fault, a stall (seed 174264: a stalled node watch timed out during an
-// outage, the client's relists failed until it ended, and a deleted
-// node's lease was renewed from the stale picture at the outage's last
-// instant), or its timeout (seed 207841: the node watch timed out during
-// an outage, and a recovered node's lease was renewed from the picture
-// before it).
+// until it has, what changed since is unseen, whatever ended the watch: a
+// fault, a stall or its timeout (a node watch that times out during an
+// outage relists only after it, and until then a lease may be renewed
+// from the picture before).
 func (s *Server) endLocked(w *watcher) {
 	if w.stream.isClosed() {
 		return

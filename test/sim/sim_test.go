@@ -98,7 +98,7 @@ func TestHistories(t *testing.T) {
 }
 
 // found are seeds beyond the default range whose histories once broke an
-// invariant (issue 29): every run plays them again.
+// invariant: every run plays them again.
 var found = []uint64{354, 676, 880, 998, 1052, 1129, 1315, 1530, 1573, 1661, 1711, 1749, 2397, 2544, 3557, 3683, 5062, 30186, 30335, 31303, 32535, 33830, 60187, 60333, 67552, 102762, 103126, 104171, 105633, 106464, 109151, 110036, 110999, 118367, 120232, 124923, 130505, 140719, 163004, 174264, 177999, 186040, 207841, 235312, 302886, 308638, 386075, 415587, 494795}
 
 // playList is the seeds to play: count from first on, then, withFound,

@@ -12,10 +12,9 @@ import (
 // resource or a look-up finds it gone (decisions.md, "What cannot be read
 // holds its nodes"); while their kind cannot be read it can do neither,
 // and holds them, and the NodeHealthCheck of that name, for as long as it
-// runs (seed 494795: a stalled watch never showed an Alpha create, its
-// NodeHealthCheck was deleted and the resource with it, Alpha was
-// forbidden, and the NodeHealthCheck made again of that name with Beta
-// alone waited with its node). The checker does not follow the look-ups:
+// runs (a create its stalled watch never showed, whose NodeHealthCheck was
+// deleted and made again of that name, holds the new one's node). The
+// checker does not follow the look-ups:
 // a create found gone while its kind could be read is still held here, so
 // the checker expects less of the controller there, never more.
 

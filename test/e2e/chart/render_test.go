@@ -173,7 +173,7 @@ func TestTheChartsValuesChangeWhatTheySay(t *testing.T) {
 
 // TestTheChartRefusesValuesItDoesNotKnow: a typo in a value's name, or a
 // quantity that is none, fails the render with the value's path, instead
-// of rendering as if it were unset (issue 33).
+// of rendering as if it were unset.
 func TestTheChartRefusesValuesItDoesNotKnow(t *testing.T) {
 	for _, tc := range []struct{ set, says string }{
 		{"replica=3", "additional properties 'replica' not allowed"},
