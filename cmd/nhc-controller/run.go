@@ -94,7 +94,7 @@ func run(ctx context.Context, opts *options) error {
 		return err
 	}
 	nhcInformer := controller.NewNodeHealthCheckInformer(dynamicClient)
-	var leases *nodeleases.Leases
+	var leases *nodeleases.Keeper
 	var leaseInformers informers.SharedInformerFactory
 	var leaseAccess *nodeleases.Access
 	if opts.nodeLeases {

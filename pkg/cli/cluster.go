@@ -167,7 +167,7 @@ func (c *cluster) busyControlPlaneNodes(ctx context.Context) map[string]bool {
 		templates, _, _ := remediation.ReadTemplates(ctx, c.mapper, c.dynamic, c.all[i].Spec.TemplateRefs())
 		for _, tmpl := range templates {
 			for _, obj := range c.remediationResources(ctx, tmpl) {
-				if resource.IsControlPlane(&obj) {
+				if resource.ForControlPlaneNode(&obj) {
 					c.busyControlPlane[resource.TargetNode(&obj)] = true
 				}
 			}

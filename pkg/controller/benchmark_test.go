@@ -157,9 +157,9 @@ type poolRemediations map[string]remediation.Observation
 
 func (p poolRemediations) WatchAll(func() ([]*v1alpha1.NodeHealthCheck, error)) error { return nil }
 
-func (p poolRemediations) AddChangeHandler(remediation.ResourceChangeFunc)   {}
-func (p poolRemediations) AddKindChangeHandler(remediation.KindChangeFunc)   {}
-func (p poolRemediations) AddLeaseChangeHandler(nodeleases.ChangeFunc) error { return nil }
+func (p poolRemediations) AddChangeHandler(remediation.ResourceChangeFunc)         {}
+func (p poolRemediations) AddKindChangeHandler(remediation.KindChangeFunc)         {}
+func (p poolRemediations) AddLeaseChangeHandler(nodeleases.HolderChangeFunc) error { return nil }
 
 func (p poolRemediations) Watch(*v1alpha1.NodeHealthCheck) (remediation.Watched, error) {
 	return remediation.Watched{}, nil

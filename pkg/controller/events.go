@@ -19,7 +19,7 @@ func (c *Controller) recordEvents(ctx context.Context, nhc *v1alpha1.NodeHealthC
 	logger := klog.FromContext(ctx)
 	for _, e := range p.Events {
 		c.event(nhc, e)
-		if e.Reason == health.ReasonDetectedUnhealthy {
+		if e.Reason == health.EventDetectedUnhealthy {
 			logger.V(2).Info("Node detected unhealthy", "node", klog.KRef("", e.Node), "message", e.Message)
 		} else {
 			logger.Info("NodeHealthCheck transition", "reason", e.Reason, "node", e.Node, "message", e.Message)

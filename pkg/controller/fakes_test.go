@@ -108,9 +108,9 @@ func (f *fakeRemediations) Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCh
 func (f *fakeRemediations) Forget(nhc string) { f.forgotten = append(f.forgotten, nhc) }
 
 // The sync tests call the handlers themselves.
-func (f *fakeRemediations) AddChangeHandler(remediation.ResourceChangeFunc)   {}
-func (f *fakeRemediations) AddKindChangeHandler(remediation.KindChangeFunc)   {}
-func (f *fakeRemediations) AddLeaseChangeHandler(nodeleases.ChangeFunc) error { return nil }
+func (f *fakeRemediations) AddChangeHandler(remediation.ResourceChangeFunc)         {}
+func (f *fakeRemediations) AddKindChangeHandler(remediation.KindChangeFunc)         {}
+func (f *fakeRemediations) AddLeaseChangeHandler(nodeleases.HolderChangeFunc) error { return nil }
 
 // createdRef is the resource the fake creates for a creation.
 func createdRef(c health.Creation) corev1.ObjectReference {

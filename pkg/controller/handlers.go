@@ -190,7 +190,7 @@ func (c *Controller) remediationChanged(logger klog.Logger, gvr schema.GroupVers
 		logger.V(6).Info("Remediation resource changed", "resource", gvr, "object", klog.KObj(obj), "deleted", deleted, "nodeHealthCheck", klog.KRef("", owner))
 		c.queue.Add(owner)
 	}
-	if resource.IsControlPlane(obj) {
+	if resource.ForControlPlaneNode(obj) {
 		for _, s := range c.selectors.get(c.nhcLister).entries {
 			if !slices.Contains(confirmed, s.name) {
 				c.queue.Add(s.name)

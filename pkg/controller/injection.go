@@ -66,7 +66,7 @@ type remediationActor interface {
 type remediationEvents interface {
 	AddChangeHandler(handler remediation.ResourceChangeFunc)
 	AddKindChangeHandler(handler remediation.KindChangeFunc)
-	AddLeaseChangeHandler(handler nodeleases.ChangeFunc) error
+	AddLeaseChangeHandler(handler nodeleases.HolderChangeFunc) error
 }
 
 // NodeCache is the node informer: *nodecache.Informer, or one whose reads

@@ -63,7 +63,7 @@ func TestSyncLeavesASharedNodeToTheNodeHealthCheckThatRemediatesIt(t *testing.T)
 	f := newSyncFixture(t, nhc, notReady("worker-1", longAgo), healthyNode("worker-2"))
 	f.setNHC(t, older)
 	f.setNHC(t, selectingNHC("infra", "infra"))
-	overlapEvents := func() []string { return withReason(f.events(), health.ReasonNodesOverlap) }
+	overlapEvents := func() []string { return withReason(f.events(), health.EventNodesOverlap) }
 
 	// Remediation resources cannot all be known yet (after a start): the
 	// older one may be remediating.

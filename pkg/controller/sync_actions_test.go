@@ -47,7 +47,7 @@ func TestSyncRecordsOnlyWhatWasCreated(t *testing.T) {
 			status := f.lastStatus(t)
 			entry := entryOf(status, "worker-1")
 			require.NotNil(t, entry, "an unhealthy node is listed either way")
-			created := withReason(f.events(), health.ReasonRemediationCreated)
+			created := withReason(f.events(), health.EventRemediationCreated)
 			var ongoing dto.Metric
 			require.NoError(t, f.metrics.ongoing.WithLabelValues("worker-1", "snr", "SelfNodeRemediation").Write(&ongoing))
 			if !tc.created {
@@ -103,7 +103,7 @@ func TestSyncRecordsATimeOutOnlyOnceAnnotated(t *testing.T) {
 			require.Len(t, f.remediations.applied[0].TimeOut, 1, "the plan times the SNR out")
 			entry := entryOf(f.lastStatus(t), "worker-1")
 			require.NotNil(t, entry)
-			timedOut := withReason(f.events(), health.ReasonRemediationTimedOut)
+			timedOut := withReason(f.events(), health.EventRemediationTimedOut)
 			if !tc.timedOut {
 				assert.ErrorIs(t, err, annotationFailed)
 				require.Len(t, entry.Remediations, 1)
@@ -192,7 +192,7 @@ func TestSyncRechecksEachCreateAgainstTheCachesOfThatMoment(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, f.remediations.applied, 1)
 			assert.Len(t, f.remediations.applied[0].Create, 1, "the plan wanted it")
-			assert.Empty(t, withReason(f.events(), health.ReasonRemediationCreated), "nothing was created")
+			assert.Empty(t, withReason(f.events(), health.EventRemediationCreated), "nothing was created")
 			assert.Empty(t, entryOf(f.lastStatus(t), "worker-1").Remediations)
 			assert.Equal(t, time.Millisecond, requeue, "the next sync decides again at once")
 		})

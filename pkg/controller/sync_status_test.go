@@ -109,8 +109,8 @@ func TestSyncDisablesOnASpecProblem(t *testing.T) {
 			assert.Contains(t, disabled.Message, tc.message)
 			assert.Empty(t, entryOf(status, "worker-1").Remediations)
 			events := f.events()
-			assert.Len(t, withReason(events, health.ReasonDisabled), 1)
-			assert.Empty(t, withReason(events, health.ReasonRemediationCreated))
+			assert.Len(t, withReason(events, health.EventDisabled), 1)
+			assert.Empty(t, withReason(events, health.EventRemediationCreated))
 			noActions(t, f)
 		})
 	}
@@ -143,7 +143,7 @@ func TestSyncReadsItsOwnWrites(t *testing.T) {
 	f := newSyncFixture(t, stale, notReady("worker-1", longAgo))
 	_, err := f.sync()
 	require.NoError(t, err)
-	assert.Len(t, withReason(f.events(), health.ReasonDetectedUnhealthy), 1)
+	assert.Len(t, withReason(f.events(), health.EventDetectedUnhealthy), 1)
 	written := f.statuses.written[0]
 
 	// The remediation informer shows the created SNR; the lister still has
@@ -178,7 +178,7 @@ func TestSyncRecordsLastingSkipEventsOnce(t *testing.T) {
 	nhc.Spec.PauseRequests = []string{"upgrade"}
 	f := newSyncFixture(t, nhc, notReady("worker-1", longAgo))
 	paused := "Normal RemediationSkipped [remediation] Postponing potential remediations because of pause requests"
-	skipped := func() []string { return withReason(f.events(), health.ReasonRemediationSkipped) }
+	skipped := func() []string { return withReason(f.events(), health.EventRemediationSkipped) }
 
 	steps := []struct {
 		node *corev1.Node
@@ -222,6 +222,6 @@ func TestSyncReportsAnUnreadableNodeHealthCheckOnItsOwn(t *testing.T) {
 	assert.Contains(t, c.Message, `The stored NodeHealthCheck cannot be read`)
 	assert.Contains(t, c.Message, `invalid duration "9999999h"`)
 	assert.Equal(t, int64(2), status.ObservedGeneration)
-	assert.Len(t, withReason(f.events(), health.ReasonDisabled), 1)
+	assert.Len(t, withReason(f.events(), health.EventDisabled), 1)
 	assert.Empty(t, f.c.selectors.get(f.c.nhcLister).entries, "its selector is unknown: node events do not wake it")
 }

@@ -159,11 +159,11 @@ func (e *evaluation) evaluateNode(i int) {
 		e.clearHealthyDelay(resources)
 		if previous == nil && len(resources) == 0 {
 			// A new incident; a node with resources is in one already.
-			e.p.Events = append(e.p.Events, normal(ReasonDetectedUnhealthy, node.Name,
+			e.p.Events = append(e.p.Events, normal(EventDetectedUnhealthy, node.Name,
 				fmt.Sprintf(messageDetectedUnhealthy, node.Name, m.expired.Type, m.expired.Status)))
 		}
 		if label, ok := node.Labels.Lookup(v1alpha1.ExcludeFromRemediationLabel); ok && label == "" {
-			e.p.Warnings = append(e.p.Warnings, warning(ReasonInvalidNodeLabel, node.Name, fmt.Sprintf(messageInvalidNodeLabel, node.Name)))
+			e.p.Warnings = append(e.p.Warnings, warning(EventInvalidNodeLabel, node.Name, fmt.Sprintf(messageInvalidNodeLabel, node.Name)))
 		}
 		e.remediate(i, resources, previous)
 	}
@@ -297,7 +297,7 @@ func (e *evaluation) exhausted(v *NodeVerdict, p progress, overdue bool) {
 	if overdue {
 		e.p.ReleaseLeases = append(e.p.ReleaseLeases, v.Node.Name)
 	}
-	e.p.Events = append(e.p.Events, warning(ReasonNoTemplateLeft, v.Node.Name, fmt.Sprintf(messageNoTemplateLeft, e.in.NHC.Name, v.Node.Name)))
+	e.p.Events = append(e.p.Events, warning(EventNoTemplateLeft, v.Node.Name, fmt.Sprintf(messageNoTemplateLeft, e.in.NHC.Name, v.Node.Name)))
 }
 
 // superseded finds the resources of steps before the running one that
@@ -364,12 +364,12 @@ func (e *evaluation) enablementEvent() {
 	was := meta.FindStatusCondition(e.in.NHC.Status.Conditions, v1alpha1.ConditionDisabled)
 	if p := e.p.Problem; p != nil {
 		if was == nil || was.Status != metav1.ConditionTrue || was.Reason != p.Reason || was.Message != p.Message {
-			e.p.Events = append(e.p.Events, warning(ReasonDisabled, "", fmt.Sprintf(messageDisabled, p.Reason, p.Message)))
+			e.p.Events = append(e.p.Events, warning(EventDisabled, "", fmt.Sprintf(messageDisabled, p.Reason, p.Message)))
 		}
 		return
 	}
 	if !e.in.ResourcesUnknown && (was == nil || was.Status != metav1.ConditionFalse) {
-		e.p.Events = append(e.p.Events, normal(ReasonEnabled, "", messageEnabled))
+		e.p.Events = append(e.p.Events, normal(EventEnabled, "", messageEnabled))
 	}
 }
 

@@ -20,21 +20,21 @@ type Event struct {
 // Event reasons. They are upstream's, but for RemediationTimedOut, so that
 // existing alerts and dashboards keep working.
 const (
-	ReasonEnabled             = "Enabled"
-	ReasonDisabled            = "Disabled"
-	ReasonDetectedUnhealthy   = "DetectedUnhealthy"
-	ReasonInvalidNodeLabel    = "InvalidNodeLabel"
-	ReasonNoTemplateLeft      = "NoTemplateLeft"
-	ReasonStormStarted        = "StormRecoveryStarted"
-	ReasonStormCooldown       = "StormRecoveryCooldownStarted"
-	ReasonStormEnded          = "StormRecoveryEnded"
-	ReasonRemediationCreated  = "RemediationCreated"
-	ReasonRemediationRemoved  = "RemediationRemoved"
-	ReasonRemediationSkipped  = "RemediationSkipped"
-	ReasonRemediationTimedOut = "RemediationTimedOut"
-	// ReasonNodesOverlap: other NodeHealthChecks started to select some of
+	EventEnabled             = "Enabled"
+	EventDisabled            = "Disabled"
+	EventDetectedUnhealthy   = "DetectedUnhealthy"
+	EventInvalidNodeLabel    = "InvalidNodeLabel"
+	EventNoTemplateLeft      = "NoTemplateLeft"
+	EventStormStarted        = "StormRecoveryStarted"
+	EventStormCooldown       = "StormRecoveryCooldownStarted"
+	EventStormEnded          = "StormRecoveryEnded"
+	EventRemediationCreated  = "RemediationCreated"
+	EventRemediationRemoved  = "RemediationRemoved"
+	EventRemediationSkipped  = "RemediationSkipped"
+	EventRemediationTimedOut = "RemediationTimedOut"
+	// EventNodesOverlap: other NodeHealthChecks started to select some of
 	// the same nodes; upstream has no such event.
-	ReasonNodesOverlap = "NodesOverlap"
+	EventNodesOverlap = "NodesOverlap"
 )
 
 // Event messages, with upstream's wording where upstream has the event.
@@ -115,26 +115,26 @@ func (p *Plan) LastingEvents(out *Outcome) map[string]Event {
 		v := &p.Nodes[i]
 		switch v.Waiting {
 		case WaitMinHealthy:
-			events["minHealthy"] = warning(ReasonRemediationSkipped, "", fmt.Sprintf(messageWaitMinHealthy, p.Healthy, p.Budget.MinHealthy))
+			events["minHealthy"] = warning(EventRemediationSkipped, "", fmt.Sprintf(messageWaitMinHealthy, p.Healthy, p.Budget.MinHealthy))
 		case WaitStorm:
-			events["storm"] = warning(ReasonRemediationSkipped, "", messageWaitStorm)
+			events["storm"] = warning(EventRemediationSkipped, "", messageWaitStorm)
 		case WaitPaused:
-			events["paused"] = normal(ReasonRemediationSkipped, "", messageWaitPaused)
+			events["paused"] = normal(EventRemediationSkipped, "", messageWaitPaused)
 		case WaitExcluded:
-			events["excluded/"+v.Node.Name] = warning(ReasonRemediationSkipped, v.Node.Name, fmt.Sprintf(messageWaitExcluded, v.Node.Name))
+			events["excluded/"+v.Node.Name] = warning(EventRemediationSkipped, v.Node.Name, fmt.Sprintf(messageWaitExcluded, v.Node.Name))
 		case WaitControlPlane:
-			events["controlPlane/"+v.Node.Name] = warning(ReasonRemediationSkipped, v.Node.Name, fmt.Sprintf(messageWaitControlPlane, v.Node.Name))
+			events["controlPlane/"+v.Node.Name] = warning(EventRemediationSkipped, v.Node.Name, fmt.Sprintf(messageWaitControlPlane, v.Node.Name))
 		case WaitControlPlaneUnknown:
-			events["controlPlaneUnknown/"+v.Node.Name] = warning(ReasonRemediationSkipped, v.Node.Name, fmt.Sprintf(messageWaitControlPlaneUnknown, v.Node.Name, p.ControlPlaneUnknown))
+			events["controlPlaneUnknown/"+v.Node.Name] = warning(EventRemediationSkipped, v.Node.Name, fmt.Sprintf(messageWaitControlPlaneUnknown, v.Node.Name, p.ControlPlaneUnknown))
 		case WaitLeaseHeld:
-			events["lease/"+v.Node.Name] = warning(ReasonRemediationSkipped, v.Node.Name, fmt.Sprintf(messageWaitLeaseHeld, v.Node.Name))
+			events["lease/"+v.Node.Name] = warning(EventRemediationSkipped, v.Node.Name, fmt.Sprintf(messageWaitLeaseHeld, v.Node.Name))
 		}
 	}
 	for _, w := range p.Warnings {
 		events["warning/"+w.Reason+"/"+w.Node] = w
 	}
 	for _, b := range out.Blocked {
-		events["blocked/"+b.Node+"/"+b.Message] = warning(ReasonRemediationSkipped, b.Node, fmt.Sprintf(messageBlocked, b.Message))
+		events["blocked/"+b.Node+"/"+b.Message] = warning(EventRemediationSkipped, b.Node, fmt.Sprintf(messageBlocked, b.Message))
 	}
 	return events
 }
@@ -151,13 +151,13 @@ func (o *Outcome) Events() []Event {
 		case to.LeaseOverdue:
 			why = messageLeaseOverdue
 		}
-		events = append(events, warning(ReasonRemediationTimedOut, to.Node, fmt.Sprintf(messageTimedOut, to.Resource.Kind, to.Resource.Name, to.Node, why)))
+		events = append(events, warning(EventRemediationTimedOut, to.Node, fmt.Sprintf(messageTimedOut, to.Resource.Kind, to.Resource.Name, to.Node, why)))
 	}
 	for _, c := range o.Created {
-		events = append(events, normal(ReasonRemediationCreated, c.Node, fmt.Sprintf(messageCreated, c.Node)))
+		events = append(events, normal(EventRemediationCreated, c.Node, fmt.Sprintf(messageCreated, c.Node)))
 	}
 	for _, del := range o.Deleted {
-		events = append(events, normal(ReasonRemediationRemoved, del.Node, fmt.Sprintf(messageRemoved, del.Resource.Kind, del.Resource.Name)))
+		events = append(events, normal(EventRemediationRemoved, del.Node, fmt.Sprintf(messageRemoved, del.Resource.Kind, del.Resource.Name)))
 	}
 	for _, u := range o.Unconfirmed {
 		events = append(events, normal(ReasonRemediationNotConfirmed, u.Node, fmt.Sprintf(messageNotConfirmed, u.Node, u.Message)))

@@ -261,7 +261,7 @@ func (e *evaluation) overlaps() {
 	o.Others = slices.Sorted(maps.Keys(others))
 	e.p.Overlap = &o
 	if was := meta.FindStatusCondition(e.in.NHC.Status.Conditions, v1alpha1.ConditionNodesOverlap); was == nil || was.Status != metav1.ConditionTrue {
-		e.p.Events = append(e.p.Events, warning(ReasonNodesOverlap, "", o.message()))
+		e.p.Events = append(e.p.Events, warning(EventNodesOverlap, "", o.message()))
 	}
 }
 

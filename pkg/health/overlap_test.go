@@ -167,13 +167,13 @@ func TestNodesOverlapConditionAndEvent(t *testing.T) {
 	assert.Equal(t, metav1.ConditionTrue, c.Status)
 	assert.Equal(t, v1alpha1.ReasonNodesOverlap, c.Reason)
 	assert.Equal(t, message, c.Message)
-	assert.Equal(t, []Event{{Type: corev1.EventTypeWarning, Reason: ReasonNodesOverlap, Message: message}}, eventsOf(d, ReasonNodesOverlap))
+	assert.Equal(t, []Event{{Type: corev1.EventTypeWarning, Reason: EventNodesOverlap, Message: message}}, eventsOf(d, EventNodesOverlap))
 	assert.Equal(t, []string{"sick"}, createdNodes(d), "this one is older than c")
 
 	// The next evaluation, from the written status: no second event.
 	nhc.Status = d.Status
 	d = decide(Input{NHC: nhc, Nodes: list, Claims: claims, Now: now.Add(time.Minute)})
-	assert.Empty(t, eventsOf(d, ReasonNodesOverlap), "one event per overlap")
+	assert.Empty(t, eventsOf(d, EventNodesOverlap), "one event per overlap")
 	assert.Equal(t, c.LastTransitionTime, meta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionNodesOverlap).LastTransitionTime)
 
 	// The selectors are disjoint again: the condition stays, False.
@@ -184,12 +184,12 @@ func TestNodesOverlapConditionAndEvent(t *testing.T) {
 	assert.Equal(t, metav1.ConditionFalse, c.Status)
 	assert.Equal(t, v1alpha1.ReasonNoOverlap, c.Reason)
 	assert.Equal(t, now.Add(2*time.Minute), c.LastTransitionTime.Time)
-	assert.Empty(t, eventsOf(d, ReasonNodesOverlap))
+	assert.Empty(t, eventsOf(d, EventNodesOverlap))
 
 	// A new overlap is a new event.
 	nhc.Status = d.Status
 	d = decide(Input{NHC: nhc, Nodes: list, Claims: claims, Now: now.Add(3 * time.Minute)})
-	assert.Len(t, eventsOf(d, ReasonNodesOverlap), 1)
+	assert.Len(t, eventsOf(d, EventNodesOverlap), 1)
 
 	never := decide(Input{NHC: testNHC(), Nodes: list, Now: now})
 	assert.Nil(t, meta.FindStatusCondition(never.Status.Conditions, v1alpha1.ConditionNodesOverlap), "no condition without an overlap ever")

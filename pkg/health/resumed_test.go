@@ -72,7 +72,7 @@ func TestTheLastStepWhoseTimeRanOutWhileItsResourceWasGoneExhausts(t *testing.T)
 	d := evaluate(nhc, oneSick(), nil)
 	assert.Empty(t, d.Create)
 	assert.Equal(t, WaitNoTemplate, verdictOf(d, "sick").Waiting)
-	assert.Contains(t, eventReasons(d.Events), ReasonNoTemplateLeft)
+	assert.Contains(t, eventReasons(d.Events), EventNoTemplateLeft)
 	assert.NotNil(t, entryOf(d, "sick").Remediations[0].TimedOut)
 }
 

@@ -47,7 +47,7 @@ func TestAMassFailureKeepsTheStatusWritable(t *testing.T) {
 			if remediated {
 				assert.Equal(t, int32(10000), *d.Status.RemediatingNodes)
 				assert.Contains(t, d.Status.Reason, "nodes not listed in unhealthyNodes")
-				assert.NotContains(t, eventReasons(d.Events), ReasonDetectedUnhealthy, "none for nodes under remediation, listed or not")
+				assert.NotContains(t, eventReasons(d.Events), EventDetectedUnhealthy, "none for nodes under remediation, listed or not")
 			}
 			t.Logf("%d bytes, %d of 10000 nodes listed", len(data), len(d.Status.UnhealthyNodes))
 		})

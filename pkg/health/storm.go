@@ -83,7 +83,7 @@ func (e *evaluation) stormBefore() {
 	active, since, cooldownStart := previousStorm(&e.in.NHC.Status)
 	if !rules.configured() {
 		if active {
-			e.p.Events = append(e.p.Events, normal(ReasonStormEnded, "", messageStormEnded))
+			e.p.Events = append(e.p.Events, normal(EventStormEnded, "", messageStormEnded))
 		}
 		e.p.Storm = Storm{}
 		return
@@ -99,7 +99,7 @@ func (e *evaluation) stormBefore() {
 	if rules.cooldown > 0 {
 		if cooldownStart.IsZero() {
 			cooldownStart = e.now
-			e.p.Events = append(e.p.Events, warning(ReasonStormCooldown, "", messageStormCooldown))
+			e.p.Events = append(e.p.Events, warning(EventStormCooldown, "", messageStormCooldown))
 		}
 		ends := cooldownStart.Add(rules.cooldown)
 		if e.now.Before(ends) {
@@ -109,7 +109,7 @@ func (e *evaluation) stormBefore() {
 		}
 	}
 	e.p.Storm = Storm{Configured: true}
-	e.p.Events = append(e.p.Events, normal(ReasonStormEnded, "", messageStormEnded))
+	e.p.Events = append(e.p.Events, normal(EventStormEnded, "", messageStormEnded))
 }
 
 // stormAfter starts a storm once the remediations this evaluation allows are planned.
@@ -120,6 +120,6 @@ func (e *evaluation) stormAfter() {
 	}
 	if e.rules.storm.starts(e.p.Healthy, e.p.Observed-e.p.Healthy, e.p.Budget.MinHealthy) {
 		e.p.Storm.Active, e.p.Storm.Since = true, e.now
-		e.p.Events = append(e.p.Events, warning(ReasonStormStarted, "", messageStormStarted))
+		e.p.Events = append(e.p.Events, warning(EventStormStarted, "", messageStormStarted))
 	}
 }

@@ -40,7 +40,7 @@ func stormEvents(d result) []string {
 	var reasons []string
 	for _, e := range d.Events {
 		switch e.Reason {
-		case ReasonStormStarted, ReasonStormCooldown, ReasonStormEnded:
+		case EventStormStarted, EventStormCooldown, EventStormEnded:
 			reasons = append(reasons, e.Reason)
 		}
 	}
@@ -62,7 +62,7 @@ func TestStormRecoverySpecExample(t *testing.T) {
 
 	s.fail(s.nodeNames(5, 9)...)
 	d = s.evaluate()
-	assertStormStep(t, "storm hits", s, d, stormStep{healthy: 11, unhealthy: 9, remediated: 9, created: 4, active: true, events: []string{ReasonStormStarted}})
+	assertStormStep(t, "storm hits", s, d, stormStep{healthy: 11, unhealthy: 9, remediated: 9, created: 4, active: true, events: []string{EventStormStarted}})
 	c := meta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionStormActive)
 	require.NotNil(t, c)
 	assert.Equal(t, metav1.ConditionTrue, c.Status)
@@ -82,7 +82,7 @@ func TestStormRecoverySpecExample(t *testing.T) {
 	assertStormStep(t, "recovered nodes are cleaned up", s, d, stormStep{healthy: 9, unhealthy: 11, remediated: 3, active: true})
 	d = s.evaluate()
 	assertStormStep(t, "system stabilizes: storm ends, the 2 waiting nodes get remediations", s, d,
-		stormStep{healthy: 15, unhealthy: 5, remediated: 5, created: 2, events: []string{ReasonStormEnded}})
+		stormStep{healthy: 15, unhealthy: 5, remediated: 5, created: 2, events: []string{EventStormEnded}})
 	assert.Equal(t, []string{"node-09", "node-10"}, createdNodes(d))
 	assert.Equal(t, metav1.ConditionFalse, meta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionStormActive).Status)
 
@@ -97,7 +97,7 @@ func TestStormRecoverySpecRiskScenario(t *testing.T) {
 	s := specStorm()
 	s.fail(s.nodeNames(0, 9)...)
 	d := s.evaluate()
-	assertStormStep(t, "storm hits", s, d, stormStep{healthy: 11, unhealthy: 9, remediated: 9, created: 9, active: true, events: []string{ReasonStormStarted}})
+	assertStormStep(t, "storm hits", s, d, stormStep{healthy: 11, unhealthy: 9, remediated: 9, created: 9, active: true, events: []string{EventStormStarted}})
 
 	s.fail(s.nodeNames(9, 15)...)
 	d = s.evaluate()
@@ -126,7 +126,7 @@ func TestStormEndsWithoutMatchingNodes(t *testing.T) {
 	s.recover(s.nodeNames(0, 9)...)
 	s.evaluate()
 	d := s.evaluate()
-	assertStormStep(t, "all recovered", s, d, stormStep{healthy: 20, remediated: 0, events: []string{ReasonStormEnded}})
+	assertStormStep(t, "all recovered", s, d, stormStep{healthy: 20, remediated: 0, events: []string{EventStormEnded}})
 }
 
 // upstreamStorm is upstream's envtest scenario: minHealthy 4, cooldown 2s,
@@ -141,12 +141,12 @@ func TestStormCooldownUpstreamScenario(t *testing.T) {
 
 	s.fail("node-03")
 	d = s.evaluate()
-	assertStormStep(t, "phase 2: 3 healthy < 4", s, d, stormStep{healthy: 3, unhealthy: 4, remediated: 3, active: true, events: []string{ReasonStormStarted}})
+	assertStormStep(t, "phase 2: 3 healthy < 4", s, d, stormStep{healthy: 3, unhealthy: 4, remediated: 3, active: true, events: []string{EventStormStarted}})
 
 	s.recover("node-00")
 	s.evaluate()
 	d = s.evaluate()
-	assertStormStep(t, "phase 3: cooldown starts", s, d, stormStep{healthy: 4, unhealthy: 3, remediated: 2, active: true, events: []string{ReasonStormCooldown}})
+	assertStormStep(t, "phase 3: cooldown starts", s, d, stormStep{healthy: 4, unhealthy: 3, remediated: 2, active: true, events: []string{EventStormCooldown}})
 	cooldown := meta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionStormCooldownActive)
 	require.NotNil(t, cooldown)
 	assert.Equal(t, metav1.ConditionTrue, cooldown.Status)
@@ -163,7 +163,7 @@ func TestStormCooldownUpstreamScenario(t *testing.T) {
 	s.recover("node-01")
 	s.evaluate()
 	d = s.evaluate()
-	assertStormStep(t, "phase 5: the cooldown starts again", s, d, stormStep{healthy: 4, unhealthy: 3, remediated: 1, active: true, events: []string{ReasonStormCooldown}})
+	assertStormStep(t, "phase 5: the cooldown starts again", s, d, stormStep{healthy: 4, unhealthy: 3, remediated: 1, active: true, events: []string{EventStormCooldown}})
 	t2 := meta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionStormCooldownActive).LastTransitionTime
 	assert.True(t, t2.After(t1.Time))
 
@@ -174,7 +174,7 @@ func TestStormCooldownUpstreamScenario(t *testing.T) {
 	s.advance(time.Nanosecond)
 	d = s.evaluate()
 	assertStormStep(t, "the cooldown ends: the waiting nodes are remediated at once", s, d,
-		stormStep{healthy: 4, unhealthy: 3, remediated: 3, created: 2, events: []string{ReasonStormEnded}})
+		stormStep{healthy: 4, unhealthy: 3, remediated: 3, created: 2, events: []string{EventStormEnded}})
 	assert.Equal(t, metav1.ConditionFalse, meta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionStormCooldownActive).Status)
 }
 
@@ -182,16 +182,16 @@ func TestStormThresholdAndCooldownMustBothHold(t *testing.T) {
 	s := newSimulation(testNHC(minHealthy(intstr.FromInt32(11)), stormThreshold(5), stormCooldown(time.Minute)), 20)
 	s.fail(s.nodeNames(0, 11)...)
 	d := s.evaluate()
-	assertStormStep(t, "storm", s, d, stormStep{healthy: 9, unhealthy: 11, remediated: 0, active: true, events: []string{ReasonStormStarted}})
+	assertStormStep(t, "storm", s, d, stormStep{healthy: 9, unhealthy: 11, remediated: 0, active: true, events: []string{EventStormStarted}})
 
 	s.recover(s.nodeNames(0, 6)...)
 	d = s.evaluate()
-	assertStormStep(t, "threshold reached: cooldown starts", s, d, stormStep{healthy: 15, unhealthy: 5, remediated: 0, active: true, events: []string{ReasonStormCooldown}})
+	assertStormStep(t, "threshold reached: cooldown starts", s, d, stormStep{healthy: 15, unhealthy: 5, remediated: 0, active: true, events: []string{EventStormCooldown}})
 	assert.Equal(t, s.clock.Add(time.Minute), d.Storm.CooldownEnds)
 
 	s.advance(time.Minute)
 	d = s.evaluate()
-	assertStormStep(t, "cooldown over", s, d, stormStep{healthy: 15, unhealthy: 5, remediated: 5, created: 5, events: []string{ReasonStormEnded}})
+	assertStormStep(t, "cooldown over", s, d, stormStep{healthy: 15, unhealthy: 5, remediated: 5, created: 5, events: []string{EventStormEnded}})
 }
 
 func TestStormRecoveryNeedsMoreUnhealthyNodesThanTheThreshold(t *testing.T) {
@@ -212,7 +212,7 @@ func TestStormSettingRemovedEndsTheStorm(t *testing.T) {
 	s.nhc.Spec.StormRecoveryThreshold = nil
 	d := s.evaluate()
 	assert.False(t, d.Storm.Active)
-	assert.Equal(t, []string{ReasonStormEnded}, stormEvents(d))
+	assert.Equal(t, []string{EventStormEnded}, stormEvents(d))
 	assert.Nil(t, d.Status.StormRecoveryActive)
 	assert.Nil(t, meta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionStormActive))
 }

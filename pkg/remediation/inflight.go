@@ -182,7 +182,7 @@ func (f *inFlight) settle(gvr schema.GroupVersionResource, obj *unstructured.Uns
 			delete(f.writes, deleteKey(nhc, obj.GetUID()))
 		}
 	}
-	if deleted && resource.IsControlPlane(obj) {
+	if deleted && resource.ForControlPlaneNode(obj) {
 		for key, w := range f.writes {
 			if w.controlPlane && key.sameResource(target) && w.uid == obj.GetUID() {
 				w.controlPlane = false

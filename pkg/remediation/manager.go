@@ -40,7 +40,7 @@ type Manager struct {
 	// resources that outlived their NodeHealthCheck; nil looks for none.
 	discovery discovery.DiscoveryInterface
 	// leases are the node leases; nil when the controller takes none.
-	leases *nodeleases.Leases
+	leases *nodeleases.Keeper
 	// confirmer confirms each create just before it is sent (ConfirmWith).
 	confirmer Confirmer
 	// everyKindWatched is set once the kinds of every NodeHealthCheck were
@@ -67,7 +67,7 @@ type Config struct {
 	// Kube, which notices CRDs installed later when it is reset.
 	Mapper meta.ResettableRESTMapper
 	// Leases are the node leases; nil takes none.
-	Leases *nodeleases.Leases
+	Leases *nodeleases.Keeper
 	// Clock is the time of retries, caches and the writes under way.
 	Clock clock.PassiveClock
 }
@@ -95,7 +95,7 @@ func New(cfg Config) *Manager {
 // newManager wires a manager from its parts. The ledger of writes under way
 // hears of the informers' changes before any handler, so that a
 // NodeHealthCheck woken by a change finds its writes settled.
-func newManager(informers *kinds.Informers, templates *templateResolver, clock clock.PassiveClock, writer *resourceWriter, leases *nodeleases.Leases) *Manager {
+func newManager(informers *kinds.Informers, templates *templateResolver, clock clock.PassiveClock, writer *resourceWriter, leases *nodeleases.Keeper) *Manager {
 	m := &Manager{informers: informers, templates: templates, clock: clock, inFlight: newInFlight(clock), writer: writer, leases: leases}
 	informers.AddChangeHandler(m.changed)
 	return m
@@ -139,7 +139,7 @@ func (m *Manager) changed(gvr schema.GroupVersionResource, obj *unstructured.Uns
 
 // AddLeaseChangeHandler adds a handler that hears of every change of a node
 // lease; without leases, it never hears of any.
-func (m *Manager) AddLeaseChangeHandler(handler nodeleases.ChangeFunc) error {
+func (m *Manager) AddLeaseChangeHandler(handler nodeleases.HolderChangeFunc) error {
 	if m.leases == nil {
 		return nil
 	}

@@ -50,11 +50,11 @@ const (
 	messageLeaseForbidden        = "node leases in namespace %s cannot be written: %v. Grant get, list, watch, create, update and delete on leases there, or run the controller with --node-leases=false"
 )
 
-// Leases reads the node leases of one namespace from an informer on that
+// Keeper reads the node leases of one namespace from an informer on that
 // namespace alone, and writes them with optimistic concurrency: two holders
 // never both take a lease, because the API server accepts only one of two
 // writes of the same version.
-type Leases struct {
+type Keeper struct {
 	client coordinationclient.LeasesGetter
 	// access creates the namespace when a lease finds it missing.
 	access    accessEnsurer
@@ -73,8 +73,8 @@ type Leases struct {
 // New returns node leases of the informer's namespace. The informer
 // must watch that namespace only: kube-node-lease holds a lease per node,
 // renewed every 10 seconds, that is no business of ours.
-func New(client coordinationclient.LeasesGetter, access accessEnsurer, informer coordinationinformers.LeaseInformer, namespace string, duration, buffer time.Duration, clk clock.PassiveClock) *Leases {
-	l := &Leases{
+func New(client coordinationclient.LeasesGetter, access accessEnsurer, informer coordinationinformers.LeaseInformer, namespace string, duration, buffer time.Duration, clk clock.PassiveClock) *Keeper {
+	l := &Keeper{
 		client: client, access: access, informer: informer.Informer(), lister: informer.Lister().Leases(namespace),
 		namespace: namespace, duration: duration, buffer: buffer, clock: clk,
 	}
@@ -82,14 +82,14 @@ func New(client coordinationclient.LeasesGetter, access accessEnsurer, informer 
 	return l
 }
 
-// ChangeFunc hears of a node lease that was added, deleted, or changed
+// HolderChangeFunc hears of a node lease that was added, deleted, or changed
 // hands, with its holders before and after; renewals are no change. own is
 // true when this process took the lease for its last holder: the sync that
 // took it records the outcome.
-type ChangeFunc func(node string, own bool, holders ...string)
+type HolderChangeFunc func(node string, own bool, holders ...string)
 
 // AddChangeHandler adds a handler that hears of every change of a node lease.
-func (l *Leases) AddChangeHandler(handler ChangeFunc) error {
+func (l *Keeper) AddChangeHandler(handler HolderChangeFunc) error {
 	notify := func(obj any, added bool) {
 		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = tombstone.Obj
@@ -121,7 +121,7 @@ func (l *Leases) AddChangeHandler(handler ChangeFunc) error {
 
 // Read returns the node leases; nil while the informer has not synced, with
 // the problem when it cannot list them.
-func (l *Leases) Read() (*health.Leases, *health.Problem, error) {
+func (l *Keeper) Read() (*health.Leases, *health.Problem, error) {
 	if !l.informer.HasSynced() {
 		if err := l.errors.Unsynced(l.informer); err != nil {
 			return nil, &health.Problem{Reason: v1alpha1.ReasonNodeLeasesUnavailable, Message: fmt.Sprintf(messageLeasesUnreadable, l.namespace, err)}, nil
@@ -189,7 +189,7 @@ func (e *leaseHeldError) Error() string {
 // RequestLease: a lease of ours is extended when it would end within the
 // duration asked for, someone else's expired lease is taken over, and
 // someone else's lease in force is a *leaseHeldError.
-func (l *Leases) Acquire(ctx context.Context, req health.LeaseRequest) error {
+func (l *Keeper) Acquire(ctx context.Context, req health.LeaseRequest) error {
 	now := metav1.NewMicroTime(l.clock.Now())
 	seconds := ptr.To(leaseSeconds(req.Duration))
 	cached, err := l.lister.Get(health.LeaseName(req.Node))
@@ -304,7 +304,7 @@ type accessEnsurer interface {
 // ensureAccess creates the lease namespace and the controller's rights
 // there. A failure is returned as NotFound, the namespace's absence, unless
 // it is a right missing.
-func (l *Leases) ensureAccess(ctx context.Context) error {
+func (l *Keeper) ensureAccess(ctx context.Context) error {
 	err := l.access.Ensure(ctx)
 	if err == nil || apierrors.IsForbidden(err) {
 		return err
@@ -313,7 +313,7 @@ func (l *Leases) ensureAccess(ctx context.Context) error {
 }
 
 // ours returns a node's lease from the cache if the holder holds it, or nil.
-func (l *Leases) ours(node, holder string) (*coordinationv1.Lease, error) {
+func (l *Keeper) ours(node, holder string) (*coordinationv1.Lease, error) {
 	cached, err := l.lister.Get(health.LeaseName(node))
 	switch {
 	case apierrors.IsNotFound(err):
@@ -328,7 +328,7 @@ func (l *Leases) ours(node, holder string) (*coordinationv1.Lease, error) {
 
 // Renew extends a lease of ours from now. A lease that is not ours (any
 // more) is left alone.
-func (l *Leases) Renew(ctx context.Context, req health.LeaseRequest) error {
+func (l *Keeper) Renew(ctx context.Context, req health.LeaseRequest) error {
 	cached, err := l.ours(req.Node, req.Holder)
 	if cached == nil {
 		return err
@@ -342,7 +342,7 @@ func (l *Leases) Renew(ctx context.Context, req health.LeaseRequest) error {
 
 // Release deletes a lease of ours, only the version we saw: a lease someone
 // else has just taken over is not deleted.
-func (l *Leases) Release(ctx context.Context, node, holder string) error {
+func (l *Keeper) Release(ctx context.Context, node, holder string) error {
 	cached, err := l.ours(node, holder)
 	if cached == nil {
 		return err
@@ -364,7 +364,7 @@ func leaseSeconds(d time.Duration) int32 {
 // Problem says why a lease cannot be taken until someone does
 // something, or "" for an error worth a quick retry, such as a conflict with
 // a write the informer does not show yet.
-func (l *Leases) Problem(err error) string {
+func (l *Keeper) Problem(err error) string {
 	var held *leaseHeldError
 	switch {
 	case errors.As(err, &held):

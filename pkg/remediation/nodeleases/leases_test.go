@@ -37,7 +37,7 @@ func testLease(holder string, renewedAgo time.Duration, seconds int32) *coordina
 
 // newLeaseFixture returns node leases on a fake clientset holding objects,
 // with a synced informer.
-func newLeaseFixture(t *testing.T, objects ...runtime.Object) (*Leases, *kubefake.Clientset) {
+func newLeaseFixture(t *testing.T, objects ...runtime.Object) (*Keeper, *kubefake.Clientset) {
 	client := kubefake.NewClientset(objects...)
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(DefaultNamespace))
 	leases := New(client.CoordinationV1(), NewAccess(client, DefaultNamespace, DefaultRole), factory.Coordination().V1().Leases(),

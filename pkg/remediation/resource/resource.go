@@ -108,7 +108,7 @@ func Summarize(r *unstructured.Unstructured) health.Remediation {
 		Deleting:          r.GetDeletionTimestamp() != nil,
 		HealthyDelayStart: annotationTime(annotations, v1alpha1.HealthyDelayAnnotation, time.Time{}),
 		FlaggedOld:        flaggedOld,
-		ControlPlane:      IsControlPlane(r),
+		ControlPlane:      ForControlPlaneNode(r),
 	}
 	// A time-out annotation that does not parse still says the resource timed out.
 	s.TimedOut = annotationTime(annotations, v1alpha1.TimedOutAnnotation, created)
@@ -143,10 +143,10 @@ func annotationTime(annotations map[string]string, key string, ifInvalid time.Ti
 	return t
 }
 
-// IsControlPlane tells whether a remediation resource remediates a
+// ForControlPlaneNode tells whether a remediation resource remediates a
 // control-plane node: it carries the control-plane label, which the
 // controller sets when it creates it for one.
-func IsControlPlane(r *unstructured.Unstructured) bool {
+func ForControlPlaneNode(r *unstructured.Unstructured) bool {
 	_, ok := r.GetLabels()[v1alpha1.ControlPlaneNodeLabel]
 	return ok
 }

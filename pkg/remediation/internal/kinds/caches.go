@@ -180,7 +180,7 @@ func indexByNode(obj any) ([]string, error) {
 
 func indexByControlPlaneNode(obj any) ([]string, error) {
 	u, ok := obj.(*unstructured.Unstructured)
-	if !ok || !resource.IsControlPlane(u) {
+	if !ok || !resource.ForControlPlaneNode(u) {
 		return nil, nil
 	}
 	return []string{resource.TargetNode(u)}, nil

@@ -91,7 +91,7 @@ type Informers struct {
 
 	mu sync.Mutex
 	// handlers hear of every change, in the order they were added.
-	handlers []ChangeFunc
+	handlers []ObjectChangeFunc
 	// kindHandlers hear of kinds that synced or failed.
 	kindHandlers []StateChangeFunc
 	running      map[schema.GroupVersionResource]*runningInformer
@@ -109,9 +109,9 @@ type Informers struct {
 	}
 }
 
-// ChangeFunc hears of a change an informer sees; deleted is true for
+// ObjectChangeFunc hears of a change an informer sees; deleted is true for
 // deletions, when obj is the last state known.
-type ChangeFunc func(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool)
+type ObjectChangeFunc func(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool)
 
 type use struct {
 	remediations, templates sets.Set[schema.GroupVersionResource]
@@ -173,7 +173,7 @@ func (inf *Informers) Client() dynamic.Interface { return inf.client }
 
 // AddChangeHandler adds a handler that hears of every change of every
 // informer, after the handlers added before it.
-func (inf *Informers) AddChangeHandler(handler ChangeFunc) {
+func (inf *Informers) AddChangeHandler(handler ObjectChangeFunc) {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
 	inf.handlers = append(inf.handlers, handler)

@@ -50,7 +50,7 @@ func TestKeep(t *testing.T) {
 	assert.Equal(t, resource.Summarize(owned).Succeeded, resource.Summarize(kept).Succeeded)
 	assert.Equal(t, map[string]string{v1alpha1.NodeNameAnnotation: "worker-0"}, kept.GetAnnotations(), "a value too long for any of ours is dropped")
 	assert.Equal(t, resource.OwnerUIDs(owned), resource.OwnerUIDs(kept))
-	assert.True(t, resource.IsControlPlane(kept))
+	assert.True(t, resource.ForControlPlaneNode(kept))
 	assert.Equal(t, owned.GetDeletionTimestamp(), kept.GetDeletionTimestamp())
 	assert.NotContains(t, kept.Object, "spec")
 	assert.Less(t, encodedSize(kept.Object), 1024)
