@@ -9,7 +9,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
@@ -19,10 +18,6 @@ import (
 // the controller's own write showing) is looked at again, should the event
 // that ends the wait never come.
 const WaitRetry = time.Minute
-
-// OldRemediationAge is the age at which a remediation resource is flagged
-// for the old-remediation metric and alert.
-const OldRemediationAge = 48 * time.Hour
 
 // evaluation holds the state of one Evaluate call.
 type evaluation struct {
@@ -167,158 +162,6 @@ func (e *evaluation) evaluateNode(i int) {
 		}
 		e.remediate(i, resources, previous)
 	}
-}
-
-// escalation is a node under remediation that may move to its next step.
-type escalation struct {
-	v *NodeVerdict
-	p progress
-}
-
-// pending counts a node whose last write the caches do not show yet, and
-// plans nothing for it: its status entry stays as it was.
-func (e *evaluation) pending(v *NodeVerdict, resources []Remediation, previous *v1alpha1.UnhealthyNode) {
-	v.Waiting, v.Listed = WaitOwnWrite, previous != nil
-	if len(resources) > 0 || (previous != nil && len(previous.Remediations) > 0) {
-		e.p.Remediating++
-		e.withResources[v.Node.Name] = true
-		if v.ControlPlane || anyControlPlane(resources) {
-			e.busyControlPlane[v.Node.Name] = true
-		}
-	}
-}
-
-// remediate moves an unhealthy node's remediation along: it plans the
-// escalation of a running step, waits for a pending deletion, continues
-// after a timed-out step, or makes the node a candidate for its first
-// remediation.
-func (e *evaluation) remediate(i int, resources []Remediation, previous *v1alpha1.UnhealthyNode) {
-	v := &e.p.Nodes[i]
-	steps := e.rules.steps
-	p := progressOf(steps, resources, previous)
-	switch {
-	case p.current != nil:
-		// A running step is handled even while an earlier one is being
-		// deleted: its timeout and failure must not freeze.
-		v.Superseded = superseded(steps, p, resources, previous)
-		e.escalations = append(e.escalations, escalation{v: v, p: p})
-	case p.deleting:
-		// Only resources being deleted: the node relapsed during their
-		// deletion. A resource of the same name may still exist: wait until
-		// it is gone, then start again.
-		v.Waiting = WaitDeletion
-	case p.started:
-		if p.next >= len(steps) {
-			v.Waiting = WaitNoTemplate
-			return
-		}
-		e.escalations = append(e.escalations, escalation{v: v, p: p})
-	default:
-		e.candidates = append(e.candidates, i)
-	}
-}
-
-// escalate times out the running step when its timeout passed or its
-// remediator reported Succeeded=False, and starts the next step; or starts
-// the next step after one that timed out before. A closed gate holds both:
-// the running step keeps running and is not annotated.
-func (e *evaluation) escalate(esc escalation) {
-	v, p, steps := esc.v, esc.p, e.rules.steps
-	current := p.current
-	if current == nil {
-		// The last step timed out and its resource is gone, or the step
-		// to run lost its resource: it is created again, on its first
-		// clock, unless its time ran out meanwhile.
-		next := p.next
-		if r := p.resumed; r != nil && steps[next].timeout > 0 {
-			if end := r.Started.Add(steps[next].timeout); e.now.Before(end) {
-				e.deadline(end)
-			} else {
-				next++
-			}
-		}
-		if next >= len(steps) {
-			e.exhausted(v, p, false)
-			return
-		}
-		if v.Waiting = e.createGate(v); v.Waiting == WaitNone {
-			if next > p.next {
-				e.p.TimeOut = append(e.p.TimeOut, TimeOut{Node: v.Node.Name, Resource: p.resumed.Resource, At: e.now})
-			}
-			e.create(v, next, true, false)
-		}
-		return
-	}
-	if p.currentStep < 0 {
-		// A step the spec no longer has: it runs until the node is healthy.
-		return
-	}
-	end := e.stepEnd(v.Node.Name, p)
-	if end.at.IsZero() {
-		return
-	}
-	if !end.failed && e.now.Before(end.at) {
-		e.deadline(end.at)
-		return
-	}
-	failed, overdue := end.failed, end.overdue && !end.failed
-	next := max(p.next, p.currentStep+1)
-	gate := e.escalationGate
-	if next < len(steps) {
-		gate = e.createGate
-	}
-	if v.Waiting = gate(v); v.Waiting != WaitNone {
-		return
-	}
-	if next < len(steps) && e.deferToNextPlan(v) {
-		// The time-out and the next step go together, in the next plan.
-		return
-	}
-	e.p.TimeOut = append(e.p.TimeOut, TimeOut{
-		Node: v.Node.Name, Resource: current.Ref,
-		Annotate: current.Succeeded != metav1.ConditionTrue, Failed: failed, LeaseOverdue: overdue, At: e.now,
-	})
-	if next < len(steps) {
-		// After an overdue lease the next step takes it anew.
-		e.create(v, next, true, overdue)
-		return
-	}
-	e.exhausted(v, p, overdue)
-}
-
-// exhausted records that a node's last step ended with no step left; an
-// overdue lease is released.
-func (e *evaluation) exhausted(v *NodeVerdict, p progress, overdue bool) {
-	if p.current == nil && p.resumed != nil {
-		// The last step's time ran out while its resource was gone.
-		e.p.TimeOut = append(e.p.TimeOut, TimeOut{Node: v.Node.Name, Resource: p.resumed.Resource, At: e.now})
-	}
-	v.Waiting = WaitNoTemplate
-	if overdue {
-		e.p.ReleaseLeases = append(e.p.ReleaseLeases, v.Node.Name)
-	}
-	e.p.Events = append(e.p.Events, warning(EventNoTemplateLeft, v.Node.Name, fmt.Sprintf(messageNoTemplateLeft, e.in.NHC.Name, v.Node.Name)))
-}
-
-// superseded finds the resources of steps before the running one that
-// neither the last status nor an annotation shows as timed out (a lost
-// status write of a Succeeded=True step, which has no annotation): they were
-// given up when the running step started.
-func superseded(steps []step, p progress, resources []Remediation, previous *v1alpha1.UnhealthyNode) map[types.UID]time.Time {
-	if p.currentStep < 0 {
-		return nil
-	}
-	var found map[types.UID]time.Time
-	for i := range resources {
-		r := &resources[i]
-		if r.Ref.UID != p.current.Ref.UID && timedOutAt(r, previous) == nil && stepOf(steps, &r.Ref, r.TemplateName) < p.currentStep {
-			if found == nil {
-				found = map[types.UID]time.Time{}
-			}
-			found[r.Ref.UID] = p.current.Created
-		}
-	}
-	return found
 }
 
 // startRemediations gives candidates their first remediation, as far as

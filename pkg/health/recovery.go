@@ -70,24 +70,6 @@ func (e *evaluation) clearHealthyDelay(resources []Remediation) {
 	}
 }
 
-// flagOld flags resources that just became older than OldRemediationAge,
-// and counts every old one.
-func (e *evaluation) flagOld(resources []Remediation) {
-	for i := range resources {
-		r := &resources[i]
-		switch at := r.Created.Add(OldRemediationAge); {
-		case r.Deleting:
-		case r.FlaggedOld:
-			e.p.OldRemediations++
-		case e.now.Before(at):
-			e.deadline(at)
-		default:
-			e.p.FlagOld = append(e.p.FlagOld, r.Ref)
-			e.p.OldRemediations++
-		}
-	}
-}
-
 // evaluateOrphans deletes the resources of nodes that are gone or no longer
 // selected, except those whose remediator expects to delete the node and has
 // not yet succeeded.
