@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -129,16 +130,14 @@ func (c *checker) fail(invariant, format string, args ...any) {
 
 func (c *checker) failed() bool { return c.violation != nil }
 
-// at returns the version of an object at an instant, or nil.
+// at returns the version of an object at an instant, or nil. Versions are
+// appended in time order.
 func at(versions []version, t time.Time) *unstructured.Unstructured {
-	var obj *unstructured.Unstructured
-	for _, v := range versions {
-		if v.at.After(t) {
-			break
-		}
-		obj = v.obj
+	i := sort.Search(len(versions), func(i int) bool { return versions[i].at.After(t) })
+	if i == 0 {
+		return nil
 	}
-	return obj
+	return versions[i-1].obj
 }
 
 func (c *checker) nodeAt(name string, t time.Time) *corev1.Node {

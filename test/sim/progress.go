@@ -139,10 +139,17 @@ const escalationBound = 2 * time.Minute
 func (c *checker) escalations(all []remediationObj, calm bool) {
 	now := time.Now()
 	seen := map[runKey]bool{}
+	remediated := map[runKey]bool{}
+	for _, l := range c.lives {
+		remediated[runKey{nhc: l.ownerName, node: l.node}] = true
+	}
 	for _, nhc := range c.allNHCs() {
 		steps := nhc.Spec.RemediationSteps()
 		for _, node := range c.allNodes() {
 			key := runKey{nhc: nhc.Name, node: node.Name}
+			if !remediated[key] {
+				continue
+			}
 			i, started := c.runningStep(nhc, node.Name, steps, now)
 			if i < 0 || steps[i].Timeout.Duration <= 0 || !calm || !c.mayEscalate(nhc, node, all) {
 				continue
