@@ -113,9 +113,22 @@ func run(ctx context.Context, opts *options) error {
 	if err != nil {
 		return err
 	}
-	remediations := remediation.New(remediation.Config{Context: ctx, Dynamic: dynamicClient, MetadataOnly: metadataOnly, Kube: kubeClient, Leases: leases, Clock: clock.RealClock{}})
-	ctrl, err := controller.New(ctx, nodeInformer, nhcInformer,
-		nhcClient, remediations, recorder, metrics, clock.RealClock{})
+	observer, writer := remediation.New(remediation.Config{Context: ctx, Dynamic: dynamicClient, MetadataOnly: metadataOnly, Kube: kubeClient,
+		Nodes: nodeInformer.Lister(), Leases: leaseReader(leases), Clock: clock.RealClock{}})
+	cfg := controller.Config{
+		Nodes: nodeInformer, NodeHealthChecks: nhcInformer, Client: nhcClient,
+		Observer: observer, Changes: observer, Writer: writer,
+		Recorder: recorder, Metrics: metrics, Clock: clock.RealClock{},
+	}
+	if leases != nil {
+		cfg.Leases, cfg.LeaseChanges = leases, leases
+	}
+	var lock *renewalTracker
+	if opts.leaderElect {
+		lock = newRenewalTracker(opts, apis.election)
+		cfg.WritesUntil = lock.writesUntil
+	}
+	ctrl, err := controller.New(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -135,24 +148,38 @@ func run(ctx context.Context, opts *options) error {
 		listening.probes.serve(ctx, probes(ctrl.CachesSynced, nil, nil))
 		return ctrl.Run(ctx, opts.workers)
 	}
-	return runElected(ctx, opts, apis.election, ctrl, listening.probes, logger)
+	return runElected(ctx, opts, lock, ctrl, listening.probes, logger)
+}
+
+// leaseReader is the node leases' reader, nil when the controller takes
+// none.
+func leaseReader(leases *nodeleases.Keeper) remediation.LeaseReader {
+	if leases == nil {
+		return nil
+	}
+	return leases
+}
+
+// newRenewalTracker returns the leader-election lock of this replica, which
+// tells until when it may write.
+func newRenewalTracker(opts *options, electionClient kubernetes.Interface) *renewalTracker {
+	hostname, _ := os.Hostname()
+	return &renewalTracker{
+		Interface: &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Namespace: opts.leaderElectionNamespace, Name: opts.leaderElectionID},
+			Client:     electionClient.CoordinationV1(),
+			LockConfig: resourcelock.ResourceLockConfig{Identity: hostname + "_" + uuid.NewString()},
+		},
+		clock:    clock.RealClock{},
+		validFor: opts.renewDeadline,
+	}
 }
 
 // runElected runs the controller while this replica leads. On SIGTERM the
 // workers drain first, and only then is the lease released, so that the next
 // leader never acts beside a sync still in flight.
-func runElected(ctx context.Context, opts *options, electionClient kubernetes.Interface, ctrl *controller.Controller, probePort *port, logger klog.Logger) error {
-	hostname, _ := os.Hostname()
-	identity := hostname + "_" + uuid.NewString()
-	lock := &renewalTracker{
-		Interface: &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Namespace: opts.leaderElectionNamespace, Name: opts.leaderElectionID},
-			Client:     electionClient.CoordinationV1(),
-			LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
-		},
-		clock:    clock.RealClock{},
-		validFor: opts.renewDeadline,
-	}
+func runElected(ctx context.Context, opts *options, lock *renewalTracker, ctrl *controller.Controller, probePort *port, logger klog.Logger) error {
+	identity := lock.Identity()
 	electionCtx, endElection := context.WithCancel(context.WithoutCancel(ctx))
 	defer endElection()
 	var runErr error
@@ -175,7 +202,6 @@ func runElected(ctx context.Context, opts *options, electionClient kubernetes.In
 					<-leading.Done()
 					stopWork()
 				}()
-				ctrl.GuardWrites(lock.writesUntil)
 				runErr = ctrl.Run(workCtx, opts.workers)
 				endElection()
 			},

@@ -49,8 +49,8 @@ var mutations = []mutation{
 	},
 	{
 		Name: "no-confirmation", Rule: "never create from a stale picture: the node is confirmed before a create",
-		File:  "pkg/remediation/apply.go",
-		Edits: []edit{{Old: "why, unconfirmed, err := confirm(ctx, c)", New: "why, unconfirmed, err := \"\", false, error(nil)"}},
+		File:  "pkg/controller/act.go",
+		Edits: []edit{{Old: "why, unconfirmed, err := confirm(ctx, cr)", New: "why, unconfirmed, err := \"\", false, error(nil)"}},
 	},
 	{
 		Name: "ledger-forgets", Rule: "never two for one node: a create stays pending until its informer shows it",

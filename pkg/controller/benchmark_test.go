@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -14,8 +15,6 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
 // benchmarkNHCs is how many NodeHealthChecks the handler benchmarks route
@@ -107,7 +106,7 @@ func BenchmarkSync(b *testing.B) {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
 			f := newSyncFixture(b, nil)
 			pools := poolRemediations{}
-			f.c.kinds, f.c.resources, f.c.actor = pools, pools, pools
+			f.c.observer, f.c.writer = pools, pools
 			nhcs := make([]string, benchmarkNHCs)
 			for i := range nhcs {
 				nhc := workersNHC()
@@ -152,31 +151,38 @@ func BenchmarkSync(b *testing.B) {
 }
 
 // poolRemediations observes each NodeHealthCheck's own resources, and
-// carries out no plan: a steady state plans nothing.
+// writes nothing: a steady state plans nothing.
 type poolRemediations map[string]remediation.Observation
 
 func (p poolRemediations) WatchAll(func() ([]*v1alpha1.NodeHealthCheck, error)) error { return nil }
 
-func (p poolRemediations) AddChangeHandler(remediation.ResourceChangeFunc)         {}
-func (p poolRemediations) AddKindChangeHandler(remediation.KindChangeFunc)         {}
-func (p poolRemediations) AddLeaseChangeHandler(nodeleases.HolderChangeFunc) error { return nil }
+func (p poolRemediations) AddChangeHandler(remediation.ResourceChangeFunc) {}
+func (p poolRemediations) AddKindChangeHandler(remediation.KindChangeFunc) {}
 
 func (p poolRemediations) Watch(*v1alpha1.NodeHealthCheck) (remediation.Watched, error) {
 	return remediation.Watched{}, nil
 }
 
-func (p poolRemediations) Read(_ context.Context, nhc *v1alpha1.NodeHealthCheck, _ remediation.Watched) (remediation.Observation, error) {
+func (p poolRemediations) Read(nhc *v1alpha1.NodeHealthCheck, _ remediation.Watched, _ []*v1alpha1.NodeHealthCheck) (remediation.Observation, error) {
 	return p[nhc.Name], nil
-}
-
-func (p poolRemediations) ConfirmWith(remediation.Confirmer) {}
-
-func (p poolRemediations) Apply(context.Context, *v1alpha1.NodeHealthCheck, *health.Plan, *remediation.Observation) health.Outcome {
-	return health.Outcome{}
 }
 
 func (p poolRemediations) Forget(string) {}
 
-func (p poolRemediations) Recorded([]*v1alpha1.NodeHealthCheck) map[string][]resource.Owner {
-	return nil
+func (p poolRemediations) LookUpLapsed(context.Context) {}
+
+func (p poolRemediations) Create(context.Context, *v1alpha1.NodeHealthCheck, health.Creation, *remediation.Observation) (health.Created, error) {
+	return health.Created{}, errors.New("a steady state creates nothing")
+}
+
+func (p poolRemediations) Delete(context.Context, string, *remediation.Observation, health.Deletion) error {
+	return errors.New("a steady state deletes nothing")
+}
+
+func (p poolRemediations) Annotate(context.Context, *remediation.Observation, corev1.ObjectReference, string, *string) error {
+	return errors.New("a steady state annotates nothing")
+}
+
+func (p poolRemediations) RemoveNodeAnnotation(context.Context, string, string) error {
+	return errors.New("a steady state annotates nothing")
 }

@@ -52,7 +52,7 @@ func TestTheFirstEvaluationWaitsForTheNodeCacheToCatchUp(t *testing.T) {
 			}
 			assert.Equal(t, catchUpRequeue, d)
 			assert.Empty(t, f.statuses.written, "no status from part of the nodes")
-			assert.Empty(t, f.remediations.applied, "no action from part of the nodes")
+			assert.Empty(t, f.remediations.creates(), "no action from part of the nodes")
 
 			f.setNode(t, nodeAt(notReady("worker-2", longAgo), "11"))
 			_, err = f.sync()

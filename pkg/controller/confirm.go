@@ -10,29 +10,27 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
-// confirmer is the controller's check of each create, handed to the
-// remediation manager once (remediation.Confirmer). It reads what the
-// manager does not keep: a NodeHealthCheck and a node from the caches as
-// they are just before a create, for Plan.Recheck, and then as the API
-// server has them. Every create, a first remediation or an escalation
+// confirmFunc says, just before a create is sent, why it must not be after
+// all, or "" to send it; unconfirmed is true when the caches still showed
+// the need but the API server did not. An error is a check that could not
+// be made: the create is not sent, and the sync retried.
+type confirmFunc func(ctx context.Context, c health.Creation) (why string, unconfirmed bool, err error)
+
+// confirmation returns the check of one sync's creates. It reads the
+// NodeHealthCheck and each node from the caches as they are just before a
+// create, for Plan.Recheck, and then as the API server has them. Every create, a first remediation or an escalation
 // step, reboots, fences, powers off or deletes a machine, and a lagging or
 // silent watch must not hold it back (an overloaded API server's watches
 // can be tens of seconds behind; a paused or edited NodeHealthCheck must
 // not remediate from its old spec). The NodeHealthCheck is read once a
 // sync, the node once a create.
-type confirmer struct{ c *Controller }
-
-// Confirmation returns the check of one sync's creates; the manager asks
-// for it only when the sync has creates.
-func (cf confirmer) Confirmation(ctx context.Context, name string, plan *health.Plan) remediation.Confirm {
-	c := cf.c
+func (c *Controller) confirmation(ctx context.Context, name string, plan *health.Plan) confirmFunc {
 	// Creates are rechecked in parallel and share one read of the
 	// NodeHealthCheck. It starts with the sync's creates, beside their
-	// leases, rather than after the first: a storm's sync waited 15 ms for
-	// it. A failed read is not kept: the next create reads again.
+	// leases, rather than after the first, which would wait for it. A
+	// failed read is not kept: the next create reads again.
 	var (
 		mu      sync.Mutex
 		liveNHC *metav1.ObjectMeta

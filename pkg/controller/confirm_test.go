@@ -86,11 +86,14 @@ func TestAnEscalationStepIsConfirmedAtTheAPIServer(t *testing.T) {
 			f.remediations.obs.Remediations["worker-1"] = []health.Remediation{{Ref: snrOfWorker, TemplateName: snrTemplate.Name, Created: longAgo}}
 			_, err := f.sync()
 			require.NoError(t, err)
-			require.Len(t, f.remediations.applied, 1)
-			require.Len(t, f.remediations.applied[0].Create, 1, "the plan escalates")
-			assert.True(t, f.remediations.applied[0].Create[0].Escalation)
 			assert.Equal(t, 1, f.liveNodes.reads, "one read, just before the create")
 			assert.Equal(t, tt.created, len(withReason(f.events(), "RemediationCreated")) == 1)
+			if tt.created {
+				require.Len(t, f.remediations.creates(), 1)
+				assert.True(t, f.remediations.creates()[0].Escalation, "the next step")
+			} else {
+				assert.Empty(t, f.remediations.creates())
+			}
 		})
 	}
 }

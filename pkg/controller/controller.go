@@ -85,11 +85,12 @@ type Controller struct {
 	// first evaluation.
 	catchUps *catchUps
 
-	// kinds keeps the remediation kinds watched, resources reads them,
-	// and actor carries out plans on them.
-	kinds     kindWatcher
-	resources remediationReader
-	actor     remediationActor
+	// observer keeps the remediation kinds watched and reads them; writer
+	// writes remediation resources; leases takes node leases, nil when the
+	// controller takes none.
+	observer remediationObserver
+	writer   remediationWriter
+	leases   nodeLeases
 	// statuses writes NodeHealthCheck statuses.
 	statuses statusWriter
 	// liveNHCs reads NodeHealthChecks at the API server, to confirm a
@@ -124,13 +125,42 @@ type Controller struct {
 	writesUntil func() (time.Time, error)
 }
 
+// Config is what a controller works with, each seam of one role.
+type Config struct {
+	// Nodes and NodeHealthChecks are the informers, not started yet, so
+	// that the controller's indexer can be added.
+	Nodes            NodeCache
+	NodeHealthChecks nhcinformers.NodeHealthCheckInformer
+	// Client reads NodeHealthChecks at the API server and writes their
+	// statuses.
+	Client versioned.Interface
+	// Observer watches and reads remediation resources, and Changes tells
+	// of their changes.
+	Observer remediationObserver
+	Changes  remediationChanges
+	// Writer writes remediation resources.
+	Writer remediationWriter
+	// Leases takes node leases, and LeaseChanges tells of their changes;
+	// both nil when the controller takes none.
+	Leases       nodeLeases
+	LeaseChanges leaseChanges
+	Recorder     record.EventRecorder
+	// Metrics are the Prometheus metrics; nil records none.
+	Metrics *Metrics
+	Clock   clock.WithTicker
+	// WritesUntil says until when this replica may write (zero: no end),
+	// or why it may not write now: with leader election, a replica that
+	// cannot show that it still holds the lease must not act beside the
+	// one that may have taken it over, and a write it sends must not land
+	// after that. Nil writes without end.
+	WritesUntil func() (time.Time, error)
+}
+
 // New returns a controller: the one construction path, for the binary and
-// the tests alike (which hand it fakes of the interfaces, injection.go).
-// The informers must not have started yet, so that the controller's indexer
-// can be added.
-func New(ctx context.Context, nodeInformer NodeCache, nhcInformer nhcinformers.NodeHealthCheckInformer,
-	nhcClient versioned.Interface, remediations Remediations, recorder record.EventRecorder, metrics *Metrics, clk clock.WithTicker) (*Controller, error) {
+// the tests alike (which hand it fakes of the seams, injection.go).
+func New(ctx context.Context, cfg Config) (*Controller, error) {
 	logger := klog.FromContext(ctx)
+	nodeInformer, nhcInformer := cfg.Nodes, cfg.NodeHealthChecks
 	c := &Controller{
 		nhcLister:  nhcInformer.Lister(),
 		nhcIndexer: nhcInformer.Informer().GetIndexer(),
@@ -139,25 +169,27 @@ func New(ctx context.Context, nodeInformer NodeCache, nhcInformer nhcinformers.N
 		nodeSynced: nodeInformer.Informer().HasSynced,
 		liveNodes:  nodeInformer,
 		catchUps:   newCatchUps(),
-		kinds:      remediations,
-		resources:  remediations,
-		actor:      remediations,
-		statuses:   clientNHCs{client: nhcClient},
-		liveNHCs:   clientNHCs{client: nhcClient},
-		recorder:   recorder,
-		metrics:    metrics,
-		clock:      clk,
+		observer:   cfg.Observer,
+		writer:     cfg.Writer,
+		leases:     cfg.Leases,
+		statuses:   clientNHCs{client: cfg.Client},
+		liveNHCs:   clientNHCs{client: cfg.Client},
+		recorder:   cfg.Recorder,
+		metrics:    cfg.Metrics,
+		clock:      cfg.Clock,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			retryLimiter(),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: QueueName, Clock: clk},
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: QueueName, Clock: cfg.Clock},
 		),
 		selectors:   newSelectorCache(),
 		members:     newMembership(),
 		skips:       newSkipMemory(),
 		attention:   &attention{},
-		writesUntil: func() (time.Time, error) { return time.Time{}, nil },
+		writesUntil: cfg.WritesUntil,
 	}
-	remediations.ConfirmWith(confirmer{c})
+	if c.writesUntil == nil {
+		c.writesUntil = func() (time.Time, error) { return time.Time{}, nil }
+	}
 	nodeInformer.ReadAtOnceWhile(c.attention.any)
 	if err := nhcInformer.Informer().AddIndexers(cache.Indexers{templateIndex: indexByTemplate}); err != nil {
 		return nil, fmt.Errorf("adding the template index: %w", err)
@@ -176,22 +208,16 @@ func New(ctx context.Context, nodeInformer NodeCache, nhcInformer nhcinformers.N
 	}, cache.HandlerOptions{Logger: &logger}); err != nil {
 		return nil, err
 	}
-	remediations.AddChangeHandler(func(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool, confirmed []string) {
+	cfg.Changes.AddChangeHandler(func(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool, confirmed []string) {
 		c.remediationChanged(logger, gvr, obj, deleted, confirmed)
 	})
-	remediations.AddKindChangeHandler(func(gvr schema.GroupVersionResource) { c.kindChanged(logger, gvr) })
-	if err := remediations.AddLeaseChangeHandler(func(node string, own bool, holders ...string) { c.leaseChanged(logger, node, own, holders) }); err != nil {
-		return nil, fmt.Errorf("adding the node lease handler: %w", err)
+	cfg.Changes.AddKindChangeHandler(func(gvr schema.GroupVersionResource) { c.kindChanged(logger, gvr) })
+	if cfg.LeaseChanges != nil {
+		if err := cfg.LeaseChanges.AddChangeHandler(func(node string, own bool, holders ...string) { c.leaseChanged(logger, node, own, holders) }); err != nil {
+			return nil, fmt.Errorf("adding the node lease handler: %w", err)
+		}
 	}
 	return c, nil
-}
-
-// GuardWrites bounds every sync's writes by writesUntil: with leader
-// election, a replica that cannot show that it still holds the lease must
-// not act beside the one that may have taken it over, and a write it sends
-// must not land after that. Call it before Run.
-func (c *Controller) GuardWrites(writesUntil func() (time.Time, error)) {
-	c.writesUntil = writesUntil
 }
 
 // CachesSynced tells whether the Node and NodeHealthCheck caches have synced.
@@ -258,7 +284,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 func (c *Controller) nhcGone(name string) {
 	c.attention.set(name, false)
 	c.catchUps.forget(name)
-	c.kinds.Forget(name)
+	c.observer.Forget(name)
 	c.members.forget(name)
 	c.written.Delete(name)
 	c.skips.forget(name)

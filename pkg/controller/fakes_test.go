@@ -5,6 +5,7 @@ import (
 	"maps"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,28 +27,58 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
-// fakeRemediations is a remediationManager that records the plans it is
-// asked to carry out. By default every planned action succeeds.
+// fakeRemediations is the remediation rooms, observer and writer, faked:
+// it reads obs, and records the writes it is asked to send. By default
+// every write succeeds.
 type fakeRemediations struct {
+	// mu guards syncs: a sync sends its creates in parallel.
+	mu    sync.Mutex
 	clock *clocktesting.FakeClock
 	obs   remediation.Observation
-	// outcome, when set, replaces the default all-succeeded outcome.
-	outcome func(*health.Plan) health.Outcome
-	// beforeCreate, when set, runs just before each create is rechecked: the
-	// cluster changing while a sync creates one resource after another.
-	beforeCreate func(health.Creation)
-	applied      []health.Plan
-	forgotten    []string
-	// deadlines are the deadlines of the contexts Apply got; zero for none.
-	deadlines []time.Time
-	// recorded is what Recorded returns.
-	recorded map[string][]resource.Owner
-	// confirmer is the controller's check of each create.
-	confirmer remediation.Confirmer
+	// recorded are what the statuses of other NodeHealthChecks record of
+	// kinds that cannot be read, added to the other owners.
+	recorded  map[string][]resource.Owner
+	forgotten []string
+	// createErr and annotateErr, when set, answer every create and every
+	// annotation.
+	createErr, annotateErr error
+	// syncs are the writes each sync asked for, from its first look at
+	// the ledger (LookUpLapsed).
+	syncs []fakeSync
+}
+
+// fakeSync is what one sync asked to write: the creates, sent or failed,
+// and the annotations.
+type fakeSync struct {
+	creates     []health.Creation
+	annotations []fakeAnnotation
+}
+
+// current is the sync under way.
+func (f *fakeRemediations) current() *fakeSync {
+	if len(f.syncs) == 0 {
+		f.syncs = append(f.syncs, fakeSync{})
+	}
+	return &f.syncs[len(f.syncs)-1]
+}
+
+// creates are the creates every sync asked for.
+func (f *fakeRemediations) creates() []health.Creation {
+	var all []health.Creation
+	for _, s := range f.syncs {
+		all = append(all, s.creates...)
+	}
+	return all
+}
+
+// fakeAnnotation is an annotation asked for.
+type fakeAnnotation struct {
+	ref   corev1.ObjectReference
+	key   string
+	value *string
 }
 
 func (f *fakeRemediations) WatchAll(func() ([]*v1alpha1.NodeHealthCheck, error)) error { return nil }
@@ -57,60 +88,72 @@ func (f *fakeRemediations) Watch(*v1alpha1.NodeHealthCheck) (remediation.Watched
 }
 
 // Read returns obs with maps of its own, as every read does.
-func (f *fakeRemediations) Read(context.Context, *v1alpha1.NodeHealthCheck, remediation.Watched) (remediation.Observation, error) {
+func (f *fakeRemediations) Read(*v1alpha1.NodeHealthCheck, remediation.Watched, []*v1alpha1.NodeHealthCheck) (remediation.Observation, error) {
 	obs := f.obs
 	obs.OtherOwners = maps.Clone(obs.OtherOwners)
+	for node, owners := range f.recorded {
+		if obs.OtherOwners == nil {
+			obs.OtherOwners = map[string][]resource.Owner{}
+		}
+		obs.OtherOwners[node] = append(obs.OtherOwners[node], owners...)
+	}
 	obs.BusyControlPlaneNodes = maps.Clone(obs.BusyControlPlaneNodes)
 	return obs, nil
 }
 
-// Recorded records nothing: every kind can be read, unless recorded says
-// otherwise.
-func (f *fakeRemediations) Recorded([]*v1alpha1.NodeHealthCheck) map[string][]resource.Owner {
-	return f.recorded
-}
-
-func (f *fakeRemediations) ConfirmWith(c remediation.Confirmer) { f.confirmer = c }
-
-func (f *fakeRemediations) Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, p *health.Plan, _ *remediation.Observation) health.Outcome {
-	f.applied = append(f.applied, *p)
-	deadline, _ := ctx.Deadline()
-	f.deadlines = append(f.deadlines, deadline)
-	if f.outcome != nil {
-		return f.outcome(p)
-	}
-	out := health.Outcome{TimedOut: p.TimeOut, Deleted: p.Delete}
-	var confirm remediation.Confirm
-	if len(p.Create) > 0 {
-		confirm = f.confirmer.Confirmation(ctx, nhc.Name, p)
-	}
-	for _, c := range p.Create {
-		if f.beforeCreate != nil {
-			f.beforeCreate(c)
-		}
-		why, unconfirmed, err := confirm(context.Background(), c)
-		switch {
-		case err != nil:
-			out.Errors = append(out.Errors, err)
-			continue
-		case unconfirmed:
-			out.Unconfirmed = append(out.Unconfirmed, health.Blocked{Node: c.Node, Message: why})
-			continue
-		case why != "":
-			out.Withdrawn = append(out.Withdrawn, health.Blocked{Node: c.Node, Message: why})
-			continue
-		}
-		out.Created = append(out.Created, health.Created{Creation: c, Resource: createdRef(c), CreationTime: f.clock.Now()})
-	}
-	return out
-}
-
 func (f *fakeRemediations) Forget(nhc string) { f.forgotten = append(f.forgotten, nhc) }
 
+func (f *fakeRemediations) Create(_ context.Context, _ *v1alpha1.NodeHealthCheck, c health.Creation, _ *remediation.Observation) (health.Created, error) {
+	f.mu.Lock()
+	s := f.current()
+	s.creates = append(s.creates, c)
+	f.mu.Unlock()
+	if f.createErr != nil {
+		return health.Created{}, f.createErr
+	}
+	return health.Created{Creation: c, Resource: createdRef(c), CreationTime: f.clock.Now()}, nil
+}
+
+func (f *fakeRemediations) Delete(context.Context, string, *remediation.Observation, health.Deletion) error {
+	return nil
+}
+
+func (f *fakeRemediations) Annotate(_ context.Context, _ *remediation.Observation, ref corev1.ObjectReference, key string, value *string) error {
+	f.mu.Lock()
+	s := f.current()
+	s.annotations = append(s.annotations, fakeAnnotation{ref: ref, key: key, value: value})
+	f.mu.Unlock()
+	return f.annotateErr
+}
+
+func (f *fakeRemediations) RemoveNodeAnnotation(context.Context, string, string) error { return nil }
+
+// LookUpLapsed starts the record of a sync: every sync looks first.
+func (f *fakeRemediations) LookUpLapsed(context.Context) { f.syncs = append(f.syncs, fakeSync{}) }
+
 // The sync tests call the handlers themselves.
-func (f *fakeRemediations) AddChangeHandler(remediation.ResourceChangeFunc)         {}
-func (f *fakeRemediations) AddKindChangeHandler(remediation.KindChangeFunc)         {}
-func (f *fakeRemediations) AddLeaseChangeHandler(nodeleases.HolderChangeFunc) error { return nil }
+func (f *fakeRemediations) AddChangeHandler(remediation.ResourceChangeFunc) {}
+func (f *fakeRemediations) AddKindChangeHandler(remediation.KindChangeFunc) {}
+
+// fakeLeases takes every node lease, after beforeAcquire, and records the
+// deadline of each write's context.
+type fakeLeases struct {
+	beforeAcquire func()
+	deadlines     []time.Time
+}
+
+func (f *fakeLeases) Acquire(ctx context.Context, _ health.LeaseRequest) error {
+	deadline, _ := ctx.Deadline()
+	f.deadlines = append(f.deadlines, deadline)
+	if f.beforeAcquire != nil {
+		f.beforeAcquire()
+	}
+	return nil
+}
+
+func (f *fakeLeases) Renew(context.Context, health.LeaseRequest) error { return nil }
+func (f *fakeLeases) Release(context.Context, string, string) error    { return nil }
+func (f *fakeLeases) Problem(error) string                             { return "" }
 
 // createdRef is the resource the fake creates for a creation.
 func createdRef(c health.Creation) corev1.ObjectReference {
@@ -156,16 +199,21 @@ type fakeLiveNodes struct {
 	lists    int
 	// live, when set, are the nodes the API server has, for Node; err
 	// fails each read.
-	live  map[string]*corev1.Node
-	err   error
-	reads int
+	live map[string]*corev1.Node
+	err  error
+	// reads counts the reads of Node, which a sync's creates make in
+	// parallel.
+	reads   int
+	readsMu sync.Mutex
 	// initialList is the resourceVersion of the list the node cache
 	// started from; "" for unknown.
 	initialList string
 }
 
 func (f *fakeLiveNodes) Node(_ context.Context, name string) (*health.Node, error) {
+	f.readsMu.Lock()
 	f.reads++
+	f.readsMu.Unlock()
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -255,7 +303,11 @@ func newSyncFixture(t testing.TB, nhc *v1alpha1.NodeHealthCheck, nodes ...*corev
 	nhcInformer := externalversions.NewSharedInformerFactory(nhcClient, 0).Remediation().V1alpha1().NodeHealthChecks()
 	f.nodes, f.nhcs = nodeInformer.Informer().GetIndexer(), nhcInformer.Informer().GetIndexer()
 	f.liveNodes = &fakeLiveNodes{nodes: f.nodes}
-	f.c, err = New(ctx, fakedNodeReads{informerOfNodes: nodeInformer, live: f.liveNodes}, nhcInformer, nhcClient, f.remediations, f.recorder, f.metrics, f.clock)
+	f.c, err = New(ctx, Config{
+		Nodes: fakedNodeReads{informerOfNodes: nodeInformer, live: f.liveNodes}, NodeHealthChecks: nhcInformer, Client: nhcClient,
+		Observer: f.remediations, Changes: f.remediations, Writer: f.remediations,
+		Recorder: f.recorder, Metrics: f.metrics, Clock: f.clock,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,6 +363,20 @@ func (f *syncFixture) setNode(t testing.TB, node *corev1.Node) {
 	}
 	// As the node handlers do.
 	f.c.members.update(cached.Name, cached)
+}
+
+// takeLeases makes the controller take node leases, with beforeAcquire
+// run before each: the cluster changing while a sync takes them.
+func (f *syncFixture) takeLeases(beforeAcquire func()) *fakeLeases {
+	leases := &fakeLeases{beforeAcquire: beforeAcquire}
+	f.c.leases = leases
+	f.remediations.obs.Leases = &health.Leases{ByNode: map[string]health.NodeLease{}, Duration: time.Hour}
+	return leases
+}
+
+// guardWrites bounds the controller's writes, as leader election does.
+func (f *syncFixture) guardWrites(writesUntil func() (time.Time, error)) {
+	f.c.writesUntil = writesUntil
 }
 
 func (f *syncFixture) sync() (time.Duration, error) {

@@ -56,10 +56,14 @@ func newTestController(t testing.TB, nhcs ...*v1alpha1.NodeHealthCheck) *Control
 	nhcInformer := nhcInformers.Remediation().V1alpha1().NodeHealthChecks()
 	clk := clocktesting.NewFakeClock(t0.Time)
 	dynamicClient := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
-	manager := remediation.New(remediation.Config{Context: ctx, Dynamic: dynamicClient, Kube: kube, Clock: clk})
 	nodeInformer, err := nodecache.NewInformer(&rest.Config{Host: "https://nodes.invalid"}, 0)
 	require.NoError(t, err)
-	c, err := New(ctx, nodeInformer, nhcInformer, nhcClient, manager, record.NewFakeRecorder(100), nil, clk)
+	observer, writer := remediation.New(remediation.Config{Context: ctx, Dynamic: dynamicClient, Kube: kube, Nodes: nodeInformer.Lister(), Clock: clk})
+	c, err := New(ctx, Config{
+		Nodes: nodeInformer, NodeHealthChecks: nhcInformer, Client: nhcClient,
+		Observer: observer, Changes: observer, Writer: writer,
+		Recorder: record.NewFakeRecorder(100), Clock: clk,
+	})
 	require.NoError(t, err)
 	for _, nhc := range nhcs {
 		require.NoError(t, nhcInformer.Informer().GetIndexer().Add(nhc))

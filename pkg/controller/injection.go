@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -16,57 +17,61 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
-// Remediations is the remediation resources in their four roles, one seam
-// each: *remediation.Manager, or a fake in tests. New takes it whole and
-// keeps each role apart.
-type Remediations interface {
-	kindWatcher
-	remediationReader
-	remediationActor
-	remediationEvents
-}
-
-// kindWatcher keeps the kinds of NodeHealthChecks' templates and
-// remediation resources watched.
-type kindWatcher interface {
+// remediationObserver keeps the kinds of NodeHealthChecks' templates and
+// remediation resources watched, and reads them from the caches:
+// *remediation.Observer, or a fake in tests.
+type remediationObserver interface {
 	// WatchAll watches the kinds of every NodeHealthCheck list returns,
 	// until it succeeded once: before, no control-plane remediation starts.
 	WatchAll(list func() ([]*v1alpha1.NodeHealthCheck, error)) error
 	// Watch keeps the kinds a NodeHealthCheck's templates and resources
-	// are of watched.
+	// are of watched, and reads its templates.
 	Watch(nhc *v1alpha1.NodeHealthCheck) (remediation.Watched, error)
+	// Read observes what a NodeHealthCheck's evaluation needs besides its
+	// nodes, from the caches; others are the other NodeHealthChecks.
+	Read(nhc *v1alpha1.NodeHealthCheck, watched remediation.Watched, others []*v1alpha1.NodeHealthCheck) (remediation.Observation, error)
 	// Forget drops what is kept for a deleted NodeHealthCheck.
 	Forget(nhc string)
 }
 
-// remediationReader reads remediation resources from the caches.
-type remediationReader interface {
-	// Read observes what a NodeHealthCheck's evaluation needs from its
-	// templates and remediation resources, in the caches of the kinds watched.
-	Read(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, watched remediation.Watched) (remediation.Observation, error)
-	// Recorded returns, by node, the NodeHealthChecks whose status records
-	// a remediation resource of a kind that cannot be read now.
-	Recorded(nhcs []*v1alpha1.NodeHealthCheck) map[string][]resource.Owner
+// remediationWriter writes remediation resources and node annotations, one
+// write a call: *remediation.Writer, or a fake in tests.
+type remediationWriter interface {
+	// Create creates a node's remediation resource; remediation.Refused
+	// tells an error that makes the node wait.
+	Create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, c health.Creation, obs *remediation.Observation) (health.Created, error)
+	Delete(ctx context.Context, nhc string, obs *remediation.Observation, del health.Deletion) error
+	// Annotate sets an annotation of a remediation resource, or removes it
+	// when value is nil.
+	Annotate(ctx context.Context, obs *remediation.Observation, ref corev1.ObjectReference, key string, value *string) error
+	RemoveNodeAnnotation(ctx context.Context, node, key string) error
+	// LookUpLapsed looks up at the API server the creates the informers
+	// have not shown in time.
+	LookUpLapsed(ctx context.Context)
 }
 
-// remediationActor carries out plans.
-type remediationActor interface {
-	// ConfirmWith hands in the check of each create, once.
-	ConfirmWith(remediation.Confirmer)
-	// Apply carries out a plan, confirming each create just before it is
-	// sent, and says what happened.
-	Apply(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, obs *remediation.Observation) health.Outcome
+// nodeLeases takes, renews and releases node leases: *nodeleases.Keeper.
+type nodeLeases interface {
+	Acquire(ctx context.Context, req health.LeaseRequest) error
+	Renew(ctx context.Context, req health.LeaseRequest) error
+	Release(ctx context.Context, node, holder string) error
+	// Problem says why a lease could not be taken when the node must wait
+	// for it, or "" for an error worth a retry.
+	Problem(err error) string
 }
 
-// remediationEvents tells of changes: of remediation resources and
-// templates, of kinds whose informer synced or failed, and of node leases.
-type remediationEvents interface {
+// remediationChanges tells of changes of remediation resources and
+// templates, and of kinds whose informer synced or failed.
+type remediationChanges interface {
 	AddChangeHandler(handler remediation.ResourceChangeFunc)
 	AddKindChangeHandler(handler remediation.KindChangeFunc)
-	AddLeaseChangeHandler(handler nodeleases.HolderChangeFunc) error
+}
+
+// leaseChanges tells of node leases that changed hands.
+type leaseChanges interface {
+	AddChangeHandler(handler nodeleases.HolderChangeFunc) error
 }
 
 // NodeCache is the node informer: *nodecache.Informer, or one whose reads

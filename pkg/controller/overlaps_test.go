@@ -96,22 +96,22 @@ func TestSyncLeavesASharedNodeToTheNodeHealthCheckThatRemediatesIt(t *testing.T)
 	f.clock.Step(time.Minute)
 	_, err = f.sync()
 	require.NoError(t, err)
-	require.Len(t, f.remediations.applied, 3)
-	assert.Len(t, f.remediations.applied[2].Create, 1)
+	require.Len(t, f.remediations.syncs, 3)
+	assert.Len(t, f.remediations.syncs[2].creates, 1)
 
 	// ...unless the other one has resources for it already, of any kind watched.
 	f.remediations.obs.OtherOwners = map[string][]resource.Owner{"worker-1": {{Name: "younger", UID: younger.UID}}}
 	f.clock.Step(time.Minute)
 	_, err = f.sync()
 	require.NoError(t, err)
-	assert.Empty(t, f.remediations.applied[3].Create)
+	assert.Empty(t, f.remediations.syncs[3].creates)
 
 	// A deleted one's resources hold the node too.
 	f.remediations.obs.OtherOwners = map[string][]resource.Owner{"worker-1": {{Name: "gone", UID: "uid-gone"}}}
 	f.clock.Step(time.Minute)
 	_, err = f.sync()
 	require.NoError(t, err)
-	assert.Empty(t, f.remediations.applied[4].Create)
+	assert.Empty(t, f.remediations.syncs[4].creates)
 	assert.Contains(t, f.lastStatus(t).Reason, "(gone)")
 
 	// So do the resources a peer's status records, of a kind that cannot
@@ -121,7 +121,7 @@ func TestSyncLeavesASharedNodeToTheNodeHealthCheckThatRemediatesIt(t *testing.T)
 	f.clock.Step(time.Minute)
 	_, err = f.sync()
 	require.NoError(t, err)
-	assert.Empty(t, f.remediations.applied[5].Create)
+	assert.Empty(t, f.remediations.syncs[5].creates)
 	assert.Contains(t, f.lastStatus(t).Reason, "(younger)")
 }
 
@@ -154,8 +154,7 @@ func TestSyncRemediatesASharedNodeThatAnOlderNodeHealthCheckCannot(t *testing.T)
 			f.setNHC(t, older)
 			_, err := f.sync()
 			require.NoError(t, err)
-			require.Len(t, f.remediations.applied, 1)
-			assert.Equal(t, []string{"worker-1"}, createdNodes(f.remediations.applied[0]), "the younger one remediates the node")
+			assert.Equal(t, []string{"worker-1"}, createdNodes(f.remediations.creates()), "the younger one remediates the node")
 			c := meta.FindStatusCondition(f.lastStatus(t).Conditions, v1alpha1.ConditionNodesOverlap)
 			require.NotNil(t, c)
 			assert.Contains(t, c.Message, "this one remediates 2.")
@@ -177,9 +176,9 @@ func TestSyncRemediatesASharedNodeThatAnOlderNodeHealthCheckCannot(t *testing.T)
 }
 
 // createdNodes lists the nodes a plan creates remediations for.
-func createdNodes(p health.Plan) []string {
+func createdNodes(creates []health.Creation) []string {
 	var nodes []string
-	for _, c := range p.Create {
+	for _, c := range creates {
 		nodes = append(nodes, c.Node)
 	}
 	return nodes

@@ -69,7 +69,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	if err != nil {
 		return 0, err
 	}
-	out := c.actor.Apply(actCtx, nhc, &plan, &obs)
+	out := c.act(actCtx, nhc, &plan, &obs)
 	cancel()
 
 	// Record.
@@ -98,21 +98,38 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 }
 
 // observe keeps the NodeHealthCheck's remediation kinds watched, and reads
-// what its evaluation needs of them.
+// what its evaluation needs of them. The creates that the informers have
+// not shown in time are looked up first, so that the ledger read is
+// current.
 func (c *Controller) observe(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (remediation.Observation, error) {
-	if err := c.kinds.WatchAll(c.readableNHCs); err != nil {
+	c.writer.LookUpLapsed(ctx)
+	if err := c.observer.WatchAll(c.readableNHCs); err != nil {
 		klog.FromContext(ctx).V(2).Info("Cannot watch the remediation kinds of every NodeHealthCheck yet; no control-plane remediation starts", "err", err)
 	}
-	watched, err := c.kinds.Watch(nhc)
+	watched, err := c.observer.Watch(nhc)
 	if err != nil {
 		return remediation.Observation{}, fmt.Errorf("watching remediation kinds: %w", err)
 	}
-	obs, err := c.resources.Read(ctx, nhc, watched)
+	obs, err := c.observer.Read(nhc, watched, c.otherNHCs(nhc))
 	if err != nil {
 		return obs, fmt.Errorf("reading remediation resources: %w", err)
 	}
-	c.addRecorded(nhc, &obs)
 	return obs, nil
+}
+
+// otherNHCs lists the NodeHealthChecks but nhc, as syncs see them.
+func (c *Controller) otherNHCs(nhc *v1alpha1.NodeHealthCheck) []*v1alpha1.NodeHealthCheck {
+	all, err := c.nhcLister.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	others := make([]*v1alpha1.NodeHealthCheck, 0, len(all))
+	for _, other := range all {
+		if other.UID != nhc.UID {
+			others = append(others, c.latest(other))
+		}
+	}
+	return others
 }
 
 // input is what the evaluation decides from: the observation, and, once

@@ -28,22 +28,20 @@ func TestSyncForgetsAGoneNodeHealthCheck(t *testing.T) {
 func TestSyncRecordsOnlyWhatWasCreated(t *testing.T) {
 	boom := errors.New("boom")
 	cases := []struct {
-		name    string
-		outcome func(*health.Plan) health.Outcome
-		wantErr error
-		created bool
+		name      string
+		createErr error
+		created   bool
 	}{
-		{"a failed create", func(*health.Plan) health.Outcome { return health.Outcome{Errors: []error{boom}} }, boom, false},
-		{"a successful create", nil, nil, true},
+		{"a failed create", boom, false},
+		{"a successful create", nil, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newSyncFixture(t, workersNHC(), notReady("worker-1", longAgo), healthyNode("worker-2"))
-			f.remediations.outcome = tc.outcome
+			f.remediations.createErr = tc.createErr
 			_, err := f.sync()
-			assert.ErrorIs(t, err, tc.wantErr)
-			require.Len(t, f.remediations.applied, 1)
-			assert.Len(t, f.remediations.applied[0].Create, 1, "the plan creates a remediation")
+			assert.ErrorIs(t, err, tc.createErr)
+			assert.Len(t, f.remediations.creates(), 1, "the sync creates a remediation")
 			status := f.lastStatus(t)
 			entry := entryOf(status, "worker-1")
 			require.NotNil(t, entry, "an unhealthy node is listed either way")
@@ -77,11 +75,11 @@ func TestSyncRecordsOnlyWhatWasCreated(t *testing.T) {
 func TestSyncRecordsATimeOutOnlyOnceAnnotated(t *testing.T) {
 	annotationFailed := errors.New("annotating: forbidden")
 	cases := []struct {
-		name     string
-		outcome  func(*health.Plan) health.Outcome
-		timedOut bool
+		name        string
+		annotateErr error
+		timedOut    bool
 	}{
-		{"a failed annotation", func(*health.Plan) health.Outcome { return health.Outcome{Errors: []error{annotationFailed}} }, false},
+		{"a failed annotation", annotationFailed, false},
 		{"a successful annotation", nil, true},
 	}
 	for _, tc := range cases {
@@ -96,11 +94,15 @@ func TestSyncRecordsATimeOutOnlyOnceAnnotated(t *testing.T) {
 			nhc.Status = remediatedStatus(started)
 			f := newSyncFixture(t, nhc, notReady("worker-1", longAgo))
 			f.remediations.obs.Remediations["worker-1"] = []health.Remediation{{Ref: snrOfWorker, TemplateName: snrTemplate.Name, Created: started}}
-			f.remediations.outcome = tc.outcome
+			f.remediations.annotateErr = tc.annotateErr
 
 			_, err := f.sync()
-			require.Len(t, f.remediations.applied, 1)
-			require.Len(t, f.remediations.applied[0].TimeOut, 1, "the plan times the SNR out")
+			require.Len(t, f.remediations.syncs, 1)
+			require.Len(t, f.remediations.syncs[0].annotations, 1, "the sync times the SNR out")
+			assert.Equal(t, v1alpha1.TimedOutAnnotation, f.remediations.syncs[0].annotations[0].key)
+			if !tc.timedOut {
+				assert.Empty(t, f.remediations.creates(), "no next step")
+			}
 			entry := entryOf(f.lastStatus(t), "worker-1")
 			require.NotNil(t, entry)
 			timedOut := withReason(f.events(), health.EventRemediationTimedOut)
@@ -126,18 +128,17 @@ func TestSyncWritesNothingWithoutTheLease(t *testing.T) {
 	// must neither remediate nor write the status, and it retries.
 	f := newSyncFixture(t, workersNHC(), notReady("worker-1", longAgo), healthyNode("worker-2"))
 	lost := errors.New("the last lease renewal failed")
-	f.c.GuardWrites(func() (time.Time, error) { return time.Time{}, lost })
+	f.guardWrites(func() (time.Time, error) { return time.Time{}, lost })
 	_, err := f.sync()
 	assert.ErrorIs(t, err, lost)
-	assert.Empty(t, f.remediations.applied, "no action")
+	noActions(t, f)
 	assert.Empty(t, f.statuses.written, "no status")
 	assert.Empty(t, f.events(), "no event")
 
-	f.c.GuardWrites(func() (time.Time, error) { return time.Now().Add(time.Minute), nil })
+	f.guardWrites(func() (time.Time, error) { return time.Now().Add(time.Minute), nil })
 	_, err = f.sync()
 	require.NoError(t, err)
-	require.Len(t, f.remediations.applied, 1)
-	assert.Len(t, f.remediations.applied[0].Create, 1, "renewed: it acts again")
+	assert.Len(t, f.remediations.creates(), 1, "renewed: it acts again")
 }
 
 // A leader's writes end when it can no longer show that it holds the
@@ -145,10 +146,11 @@ func TestSyncWritesNothingWithoutTheLease(t *testing.T) {
 // once the lease cannot be shown, even within the sync that planned it.
 func TestWritesEndWithTheLease(t *testing.T) {
 	f := newSyncFixture(t, workersNHC(), notReady("worker-1", longAgo), healthyNode("worker-2"))
+	leases := f.takeLeases(nil)
 	until := time.Now().Add(7 * time.Second)
 	calls := 0
 	lost := errors.New("the last lease renewal failed")
-	f.c.GuardWrites(func() (time.Time, error) {
+	f.guardWrites(func() (time.Time, error) {
 		calls++
 		if calls > 1 {
 			return time.Time{}, lost
@@ -157,8 +159,8 @@ func TestWritesEndWithTheLease(t *testing.T) {
 	})
 	_, err := f.sync()
 	assert.ErrorIs(t, err, lost)
-	require.Len(t, f.remediations.deadlines, 1)
-	assert.Equal(t, until, f.remediations.deadlines[0], "the writes end with the lease")
+	require.Len(t, leases.deadlines, 1, "the node lease taken")
+	assert.Equal(t, until, leases.deadlines[0], "the writes end with the lease")
 	assert.Empty(t, withReason(f.events(), "RemediationCreated"), "the create is not sent: the lease could not be shown just before")
 	assert.Empty(t, f.statuses.written, "nor the status")
 }
@@ -187,11 +189,11 @@ func TestSyncRechecksEachCreateAgainstTheCachesOfThatMoment(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newSyncFixture(t, workersNHC(), notReady("worker-1", longAgo), healthyNode("worker-2"))
-			f.remediations.beforeCreate = func(health.Creation) { tc.change(t, f) }
+			leases := f.takeLeases(func() { tc.change(t, f) })
 			requeue, err := f.sync()
 			require.NoError(t, err)
-			require.Len(t, f.remediations.applied, 1)
-			assert.Len(t, f.remediations.applied[0].Create, 1, "the plan wanted it")
+			assert.Len(t, leases.deadlines, 1, "the plan wanted it: its node lease was taken")
+			assert.Empty(t, f.remediations.creates(), "nothing was sent")
 			assert.Empty(t, withReason(f.events(), health.EventRemediationCreated), "nothing was created")
 			assert.Empty(t, entryOf(f.lastStatus(t), "worker-1").Remediations)
 			assert.Equal(t, time.Millisecond, requeue, "the next sync decides again at once")

@@ -24,7 +24,7 @@ func TestSyncWaitsForTheInformers(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, notReadyRequeue, d)
 	assert.Empty(t, f.statuses.written)
-	assert.Empty(t, f.remediations.applied)
+	noActions(t, f)
 	assert.Empty(t, f.events())
 }
 

@@ -36,13 +36,12 @@ func remediatedStatus(started time.Time) v1alpha1.NodeHealthCheckStatus {
 	}
 }
 
-// noActions asserts that the remediation manager was asked to do nothing.
+// noActions asserts that no remediation was created nor annotated.
 func noActions(t *testing.T, f *syncFixture) {
 	t.Helper()
-	for _, p := range f.remediations.applied {
-		assert.Empty(t, p.Create, "creations")
-		assert.Empty(t, p.TimeOut, "time-outs")
-		assert.Empty(t, p.Delete, "deletions")
+	for _, s := range f.remediations.syncs {
+		assert.Empty(t, s.creates, "creations")
+		assert.Empty(t, s.annotations, "annotations")
 	}
 }
 
@@ -154,7 +153,7 @@ func TestSyncReadsItsOwnWrites(t *testing.T) {
 	_, err = f.sync()
 	require.NoError(t, err)
 	assert.Empty(t, f.events(), "the node was detected and the NodeHealthCheck enabled before")
-	assert.Empty(t, f.remediations.applied[1].Create, "the remediation on record is not created again")
+	assert.Empty(t, f.remediations.syncs[1].creates, "the remediation on record is not created again")
 	assert.Len(t, f.statuses.written, 1)
 
 	// The lister catches up with a newer object (a pause request): it wins.
@@ -211,7 +210,7 @@ func TestSyncReportsAnUnreadableNodeHealthCheckOnItsOwn(t *testing.T) {
 	requeue, err := f.sync()
 	require.NoError(t, err)
 	assert.Zero(t, requeue)
-	assert.Empty(t, f.remediations.applied, "nothing is done for its nodes")
+	noActions(t, f)
 	assert.Empty(t, f.statuses.written, "never written back whole")
 	require.Len(t, f.statuses.patched, 1)
 	status := f.statuses.patched[0]

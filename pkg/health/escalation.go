@@ -245,9 +245,7 @@ func (e *evaluation) pending(v *NodeVerdict, resources []Remediation, previous *
 	if len(resources) > 0 || (previous != nil && len(previous.Remediations) > 0) {
 		e.p.Remediating++
 		e.withResources[v.Node.Name] = true
-		if v.ControlPlane || anyControlPlane(resources) {
-			e.busyControlPlane[v.Node.Name] = true
-		}
+		e.noteControlPlane(v.Node.Name, v.ControlPlane, resources)
 	}
 }
 

@@ -2,7 +2,6 @@ package health
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -57,8 +56,7 @@ func Evaluate(in Input) Plan {
 	}
 	e.previous = make(map[string]*v1alpha1.UnhealthyNode, len(in.NHC.Status.UnhealthyNodes))
 	e.withResources = make(map[string]bool, len(in.Remediations))
-	e.busyControlPlane = make(map[string]bool, len(in.BusyControlPlaneNodes)+1)
-	maps.Copy(e.busyControlPlane, in.BusyControlPlaneNodes)
+	e.busyControlPlane = busyControlPlane(in)
 	for _, entry := range in.NHC.Status.UnhealthyNodes {
 		if entry != nil {
 			e.previous[entry.Name] = entry
@@ -135,9 +133,7 @@ func (e *evaluation) evaluateNode(i int) {
 	if len(resources) > 0 {
 		e.p.Remediating++
 		e.withResources[node.Name] = true
-		if v.ControlPlane || anyControlPlane(resources) {
-			e.busyControlPlane[node.Name] = true
-		}
+		e.noteControlPlane(node.Name, v.ControlPlane, resources)
 		e.flagOld(resources)
 	}
 	switch v.State {

@@ -50,38 +50,13 @@ func (e *evaluation) escalationGate(v *NodeVerdict) WaitReason {
 
 // createGate says why a node may not get a resource created now, first or
 // next step: what holds back an escalation, and the one-control-plane-node
-// rule. Quorum does not care which step a node is at: a control-plane node
-// whose timed-out step lost its resource is no longer in the busy set, and
-// its next step must not start beside another control-plane node's
-// remediation (upstream checks the rule before every create). A
-// control-plane node that passes joins the busy set, whether its create goes
-// in this plan or the next batch: no other control-plane node starts beside it.
+// rule (controlplane.go). Quorum does not care which step a node is at
+// (upstream checks the rule before every create).
 func (e *evaluation) createGate(v *NodeVerdict) WaitReason {
 	if w := e.escalationGate(v); w != WaitNone {
 		return w
 	}
-	switch {
-	case !v.ControlPlane:
-	case e.controlPlaneBusy(v.Node.Name):
-		return WaitControlPlane
-	case e.in.ControlPlaneUnknown != "":
-		e.p.ControlPlaneUnknown = e.in.ControlPlaneUnknown
-		return WaitControlPlaneUnknown
-	default:
-		e.busyControlPlane[v.Node.Name] = true
-	}
-	return WaitNone
-}
-
-// controlPlaneBusy says whether a control-plane node other than this one
-// is under remediation.
-func (e *evaluation) controlPlaneBusy(node string) bool {
-	for busy := range e.busyControlPlane {
-		if busy != node {
-			return true
-		}
-	}
-	return false
+	return e.controlPlaneGate(v)
 }
 
 // deferToNextPlan holds a node's new resource for the next plan when this one created

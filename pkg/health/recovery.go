@@ -82,9 +82,7 @@ func (e *evaluation) evaluateOrphans() {
 	slices.Sort(e.p.Orphans)
 	for _, node := range e.p.Orphans {
 		resources := e.in.Remediations[node]
-		if anyControlPlane(resources) {
-			e.busyControlPlane[node] = true
-		}
+		e.noteControlPlane(node, false, resources)
 		if e.in.PendingNodes[node] {
 			continue
 		}
@@ -97,13 +95,4 @@ func (e *evaluation) evaluateOrphans() {
 			e.p.Delete = append(e.p.Delete, Deletion{Node: node, Resource: r.Ref, Reason: DeleteNodeGone})
 		}
 	}
-}
-
-func anyControlPlane(resources []Remediation) bool {
-	for i := range resources {
-		if resources[i].ControlPlane {
-			return true
-		}
-	}
-	return false
 }

@@ -16,7 +16,7 @@ import (
 
 // inFlightTTL bounds how long a write the informers have not shown holds
 // its node back, and how long a control-plane create holds the cluster's
-// one control-plane slot, before its resource is looked up (lookUpLapsed).
+// one control-plane slot, before its resource is looked up (LookUpLapsed).
 const inFlightTTL = time.Minute
 
 // inFlight is the one ledger of this process's writes of remediation
@@ -36,7 +36,7 @@ const inFlightTTL = time.Minute
 //     the slot (their control-plane index counts it too).
 //
 // A create that lapses unshown is looked up at the API server, not dropped
-// (lookUpLapsed): dropping the reservation of a resource that a stalled
+// (LookUpLapsed): dropping the reservation of a resource that a stalled
 // watch never showed would let a second control-plane node start.
 type inFlight struct {
 	clock clock.PassiveClock
@@ -90,47 +90,35 @@ func newInFlight(clock clock.PassiveClock) *inFlight {
 	return &inFlight{clock: clock, writes: map[writeKey]write{}}
 }
 
-// expectCreate records a create about to be sent, of the resource name.
-func (f *inFlight) expectCreate(key writeKey, name string) {
+// book records a create about to be sent, unless it must wait, in one
+// step under the ledger's lock, so that two syncs (of one NodeHealthCheck
+// or of two) cannot both book what only one may have:
+//
+//   - A node's first remediation waits while another NodeHealthCheck has a
+//     create for the node under way, or a resource for it (otherOwner: the
+//     caches, asked after the ledger, so that a create that settles
+//     meanwhile shows in one of the two).
+//   - A control-plane node's create takes the cluster's one control-plane
+//     slot, and waits while another control-plane node holds it.
+func (f *inFlight) book(key writeKey, name string, first, controlPlane bool, otherOwner func() string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.add(key, write{node: key.node, name: name})
-}
-
-// expectFirstCreate records the create of a node's first remediation about
-// to be sent, unless another NodeHealthCheck has a create for the node
-// pending: it returns that one's name instead. Checking and recording at
-// once keeps two NodeHealthChecks from starting on one node at once.
-func (f *inFlight) expectFirstCreate(key writeKey, name string) string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	now := f.clock.Now()
-	for other, w := range f.writes {
-		if other.nhc != key.nhc && other.creation() && w.node == key.node && !w.shown && now.Before(w.lapses) {
-			return other.nhc
+	if first {
+		now := f.clock.Now()
+		for other, w := range f.writes {
+			if other.nhc != key.nhc && other.creation() && w.node == key.node && !w.shown && now.Before(w.lapses) {
+				return &remediatedByOtherError{node: key.node, other: other.nhc}
+			}
+		}
+		if other := otherOwner(); other != "" {
+			return &remediatedByOtherError{node: key.node, other: other}
 		}
 	}
-	f.add(key, write{node: key.node, name: name})
-	return ""
-}
-
-// takeControlPlaneSlot makes a recorded create hold the control-plane
-// slot, unless another control-plane node holds it.
-func (f *inFlight) takeControlPlaneSlot(key writeKey) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, w := range f.writes {
-		if w.controlPlane && w.node != key.node {
-			return false
-		}
+	if controlPlane && f.slotHeldByOther(key.node) {
+		return &controlPlaneBusyError{node: key.node}
 	}
-	w, ok := f.writes[key]
-	if !ok {
-		return false
-	}
-	w.controlPlane = true
-	f.writes[key] = w
-	return true
+	f.add(key, write{node: key.node, name: name, controlPlane: controlPlane})
+	return nil
 }
 
 // created records the UID of the resource a create made.
@@ -208,21 +196,15 @@ func (f *inFlight) settled(key writeKey, w write) {
 }
 
 // pendingNodes returns the nodes of a NodeHealthCheck with a write that
-// was neither shown nor has lapsed. A lapsed delete is dropped; a lapsed
-// create waits for its lookup.
+// was neither shown nor has lapsed. A lapsed create waits for its lookup
+// (lapsed); a lapsed delete holds nothing.
 func (f *inFlight) pendingNodes(nhc string) map[string]bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.clock.Now()
 	var nodes map[string]bool
 	for key, w := range f.writes {
-		if key.nhc != nhc || w.shown {
-			continue
-		}
-		if !now.Before(w.lapses) {
-			if !key.creation() {
-				delete(f.writes, key)
-			}
+		if key.nhc != nhc || w.shown || !now.Before(w.lapses) {
 			continue
 		}
 		if nodes == nil {
@@ -248,20 +230,6 @@ func (f *inFlight) pendingResources(nhc string) []schema.GroupVersionResource {
 	return resources
 }
 
-// controlPlaneNodes lists the nodes whose creates hold the control-plane
-// slot.
-func (f *inFlight) controlPlaneNodes() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var nodes []string
-	for _, w := range f.writes {
-		if w.controlPlane && !slices.Contains(nodes, w.node) {
-			nodes = append(nodes, w.node)
-		}
-	}
-	return nodes
-}
-
 // lapsedCreate is a create held for inFlightTTL: pending, or holding the
 // slot.
 type lapsedCreate struct {
@@ -270,8 +238,8 @@ type lapsedCreate struct {
 }
 
 // lapsed removes and returns the creates of every NodeHealthCheck held
-// for inFlightTTL, to be looked up (lookUpLapsed) and renewed if their
-// resource may still be unseen. The informer may be behind (a watch that
+// for inFlightTTL, to be looked up (LookUpLapsed) and renewed if their
+// resource may still be unseen, and drops the lapsed deletes. The informer may be behind (a watch that
 // stops sending while its connection stays open shows nothing until it
 // times out): its cache is not to be believed about them. Every
 // NodeHealthCheck's, since a create under way holds its node against the
@@ -282,10 +250,13 @@ func (f *inFlight) lapsed() []lapsedCreate {
 	now := f.clock.Now()
 	var lapsed []lapsedCreate
 	for key, w := range f.writes {
-		if key.creation() && !now.Before(w.lapses) {
-			lapsed = append(lapsed, lapsedCreate{key: key, write: w})
-			delete(f.writes, key)
+		if now.Before(w.lapses) {
+			continue
 		}
+		if key.creation() {
+			lapsed = append(lapsed, lapsedCreate{key: key, write: w})
+		}
+		delete(f.writes, key)
 	}
 	return lapsed
 }

@@ -17,6 +17,9 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
 
+// nobody owns a resource of any node in the caches.
+func nobody() string { return "" }
+
 func TestWritesUnderWay(t *testing.T) {
 	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
 	e := newInFlight(clock)
@@ -26,7 +29,7 @@ func TestWritesUnderWay(t *testing.T) {
 	require.NoError(t, err)
 	r.SetUID("r-uid")
 
-	e.expectCreate(createKey("workers", testGVR, "remediators", "worker-1", "reboot"), "r")
+	require.NoError(t, e.book(createKey("workers", testGVR, "remediators", "worker-1", "reboot"), "r", false, false, nobody))
 	assert.Equal(t, map[string]bool{"worker-1": true}, e.pendingNodes("workers"), "only the node written to waits")
 	assert.Empty(t, e.pendingNodes("others"), "per NodeHealthCheck")
 	assert.Equal(t, []string{"workers"}, e.settle(testGVR, r, false), "the create of workers confirmed")
@@ -41,11 +44,11 @@ func TestWritesUnderWay(t *testing.T) {
 	e.settle(testGVR, deleting, false)
 	assert.Empty(t, e.pendingNodes("workers"), "a deletion timestamp is the delete observed")
 
-	e.expectCreate(createKey("workers", testGVR, "remediators", "worker-2", "reboot"), "r")
+	require.NoError(t, e.book(createKey("workers", testGVR, "remediators", "worker-2", "reboot"), "r", false, false, nobody))
 	e.cancel(createKey("workers", testGVR, "remediators", "worker-2", "reboot"))
 	assert.Empty(t, e.pendingNodes("workers"))
 
-	e.expectCreate(createKey("workers", testGVR, "remediators", "worker-3", "reboot"), "r")
+	require.NoError(t, e.book(createKey("workers", testGVR, "remediators", "worker-3", "reboot"), "r", false, false, nobody))
 	clock.SetTime(clock.Now().Add(inFlightTTL - time.Nanosecond))
 	assert.Equal(t, map[string]bool{"worker-3": true}, e.pendingNodes("workers"))
 	clock.SetTime(clock.Now().Add(time.Nanosecond))
@@ -71,7 +74,7 @@ func TestALapsedCreateIsLookedUpAtTheAPIServer(t *testing.T) {
 		{"cannot be read", nil, apierrors.NewForbidden(testGVR.GroupResource(), created.GetName(), assert.AnError), map[string]bool{"worker-1": true}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newApplyFixture(t)
+			f := newWriteFixture(t)
 			for _, obj := range tt.objects {
 				require.NoError(t, f.client.Tracker().Add(obj))
 			}
@@ -79,14 +82,15 @@ func TestALapsedCreateIsLookedUpAtTheAPIServer(t *testing.T) {
 				f.client.PrependReactor("get", testGVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, tt.getErr })
 			}
 			// Its informer never ran: nothing will show the create.
-			f.manager.inFlight.expectCreate(createKey(testNHC.Name, testGVR, created.GetNamespace(), "worker-1", "reboot"), created.GetName())
+			require.NoError(t, f.writer.inFlight.book(createKey(testNHC.Name, testGVR, created.GetNamespace(), "worker-1", "reboot"), created.GetName(), false, false, nobody))
 			f.clock.SetTime(f.clock.Now().Add(inFlightTTL))
 
-			obs, err := f.manager.Read(context.Background(), testNHC, Watched{})
+			f.writer.LookUpLapsed(context.Background())
+			obs, err := f.observer.Read(testNHC, Watched{}, nil)
 			require.NoError(t, err)
 			assert.Equal(t, tt.pending, obs.PendingNodes)
 			f.clock.SetTime(f.clock.Now().Add(inFlightTTL / 2))
-			assert.Equal(t, tt.pending, f.manager.inFlight.pendingNodes(testNHC.Name), "expected again for a while")
+			assert.Equal(t, tt.pending, f.writer.inFlight.pendingNodes(testNHC.Name), "expected again for a while")
 		})
 	}
 }
@@ -94,18 +98,17 @@ func TestALapsedCreateIsLookedUpAtTheAPIServer(t *testing.T) {
 // A create another NodeHealthCheck made, which its informer has not shown
 // (a silent watch) and whose own NodeHealthCheck no longer syncs (it is
 // disabled), is looked up by any sync once it lapses: found, it goes on
-// holding its node against every other NodeHealthCheck (make sim, seed
-// 118367: a second NodeHealthCheck remediated the node beside it).
+// holding its node against every other NodeHealthCheck (a second NodeHealthCheck
+// would remediate the node beside it).
 func TestAnotherNodeHealthChecksLapsedCreateStillHoldsItsNode(t *testing.T) {
-	f := newApplyFixture(t)
+	f := newWriteFixture(t)
 	// Generated names, so that the API server would take both resources.
 	f.obs.templates[bareTemplateRef(templateRef)] = testTemplate(map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: "true"})
-	require.Len(t, f.manager.Apply(context.Background(), nhcNamed("disabled"), createPlan("worker-1"), f.obs).Created, 1)
+	require.Len(t, f.apply(nhcNamed("disabled"), createPlan("worker-1"), f.obs).Created, 1)
 	f.clock.SetTime(f.clock.Now().Add(inFlightTTL))
 
-	_, err := f.manager.Read(context.Background(), testNHC, Watched{})
-	require.NoError(t, err)
-	out := f.manager.Apply(context.Background(), testNHC, createPlan("worker-1"), f.obs)
+	f.writer.LookUpLapsed(context.Background())
+	out := f.apply(testNHC, createPlan("worker-1"), f.obs)
 	assert.Empty(t, out.Created)
 	assert.Len(t, out.Blocked, 1, "the disabled NodeHealthCheck's create, found at the API server, holds the node")
 }
@@ -120,14 +123,12 @@ func TestAControlPlaneCreateHoldsTheSlotUntilItsResourceIsGone(t *testing.T) {
 	require.NoError(t, err)
 	r.SetUID("r-uid")
 	key := createKey(testNHC.Name, testGVR, r.GetNamespace(), "master-0", "reboot")
-	f.expectFirstCreate(key, r.GetName())
-	require.True(t, f.takeControlPlaneSlot(key))
+	require.NoError(t, f.book(key, r.GetName(), true, true, nobody))
 	f.created(key, r.GetUID())
 
 	other := createKey("others", testGVR, r.GetNamespace(), "master-1", "reboot")
-	f.expectFirstCreate(other, "master-1")
-	assert.False(t, f.takeControlPlaneSlot(other), "one control-plane node at a time")
-	f.cancel(other)
+	var busy *controlPlaneBusyError
+	assert.ErrorAs(t, f.book(other, "master-1", true, true, nobody), &busy, "one control-plane node at a time")
 	assert.Equal(t, []string{"master-0"}, f.controlPlaneNodes())
 	assert.Equal(t, map[string]bool{"master-0": true}, f.pendingNodes(testNHC.Name))
 
@@ -146,7 +147,7 @@ func TestAControlPlaneCreateHoldsTheSlotUntilItsResourceIsGone(t *testing.T) {
 	earlier := r.DeepCopy()
 	earlier.SetUID("deleted-before")
 	f.settle(testGVR, earlier, true)
-	assert.Equal(t, []string{"master-0"}, f.controlPlaneNodes(), "an earlier resource of the name, seen gone late, frees nothing (make sim, seed 386075)")
+	assert.Equal(t, []string{"master-0"}, f.controlPlaneNodes(), "an earlier resource of the name, seen gone late, frees nothing")
 
 	f.settle(testGVR, r, true)
 	assert.Empty(t, f.controlPlaneNodes(), "seen gone: the slot is free")
@@ -154,8 +155,7 @@ func TestAControlPlaneCreateHoldsTheSlotUntilItsResourceIsGone(t *testing.T) {
 
 	// Deleted before its informer showed the create: the slot is free, and
 	// the node waits for the create until it lapses.
-	f.expectFirstCreate(key, r.GetName())
-	require.True(t, f.takeControlPlaneSlot(key))
+	require.NoError(t, f.book(key, r.GetName(), true, true, nobody))
 	f.created(key, r.GetUID())
 	f.settle(testGVR, earlier, false)
 	assert.Equal(t, map[string]bool{"master-0": true}, f.pendingNodes(testNHC.Name), "an earlier resource of the name shows nothing of this create")
@@ -168,22 +168,24 @@ func TestAControlPlaneCreateHoldsTheSlotUntilItsResourceIsGone(t *testing.T) {
 
 // A deleted NodeHealthCheck's create holds its node until its informer
 // shows it or its lookup finds it gone: a remediator's finalizer keeps the
-// resource while it works (make sim, seed 415587: the NodeHealthCheck
-// recreated under the same name started a second remediation beside one a
-// stalled watch had not shown). Its deletes are dropped.
+// resource while it works: a NodeHealthCheck recreated under the same name
+// would otherwise start a second remediation beside one a stalled watch
+// has not shown. Its deletes are dropped.
 func TestADeletedNodeHealthChecksCreateHoldsItsNode(t *testing.T) {
 	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
 	f := newInFlight(clock)
 	r, err := newRemediation(testTemplate(nil), testNHC, "worker-1", false)
 	require.NoError(t, err)
 	key := createKey(testNHC.Name, testGVR, r.GetNamespace(), "worker-1", "reboot")
-	require.Empty(t, f.expectFirstCreate(key, r.GetName()))
+	require.NoError(t, f.book(key, r.GetName(), true, false, nobody))
 	f.expectDelete(testNHC.Name, "worker-2", "deleted-uid")
 
 	f.forget(testNHC.Name)
 	assert.Equal(t, map[string]bool{"worker-1": true}, f.pendingNodes(testNHC.Name), "the same name recreated waits for the node")
 	assert.Equal(t, []schema.GroupVersionResource{testGVR}, f.pendingResources(testNHC.Name), "and watches the kind")
-	assert.Equal(t, testNHC.Name, f.expectFirstCreate(createKey("others", testGVR, r.GetNamespace(), "worker-1", "reboot"), "other"), "another NodeHealthCheck waits for the node")
+	var other *remediatedByOtherError
+	require.ErrorAs(t, f.book(createKey("others", testGVR, r.GetNamespace(), "worker-1", "reboot"), "other", true, false, nobody), &other)
+	assert.Equal(t, testNHC.Name, other.other, "another NodeHealthCheck waits for the node")
 
 	clock.SetTime(clock.Now().Add(inFlightTTL))
 	lapsed := f.lapsed()

@@ -6,8 +6,6 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 )
@@ -20,7 +18,7 @@ import (
 // resource that its informer has not shown within inFlightTTL.
 const logCreateUnseen = "Created remediation not shown by its informer yet; its node waits"
 
-// lookUpLapsed looks up at the API server the creates of every
+// LookUpLapsed looks up at the API server the creates of every
 // NodeHealthCheck that the informers have not shown within inFlightTTL,
 // syncing or not: a disabled NodeHealthCheck does not sync, and its create
 // would otherwise lapse and let another one remediate the node beside it.
@@ -33,16 +31,16 @@ const logCreateUnseen = "Created remediation not shown by its informer yet; its 
 // A create that holds the control-plane slot is looked up the same way,
 // whoever owns what is found: one found and not shown, or unreadable,
 // holds the slot on.
-func (m *Manager) lookUpLapsed(ctx context.Context) {
-	for _, l := range m.inFlight.lapsed() {
+func (w *Writer) LookUpLapsed(ctx context.Context) {
+	for _, l := range w.inFlight.lapsed() {
 		key := l.key
 		switch {
-		case !l.shown && m.unseen(ctx, key.resource, key.namespace, l.name, key.nhc):
+		case !l.shown && w.unseen(ctx, key.resource, key.namespace, l.name, key.nhc):
 			klog.FromContext(ctx).V(2).Info(logCreateUnseen, "nodeHealthCheck", key.nhc, "node", l.node, "resource", key.resource, "name", l.name)
-			m.inFlight.renew(l)
-		case l.controlPlane && m.unseen(ctx, key.resource, key.namespace, l.name, ""):
+			w.inFlight.renew(l)
+		case l.controlPlane && w.unseen(ctx, key.resource, key.namespace, l.name, ""):
 			l.shown = true
-			m.inFlight.renew(l)
+			w.inFlight.renew(l)
 		}
 	}
 }
@@ -50,18 +48,18 @@ func (m *Manager) lookUpLapsed(ctx context.Context) {
 // unseen tells whether a resource may exist at the API server, owned by the
 // NodeHealthCheck owner names unless it is empty, without its informer
 // showing it: found and not in the cache, or not known (any error but 404).
-func (m *Manager) unseen(ctx context.Context, gvr schema.GroupVersionResource, namespace, name, owner string) bool {
-	obj, err := m.writer.dynamic.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+func (w *Writer) unseen(ctx context.Context, gvr schema.GroupVersionResource, namespace, name, owner string) bool {
+	obj, err := w.client.get(ctx, gvr, namespace, name)
 	switch {
 	case apierrors.IsNotFound(err), err == nil && owner != "" && !slices.Contains(resource.OwnerNames(obj), owner):
 		return false
-	case apierrors.IsForbidden(err) && !m.served(gvr):
+	case apierrors.IsForbidden(err) && !w.templates.served(gvr):
 		// Uninstalled with its role: its resources went with its CRD,
 		// and counting them unseen would hold their nodes, or the
 		// control-plane slot, for good.
 		return false
 	case err == nil:
-		cached := m.informers.Get(gvr, namespace, name)
+		cached := w.informers.Get(gvr, namespace, name)
 		return cached == nil || cached.GetUID() != obj.GetUID()
 	}
 	return true
@@ -72,22 +70,10 @@ func (m *Manager) unseen(ctx context.Context, gvr schema.GroupVersionResource, n
 // every 10 s while there are such kinds): a CRD's resources are deleted
 // with it. An uninstalled kind whose role went too answers 403, not 404,
 // and would otherwise hold its nodes for good.
-func (m *Manager) forgetUnserved() {
-	for _, gvr := range m.informers.Remembering() {
-		if !m.served(gvr) {
-			m.informers.ForgetUnserved(gvr)
+func (o *Observer) forgetUnserved() {
+	for _, gvr := range o.informers.Remembering() {
+		if !o.templates.served(gvr) {
+			o.informers.ForgetUnserved(gvr)
 		}
 	}
-}
-
-// served tells whether the API still serves a kind, looking it up again
-// (at most every 10 s) first; an answer other than "no such kind" counts
-// as served.
-func (m *Manager) served(gvr schema.GroupVersionResource) bool {
-	if m.templates == nil {
-		return true
-	}
-	m.templates.rediscover()
-	_, err := m.templates.mapper.KindFor(gvr)
-	return !meta.IsNoMatchError(err)
 }

@@ -31,17 +31,17 @@ const logLookedForLeftovers = "Looking for remediation resources that outlived t
 // serves. A group whose discovery failed is left out, as is a kind the
 // controller may not list (its informer stops at once): neither can be
 // known. An error (discovery failed altogether) is worth a retry.
-func (m *Manager) lookForLeftovers() error {
-	if m.discovery == nil {
+func (o *Observer) lookForLeftovers() error {
+	if o.discovery == nil {
 		return nil
 	}
-	_, lists, err := discovery.ServerGroupsAndResources(m.discovery)
+	_, lists, err := discovery.ServerGroupsAndResources(o.discovery)
 	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
 		return fmt.Errorf("discovering remediation kinds: %w", err)
 	}
 	kinds := remediationKinds(lists)
-	klog.FromContext(m.informers.Context()).V(2).Info(logLookedForLeftovers, "resources", kindList(kinds), "discoveryErr", err)
-	m.informers.Look(kinds)
+	klog.FromContext(o.informers.Context()).V(2).Info(logLookedForLeftovers, "resources", kindList(kinds), "discoveryErr", err)
+	o.informers.Look(kinds)
 	return nil
 }
 

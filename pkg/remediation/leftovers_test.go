@@ -84,11 +84,11 @@ func TestARemediationThatOutlivedItsNodeHealthCheckIsSeenAfterAStart(t *testing.
 				{Name: testTemplateGVR.Resource, Kind: "TestRemediationTemplate", Namespaced: true, Verbs: metav1.Verbs{"list", "watch"}},
 			}}}
 			informers := kinds.New(ctx, client, client, clock)
-			m := newManager(informers, newTemplateResolver(resettable{meta.NewDefaultRESTMapper(nil)}, informers, clock), clock, newResourceWriter(client, kube), nil)
+			m, _ := newRooms(informers, newTemplateResolver(resettable{meta.NewDefaultRESTMapper(nil)}, informers, clock), clock, client, kube)
 			m.discovery = kube.Discovery()
 
 			require.NoError(t, m.WatchAll(func() ([]*v1alpha1.NodeHealthCheck, error) { return nil, nil }))
-			obs, err := m.Read(context.Background(), testNHC, Watched{})
+			obs, err := m.Read(testNHC, Watched{}, nil)
 			require.NoError(t, err)
 			if !informers.State(testGVR).Synced {
 				assert.False(t, obs.Ready, "no decision before the kind is known")
@@ -96,7 +96,7 @@ func TestARemediationThatOutlivedItsNodeHealthCheckIsSeenAfterAStart(t *testing.
 			}
 
 			require.Eventually(t, func() bool {
-				obs, err = m.Read(context.Background(), testNHC, Watched{})
+				obs, err = m.Read(testNHC, Watched{}, nil)
 				return err == nil && obs.Ready
 			}, 10*time.Second, 10*time.Millisecond)
 			assert.Equal(t, tt.busy, obs.BusyControlPlaneNodes)

@@ -1,7 +1,6 @@
 package remediation
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"time"
@@ -15,13 +14,6 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/kinds"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
-)
-
-// Why control-plane remediations cannot all be known, and so no
-// control-plane remediation starts.
-const (
-	messageKindsNotWatchedYet = "the remediation kinds of every NodeHealthCheck are not watched yet"
-	messageKindsUnknown       = "the remediation resources %s cannot be read, and may hold a control-plane remediation"
 )
 
 // Messages of a remediation kind whose informer cannot read it.
@@ -62,12 +54,15 @@ type Observation struct {
 	resources map[schema.GroupVersionKind]schema.GroupVersionResource
 }
 
-// Read reads a NodeHealthCheck's templates and remediation resources from
-// the informers of the kinds Watch found, or with GET where a template kind
-// may not be watched, and what else its evaluation needs: the control-plane
-// nodes under remediation, the other owners, the node leases. An error is
-// worth a retry.
-func (m *Manager) Read(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, w Watched) (Observation, error) {
+// Read builds what a NodeHealthCheck's evaluation needs besides its nodes,
+// from the caches alone (it sends no request): its templates as Watch read
+// them, its remediation resources from the informers of the kinds Watch
+// found, the control-plane nodes under remediation, the other owners of
+// its nodes (in the caches, and in the statuses of others that record
+// resources of kinds that cannot be read now), and the node leases. others
+// are the other NodeHealthChecks, as the syncs see them. An error is worth
+// a retry.
+func (o *Observer) Read(nhc *v1alpha1.NodeHealthCheck, w Watched, others []*v1alpha1.NodeHealthCheck) (Observation, error) {
 	obs := Observation{
 		Ready:                 true,
 		RemediationProblem:    w.problem,
@@ -77,21 +72,16 @@ func (m *Manager) Read(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, w Wat
 		templates:             map[corev1.ObjectReference]*unstructured.Unstructured{},
 		resources:             w.resources,
 	}
-	m.lookUpLapsed(ctx)
-	m.forgetUnserved()
 	// The writes under way first, the caches after, as the in-tree
 	// controllers check their expectations before they list: a write the
 	// informer shows between the two reads is then both pending and in the
 	// cache. The other order misses it in both.
-	obs.PendingNodes = m.inFlight.pendingNodes(nhc.Name)
-	reserved := m.inFlight.controlPlaneNodes()
-	now := m.clock.Now()
+	obs.PendingNodes = o.inFlight.pendingNodes(nhc.Name)
+	reserved := o.inFlight.controlPlaneNodes()
+	now := o.clock.Now()
 	var templates []*unstructured.Unstructured
-	for _, tmpl := range w.templates {
-		read, err := m.templates.get(tmpl)
-		if err != nil {
-			return obs, err
-		}
+	for i, tmpl := range w.templates {
+		read := w.reads[i]
 		obs.Ready = obs.Ready && read.ready
 		obs.RefreshAfter = health.Sooner(obs.RefreshAfter, read.refreshAfter)
 		if read.problem != nil {
@@ -101,37 +91,38 @@ func (m *Manager) Read(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, w Wat
 			obs.templates[bareTemplateRef(tmpl.Ref)] = read.obj
 			templates = append(templates, read.obj)
 		}
-		obs.refreshWith(m.informers.State(tmpl.Resource), now)
+		obs.refreshWith(o.informers.State(tmpl.Resource), now)
 	}
 	if obs.RemediationProblem == nil {
 		obs.RemediationProblem = checkKinds(templates)
 	}
 	for _, gvr := range obs.resources {
-		state := m.informers.State(gvr)
+		state := o.informers.State(gvr)
 		obs.refreshWith(state, now)
 		if !state.Synced {
 			obs.Ready = false
-			if problem := m.unreadable(gvr, state.Err); problem != nil {
+			if problem := unreadable(gvr, state.Err); problem != nil {
 				obs.problem(problem)
 			}
 			continue
 		}
-		for _, obj := range m.informers.OwnedBy(gvr, nhc.UID) {
+		for _, obj := range o.informers.OwnedBy(gvr, nhc.UID) {
 			node := resource.TargetNode(obj)
 			obs.Remediations[node] = append(obs.Remediations[node], resource.Summarize(obj))
 		}
 	}
-	m.readOwnedElsewhere(&obs, nhc)
-	if m.informers.LookingWithinGrace() {
+	o.readOwnedElsewhere(&obs, nhc)
+	if o.informers.LookingWithinGrace() {
 		// Remediations that outlived their NodeHealthCheck may hold any
 		// node: decide once they are known.
 		obs.Ready = false
 	}
-	m.readControlPlane(&obs, reserved)
-	obs.OtherOwners = m.informers.OtherOwners(nhc.UID)
-	if m.leases != nil {
+	o.readControlPlane(&obs, reserved)
+	obs.OtherOwners = o.informers.OtherOwners(nhc.UID)
+	o.readRecorded(&obs, others)
+	if o.leases != nil {
 		// Never decide without knowing who holds which node.
-		leases, problem, err := m.leases.Read()
+		leases, problem, err := o.leases.Read()
 		if err != nil {
 			return obs, fmt.Errorf("reading node leases: %w", err)
 		}
@@ -149,16 +140,16 @@ func (m *Manager) Read(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, w Wat
 // silent) is still watched while it holds resources of NodeHealthChecks,
 // and they are its own to list and clean up: otherwise nothing would list
 // them again.
-func (m *Manager) readOwnedElsewhere(obs *Observation, nhc *v1alpha1.NodeHealthCheck) {
+func (o *Observer) readOwnedElsewhere(obs *Observation, nhc *v1alpha1.NodeHealthCheck) {
 	known := map[schema.GroupVersionResource]bool{}
 	for _, gvr := range obs.resources {
 		known[gvr] = true
 	}
-	for _, gvr := range m.informers.Running() {
-		if known[gvr] || !m.informers.State(gvr).Synced {
+	for _, gvr := range o.informers.Running() {
+		if known[gvr] || !o.informers.State(gvr).Synced {
 			continue
 		}
-		for _, obj := range m.informers.OwnedBy(gvr, nhc.UID) {
+		for _, obj := range o.informers.OwnedBy(gvr, nhc.UID) {
 			if _, ok := obs.resources[obj.GroupVersionKind()]; !ok {
 				resources := maps.Clone(obs.resources)
 				if resources == nil {
@@ -173,46 +164,20 @@ func (m *Manager) readOwnedElsewhere(obs *Observation, nhc *v1alpha1.NodeHealthC
 	}
 }
 
-// readControlPlane reads the control-plane nodes under remediation: quorum
-// does not care who remediates, so every kind any NodeHealthCheck uses
-// counts, whoever owns the resource, and so do the creates under way and
-// what a kind stopped for a lasting error last showed. They are known once
-// every NodeHealthCheck's kinds are watched, and synced or stopped for a
-// lasting error (kinds.Informers.UnknownRemediations).
-func (m *Manager) readControlPlane(obs *Observation, reserved []string) {
-	for _, node := range m.informers.ControlPlaneNodes() {
-		obs.BusyControlPlaneNodes[node] = true
-	}
-	for _, node := range reserved {
-		obs.BusyControlPlaneNodes[node] = true
-	}
-	switch unknown := m.informers.UnknownRemediations(); {
-	case !m.everyKindWatched.Load():
-		obs.ControlPlaneUnknown = messageKindsNotWatchedYet
-	case len(unknown) > 0:
-		obs.ControlPlaneUnknown = fmt.Sprintf(messageKindsUnknown, kindList(unknown))
-	}
-}
-
 // unreadable says why a remediation kind whose informer has not synced
 // cannot be read: without its resources, evaluating could lose
-// remediations, so the NodeHealthCheck is disabled with what to fix. A kind
-// that is forbidden or no longer served makes the API be rediscovered, so
-// that it drops out of what is watched once it is gone. Nil while the
-// informer is starting.
-func (m *Manager) unreadable(gvr schema.GroupVersionResource, err error) *health.Problem {
+// remediations, so the NodeHealthCheck is disabled with what to fix (Watch
+// looks the API up again meanwhile, so that a kind no longer served drops
+// out of what is watched). Nil while the informer is starting.
+func unreadable(gvr schema.GroupVersionResource, err error) *health.Problem {
 	switch {
 	case err == nil:
 		return nil
 	case apierrors.IsForbidden(err):
 		// Authorization comes first: a kind uninstalled together with its
-		// role answers 403 too. The API is looked up again (at most every
-		// 10 s), so that a kind no longer served drops out of what is
-		// watched, and a kind only a status listed no longer disables.
-		m.templates.rediscover()
+		// role answers 403 too.
 		return notFound(fmt.Sprintf(messageRemediationsForbidden, gvr.GroupResource(), err, gvr.GroupResource()))
 	case apierrors.IsNotFound(err):
-		m.templates.rediscover()
 		return notFound(fmt.Sprintf(messageRemediationsGone, gvr.GroupResource()))
 	}
 	return notFound(fmt.Sprintf(messageRemediationsFailing, gvr.GroupResource(), err))

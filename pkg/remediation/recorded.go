@@ -9,15 +9,36 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
-// Recorded returns, by node, the NodeHealthChecks whose status records a
-// remediation resource of a kind whose cache cannot be read: not synced
-// yet, failing, or stopped for a lasting reason (forbidden). After a
+// readRecorded adds to the other owners the NodeHealthChecks whose status
+// records a remediation resource of a kind whose cache cannot be read: not
+// synced yet, failing, or stopped for a lasting reason (forbidden). After a
 // restart, such a kind shows nothing, not even what it showed before (what
 // kinds.Informers remembers of a stopped kind); the status, which only the
 // controller writes and only from what the API server showed, is then the
 // record of the nodes it remediates: they stay busy, for quorum and for
-// every other NodeHealthCheck, until the kind can be read again.
-func (m *Manager) Recorded(nhcs []*v1alpha1.NodeHealthCheck) map[string][]resource.Owner {
+// every other NodeHealthCheck, until the kind can be read again. A node
+// that is gone may have been a control-plane node: the status does not
+// say, and the resource may still fence it.
+func (o *Observer) readRecorded(obs *Observation, others []*v1alpha1.NodeHealthCheck) {
+	for node, owners := range o.recorded(others) {
+		for _, owner := range owners {
+			if slices.Contains(obs.OtherOwners[node], owner) {
+				continue
+			}
+			if obs.OtherOwners == nil {
+				obs.OtherOwners = map[string][]resource.Owner{}
+			}
+			obs.OtherOwners[node] = append(obs.OtherOwners[node], owner)
+		}
+		if o.mayBeControlPlane(node) {
+			obs.BusyControlPlaneNodes[node] = true
+		}
+	}
+}
+
+// recorded returns, by node, the NodeHealthChecks whose status records a
+// remediation resource of a kind whose cache cannot be read.
+func (o *Observer) recorded(nhcs []*v1alpha1.NodeHealthCheck) map[string][]resource.Owner {
 	readable := map[schema.GroupVersionKind]bool{}
 	var owners map[string][]resource.Owner
 	for _, nhc := range nhcs {
@@ -26,7 +47,7 @@ func (m *Manager) Recorded(nhcs []*v1alpha1.NodeHealthCheck) map[string][]resour
 			gvk := rem.Resource.GroupVersionKind()
 			ok, known := readable[gvk]
 			if !known {
-				ok = m.readable(gvk)
+				ok = o.readable(gvk)
 				readable[gvk] = ok
 			}
 			if ok || slices.Contains(owners[node], owner) {
@@ -58,7 +79,7 @@ func eachRecorded(nhc *v1alpha1.NodeHealthCheck, visit func(node string, rem *v1
 
 // readable tells whether a kind's resources can be known: its informer
 // synced. One no longer served has no resources left.
-func (m *Manager) readable(gvk schema.GroupVersionKind) bool {
-	mapping, err := m.templates.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	return err != nil || m.informers.State(mapping.Resource).Synced
+func (o *Observer) readable(gvk schema.GroupVersionKind) bool {
+	mapping, err := o.templates.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	return err != nil || o.informers.State(mapping.Resource).Synced
 }

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
@@ -21,14 +22,14 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/kinds"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
 // After a restart, a kind not synced yet, or forbidden from the start,
 // shows nothing; what the statuses of its NodeHealthChecks record of it
-// holds their nodes instead (seed 60333: a peer remediated such a node in
-// the grace before the forbidden kind stopped).
+// holds their nodes instead.
 // A kind that can be read is its cache's to tell: the statuses are not
 // asked.
 func TestTheStatusRecordsTheRemediationsOfAKindThatCannotBeRead(t *testing.T) {
@@ -57,20 +58,20 @@ func TestTheStatusRecordsTheRemediationsOfAKindThatCannotBeRead(t *testing.T) {
 			mapper := meta.NewDefaultRESTMapper(nil)
 			mapper.Add(testGVR.GroupVersion().WithKind("TestRemediation"), meta.RESTScopeNamespace)
 			informers := kinds.New(ctx, client, client, clock)
-			m := newManager(informers, newTemplateResolver(resettable{mapper}, informers, clock), clock, newResourceWriter(client, kubefake.NewClientset()), nil)
+			m, _ := newRooms(informers, newTemplateResolver(resettable{mapper}, informers, clock), clock, client, kubefake.NewClientset())
 			cpOwner := map[string][]resource.Owner{"cp-0": {{Name: recorded.Name, UID: recorded.UID}}}
-			assert.Equal(t, cpOwner, m.Recorded([]*v1alpha1.NodeHealthCheck{recorded}), "not watched yet")
+			assert.Equal(t, cpOwner, m.recorded([]*v1alpha1.NodeHealthCheck{recorded}), "not watched yet")
 
 			informers.Use(recorded.Name, kinds.Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 			if tt.forbidden {
-				assert.Equal(t, cpOwner, m.Recorded([]*v1alpha1.NodeHealthCheck{recorded}), "failing within the grace")
+				assert.Equal(t, cpOwner, m.recorded([]*v1alpha1.NodeHealthCheck{recorded}), "failing within the grace")
 				clock.SetTime(clock.Now().Add(kinds.WatchGrace))
 				// Past the grace, the next forbidden list stops the informer.
 				require.Eventually(t, func() bool { return len(informers.Running()) == 0 }, 10*time.Second, 10*time.Millisecond)
 			} else {
 				require.Eventually(t, func() bool { return informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
 			}
-			assert.Equal(t, tt.want, m.Recorded([]*v1alpha1.NodeHealthCheck{recorded}))
+			assert.Equal(t, tt.want, m.recorded([]*v1alpha1.NodeHealthCheck{recorded}))
 		})
 	}
 }
@@ -117,7 +118,7 @@ func TestAKindUninstalledWithItsRoleNoLongerDisables(t *testing.T) {
 	mapper.Reset()
 	mapper.uninstalled = nil
 	informers := kinds.New(ctx, client, client, clock)
-	m := newManager(informers, newTemplateResolver(mapper, informers, clock), clock, newResourceWriter(client, kubefake.NewClientset()), nil)
+	m, _ := newRooms(informers, newTemplateResolver(mapper, informers, clock), clock, client, kubefake.NewClientset())
 	nhc := testNHC.DeepCopy()
 	nhc.Spec.RemediationTemplate = ptr.To(templateRef)
 	nhc.Status.UnhealthyNodes = []*v1alpha1.UnhealthyNode{{Name: "cp-1", Remediations: []*v1alpha1.Remediation{
@@ -125,7 +126,7 @@ func TestAKindUninstalledWithItsRoleNoLongerDisables(t *testing.T) {
 	read := func() Observation {
 		w, err := m.Watch(nhc)
 		require.NoError(t, err)
-		obs, err := m.Read(context.Background(), nhc, w)
+		obs, err := m.Read(nhc, w, nil)
 		require.NoError(t, err)
 		return obs
 	}
@@ -147,7 +148,7 @@ func TestAKindUninstalledWithItsRoleNoLongerDisables(t *testing.T) {
 // A kind whose role was removed keeps the nodes its cache showed busy; once
 // it is uninstalled too (it still answers 403, authorization coming first),
 // the API no longer serves it and its resources went with its CRD: the
-// nodes are free again (make sim, seeds 109151 and 1947).
+// nodes are free again.
 func TestAForbiddenKindUninstalledFreesItsNodes(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -164,7 +165,7 @@ func TestAForbiddenKindUninstalledFreesItsNodes(t *testing.T) {
 	mapper.Reset()
 	mapper.uninstalled = nil
 	informers := kinds.New(ctx, client, client, clock)
-	m := newManager(informers, newTemplateResolver(mapper, informers, clock), clock, newResourceWriter(client, kubefake.NewClientset()), nil)
+	m, _ := newRooms(informers, newTemplateResolver(mapper, informers, clock), clock, client, kubefake.NewClientset())
 	informers.Use("deleted", kinds.Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 	require.Eventually(t, func() bool { return informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
 	informers.Use("deleted", kinds.Kinds{})
@@ -174,14 +175,65 @@ func TestAForbiddenKindUninstalledFreesItsNodes(t *testing.T) {
 	informers.Forbidden(testGVR, forbidden)
 
 	other := nhcNamed("other")
-	obs, err := m.Read(context.Background(), other, Watched{})
+	obs, err := m.Read(other, Watched{}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]bool{"cp-1": true}, obs.BusyControlPlaneNodes, "forbidden: what it showed holds")
 
 	mapper.uninstalled = []schema.GroupVersionKind{testGVR.GroupVersion().WithKind("TestRemediation")}
 	clock.Step(mapperResetInterval)
-	obs, err = m.Read(context.Background(), other, Watched{})
+	_, err = m.Watch(other)
+	require.NoError(t, err)
+	obs, err = m.Read(other, Watched{}, nil)
 	require.NoError(t, err)
 	assert.Empty(t, obs.BusyControlPlaneNodes, "uninstalled: nothing left")
 	assert.Empty(t, obs.OtherOwners)
+}
+
+// nodesByName is a node cache of the nodes given.
+type nodesByName map[string]*health.Node
+
+func (n nodesByName) Get(name string) (*health.Node, error) {
+	if node, ok := n[name]; ok {
+		return node, nil
+	}
+	return nil, apierrors.NewNotFound(corev1.Resource("nodes"), name)
+}
+
+// A node that another NodeHealthCheck's status records a remediation of,
+// of a kind that cannot be read, is that one's; a control-plane node among
+// them, or one that is gone (it may have been one), is under remediation:
+// no second control-plane node starts.
+func TestARecordedControlPlaneRemediationHoldsTheOthers(t *testing.T) {
+	nodes := nodesByName{
+		"cp-0":     {ObjectMeta: metav1.ObjectMeta{Name: "cp-0"}, Labels: health.LabelsOf("cp-0", map[string]string{v1alpha1.ControlPlaneRoleLabel: ""})},
+		"worker-2": {ObjectMeta: metav1.ObjectMeta{Name: "worker-2"}, Labels: health.LabelsOf("worker-2", nil)},
+	}
+	for _, tt := range []struct {
+		name string
+		node string
+		busy map[string]bool
+	}{
+		{"a control-plane node recorded", "cp-0", map[string]bool{"cp-0": true}},
+		{"a node that is gone recorded", "cp-gone", map[string]bool{"cp-gone": true}},
+		{"a worker recorded", "worker-2", map[string]bool{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			t.Cleanup(cancel)
+			clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
+			client := fakeDynamic()
+			mapper := meta.NewDefaultRESTMapper(nil)
+			mapper.Add(testGVR.GroupVersion().WithKind("TestRemediation"), meta.RESTScopeNamespace)
+			informers := kinds.New(ctx, client, client, clock)
+			o := newObserver(informers, newTemplateResolver(resettable{mapper}, informers, clock), clock, newInFlight(clock), nodes, nil)
+			other := nhcNamed("other")
+			other.Status.UnhealthyNodes = []*v1alpha1.UnhealthyNode{{Name: tt.node, Remediations: []*v1alpha1.Remediation{
+				{Resource: corev1.ObjectReference{APIVersion: testGVR.GroupVersion().String(), Kind: "TestRemediation", Name: tt.node}}}}}
+
+			obs, err := o.Read(testNHC, Watched{}, []*v1alpha1.NodeHealthCheck{other})
+			require.NoError(t, err)
+			assert.Equal(t, tt.busy, obs.BusyControlPlaneNodes)
+			assert.Equal(t, map[string][]resource.Owner{tt.node: {{Name: other.Name, UID: other.UID}}}, obs.OtherOwners, "its kind is not watched: the status tells")
+		})
+	}
 }

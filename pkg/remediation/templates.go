@@ -138,6 +138,18 @@ func (t *templateResolver) rediscover() {
 	}
 }
 
+// served tells whether the API still serves a kind, looking it up again
+// (at most every 10 s) first; an answer other than "no such kind" counts
+// as served. Without a resolver, every kind counts as served.
+func (t *templateResolver) served(gvr schema.GroupVersionResource) bool {
+	if t == nil {
+		return true
+	}
+	t.rediscover()
+	_, err := t.mapper.KindFor(gvr)
+	return !meta.IsNoMatchError(err)
+}
+
 func (t *templateResolver) mayReset() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()

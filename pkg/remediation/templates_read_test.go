@@ -23,13 +23,13 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/kinds"
 )
 
-// rbacFixture is a manager whose identity may or may not list, watch and get
+// rbacFixture is an observer whose identity may or may not list, watch and get
 // the test template kind, on the dynamic fake client, with a fake clock.
 type rbacFixture struct {
 	clock     *clocktesting.FakeClock
 	client    *dynamicfake.FakeDynamicClient
 	informers *kinds.Informers
-	manager   *Manager
+	observer  *Observer
 	nhc       *v1alpha1.NodeHealthCheck
 	// listForbidden and getForbidden say what the identity may not do on
 	// templates; gets counts the GETs of templates.
@@ -60,7 +60,7 @@ func newRBACFixture(t *testing.T, listForbidden, getForbidden bool, objects ...r
 	mapper.Add(testTemplateGVR.GroupVersion().WithKind("TestRemediationTemplate"), meta.RESTScopeNamespace)
 	mapper.Add(testGVR.GroupVersion().WithKind("TestRemediation"), meta.RESTScopeNamespace)
 	f.informers = kinds.New(ctx, f.client, f.client, f.clock)
-	f.manager = newManager(f.informers, newTemplateResolver(resettable{mapper}, f.informers, f.clock), f.clock, newResourceWriter(f.client, kubefake.NewClientset()), nil)
+	f.observer, _ = newRooms(f.informers, newTemplateResolver(resettable{mapper}, f.informers, f.clock), f.clock, f.client, kubefake.NewClientset())
 	f.nhc = testNHC.DeepCopy()
 	f.nhc.Spec.RemediationTemplate = ptr.To(templateRef)
 	return f
@@ -68,9 +68,9 @@ func newRBACFixture(t *testing.T, listForbidden, getForbidden bool, objects ...r
 
 func (f *rbacFixture) read(t *testing.T) Observation {
 	t.Helper()
-	w, err := f.manager.Watch(f.nhc)
+	w, err := f.observer.Watch(f.nhc)
 	require.NoError(t, err)
-	obs, err := f.manager.Read(context.Background(), f.nhc, w)
+	obs, err := f.observer.Read(f.nhc, w, nil)
 	require.NoError(t, err)
 	return obs
 }

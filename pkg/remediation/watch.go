@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
@@ -16,11 +17,13 @@ import (
 const kindRetryInterval = kinds.RetryInterval
 
 // Watched is what keeping a NodeHealthCheck's kinds watched found: its
-// templates resolved to their kinds, and the kinds of its remediation
-// resources. Read reads what the informers of these kinds show.
+// templates resolved to their kinds and read, and the kinds of its
+// remediation resources. Read reads what the informers of these kinds show.
 type Watched struct {
 	// templates are the templates resolved, in the spec's order.
 	templates []Template
+	// reads are what reading each of templates found.
+	reads []templateRead
 	// problem is why a template reference cannot be used, if one cannot.
 	problem *health.Problem
 	// resources are the kinds of the remediation resources: those of its
@@ -32,14 +35,43 @@ type Watched struct {
 	retryAfter time.Duration
 }
 
-// Watch resolves a NodeHealthCheck's templates, and starts the informers of
+// Watch resolves a NodeHealthCheck's templates, starts the informers of
 // their kinds and of the resources its status lists, and stops those it no
-// longer needs. An error (discovery failed) is worth a retry.
-func (m *Manager) Watch(nhc *v1alpha1.NodeHealthCheck) (Watched, error) {
+// longer needs; then it reads the templates, from their informers or with
+// GET where their kind may not be watched, and looks the API up again where
+// a kind may have left it. What Read needs from the API server is fetched
+// here, so that Read sends no request. An error (discovery or a GET failed)
+// is worth a retry.
+func (o *Observer) Watch(nhc *v1alpha1.NodeHealthCheck) (Watched, error) {
+	w, err := o.watch(nhc)
+	if err != nil {
+		return w, err
+	}
+	o.forgetUnserved()
+	for _, gvr := range w.resources {
+		if err := o.informers.State(gvr).Err; apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
+			// A kind uninstalled together with its role answers 403 too:
+			// looked up again (at most every 10 s), a kind no longer
+			// served drops out of what is watched.
+			o.templates.rediscover()
+		}
+	}
+	for _, tmpl := range w.templates {
+		read, err := o.templates.get(tmpl)
+		if err != nil {
+			return w, err
+		}
+		w.reads = append(w.reads, read)
+	}
+	return w, nil
+}
+
+// watch keeps a NodeHealthCheck's kinds watched, and says which they are.
+func (o *Observer) watch(nhc *v1alpha1.NodeHealthCheck) (Watched, error) {
 	w := Watched{resources: map[schema.GroupVersionKind]schema.GroupVersionResource{}}
 	var used kinds.Kinds
 	for _, ref := range nhc.Spec.TemplateRefs() {
-		tmpl, problem, err := m.templates.resolve(ref)
+		tmpl, problem, err := o.templates.resolve(ref)
 		if err != nil {
 			return w, err
 		}
@@ -65,15 +97,15 @@ func (m *Manager) Watch(nhc *v1alpha1.NodeHealthCheck) (Watched, error) {
 		if _, known := w.resources[gvk]; known {
 			return
 		}
-		if mapping, err := m.templates.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+		if mapping, err := o.templates.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
 			w.resources[gvk] = mapping.Resource
 		}
 	})
 	// A create under way stays watched until its informer shows it, even
 	// if the spec dropped its template meanwhile: unwatched, its kind would
 	// never show it, and the status would never list it.
-	for _, gvr := range m.inFlight.pendingResources(nhc.Name) {
-		if gvk, err := m.templates.mapper.KindFor(gvr); err == nil {
+	for _, gvr := range o.inFlight.pendingResources(nhc.Name) {
+		if gvk, err := o.templates.mapper.KindFor(gvr); err == nil {
 			if _, known := w.resources[gvk]; !known {
 				w.resources[gvk] = gvr
 			}
@@ -82,7 +114,7 @@ func (m *Manager) Watch(nhc *v1alpha1.NodeHealthCheck) (Watched, error) {
 	for _, gvr := range w.resources {
 		used.Remediations = append(used.Remediations, gvr)
 	}
-	m.informers.Use(nhc.Name, used)
+	o.informers.Use(nhc.Name, used)
 	return w, nil
 }
 
@@ -90,11 +122,12 @@ func (m *Manager) Watch(nhc *v1alpha1.NodeHealthCheck) (Watched, error) {
 // and looks for remediation resources that outlived their NodeHealthCheck
 // (leftovers.go), before any of them starts a control-plane remediation:
 // after a start or a failover, the remediations of one NodeHealthCheck's
-// kinds must not go unseen by another that syncs first. Once it succeeded, it does nothing,
-// and the control-plane nodes under remediation are known once the
-// informers synced; each NodeHealthCheck's own syncs keep its kinds watched.
-func (m *Manager) WatchAll(list func() ([]*v1alpha1.NodeHealthCheck, error)) error {
-	if m.everyKindWatched.Load() {
+// kinds must not go unseen by another that syncs first. Once it succeeded,
+// it does nothing, and the control-plane nodes under remediation are known
+// once the informers synced; each NodeHealthCheck's own syncs keep its
+// kinds watched.
+func (o *Observer) WatchAll(list func() ([]*v1alpha1.NodeHealthCheck, error)) error {
+	if o.everyKindWatched.Load() {
 		return nil
 	}
 	nhcs, err := list()
@@ -103,16 +136,16 @@ func (m *Manager) WatchAll(list func() ([]*v1alpha1.NodeHealthCheck, error)) err
 	}
 	var errs []error
 	for _, nhc := range nhcs {
-		if _, err := m.Watch(nhc); err != nil {
+		if _, err := o.watch(nhc); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	if err := m.lookForLeftovers(); err != nil {
+	if err := o.lookForLeftovers(); err != nil {
 		return err
 	}
-	m.everyKindWatched.Store(true)
+	o.everyKindWatched.Store(true)
 	return nil
 }

@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
-	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
@@ -39,8 +38,9 @@ type remediationEnv struct {
 	// ctx carries the test's logger; it ends at cleanup.
 	ctx  context.Context
 	ctrl *controller.Controller
-	// manager is the controller's pkg/remediation.
-	manager *remediation.Manager
+	// observer and writer are the controller's pkg/remediation.
+	observer *remediation.Observer
+	writer   *remediation.Writer
 	// nodeLister and nhcLister read the controller's shared informers.
 	nodeLister nodecache.Lister
 	nhcLister  nhclisters.NodeHealthCheckLister
@@ -76,18 +76,22 @@ func newRemediationEnvWith(t *testing.T, nhcClient versioned.Interface) *remedia
 		clock:       clocktesting.NewFakeClock(time.Now()),
 		mapperClock: clocktesting.NewFakePassiveClock(time.Now()),
 	}
-	env.manager = newRemediationManager(ctx, env.mapperClock)
-
 	nodeInformer, err := nodecache.NewInformer(cluster.Config, 0)
 	require.NoError(t, err)
+	env.observer, env.writer = remediation.New(remediation.Config{Context: ctx, Dynamic: dynamicClient, Kube: kubeClient, Nodes: nodeInformer.Lister(), Clock: env.mapperClock})
+
 	// The informers cmd/nhc-controller runs.
 	nhcInformer := controller.NewNodeHealthCheckInformer(dynamicClient)
 	env.nodeLister, env.nhcLister = nodeInformer.Lister(), nhcInformer.Lister()
-	env.ctrl, err = controller.New(ctx, nodeInformer, nhcInformer, nhcClient, env.manager, env.recorder, controller.NewMetrics(), env.clock)
+	env.ctrl, err = controller.New(ctx, controller.Config{
+		Nodes: nodeInformer, NodeHealthChecks: nhcInformer, Client: nhcClient,
+		Observer: env.observer, Changes: env.observer, Writer: env.writer,
+		Recorder: env.recorder, Metrics: controller.NewMetrics(), Clock: env.clock,
+	})
 	require.NoError(t, err)
 	// Added last, this handler hears of a change after the ledger and
 	// the controller have.
-	env.manager.AddChangeHandler(func(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool, _ []string) {
+	env.observer.AddChangeHandler(func(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool, _ []string) {
 		env.heard.record(gvr, obj, deleted)
 	})
 	go nodeInformer.Informer().RunWithContext(ctx)
@@ -105,12 +109,6 @@ func newRemediationEnvWith(t *testing.T, nhcClient versioned.Interface) *remedia
 	require.True(t, cache.WaitForCacheSync(ctx.Done(), nhcInformer.Informer().HasSynced), "NodeHealthCheck informer synced")
 	require.True(t, env.ctrl.CachesSynced())
 	return env
-}
-
-// newRemediationManager wires pkg/remediation as cmd/nhc-controller does,
-// with the clock given.
-func newRemediationManager(ctx context.Context, clk clock.PassiveClock) *remediation.Manager {
-	return remediation.New(remediation.Config{Context: ctx, Dynamic: dynamicClient, Kube: kubeClient, Clock: clk})
 }
 
 // seen is what a user sees after a sync.
@@ -176,7 +174,7 @@ func (env *remediationEnv) waitToCatchUp(t *testing.T, name string) {
 			return false
 		}
 		var owned []metav1.ObjectMeta
-		for _, gvr := range env.manager.Running() {
+		for _, gvr := range env.observer.Running() {
 			list, err := dynamicClient.Resource(gvr).List(context.Background(), metav1.ListOptions{})
 			require.NoError(t, err)
 			for _, r := range list.Items {
@@ -286,10 +284,10 @@ func (env *remediationEnv) read(t *testing.T, name string) remediation.Observati
 // NodeHealthCheck's kinds, and looks for remediations that outlived theirs.
 func (env *remediationEnv) readOnce(t *testing.T, nhc *v1alpha1.NodeHealthCheck) remediation.Observation {
 	t.Helper()
-	require.NoError(t, env.manager.WatchAll(func() ([]*v1alpha1.NodeHealthCheck, error) { return env.nhcLister.List(labels.Everything()) }))
-	watched, err := env.manager.Watch(nhc)
+	require.NoError(t, env.observer.WatchAll(func() ([]*v1alpha1.NodeHealthCheck, error) { return env.nhcLister.List(labels.Everything()) }))
+	watched, err := env.observer.Watch(nhc)
 	require.NoError(t, err)
-	obs, err := env.manager.Read(context.Background(), nhc, watched)
+	obs, err := env.observer.Read(nhc, watched, nil)
 	require.NoError(t, err)
 	return obs
 }

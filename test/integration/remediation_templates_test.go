@@ -113,7 +113,7 @@ func TestInformersFollowTheReferences(t *testing.T) {
 	fw.CreateTemplate(t, "follow", nil)
 	nhc := fw.CreateNHC(t, "follow", func(s *v1alpha1.NodeHealthCheckSpec) { s.RemediationTemplate = ptr.To(framework.TemplateRef("follow")) })
 	env.read(t, nhc.Name)
-	assert.ElementsMatch(t, []schema.GroupVersionResource{framework.TemplateResource, framework.RemediationResource}, env.manager.Running())
+	assert.ElementsMatch(t, []schema.GroupVersionResource{framework.TemplateResource, framework.RemediationResource}, env.observer.Running())
 
 	clusterTemplate := schema.GroupVersionResource{Group: "test.medik8s.io", Version: "v1alpha1", Resource: "clusterremediationtemplates"}
 	clusterRemediation := schema.GroupVersionResource{Group: "test.medik8s.io", Version: "v1alpha1", Resource: "clusterremediations"}
@@ -125,12 +125,12 @@ func TestInformersFollowTheReferences(t *testing.T) {
 		}
 	})
 	env.read(t, another.Name)
-	assert.ElementsMatch(t, []schema.GroupVersionResource{framework.TemplateResource, framework.RemediationResource, clusterTemplate, clusterRemediation}, env.manager.Running())
+	assert.ElementsMatch(t, []schema.GroupVersionResource{framework.TemplateResource, framework.RemediationResource, clusterTemplate, clusterRemediation}, env.observer.Running())
 
-	env.manager.Forget(nhc.Name)
-	assert.ElementsMatch(t, []schema.GroupVersionResource{framework.TemplateResource, framework.RemediationResource, clusterTemplate, clusterRemediation}, env.manager.Running(), "the kinds are still used by another")
-	env.manager.Forget(another.Name)
-	assert.Empty(t, env.manager.Running())
+	env.observer.Forget(nhc.Name)
+	assert.ElementsMatch(t, []schema.GroupVersionResource{framework.TemplateResource, framework.RemediationResource, clusterTemplate, clusterRemediation}, env.observer.Running(), "the kinds are still used by another")
+	env.observer.Forget(another.Name)
+	assert.Empty(t, env.observer.Running())
 }
 
 func TestClusterScopedTemplates(t *testing.T) {

@@ -60,10 +60,9 @@ func TestRemediationIsCreatedIdempotentlyAndDeleted(t *testing.T) {
 		BusyControlPlaneNodes: staleObs.BusyControlPlaneNodes, RemediationProblem: staleObs.RemediationProblem, Now: time.Now(),
 	})
 	require.Len(t, stale.Create, 1, "the stale view has no resource for the node")
-	replayed := env.manager.Apply(env.ctx, staleNHC, &stale, &staleObs)
-	assert.Empty(t, replayed.Errors)
-	require.Len(t, replayed.Created, 1)
-	assert.Equal(t, r.GetUID(), replayed.Created[0].Resource.UID, "the existing one")
+	replayed, err := env.writer.Create(env.ctx, staleNHC, stale.Create[0], &staleObs)
+	require.NoError(t, err)
+	assert.Equal(t, r.GetUID(), replayed.Resource.UID, "the existing one")
 	assert.Len(t, remediationsOf(t, node), 1)
 
 	// A fresh view sees it and does nothing.

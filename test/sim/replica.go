@@ -42,7 +42,7 @@ const (
 // replica is one controller process, wired as cmd/nhc-controller wires it,
 // against the simulated API server. Leader election is simulated by its
 // effect on writes: the replica writes only until its last renewal plus
-// the renew deadline (Controller.GuardWrites), and a replica that cannot
+// the renew deadline (controller.Config.WritesUntil), and a replica that cannot
 // renew exits, as the binary does.
 type replica struct {
 	name   string
@@ -91,13 +91,17 @@ func (s *sim) startReplica() (*replica, error) {
 	leaseInformers := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(leaseNamespace))
 	leases := nodeleases.New(kube.CoordinationV1(), nodeleases.NewAccess(kube, leaseNamespace, nodeleases.DefaultRole), leaseInformers.Coordination().V1().Leases(),
 		leaseNamespace, nodeLeaseDuration, nodeLeaseBuffer, clock.RealClock{})
-	remediations := remediation.New(remediation.Config{Context: ctx, Dynamic: dyn, Kube: kube, Leases: leases, Clock: clock.RealClock{}})
-	ctrl, err := controller.New(ctx, nodeInformer, nhcInformer, nhcClient, remediations, &record.FakeRecorder{}, nil, clock.RealClock{})
+	observer, writer := remediation.New(remediation.Config{Context: ctx, Dynamic: dyn, Kube: kube, Nodes: nodeInformer.Lister(), Leases: leases, Clock: clock.RealClock{}})
+	ctrl, err := controller.New(ctx, controller.Config{
+		Nodes: nodeInformer, NodeHealthChecks: nhcInformer, Client: nhcClient,
+		Observer: observer, Changes: observer, Writer: writer, Leases: leases, LeaseChanges: leases,
+		Recorder: &record.FakeRecorder{}, Clock: clock.RealClock{},
+		WritesUntil: func() (time.Time, error) { return r.writesUntil() },
+	})
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	ctrl.GuardWrites(func() (time.Time, error) { return r.writesUntil() })
 	go nodeInformer.Informer().RunWithContext(ctx)
 	go nhcInformer.Informer().RunWithContext(ctx)
 	leaseInformers.Start(ctx.Done())

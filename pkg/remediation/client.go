@@ -20,16 +20,21 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
-// resourceWriter writes remediation resources through the dynamic client,
-// and node annotations through the typed client.
-type resourceWriter struct {
+// resourceClient sends the requests of remediation resources through the
+// dynamic client, and of node annotations through the typed client.
+type resourceClient struct {
 	dynamic dynamic.Interface
 	kube    kubernetes.Interface
 }
 
-// newResourceWriter returns a writer.
-func newResourceWriter(dynamicClient dynamic.Interface, kubeClient kubernetes.Interface) *resourceWriter {
-	return &resourceWriter{dynamic: dynamicClient, kube: kubeClient}
+// newResourceClient returns a client.
+func newResourceClient(dynamicClient dynamic.Interface, kubeClient kubernetes.Interface) *resourceClient {
+	return &resourceClient{dynamic: dynamicClient, kube: kubeClient}
+}
+
+// get reads a remediation resource.
+func (c *resourceClient) get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
+	return c.dynamic.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
 // notOwnedError reports a resource that stands where ours would, owned by
@@ -53,8 +58,8 @@ func (e *notOwnedError) Error() string {
 // the create's result is unknown (a timeout, a 5xx such as a remediator's
 // webhook failing), a GET settles it: ours there counts as created, nothing
 // there means the create certainly failed.
-func (w *resourceWriter) Create(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, nhc *v1alpha1.NodeHealthCheck) (*unstructured.Unstructured, error) {
-	client := w.dynamic.Resource(gvr).Namespace(obj.GetNamespace())
+func (c *resourceClient) Create(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, nhc *v1alpha1.NodeHealthCheck) (*unstructured.Unstructured, error) {
+	client := c.dynamic.Resource(gvr).Namespace(obj.GetNamespace())
 	created, err := client.Create(ctx, obj, metav1.CreateOptions{FieldManager: v1alpha1.FieldManager})
 	if err == nil || obj.GetName() == "" {
 		return created, err
@@ -88,9 +93,9 @@ func (e *notCreatedError) Unwrap() error { return e.err }
 
 // Delete deletes a remediation resource if it is still the one referenced
 // (same UID). A resource already gone counts as deleted.
-func (w *resourceWriter) Delete(ctx context.Context, gvr schema.GroupVersionResource, ref corev1.ObjectReference) error {
+func (c *resourceClient) Delete(ctx context.Context, gvr schema.GroupVersionResource, ref corev1.ObjectReference) error {
 	background := metav1.DeletePropagationBackground
-	err := w.dynamic.Resource(gvr).Namespace(ref.Namespace).Delete(ctx, ref.Name, metav1.DeleteOptions{
+	err := c.dynamic.Resource(gvr).Namespace(ref.Namespace).Delete(ctx, ref.Name, metav1.DeleteOptions{
 		Preconditions:     &metav1.Preconditions{UID: &ref.UID},
 		PropagationPolicy: &background,
 	})
@@ -103,22 +108,22 @@ func (w *resourceWriter) Delete(ctx context.Context, gvr schema.GroupVersionReso
 
 // Annotate sets an annotation on a remediation resource, or removes it when
 // value is nil. The patch carries the UID, so it fails on a replaced object.
-func (w *resourceWriter) Annotate(ctx context.Context, gvr schema.GroupVersionResource, ref corev1.ObjectReference, key string, value *string) error {
+func (c *resourceClient) Annotate(ctx context.Context, gvr schema.GroupVersionResource, ref corev1.ObjectReference, key string, value *string) error {
 	patch, err := annotationPatch(ref.UID, key, value)
 	if err != nil {
 		return err
 	}
-	_, err = w.dynamic.Resource(gvr).Namespace(ref.Namespace).Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: v1alpha1.FieldManager})
+	_, err = c.dynamic.Resource(gvr).Namespace(ref.Namespace).Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: v1alpha1.FieldManager})
 	return err
 }
 
 // removeNodeAnnotation removes an annotation from a node.
-func (w *resourceWriter) removeNodeAnnotation(ctx context.Context, node, key string) error {
+func (c *resourceClient) removeNodeAnnotation(ctx context.Context, node, key string) error {
 	patch, err := annotationPatch("", key, nil)
 	if err != nil {
 		return err
 	}
-	_, err = w.kube.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: v1alpha1.FieldManager})
+	_, err = c.kube.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: v1alpha1.FieldManager})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -2,8 +2,6 @@ package remediation
 
 import (
 	"context"
-	"fmt"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -12,15 +10,17 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
@@ -31,37 +31,68 @@ import (
 
 var templateRef = corev1.ObjectReference{APIVersion: "test.medik8s.io/v1alpha1", Kind: "TestRemediationTemplate", Namespace: "remediators", Name: "reboot"}
 
-// applyFixture is a manager on the dynamic fake client, with an observation
-// that has read the test template.
-type applyFixture struct {
-	client  *dynamicfake.FakeDynamicClient
-	manager *Manager
-	obs     *Observation
-	clock   *clocktesting.FakePassiveClock
+// writeFixture is the two rooms on the dynamic fake client, with an
+// observation that has read the test template.
+type writeFixture struct {
+	client   *dynamicfake.FakeDynamicClient
+	observer *Observer
+	writer   *Writer
+	obs      *Observation
+	clock    *clocktesting.FakePassiveClock
 }
 
-func newApplyFixture(t *testing.T) *applyFixture {
+func newWriteFixture(t *testing.T) *writeFixture {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	client := fakeDynamic()
 	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
 	informers := kinds.New(ctx, client, client, clock)
-	m := newManager(informers, nil, clock, newResourceWriter(client, kubefake.NewClientset()), nil)
-	m.ConfirmWith(confirmFunc(sendAll))
+	o, w := newRooms(informers, nil, clock, client, kubefake.NewClientset())
 	obs := &Observation{
 		templates: map[corev1.ObjectReference]*unstructured.Unstructured{bareTemplateRef(templateRef): testTemplate(nil)},
 		resources: map[schema.GroupVersionKind]schema.GroupVersionResource{testGVR.GroupVersion().WithKind("TestRemediation"): testGVR},
 	}
-	return &applyFixture{client: client, manager: m, obs: obs, clock: clock}
+	return &writeFixture{client: client, observer: o, writer: w, obs: obs, clock: clock}
+}
+
+// newRooms wires the two rooms from their parts, as New does.
+func newRooms(informers *kinds.Informers, templates *templateResolver, clock clock.PassiveClock, client dynamic.Interface, kube kubernetes.Interface) (*Observer, *Writer) {
+	ledger := newInFlight(clock)
+	return newObserver(informers, templates, clock, ledger, nil, nil), newWriter(informers, templates, ledger, newResourceClient(client, kube))
+}
+
+// apply sends a plan's creates and deletes one after another, as the
+// controller does, and sorts what became of them.
+func (f *writeFixture) apply(nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, obs *Observation) health.Outcome {
+	var out health.Outcome
+	for _, c := range plan.Create {
+		created, err := f.writer.Create(context.Background(), nhc, c, obs)
+		switch {
+		case Refused(err):
+			out.Blocked = append(out.Blocked, health.Blocked{Node: c.Node, Message: err.Error()})
+		case err != nil:
+			out.Errors = append(out.Errors, err)
+		default:
+			out.Created = append(out.Created, created)
+		}
+	}
+	for _, del := range plan.Delete {
+		if err := f.writer.Delete(context.Background(), nhc.Name, obs, del); err != nil {
+			out.Errors = append(out.Errors, err)
+			continue
+		}
+		out.Deleted = append(out.Deleted, del)
+	}
+	return out
 }
 
 // applyAtOnce applies each NodeHealthCheck's plan at the same moment, and
 // counts the creates made and blocked; none may fail.
-func (f *applyFixture) applyAtOnce(t *testing.T, nhcs []string, plans ...*health.Plan) (outcomes []health.Outcome, created, blocked int) {
+func (f *writeFixture) applyAtOnce(t *testing.T, nhcs []string, plans ...*health.Plan) (outcomes []health.Outcome, created, blocked int) {
 	outcomes = make([]health.Outcome, len(plans))
 	var wg sync.WaitGroup
 	for i, plan := range plans {
-		wg.Go(func() { outcomes[i] = f.manager.Apply(context.Background(), nhcNamed(nhcs[i]), plan, f.obs) })
+		wg.Go(func() { outcomes[i] = f.apply(nhcNamed(nhcs[i]), plan, f.obs) })
 	}
 	wg.Wait()
 	for _, out := range outcomes {
@@ -71,14 +102,6 @@ func (f *applyFixture) applyAtOnce(t *testing.T, nhcs []string, plans ...*health
 	}
 	return outcomes, created, blocked
 }
-
-// confirmFunc confirms every create of every sync with one function.
-type confirmFunc Confirm
-
-func (f confirmFunc) Confirmation(context.Context, string, *health.Plan) Confirm { return Confirm(f) }
-
-// sendAll lets every create through its recheck.
-func sendAll(context.Context, health.Creation) (string, bool, error) { return "", false, nil }
 
 func createPlan(nodes ...string) *health.Plan {
 	p := &health.Plan{}
@@ -113,7 +136,7 @@ func TestAnUncertainCreateIsSettledByAGet(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newApplyFixture(t)
+			f := newWriteFixture(t)
 			f.client.PrependReactor("create", "testremediations", func(action clienttesting.Action) (bool, runtime.Object, error) {
 				if tc.stored {
 					obj := action.(clienttesting.CreateAction).GetObject()
@@ -121,7 +144,7 @@ func TestAnUncertainCreateIsSettledByAGet(t *testing.T) {
 				}
 				return true, nil, apierrors.NewInternalError(assert.AnError)
 			})
-			out := f.manager.Apply(context.Background(), testNHC, controlPlanePlan("master-0"), f.obs)
+			out := f.apply(testNHC, controlPlanePlan("master-0"), f.obs)
 			if tc.wantCreated {
 				assert.Empty(t, out.Errors)
 				require.Len(t, out.Created, 1)
@@ -130,14 +153,14 @@ func TestAnUncertainCreateIsSettledByAGet(t *testing.T) {
 			}
 			require.Len(t, out.Errors, 1)
 			assert.Empty(t, out.Created)
-			assert.Empty(t, f.manager.inFlight.pendingNodes(testNHC.Name), "a create that certainly failed holds nothing back")
-			assert.Empty(t, f.manager.inFlight.controlPlaneNodes(), "nor the control-plane reservation")
+			assert.Empty(t, f.writer.inFlight.pendingNodes(testNHC.Name), "a create that certainly failed holds nothing back")
+			assert.Empty(t, f.writer.inFlight.controlPlaneNodes(), "nor the control-plane reservation")
 		})
 	}
 }
 
 func TestControlPlaneNodesOneAtATimeAcrossNodeHealthChecks(t *testing.T) {
-	f := newApplyFixture(t)
+	f := newWriteFixture(t)
 	// Two NodeHealthChecks, each deciding from caches that show nothing yet,
 	// each start a control-plane remediation at the same moment.
 	_, created, blocked := f.applyAtOnce(t, []string{"cp-master-0", "cp-master-1"}, controlPlanePlan("master-0"), controlPlanePlan("master-1"))
@@ -154,21 +177,21 @@ func TestControlPlaneNodesOneAtATimeAcrossNodeHealthChecks(t *testing.T) {
 
 	// The reservation holds while the resource exists, whatever kind the
 	// other NodeHealthCheck watches, and goes when the resource is seen gone.
-	assert.Equal(t, []string{resource.TargetNode(first)}, f.manager.inFlight.controlPlaneNodes())
-	out := f.manager.Apply(context.Background(), nhcNamed("cp-"+waiting), controlPlanePlan(waiting), f.obs)
+	assert.Equal(t, []string{resource.TargetNode(first)}, f.writer.inFlight.controlPlaneNodes())
+	out := f.apply(nhcNamed("cp-"+waiting), controlPlanePlan(waiting), f.obs)
 	assert.Len(t, out.Blocked, 1)
-	f.manager.inFlight.settle(testGVR, first, true)
-	out = f.manager.Apply(context.Background(), nhcNamed("cp-"+waiting), controlPlanePlan(waiting), f.obs)
+	f.writer.inFlight.settle(testGVR, first, true)
+	out = f.apply(nhcNamed("cp-"+waiting), controlPlanePlan(waiting), f.obs)
 	assert.Len(t, out.Created, 1, "free again")
 
 	// A deleted NodeHealthCheck's resource holds the slot until it is seen
 	// gone: a remediator's finalizer keeps it while it works.
-	f.manager.Forget("cp-" + waiting)
-	assert.Equal(t, []string{waiting}, f.manager.inFlight.controlPlaneNodes())
+	f.observer.Forget("cp-" + waiting)
+	assert.Equal(t, []string{waiting}, f.writer.inFlight.controlPlaneNodes())
 	second, err := f.client.Resource(testGVR).Namespace("remediators").Get(context.Background(), out.Created[0].Resource.Name, metav1.GetOptions{})
 	require.NoError(t, err)
-	f.manager.inFlight.settle(testGVR, second, true)
-	assert.Empty(t, f.manager.inFlight.controlPlaneNodes())
+	f.writer.inFlight.settle(testGVR, second, true)
+	assert.Empty(t, f.writer.inFlight.controlPlaneNodes())
 }
 
 // A create whose outcome is uncertain, and whose follow-up GET fails too,
@@ -176,7 +199,7 @@ func TestControlPlaneNodesOneAtATimeAcrossNodeHealthChecks(t *testing.T) {
 // inFlightTTL, a read looks it up: gone, it ends, instead of holding
 // every other control-plane node back until a restart.
 func TestAnUnsettledControlPlaneReservationLapses(t *testing.T) {
-	f := newApplyFixture(t)
+	f := newWriteFixture(t)
 	failing := true
 	f.client.PrependReactor("*", "testremediations", func(action clienttesting.Action) (bool, runtime.Object, error) {
 		switch {
@@ -187,47 +210,44 @@ func TestAnUnsettledControlPlaneReservationLapses(t *testing.T) {
 		}
 		return true, nil, apierrors.NewServiceUnavailable("the API server is restarting")
 	})
-	out := f.manager.Apply(context.Background(), testNHC, controlPlanePlan("master-0"), f.obs)
+	out := f.apply(testNHC, controlPlanePlan("master-0"), f.obs)
 	require.Len(t, out.Errors, 1)
-	assert.Equal(t, []string{"master-0"}, f.manager.inFlight.controlPlaneNodes(), "held while the outcome is unknown")
+	assert.Equal(t, []string{"master-0"}, f.writer.inFlight.controlPlaneNodes(), "held while the outcome is unknown")
 	failing = false
 
 	f.clock.SetTime(f.clock.Now().Add(inFlightTTL - time.Second))
-	assert.Len(t, f.manager.Apply(context.Background(), nhcNamed("cp-b"), controlPlanePlan("master-1"), f.obs).Blocked, 1)
+	assert.Len(t, f.apply(nhcNamed("cp-b"), controlPlanePlan("master-1"), f.obs).Blocked, 1)
 	f.clock.SetTime(f.clock.Now().Add(time.Second))
-	_, err := f.manager.Read(context.Background(), nhcNamed("cp-b"), Watched{})
-	require.NoError(t, err)
-	assert.Empty(t, f.manager.inFlight.controlPlaneNodes(), "looked up, and gone")
-	assert.Len(t, f.manager.Apply(context.Background(), nhcNamed("cp-b"), controlPlanePlan("master-1"), f.obs).Created, 1)
+	f.writer.LookUpLapsed(context.Background())
+	assert.Empty(t, f.writer.inFlight.controlPlaneNodes(), "looked up, and gone")
+	assert.Len(t, f.apply(nhcNamed("cp-b"), controlPlanePlan("master-1"), f.obs).Created, 1)
 }
 
 // A control-plane remediation that its informer does not show (a watch
 // that stopped sending) keeps its reservation past inFlightTTL, as long
 // as the API server has it: a second control-plane node would otherwise
-// start beside it (make sim, seed 104171). Gone, it holds nothing.
+// start beside it . Gone, it holds nothing.
 func TestAReservationHoldsWhileItsResourceIsUnseen(t *testing.T) {
-	f := newApplyFixture(t)
-	require.Len(t, f.manager.Apply(context.Background(), testNHC, controlPlanePlan("master-0"), f.obs).Created, 1)
+	f := newWriteFixture(t)
+	require.Len(t, f.apply(testNHC, controlPlanePlan("master-0"), f.obs).Created, 1)
 	f.clock.SetTime(f.clock.Now().Add(inFlightTTL))
-	_, err := f.manager.Read(context.Background(), nhcNamed("cp-b"), Watched{})
-	require.NoError(t, err)
-	assert.Equal(t, []string{"master-0"}, f.manager.inFlight.controlPlaneNodes(), "the API server has it")
-	assert.Len(t, f.manager.Apply(context.Background(), nhcNamed("cp-b"), controlPlanePlan("master-1"), f.obs).Blocked, 1)
+	f.writer.LookUpLapsed(context.Background())
+	assert.Equal(t, []string{"master-0"}, f.writer.inFlight.controlPlaneNodes(), "the API server has it")
+	assert.Len(t, f.apply(nhcNamed("cp-b"), controlPlanePlan("master-1"), f.obs).Blocked, 1)
 
 	list, err := f.client.Resource(testGVR).Namespace(templateRef.Namespace).List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
 	require.Len(t, list.Items, 1)
 	require.NoError(t, f.client.Tracker().Delete(testGVR, templateRef.Namespace, list.Items[0].GetName()))
 	f.clock.SetTime(f.clock.Now().Add(inFlightTTL))
-	_, err = f.manager.Read(context.Background(), nhcNamed("cp-b"), Watched{})
-	require.NoError(t, err)
-	assert.Empty(t, f.manager.inFlight.controlPlaneNodes(), "gone")
+	f.writer.LookUpLapsed(context.Background())
+	assert.Empty(t, f.writer.inFlight.controlPlaneNodes(), "gone")
 }
 
 func TestWorkersAreNotHeldByAControlPlaneReservation(t *testing.T) {
-	f := newApplyFixture(t)
-	require.Len(t, f.manager.Apply(context.Background(), testNHC, controlPlanePlan("master-0"), f.obs).Created, 1)
-	out := f.manager.Apply(context.Background(), nhcNamed("workers-b"), createPlan("worker-1"), f.obs)
+	f := newWriteFixture(t)
+	require.Len(t, f.apply(testNHC, controlPlanePlan("master-0"), f.obs).Created, 1)
+	out := f.apply(nhcNamed("workers-b"), createPlan("worker-1"), f.obs)
 	assert.Len(t, out.Created, 1)
 }
 
@@ -252,12 +272,11 @@ func TestAKindThatCannotBeWatchedDisablesAfterAGrace(t *testing.T) {
 			})
 			clock := clocktesting.NewFakePassiveClock(time.Now())
 			informers := kinds.New(ctx, client, client, clock)
-			m := newManager(informers, newTemplateResolver(resettable{meta.NewDefaultRESTMapper(nil)}, informers, clock), clock, newResourceWriter(client, kubefake.NewClientset()), nil)
 			informers.Use("workers", kinds.Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 			// Past the grace, the failing lists count.
 			clock.SetTime(clock.Now().Add(kinds.WatchGrace))
 			var problem *health.Problem
-			require.Eventually(t, func() bool { problem = m.unreadable(testGVR, informers.State(testGVR).Err); return problem != nil }, 10*time.Second, 10*time.Millisecond)
+			require.Eventually(t, func() bool { problem = unreadable(testGVR, informers.State(testGVR).Err); return problem != nil }, 10*time.Second, 10*time.Millisecond)
 			assert.Equal(t, v1alpha1.ReasonTemplateNotFound, problem.Reason)
 			assert.Contains(t, problem.Message, tc.message)
 		})
@@ -265,11 +284,11 @@ func TestAKindThatCannotBeWatchedDisablesAfterAGrace(t *testing.T) {
 }
 
 func TestOneRemediationPerNodeAcrossNodeHealthChecks(t *testing.T) {
-	f := newApplyFixture(t)
+	f := newWriteFixture(t)
 	// Generated names, so that the API server would take both resources.
 	f.obs.templates[bareTemplateRef(templateRef)] = testTemplate(map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: "true"})
-	f.manager.informers.Use("watcher", kinds.Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
-	require.Eventually(t, func() bool { return f.manager.informers.Synced(testGVR) }, 10*time.Second, 10*time.Millisecond)
+	f.writer.informers.Use("watcher", kinds.Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
+	require.Eventually(t, func() bool { return f.writer.informers.Synced(testGVR) }, 10*time.Second, 10*time.Millisecond)
 
 	// Two NodeHealthChecks that select the node, each deciding from caches
 	// that show nothing yet, start its remediation at the same moment.
@@ -282,113 +301,42 @@ func TestOneRemediationPerNodeAcrossNodeHealthChecks(t *testing.T) {
 	}
 
 	// Once the informer shows the resource, it holds the node.
-	require.Eventually(t, func() bool { return len(f.manager.inFlight.pendingNodes(winner)) == 0 }, 10*time.Second, 10*time.Millisecond)
-	assert.Equal(t, map[string][]resource.Owner{"worker-0": {{Name: winner, UID: types.UID("uid-" + winner)}}}, f.manager.informers.OtherOwners(types.UID("uid-"+loser)))
-	assert.Empty(t, f.manager.informers.OtherOwners(types.UID("uid-"+winner)), "its own resources are not another's")
-	out := f.manager.Apply(context.Background(), nhcNamed(loser), createPlan("worker-0"), f.obs)
+	require.Eventually(t, func() bool { return len(f.writer.inFlight.pendingNodes(winner)) == 0 }, 10*time.Second, 10*time.Millisecond)
+	assert.Equal(t, map[string][]resource.Owner{"worker-0": {{Name: winner, UID: types.UID("uid-" + winner)}}}, f.writer.informers.OtherOwners(types.UID("uid-"+loser)))
+	assert.Empty(t, f.writer.informers.OtherOwners(types.UID("uid-"+winner)), "its own resources are not another's")
+	out := f.apply(nhcNamed(loser), createPlan("worker-0"), f.obs)
 	require.Len(t, out.Blocked, 1)
 	assert.Equal(t, "NodeHealthCheck "+winner+" remediates node worker-0, or is starting to; only one NodeHealthCheck remediates a node, and this one leaves it alone", out.Blocked[0].Message)
-	assert.Empty(t, f.manager.inFlight.pendingNodes(loser), "a blocked create expects nothing")
+	assert.Empty(t, f.writer.inFlight.pendingNodes(loser), "a blocked create expects nothing")
 
 	// A NodeHealthCheck with resources of its own for the node goes on (the
 	// engine decides which one escalates); other nodes are not held.
 	withOwn := *f.obs
 	withOwn.Remediations = map[string][]health.Remediation{"worker-0": {{}}}
-	assert.Len(t, f.manager.Apply(context.Background(), nhcNamed(loser), createPlan("worker-0"), &withOwn).Created, 1)
-	assert.Len(t, f.manager.Apply(context.Background(), nhcNamed(loser), createPlan("worker-1"), f.obs).Created, 1)
-}
-
-func TestCreationsGoOutTogetherAndAreReportedInPlanOrder(t *testing.T) {
-	f := newApplyFixture(t)
-	var nodes []string
-	for i := range 40 {
-		nodes = append(nodes, fmt.Sprintf("worker-%02d", i))
-	}
-	withdrawn := func(_ context.Context, c health.Creation) (string, bool, error) {
-		switch c.Node {
-		case "worker-07":
-			return "the node recovered", false, nil
-		case "worker-09":
-			return "the node is healthy", true, nil
-		case "worker-11":
-			return "", false, assert.AnError
-		}
-		return "", false, nil
-	}
-	f.manager.ConfirmWith(confirmFunc(withdrawn))
-	out := f.manager.Apply(context.Background(), testNHC, createPlan(nodes...), f.obs)
-	require.Len(t, out.Errors, 1, "the check that could not be made")
-	assert.ErrorIs(t, out.Errors[0], assert.AnError)
-	var created []string
-	for _, c := range out.Created {
-		created = append(created, c.Node)
-	}
-	assert.Equal(t, slices.Concat(nodes[:7], nodes[8:9], nodes[10:11], nodes[12:]), created, "in plan order, but for worker-07, 09 and 11")
-	assert.Equal(t, []health.Blocked{{Node: "worker-07", Message: "the node recovered"}}, out.Withdrawn)
-	assert.Equal(t, []health.Blocked{{Node: "worker-09", Message: "the node is healthy"}}, out.Unconfirmed, "withdrawn by the API server's node")
-}
-
-func TestDeletionsGoOutTogetherAndAreReportedInPlanOrder(t *testing.T) {
-	f := newApplyFixture(t)
-	var nodes []string
-	for i := range 40 {
-		nodes = append(nodes, fmt.Sprintf("worker-%02d", i))
-	}
-	created := f.manager.Apply(context.Background(), testNHC, createPlan(nodes...), f.obs)
-	require.Len(t, created.Created, 40)
-	plan := &health.Plan{}
-	for _, c := range created.Created {
-		plan.Delete = append(plan.Delete, health.Deletion{Node: c.Node, Resource: c.Resource})
-	}
-	// One resource is of a kind the observation does not serve.
-	plan.Delete[7].Resource.Kind = "Unserved"
-
-	out := f.manager.Apply(context.Background(), testNHC, plan, f.obs)
-	require.Len(t, out.Errors, 1)
-	assert.Contains(t, out.Errors[0].Error(), "worker-07")
-	var deleted []string
-	for _, d := range out.Deleted {
-		deleted = append(deleted, d.Node)
-	}
-	assert.Equal(t, slices.Delete(slices.Clone(nodes), 7, 8), deleted, "in plan order, but for worker-07")
+	assert.Len(t, f.apply(nhcNamed(loser), createPlan("worker-0"), &withOwn).Created, 1)
+	assert.Len(t, f.apply(nhcNamed(loser), createPlan("worker-1"), f.obs).Created, 1)
 }
 
 // A reservation whose kind was uninstalled together with its role (a GET
 // answers 403) ends once the API no longer serves the kind: its resource
-// went with the CRD (make sim, seed 8626 with FOCUS=control-plane: every
-// other control-plane node waited for good).
+// went with the CRD.
 func TestAReservationOfAnUninstalledKindEnds(t *testing.T) {
-	f := newApplyFixture(t)
+	f := newWriteFixture(t)
 	mapper := &uninstallable{uninstalled: []schema.GroupVersionKind{{}}}
 	mapper.Reset()
 	mapper.uninstalled = nil
-	f.manager.templates = newTemplateResolver(mapper, f.manager.informers, f.clock)
-	require.Len(t, f.manager.Apply(context.Background(), testNHC, controlPlanePlan("master-0"), f.obs).Created, 1)
+	f.writer.templates = newTemplateResolver(mapper, f.writer.informers, f.clock)
+	require.Len(t, f.apply(testNHC, controlPlanePlan("master-0"), f.obs).Created, 1)
 	f.client.PrependReactor("get", testGVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(testGVR.GroupResource(), "", assert.AnError)
 	})
 
 	f.clock.SetTime(f.clock.Now().Add(inFlightTTL))
-	_, err := f.manager.Read(context.Background(), nhcNamed("cp-b"), Watched{})
-	require.NoError(t, err)
-	assert.Equal(t, []string{"master-0"}, f.manager.inFlight.controlPlaneNodes(), "forbidden, still served: it may exist")
+	f.writer.LookUpLapsed(context.Background())
+	assert.Equal(t, []string{"master-0"}, f.writer.inFlight.controlPlaneNodes(), "forbidden, still served: it may exist")
 
 	mapper.uninstalled = []schema.GroupVersionKind{testGVR.GroupVersion().WithKind("TestRemediation")}
 	f.clock.SetTime(f.clock.Now().Add(max(inFlightTTL, mapperResetInterval)))
-	_, err = f.manager.Read(context.Background(), nhcNamed("cp-b"), Watched{})
-	require.NoError(t, err)
-	assert.Empty(t, f.manager.inFlight.controlPlaneNodes(), "no longer served: gone")
-}
-
-// A manager that was handed no check of its creates sends none.
-func TestWithoutAConfirmerNoCreateIsSent(t *testing.T) {
-	f := newApplyFixture(t)
-	f.manager.ConfirmWith(nil)
-	out := f.manager.Apply(context.Background(), testNHC, createPlan("worker-1"), f.obs)
-	assert.Empty(t, out.Created)
-	require.Len(t, out.Errors, 1)
-	assert.ErrorIs(t, out.Errors[0], errNoConfirmer)
-	list, err := f.client.Resource(testGVR).Namespace("remediators").List(context.Background(), metav1.ListOptions{})
-	require.NoError(t, err)
-	assert.Empty(t, list.Items)
+	f.writer.LookUpLapsed(context.Background())
+	assert.Empty(t, f.writer.inFlight.controlPlaneNodes(), "no longer served: gone")
 }

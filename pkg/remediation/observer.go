@@ -2,7 +2,6 @@ package remediation
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -21,28 +20,27 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/kinds"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
 )
 
-// Manager keeps the kinds of every NodeHealthCheck watched (watch.go),
-// reads their remediation state from the informers (read.go), and carries
-// out their plans (apply.go).
-type Manager struct {
+// Observer keeps the kinds of every NodeHealthCheck watched (watch.go) and
+// reads their remediation state from the caches (read.go). It sends no
+// write; Watch alone talks to the API server (discovery, and templates
+// read with GET), Read never does.
+type Observer struct {
 	informers *kinds.Informers
 	templates *templateResolver
 	// clock is the time of the reads.
 	clock clock.PassiveClock
-	// inFlight is the ledger of the writes under way, and of the
-	// control-plane slot.
+	// inFlight is the ledger the Writer books, read here: the writes under
+	// way and the control-plane slot.
 	inFlight *inFlight
-	writer   *resourceWriter
+	// nodes reads the nodes of remediations on record elsewhere.
+	nodes NodeGetter
 	// discovery lists the kinds the API serves, to look for remediation
 	// resources that outlived their NodeHealthCheck; nil looks for none.
 	discovery discovery.DiscoveryInterface
-	// leases are the node leases; nil when the controller takes none.
-	leases *nodeleases.Keeper
-	// confirmer confirms each create just before it is sent (ConfirmWith).
-	confirmer Confirmer
+	// leases reads the node leases; nil when the controller takes none.
+	leases LeaseReader
 	// everyKindWatched is set once the kinds of every NodeHealthCheck were
 	// watched together (WatchAll): from then on, the control-plane
 	// remediations of all of them are known once their informers synced.
@@ -53,7 +51,18 @@ type Manager struct {
 	handlers []ResourceChangeFunc
 }
 
-// Config is what a Manager works with.
+// NodeGetter reads a node from the node cache.
+type NodeGetter interface {
+	Get(name string) (*health.Node, error)
+}
+
+// LeaseReader reads the node leases from their cache: nil while it has not
+// synced, with the problem when they cannot be listed.
+type LeaseReader interface {
+	Read() (*health.Leases, *health.Problem, error)
+}
+
+// Config is what the remediation rooms work with.
 type Config struct {
 	// Context bounds the informers.
 	Context context.Context
@@ -66,14 +75,18 @@ type Config struct {
 	// Mapper resolves template kinds. Nil is a discovery mapper through
 	// Kube, which notices CRDs installed later when it is reset.
 	Mapper meta.ResettableRESTMapper
-	// Leases are the node leases; nil takes none.
-	Leases *nodeleases.Keeper
+	// Nodes reads nodes from the node cache.
+	Nodes NodeGetter
+	// Leases reads the node leases; nil takes none.
+	Leases LeaseReader
 	// Clock is the time of retries, caches and the writes under way.
 	Clock clock.PassiveClock
 }
 
-// New returns a manager of remediation resources of any kind.
-func New(cfg Config) *Manager {
+// New returns the two rooms of remediation resources of any kind, sharing
+// their informers and the ledger of writes under way: the Observer, which
+// watches and reads, and the Writer, which writes and books what it sends.
+func New(cfg Config) (*Observer, *Writer) {
 	mapper := cfg.Mapper
 	var cached discovery.CachedDiscoveryInterface
 	if mapper == nil {
@@ -85,20 +98,22 @@ func New(cfg Config) *Manager {
 		metadataOnly = cfg.Dynamic
 	}
 	informers := kinds.New(cfg.Context, cfg.Dynamic, metadataOnly, cfg.Clock)
-	m := newManager(informers, newTemplateResolver(mapper, informers, cfg.Clock), cfg.Clock, newResourceWriter(cfg.Dynamic, cfg.Kube), cfg.Leases)
+	templates := newTemplateResolver(mapper, informers, cfg.Clock)
+	ledger := newInFlight(cfg.Clock)
+	o := newObserver(informers, templates, cfg.Clock, ledger, cfg.Nodes, cfg.Leases)
 	if cached != nil {
-		m.discovery = cached
+		o.discovery = cached
 	}
-	return m
+	return o, newWriter(informers, templates, ledger, newResourceClient(cfg.Dynamic, cfg.Kube))
 }
 
-// newManager wires a manager from its parts. The ledger of writes under way
-// hears of the informers' changes before any handler, so that a
+// newObserver wires an observer from its parts. The ledger of writes under
+// way hears of the informers' changes before any handler, so that a
 // NodeHealthCheck woken by a change finds its writes settled.
-func newManager(informers *kinds.Informers, templates *templateResolver, clock clock.PassiveClock, writer *resourceWriter, leases *nodeleases.Keeper) *Manager {
-	m := &Manager{informers: informers, templates: templates, clock: clock, inFlight: newInFlight(clock), writer: writer, leases: leases}
-	informers.AddChangeHandler(m.changed)
-	return m
+func newObserver(informers *kinds.Informers, templates *templateResolver, clock clock.PassiveClock, ledger *inFlight, nodes NodeGetter, leases LeaseReader) *Observer {
+	o := &Observer{informers: informers, templates: templates, clock: clock, inFlight: ledger, nodes: nodes, leases: leases}
+	informers.AddChangeHandler(o.changed)
+	return o
 }
 
 // ResourceChangeFunc hears of a change of a template or remediation
@@ -109,10 +124,10 @@ type ResourceChangeFunc func(gvr schema.GroupVersionResource, obj *unstructured.
 
 // AddChangeHandler adds a handler that hears of every change of a template
 // or remediation resource the informers see.
-func (m *Manager) AddChangeHandler(handler ResourceChangeFunc) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.handlers = append(m.handlers, handler)
+func (o *Observer) AddChangeHandler(handler ResourceChangeFunc) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.handlers = append(o.handlers, handler)
 }
 
 // KindChangeFunc hears of a kind whose informer synced or stopped failing:
@@ -121,72 +136,33 @@ type KindChangeFunc func(gvr schema.GroupVersionResource)
 
 // AddKindChangeHandler adds a handler that hears of every kind whose
 // informer synced or failed.
-func (m *Manager) AddKindChangeHandler(handler KindChangeFunc) {
-	m.informers.AddStateChangeHandler(kinds.StateChangeFunc(handler))
+func (o *Observer) AddKindChangeHandler(handler KindChangeFunc) {
+	o.informers.AddStateChangeHandler(kinds.StateChangeFunc(handler))
 }
 
 // changed settles the writes under way a change shows, then tells the
 // handlers.
-func (m *Manager) changed(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool) {
-	confirmed := m.inFlight.settle(gvr, obj, deleted)
-	m.mu.Lock()
-	handlers := m.handlers
-	m.mu.Unlock()
+func (o *Observer) changed(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool) {
+	confirmed := o.inFlight.settle(gvr, obj, deleted)
+	o.mu.Lock()
+	handlers := o.handlers
+	o.mu.Unlock()
 	for _, handler := range handlers {
 		handler(gvr, obj, deleted, confirmed)
 	}
 }
 
-// AddLeaseChangeHandler adds a handler that hears of every change of a node
-// lease; without leases, it never hears of any.
-func (m *Manager) AddLeaseChangeHandler(handler nodeleases.HolderChangeFunc) error {
-	if m.leases == nil {
-		return nil
-	}
-	return m.leases.AddChangeHandler(handler)
-}
-
 // Running lists the kinds with a running informer.
-func (m *Manager) Running() []schema.GroupVersionResource {
-	return m.informers.Running()
+func (o *Observer) Running() []schema.GroupVersionResource {
+	return o.informers.Running()
 }
 
 // Forget stops the informers only a deleted NodeHealthCheck used, and drops
 // its deletes under way; its creates hold their nodes until they are seen
 // or looked up gone.
-func (m *Manager) Forget(nhc string) {
-	m.informers.Use(nhc, kinds.Kinds{})
-	m.inFlight.forget(nhc)
-}
-
-// Confirm says, just before a create is sent, why it must not be after all,
-// or "" to send it; unconfirmed is true when the caches still showed the
-// need but the API server did not. An error is a check that could not be
-// made: the create is not sent, and the sync retried.
-type Confirm func(ctx context.Context, c health.Creation) (why string, unconfirmed bool, err error)
-
-// Confirmer confirms creates just before they are sent, against the node
-// and the NodeHealthCheck as the API server has them: what the act layer
-// does not keep. The controller hands it in once (ConfirmWith).
-type Confirmer interface {
-	// Confirmation returns the check of one sync's creates for a
-	// NodeHealthCheck's plan; they share what it reads once a sync.
-	Confirmation(ctx context.Context, nhc string, plan *health.Plan) Confirm
-}
-
-// errNoConfirmer refuses every create of a manager no Confirmer was handed
-// to: a create that was not confirmed is never sent.
-var errNoConfirmer = errors.New("no confirmation of creates was set up")
-
-// ConfirmWith hands in the check of every create, before the first Apply.
-func (m *Manager) ConfirmWith(c Confirmer) { m.confirmer = c }
-
-// confirmation returns the check of one Apply's creates.
-func (m *Manager) confirmation(ctx context.Context, nhc string, plan *health.Plan) Confirm {
-	if m.confirmer == nil {
-		return func(context.Context, health.Creation) (string, bool, error) { return "", false, errNoConfirmer }
-	}
-	return m.confirmer.Confirmation(ctx, nhc, plan)
+func (o *Observer) Forget(nhc string) {
+	o.informers.Use(nhc, kinds.Kinds{})
+	o.inFlight.forget(nhc)
 }
 
 // bareTemplateRef identifies a template reference, whatever else it carries.

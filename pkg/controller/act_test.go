@@ -1,0 +1,87 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+)
+
+// fortyWorkers names worker-00 to worker-39.
+func fortyWorkers() []string {
+	var nodes []string
+	for i := range 40 {
+		nodes = append(nodes, fmt.Sprintf("worker-%02d", i))
+	}
+	return nodes
+}
+
+func TestCreationsGoOutTogetherAndAreReportedInPlanOrder(t *testing.T) {
+	f := newSyncFixture(t, workersNHC())
+	nodes := fortyWorkers()
+	var creations []health.Creation
+	for _, node := range nodes {
+		creations = append(creations, health.Creation{Node: node, Template: snrTemplate})
+	}
+	confirm := func(_ context.Context, c health.Creation) (string, bool, error) {
+		switch c.Node {
+		case "worker-07":
+			return "the node recovered", false, nil
+		case "worker-09":
+			return "the node is healthy", true, nil
+		case "worker-11":
+			return "", false, assert.AnError
+		}
+		return "", false, nil
+	}
+	var out health.Outcome
+	f.c.createAll(context.Background(), workersNHC(), creations, &remediation.Observation{}, confirm, &out)
+	require.Len(t, out.Errors, 1, "the check that could not be made")
+	assert.ErrorIs(t, out.Errors[0], assert.AnError)
+	var created []string
+	for _, c := range out.Created {
+		created = append(created, c.Node)
+	}
+	assert.Equal(t, slices.Concat(nodes[:7], nodes[8:9], nodes[10:11], nodes[12:]), created, "in plan order, but for worker-07, 09 and 11")
+	assert.Equal(t, []health.Blocked{{Node: "worker-07", Message: "the node recovered"}}, out.Withdrawn)
+	assert.Equal(t, []health.Blocked{{Node: "worker-09", Message: "the node is healthy"}}, out.Unconfirmed, "withdrawn by the API server's node")
+}
+
+// failingDeletes fails the deletes of one node.
+type failingDeletes struct {
+	*fakeRemediations
+	node string
+}
+
+func (f failingDeletes) Delete(_ context.Context, _ string, _ *remediation.Observation, del health.Deletion) error {
+	if del.Node == f.node {
+		return assert.AnError
+	}
+	return nil
+}
+
+func TestDeletionsGoOutTogetherAndAreReportedInPlanOrder(t *testing.T) {
+	f := newSyncFixture(t, workersNHC())
+	f.c.writer = failingDeletes{fakeRemediations: f.remediations, node: "worker-07"}
+	nodes := fortyWorkers()
+	var deletions []health.Deletion
+	for _, node := range nodes {
+		deletions = append(deletions, health.Deletion{Node: node, Resource: corev1.ObjectReference{Kind: "SelfNodeRemediation", Name: node}})
+	}
+	var out health.Outcome
+	f.c.deleteAll(context.Background(), "workers", deletions, &remediation.Observation{}, &out)
+	require.Len(t, out.Errors, 1)
+	assert.Contains(t, out.Errors[0].Error(), "worker-07")
+	var deleted []string
+	for _, d := range out.Deleted {
+		deleted = append(deleted, d.Node)
+	}
+	assert.Equal(t, slices.Delete(slices.Clone(nodes), 7, 8), deleted, "in plan order, but for worker-07")
+}
