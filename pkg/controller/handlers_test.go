@@ -145,9 +145,9 @@ func TestNodeHealthCheckEventsEnqueueSpecChangesOnly(t *testing.T) {
 
 // A NodeHealthCheck deleted and created again under its name while the
 // watch missed both reaches the handlers as an update from the old object
-// to the new one, both at generation 1 (make sim, seed 163004: the new
-// one, selecting other nodes, was never synced). It is a new object: it
-// and every other NodeHealthCheck are enqueued, as for an add.
+// to the new one, both at generation 1. It is a new object, which may
+// select other nodes: it and every other NodeHealthCheck are enqueued, as
+// for an add.
 func TestANodeHealthCheckCreatedAgainUnderItsNameIsSynced(t *testing.T) {
 	c := newTestController(t, selectingNHC("workers", "worker"), selectingNHC("infra", "infra"))
 	old := selectingNHC("workers", "worker")

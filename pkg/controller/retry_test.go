@@ -8,9 +8,9 @@ import (
 )
 
 // A NodeHealthCheck whose syncs keep failing is tried again at least every
-// maxRetryDelay, however many failures came before (make sim, seed
-// 186040: after a minute of conflicts, client-go's default back-off put
-// the next try minutes past the cause, and the status went unrecorded).
+// maxRetryDelay, however many failures came before: after a minute of
+// conflicts, client-go's default back-off would put the next try minutes
+// past the cause, and the status would go unrecorded that long.
 // The first tries still come at once.
 func TestFailingSyncsAreRetriedAtLeastEvery30s(t *testing.T) {
 	limiter := retryLimiter()

@@ -58,8 +58,8 @@ func TestWritesUnderWay(t *testing.T) {
 // A create whose informer event has not come within inFlightTTL is
 // looked up at the API server: the watch may have stopped sending. Found,
 // or unreadable, its node goes on waiting, so that the cache's silence
-// neither drops it from the status nor lets a second remediation start
-// (make sim, seed 3557); gone, it lapses.
+// neither drops it from the status nor lets a second remediation start;
+// gone, it lapses.
 func TestALapsedCreateIsLookedUpAtTheAPIServer(t *testing.T) {
 	created, err := newRemediation(testTemplate(nil), testNHC, "worker-1", false)
 	require.NoError(t, err)

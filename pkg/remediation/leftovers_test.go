@@ -59,8 +59,8 @@ func TestRemediationKindsAreThoseServedBesideTheirTemplate(t *testing.T) {
 // After a start or a failover, a remediation of a deleted NodeHealthCheck,
 // kept by its remediator's finalizer, is of a kind no NodeHealthCheck uses:
 // it is looked for, holds its control-plane node, and no NodeHealthCheck
-// decides before it is known (make sim, seed 33830: a second control-plane
-// node was remediated beside it). A kind that shows nothing of
+// decides before it is known, lest a second control-plane node be
+// remediated beside it. A kind that shows nothing of
 // NodeHealthChecks is not watched once it synced.
 func TestARemediationThatOutlivedItsNodeHealthCheckIsSeenAfterAStart(t *testing.T) {
 	gone, err := newRemediation(testTemplate(nil), &v1alpha1.NodeHealthCheck{ObjectMeta: metav1.ObjectMeta{Name: "deleted", UID: "deleted-uid"}}, "cp-1", true)

@@ -16,9 +16,8 @@ import (
 // NodeHealthCheck that selects no node and creates it again, under the same
 // name, selecting the scenario's nodes; etcd compacts past the watch, and
 // the informer lists again. The old and the new object reach the handlers
-// as one update, both at generation 1 (make sim, seed 163004: the new one
-// was never synced, and its failed node never remediated). The new one is
-// synced, and remediates.
+// as one update, both at generation 1. The new one is synced, and
+// remediates its failed node.
 func TestANodeHealthCheckCreatedAgainUnseenIsSynced(t *testing.T) {
 	const scenario = "created-again-unseen"
 	env.CreateTemplate(t, scenario, nil)

@@ -16,8 +16,8 @@ const conflictsFor = 170 * time.Second
 // status write lands but its answer is lost, while its watch of
 // NodeHealthChecks is silent, so every later write is a conflict; a node's
 // remediation starts meanwhile. Once the watch goes on, the status lists
-// the remediation within a minute (make sim, seed 186040: the next try came
-// minutes later, the back-off having grown through the conflicts).
+// the remediation within a minute, not minutes later after a back-off grown
+// through the conflicts.
 func TestAStatusWrittenBehindASilentWatchIsRecordedSoonAfter(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: three minutes of conflicts")

@@ -214,8 +214,8 @@ func TestAStoppedKindKeepsItsNodesBusyButIsNotUnknown(t *testing.T) {
 
 // A kind no longer served has no resources left: the API server deletes
 // them with their CRD. What its cache showed is not kept, even if the cache
-// missed their deletion (make sim, seed 30186: a node stayed held by a
-// remediation that was gone, and was never remediated).
+// missed their deletion: a node must not stay held by a remediation that
+// is gone.
 func TestAKindNoLongerServedKeepsNothingBusy(t *testing.T) {
 	cp := testRemediation("cp-1", true)
 	f := newRoleFixture(t, cp)

@@ -11,7 +11,7 @@ import (
 
 // A kind looked at for leftovers that may not be listed is dropped, not
 // held back for a retry: a NodeHealthCheck that uses it once its role is
-// granted watches it at once (make sim, seed 103126).
+// granted watches it at once.
 func TestALookedAtKindThatFailsIsWatchedAtOnceWhenUsed(t *testing.T) {
 	f := newRoleFixture(t)
 	f.denied.Store(true)
