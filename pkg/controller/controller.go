@@ -116,9 +116,9 @@ type Controller struct {
 	written sync.Map
 	// skips remembers which lasting events were recorded, to record each once.
 	skips *skipMemory
-	// attention holds the NodeHealthChecks with a node that is not healthy;
-	// while there is one, the node cache reads updates as they arrive.
-	attention *attention
+	// pacing is told which NodeHealthChecks have a node that is not
+	// healthy; while one has, the node cache reads updates as they arrive.
+	pacing nodePacing
 	// writesUntil says until when this replica may write (zero: no end),
 	// or why it may not write now: with leader election, whether and how
 	// long it can show that it still holds the lease.
@@ -184,13 +184,12 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		selectors:   newSelectorCache(),
 		members:     newMembership(),
 		skips:       newSkipMemory(),
-		attention:   &attention{},
+		pacing:      nodeInformer,
 		writesUntil: cfg.WritesUntil,
 	}
 	if c.writesUntil == nil {
 		c.writesUntil = func() (time.Time, error) { return time.Time{}, nil }
 	}
-	nodeInformer.ReadAtOnceWhile(c.attention.any)
 	if err := nhcInformer.Informer().AddIndexers(cache.Indexers{templateIndex: indexByTemplate}); err != nil {
 		return nil, fmt.Errorf("adding the template index: %w", err)
 	}
@@ -282,7 +281,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 
 // nhcGone forgets what the controller kept about a deleted NodeHealthCheck.
 func (c *Controller) nhcGone(name string) {
-	c.attention.set(name, false)
+	c.pacing.ReadAtOnceFor(name, false)
 	c.catchUps.forget(name)
 	c.observer.Forget(name)
 	c.members.forget(name)

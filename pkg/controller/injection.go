@@ -79,9 +79,15 @@ type leaseChanges interface {
 type NodeCache interface {
 	Informer() cache.SharedIndexInformer
 	Lister() nodecache.Lister
-	// ReadAtOnceWhile turns the batch window off while urgent says so.
-	ReadAtOnceWhile(urgent func() bool)
+	nodePacing
 	liveNodes
+}
+
+// nodePacing paces the node cache's reads.
+type nodePacing interface {
+	// ReadAtOnceFor says whether a NodeHealthCheck has a selected node
+	// that is not healthy: while one has, the batch window is off.
+	ReadAtOnceFor(nhc string, needed bool)
 }
 
 // liveNodes reads nodes at the API server, past the cache.

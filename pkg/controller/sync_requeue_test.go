@@ -105,22 +105,30 @@ func TestSyncRequeuesNoLaterThanATemplateIsReadAgain(t *testing.T) {
 // longer asks for that.
 func TestSyncAsksForNodeUpdatesAtOnceWhileANodeIsNotHealthy(t *testing.T) {
 	f := newSyncFixture(t, workersNHC(), healthyNode("worker-1"), notReady("worker-2", t0.Add(-100*time.Second)))
+	pacing := recordedPacing{}
+	f.c.pacing = pacing
 	_, err := f.sync()
 	require.NoError(t, err)
-	assert.True(t, f.c.attention.any(), "a node waits for its deadline")
+	assert.True(t, pacing["workers"], "a node waits for its deadline")
 
 	f.setNode(t, healthyNode("worker-2"))
 	_, err = f.sync()
 	require.NoError(t, err)
-	assert.False(t, f.c.attention.any(), "every node is healthy")
+	assert.False(t, pacing["workers"], "every node is healthy")
 
 	f.setNode(t, notReady("worker-2", longAgo))
 	_, err = f.sync()
 	require.NoError(t, err)
-	assert.True(t, f.c.attention.any(), "a node is unhealthy")
+	assert.True(t, pacing["workers"], "a node is unhealthy")
 
 	require.NoError(t, f.nhcs.Delete(workersNHC()))
 	_, err = f.sync()
 	require.NoError(t, err)
-	assert.False(t, f.c.attention.any(), "the NodeHealthCheck is gone")
+	assert.False(t, pacing["workers"], "the NodeHealthCheck is gone")
 }
+
+// recordedPacing is what the node cache was last told of each
+// NodeHealthCheck.
+type recordedPacing map[string]bool
+
+func (p recordedPacing) ReadAtOnceFor(nhc string, needed bool) { p[nhc] = needed }

@@ -122,10 +122,10 @@ func (i *Informer) InitialListVersion() string {
 	return ""
 }
 
-// ReadAtOnceWhile makes the informer read node updates as they arrive,
-// without the batch window, whenever urgent says so. Call it before the
-// informer runs.
-func (i *Informer) ReadAtOnceWhile(urgent func() bool) { i.pacing.urgent = urgent }
+// ReadAtOnceFor records whether a NodeHealthCheck has a selected node that
+// is not healthy: while one has, the informer reads node updates as they
+// arrive, without the batch window.
+func (i *Informer) ReadAtOnceFor(nhc string, needed bool) { i.pacing.attention.set(nhc, needed) }
 
 // Informer returns the shared informer.
 func (i *Informer) Informer() cache.SharedIndexInformer { return i.informer }

@@ -34,10 +34,9 @@ import (
 // hundreds of MiB/s.
 type readPacing struct {
 	window time.Duration
-	// urgent, when set, tells whether updates must be read as they arrive
-	// (Informer.ReadAtOnceWhile).
-	urgent func() bool
-	clock  clock.Clock
+	// attention tells whether updates must be read as they arrive.
+	attention attention
+	clock     clock.Clock
 	// initial is the connection of the watch that streams the initial
 	// list, until its initial events end.
 	initial atomic.Pointer[pacedConn]
@@ -45,7 +44,7 @@ type readPacing struct {
 
 // active tells whether to pace a watch's reads now.
 func (p *readPacing) active() bool {
-	return p.urgent == nil || !p.urgent()
+	return !p.attention.any()
 }
 
 // pacedRequest tells whether a request's response may be read paced from

@@ -109,14 +109,18 @@ func TestPacedConnWaitsOnlyWhatIsLeftOfTheWindow(t *testing.T) {
 }
 
 func TestPacingStandsDownWhileUpdatesAreUrgent(t *testing.T) {
-	urgent := false
 	pacing := &readPacing{window: time.Second, clock: clocktesting.NewFakeClock(time.Unix(0, 0))}
 	assert.True(t, pacing.active(), "no one asks for more")
 	i := &Informer{pacing: pacing}
-	i.ReadAtOnceWhile(func() bool { return urgent })
+	i.ReadAtOnceFor("workers", false)
 	assert.True(t, pacing.active(), "nothing urgent")
-	urgent = true
+	i.ReadAtOnceFor("workers", true)
+	i.ReadAtOnceFor("others", true)
 	assert.False(t, pacing.active(), "a decision is due")
+	i.ReadAtOnceFor("workers", false)
+	assert.False(t, pacing.active(), "another one's is still due")
+	i.ReadAtOnceFor("others", false)
+	assert.True(t, pacing.active(), "every node healthy again")
 }
 
 // Only a watch of changes is paced from its start; a list is read at once,

@@ -1,14 +1,14 @@
-package controller
+package nodecache
 
 import "sync"
 
 // attention is the set of NodeHealthChecks with a selected node that is not
-// healthy. While it is not empty the node cache reads every update as it
-// arrives, without its batch window (--node-batch-window), so that a
-// remediation is never created from a picture older than the watch's own
-// delay: a node that recovers just before its deadline is seen recovered.
-// While every node is healthy, nothing is due, and updates are read in
-// batches.
+// healthy, as their syncs tell the cache (Informer.ReadAtOnceFor). While it
+// is not empty the cache reads every update as it arrives, without its batch
+// window (--node-batch-window), so that a remediation is never created from
+// a picture older than the watch's own delay: a node that recovers just
+// before its deadline is seen recovered. While every node is healthy,
+// nothing is due, and updates are read in batches.
 type attention struct {
 	mu   sync.Mutex
 	nhcs map[string]bool
