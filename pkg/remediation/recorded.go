@@ -80,6 +80,6 @@ func eachRecorded(nhc *v1alpha1.NodeHealthCheck, visit func(node string, rem *v1
 // readable tells whether a kind's resources can be known: its informer
 // synced. One no longer served has no resources left.
 func (o *Observer) readable(gvk schema.GroupVersionKind) bool {
-	mapping, err := o.templates.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	return err != nil || o.informers.State(mapping.Resource).Synced
+	gvr, err := o.templates.resourceOf(gvk)
+	return err != nil || o.informers.State(gvr).Synced
 }

@@ -138,6 +138,20 @@ func (t *templateResolver) rediscover() {
 	}
 }
 
+// resourceOf maps a kind to its resource, as the mapper knows it now.
+func (t *templateResolver) resourceOf(gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
+	m, err := t.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return schema.GroupVersionResource{}, err
+	}
+	return m.Resource, nil
+}
+
+// kindOf maps a resource to its kind, as the mapper knows it now.
+func (t *templateResolver) kindOf(gvr schema.GroupVersionResource) (schema.GroupVersionKind, error) {
+	return t.mapper.KindFor(gvr)
+}
+
 // served tells whether the API still serves a kind, looking it up again
 // (at most every 10 s) first; an answer other than "no such kind" counts
 // as served. Without a resolver, every kind counts as served.

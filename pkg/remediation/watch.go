@@ -97,15 +97,15 @@ func (o *Observer) watch(nhc *v1alpha1.NodeHealthCheck) (Watched, error) {
 		if _, known := w.resources[gvk]; known {
 			return
 		}
-		if mapping, err := o.templates.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
-			w.resources[gvk] = mapping.Resource
+		if gvr, err := o.templates.resourceOf(gvk); err == nil {
+			w.resources[gvk] = gvr
 		}
 	})
 	// A create under way stays watched until its informer shows it, even
 	// if the spec dropped its template meanwhile: unwatched, its kind would
 	// never show it, and the status would never list it.
 	for _, gvr := range o.inFlight.pendingResources(nhc.Name) {
-		if gvk, err := o.templates.mapper.KindFor(gvr); err == nil {
+		if gvk, err := o.templates.kindOf(gvr); err == nil {
 			if _, known := w.resources[gvk]; !known {
 				w.resources[gvk] = gvr
 			}
