@@ -49,7 +49,7 @@ func (o *Observer) Watch(nhc *v1alpha1.NodeHealthCheck) (Watched, error) {
 	}
 	o.forgetUnserved()
 	for _, gvr := range w.resources {
-		if err := o.informers.State(gvr).Err; apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
+		if state := o.informers.State(gvr); !state.Synced && (apierrors.IsForbidden(state.Err) || apierrors.IsNotFound(state.Err)) {
 			// A kind uninstalled together with its role answers 403 too:
 			// looked up again (at most every 10 s), a kind no longer
 			// served drops out of what is watched.
