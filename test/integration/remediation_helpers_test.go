@@ -267,7 +267,7 @@ func (h *heardResources) matches(owner types.UID, stored []metav1.ObjectMeta) bo
 	return true
 }
 
-// read waits until the manager has synced the informers a NodeHealthCheck
+// read waits until the observer has synced the informers a NodeHealthCheck
 // needs, and returns what it reads.
 func (env *remediationEnv) read(t *testing.T, name string) remediation.Observation {
 	t.Helper()

@@ -4,5 +4,5 @@
 // them for a lasting error (forbidden, no longer served) and retries them,
 // and what the kinds stopped that way showed when they stopped.
 //
-// Only pkg/remediation's manager uses it.
+// Only pkg/remediation's Observer and Writer use it.
 package kinds

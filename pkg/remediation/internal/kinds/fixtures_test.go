@@ -23,7 +23,7 @@ func fakeDynamic(objects ...runtime.Object) *dynamicfake.FakeDynamicClient {
 }
 
 // testRemediation is a remediation resource of testGVR for a node, owned by
-// testNHC, as the manager generates it: what the indexes read of it.
+// testNHC, as pkg/remediation generates it: what the indexes read of it.
 func testRemediation(node string, controlPlane bool) *unstructured.Unstructured {
 	r := &unstructured.Unstructured{}
 	r.SetAPIVersion(testGVR.GroupVersion().String())
