@@ -178,9 +178,12 @@ func krewManifest(version string, archives map[[2]string]string, out string) err
 			"shortDescription": "See what nhc-controller does with your nodes, and why",
 			"description":      "kubectl nhc shows NodeHealthChecks, their remediation history, why a node is or is not remediated, and what a NodeHealthCheck would do before you apply it. It only reads the cluster.",
 			"platforms":        platforms,
-			// krew links only bin onto the PATH: kubectl finds the
-			// completion helper there alone.
-			"caveats": "Shell completion (kubectl nhc <TAB>) needs kubectl_complete-nhc on your PATH:\n  ln -s \"${KREW_ROOT:-$HOME/.krew}/store/nhc/" + version + "/kubectl_complete-nhc\" \"${KREW_ROOT:-$HOME/.krew}/bin/\"\n",
+			// krew puts one file of a plugin on the PATH, its bin, and
+			// kubectl looks for the completion helper there alone; no
+			// manifest field adds a second. A copy, not a link into the
+			// store: the helper only calls kubectl-nhc, so it outlives
+			// krew upgrade, which deletes the old version's store.
+			"caveats": "Shell completion (kubectl nhc <TAB>) needs kubectl_complete-nhc on your PATH, where krew puts only kubectl-nhc. Copy it there once; it keeps working across upgrades:\n  cp \"${KREW_ROOT:-$HOME/.krew}/store/nhc/" + version + "/kubectl_complete-nhc\" \"${KREW_ROOT:-$HOME/.krew}/bin/\"\nkubectl krew uninstall nhc leaves it: remove it then.\n",
 		},
 	}
 	data, err := yaml.Marshal(manifest)

@@ -14,6 +14,8 @@
 //   - kubectl-nhc for linux and darwin, amd64 and arm64, and windows/amd64,
 //     as archives, and
 //     the krew plugin manifest with their sha256 sums;
+//   - image-digest, the image index's digest (sha256:…), one line: what
+//     the release workflow signs and attests, and what a user verifies;
 //   - release-notes.md, the version's section of CHANGELOG.md;
 //   - SHA256SUMS of every file.
 package main
@@ -42,6 +44,9 @@ const cyclonedxGomod = "github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod
 func sbom(out string) error {
 	return run("go", "run", cyclonedxGomod, "app", "-json", "-main", "cmd/nhc-controller", "-output", out, ".")
 }
+
+// digestFile names the image index's digest in the release folder.
+const digestFile = "image-digest"
 
 // crdFile is the NodeHealthCheck CRD, the same in the plain install and the chart.
 const crdFile = "manifests/crd/remediation.medik8s.io_nodehealthchecks.yaml"
@@ -120,6 +125,11 @@ func release(o options) error {
 		return err
 	}
 	image += "@" + digest
+	// The workflow signs by digest, never by tag: a tag can move between the
+	// push and the signature.
+	if err := os.WriteFile(filepath.Join(output, digestFile), []byte(digest+"\n"), 0o644); err != nil {
+		return err
+	}
 	if err := ociArchive(filepath.Join(output, "oci"), filepath.Join(output, "nhc-controller-"+version+"-oci.tar")); err != nil {
 		return err
 	}

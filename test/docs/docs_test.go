@@ -1,6 +1,7 @@
 // Package docs checks the documentation against itself and against what
-// ships: no section twice, and no alert that advises the opposite of its
-// runbook.
+// ships: no section twice, no alert that advises the opposite of its
+// runbook, and workflows that do what docs/verify.md says a release is:
+// tested, signed and attested, with every action pinned by commit.
 package docs
 
 import (

@@ -169,6 +169,10 @@ func TestTheChartsValuesChangeWhatTheySay(t *testing.T) {
 	assert.Contains(t, err.Error(), "leaderElection.enabled=false needs replicas=1")
 	_, err = env.Cluster.Helm("template", "nhc", chartDir, "--set", "leaderElection.enabled=false,replicas=1")
 	require.NoError(t, err)
+
+	_, err = env.Cluster.Helm("template", "nhc", chartDir, "--set", "metrics.enabled=false,metrics.serviceMonitor.enabled=true")
+	require.Error(t, err, "a ServiceMonitor with no metrics endpoint to scrape")
+	assert.Contains(t, err.Error(), "metrics.serviceMonitor.enabled=true needs metrics.enabled=true")
 }
 
 // TestTheChartRefusesValuesItDoesNotKnow: a typo in a value's name, or a

@@ -94,7 +94,7 @@ func releaseChecksums(t *testing.T, dir, version string) map[string]string {
 		listed[name] = sum
 		assert.Equal(t, sum, sha256Of(t, filepath.Join(dir, name)), name)
 	}
-	for _, name := range []string{"nhc-controller.yaml", "nhc-controller.crds.yaml", "nhc-controller.sbom.cdx.json", "release-notes.md", "nhc-controller-0.3.0.tgz", "nhc.yaml", "nhc-controller-" + version + "-oci.tar",
+	for _, name := range []string{"nhc-controller.yaml", "nhc-controller.crds.yaml", "nhc-controller.sbom.cdx.json", "image-digest", "release-notes.md", "nhc-controller-0.3.0.tgz", "nhc.yaml", "nhc-controller-" + version + "-oci.tar",
 		"nhc-controller-linux-amd64.tar", "nhc-controller-linux-arm64.tar",
 		"kubectl-nhc_" + version + "_linux_amd64.tar.gz", "kubectl-nhc_" + version + "_linux_arm64.tar.gz",
 		"kubectl-nhc_" + version + "_darwin_amd64.tar.gz", "kubectl-nhc_" + version + "_darwin_arm64.tar.gz",
@@ -117,9 +117,9 @@ func checkReleaseImages(t *testing.T, dir, repository, version string) {
 }
 
 // checkPinnedInstallImage checks that the registry has the version's index
-// of two platforms, and that the install file's one image is the
-// repository's, pinned to the index's digest, and pulls back. It returns
-// the install file's images.
+// of two platforms, that image-digest names it, and that the install file's
+// one image is the repository's, pinned to the index's digest, and pulls
+// back. It returns the install file's images.
 func checkPinnedInstallImage(t *testing.T, dir, repository, version string) []string {
 	pushed, err := remote.Index(mustTag(t, repository+":"+version))
 	require.NoError(t, err, "the index is in the registry")
@@ -134,6 +134,9 @@ func checkPinnedInstallImage(t *testing.T, dir, repository, version string) []st
 	require.Len(t, images, 1)
 	assert.True(t, strings.HasPrefix(images[0], repository), images[0])
 	assert.True(t, strings.HasSuffix(images[0], "@"+digest.String()), "pinned to the digest the registry serves: %s", images[0])
+	recorded, err := os.ReadFile(filepath.Join(dir, "image-digest"))
+	require.NoError(t, err)
+	assert.Equal(t, digest.String()+"\n", string(recorded), "image-digest, which the release workflow signs, is the digest the registry serves")
 	pinned, err := name.ParseReference(images[0])
 	require.NoError(t, err)
 	pulled, err := remote.Get(pinned)

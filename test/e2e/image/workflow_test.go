@@ -15,13 +15,15 @@ import (
 // actionlint is the linter of GitHub workflows, run from the module proxy.
 const actionlint = "github.com/rhysd/actionlint/cmd/actionlint@v1.7.12"
 
-// The workflow that publishes a tag passes actionlint, and does what the
-// README says a release is: make release with the image pushed, then the
-// files as the release's assets with the changelog's notes.
+// The workflows pass actionlint (the one that tests, and the one that
+// publishes a tag), and the release does what the README says a release
+// is: make release with the image pushed, then the files as the release's
+// assets with the changelog's notes. test/docs checks their pins, their
+// permissions and the signing.
 func TestTheReleaseWorkflowPassesActionlint(t *testing.T) {
 	root := controlplane.RepoRoot()
 	workflow := filepath.Join(".github", "workflows", "release.yaml")
-	lint := exec.Command("go", "run", actionlint, "-shellcheck=", "-pyflakes=", workflow)
+	lint := exec.Command("go", "run", actionlint, "-shellcheck=", "-pyflakes=", filepath.Join(".github", "workflows", "ci.yaml"), workflow)
 	lint.Dir = root
 	out, err := lint.CombinedOutput()
 	require.NoError(t, err, "actionlint: %s", out)
