@@ -15,17 +15,19 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/test/sim/cluster"
+	"github.com/nodehealthcheck/nhc-controller/test/sim/gen"
 )
 
 // finalizer is the simulated remediators' finalizer.
 const finalizer = "sim.medik8s.io/remediation"
 
 // playStep plays one step.
-func (s *sim) playStep(step Step) {
+func (s *sim) playStep(step gen.Step) {
 	switch step.Op {
-	case OpCrash:
+	case gen.OpCrash:
 		s.crash()
-	case OpPartition:
+	case gen.OpPartition:
 		s.partition(step.Duration)
 	default:
 		s.locked(func() { s.apply(step) })
@@ -34,66 +36,68 @@ func (s *sim) playStep(step Step) {
 
 // apply plays one step of the actors: they write straight to the API
 // server's store, as their own clients would; the state is locked.
-func (s *sim) apply(step Step) {
-	st := s.server.store
+func (s *sim) apply(step gen.Step) {
+	st := s.server.Store()
 	switch step.Op {
-	case OpCondition:
+	case gen.OpCondition:
 		s.setNodeCondition(step)
-	case OpAddNode:
+	case gen.OpAddNode:
 		s.addNode(step)
-	case OpDeleteNode:
-		_, _ = st.remove(nodesGVR, "", step.Node, &metav1.DeleteOptions{})
-	case OpRelabel, OpRole, OpExclude, OpConfirm:
+	case gen.OpDeleteNode:
+		_, _ = st.Remove(cluster.Nodes, "", step.Node, &metav1.DeleteOptions{})
+	case gen.OpRelabel, gen.OpRole, gen.OpExclude, gen.OpConfirm:
 		s.editNodeMeta(step)
-	case OpCreateNHC:
-		if _, err := st.get(nhcGVR, "", step.NHC); err == nil {
+	case gen.OpCreateNHC:
+		if _, err := st.Get(cluster.NodeHealthChecks, "", step.NHC); err == nil {
 			return
 		}
-		s.mustCreate(nhcGVR, toUnstructured(nhcObject(step.NHC, step.Spec)))
-	case OpEditNHC:
-		s.edit(nhcGVR, "", step.NHC, false, func(u *unstructured.Unstructured) {
+		s.mustCreate(cluster.NodeHealthChecks, toUnstructured(nhcObject(step.NHC, step.Spec)))
+	case gen.OpEditNHC:
+		s.edit(cluster.NodeHealthChecks, "", step.NHC, false, func(u *unstructured.Unstructured) {
 			u.Object["spec"] = toUnstructured(nhcObject(step.NHC, step.Spec).Spec).Object
 		})
-	case OpPause:
+	case gen.OpPause:
 		s.pauseNHC(step)
-	case OpDeleteNHC:
-		if gone, err := st.remove(nhcGVR, "", step.NHC, &metav1.DeleteOptions{}); err == nil {
+	case gen.OpDeleteNHC:
+		if gone, err := st.Remove(cluster.NodeHealthChecks, "", step.NHC, &metav1.DeleteOptions{}); err == nil {
 			s.collectGarbage(gone.GetUID())
 		}
-	case OpTemplate:
+	case gen.OpTemplate:
 		s.setTemplate(step)
-	case OpInstall:
+	case gen.OpInstall:
 		s.install(step.Kind, step.On)
-	case OpForbid:
-		s.server.forbidden[step.Kind.remediation()] = step.On
-		s.server.forbidden[step.Kind.template()] = step.On
-		s.check.forbid(step.Kind, step.On)
-	case OpRemediator:
+	case gen.OpForbid:
+		s.server.Forbid(step.Kind.Remediation(), step.On)
+		s.server.Forbid(step.Kind.Template(), step.On)
+		s.check.KindForbidden(step.Kind, step.On)
+	case gen.OpRemediator:
 		s.remediate(step.Kind, step.Behaviour)
-	case OpNMO:
+	case gen.OpNMO:
 		s.nodeMaintenance(step.Node, step.On)
-	case OpCrash, OpPartition:
+	case gen.OpCrash, gen.OpPartition:
 		// Played by playStep, outside the lock: a stop waits for the
 		// replica's goroutines.
-	case OpFaults:
+	case gen.OpFaults:
 		s.faultMode, s.faultUntil = step.Fault, time.Now().Add(step.Duration)
-	case OpWatchDelay:
-		s.delayWatches(step)
-	case OpWatchStall:
-		s.stallWatches(step)
-	case OpWatchBreak:
+	case gen.OpWatchDelay:
+		// Every watch, new ones too, holds its events back for the
+		// step's duration.
+		s.server.DelayWatches(time.Now().Add(step.Duration))
+	case gen.OpWatchStall:
+		s.server.StallWatches(step.Resource)
+	case gen.OpWatchBreak:
 		if step.On {
-			st.compact()
+			st.Compact()
 		}
-		s.server.endWatchesLocked(func(*watcher) bool { return true })
-	case OpWatchResume:
-		s.server.endWatchesLocked(func(w *watcher) bool { return w.stalled })
+		s.server.EndWatches()
+	case gen.OpWatchResume:
+		s.server.EndStalledWatches()
 	}
 }
 
 // setNodeCondition plays OpCondition: the node's condition is set.
-func (s *sim) setNodeCondition(step Step) {
-	s.edit(nodesGVR, "", step.Node, true, func(u *unstructured.Unstructured) {
+func (s *sim) setNodeCondition(step gen.Step) {
+	s.edit(cluster.Nodes, "", step.Node, true, func(u *unstructured.Unstructured) {
 		var node corev1.Node
 		fromUnstructured(u, &node)
 		setCondition(&node, corev1.NodeConditionType(step.Condition), corev1.ConditionStatus(step.Status), step.Skew)
@@ -102,37 +106,37 @@ func (s *sim) setNodeCondition(step Step) {
 }
 
 // addNode plays OpAddNode: a Ready node, unless it exists.
-func (s *sim) addNode(step Step) {
-	if _, err := s.server.store.get(nodesGVR, "", step.Node); err == nil {
+func (s *sim) addNode(step gen.Step) {
+	if _, err := s.server.Store().Get(cluster.Nodes, "", step.Node); err == nil {
 		return
 	}
 	node := &corev1.Node{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}, ObjectMeta: metav1.ObjectMeta{Name: step.Node, Labels: nodeLabels(step.Pool, step.ControlPlane)}}
 	setCondition(node, corev1.NodeReady, corev1.ConditionTrue, 0)
-	s.mustCreate(nodesGVR, toUnstructured(node))
+	s.mustCreate(cluster.Nodes, toUnstructured(node))
 }
 
 // editNodeMeta plays OpRelabel, OpRole, OpExclude and OpConfirm: the
 // node's labels or annotations change.
-func (s *sim) editNodeMeta(step Step) {
-	s.edit(nodesGVR, "", step.Node, false, func(u *unstructured.Unstructured) {
+func (s *sim) editNodeMeta(step gen.Step) {
+	s.edit(cluster.Nodes, "", step.Node, false, func(u *unstructured.Unstructured) {
 		labels, annotations := u.GetLabels(), u.GetAnnotations()
 		if labels == nil {
 			labels = map[string]string{}
 		}
 		switch step.Op {
-		case OpRelabel:
+		case gen.OpRelabel:
 			labels[poolLabel] = step.Pool
-		case OpRole:
+		case gen.OpRole:
 			delete(labels, v1alpha1.ControlPlaneRoleLabel)
 			if step.ControlPlane {
 				labels[v1alpha1.ControlPlaneRoleLabel] = ""
 			}
-		case OpExclude:
+		case gen.OpExclude:
 			delete(labels, v1alpha1.ExcludeFromRemediationLabel)
 			if step.On {
 				labels[v1alpha1.ExcludeFromRemediationLabel] = "true"
 			}
-		case OpConfirm:
+		case gen.OpConfirm:
 			if annotations == nil {
 				annotations = map[string]string{}
 			}
@@ -144,8 +148,8 @@ func (s *sim) editNodeMeta(step Step) {
 }
 
 // pauseNHC plays OpPause: a pause request is set or removed.
-func (s *sim) pauseNHC(step Step) {
-	s.edit(nhcGVR, "", step.NHC, false, func(u *unstructured.Unstructured) {
+func (s *sim) pauseNHC(step gen.Step) {
+	s.edit(cluster.NodeHealthChecks, "", step.NHC, false, func(u *unstructured.Unstructured) {
 		if step.On {
 			_ = unstructured.SetNestedStringSlice(u.Object, []string{"simulated maintenance"}, "spec", "pauseRequests")
 		} else {
@@ -156,40 +160,20 @@ func (s *sim) pauseNHC(step Step) {
 
 // setTemplate plays OpTemplate: the template is deleted, or created unless
 // it exists or its kind is not served.
-func (s *sim) setTemplate(step Step) {
-	st := s.server.store
+func (s *sim) setTemplate(step gen.Step) {
+	st := s.server.Store()
 	k := step.Kind
 	if !step.On {
-		_, _ = st.remove(k.template(), templateNamespace, step.Template, &metav1.DeleteOptions{})
+		_, _ = st.Remove(k.Template(), templateNamespace, step.Template, &metav1.DeleteOptions{})
 		return
 	}
-	if _, err := st.get(k.template(), templateNamespace, step.Template); err == nil || !st.resources[k.template()].served {
+	if _, err := st.Get(k.Template(), templateNamespace, step.Template); err == nil || !st.Served(k.Template()) {
 		return
 	}
-	t := object(remediatorGroup+"/"+remediatorVersion, string(k)+"RemediationTemplate", templateNamespace, step.Template)
+	t := object(cluster.RemediatorGroup+"/"+cluster.RemediatorVersion, string(k)+"RemediationTemplate", templateNamespace, step.Template)
 	t.SetAnnotations(map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: "true"})
 	t.Object["spec"] = map[string]any{"template": map[string]any{"spec": map[string]any{"strategy": "reboot"}}}
-	s.mustCreate(k.template(), t)
-}
-
-// delayWatches plays OpWatchDelay: every watch, new ones too, holds its
-// events back for the step's duration.
-func (s *sim) delayWatches(step Step) {
-	until := time.Now().Add(step.Duration)
-	for _, w := range s.server.watchers {
-		w.heldUntil = until
-	}
-	s.server.delayFrom, s.server.delayUntil = time.Now(), until
-}
-
-// stallWatches plays OpWatchStall: the watches of the step's resource
-// stall.
-func (s *sim) stallWatches(step Step) {
-	for _, w := range s.server.watchers {
-		if w.gvr.Resource == step.Resource && !w.stalled {
-			w.stalled, w.stalledAt = true, time.Now()
-		}
-	}
+	s.mustCreate(k.Template(), t)
 }
 
 func nodeLabels(pool string, controlPlane bool) map[string]string {
@@ -218,7 +202,7 @@ func setCondition(node *corev1.Node, typ corev1.NodeConditionType, status corev1
 }
 
 // nhcObject is a NodeHealthCheck as an operator writes it.
-func nhcObject(name string, spec *NHCSpec) *v1alpha1.NodeHealthCheck {
+func nhcObject(name string, spec *gen.NHCSpec) *v1alpha1.NodeHealthCheck {
 	nhc := &v1alpha1.NodeHealthCheck{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "NodeHealthCheck"}, ObjectMeta: metav1.ObjectMeta{Name: name}}
 	nhc.Spec.Selector = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: poolLabel, Operator: metav1.LabelSelectorOpIn, Values: spec.Pools}}}
 	for _, c := range spec.Conditions {
@@ -238,8 +222,8 @@ func nhcObject(name string, spec *NHCSpec) *v1alpha1.NodeHealthCheck {
 	if spec.StormCooldown > 0 {
 		nhc.Spec.StormCooldownDuration = &metav1.Duration{Duration: spec.StormCooldown}
 	}
-	ref := func(t TemplateStep) corev1.ObjectReference {
-		return corev1.ObjectReference{APIVersion: remediatorGroup + "/" + remediatorVersion, Kind: string(t.Kind) + "RemediationTemplate", Namespace: templateNamespace, Name: t.Template}
+	ref := func(t gen.TemplateStep) corev1.ObjectReference {
+		return corev1.ObjectReference{APIVersion: cluster.RemediatorGroup + "/" + cluster.RemediatorVersion, Kind: string(t.Kind) + "RemediationTemplate", Namespace: templateNamespace, Name: t.Template}
 	}
 	if len(spec.Steps) == 1 && spec.Steps[0].Timeout == 0 {
 		nhc.Spec.RemediationTemplate = ptr.To(ref(spec.Steps[0]))
@@ -263,15 +247,15 @@ func nhcObject(name string, spec *NHCSpec) *v1alpha1.NodeHealthCheck {
 // NodeHealthCheck owned, in the background: a remediator's finalizer keeps
 // a resource while it works. Node leases are not owned; they stay.
 func (s *sim) collectGarbage(owner types.UID) {
-	st := s.server.store
-	for _, k := range kinds {
-		gvr := k.remediation()
-		if !st.resources[gvr].served {
+	st := s.server.Store()
+	for _, k := range cluster.Kinds {
+		gvr := k.Remediation()
+		if !st.Served(gvr) {
 			continue
 		}
-		for _, obj := range st.objectsOf(gvr) {
+		for _, obj := range st.Objects(gvr) {
 			if slices.ContainsFunc(obj.GetOwnerReferences(), func(ref metav1.OwnerReference) bool { return ref.UID == owner }) {
-				_, _ = st.remove(gvr, obj.GetNamespace(), obj.GetName(), &metav1.DeleteOptions{})
+				_, _ = st.Remove(gvr, obj.GetNamespace(), obj.GetName(), &metav1.DeleteOptions{})
 			}
 		}
 	}
@@ -279,38 +263,31 @@ func (s *sim) collectGarbage(owner types.UID) {
 
 // install installs or uninstalls a remediator's CRDs: an uninstall deletes
 // every resource of its kinds, and ends their watches.
-func (s *sim) install(k Kind, on bool) {
-	st := s.server.store
-	for _, gvr := range []schema.GroupVersionResource{k.remediation(), k.template()} {
-		r := st.resources[gvr]
-		if r.served == on {
-			continue
+func (s *sim) install(k cluster.Kind, on bool) {
+	st := s.server.Store()
+	for _, gvr := range []schema.GroupVersionResource{k.Remediation(), k.Template()} {
+		switch {
+		case st.Served(gvr) == on:
+		case on:
+			s.server.Install(gvr)
+		default:
+			s.server.Uninstall(gvr)
 		}
-		if !on {
-			for _, obj := range st.objectsOf(gvr) {
-				obj.SetFinalizers(nil)
-				_, _ = st.update(gvr, obj, false)
-				_, _ = st.remove(gvr, obj.GetNamespace(), obj.GetName(), &metav1.DeleteOptions{})
-			}
-			s.server.deliverLocked()
-			s.server.endWatchesLocked(func(w *watcher) bool { return w.gvr == gvr })
-		}
-		r.served = on
 	}
 }
 
 // remediate is a remediator acting on all its resources at once.
-func (s *sim) remediate(k Kind, b Behaviour) {
-	st := s.server.store
-	gvr := k.remediation()
-	if !st.resources[gvr].served {
+func (s *sim) remediate(k cluster.Kind, b gen.Behaviour) {
+	st := s.server.Store()
+	gvr := k.Remediation()
+	if !st.Served(gvr) {
 		return
 	}
-	for _, obj := range st.objectsOf(gvr) {
+	for _, obj := range st.Objects(gvr) {
 		switch b {
-		case BehaveSucceed, BehaveFail:
+		case gen.BehaveSucceed, gen.BehaveFail:
 			status := metav1.ConditionTrue
-			if b == BehaveFail {
+			if b == gen.BehaveFail {
 				status = metav1.ConditionFalse
 			}
 			s.edit(gvr, obj.GetNamespace(), obj.GetName(), true, func(u *unstructured.Unstructured) {
@@ -319,11 +296,11 @@ func (s *sim) remediate(k Kind, b Behaviour) {
 					"lastTransitionTime": nowTime().UTC().Format(time.RFC3339),
 				}}, "status", "conditions")
 			})
-		case BehaveDelete:
-			_, _ = st.remove(gvr, obj.GetNamespace(), obj.GetName(), &metav1.DeleteOptions{})
-		case BehaveFinalize, BehaveRelease:
+		case gen.BehaveDelete:
+			_, _ = st.Remove(gvr, obj.GetNamespace(), obj.GetName(), &metav1.DeleteOptions{})
+		case gen.BehaveFinalize, gen.BehaveRelease:
 			s.edit(gvr, obj.GetNamespace(), obj.GetName(), false, func(u *unstructured.Unstructured) {
-				if b == BehaveFinalize && u.GetDeletionTimestamp() == nil {
+				if b == gen.BehaveFinalize && u.GetDeletionTimestamp() == nil {
 					u.SetFinalizers([]string{finalizer})
 				} else {
 					u.SetFinalizers(nil)
@@ -336,15 +313,15 @@ func (s *sim) remediate(k Kind, b Behaviour) {
 // nodeMaintenance is node-maintenance-operator taking a node's lease, if
 // no one holds it, or releasing its own.
 func (s *sim) nodeMaintenance(node string, take bool) {
-	st := s.server.store
+	st := s.server.Store()
 	name := health.LeaseName(node)
-	current, err := st.get(leasesGVR, leaseNamespace, name)
+	current, err := st.Get(cluster.Leases, leaseNamespace, name)
 	if !take {
 		if err == nil {
 			var lease coordinationv1.Lease
 			fromUnstructured(current, &lease)
 			if ptr.Deref(lease.Spec.HolderIdentity, "") == nmoHolder {
-				_, _ = st.remove(leasesGVR, leaseNamespace, name, &metav1.DeleteOptions{})
+				_, _ = st.Remove(cluster.Leases, leaseNamespace, name, &metav1.DeleteOptions{})
 			}
 		}
 		return
@@ -353,7 +330,7 @@ func (s *sim) nodeMaintenance(node string, take bool) {
 	spec := coordinationv1.LeaseSpec{HolderIdentity: ptr.To(nmoHolder), LeaseDurationSeconds: ptr.To(int32(nmoLeaseDuration / time.Second)), AcquireTime: &now, RenewTime: &now}
 	if err != nil {
 		lease := &coordinationv1.Lease{TypeMeta: metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"}, ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: leaseNamespace}, Spec: spec}
-		s.mustCreate(leasesGVR, toUnstructured(lease))
+		s.mustCreate(cluster.Leases, toUnstructured(lease))
 		return
 	}
 	var lease coordinationv1.Lease
@@ -366,5 +343,5 @@ func (s *sim) nodeMaintenance(node string, take bool) {
 		return
 	}
 	lease.Spec = spec
-	_, _ = st.update(leasesGVR, toUnstructured(&lease), false)
+	_, _ = st.Update(cluster.Leases, toUnstructured(&lease), false)
 }

@@ -4,11 +4,15 @@ import (
 	"fmt"
 	"hash/fnv"
 	"time"
+
+	"github.com/nodehealthcheck/nhc-controller/test/sim/apiserver"
 )
 
 // The controller's process as the simulation sees it: a leader that crashes
 // or loses the API server, and a standby that takes over once the
-// leader-election lease expires.
+// leader-election lease expires; and what the world tells the API server
+// and the checker of it: each request's fault, whether the cluster is
+// calm, and which replica leads.
 
 // crash kills the leader's process; a standby takes over once the lease the
 // dead process held has expired.
@@ -30,7 +34,7 @@ func (s *sim) partition(d time.Duration) {
 	}
 	s.leader.partitionedAt = time.Now()
 	s.leader.healsAt = time.Now().Add(d)
-	s.server.hold(s.leader.name, true)
+	s.server.Hold(s.leader.name, true)
 }
 
 // renewLeadership plays leader election: a partitioned leader heals or,
@@ -46,7 +50,7 @@ func (s *sim) renewLeadership() {
 			s.nextLeaderAt = r.partitionedAt.Add(leaderLeaseDuration)
 		case !now.Before(r.healsAt):
 			r.partitionedAt = time.Time{}
-			s.server.hold(r.name, false)
+			s.server.Hold(r.name, false)
 		}
 	}
 	if s.leader == nil && !now.Before(s.nextLeaderAt) {
@@ -55,7 +59,7 @@ func (s *sim) renewLeadership() {
 			panic(err)
 		}
 		s.leader = r
-		s.check.leaderStarted = now
+		s.check.LeaderStarted(now)
 	}
 }
 
@@ -71,31 +75,51 @@ func (s *sim) nextLeadershipChange() time.Time {
 }
 
 // faultOf decides a request's fault while a fault window is open.
-func (s *sim) faultOf(c *call) fault {
+func (s *sim) faultOf(c *apiserver.Call) apiserver.Fault {
 	if !time.Now().Before(s.faultUntil) {
-		return faultNone
+		return apiserver.FaultNone
 	}
 	switch s.faultMode {
-	case faultUnavailable:
-		return faultUnavailable
-	case faultLostAnswer:
-		if c.r.isWrite() && s.coin(c) {
-			return faultLostAnswer
+	case apiserver.FaultUnavailable:
+		return apiserver.FaultUnavailable
+	case apiserver.FaultLostAnswer:
+		if c.IsWrite() && s.coin(c) {
+			return apiserver.FaultLostAnswer
 		}
 	default:
 		if s.coin(c) {
 			return s.faultMode
 		}
 	}
-	return faultNone
+	return apiserver.FaultNone
 }
 
 // coin flips a coin for a request, the same for the same request at the
 // same instant whatever the order requests arrive in.
-func (s *sim) coin(c *call) bool {
+func (s *sim) coin(c *apiserver.Call) bool {
 	h := fnv.New64a()
-	fmt.Fprintf(h, "%d %s %s %s %s %d", s.seed, c.client, c.req.Method, c.req.URL, c.r.body, time.Now().UnixNano())
+	fmt.Fprintf(h, "%d %s %s %s %s %d", s.seed, c.Client, c.HTTP.Method, c.HTTP.URL, c.Body, time.Now().UnixNano())
 	return h.Sum64()%2 == 0
+}
+
+// calm tells whether nothing outside the controller slows it now: a leader
+// runs and reaches the API server, which answers every request, and every
+// watch delivers at once. The state is locked.
+func (s *sim) calm() bool {
+	now := time.Now()
+	watches := s.server.Watches()
+	if s.leader == nil || !s.leader.partitionedAt.IsZero() || now.Before(s.faultUntil) || now.Before(watches.DelayUntil) {
+		return false
+	}
+	return !watches.Stalled
+}
+
+// leaderName is the leading replica's client name; "" while none runs.
+func (s *sim) leaderName() string {
+	if s.leader == nil {
+		return ""
+	}
+	return s.leader.name
 }
 
 // earliest is the earliest of instants; zero ones are none.

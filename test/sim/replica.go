@@ -133,7 +133,7 @@ func (r *replica) writesUntil() (time.Time, error) {
 // its requests in flight never land.
 func (s *sim) stop(r *replica) {
 	r.cancel()
-	s.server.dropClient(r.name)
+	s.server.DropClient(r.name)
 	for {
 		select {
 		case <-r.stopped:

@@ -5,8 +5,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"github.com/nodehealthcheck/nhc-controller/test/sim/apiserver"
+	"github.com/nodehealthcheck/nhc-controller/test/sim/check"
+	"github.com/nodehealthcheck/nhc-controller/test/sim/cluster"
 )
 
 // sim is one history being played: the simulated API server, the
@@ -15,7 +16,7 @@ import (
 // checked after every change. It runs inside a synctest bubble, so that its
 // clock is virtual: time passes only while every goroutine waits.
 type sim struct {
-	server *Server
+	server *apiserver.Server
 	// seed is the history's: it decides the faults.
 	seed uint64
 	// leader is the replica that acts; nil while none runs.
@@ -25,8 +26,8 @@ type sim struct {
 	nextLeaderAt time.Time
 	// faultUntil ends the API fault window; faultMode is its kind.
 	faultUntil time.Time
-	faultMode  fault
-	check      *checker
+	faultMode  apiserver.Fault
+	check      *check.Checker
 	// trace, when set, hears of every step and every write served.
 	trace func(format string, args ...any)
 }
@@ -39,50 +40,29 @@ func (s *sim) tracef(format string, args ...any) {
 
 func newSim(seed uint64) *sim {
 	s := &sim{seed: seed}
-	s.server = newServer(time.Now)
-	s.check = newChecker(s)
-	s.server.store.changed = func(gvr schema.GroupVersionResource, e event, old *unstructured.Unstructured) {
-		s.server.changed(gvr, e)
-		s.check.observe(gvr, e, old)
-	}
-	s.server.faults = s.faultOf
-	s.server.attempts = s.check.attempt
-	s.server.lostAnswers = s.check.lostAnswer
-	s.server.shown = s.check.shown
-	s.server.writes = func(c *call, resp *http.Response) {
-		s.tracef("%s %s %s -> %d (arrived %s) %s", c.client, c.r.verb, c.req.URL.Path, resp.StatusCode, c.arrived.Format("15:04:05.000"), c.req.Header.Get("Content-Type"))
-		s.check.write(c, resp)
+	// Every replica watches nodes, NodeHealthChecks and leases for as long
+	// as it runs.
+	s.server = apiserver.New(time.Now, cluster.Nodes, cluster.NodeHealthChecks, cluster.Leases)
+	s.check = check.New(s.server, check.Config{Calm: s.calm, Leader: s.leaderName, LeaseNamespace: leaseNamespace, NodeLeaseDuration: nodeLeaseDuration})
+	s.server.Hooks = apiserver.Hooks{
+		Changed:     s.check.Observe,
+		Faults:      s.faultOf,
+		Attempts:    s.check.Attempt,
+		LostAnswers: s.check.LostAnswer,
+		Shown:       s.check.Shown,
+		Writes: func(c *apiserver.Call, resp *http.Response) {
+			s.tracef("%s %s %s -> %d (arrived %s) %s", c.Client, c.Verb, c.HTTP.URL.Path, resp.StatusCode, c.Arrived.Format("15:04:05.000"), c.HTTP.Header.Get("Content-Type"))
+			s.check.Write(c, resp)
+		},
 	}
 	return s
 }
 
-// settle serves the parked requests and delivers the watch events due,
-// round after round, until every goroutine waits for something that only
-// time or the next step brings.
-func (s *sim) settle() {
-	for {
-		synctest.Wait()
-		calls := s.server.take()
-		if len(calls) == 0 && !s.server.pending() {
-			return
-		}
-		// One batch under the lock: the clients woken by an answer wait
-		// for the lock before they read, so that they all read what the
-		// whole batch left, whatever order they wake in.
-		s.locked(func() {
-			for _, c := range calls {
-				s.server.answerLocked(c)
-			}
-			s.server.deliverLocked()
-		})
-	}
-}
-
-// settleFor is settle while a replica stops: its own requests are dropped.
+// settleFor settles while a replica stops: its own requests are dropped.
 func (s *sim) settleFor(client string) {
 	synctest.Wait()
-	s.server.dropClient(client)
-	s.settle()
+	s.server.DropClient(client)
+	s.server.Settle()
 }
 
 // runUntil lets time pass until end: whenever a request parks or a watch
@@ -92,9 +72,9 @@ func (s *sim) runUntil(end time.Time) {
 	for {
 		// A replica started or healed now is served at this instant too.
 		s.renewLeadership()
-		s.settle()
-		s.locked(s.check.now)
-		if s.check.failed() {
+		s.server.Settle()
+		s.locked(s.check.Check)
+		if s.check.Failed() {
 			return
 		}
 		now := time.Now()
@@ -102,14 +82,14 @@ func (s *sim) runUntil(end time.Time) {
 			return
 		}
 		next := end
-		for _, t := range []time.Time{s.server.nextDue(), s.check.nextDue(), s.nextLeadershipChange(), s.faultUntil} {
+		for _, t := range []time.Time{s.server.NextDue(), s.check.NextDue(), s.nextLeadershipChange(), s.faultUntil} {
 			if t.After(now) && t.Before(next) {
 				next = t
 			}
 		}
 		timer := time.NewTimer(max(next.Sub(now), time.Millisecond))
 		select {
-		case <-s.server.knock:
+		case <-s.server.Knocks():
 		case <-timer.C:
 		}
 		timer.Stop()
@@ -119,7 +99,5 @@ func (s *sim) runUntil(end time.Time) {
 // locked runs f with the API server's state locked: the actors and the
 // checker read and write the store directly.
 func (s *sim) locked(f func()) {
-	s.server.state.Lock()
-	defer s.server.state.Unlock()
-	f()
+	s.server.Locked(f)
 }

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nodehealthcheck/nhc-controller/test/sim/gen"
 )
 
 var (
@@ -62,7 +64,7 @@ func TestHistories(t *testing.T) {
 						return
 					}
 					s := list[i]
-					h := Generate(s, *steps, Focus(*focus))
+					h := gen.Generate(s, *steps, gen.Focus(*focus))
 					stats := &Stats{}
 					v := playWith(t, h, nil, stats)
 					played.Add(1)
@@ -130,7 +132,7 @@ func focusArg() string {
 }
 
 func replay(t *testing.T, s uint64) {
-	h := Generate(s, *steps, Focus(*focus))
+	h := gen.Generate(s, *steps, gen.Focus(*focus))
 	v := playWith(t, h, t.Logf, nil)
 	if v == nil {
 		t.Logf("seed %d breaks no invariant:\n%s", s, h)

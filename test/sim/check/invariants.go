@@ -1,4 +1,4 @@
-package sim
+package check
 
 import (
 	"fmt"
@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/test/sim/apiserver"
+	"github.com/nodehealthcheck/nhc-controller/test/sim/cluster"
 )
 
 // The invariants checked as the controller creates remediation resources
@@ -55,7 +57,7 @@ func (v *Violation) Error() string {
 // resourceCreated checks a new remediation resource against those there
 // already: one control-plane node at a time, one resource per node and
 // step, one NodeHealthCheck per node.
-func (c *checker) resourceCreated(obj *unstructured.Unstructured) {
+func (c *Checker) resourceCreated(obj *unstructured.Unstructured) {
 	r := resourceOf(obj)
 	c.created[obj.GetUID()] = r.owner
 	for _, other := range c.resources() {
@@ -79,8 +81,8 @@ func (c *checker) resourceCreated(obj *unstructured.Unstructured) {
 // and no NodeHealthCheck's status records it (its NodeHealthCheck was
 // deleted, or the status write was lost in a crash). decisions.md ("What
 // cannot be read holds its nodes") names this limit.
-func (c *checker) unknowable(r remediationObj) bool {
-	since, forbidden := c.forbiddenSince[Kind(strings.TrimSuffix(r.obj.GetKind(), "Remediation"))]
+func (c *Checker) unknowable(r remediationObj) bool {
+	since, forbidden := c.forbiddenSince[cluster.Kind(strings.TrimSuffix(r.obj.GetKind(), "Remediation"))]
 	if !forbidden || !since.Before(c.leaderStarted) {
 		return false
 	}
@@ -100,7 +102,7 @@ func (c *checker) unknowable(r remediationObj) bool {
 // is a control-plane node still, or is gone: one demoted meanwhile is no
 // longer a member quorum counts (decisions.md, "What cannot be read holds
 // its nodes": a recorded remediation counts for quorum by the node's role).
-func (c *checker) stillControlPlane(name string) bool {
+func (c *Checker) stillControlPlane(name string) bool {
 	node := c.nodeAt(name, time.Now())
 	return node == nil || v1alpha1.IsControlPlane(labels.Set(node.Labels))
 }
@@ -109,34 +111,35 @@ func describe(obj *unstructured.Unstructured) string {
 	return fmt.Sprintf("%s %s/%s", obj.GetKind(), obj.GetNamespace(), obj.GetName())
 }
 
-// write hears of every write the controller's requests made: a remediation
-// resource may be created only for a node that its NodeHealthCheck's
-// conditions hold for, at the API server, when the request arrived.
-func (c *checker) write(call *call, resp *http.Response) {
-	if call.r.verb == "delete" && isRemediation(call.r.gvr) {
+// Write hears of every write the controller's requests made (the Writes
+// hook): a remediation resource may be created only for a node that its
+// NodeHealthCheck's conditions hold for, at the API server, when the
+// request arrived.
+func (c *Checker) Write(call *apiserver.Call, resp *http.Response) {
+	if call.Verb == "delete" && isRemediation(call.GVR) {
 		c.deleteRules(call, resp)
 		return
 	}
-	if call.r.verb == "create" && isRemediation(call.r.gvr) {
+	if call.Verb == "create" && isRemediation(call.GVR) {
 		c.repeatedCreates(call, resp)
 	}
-	if call.r.verb != "create" || !isRemediation(call.r.gvr) || resp.StatusCode != http.StatusCreated {
+	if call.Verb != "create" || !isRemediation(call.GVR) || resp.StatusCode != http.StatusCreated {
 		return
 	}
-	obj, err := c.s.server.store.get(call.r.gvr, call.r.namespace, nameOf(call))
+	obj, err := c.store.Get(call.GVR, call.Namespace, nameOf(call))
 	if err != nil {
 		return
 	}
 	r := resourceOf(obj)
-	if k, ok := kindOf(call.r.gvr); ok {
-		c.answered(call.client, k, r)
+	if k, ok := cluster.KindOf(call.GVR); ok {
+		c.answered(call.Client, k, r)
 	}
-	node, nhc := c.nodeAt(r.node, call.arrived), c.nhcAt(r.ownerName, call.arrived)
+	node, nhc := c.nodeAt(r.node, call.Arrived), c.nhcAt(r.ownerName, call.Arrived)
 	switch {
 	case node == nil:
 		c.fail(InvHealthyAtCreate, "%s created for node %s, which did not exist", describe(obj), r.node)
 	case nhc == nil:
-	case !conditionsExpired(nhc, node, call.arrived):
+	case !conditionsExpired(nhc, node, call.Arrived):
 		c.fail(InvHealthyAtCreate, "%s created for node %s, whose conditions %s did not hold for NodeHealthCheck %s's durations", describe(obj), r.node, conditionsOf(node), nhc.Name)
 	default:
 		c.createRules(call, obj, r)

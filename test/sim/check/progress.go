@@ -1,4 +1,4 @@
-package sim
+package check
 
 import (
 	"slices"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/test/sim/cluster"
 )
 
 // The liveness invariants beside the first remediation's (liveness.go):
@@ -31,7 +32,7 @@ const deletionBound = 2 * time.Minute
 // recovery and the calm's start. A resource held by a remediator's
 // finalizer counts as deleted once it is being deleted; a kind the
 // controller cannot read holds what it shows.
-func (c *checker) recoveries(all []remediationObj, calm bool) {
+func (c *Checker) recoveries(all []remediationObj, calm bool) {
 	now := time.Now()
 	seen := map[runKey]bool{}
 	for _, r := range all {
@@ -78,10 +79,10 @@ func (c *checker) recoveries(all []remediationObj, calm bool) {
 // leaseReleases checks that a node lease of ours is released (deleted)
 // within deletionBound once its NodeHealthCheck has no resource of the node
 // and the node is not unhealthy by its conditions, or not selected.
-func (c *checker) leaseReleases(calm bool) {
+func (c *Checker) leaseReleases(calm bool) {
 	now := time.Now()
 	seen := map[runKey]bool{}
-	for _, obj := range c.s.server.store.stored(leasesGVR) {
+	for _, obj := range c.store.Stored(cluster.Leases) {
 		node, lease := leaseOf(obj)
 		name, ours := health.LeaseHolderNHC(lease.Holder)
 		if !ours || node == "" {
@@ -136,7 +137,7 @@ const escalationBound = 2 * time.Minute
 // this incident at S, is followed within S + timeout + escalationBound, or
 // within escalationBound of the instant since which nothing is in the way,
 // whichever is later.
-func (c *checker) escalations(all []remediationObj, calm bool) {
+func (c *Checker) escalations(all []remediationObj, calm bool) {
 	now := time.Now()
 	seen := map[runKey]bool{}
 	remediated := map[runKey]bool{}
@@ -182,7 +183,7 @@ func (c *checker) escalations(all []remediationObj, calm bool) {
 // with its first start then, unless that step is timed out on record (the
 // last one) or a later step's resource followed it; -1 otherwise. A spec
 // edited since the step started asks nothing.
-func (c *checker) runningStep(nhc *v1alpha1.NodeHealthCheck, node string, steps []v1alpha1.EscalatingRemediation, now time.Time) (int, time.Time) {
+func (c *Checker) runningStep(nhc *v1alpha1.NodeHealthCheck, node string, steps []v1alpha1.EscalatingRemediation, now time.Time) (int, time.Time) {
 	incident := c.lastHealthy(nhc, node, now)
 	step, started := -1, time.Time{}
 	for _, l := range c.lives {
@@ -214,7 +215,7 @@ func (c *checker) runningStep(nhc *v1alpha1.NodeHealthCheck, node string, steps 
 
 // lastHealthy is the last instant before t at which a node matched none
 // of a NodeHealthCheck's unhealthy conditions.
-func (c *checker) lastHealthy(nhc *v1alpha1.NodeHealthCheck, name string, t time.Time) time.Time {
+func (c *Checker) lastHealthy(nhc *v1alpha1.NodeHealthCheck, name string, t time.Time) time.Time {
 	var last time.Time
 	for _, v := range c.nodes[name] {
 		if v.at.After(t) {
@@ -233,7 +234,7 @@ func (c *checker) lastHealthy(nhc *v1alpha1.NodeHealthCheck, name string, t time
 
 // timedOutOnRecord tells whether the status records a step of a node as
 // timed out.
-func (c *checker) timedOutOnRecord(nhc *v1alpha1.NodeHealthCheck, node, template string) bool {
+func (c *Checker) timedOutOnRecord(nhc *v1alpha1.NodeHealthCheck, node, template string) bool {
 	for _, entry := range nhc.Status.UnhealthyNodes {
 		if entry == nil || entry.Name != node {
 			continue
@@ -252,7 +253,7 @@ func (c *checker) timedOutOnRecord(nhc *v1alpha1.NodeHealthCheck, node, template
 // within its budget, its kinds readable), the node is selected, not
 // excluded, unhealthy for its duration, no one else holds its lease, and,
 // for a control-plane node, no other control-plane node is remediated.
-func (c *checker) mayEscalate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node, all []remediationObj) bool {
+func (c *Checker) mayEscalate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node, all []remediationObj) bool {
 	now := time.Now()
 	if nhc.DeletionTimestamp != nil || len(nhc.Spec.PauseRequests) > 0 || !selects(nhc, node) || excluded(node) ||
 		!conditionsExpired(nhc, node, now.Add(-time.Second)) || meta.IsStatusConditionTrue(nhc.Status.Conditions, v1alpha1.ConditionDisabled) ||
@@ -277,7 +278,7 @@ func (c *checker) mayEscalate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node, 
 
 // budgetAllows tells whether a NodeHealthCheck's budget allowed a new step
 // at each instant, counted as the controller counts.
-func (c *checker) budgetAllows(nhc *v1alpha1.NodeHealthCheck, instants ...time.Time) bool {
+func (c *Checker) budgetAllows(nhc *v1alpha1.NodeHealthCheck, instants ...time.Time) bool {
 	for _, t := range instants {
 		if healthy, minHealthy := c.budgetAt(nhc, t); healthy < minHealthy {
 			return false

@@ -1,4 +1,4 @@
-package sim
+package gen
 
 import (
 	"math/rand/v2"
@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"k8s.io/utils/ptr"
+
+	"github.com/nodehealthcheck/nhc-controller/test/sim/apiserver"
+	"github.com/nodehealthcheck/nhc-controller/test/sim/cluster"
 )
 
 // The world a history starts from and the names its steps use: six nodes
@@ -19,7 +22,7 @@ var (
 	extraNodes = []string{"worker-3", "worker-4"}
 	pools      = []string{"cp", "a", "b"}
 	nhcNames   = []string{"nhc-1", "nhc-2", "nhc-3"}
-	templates  = map[Kind][]string{"Alpha": {"alpha-1", "alpha-2"}, "Beta": {"beta-1"}, "Gamma": {"gamma-1"}}
+	templates  = map[cluster.Kind][]string{"Alpha": {"alpha-1", "alpha-2"}, "Beta": {"beta-1"}, "Gamma": {"gamma-1"}}
 )
 
 // Focus weights the generator towards some features meeting.
@@ -57,7 +60,7 @@ func Generate(seed uint64, n int, focus Focus) History {
 	for _, node := range initialNodes {
 		h.Steps = append(h.Steps, Step{Op: OpAddNode, Node: node.name, Pool: node.pool, ControlPlane: node.controlPlane})
 	}
-	for _, k := range kinds {
+	for _, k := range cluster.Kinds {
 		for _, t := range templates[k] {
 			h.Steps = append(h.Steps, Step{Op: OpTemplate, Kind: k, Template: t, On: true})
 		}
@@ -83,7 +86,7 @@ func (g *generator) node() string {
 	return initialNodes[g.rng.IntN(len(initialNodes))].name
 }
 
-func (g *generator) kind() Kind { return kinds[g.rng.IntN(len(kinds))] }
+func (g *generator) kind() cluster.Kind { return cluster.Kinds[g.rng.IntN(len(cluster.Kinds))] }
 
 func (g *generator) duration(options ...time.Duration) time.Duration {
 	return options[g.rng.IntN(len(options))]
@@ -166,7 +169,7 @@ func (g *generator) pickFrom(rng *rand.Rand, items []string) string {
 	return items[rng.IntN(len(items))]
 }
 
-func containsStep(steps []TemplateStep, k Kind, t string) bool {
+func containsStep(steps []TemplateStep, k cluster.Kind, t string) bool {
 	for _, s := range steps {
 		if s.Kind == k && s.Template == t {
 			return true
@@ -225,7 +228,7 @@ func (g *generator) step() Step {
 		s.Op, s.Duration = OpPartition, g.duration(5*time.Second, 20*time.Second)
 	case w < 90:
 		s.Op, s.Duration = OpFaults, g.duration(5*time.Second, 30*time.Second)
-		s.Fault = []fault{faultUnavailable, faultThrottled, faultInternal, faultLostAnswer}[g.rng.IntN(4)]
+		s.Fault = []apiserver.Fault{apiserver.FaultUnavailable, apiserver.FaultThrottled, apiserver.FaultInternal, apiserver.FaultLostAnswer}[g.rng.IntN(4)]
 	case w < 93:
 		s.Op, s.Duration = OpWatchDelay, g.duration(2*time.Second, 10*time.Second)
 	case w < 95:

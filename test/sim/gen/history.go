@@ -1,9 +1,12 @@
-package sim
+package gen
 
 import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/nodehealthcheck/nhc-controller/test/sim/apiserver"
+	"github.com/nodehealthcheck/nhc-controller/test/sim/cluster"
 )
 
 // History is one generated history: its seed and its steps. The seed
@@ -72,10 +75,10 @@ type Step struct {
 	On        bool
 	NHC       string
 	Spec      *NHCSpec
-	Kind      Kind
+	Kind      cluster.Kind
 	Template  string
 	Behaviour Behaviour
-	Fault     fault
+	Fault     apiserver.Fault
 	Duration  time.Duration
 	Resource  string
 	// ControlPlane marks a node added or relabelled as control plane.
@@ -112,7 +115,7 @@ type ConditionSpec struct {
 
 // TemplateStep is one remediation template.
 type TemplateStep struct {
-	Kind     Kind
+	Kind     cluster.Kind
 	Template string
 	Timeout  time.Duration
 }
@@ -164,7 +167,7 @@ func (s Step) String() string {
 	case OpPartition, OpWatchDelay:
 		add("for", s.Duration)
 	case OpFaults:
-		add("fault", faultNames[s.Fault])
+		add("fault", s.Fault)
 		add("for", s.Duration)
 	case OpWatchStall:
 		add("resource", s.Resource)
@@ -173,8 +176,6 @@ func (s Step) String() string {
 	}
 	return b.String()
 }
-
-var faultNames = map[fault]string{faultNone: "none", faultUnavailable: "unavailable", faultThrottled: "429", faultInternal: "500", faultLostAnswer: "lost-answer"}
 
 func (n *NHCSpec) String() string {
 	var parts []string

@@ -1,4 +1,4 @@
-package sim
+package apiserver
 
 import (
 	"bytes"
@@ -27,72 +27,75 @@ import (
 
 func runtimeRaw(raw []byte) runtime.RawExtension { return runtime.RawExtension{Raw: raw} }
 
-// request is a parsed REST request.
-type request struct {
-	verb        string
-	gvr         schema.GroupVersionResource
-	namespace   string
-	name        string
-	subresource string
-	query       map[string][]string
-	body        []byte
+// Request is a parsed REST request: what a call asks of the server, for
+// the checker that judges it and the faults that strike it.
+type Request struct {
+	// Verb is get, list, watch, create, update, patch, delete or discovery.
+	Verb        string
+	GVR         schema.GroupVersionResource
+	Namespace   string
+	Name        string
+	Subresource string
+	// Body is the request's body: the object a create or update sends.
+	Body  []byte
+	query map[string][]string
 }
 
-func (r *request) param(name string) string {
+func (r *Request) param(name string) string {
 	if v := r.query[name]; len(v) > 0 {
 		return v[0]
 	}
 	return ""
 }
 
-// isWrite tells whether a request changes something.
-func (r *request) isWrite() bool {
-	return r.verb != "get" && r.verb != "list" && r.verb != "watch" && r.verb != "discovery"
+// IsWrite tells whether a request changes something.
+func (r *Request) IsWrite() bool {
+	return r.Verb != "get" && r.Verb != "list" && r.Verb != "watch" && r.Verb != "discovery"
 }
 
 // parse splits a request's path: /api/v1/..., /apis/group/version/...,
 // or discovery.
-func parse(req *http.Request, body []byte) request {
-	r := request{query: req.URL.Query(), body: body, verb: "discovery"}
+func parse(req *http.Request, body []byte) Request {
+	r := Request{query: req.URL.Query(), Body: body, Verb: "discovery"}
 	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
 	var rest []string
 	switch {
 	case len(parts) >= 2 && parts[0] == "api":
-		r.gvr.Version, rest = parts[1], parts[2:]
+		r.GVR.Version, rest = parts[1], parts[2:]
 	case len(parts) >= 3 && parts[0] == "apis":
-		r.gvr.Group, r.gvr.Version, rest = parts[1], parts[2], parts[3:]
+		r.GVR.Group, r.GVR.Version, rest = parts[1], parts[2], parts[3:]
 	}
 	if len(rest) == 0 {
 		return r
 	}
 	if rest[0] == "namespaces" && len(rest) >= 3 {
-		r.namespace, rest = rest[1], rest[2:]
+		r.Namespace, rest = rest[1], rest[2:]
 	}
-	r.gvr.Resource = rest[0]
+	r.GVR.Resource = rest[0]
 	if len(rest) > 1 {
-		r.name = rest[1]
+		r.Name = rest[1]
 	}
 	if len(rest) > 2 {
-		r.subresource = rest[2]
+		r.Subresource = rest[2]
 	}
 	switch req.Method {
 	case http.MethodGet:
 		switch {
 		case r.param("watch") == "true" || r.param("watch") == "1":
-			r.verb = "watch"
-		case r.name == "":
-			r.verb = "list"
+			r.Verb = "watch"
+		case r.Name == "":
+			r.Verb = "list"
 		default:
-			r.verb = "get"
+			r.Verb = "get"
 		}
 	case http.MethodPost:
-		r.verb = "create"
+		r.Verb = "create"
 	case http.MethodPut:
-		r.verb = "update"
+		r.Verb = "update"
 	case http.MethodPatch:
-		r.verb = "patch"
+		r.Verb = "patch"
 	case http.MethodDelete:
-		r.verb = "delete"
+		r.Verb = "delete"
 	}
 	return r
 }
@@ -118,18 +121,18 @@ func respondError(err error) *http.Response {
 }
 
 // serve answers one request against the store; a watch gets a stream.
-func (s *Server) serve(client string, req *http.Request, r request) *http.Response {
-	if r.verb == "discovery" {
+func (s *Server) serve(client string, req *http.Request, r Request) *http.Response {
+	if r.Verb == "discovery" {
 		return s.discovery(req.URL.Path)
 	}
-	res, ok := s.store.resources[r.gvr]
-	if !ok || !res.served {
-		return respondError(apierrors.NewNotFound(schema.GroupResource{Group: r.gvr.Group, Resource: r.gvr.Resource}, r.name))
+	res, ok := s.store.resources[r.GVR]
+	if !ok || !res.Served {
+		return respondError(apierrors.NewNotFound(schema.GroupResource{Group: r.GVR.Group, Resource: r.GVR.Resource}, r.Name))
 	}
-	status := r.subresource == "status"
-	switch r.verb {
+	status := r.Subresource == "status"
+	switch r.Verb {
 	case "get":
-		obj, err := s.store.get(r.gvr, r.namespace, r.name)
+		obj, err := s.store.Get(r.GVR, r.Namespace, r.Name)
 		if err != nil {
 			return respondError(err)
 		}
@@ -139,9 +142,9 @@ func (s *Server) serve(client string, req *http.Request, r request) *http.Respon
 		if err != nil {
 			return respondError(apierrors.NewBadRequest(err.Error()))
 		}
-		items, rv := s.store.list(r.gvr, r.namespace, selector)
+		items, rv := s.store.list(r.GVR, r.Namespace, selector)
 		list := map[string]any{
-			"apiVersion": r.gvr.GroupVersion().String(), "kind": res.kind + "List",
+			"apiVersion": r.GVR.GroupVersion().String(), "kind": res.Kind + "List",
 			"metadata": map[string]any{"resourceVersion": strconv.FormatInt(rv, 10)},
 		}
 		objs := make([]any, len(items))
@@ -150,73 +153,73 @@ func (s *Server) serve(client string, req *http.Request, r request) *http.Respon
 			objs[i], uids[i] = item.Object, item.GetUID()
 		}
 		list["items"] = objs
-		s.showed(client, r.gvr, uids)
+		s.showed(client, r.GVR, uids)
 		return respond(http.StatusOK, list)
 	case "watch":
 		return s.openWatch(client, req, r)
 	case "create", "update":
 		obj := &unstructured.Unstructured{}
-		if err := obj.UnmarshalJSON(r.body); err != nil {
+		if err := obj.UnmarshalJSON(r.Body); err != nil {
 			return respondError(apierrors.NewBadRequest(err.Error()))
 		}
-		if res.namespaced {
-			obj.SetNamespace(r.namespace)
+		if res.Namespaced {
+			obj.SetNamespace(r.Namespace)
 		}
 		var out *unstructured.Unstructured
 		var err error
-		if r.verb == "create" {
-			out, err = s.store.create(r.gvr, obj)
+		if r.Verb == "create" {
+			out, err = s.store.Create(r.GVR, obj)
 		} else {
-			out, err = s.store.update(r.gvr, obj, status)
+			out, err = s.store.Update(r.GVR, obj, status)
 		}
 		if err != nil {
 			return respondError(err)
 		}
 		code := http.StatusOK
-		if r.verb == "create" {
+		if r.Verb == "create" {
 			code = http.StatusCreated
 		}
 		return respond(code, out.Object)
 	case "patch":
-		out, err := s.store.patch(r.gvr, r.namespace, r.name, r.body, status)
+		out, err := s.store.patch(r.GVR, r.Namespace, r.Name, r.Body, status)
 		if err != nil {
 			return respondError(err)
 		}
 		return respond(http.StatusOK, out.Object)
 	case "delete":
 		opts := &metav1.DeleteOptions{}
-		if len(r.body) > 0 {
-			_ = json.Unmarshal(r.body, opts)
+		if len(r.Body) > 0 {
+			_ = json.Unmarshal(r.Body, opts)
 		}
-		out, err := s.store.remove(r.gvr, r.namespace, r.name, opts)
+		out, err := s.store.Remove(r.GVR, r.Namespace, r.Name, opts)
 		if err != nil {
 			return respondError(err)
 		}
 		return respond(http.StatusOK, out.Object)
 	}
-	return respondError(apierrors.NewMethodNotSupported(r.gvr.GroupResource(), r.verb))
+	return respondError(apierrors.NewMethodNotSupported(r.GVR.GroupResource(), r.Verb))
 }
 
 // openWatch starts a watch: from a resourceVersion (410 Gone when that was
 // compacted), or, with sendInitialEvents, the objects first and then a
 // bookmark that ends them.
-func (s *Server) openWatch(client string, req *http.Request, r request) *http.Response {
+func (s *Server) openWatch(client string, req *http.Request, r Request) *http.Response {
 	selector, err := labels.Parse(r.param("labelSelector"))
 	if err != nil {
 		return respondError(apierrors.NewBadRequest(err.Error()))
 	}
-	w := &watcher{client: client, gvr: r.gvr, namespace: r.namespace, selector: selector, stream: newStream(req.Context().Done()), heldUntil: s.delayUntil}
+	w := &watcher{client: client, gvr: r.GVR, namespace: r.Namespace, selector: selector, stream: newStream(req.Context().Done()), heldUntil: s.delayUntil}
 	if seconds, err := strconv.Atoi(r.param("timeoutSeconds")); err == nil && seconds > 0 {
 		w.ends = s.now().Add(time.Duration(seconds) * time.Second)
 	}
 	switch rv := r.param("resourceVersion"); {
 	case r.param("sendInitialEvents") == "true":
-		items, current := s.store.list(r.gvr, r.namespace, selector)
+		items, current := s.store.list(r.GVR, r.Namespace, selector)
 		for _, item := range items {
 			w.queue(watch.Added, item.Object)
 		}
 		w.queue(watch.Bookmark, map[string]any{
-			"apiVersion": r.gvr.GroupVersion().String(), "kind": s.store.resources[r.gvr].kind,
+			"apiVersion": r.GVR.GroupVersion().String(), "kind": s.store.resources[r.GVR].Kind,
 			"metadata": map[string]any{
 				"resourceVersion": strconv.FormatInt(current, 10),
 				"annotations":     map[string]any{metav1.InitialEventsAnnotationKey: "true"},
@@ -225,7 +228,7 @@ func (s *Server) openWatch(client string, req *http.Request, r request) *http.Re
 	case rv == "" || rv == "0":
 	default:
 		from, _ := strconv.ParseInt(rv, 10, 64)
-		events, err := s.store.since(r.gvr, from)
+		events, err := s.store.since(r.GVR, from)
 		if err != nil {
 			status := err.(apierrors.APIStatus).Status()
 			status.Kind, status.APIVersion = "Status", "v1"
@@ -241,7 +244,7 @@ func (s *Server) openWatch(client string, req *http.Request, r request) *http.Re
 		}
 	}
 	s.watchers = append(s.watchers, w)
-	key := rewatchKey(client, r.gvr)
+	key := rewatchKey(client, r.GVR)
 	if blind, ok := s.rewatching[key]; ok {
 		// A watch resumed at the instant its last one ended missed
 		// nothing: the last one delivered every event due.
@@ -271,10 +274,10 @@ func watchResponse(body io.ReadCloser) *http.Response {
 
 // discovery serves /api, /apis and each group version's resources.
 func (s *Server) discovery(path string) *http.Response {
-	served := map[schema.GroupVersion][]*resource{}
+	served := map[schema.GroupVersion][]*Resource{}
 	for _, r := range s.store.resources {
-		if r.served {
-			gv := r.gvr.GroupVersion()
+		if r.Served {
+			gv := r.GVR.GroupVersion()
 			served[gv] = append(served[gv], r)
 		}
 	}
@@ -315,9 +318,9 @@ func (s *Server) discovery(path string) *http.Response {
 		list := metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv.String()}
 		for _, r := range resources {
 			verbs := metav1.Verbs{"create", "delete", "get", "list", "patch", "update", "watch"}
-			list.APIResources = append(list.APIResources, metav1.APIResource{Name: r.gvr.Resource, Kind: r.kind, Namespaced: r.namespaced, Verbs: verbs})
-			if r.status {
-				list.APIResources = append(list.APIResources, metav1.APIResource{Name: r.gvr.Resource + "/status", Kind: r.kind, Namespaced: r.namespaced, Verbs: metav1.Verbs{"get", "patch", "update"}})
+			list.APIResources = append(list.APIResources, metav1.APIResource{Name: r.GVR.Resource, Kind: r.Kind, Namespaced: r.Namespaced, Verbs: verbs})
+			if r.Status {
+				list.APIResources = append(list.APIResources, metav1.APIResource{Name: r.GVR.Resource + "/status", Kind: r.Kind, Namespaced: r.Namespaced, Verbs: metav1.Verbs{"get", "patch", "update"}})
 			}
 		}
 		slices.SortFunc(list.APIResources, func(a, b metav1.APIResource) int { return strings.Compare(a.Name, b.Name) })

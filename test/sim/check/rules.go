@@ -1,4 +1,4 @@
-package sim
+package check
 
 import (
 	"net/http"
@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/test/sim/apiserver"
 )
 
 // The rules of the spec that a create or a delete may break, read from the
@@ -35,8 +36,8 @@ const (
 const pictureLag = 5 * time.Second
 
 // createRules checks a create answered 201 against the rules around it.
-func (c *checker) createRules(call *call, obj *unstructured.Unstructured, r remediationObj) {
-	t, before := call.arrived, call.arrived.Add(-pictureLag)
+func (c *Checker) createRules(call *apiserver.Call, obj *unstructured.Unstructured, r remediationObj) {
+	t, before := call.Arrived, call.Arrived.Add(-pictureLag)
 	nhc, earlier := c.nhcAt(r.ownerName, t), c.nhcAt(r.ownerName, before)
 	node, nodeBefore := c.nodeAt(r.node, t), c.nodeAt(r.node, before)
 	if nhc == nil || node == nil {
@@ -70,7 +71,7 @@ type stormCreate struct {
 
 // stormStatus checks the creates made during a storm against the status
 // written after them: the same storm still on means it never ended.
-func (c *checker) stormStatus(nhc *v1alpha1.NodeHealthCheck) {
+func (c *Checker) stormStatus(nhc *v1alpha1.NodeHealthCheck) {
 	kept := c.stormCreates[:0]
 	for _, sc := range c.stormCreates {
 		if sc.nhc != nhc.Name {
@@ -98,7 +99,7 @@ func stormSince(nhc *v1alpha1.NodeHealthCheck) (time.Time, bool) {
 // NodeHealthCheck, at t or at before, and the least minimum it can have
 // derived: a node healthy at either instant counts as healthy; the
 // minimum comes from the fewest nodes observed at either.
-func (c *checker) budgetAt(nhc *v1alpha1.NodeHealthCheck, instants ...time.Time) (healthy, minHealthy int) {
+func (c *Checker) budgetAt(nhc *v1alpha1.NodeHealthCheck, instants ...time.Time) (healthy, minHealthy int) {
 	minHealthy = -1
 	healthyNodes := map[string]bool{}
 	for _, t := range instants {
@@ -143,7 +144,7 @@ func minHealthyOf(nhc *v1alpha1.NodeHealthCheck, observed int) int {
 
 // hasResourceOf tells whether a NodeHealthCheck had a resource of a node
 // at an instant (one created at or before it and not deleted since).
-func (c *checker) hasResourceOf(nhc *v1alpha1.NodeHealthCheck, node string, t time.Time) bool {
+func (c *Checker) hasResourceOf(nhc *v1alpha1.NodeHealthCheck, node string, t time.Time) bool {
 	for _, life := range c.lives {
 		if life.owner == nhc.UID && life.node == node && !life.created.After(t) && (life.deleted.IsZero() || life.deleted.After(t)) {
 			return true
@@ -153,8 +154,8 @@ func (c *checker) hasResourceOf(nhc *v1alpha1.NodeHealthCheck, node string, t ti
 }
 
 // calmThrough tells whether calm has held since before t.
-func (c *checker) calmThrough(t time.Time) bool {
-	return c.s.calm() && !c.calmSince.IsZero() && !c.calmSince.After(t)
+func (c *Checker) calmThrough(t time.Time) bool {
+	return c.cfg.Calm() && !c.calmSince.IsZero() && !c.calmSince.After(t)
 }
 
 // deleteRules checks a delete of a remediation resource the controller
@@ -162,16 +163,16 @@ func (c *checker) calmThrough(t time.Time) bool {
 // conditions all along pictureLag before, selected and present (the
 // anti-loop rule: a node whose unhealthy condition changed keeps its
 // remediation).
-func (c *checker) deleteRules(call *call, resp *http.Response) {
+func (c *Checker) deleteRules(call *apiserver.Call, resp *http.Response) {
 	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
 		return
 	}
-	life := c.lifeOf(call.r.namespace, call.r.name, call.arrived)
-	if life == nil || !c.calmThrough(call.arrived.Add(-pictureLag)) {
+	life := c.lifeOf(call.Namespace, call.Name, call.Arrived)
+	if life == nil || !c.calmThrough(call.Arrived.Add(-pictureLag)) {
 		return
 	}
-	for _, t := range []time.Time{call.arrived, call.arrived.Add(-pictureLag)} {
-		nhc, node := c.nhcAt(life.ownerName, call.arrived), c.nodeAt(life.node, t)
+	for _, t := range []time.Time{call.Arrived, call.Arrived.Add(-pictureLag)} {
+		nhc, node := c.nhcAt(life.ownerName, call.Arrived), c.nodeAt(life.node, t)
 		if nhc == nil || nhc.DeletionTimestamp != nil || node == nil || !selects(nhc, node) {
 			return
 		}
@@ -179,8 +180,8 @@ func (c *checker) deleteRules(call *call, resp *http.Response) {
 			return
 		}
 	}
-	node := c.nodeAt(life.node, call.arrived)
-	c.fail(InvKeptWhileUnwell, "%s/%s of node %s deleted while the node was unhealthy all along: %s", call.r.namespace, call.r.name, life.node, conditionsOf(node))
+	node := c.nodeAt(life.node, call.Arrived)
+	c.fail(InvKeptWhileUnwell, "%s/%s of node %s deleted while the node was unhealthy all along: %s", call.Namespace, call.Name, life.node, conditionsOf(node))
 }
 
 // resourceLife is when a remediation resource existed.
@@ -191,7 +192,7 @@ type resourceLife struct {
 }
 
 // lifeOf finds the resource of a name that existed at t.
-func (c *checker) lifeOf(namespace, name string, t time.Time) *resourceLife {
+func (c *Checker) lifeOf(namespace, name string, t time.Time) *resourceLife {
 	for i := range c.lives {
 		l := &c.lives[i]
 		if l.namespace == namespace && l.name == name && !l.created.After(t) && (l.deleted.IsZero() || !l.deleted.Before(t)) {
@@ -205,17 +206,17 @@ func (c *checker) lifeOf(namespace, name string, t time.Time) *resourceLife {
 // 201 for a create never sends it again while that resource exists (it is
 // pending until its informer shows it, then seen). One whose answer was
 // lost, or a new replica, may: it cannot know.
-func (c *checker) repeatedCreates(call *call, resp *http.Response) {
-	key := call.client + " " + call.r.gvr.String() + " " + call.r.namespace + "/" + nameOf(call)
+func (c *Checker) repeatedCreates(call *apiserver.Call, resp *http.Response) {
+	key := call.Client + " " + call.GVR.String() + " " + call.Namespace + "/" + nameOf(call)
 	switch resp.StatusCode {
 	case http.StatusCreated:
-		if obj, err := c.s.server.store.get(call.r.gvr, call.r.namespace, nameOf(call)); err == nil {
+		if obj, err := c.store.Get(call.GVR, call.Namespace, nameOf(call)); err == nil {
 			c.answeredCreates[key] = string(obj.GetUID())
 		}
 	case http.StatusConflict:
-		obj, err := c.s.server.store.get(call.r.gvr, call.r.namespace, nameOf(call))
+		obj, err := c.store.Get(call.GVR, call.Namespace, nameOf(call))
 		if uid, answered := c.answeredCreates[key]; answered && err == nil && string(obj.GetUID()) == uid {
-			c.fail(InvRepeatedCreate, "%s sent again by %s, which was answered 201 for it at its first create", describe(obj), call.client)
+			c.fail(InvRepeatedCreate, "%s sent again by %s, which was answered 201 for it at its first create", describe(obj), call.Client)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package sim
+package check
 
 import (
 	"slices"
@@ -11,17 +11,19 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/test/sim/cluster"
 )
 
 // The invariants checked at every wake-up: nodes remediated in time, and
 // statuses that show the cluster (the leases: leases.go).
 
-// now checks the invariants that time can break.
-func (c *checker) now() {
+// Check checks the invariants that time can break: the simulation calls it
+// at every wake-up.
+func (c *Checker) Check() {
 	c.checks++
 	all := c.resources()
 	c.trackRuns(all)
-	calm := c.s.calm()
+	calm := c.cfg.Calm()
 	if !calm {
 		c.calmSince = time.Time{}
 	} else if c.calmSince.IsZero() {
@@ -34,8 +36,9 @@ func (c *checker) now() {
 	c.statuses(all)
 }
 
-// nextDue is when a liveness deadline or a lease verdict falls due.
-func (c *checker) nextDue() time.Time {
+// NextDue is when a liveness deadline or a lease verdict falls due: the
+// simulation wakes then to check.
+func (c *Checker) NextDue() time.Time {
 	var due []time.Time
 	for _, since := range c.unhealthySince {
 		due = append(due, since.Add(livenessBound))
@@ -57,7 +60,7 @@ func (c *checker) nextDue() time.Time {
 
 // liveness checks that a node that needs a remediation, and that nothing
 // documented holds back, gets its resource within livenessBound.
-func (c *checker) liveness(all []remediationObj, calm bool) {
+func (c *Checker) liveness(all []remediationObj, calm bool) {
 	now := time.Now()
 	for _, node := range c.allNodes() {
 		by := c.canRemediate(node, all)
@@ -85,7 +88,7 @@ func (c *checker) liveness(all []remediationObj, calm bool) {
 // and its budget allows. A node whose remediator is held back (its budget,
 // its duration not yet passed) waits for it: no other NodeHealthCheck that
 // selects it takes it over.
-func (c *checker) canRemediate(node *corev1.Node, all []remediationObj) string {
+func (c *Checker) canRemediate(node *corev1.Node, all []remediationObj) string {
 	if excluded(node) || slices.ContainsFunc(all, func(r remediationObj) bool { return r.node == node.Name }) {
 		return ""
 	}
@@ -107,12 +110,13 @@ func (c *checker) canRemediate(node *corev1.Node, all []remediationObj) string {
 	return ""
 }
 
-// forbid records, when a kind turns forbidden, the nodes its resources
+// KindForbidden hears that the controller's role lost a kind (on) or got it
+// back. It records, when a kind turns forbidden, the nodes its resources
 // remediate then, and those of its creates whose answer was lost (a create
 // lost while the kind is forbidden is added then): the controller, which can no longer read the kind, holds
 // them until it can (decisions.md, "What cannot be read holds its nodes"),
 // whether or not the resources are deleted meanwhile.
-func (c *checker) forbid(k Kind, on bool) {
+func (c *Checker) KindForbidden(k cluster.Kind, on bool) {
 	if !on {
 		if _, was := c.forbiddenNodes[k]; was {
 			c.readableAgain[k] = time.Now()
@@ -127,7 +131,7 @@ func (c *checker) forbid(k Kind, on bool) {
 	}
 	c.forbiddenSince[k] = time.Now()
 	nodes := map[string]bool{}
-	for _, obj := range c.s.server.store.objectsOf(k.remediation()) {
+	for _, obj := range c.store.Objects(k.Remediation()) {
 		if r := resourceOf(obj); r.owner != "" {
 			nodes[r.node] = nodes[r.node] || r.controlPlane
 		}
@@ -145,10 +149,10 @@ func (c *checker) forbid(k Kind, on bool) {
 // one now (a create refused as forbidden whose answer was lost holds its
 // node and every control-plane node), and the kind is still forbidden and
 // served.
-func (c *checker) heldWhileForbidden(node *corev1.Node) bool {
+func (c *Checker) heldWhileForbidden(node *corev1.Node) bool {
 	controlPlane := v1alpha1.IsControlPlane(labels.Set(node.Labels))
 	for k, nodes := range c.forbiddenNodes {
-		if !c.s.server.store.resources[k.remediation()].served {
+		if !c.store.Served(k.Remediation()) {
 			continue
 		}
 		for held, createdForControlPlane := range nodes {
@@ -170,7 +174,7 @@ func (c *checker) heldWhileForbidden(node *corev1.Node) bool {
 // of a kind the controller may not read, and that is still served: the
 // controller cannot tell whether it still exists, and holds the node
 // (decisions.md, "What cannot be read holds its nodes").
-func (c *checker) recordedUnreadable(node *corev1.Node) bool {
+func (c *Checker) recordedUnreadable(node *corev1.Node) bool {
 	cp := v1alpha1.IsControlPlane(labels.Set(node.Labels))
 	for _, nhc := range c.allNHCs() {
 		for _, entry := range nhc.Status.UnhealthyNodes {
@@ -180,8 +184,8 @@ func (c *checker) recordedUnreadable(node *corev1.Node) bool {
 				continue
 			}
 			for _, rem := range entryRemediations(entry) {
-				k := Kind(strings.TrimSuffix(rem.Resource.Kind, "Remediation"))
-				if c.s.server.forbidden[k.remediation()] && c.s.server.store.resources[k.remediation()].served {
+				k := cluster.Kind(strings.TrimSuffix(rem.Resource.Kind, "Remediation"))
+				if c.server.Forbidden(k.Remediation()) && c.store.Served(k.Remediation()) {
 					return true
 				}
 			}
@@ -190,7 +194,7 @@ func (c *checker) recordedUnreadable(node *corev1.Node) bool {
 	return false
 }
 
-func (c *checker) isControlPlaneNode(name string) bool {
+func (c *Checker) isControlPlaneNode(name string) bool {
 	node := c.nodeAt(name, time.Now())
 	return node != nil && v1alpha1.IsControlPlane(labels.Set(node.Labels))
 }
@@ -203,7 +207,7 @@ func (c *checker) isControlPlaneNode(name string) bool {
 // conditions match the node (duration passed or not), then the oldest,
 // then the first by name. The others leave the node to it, whatever holds
 // it back; nil when none selects the node.
-func (c *checker) remediatorOf(node *corev1.Node) *v1alpha1.NodeHealthCheck {
+func (c *Checker) remediatorOf(node *corev1.Node) *v1alpha1.NodeHealthCheck {
 	type claim struct {
 		nhc              *v1alpha1.NodeHealthCheck
 		canAct, matching bool
@@ -237,7 +241,7 @@ func (c *checker) remediatorOf(node *corev1.Node) *v1alpha1.NodeHealthCheck {
 	return best.nhc
 }
 
-func (c *checker) mayRemediate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node, all []remediationObj) bool {
+func (c *Checker) mayRemediate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node, all []remediationObj) bool {
 	if nhc.DeletionTimestamp != nil || len(nhc.Spec.PauseRequests) > 0 || !selects(nhc, node) || !conditionsExpired(nhc, node, time.Now().Add(-time.Second)) {
 		return false
 	}
@@ -246,10 +250,10 @@ func (c *checker) mayRemediate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node,
 			return false
 		}
 	}
-	st := c.s.server.store
+	st := c.store
 	for _, ref := range nhc.Spec.TemplateRefs() {
-		k := Kind(strings.TrimSuffix(ref.Kind, "RemediationTemplate"))
-		if _, err := st.get(k.template(), ref.Namespace, ref.Name); err != nil || !st.resources[k.template()].served || c.s.server.forbidden[k.remediation()] {
+		k := cluster.Kind(strings.TrimSuffix(ref.Kind, "RemediationTemplate"))
+		if _, err := st.Get(k.Template(), ref.Namespace, ref.Name); err != nil || !st.Served(k.Template()) || c.server.Forbidden(k.Remediation()) {
 			return false
 		}
 	}
@@ -260,14 +264,14 @@ func (c *checker) mayRemediate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node,
 	// watch never showed included.
 	for _, entry := range nhc.Status.UnhealthyNodes {
 		for _, rem := range entryRemediations(entry) {
-			k := Kind(strings.TrimSuffix(rem.Resource.Kind, "Remediation"))
-			if c.s.server.forbidden[k.remediation()] && st.resources[k.remediation()].served {
+			k := cluster.Kind(strings.TrimSuffix(rem.Resource.Kind, "Remediation"))
+			if c.server.Forbidden(k.Remediation()) && st.Served(k.Remediation()) {
 				return false
 			}
 		}
 	}
-	for _, k := range kinds {
-		if c.s.server.forbidden[k.remediation()] && st.resources[k.remediation()].served && sentBy(c.unlookable(k), nhc) {
+	for _, k := range cluster.Kinds {
+		if c.server.Forbidden(k.Remediation()) && st.Served(k.Remediation()) && sentBy(c.unlookable(k), nhc) {
 			return false
 		}
 	}
@@ -281,7 +285,7 @@ func (c *checker) mayRemediate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node,
 // that existed, and, once calm has lasted statusBound, every resource of
 // its that has existed as long, unless one of its kinds could not be read
 // within statusBound: its status then keeps what it recorded.
-func (c *checker) statuses(all []remediationObj) {
+func (c *Checker) statuses(all []remediationObj) {
 	now := time.Now()
 	for _, nhc := range c.allNHCs() {
 		listed := map[types.UID]bool{}
@@ -309,17 +313,17 @@ func (c *checker) statuses(all []remediationObj) {
 // looked up (unlookable), is forbidden, or was within statusBound: while
 // one is, the controller cannot know its resources, and the status keeps
 // its entries as they were (decisions.md).
-func (c *checker) unreadableLately(nhc *v1alpha1.NodeHealthCheck, now time.Time) bool {
-	var read []Kind
+func (c *Checker) unreadableLately(nhc *v1alpha1.NodeHealthCheck, now time.Time) bool {
+	var read []cluster.Kind
 	for _, ref := range nhc.Spec.TemplateRefs() {
-		read = append(read, Kind(strings.TrimSuffix(ref.Kind, "RemediationTemplate")))
+		read = append(read, cluster.Kind(strings.TrimSuffix(ref.Kind, "RemediationTemplate")))
 	}
 	for _, entry := range nhc.Status.UnhealthyNodes {
 		for _, rem := range entryRemediations(entry) {
-			read = append(read, Kind(strings.TrimSuffix(rem.Resource.Kind, "Remediation")))
+			read = append(read, cluster.Kind(strings.TrimSuffix(rem.Resource.Kind, "Remediation")))
 		}
 	}
-	for _, k := range kinds {
+	for _, k := range cluster.Kinds {
 		if sentBy(c.unlookable(k), nhc) {
 			read = append(read, k)
 		}
@@ -337,7 +341,7 @@ func sentBy(creates []remediationObj, nhc *v1alpha1.NodeHealthCheck) bool {
 	return slices.ContainsFunc(creates, func(r remediationObj) bool { return r.ownerName == nhc.Name })
 }
 
-func selectsNow(c *checker, nhc *v1alpha1.NodeHealthCheck, name string) bool {
+func selectsNow(c *Checker, nhc *v1alpha1.NodeHealthCheck, name string) bool {
 	node := c.nodeAt(name, time.Now())
 	return node != nil && selects(nhc, node)
 }
@@ -353,20 +357,4 @@ func entryRemediations(entry *v1alpha1.UnhealthyNode) []*v1alpha1.Remediation {
 		}
 	}
 	return rems
-}
-
-// calm tells whether nothing outside the controller slows it now: a leader
-// runs and reaches the API server, which answers every request, and every
-// watch delivers at once.
-func (s *sim) calm() bool {
-	now := time.Now()
-	if s.leader == nil || !s.leader.partitionedAt.IsZero() || now.Before(s.faultUntil) || now.Before(s.server.delayUntil) {
-		return false
-	}
-	for _, w := range s.server.watchers {
-		if w.stalled {
-			return false
-		}
-	}
-	return true
 }

@@ -1,10 +1,12 @@
-package sim
+package check
 
 import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodehealthcheck/nhc-controller/test/sim/cluster"
 )
 
 // Creates answered to a replica whose informer has not shown their
@@ -25,13 +27,14 @@ type unseenCreate struct {
 }
 
 // answered records a remediation create answered to its client.
-func (c *checker) answered(client string, k Kind, r remediationObj) {
+func (c *Checker) answered(client string, k cluster.Kind, r remediationObj) {
 	c.unseen[k] = append(c.unseen[k], unseenCreate{client: client, remediationObj: r})
 }
 
-// shown drops the creates that a client's list or watch showed it.
-func (c *checker) shown(client string, gvr schema.GroupVersionResource, uids []types.UID) {
-	if k, ok := kindOf(gvr); ok {
+// Shown drops the creates that a client's list or watch showed it (the
+// Shown hook).
+func (c *Checker) Shown(client string, gvr schema.GroupVersionResource, uids []types.UID) {
+	if k, ok := cluster.KindOf(gvr); ok {
 		c.unseen[k] = slices.DeleteFunc(c.unseen[k], func(u unseenCreate) bool {
 			return u.client == client && slices.Contains(uids, u.obj.GetUID())
 		})
@@ -41,10 +44,11 @@ func (c *checker) shown(client string, gvr schema.GroupVersionResource, uids []t
 // unseenByLeader returns a kind's creates that the leading replica's
 // informer has not shown; a replica that stopped leading exits, and its
 // creates hold nothing.
-func (c *checker) unseenByLeader(k Kind) []remediationObj {
+func (c *Checker) unseenByLeader(k cluster.Kind) []remediationObj {
 	var creates []remediationObj
+	leader := c.cfg.Leader()
 	for _, u := range c.unseen[k] {
-		if c.s.leader != nil && u.client == c.s.leader.name {
+		if leader != "" && u.client == leader {
 			creates = append(creates, u.remediationObj)
 		}
 	}
@@ -54,6 +58,6 @@ func (c *checker) unseenByLeader(k Kind) []remediationObj {
 // unlookable returns a kind's creates that the controller cannot look up
 // while it may not read the kind: those whose answer was lost, and those
 // its informer has not shown.
-func (c *checker) unlookable(k Kind) []remediationObj {
+func (c *Checker) unlookable(k cluster.Kind) []remediationObj {
 	return append(slices.Clone(c.uncertain[k]), c.unseenByLeader(k)...)
 }

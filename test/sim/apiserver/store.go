@@ -1,11 +1,10 @@
-package sim
+package apiserver
 
 import (
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -18,16 +17,17 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// resource is a kind the simulated API server knows, served or not.
-type resource struct {
-	gvr        schema.GroupVersionResource
-	kind       string
-	namespaced bool
-	// status is true when the kind has a status subresource: writes of the
+// Resource is a kind the simulated API server knows, served or not: the
+// world defines each before a history starts.
+type Resource struct {
+	GVR        schema.GroupVersionResource
+	Kind       string
+	Namespaced bool
+	// Status is true when the kind has a status subresource: writes of the
 	// object keep the status, writes of the subresource keep the rest.
-	status bool
-	// served is false while its CRD is not installed.
-	served bool
+	Status bool
+	// Served is false while its CRD is not installed.
+	Served bool
 }
 
 // event is a change of one object, at the resourceVersion it got.
@@ -37,17 +37,17 @@ type event struct {
 	rv  int64
 }
 
-// store holds the objects of the simulated API server, with etcd's
+// Store holds the objects of the simulated API server, with etcd's
 // semantics that controllers rely on: one resourceVersion counter for all
 // writes, optimistic concurrency, UID preconditions, finalizers that turn a
 // delete into a deletionTimestamp, and a history of changes from which
 // watches resume, until it is compacted (then a watch from before is 410
 // Gone and the reflector lists again).
-type store struct {
+type Store struct {
 	now       func() time.Time
 	rv        int64
 	uids      int
-	resources map[schema.GroupVersionResource]*resource
+	resources map[schema.GroupVersionResource]*Resource
 	objects   map[schema.GroupVersionResource]map[string]*unstructured.Unstructured
 	history   map[schema.GroupVersionResource][]event
 	// compacted is the resourceVersion before which history is gone.
@@ -56,20 +56,27 @@ type store struct {
 	changed func(gvr schema.GroupVersionResource, e event, old *unstructured.Unstructured)
 }
 
-func newStore(now func() time.Time) *store {
-	return &store{
-		now: now, resources: map[schema.GroupVersionResource]*resource{},
+func newStore(now func() time.Time) *Store {
+	return &Store{
+		now: now, resources: map[schema.GroupVersionResource]*Resource{},
 		objects: map[schema.GroupVersionResource]map[string]*unstructured.Unstructured{},
 		history: map[schema.GroupVersionResource][]event{},
 	}
 }
 
-func (s *store) define(r resource) {
+// Define makes a kind known to the server, served or not.
+func (s *Store) Define(r Resource) {
 	rc := r
-	s.resources[r.gvr] = &rc
-	if s.objects[r.gvr] == nil {
-		s.objects[r.gvr] = map[string]*unstructured.Unstructured{}
+	s.resources[r.GVR] = &rc
+	if s.objects[r.GVR] == nil {
+		s.objects[r.GVR] = map[string]*unstructured.Unstructured{}
 	}
+}
+
+// Served tells whether a kind is served: defined, and its CRD installed.
+func (s *Store) Served(gvr schema.GroupVersionResource) bool {
+	r, ok := s.resources[gvr]
+	return ok && r.Served
 }
 
 func key(namespace, name string) string {
@@ -85,7 +92,8 @@ func resourceVersion(obj *unstructured.Unstructured) int64 {
 	return rv
 }
 
-func (s *store) get(gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
+// Get returns a copy of an object, or a NotFound error.
+func (s *Store) Get(gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
 	obj, ok := s.objects[gvr][key(namespace, name)]
 	if !ok {
 		return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
@@ -95,7 +103,7 @@ func (s *store) get(gvr schema.GroupVersionResource, namespace, name string) (*u
 
 // list returns the objects that match, sorted by key, and the current
 // resourceVersion.
-func (s *store) list(gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]*unstructured.Unstructured, int64) {
+func (s *Store) list(gvr schema.GroupVersionResource, namespace string, selector labels.Selector) ([]*unstructured.Unstructured, int64) {
 	var keys []string
 	for k, obj := range s.objects[gvr] {
 		if (namespace == "" || obj.GetNamespace() == namespace) && selector.Matches(labels.Set(obj.GetLabels())) {
@@ -110,7 +118,7 @@ func (s *store) list(gvr schema.GroupVersionResource, namespace string, selector
 	return items, s.rv
 }
 
-func (s *store) record(gvr schema.GroupVersionResource, typ watch.EventType, obj, old *unstructured.Unstructured) {
+func (s *Store) record(gvr schema.GroupVersionResource, typ watch.EventType, obj, old *unstructured.Unstructured) {
 	e := event{typ: typ, obj: obj.DeepCopy(), rv: resourceVersion(obj)}
 	s.history[gvr] = append(s.history[gvr], e)
 	if s.changed != nil {
@@ -118,15 +126,22 @@ func (s *store) record(gvr schema.GroupVersionResource, typ watch.EventType, obj
 	}
 }
 
-func (s *store) nextRV() string {
+func (s *Store) nextRV() string {
 	s.rv++
 	return strconv.FormatInt(s.rv, 10)
 }
 
-func (s *store) create(gvr schema.GroupVersionResource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+// namespaces is the resource of namespaces: a namespaced object is created
+// only in a namespace that exists, as the API server admits it.
+var namespaces = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+
+// Create stores a new object as the API server creates one: a name from
+// generateName, a UID, a creation timestamp, generation 1, and no status
+// where the kind has a status subresource.
+func (s *Store) Create(gvr schema.GroupVersionResource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	r := s.resources[gvr]
-	if r.namespaced {
-		if _, err := s.get(namespacesGVR, "", obj.GetNamespace()); err != nil {
+	if r.Namespaced {
+		if _, err := s.Get(namespaces, "", obj.GetNamespace()); err != nil {
 			return nil, err
 		}
 	}
@@ -147,7 +162,7 @@ func (s *store) create(gvr schema.GroupVersionResource, obj *unstructured.Unstru
 	obj.SetDeletionTimestamp(nil)
 	obj.SetGeneration(1)
 	obj.SetResourceVersion(s.nextRV())
-	if r.status {
+	if r.Status {
 		unstructured.RemoveNestedField(obj.Object, "status")
 	}
 	s.objects[gvr][k] = obj.DeepCopy()
@@ -168,9 +183,10 @@ func preconditions(gvr schema.GroupVersionResource, current *unstructured.Unstru
 	return nil
 }
 
-// update replaces an object, or its status when status is true.
-func (s *store) update(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, status bool) (*unstructured.Unstructured, error) {
-	current, err := s.get(gvr, obj.GetNamespace(), obj.GetName())
+// Update replaces an object, or its status when status is true, with the
+// UID and resourceVersion it carries as preconditions.
+func (s *Store) Update(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, status bool) (*unstructured.Unstructured, error) {
+	current, err := s.Get(gvr, obj.GetNamespace(), obj.GetName())
 	if err != nil {
 		return nil, err
 	}
@@ -181,10 +197,10 @@ func (s *store) update(gvr schema.GroupVersionResource, obj *unstructured.Unstru
 }
 
 // replace writes updated over current, keeping what a write may not change.
-func (s *store) replace(gvr schema.GroupVersionResource, current, updated *unstructured.Unstructured, status bool) (*unstructured.Unstructured, error) {
+func (s *Store) replace(gvr schema.GroupVersionResource, current, updated *unstructured.Unstructured, status bool) (*unstructured.Unstructured, error) {
 	r := s.resources[gvr]
 	next := updated.DeepCopy()
-	if r.status {
+	if r.Status {
 		if status {
 			next = current.DeepCopy()
 			if st, ok := updated.Object["status"]; ok {
@@ -247,8 +263,8 @@ func equalContent(a, b *unstructured.Unstructured) bool {
 
 // patch applies a JSON merge patch. A uid or resourceVersion in the patch is
 // a precondition, as the API server makes it one.
-func (s *store) patch(gvr schema.GroupVersionResource, namespace, name string, patch []byte, status bool) (*unstructured.Unstructured, error) {
-	current, err := s.get(gvr, namespace, name)
+func (s *Store) patch(gvr schema.GroupVersionResource, namespace, name string, patch []byte, status bool) (*unstructured.Unstructured, error) {
+	current, err := s.Get(gvr, namespace, name)
 	if err != nil {
 		return nil, err
 	}
@@ -273,9 +289,9 @@ func (s *store) patch(gvr schema.GroupVersionResource, namespace, name string, p
 	return s.replace(gvr, current, next, status)
 }
 
-// remove deletes an object, or marks it deleting while it has finalizers.
-func (s *store) remove(gvr schema.GroupVersionResource, namespace, name string, opts *metav1.DeleteOptions) (*unstructured.Unstructured, error) {
-	current, err := s.get(gvr, namespace, name)
+// Remove deletes an object, or marks it deleting while it has finalizers.
+func (s *Store) Remove(gvr schema.GroupVersionResource, namespace, name string, opts *metav1.DeleteOptions) (*unstructured.Unstructured, error) {
+	current, err := s.Get(gvr, namespace, name)
 	if err != nil {
 		return nil, err
 	}
@@ -313,7 +329,7 @@ func (s *store) remove(gvr schema.GroupVersionResource, namespace, name string, 
 
 // since returns the changes of a kind after a resourceVersion, or a 410
 // Gone error when history before it was compacted.
-func (s *store) since(gvr schema.GroupVersionResource, rv int64) ([]event, error) {
+func (s *Store) since(gvr schema.GroupVersionResource, rv int64) ([]event, error) {
 	if rv < s.compacted {
 		return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, s.compacted))
 	}
@@ -322,18 +338,18 @@ func (s *store) since(gvr schema.GroupVersionResource, rv int64) ([]event, error
 	return h[i:], nil
 }
 
-// compact drops the history of changes: watches that resume from before
+// Compact drops the history of changes: watches that resume from before
 // now get 410 Gone.
-func (s *store) compact() {
+func (s *Store) Compact() {
 	s.compacted = s.rv
 	for gvr := range s.history {
 		s.history[gvr] = nil
 	}
 }
 
-// stored lists the stored objects of a kind, sorted by key, without
+// Stored lists the stored objects of a kind, sorted by key, without
 // copying them: for readers that change nothing.
-func (s *store) stored(gvr schema.GroupVersionResource) []*unstructured.Unstructured {
+func (s *Store) Stored(gvr schema.GroupVersionResource) []*unstructured.Unstructured {
 	keys := make([]string, 0, len(s.objects[gvr]))
 	for k := range s.objects[gvr] {
 		keys = append(keys, k)
@@ -346,13 +362,15 @@ func (s *store) stored(gvr schema.GroupVersionResource) []*unstructured.Unstruct
 	return objs
 }
 
-// objectsOf lists all objects of a kind, for the actors and invariants.
-func (s *store) objectsOf(gvr schema.GroupVersionResource) []*unstructured.Unstructured {
-	items, _ := s.list(gvr, "", labels.Everything())
-	return items
+// Peek returns one stored object without copying it, or nil: for readers
+// that change nothing.
+func (s *Store) Peek(gvr schema.GroupVersionResource, namespace, name string) *unstructured.Unstructured {
+	return s.objects[gvr][key(namespace, name)]
 }
 
-// gvrOf names a resource "group/version/resource" for messages.
-func gvrOf(gvr schema.GroupVersionResource) string {
-	return strings.TrimPrefix(gvr.Group+"/"+gvr.Version+"/"+gvr.Resource, "/")
+// Objects lists copies of all objects of a kind, sorted by key: for the
+// actors, which change them.
+func (s *Store) Objects(gvr schema.GroupVersionResource) []*unstructured.Unstructured {
+	items, _ := s.list(gvr, "", labels.Everything())
+	return items
 }

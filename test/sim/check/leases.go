@@ -1,4 +1,4 @@
-package sim
+package check
 
 import (
 	"slices"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/test/sim/cluster"
 )
 
 // The lease invariant: our node lease is renewed only while a step runs,
@@ -33,7 +34,7 @@ type leaseWrite struct {
 }
 
 // leaseWritten records a renewal of one of our node leases.
-func (c *checker) leaseWritten(obj, old *unstructured.Unstructured) {
+func (c *Checker) leaseWritten(obj, old *unstructured.Unstructured) {
 	node, lease := leaseOf(obj)
 	nhc, ours := health.LeaseHolderNHC(lease.Holder)
 	if !ours || old == nil {
@@ -56,29 +57,28 @@ func (c *checker) leaseWritten(obj, old *unstructured.Unstructured) {
 // stalled watch ended: until the reflector has watched again and its
 // informer has handed on what the stall held back (a NodeHealthCheck
 // deleted meanwhile), a sync may still act on the world from before.
-func (c *checker) watchLag() time.Duration {
+func (c *Checker) watchLag() time.Duration {
 	lag := leaseLag
-	for _, w := range c.s.server.watchers {
-		if w.stalled {
-			return -1
-		}
+	watches := c.server.Watches()
+	if watches.Stalled {
+		return -1
 	}
-	if time.Now().Before(c.s.server.stallEnded.Add(leaseLag)) {
+	if time.Now().Before(watches.StallEnded.Add(leaseLag)) {
 		return -1
 	}
 	// A watch that ended (a fault, a stall, its timeout): until its client
 	// watches again (after its back-off, and any outage), and leaseLag
 	// after, it may act on the world from before: renew the lease of a
 	// node that recovered during an outage.
-	if len(c.s.server.rewatching) > 0 || time.Now().Before(c.s.server.rewatched.Add(leaseLag)) {
+	if watches.Rewatching || time.Now().Before(watches.Rewatched.Add(leaseLag)) {
 		return -1
 	}
-	if now := time.Now(); now.Before(c.s.server.delayUntil.Add(leaseLag)) {
+	if now := time.Now(); now.Before(watches.DelayUntil.Add(leaseLag)) {
 		// What changed since the delay began (or since a watch that
 		// resumed during it went blind) is not delivered yet, or was
 		// delivered a moment ago: a renewal at the very instant a delay
 		// ended may come before the deletion it held back is handled.
-		lag += min(now.Sub(c.s.server.delayFrom), c.s.server.delayUntil.Sub(c.s.server.delayFrom))
+		lag += min(now.Sub(watches.DelayFrom), watches.DelayUntil.Sub(watches.DelayFrom))
 	}
 	return lag
 }
@@ -87,7 +87,7 @@ func (c *checker) watchLag() time.Duration {
 // node is selected, not excluded, and unhealthy, and it has a resource
 // that has not timed out, whose step is within its timeout (or, without
 // one, its lease is not overdue). It returns when the step's time ends.
-func (c *checker) stepRuns(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node, all []remediationObj) (bool, time.Time) {
+func (c *Checker) stepRuns(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node, all []remediationObj) (bool, time.Time) {
 	now := time.Now()
 	if nhc.DeletionTimestamp != nil || !selects(nhc, node) || excluded(node) {
 		return false, time.Time{}
@@ -112,7 +112,7 @@ func (c *checker) stepRuns(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node, all
 			}
 		default:
 			lease := c.leaseOn(node.Name)
-			if end := lease.Acquired.Add(3 * nodeLeaseDuration); lease.Holder == health.LeaseHolder(nhc.Name) && now.Before(end) {
+			if end := lease.Acquired.Add(3 * c.cfg.NodeLeaseDuration); lease.Holder == health.LeaseHolder(nhc.Name) && now.Before(end) {
 				return true, end
 			}
 		}
@@ -120,9 +120,9 @@ func (c *checker) stepRuns(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node, all
 	return false, time.Time{}
 }
 
-func (c *checker) leaseOn(node string) health.NodeLease {
-	obj, ok := c.s.server.store.objects[leasesGVR][key(leaseNamespace, health.LeaseName(node))]
-	if !ok {
+func (c *Checker) leaseOn(node string) health.NodeLease {
+	obj := c.store.Peek(cluster.Leases, c.cfg.LeaseNamespace, health.LeaseName(node))
+	if obj == nil {
 		return health.NodeLease{}
 	}
 	return nodeLeaseOf(typedOf[coordinationv1.Lease](c, obj))
@@ -130,7 +130,7 @@ func (c *checker) leaseOn(node string) health.NodeLease {
 
 // trackRuns records, for every NodeHealthCheck and node, whether a step
 // runs from now until the next check.
-func (c *checker) trackRuns(all []remediationObj) {
+func (c *Checker) trackRuns(all []remediationObj) {
 	now := time.Now()
 	seen := map[runKey]bool{}
 	nodes := c.allNodes()
@@ -175,13 +175,13 @@ func (c *checker) trackRuns(all []remediationObj) {
 // triedToCreate tells whether a NodeHealthCheck tried to create a
 // resource for a node between from and to: the lease is taken or renewed
 // for the step first, and the create may fail (429, 500) and be retried.
-func (c *checker) triedToCreate(key runKey, from, to time.Time) bool {
+func (c *Checker) triedToCreate(key runKey, from, to time.Time) bool {
 	within := func(t time.Time) bool { return !t.Before(from) && !t.After(to) }
 	return slices.ContainsFunc(c.createTries[key], within) || slices.ContainsFunc(c.createTries[runKey{nhc: key.nhc, node: anyNode}], within)
 }
 
 // ran tells whether a step ran at some instant between from and to.
-func (c *checker) ran(key runKey, from, to time.Time) bool {
+func (c *Checker) ran(key runKey, from, to time.Time) bool {
 	r := c.running[key]
 	if r == nil {
 		return false

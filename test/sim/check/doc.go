@@ -1,0 +1,76 @@
+// Package check is the simulation's checker: it states each rule of the
+// spec as an invariant and checks it after every change at the API server
+// and every wake-up, naming the invariant a failure breaks (Violation).
+//
+// It reads the cluster only as the API server has it (apiserver.Store,
+// and the requests the server's hooks show it: Observe, Attempt, Write,
+// LostAnswer, Shown), plus the world's facts it is handed explicitly
+// (Config: whether the cluster is calm, which replica leads, the lease
+// namespace and duration; LeaderStarted; KindForbidden). It imports no
+// controller package. It imports pkg/apis for the spec's types and
+// pkg/health for spec-level helpers only: the node lease's name and
+// holder identity, which are the protocol shared with other medik8s
+// operators (LeaseName, LeaseHolder, LeaseHolderNHC, LeaseNode), when a
+// lease is in force (NodeLease.HeldAt), and a template kind's resource
+// kind (RemediationKind); no decision of the controller's.
+//
+//   - checker.go: the Checker, its Config, and the history of every node
+//     and NodeHealthCheck that the invariants read;
+//   - requests.go: what it reads of remediation resources and leases, and
+//     of the controller's requests as they reach the server;
+//   - invariants.go: the rules a create of a remediation resource may
+//     break against those there already;
+//   - rules.go: pause, exclusion, budget, storm recovery, creates sent
+//     twice, and deletions while unhealthy;
+//   - liveness.go: a first remediation in time, and statuses that show
+//     the cluster; progress.go: deletions once healthy, leases released,
+//     escalations on time;
+//   - leases.go: a node lease renewed only while a step runs;
+//   - unseen.go: creates answered to a replica whose informer has not
+//     shown them.
+//
+// # Where the checker and the controller must agree
+//
+// The checker states the spec's rules from the objects at the API server,
+// not from the controller's code. The controller sees the cluster only
+// through its reads and watches, so where the spec lets it act on what it
+// can know, the checker must allow for what it cannot; each allowance is
+// such a limit, named here, and none repeats how the controller decides:
+//
+//   - A resource of a kind the controller may not read, since before the
+//     leader started and recorded in no status, is left out of the rules a
+//     create breaks (unknowable): no informer of the leader ever listed it.
+//   - A kind that cannot be read holds its nodes (KindForbidden,
+//     heldWhileForbidden, recordedUnreadable): the nodes its resources
+//     remediated when it turned forbidden, or that a status records, owe
+//     no new remediation while it stays forbidden, their resources deleted
+//     or not, since the controller cannot see them go. While a kind its
+//     NodeHealthCheck uses is unreadable, or was within statusBound
+//     (unreadableLately), its status need not list every resource, and no
+//     deletion, release or escalation of its is due.
+//   - A create whose answer was lost (uncertain), or that the replica's
+//     informer has not shown (unseen.go), holds its node while its kind
+//     cannot be read: the controller cannot look it up. The checker does
+//     not follow look-ups, so there it expects less, never more.
+//   - Only a replica answered 201 for a create must not send it again
+//     (repeatedCreates): one whose answer was lost, or a new replica, has
+//     nothing that tells it the resource exists.
+//   - The controller's picture may be pictureLag old: a create breaks
+//     pause or exclusion only if that state held both when it arrived and
+//     pictureLag before, the budget is counted as generously as either
+//     instant allows, and a deletion breaks the anti-loop rule only for a
+//     node unhealthy all along pictureLag.
+//   - A create during storm recovery is judged by the status written after
+//     it (stormStatus): the storm may have ended in that very sync, which
+//     only the next status tells.
+//   - A lease renewal is not judged while a watch is stalled, for leaseLag
+//     after a stalled watch ended, or while a watch that ended has not
+//     been opened again (watchLag): a stalled watch looks like a quiet one
+//     to its client, and until it has watched again it acts on the picture
+//     from before; a watch delay widens the lag by what it held back. A
+//     lease write whose answer was lost counts as an attempt to start a
+//     step (LostAnswer): it landed, and the controller saw an error.
+//   - The liveness bounds count from calm (Config.Calm): no fault window,
+//     no partition, no delayed or stalled watch. The controller cannot act
+//     on what it cannot reach or has not been shown.
+package check
