@@ -31,15 +31,20 @@ image: ## Build the container image without a Docker daemon into _output/image (
 	go run ./hack/image --output _output/image $(if $(ARCH),--arch "$(ARCH)") $(if $(IMAGE),--tag "$(IMAGE)") --version "$(VERSION)" $(if $(PUSH),--push)
 
 .PHONY: release
-release: k8s-binaries helm ## Write a release into _output/release (VERSION=vX.Y.Z, with its section in CHANGELOG.md): images for amd64 and arm64, nhc-controller.yaml, the Helm chart, kubectl-nhc archives and krew manifest, release notes, SHA256SUMS; the image is ghcr.io/nodehealthcheck/nhc-controller:VERSION@sha256:… (IMAGE_REPO names another repository), PUSH=1 pushes it.
-	go run ./hack/release --version "$(VERSION)" --output _output/release --kubectl "$(K8S_BINARIES)/kubectl" --helm "$(HELM)" $(if $(IMAGE_REPO),--image "$(IMAGE_REPO)") $(if $(PUSH),--push)
+release: release-check helm ## Write a release into _output/release (VERSION=vX.Y.Z, with its section in CHANGELOG.md): images for amd64 and arm64, nhc-controller.yaml, the Helm chart, kubectl-nhc archives and krew manifest, release notes, SHA256SUMS; the image is ghcr.io/nodehealthcheck/nhc-controller:VERSION@sha256:… (IMAGE_REPO names another repository), PUSH=1 pushes it.
+	go run ./hack/release --version "$(VERSION)" --output _output/release --helm "$(HELM)" $(if $(IMAGE_REPO),--image "$(IMAGE_REPO)") $(if $(PUSH),--push)
+
+# Before anything is built: the version and its CHANGELOG.md section.
+.PHONY: release-check
+release-check:
+	@go run ./hack/release-notes "$(VERSION)" > /dev/null
 
 .PHONY: test
 test: unit integration ## Run all tests: unit, then integration on a real kube-apiserver.
 
 .PHONY: unit
 unit: ## Run the unit tests (no control plane).
-	go test ./pkg/... ./cmd/...
+	go test ./pkg/... ./cmd/... ./hack/...
 
 # -timeout: on a clean clone the release test cross-compiles for four
 # platforms while other packages run; go test's default 10 minutes is too few.

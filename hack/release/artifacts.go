@@ -14,11 +14,15 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 )
 
-// installYAML renders the default install with its image set, into one file.
-func installYAML(kubectl, image, out string) error {
+// installYAML renders the default install with its image set, into one
+// file, with kustomize's Go API: what kubectl kustomize runs, without a
+// kubectl to build.
+func installYAML(image, out string) error {
 	work, err := os.MkdirTemp("", "nhc-release-")
 	if err != nil {
 		return err
@@ -50,7 +54,16 @@ func installYAML(kubectl, image, out string) error {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		return err
 	}
-	rendered, err := exec.Command(kubectl, "kustomize", filepath.Join(work, "manifests")).Output()
+	// Legacy order, as kubectl kustomize writes it: namespaces and CRDs
+	// before what lives in them, so that kubectl apply -f takes the file in
+	// one go.
+	options := krusty.MakeDefaultOptions()
+	options.Reorder = krusty.ReorderOptionLegacy
+	resources, err := krusty.MakeKustomizer(options).Run(filesys.MakeFsOnDisk(), filepath.Join(work, "manifests"))
+	if err != nil {
+		return fmt.Errorf("rendering the manifests: %w", err)
+	}
+	rendered, err := resources.AsYaml()
 	if err != nil {
 		return fmt.Errorf("rendering the manifests: %w", err)
 	}

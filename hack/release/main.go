@@ -29,7 +29,7 @@ import (
 	"sort"
 	"strings"
 
-	"golang.org/x/mod/semver"
+	"github.com/nodehealthcheck/nhc-controller/hack/internal/changelog"
 )
 
 // defaultRepository is where the project publishes its images, beside its
@@ -40,9 +40,15 @@ const defaultRepository = "ghcr.io/nodehealthcheck/nhc-controller"
 // reads the modules a binary is built from.
 const cyclonedxGomod = "github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@v1.10.0"
 
-// sbom writes the controller's software bill of materials.
-func sbom(out string) error {
-	return run("go", "run", cyclonedxGomod, "app", "-json", "-main", "cmd/nhc-controller", "-output", out, ".")
+// sbom writes the controller's software bill of materials, every module
+// with its licence (detected from the module's files, and asserted: a
+// scanner reads licenses, not evidence), and the controller named at the
+// release's version, which git describe gives only on a tagged commit.
+func sbom(out, version string) error {
+	if err := run("go", "run", cyclonedxGomod, "app", "-json", "-licenses", "-assert-licenses", "-main", "cmd/nhc-controller", "-output", out, "."); err != nil {
+		return err
+	}
+	return setSBOMVersion(out, version)
 }
 
 // digestFile names the image index's digest in the release folder.
@@ -65,10 +71,9 @@ func pluginBinary(goos string) string {
 // options are the release's flags.
 type options struct {
 	version, output, repository string
-	// kubectl and helm are the tools that render the install file and
-	// package the chart.
-	kubectl, helm string
-	push          bool
+	// helm packages the chart.
+	helm string
+	push bool
 }
 
 func main() {
@@ -76,7 +81,6 @@ func main() {
 	flag.StringVar(&o.version, "version", "", "the release's version, vMAJOR.MINOR.PATCH")
 	flag.StringVar(&o.output, "output", "_output/release", "the folder to write the release into; it is replaced")
 	flag.StringVar(&o.repository, "image", defaultRepository, "the image repository, such as registry.example.com/nhc-controller")
-	flag.StringVar(&o.kubectl, "kubectl", "kubectl", "the kubectl that renders the manifests (kubectl kustomize)")
 	flag.StringVar(&o.helm, "helm", "helm", "the helm that packages the chart (hack/build-helm.sh)")
 	flag.BoolVar(&o.push, "push", false, "also push the image index to --image's registry")
 	flag.Parse()
@@ -88,12 +92,10 @@ func main() {
 
 func release(o options) error {
 	version, output, repository, push := o.version, o.output, o.repository, o.push
-	// Canonical: vMAJOR.MINOR.PATCH in full, a pre-release allowed, no build
-	// metadata.
-	if !semver.IsValid(version) || semver.Canonical(version) != version {
-		return fmt.Errorf("version %q is not vMAJOR.MINOR.PATCH: tag the release, then make release VERSION=vX.Y.Z", version)
+	if err := changelog.Check(version); err != nil {
+		return err
 	}
-	notes, err := releaseNotes("CHANGELOG.md", version)
+	notes, err := changelog.Notes("CHANGELOG.md", version)
 	if err != nil {
 		return err
 	}
@@ -133,7 +135,7 @@ func release(o options) error {
 	if err := ociArchive(filepath.Join(output, "oci"), filepath.Join(output, "nhc-controller-"+version+"-oci.tar")); err != nil {
 		return err
 	}
-	if err := installYAML(o.kubectl, image, filepath.Join(output, "nhc-controller.yaml")); err != nil {
+	if err := installYAML(image, filepath.Join(output, "nhc-controller.yaml")); err != nil {
 		return err
 	}
 	if err := chartPackage(o.helm, version, image, output); err != nil {
@@ -147,7 +149,7 @@ func release(o options) error {
 	if err := os.WriteFile(filepath.Join(output, "nhc-controller.crds.yaml"), crd, 0o644); err != nil {
 		return err
 	}
-	if err := sbom(filepath.Join(output, "nhc-controller.sbom.cdx.json")); err != nil {
+	if err := sbom(filepath.Join(output, "nhc-controller.sbom.cdx.json"), version); err != nil {
 		return err
 	}
 	archives, err := pluginArchives(version, output)
@@ -158,31 +160,6 @@ func release(o options) error {
 		return err
 	}
 	return checksums(output)
-}
-
-// releaseNotes returns the section of the changelog headed with the version.
-func releaseNotes(changelog, version string) (string, error) {
-	data, err := os.ReadFile(changelog)
-	if err != nil {
-		return "", err
-	}
-	var section []string
-	in := false
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "## ") {
-			if in {
-				break
-			}
-			in = strings.Fields(line)[1] == version
-		}
-		if in {
-			section = append(section, line)
-		}
-	}
-	if len(section) < 2 {
-		return "", fmt.Errorf("%s has no section \"## %s\": write the release's notes first", changelog, version)
-	}
-	return strings.TrimSpace(strings.Join(section, "\n")) + "\n", nil
 }
 
 // run runs a command, its output on standard error.

@@ -69,7 +69,7 @@ func TestMakeRelease(t *testing.T) {
 	uninstallKeepsTheLeaseNamespace(t, env, filepath.Join(dir, "nhc-controller.yaml"))
 
 	checkKrewManifest(t, dir, version, listed)
-	checkSBOM(t, dir)
+	checkSBOM(t, dir, version)
 
 	notes, err := os.ReadFile(filepath.Join(dir, "release-notes.md"))
 	require.NoError(t, err)
@@ -80,6 +80,14 @@ func TestMakeRelease(t *testing.T) {
 	output, err = bad.CombinedOutput()
 	assert.Error(t, err)
 	assert.Contains(t, string(output), `version "v0.1" is not vMAJOR.MINOR.PATCH`)
+
+	// Checked before anything is built: no Helm, no image.
+	unwritten := exec.Command("make", "release", "VERSION=v9.9.9")
+	unwritten.Dir = root
+	output, err = unwritten.CombinedOutput()
+	assert.Error(t, err)
+	assert.Contains(t, string(output), `CHANGELOG.md has no section "## v9.9.9"`)
+	assert.NotContains(t, string(output), "hack/release ", "the release itself never ran")
 }
 
 // releaseChecksums checks SHA256SUMS: it lists every file a release
@@ -199,30 +207,44 @@ func checkKrewManifest(t *testing.T, dir, version string, listed map[string]stri
 	}
 }
 
-// checkSBOM checks the CycloneDX SBOM: it names the controller and lists
-// the modules it is built from.
-func checkSBOM(t *testing.T, dir string) {
+// sbomComponent is what the release test reads of an SBOM's component.
+type sbomComponent struct {
+	Name     string `json:"name"`
+	Version  string `json:"version"`
+	PURL     string `json:"purl"`
+	Licenses []struct {
+		License struct {
+			ID string `json:"id"`
+		} `json:"license"`
+	} `json:"licenses"`
+}
+
+// checkSBOM checks the CycloneDX SBOM: it names the controller at the
+// release's version, and lists the modules it is built from, each with its
+// licence.
+func checkSBOM(t *testing.T, dir, version string) {
 	var bom struct {
 		BOMFormat string `json:"bomFormat"`
 		Metadata  struct {
-			Component struct {
-				Name string `json:"name"`
-			} `json:"component"`
+			Component sbomComponent `json:"component"`
 		} `json:"metadata"`
-		Components []struct {
-			Name string `json:"name"`
-		} `json:"components"`
+		Components []sbomComponent `json:"components"`
 	}
 	data, err := os.ReadFile(filepath.Join(dir, "nhc-controller.sbom.cdx.json"))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(data, &bom))
 	assert.Equal(t, "CycloneDX", bom.BOMFormat)
-	assert.Equal(t, "github.com/nodehealthcheck/nhc-controller", bom.Metadata.Component.Name)
-	assert.True(t, slices.ContainsFunc(bom.Components, func(c struct {
-		Name string `json:"name"`
-	}) bool {
-		return c.Name == "k8s.io/client-go"
-	}), "the SBOM lists the modules the controller is built from")
+	main := bom.Metadata.Component
+	assert.Equal(t, "github.com/nodehealthcheck/nhc-controller", main.Name)
+	assert.Equal(t, version, main.Version, "the controller at the release's version")
+	assert.Contains(t, main.PURL, "@"+version, "its package URL too")
+	require.NotEmpty(t, main.Licenses)
+	assert.Equal(t, "Apache-2.0", main.Licenses[0].License.ID)
+	assert.True(t, slices.ContainsFunc(bom.Components, func(c sbomComponent) bool { return c.Name == "k8s.io/client-go" }),
+		"the SBOM lists the modules the controller is built from")
+	for _, c := range bom.Components {
+		assert.NotEmpty(t, c.Licenses, "the licence of %s", c.Name)
+	}
 }
 
 // repoLicense is the project's licence.
