@@ -30,7 +30,7 @@ func TestAnEscalationWaitsForAnotherControlPlaneNodesRemediation(t *testing.T) {
 		s.RemediationTemplate = nil
 		s.EscalatingRemediations = []v1alpha1.EscalatingRemediation{
 			{RemediationTemplate: framework.TemplateRef("cp-escalate-soft"), Order: 1, Timeout: metav1.Duration{Duration: time.Minute}},
-			{RemediationTemplate: framework.TemplateRef("cp-escalate-hard"), Order: 2, Timeout: metav1.Duration{Duration: time.Minute}},
+			{RemediationTemplate: framework.TemplateRef("cp-escalate-hard"), Order: 2, Timeout: metav1.Duration{Duration: time.Hour}},
 		}
 	})
 	other := fw.CreateNHC(t, "cp-other", nil)
@@ -46,8 +46,8 @@ func TestAnEscalationWaitsForAnotherControlPlaneNodesRemediation(t *testing.T) {
 	require.Len(t, remediationsOf(t, a), 2, "the hard step")
 
 	// An operator deletes the node's resources: its soft step stays on
-	// record as timed out, and its hard step is due again, while the node is
-	// under no resource.
+	// record as timed out, and its hard step, within its timeout, is due
+	// again on its first clock, while the node is under no resource.
 	deleteResourcesOf(t, a)
 
 	// Another control-plane node's remediation starts, and the in-process
