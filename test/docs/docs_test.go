@@ -1,7 +1,8 @@
 // Package docs checks the documentation against itself and against what
 // ships: no section twice, no alert that advises the opposite of its
-// runbook, and workflows that do what docs/verify.md says a release is:
-// tested, signed and attested, with every action pinned by commit.
+// runbook, counts and sizes that agree with the manifests, and workflows
+// that do what docs/verify.md says a release is: tested, signed and
+// attested, with every action pinned by commit.
 package docs
 
 import (
