@@ -1,0 +1,141 @@
+package controller
+
+import (
+	"context"
+	"maps"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
+)
+
+// fakeRemediations is the remediation rooms, observer and writer, faked:
+// it reads obs, and records the writes it is asked to send. By default
+// every write succeeds.
+type fakeRemediations struct {
+	// mu guards syncs: a sync sends its creates in parallel.
+	mu    sync.Mutex
+	clock *clocktesting.FakeClock
+	obs   remediation.Observation
+	// recorded are what the statuses of other NodeHealthChecks record of
+	// kinds that cannot be read, added to the other owners.
+	recorded  map[string][]resource.Owner
+	forgotten []string
+	// createErr and annotateErr, when set, answer every create and every
+	// annotation.
+	createErr, annotateErr error
+	// syncs are the writes each sync asked for, from its first look at
+	// the ledger (LookUpLapsed).
+	syncs []fakeSync
+}
+
+// fakeSync is what one sync asked to write: the creates, sent or failed,
+// and the annotations.
+type fakeSync struct {
+	creates     []health.Creation
+	annotations []fakeAnnotation
+}
+
+// current is the sync under way.
+func (f *fakeRemediations) current() *fakeSync {
+	if len(f.syncs) == 0 {
+		f.syncs = append(f.syncs, fakeSync{})
+	}
+	return &f.syncs[len(f.syncs)-1]
+}
+
+// creates are the creates every sync asked for.
+func (f *fakeRemediations) creates() []health.Creation {
+	var all []health.Creation
+	for _, s := range f.syncs {
+		all = append(all, s.creates...)
+	}
+	return all
+}
+
+// fakeAnnotation is an annotation asked for.
+type fakeAnnotation struct {
+	ref   corev1.ObjectReference
+	key   string
+	value *string
+}
+
+func (f *fakeRemediations) WatchAll(func() ([]*v1alpha1.NodeHealthCheck, error)) error { return nil }
+
+func (f *fakeRemediations) Watch(*v1alpha1.NodeHealthCheck) (remediation.Watched, error) {
+	return remediation.Watched{}, nil
+}
+
+// Read returns obs with maps of its own, as every read does.
+func (f *fakeRemediations) Read(*v1alpha1.NodeHealthCheck, remediation.Watched, []*v1alpha1.NodeHealthCheck) (remediation.Observation, error) {
+	obs := f.obs
+	obs.OtherOwners = maps.Clone(obs.OtherOwners)
+	for node, owners := range f.recorded {
+		if obs.OtherOwners == nil {
+			obs.OtherOwners = map[string][]resource.Owner{}
+		}
+		obs.OtherOwners[node] = append(obs.OtherOwners[node], owners...)
+	}
+	obs.BusyControlPlaneNodes = maps.Clone(obs.BusyControlPlaneNodes)
+	return obs, nil
+}
+
+func (f *fakeRemediations) Forget(nhc string) { f.forgotten = append(f.forgotten, nhc) }
+
+func (f *fakeRemediations) Create(_ context.Context, _ *v1alpha1.NodeHealthCheck, c health.Creation, _ *remediation.Observation) (health.Created, error) {
+	f.mu.Lock()
+	s := f.current()
+	s.creates = append(s.creates, c)
+	f.mu.Unlock()
+	if f.createErr != nil {
+		return health.Created{}, f.createErr
+	}
+	return health.Created{Creation: c, Resource: createdRef(c), CreationTime: f.clock.Now()}, nil
+}
+
+func (f *fakeRemediations) Delete(context.Context, string, *remediation.Observation, health.Deletion) error {
+	return nil
+}
+
+func (f *fakeRemediations) Annotate(_ context.Context, _ *remediation.Observation, ref corev1.ObjectReference, key string, value *string) error {
+	f.mu.Lock()
+	s := f.current()
+	s.annotations = append(s.annotations, fakeAnnotation{ref: ref, key: key, value: value})
+	f.mu.Unlock()
+	return f.annotateErr
+}
+
+func (f *fakeRemediations) RemoveNodeAnnotation(context.Context, string, string) error { return nil }
+
+// LookUpLapsed starts the record of a sync: every sync looks first.
+func (f *fakeRemediations) LookUpLapsed(context.Context) { f.syncs = append(f.syncs, fakeSync{}) }
+
+// The sync tests call the handlers themselves.
+func (f *fakeRemediations) AddChangeHandler(remediation.ResourceChangeFunc) {}
+func (f *fakeRemediations) AddKindChangeHandler(remediation.KindChangeFunc) {}
+
+// fakeLeases takes every node lease, after beforeAcquire, and records the
+// deadline of each write's context.
+type fakeLeases struct {
+	beforeAcquire func()
+	deadlines     []time.Time
+}
+
+func (f *fakeLeases) Acquire(ctx context.Context, _ health.LeaseRequest) error {
+	deadline, _ := ctx.Deadline()
+	f.deadlines = append(f.deadlines, deadline)
+	if f.beforeAcquire != nil {
+		f.beforeAcquire()
+	}
+	return nil
+}
+
+func (f *fakeLeases) Renew(context.Context, health.LeaseRequest) error { return nil }
+func (f *fakeLeases) Release(context.Context, string, string) error    { return nil }
+func (f *fakeLeases) Problem(error) string                             { return "" }
