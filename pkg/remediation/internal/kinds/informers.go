@@ -152,10 +152,9 @@ type stoppedInformer struct {
 	shown shown
 }
 
-// New returns the informers of remediation kinds, which run until ctx
-// ends. metadata is a client whose lists and watches ask for metadata alone
-// (client's own, in tests whose fake API server does not tell the two
-// apart).
+// New returns the remediation kinds' informers, running until ctx ends.
+// metadata lists and watches for metadata alone (client itself in tests
+// whose fake API server does not tell the two apart).
 func New(ctx context.Context, client, metadata dynamic.Interface, clk clock.PassiveClock) *Informers {
 	return &Informers{
 		ctx: ctx, client: client, metadata: metadata, clock: clk, grace: WatchGrace,
