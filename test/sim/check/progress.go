@@ -28,8 +28,9 @@ const deletionBound = 2 * time.Minute
 
 // recoveries checks that the remediation of a node healthy by its
 // NodeHealthCheck's conditions, selected, with healthyDelay not negative,
-// is deleted within healthyDelay + deletionBound of the later of its
-// recovery and the calm's start. A resource held by a remediator's
+// is deleted within healthyDelay + deletionBound of the latest of its
+// recovery, the moment its healthyDelay or a manual confirmation made the
+// deletion due, and the calm's start. A resource held by a remediator's
 // finalizer counts as deleted once it is being deleted; a kind the
 // controller cannot read holds what it shows.
 func (c *Checker) recoveries(all []remediationObj, calm bool) {
@@ -44,12 +45,6 @@ func (c *Checker) recoveries(all []remediationObj, calm bool) {
 		if _, matching := conditionsHold(nhc, node, now); matching {
 			continue
 		}
-		seen[key] = true
-		since, ok := c.healthySince[key]
-		if !ok {
-			c.healthySince[key] = now
-			continue
-		}
 		delay := time.Duration(0)
 		if nhc.Spec.HealthyDelay != nil {
 			delay = nhc.Spec.HealthyDelay.Duration
@@ -57,7 +52,18 @@ func (c *Checker) recoveries(all []remediationObj, calm bool) {
 		if _, confirmed := node.Annotations[v1alpha1.ManuallyConfirmedHealthyAnnotation]; confirmed {
 			delay = 0
 		}
-		if !calm || delay < 0 || c.unreadableLately(nhc, now) || meta.IsStatusConditionTrue(nhc.Status.Conditions, v1alpha1.ConditionDisabled) {
+		if delay < 0 {
+			// Kept until a manual confirmation: nothing is due, and the
+			// clock starts when the spec or the annotation makes it due.
+			continue
+		}
+		seen[key] = true
+		since, ok := c.healthySince[key]
+		if !ok {
+			c.healthySince[key] = now
+			continue
+		}
+		if !calm || c.unreadableLately(nhc, now) || meta.IsStatusConditionTrue(nhc.Status.Conditions, v1alpha1.ConditionDisabled) {
 			continue
 		}
 		start := since
