@@ -198,38 +198,33 @@ func (e *evaluation) stepEnd(node string, p progress) stepEnd {
 	return end
 }
 
-// timedOutAt returns when a resource was given up on, from the status entry
-// or from its annotation, or nil.
-func timedOutAt(r *Remediation, entry *v1alpha1.UnhealthyNode) *metav1.Time {
-	if rem := entryRemediation(entry, r.Ref.UID); rem != nil && rem.TimedOut != nil {
-		return rem.TimedOut
-	}
-	if !r.TimedOut.IsZero() {
-		t := metav1.NewTime(r.TimedOut)
-		return &t
-	}
-	return nil
-}
-
-func entryRemediation(entry *v1alpha1.UnhealthyNode, uid types.UID) *v1alpha1.Remediation {
-	if entry == nil {
-		return nil
-	}
-	for _, rem := range entry.Remediations {
-		if rem != nil && rem.Resource.UID == uid {
-			return rem
-		}
-	}
-	return nil
-}
-
-func hasResource(resources []Remediation, uid types.UID) bool {
+// heldStep makes the running step of a node whose resources are all being
+// deleted the deleting resource of the highest step with a timeout that
+// never timed out and was created in this incident (at or after the
+// unhealthy condition's start): deleted by its remediator or a user while
+// the node stayed unhealthy, and held by a finalizer. A resource created
+// before, deleted when the node recovered, is no step of this incident.
+func (e *evaluation) heldStep(v *NodeVerdict, resources []Remediation, previous *v1alpha1.UnhealthyNode, p *progress) bool {
+	steps := e.rules.steps
+	held, heldStep := (*Remediation)(nil), -1
 	for i := range resources {
-		if resources[i].Ref.UID == uid {
-			return true
+		r := &resources[i]
+		idx := stepOf(steps, &r.Ref, r.TemplateName)
+		if !r.Deleting || idx < 0 || steps[idx].timeout <= 0 || timedOutAt(r, previous) != nil || v.Since.IsZero() || r.Created.Before(v.Since) {
+			continue
+		}
+		if idx > heldStep {
+			held, heldStep = r, idx
 		}
 	}
-	return false
+	if held == nil {
+		return false
+	}
+	p.current, p.currentStep = held, heldStep
+	if rem := entryRemediation(previous, held.Ref.UID); rem != nil {
+		p.recordedStart = rem.Started.Time
+	}
+	return true
 }
 
 // escalation is a node under remediation that may move to its next step.
@@ -262,6 +257,11 @@ func (e *evaluation) remediate(i int, resources []Remediation, previous *v1alpha
 		// A running step is handled even while an earlier one is being
 		// deleted: its timeout and failure must not freeze.
 		v.Superseded = superseded(steps, p, resources, previous)
+		e.escalations = append(e.escalations, escalation{v: v, p: p})
+	case p.deleting && e.heldStep(v, resources, previous, &p):
+		// A step of this incident whose resource its remediator or a user
+		// deleted, held by a finalizer: it still ends on its clock, and the
+		// next step, another resource, follows.
 		e.escalations = append(e.escalations, escalation{v: v, p: p})
 	case p.deleting:
 		// Only resources being deleted: the node relapsed during their

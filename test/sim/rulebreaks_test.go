@@ -10,8 +10,8 @@ import (
 )
 
 // Rule-breaks the simulation found, as the generated histories that found
-// them, shrunk (seed 630 with -sim.focus control-plane, seeds 4, 167, 2 and
-// 755, simplified): on the code before their fixes each breaks its
+// them, shrunk (seed 630 with -sim.focus control-plane, seeds 4, 167, 2,
+// 755 and 7775, simplified): on the code before their fixes each breaks its
 // invariant, and none may again.
 func TestRuleBreaks(t *testing.T) {
 	cp := func(node, pool string) gen.Step {
@@ -102,6 +102,24 @@ func TestRuleBreaks(t *testing.T) {
 				{Op: gen.OpWatchStall, Resource: "leases"},
 				{Op: gen.OpEditNHC, NHC: "nhc-1", Spec: &gen.NHCSpec{Pools: []string{"cp"}, Conditions: ready("False", 10*time.Second), Steps: []gen.TemplateStep{{Kind: "Gamma", Template: "gamma-1", Timeout: 3 * time.Minute}}}},
 				{After: 30 * time.Second, Op: gen.OpRelabel, Node: "cp-2", Pool: "a"},
+				{After: 10 * time.Minute, Op: gen.OpFaults, Fault: apiserver.FaultNone},
+			},
+		},
+		{
+			// Seed 7775: the first step's resource held by its remediator's
+			// finalizer and deleted by it, the watches broken and compacted
+			// meanwhile: the second step must come one timeout after the
+			// first started.
+			name: "6: a step whose resource is deleted but held by a finalizer times out",
+			steps: []gen.Step{
+				worker("worker-2", "b"), template("Alpha", "alpha-1"), template("Alpha", "alpha-2"),
+				nhc("nhc-2", gen.NHCSpec{Pools: []string{"a", "b", "cp"}, Conditions: ready("False", 30*time.Second), Paused: true,
+					Steps: []gen.TemplateStep{{Kind: "Alpha", Template: "alpha-1", Timeout: time.Minute}, {Kind: "Alpha", Template: "alpha-2", Timeout: 3 * time.Minute}}}),
+				{Op: gen.OpPause, NHC: "nhc-2", On: false},
+				fail(0, "worker-2", "False"),
+				{After: 15 * time.Second, Op: gen.OpWatchBreak, On: true},
+				{After: 15 * time.Second, Op: gen.OpRemediator, Kind: "Alpha", Behaviour: gen.BehaveFinalize},
+				{Op: gen.OpRemediator, Kind: "Alpha", Behaviour: gen.BehaveDelete},
 				{After: 10 * time.Minute, Op: gen.OpFaults, Fault: apiserver.FaultNone},
 			},
 		},

@@ -1,0 +1,46 @@
+package health
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+)
+
+// What a node's status entry records of its remediations, read beside its
+// resources.
+
+// hasResource tells whether a resource of that UID exists.
+func hasResource(resources []Remediation, uid types.UID) bool {
+	for i := range resources {
+		if resources[i].Ref.UID == uid {
+			return true
+		}
+	}
+	return false
+}
+
+// timedOutAt returns when a resource was given up on, from the status entry
+// or from its annotation, or nil.
+func timedOutAt(r *Remediation, entry *v1alpha1.UnhealthyNode) *metav1.Time {
+	if rem := entryRemediation(entry, r.Ref.UID); rem != nil && rem.TimedOut != nil {
+		return rem.TimedOut
+	}
+	if !r.TimedOut.IsZero() {
+		t := metav1.NewTime(r.TimedOut)
+		return &t
+	}
+	return nil
+}
+
+func entryRemediation(entry *v1alpha1.UnhealthyNode, uid types.UID) *v1alpha1.Remediation {
+	if entry == nil {
+		return nil
+	}
+	for _, rem := range entry.Remediations {
+		if rem != nil && rem.Resource.UID == uid {
+			return rem
+		}
+	}
+	return nil
+}
