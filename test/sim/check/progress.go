@@ -185,16 +185,16 @@ func (c *Checker) escalations(all []remediationObj, calm bool) {
 }
 
 // runningStep is the highest step of a NodeHealthCheck whose resource for
-// a node was created since the node last was healthy by its conditions,
+// a node was created in the node's incident (incidentStart),
 // with its first start then, unless that step is timed out on record (the
 // last one) or a later step's resource followed it; -1 otherwise. A spec
 // edited since the step started asks nothing.
 func (c *Checker) runningStep(nhc *v1alpha1.NodeHealthCheck, node string, steps []v1alpha1.EscalatingRemediation, now time.Time) (int, time.Time) {
-	incident := c.lastHealthy(nhc, node, now)
+	incident := c.incidentStart(nhc, node, now)
 	step, started := -1, time.Time{}
 	for _, l := range c.lives {
-		// A resource created at the instant the node was last healthy
-		// belongs to the incident that ended then.
+		// A resource created at the instant an incident ended belongs to
+		// that incident.
 		if l.owner != nhc.UID || l.node != node || !l.created.After(incident) {
 			continue
 		}
@@ -219,9 +219,11 @@ func (c *Checker) runningStep(nhc *v1alpha1.NodeHealthCheck, node string, steps 
 	return step, started
 }
 
-// lastHealthy is the last instant before t at which a node matched none
-// of a NodeHealthCheck's unhealthy conditions.
-func (c *Checker) lastHealthy(nhc *v1alpha1.NodeHealthCheck, name string, t time.Time) time.Time {
+// incidentStart is the last instant before t at which a node was gone,
+// not selected by a NodeHealthCheck, or matched none of its unhealthy
+// conditions: each ends an incident, and the controller deletes the
+// node's resources then.
+func (c *Checker) incidentStart(nhc *v1alpha1.NodeHealthCheck, name string, t time.Time) time.Time {
 	var last time.Time
 	for _, v := range c.nodes[name] {
 		if v.at.After(t) {
@@ -231,7 +233,8 @@ func (c *Checker) lastHealthy(nhc *v1alpha1.NodeHealthCheck, name string, t time
 			last = v.at
 			continue
 		}
-		if _, matching := conditionsHold(nhc, typedOf[corev1.Node](c, v.obj), v.at); !matching {
+		node := typedOf[corev1.Node](c, v.obj)
+		if _, matching := conditionsHold(nhc, node, v.at); !matching || !selects(nhc, node) {
 			last = v.at
 		}
 	}
