@@ -58,28 +58,12 @@ func (c *Checker) recoveries(all []remediationObj, calm bool) {
 			continue
 		}
 		seen[key] = true
-		since, ok := c.healthySince[key]
-		if !ok {
-			c.healthySince[key] = now
-			continue
-		}
-		if !calm || c.unreadableLately(nhc, now) || meta.IsStatusConditionTrue(nhc.Status.Conditions, v1alpha1.ConditionDisabled) {
-			continue
-		}
-		start := since
-		if c.calmSince.After(start) {
-			start = c.calmSince
-		}
-		if !now.Before(start.Add(delay + deletionBound)) {
+		if since, late := c.overdue(c.healthySince, key, nhc, calm, delay+deletionBound); late {
 			c.fail(InvDeletedWhenHealthy, "%s of NodeHealthCheck %s still exists, its node %s healthy since %s (healthyDelay %s): %s",
 				describe(r.obj), nhc.Name, r.node, since.Format("15:04:05"), delay, conditionsOf(node))
 		}
 	}
-	for key := range c.healthySince {
-		if !seen[key] {
-			delete(c.healthySince, key)
-		}
-	}
+	forgetUnseen(c.healthySince, seen)
 }
 
 // leaseReleases checks that a node lease of ours is released (deleted)
@@ -105,26 +89,40 @@ func (c *Checker) leaseReleases(calm bool) {
 			}
 		}
 		seen[key] = true
-		since, ok := c.releaseSince[key]
-		if !ok {
-			c.releaseSince[key] = now
-			continue
-		}
-		if !calm || c.unreadableLately(nhc, now) || meta.IsStatusConditionTrue(nhc.Status.Conditions, v1alpha1.ConditionDisabled) {
-			continue
-		}
-		start := since
-		if c.calmSince.After(start) {
-			start = c.calmSince
-		}
-		if !now.Before(start.Add(deletionBound)) {
+		if since, late := c.overdue(c.releaseSince, key, nhc, calm, deletionBound); late {
 			c.fail(InvLeaseReleased, "node lease of %s held by %s since %s, though NodeHealthCheck %s has no remediation of the node and it is not unhealthy",
 				node, lease.Holder, since.Format("15:04:05"), name)
 		}
 	}
-	for key := range c.releaseSince {
+	forgetUnseen(c.releaseSince, seen)
+}
+
+// overdue records in dueSince when something first became due for a key,
+// and tells whether it is late: due for bound since the later of then and
+// the calm's start, while the cluster is calm and the NodeHealthCheck can
+// act (its kinds readable, not disabled).
+func (c *Checker) overdue(dueSince map[runKey]time.Time, key runKey, nhc *v1alpha1.NodeHealthCheck, calm bool, bound time.Duration) (since time.Time, late bool) {
+	now := time.Now()
+	since, ok := dueSince[key]
+	if !ok {
+		dueSince[key] = now
+		return now, false
+	}
+	if !calm || c.unreadableLately(nhc, now) || meta.IsStatusConditionTrue(nhc.Status.Conditions, v1alpha1.ConditionDisabled) {
+		return since, false
+	}
+	start := since
+	if c.calmSince.After(start) {
+		start = c.calmSince
+	}
+	return since, !now.Before(start.Add(bound))
+}
+
+// forgetUnseen drops what was due for the keys this check did not see.
+func forgetUnseen(dueSince map[runKey]time.Time, seen map[runKey]bool) {
+	for key := range dueSince {
 		if !seen[key] {
-			delete(c.releaseSince, key)
+			delete(dueSince, key)
 		}
 	}
 }
@@ -177,11 +175,7 @@ func (c *Checker) escalations(all []remediationObj, calm bool) {
 			}
 		}
 	}
-	for key := range c.escalateSince {
-		if !seen[key] {
-			delete(c.escalateSince, key)
-		}
-	}
+	forgetUnseen(c.escalateSince, seen)
 }
 
 // runningStep is the highest step of a NodeHealthCheck whose resource for
