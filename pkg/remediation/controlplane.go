@@ -57,11 +57,8 @@ func (o *Observer) readControlPlane(obs *Observation, reserved []string) {
 }
 
 // mayBeControlPlane tells whether a node is a control-plane node, or may
-// have been: it is gone, or no node cache was given to tell.
+// have been: it is gone.
 func (o *Observer) mayBeControlPlane(node string) bool {
-	if o.nodes == nil {
-		return true
-	}
 	n, err := o.nodes.Get(node)
 	return apierrors.IsNotFound(err) || err == nil && v1alpha1.IsControlPlane(n.Labels)
 }
