@@ -99,7 +99,7 @@ func (s *sim) apply(step gen.Step) {
 func (s *sim) setNodeCondition(step gen.Step) {
 	s.edit(cluster.Nodes, "", step.Node, true, func(u *unstructured.Unstructured) {
 		var node corev1.Node
-		fromUnstructured(u, &node)
+		cluster.FromUnstructured(u, &node)
 		setCondition(&node, corev1.NodeConditionType(step.Condition), corev1.ConditionStatus(step.Status), step.Skew)
 		u.Object["status"] = toUnstructured(node.Status).Object
 	})
@@ -319,7 +319,7 @@ func (s *sim) nodeMaintenance(node string, take bool) {
 	if !take {
 		if err == nil {
 			var lease coordinationv1.Lease
-			fromUnstructured(current, &lease)
+			cluster.FromUnstructured(current, &lease)
 			if ptr.Deref(lease.Spec.HolderIdentity, "") == nmoHolder {
 				_, _ = st.Remove(cluster.Leases, leaseNamespace, name, &metav1.DeleteOptions{})
 			}
@@ -334,7 +334,7 @@ func (s *sim) nodeMaintenance(node string, take bool) {
 		return
 	}
 	var lease coordinationv1.Lease
-	fromUnstructured(current, &lease)
+	cluster.FromUnstructured(current, &lease)
 	held := health.NodeLease{Holder: ptr.Deref(lease.Spec.HolderIdentity, ""), Duration: time.Duration(ptr.Deref(lease.Spec.LeaseDurationSeconds, 0)) * time.Second}
 	if lease.Spec.RenewTime != nil {
 		held.Renewed = lease.Spec.RenewTime.Time

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nodehealthcheck/nhc-controller/test/sim/apiserver"
+	"github.com/nodehealthcheck/nhc-controller/test/sim/cluster"
 )
 
 // The controller's process as the simulation sees it: a leader that crashes
@@ -69,7 +70,7 @@ func (s *sim) nextLeadershipChange() time.Time {
 	case r == nil:
 		return s.nextLeaderAt
 	case !r.partitionedAt.IsZero():
-		return earliest(r.healsAt, r.partitionedAt.Add(renewDeadline))
+		return cluster.Earliest(r.healsAt, r.partitionedAt.Add(renewDeadline))
 	}
 	return time.Time{}
 }
@@ -120,15 +121,4 @@ func (s *sim) leaderName() string {
 		return ""
 	}
 	return s.leader.name
-}
-
-// earliest is the earliest of instants; zero ones are none.
-func earliest(times ...time.Time) time.Time {
-	var e time.Time
-	for _, t := range times {
-		if !t.IsZero() && (e.IsZero() || t.Before(e)) {
-			e = t
-		}
-	}
-	return e
 }

@@ -82,17 +82,6 @@ func toUnstructured(obj any) *unstructured.Unstructured {
 	return u
 }
 
-// fromUnstructured converts into a typed object.
-func fromUnstructured(u *unstructured.Unstructured, into any) {
-	raw, err := json.Marshal(u.Object)
-	if err != nil {
-		panic(err)
-	}
-	if err := json.Unmarshal(raw, into); err != nil {
-		panic(err)
-	}
-}
-
 func nowTime() metav1.Time { return metav1.NewTime(time.Now().Truncate(time.Second)) }
 
 // gvrOf names a resource "group/version/resource" for messages.

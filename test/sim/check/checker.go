@@ -1,7 +1,6 @@
 package check
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
@@ -115,7 +114,7 @@ func typedOf[T any](c *Checker, u *unstructured.Unstructured) *T {
 		return t
 	}
 	t := new(T)
-	fromUnstructured(u, t)
+	cluster.FromUnstructured(u, t)
 	c.typed[key] = t
 	return t
 }
@@ -217,26 +216,4 @@ func (c *Checker) Observe(gvr schema.GroupVersionResource, typ watch.EventType, 
 			}
 		}
 	}
-}
-
-// fromUnstructured converts a stored object into a typed one.
-func fromUnstructured(u *unstructured.Unstructured, into any) {
-	raw, err := json.Marshal(u.Object)
-	if err != nil {
-		panic(err)
-	}
-	if err := json.Unmarshal(raw, into); err != nil {
-		panic(err)
-	}
-}
-
-// earliest is the earliest of instants; zero ones are none.
-func earliest(times ...time.Time) time.Time {
-	var e time.Time
-	for _, t := range times {
-		if !t.IsZero() && (e.IsZero() || t.Before(e)) {
-			e = t
-		}
-	}
-	return e
 }

@@ -55,7 +55,7 @@ func (c *Checker) NextDue() time.Time {
 	for _, w := range c.leaseWrites {
 		due = append(due, w.at.Add(leaseLag))
 	}
-	return earliest(due...)
+	return cluster.Earliest(due...)
 }
 
 // liveness checks that a node that needs a remediation, and that nothing

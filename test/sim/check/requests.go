@@ -120,7 +120,7 @@ func nameOf(call *apiserver.Call) string {
 
 func leaseOf(obj *unstructured.Unstructured) (node string, lease health.NodeLease) {
 	var l coordinationv1.Lease
-	fromUnstructured(obj, &l)
+	cluster.FromUnstructured(obj, &l)
 	node, _ = health.LeaseNode(l.Name, "")
 	return node, nodeLeaseOf(&l)
 }
