@@ -56,6 +56,13 @@ func run(seeds int, only string) error {
 		return err
 	}
 	defer os.RemoveAll(work)
+	// Every mutation is checked before any is played, so a stale one fails
+	// the run in a second, not after the others' minutes.
+	for _, m := range mutations {
+		if _, err := m.apply(); err != nil {
+			return fmt.Errorf("mutation %s: %w", m.Name, err)
+		}
+	}
 	var results []result
 	for _, m := range mutations {
 		if only != "" && !slices.Contains(strings.Split(only, ","), m.Name) {
@@ -82,15 +89,9 @@ func run(seeds int, only string) error {
 // to the first broken invariant.
 func try(work string, m mutation, seeds int) (result, error) {
 	r := result{mutation: m}
-	source, err := os.ReadFile(m.File)
+	source, err := m.apply()
 	if err != nil {
 		return r, err
-	}
-	for _, e := range m.Edits {
-		if n := bytes.Count(source, []byte(e.Old)); n != 1 {
-			return r, fmt.Errorf("%s holds %q %d times, not once: the mutation is stale", m.File, e.Old, n)
-		}
-		source = bytes.Replace(source, []byte(e.Old), []byte(e.New), 1)
 	}
 	mutated := filepath.Join(work, m.Name+".go")
 	if err := os.WriteFile(mutated, source, 0o644); err != nil {
@@ -136,6 +137,23 @@ func try(work string, m mutation, seeds int) (result, error) {
 		return r, fmt.Errorf("the simulation failed without a broken invariant:\n%s", out)
 	}
 	return r, nil
+}
+
+// apply is m.File's source with m's edits made, or an error when an edit's
+// Old does not occur exactly once: the code moved on and the mutation with
+// it must.
+func (m mutation) apply() ([]byte, error) {
+	source, err := os.ReadFile(m.File)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range m.Edits {
+		if n := bytes.Count(source, []byte(e.Old)); n != 1 {
+			return nil, fmt.Errorf("%s holds %q %d times, not once: the mutation is stale", m.File, e.Old, n)
+		}
+		source = bytes.Replace(source, []byte(e.Old), []byte(e.New), 1)
+	}
+	return source, nil
 }
 
 // table is the results as the Markdown table docs/mutations.md holds.

@@ -21,7 +21,7 @@ var mutations = []mutation{
 	},
 	{
 		Name: "control-plane-escalation", Rule: "one control-plane node at a time, escalation steps",
-		File: "pkg/health/evaluate.go",
+		File: "pkg/health/escalation.go",
 		Edits: []edit{
 			{Old: "\t\tgate = e.createGate\n", New: "\t\tgate = e.escalationGate\n"},
 			{Old: "if v.Waiting = e.createGate(v); v.Waiting == WaitNone {", New: "if v.Waiting = e.escalationGate(v); v.Waiting == WaitNone {"},
