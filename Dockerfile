@@ -9,8 +9,12 @@
 #   docker build --build-arg VERSION=$(git describe --tags --always) -t nhc-controller .
 
 # The build stage compiles a static, trimmed binary with no build ID, and
-# lays out hack/image/rootfs.go's root filesystem around it.
-FROM golang:1.26 AS build
+# lays out hack/image/rootfs.go's root filesystem around it. Its base is
+# pinned by the digest of golang:1.26's multi-platform index, so a build
+# never runs a compiler nobody reviewed; Dependabot proposes the next one
+# (.github/dependabot.yml). To look one up by hand:
+#   docker buildx imagetools inspect golang:1.26
+FROM golang:1.26@sha256:3aff6657219a4d9c14e27fb1d8976c49c29fddb70ba835014f477e1c70636647 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download

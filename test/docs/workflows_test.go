@@ -177,3 +177,36 @@ func TestTheReleaseIsTestedSignedAndAttested(t *testing.T) {
 		assert.Less(t, at[signed], at["publish"], "%s before the assets are published", signed)
 	}
 }
+
+// fromLine is a Dockerfile's FROM instruction: its flags, its image.
+var fromLine = regexp.MustCompile(`(?m)^FROM\s+(?:--\S+\s+)*(\S+)`)
+
+// The Dockerfile's every base is empty or pinned by digest, and something
+// moves the pins: Dependabot watches the actions, the Dockerfile and the
+// Go modules.
+func TestTheDockerfilePinsItsBasesAndDependabotMovesThePins(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(), "Dockerfile"))
+	require.NoError(t, err)
+	froms := fromLine.FindAllStringSubmatch(string(data), -1)
+	require.NotEmpty(t, froms)
+	for _, m := range froms {
+		if m[1] == "scratch" {
+			continue
+		}
+		assert.Regexp(t, `@sha256:[0-9a-f]{64}$`, m[1], "FROM %s: pinned by digest", m[1])
+	}
+
+	data, err = os.ReadFile(filepath.Join(controlplane.RepoRoot(), ".github", "dependabot.yml"))
+	require.NoError(t, err)
+	var config struct {
+		Updates []struct {
+			Ecosystem string `json:"package-ecosystem"`
+		} `json:"updates"`
+	}
+	require.NoError(t, yaml.Unmarshal(data, &config))
+	var ecosystems []string
+	for _, u := range config.Updates {
+		ecosystems = append(ecosystems, u.Ecosystem)
+	}
+	assert.ElementsMatch(t, []string{"github-actions", "docker", "gomod"}, ecosystems)
+}
