@@ -23,9 +23,10 @@ type incidentStep struct {
 }
 
 // Each status write of an incident shows something new: a node failed, its
-// remediation started, its deletion is held, it ended. The sync that
-// deletes a resource writes nothing: the caches show its deletion a moment
-// later, and the next sync records the result once.
+// remediation started, it recovered and its resource is being deleted, it
+// ended. The sync that deletes the resource on the recovery records the
+// recovery alone (conditionsHealthyTimestamp): the caches show the deletion
+// a moment later, and a deletion held by a finalizer adds nothing to write.
 func TestSyncWritesEachStepOfAnIncidentOnce(t *testing.T) {
 	countsOnly := func(t *testing.T, status v1alpha1.NodeHealthCheckStatus) {
 		assert.Equal(t, ptr.To(int32(1)), status.HealthyNodes)
@@ -37,9 +38,10 @@ func TestSyncWritesEachStepOfAnIncidentOnce(t *testing.T) {
 		assert.Len(t, entryOf(status, "worker-1").Remediations, 1)
 		assert.Nil(t, entryOf(status, "worker-1").ConditionsHealthyTimestamp)
 	}
-	held := func(t *testing.T, status v1alpha1.NodeHealthCheckStatus) {
+	recovered := func(t *testing.T, status v1alpha1.NodeHealthCheckStatus) {
 		require.NotNil(t, entryOf(status, "worker-1"))
-		assert.NotNil(t, entryOf(status, "worker-1").ConditionsHealthyTimestamp, "healthy, its deletion held")
+		assert.Len(t, entryOf(status, "worker-1").Remediations, 1, "until the caches show it gone")
+		assert.NotNil(t, entryOf(status, "worker-1").ConditionsHealthyTimestamp, "healthy, its resource deleted")
 	}
 	ended := func(t *testing.T, status v1alpha1.NodeHealthCheckStatus) {
 		assert.Equal(t, v1alpha1.PhaseEnabled, status.Phase)
@@ -53,7 +55,7 @@ func TestSyncWritesEachStepOfAnIncidentOnce(t *testing.T) {
 	cached := incidentStep{"the informer shows the resource", func(t *testing.T, f *syncFixture) {
 		f.remediations.obs.Remediations["worker-1"] = []health.Remediation{{Ref: snrOfWorker, TemplateName: snrTemplate.Name, Created: f.clock.Now()}}
 	}, nil}
-	recovers := incidentStep{"Ready=True: deleted", func(t *testing.T, f *syncFixture) { f.setNode(t, healthyNode("worker-1")) }, nil}
+	recovers := incidentStep{"Ready=True: deleted", func(t *testing.T, f *syncFixture) { f.setNode(t, healthyNode("worker-1")) }, recovered}
 	unobserved := incidentStep{"the informer does not show the deletion yet", func(t *testing.T, f *syncFixture) {
 		f.remediations.obs.PendingNodes = map[string]bool{"worker-1": true}
 	}, nil}
@@ -64,7 +66,7 @@ func TestSyncWritesEachStepOfAnIncidentOnce(t *testing.T) {
 	finalizer := incidentStep{"the informer shows it held by a finalizer", func(t *testing.T, f *syncFixture) {
 		f.remediations.obs.PendingNodes = nil
 		f.remediations.obs.Remediations["worker-1"][0].Deleting = true
-	}, held}
+	}, nil}
 
 	cases := []struct {
 		name  string

@@ -25,6 +25,9 @@ type simulation struct {
 	// lastStatus is the status before the last evaluation, to simulate a
 	// lost status write.
 	lastStatus v1alpha1.NodeHealthCheckStatus
+	// finalizers holds deleted resources as being deleted, as a
+	// remediator's finalizer does, until finishDeletions.
+	finalizers bool
 }
 
 func newSimulation(nhc *v1alpha1.NodeHealthCheck, nodeCount int) *simulation {
@@ -78,10 +81,7 @@ func (s *simulation) evaluate() result {
 	s.lastInput = Input{NHC: s.nhc, Nodes: s.nodes, Remediations: resources, Now: s.clock}
 	d := decide(s.lastInput)
 	for _, del := range d.Delete {
-		s.resources[del.Node] = slices.DeleteFunc(s.resources[del.Node], func(r Remediation) bool { return r.Ref.UID == del.Resource.UID })
-		if len(s.resources[del.Node]) == 0 {
-			delete(s.resources, del.Node)
-		}
+		s.remove(del.Node, del.Resource.UID)
 	}
 	for _, to := range d.TimeOut {
 		for i := range s.resources[to.Node] {
@@ -109,6 +109,28 @@ func (s *simulation) evaluate() result {
 	s.lastStatus = s.nhc.Status
 	s.nhc.Status = d.Status
 	return d
+}
+
+// remove deletes a resource: at once, or, with finalizers, it is marked
+// as being deleted.
+func (s *simulation) remove(node string, uid types.UID) {
+	if s.finalizers {
+		s.setOnResource(uid, func(r *Remediation) { r.Deleting = true })
+		return
+	}
+	s.resources[node] = slices.DeleteFunc(s.resources[node], func(r Remediation) bool { return r.Ref.UID == uid })
+	if len(s.resources[node]) == 0 {
+		delete(s.resources, node)
+	}
+}
+
+// finishDeletions lets a node's resources being deleted go, as their
+// finalizers are removed.
+func (s *simulation) finishDeletions(node string) {
+	s.resources[node] = slices.DeleteFunc(s.resources[node], func(r Remediation) bool { return r.Deleting })
+	if len(s.resources[node]) == 0 {
+		delete(s.resources, node)
+	}
 }
 
 func (s *simulation) setOnResource(uid types.UID, set func(*Remediation)) {

@@ -135,11 +135,22 @@ func (b *statusBuilder) entries() []*v1alpha1.UnhealthyNode {
 		}
 		entry, kept := add(v.Node.Name, v.Superseded)
 		b.verdicts[v.Node.Name] = v
-		if v.State == StateRecovering && !kept {
+		switch {
+		case v.State == StateRecovering && !kept:
 			entry.ConditionsHealthyTimestamp = ptr.To(metav1.NewTime(v.HealthySince))
 			if v.HealthyDelayed {
 				entry.HealthyDelayed = ptr.To(true)
 			}
+		case v.State == StateRecovering && deleted[v.Node.Name]:
+			// This sync deletes its resources on its recovery: the mark
+			// says so from now on, should the node relapse before they
+			// are gone.
+			entry.ConditionsHealthyTimestamp = ptr.To(metav1.NewTime(v.HealthySince))
+		case v.State == StateUnhealthy && !kept && waitsForRecoveryDeletions(v, b.in.Remediations[v.Node.Name], previous[v.Node.Name]):
+			// A relapse: the mark stays while what the recovery deleted
+			// remains, so that it is never taken for a step of this
+			// incident (ofThisIncident).
+			entry.ConditionsHealthyTimestamp = previous[v.Node.Name].ConditionsHealthyTimestamp.DeepCopy()
 		}
 	}
 	for _, node := range b.p.Orphans {
@@ -180,6 +191,15 @@ func (b *statusBuilder) entries() []*v1alpha1.UnhealthyNode {
 	}
 	slices.SortFunc(entries, func(a, b *v1alpha1.UnhealthyNode) int { return strings.Compare(a.Name, b.Name) })
 	return entries
+}
+
+// waitsForRecoveryDeletions tells whether an unhealthy node still has a
+// resource being deleted that the controller deleted when it recovered.
+func waitsForRecoveryDeletions(v *NodeVerdict, resources []Remediation, previous *v1alpha1.UnhealthyNode) bool {
+	if previous == nil || previous.ConditionsHealthyTimestamp == nil {
+		return false
+	}
+	return slices.ContainsFunc(resources, func(r Remediation) bool { return r.Deleting && !ofThisIncident(&r, v, previous) })
 }
 
 // newEntry is a node's status entry: its resources, and the steps that timed

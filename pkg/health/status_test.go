@@ -196,7 +196,11 @@ func TestLastUpdateTimeMovesOnlyWithAChange(t *testing.T) {
 	assert.Equal(t, first, s.evaluate().Status, "nothing changed: the same status, so no write")
 
 	s.recover("node-00")
-	assert.Equal(t, first, s.evaluate().Status, "the resource is being deleted: the status waits to see it gone")
+	recovered := s.evaluate().Status
+	require.Len(t, recovered.UnhealthyNodes, 1, "the resource is being deleted: the status waits to see it gone")
+	assert.Equal(t, first.UnhealthyNodes[0].Remediations, recovered.UnhealthyNodes[0].Remediations)
+	assert.Equal(t, metav1.NewTime(now.Add(time.Minute)), *recovered.UnhealthyNodes[0].ConditionsHealthyTimestamp, "its recovery is marked")
+	assert.Equal(t, metav1.NewTime(now.Add(time.Minute)), *recovered.LastUpdateTime)
 	s.advance(time.Second)
 	changed := s.evaluate().Status
 	assert.Empty(t, changed.UnhealthyNodes)
@@ -223,9 +227,11 @@ func TestMessagesFitWhatTheAPIAccepts(t *testing.T) {
 	assert.LessOrEqual(t, len(decide(Input{NHC: paused, Nodes: oneSick(), Now: now}).Status.Reason), 1024)
 }
 
-// The sync that deletes a node's resources leaves its entry as last written,
-// for the sync that sees the deletion; a node the last status did not list
-// is listed as it is.
+// The sync that deletes a node's resources on its recovery leaves its entry
+// as last written, for the sync that sees the deletion, but marks the
+// recovery (conditionsHealthyTimestamp): a relapse before the resources are
+// gone must not take them for steps of a new incident. A node the last
+// status did not list is listed as it is.
 func TestStatusWaitsToSeeADeletion(t *testing.T) {
 	ref := corev1.ObjectReference{APIVersion: "test.medik8s.io/v1alpha1", Kind: "TestRemediation", Namespace: "default", Name: "node-00", UID: "uid-1"}
 	started := metav1.NewTime(now.Add(-time.Hour))
@@ -241,7 +247,7 @@ func TestStatusWaitsToSeeADeletion(t *testing.T) {
 		nhc  *v1alpha1.NodeHealthCheck
 		want *v1alpha1.UnhealthyNode
 	}{
-		{"listed: as written", listed, written},
+		{"listed: as written, its recovery marked", listed, recovering},
 		{"not listed: recovering", testNHC(), recovering},
 	}
 	for _, tc := range cases {

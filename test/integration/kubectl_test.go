@@ -67,7 +67,7 @@ func TestKubectlExplainDocumentsEveryField(t *testing.T) {
 		"nodehealthcheck.status.unhealthyNodes.healthyDelayed":             "healthyDelay",
 		"nodehealthcheck.status.inFlightRemediations":                      "deprecated",
 		"nodehealthcheck.status.stormRecoveryStartTime":                    "storm recovery started",
-		"nodehealthcheck.status.unhealthyNodes.conditionsHealthyTimestamp": "cleared when the node relapses",
+		"nodehealthcheck.status.unhealthyNodes.conditionsHealthyTimestamp": "cleared when the node relapses, once",
 		"nodehealthcheck.status.remediationHistory":                        "newest (by started) first",
 		"nodehealthcheck.status.remediationHistory.detected":               "lastTransitionTime plus the condition's duration",
 		"nodehealthcheck.status.remediationHistory.fenced":                 "node.kubernetes.io/out-of-service",

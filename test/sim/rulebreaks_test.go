@@ -11,7 +11,7 @@ import (
 
 // Rule-breaks the simulation found, as the generated histories that found
 // them, shrunk (seed 630 with -sim.focus control-plane, seeds 4, 167, 2,
-// 755 and 7775, simplified): on the code before their fixes each breaks its
+// 755, 7775 and 18259, simplified): on the code before their fixes each breaks its
 // invariant, and none may again.
 func TestRuleBreaks(t *testing.T) {
 	cp := func(node, pool string) gen.Step {
@@ -120,6 +120,27 @@ func TestRuleBreaks(t *testing.T) {
 				{After: 15 * time.Second, Op: gen.OpWatchBreak, On: true},
 				{After: 15 * time.Second, Op: gen.OpRemediator, Kind: "Alpha", Behaviour: gen.BehaveFinalize},
 				{Op: gen.OpRemediator, Kind: "Alpha", Behaviour: gen.BehaveDelete},
+				{After: 10 * time.Minute, Op: gen.OpFaults, Fault: apiserver.FaultNone},
+			},
+		},
+		{
+			// Seed 18259: cp-0's first step, held by its remediator's
+			// finalizer, went on past its timeout once the node's Ready
+			// went from Unknown to False (the condition then started after
+			// the step): the next step must still come on the step's clock.
+			name: "7: a held step times out after the node's unhealthy condition changed",
+			steps: []gen.Step{
+				cp("cp-0", "cp"), cp("cp-1", "cp"), template("Alpha", "alpha-1"), template("Beta", "beta-1"),
+				nhc("nhc-1", gen.NHCSpec{Pools: []string{"cp"}, Conditions: []gen.ConditionSpec{{Type: "Ready", Status: "False", Duration: 10 * time.Second}, {Type: "Ready", Status: "Unknown", Duration: 20 * time.Second}},
+					MaxUnhealthy: "1", Steps: []gen.TemplateStep{{Kind: "Beta", Template: "beta-1", Timeout: 30 * time.Second}, {Kind: "Alpha", Template: "alpha-1", Timeout: 3 * time.Minute}}}),
+				fail(0, "cp-0", "Unknown"),
+				fail(5*time.Second, "cp-1", "True"),
+				fail(15*time.Second, "cp-1", "Unknown"),
+				{Op: gen.OpRemediator, Kind: "Beta", Behaviour: gen.BehaveFinalize},
+				{Op: gen.OpRemediator, Kind: "Beta", Behaviour: gen.BehaveDelete},
+				{After: time.Minute, Op: gen.OpCondition, Node: "cp-0", Condition: "Ready", Status: "False", Skew: -30 * time.Second},
+				fail(0, "cp-1", "True"),
+				{After: 7500 * time.Millisecond, Op: gen.OpRole, Node: "cp-1", ControlPlane: false},
 				{After: 10 * time.Minute, Op: gen.OpFaults, Fault: apiserver.FaultNone},
 			},
 		},

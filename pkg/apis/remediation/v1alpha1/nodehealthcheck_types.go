@@ -341,7 +341,8 @@ type UnhealthyNode struct {
 
 	// ConditionsHealthyTimestamp is when the node stopped matching every
 	// unhealthy condition while it still had remediations; with a healthyDelay
-	// the delay counts from here. It is cleared when the node relapses.
+	// the delay counts from here. It is cleared when the node relapses, once
+	// the remediations deleted on its recovery are gone.
 	// +optional
 	ConditionsHealthyTimestamp *metav1.Time `json:"conditionsHealthyTimestamp,omitempty"`
 

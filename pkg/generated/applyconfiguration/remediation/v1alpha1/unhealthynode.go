@@ -36,7 +36,8 @@ type UnhealthyNodeApplyConfiguration struct {
 	Remediations []*remediationv1alpha1.Remediation `json:"remediations,omitempty"`
 	// ConditionsHealthyTimestamp is when the node stopped matching every
 	// unhealthy condition while it still had remediations; with a healthyDelay
-	// the delay counts from here. It is cleared when the node relapses.
+	// the delay counts from here. It is cleared when the node relapses, once
+	// the remediations deleted on its recovery are gone.
 	ConditionsHealthyTimestamp *v1.Time `json:"conditionsHealthyTimestamp,omitempty"`
 	// HealthyDelayed is true while the node is healthy but its remediations are
 	// kept because of spec.healthyDelay (a positive delay counting down, or a

@@ -1,0 +1,72 @@
+package health
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// An incident lasts while a node stays unhealthy, whichever unhealthy
+// condition it shows: a step whose resource its remediator deleted, held
+// by a finalizer, ends on its clock even after the condition changed (its
+// transition time is then later than the step). One the controller deleted
+// when the node recovered belongs to the incident before: a relapse waits
+// for its deletion, however many syncs that takes, then starts at the
+// first step.
+func TestAnIncidentLastsWhileTheNodeStaysUnhealthy(t *testing.T) {
+	sick := func() *simulation {
+		s := newSimulation(testNHC(threeSteps()), 3)
+		s.finalizers = true
+		s.setReady("node-00", corev1.ConditionUnknown, time.Hour)
+		d := s.evaluate()
+		require.Len(t, d.Create, 1)
+		require.Equal(t, templateA, d.Create[0].Template)
+		return s
+	}
+
+	t.Run("the remediator deleted the step, and the condition changed", func(t *testing.T) {
+		s := sick()
+		s.advance(time.Minute)
+		s.remove("node-00", s.resources["node-00"][0].Ref.UID)
+		s.evaluate()
+		s.advance(time.Minute)
+		// Unknown became False 30 s ago: the condition now starts after
+		// the step did, and holds its 5 minutes from 00:06:30.
+		s.setReady("node-00", corev1.ConditionFalse, 30*time.Second)
+		for range 5 {
+			d := s.evaluate()
+			assert.Empty(t, d.Create, "until the node is unhealthy again, past step A's timeout")
+			s.advance(time.Minute)
+		}
+		d := s.evaluate()
+		require.Len(t, d.TimeOut, 1, "step A timed out on its clock")
+		require.Len(t, d.Create, 1)
+		assert.Equal(t, multiOne, d.Create[0].Template, "the next step")
+	})
+
+	t.Run("the controller deleted the step when the node recovered", func(t *testing.T) {
+		s := sick()
+		s.advance(time.Minute)
+		s.recover("node-00")
+		d := s.evaluate()
+		require.Len(t, d.Delete, 1)
+		s.advance(time.Minute)
+		s.setReady("node-00", corev1.ConditionFalse, 0)
+		s.advance(10 * time.Minute)
+		for range 4 {
+			d := s.evaluate()
+			assert.Empty(t, d.Create, "the relapse waits for the deletion")
+			assert.Empty(t, d.TimeOut)
+			assert.Equal(t, WaitDeletion, verdictOf(d, "node-00").Waiting)
+			s.advance(time.Minute)
+		}
+		s.finishDeletions("node-00")
+		d = s.evaluate()
+		assert.Empty(t, d.TimeOut, "nothing of the incident before times out")
+		require.Len(t, d.Create, 1)
+		assert.Equal(t, templateA, d.Create[0].Template, "the first step again")
+	})
+}
