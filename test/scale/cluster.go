@@ -44,8 +44,11 @@ type bench struct {
 	audit      *auditReader
 	// conditionTypes are the fixture's conditions, all renewed by a heartbeat.
 	conditionTypes []corev1.NodeConditionType
-	tempDir        string
-	stopWatch      context.CancelFunc
+	// kubelets send heartbeats and lease renewals from the quiet phase on,
+	// with --heartbeats-throughout; else nil.
+	kubelets  *kubelets
+	tempDir   string
+	stopWatch context.CancelFunc
 	// profiler saves the controller's profiles with --profile, else nil.
 	profiler *profiler
 }
@@ -92,6 +95,11 @@ func startBench(ctx context.Context, cfg *config, res *result) (*bench, error) {
 		return b, err
 	}
 	res.NodeBytes = len(raw)
+	if cfg.LeaseRate > 0 {
+		if err := createKubeletLeases(ctx, cfg, b.kube); err != nil {
+			return b, fmt.Errorf("creating the node leases: %w", err)
+		}
+	}
 
 	if err := b.createNHCs(ctx); err != nil {
 		return b, err
@@ -161,6 +169,9 @@ func (b *bench) startController() error {
 // (every request of the controller, with its timestamps) is kept beside the
 // controller's log.
 func (b *bench) stop(logPath string) {
+	if b.kubelets != nil {
+		b.kubelets.halt()
+	}
 	if b.controller != nil {
 		if err := b.controller.Stop(); err != nil {
 			log.Printf("stopping the controller: %v", err)

@@ -17,9 +17,17 @@ import (
 type config struct {
 	Nodes int `json:"nodes"`
 	NHCs  int `json:"nodeHealthChecks"`
-	// HeartbeatRate is node status updates a second in the quiet phase.
-	HeartbeatRate float64       `json:"heartbeatRate"`
-	Quiet         time.Duration `json:"quietNs"`
+	// HeartbeatRate is node status updates a second, LeaseRate node lease
+	// renewals a second (in kube-node-lease, which the controller does not
+	// watch).
+	HeartbeatRate float64 `json:"heartbeatRate"`
+	LeaseRate     float64 `json:"leaseRate"`
+	// HeartbeatsThroughout keeps the heartbeats and lease renewals going
+	// from the quiet phase to the end, as kubelets do while nodes fail;
+	// false sends them in the quiet phase alone, so that the trickle and
+	// the storm meet an idle API server.
+	HeartbeatsThroughout bool          `json:"heartbeatsThroughout"`
+	Quiet                time.Duration `json:"quietNs"`
 	// Trickle nodes fail one every TrickleInterval; 0 is 1% of the nodes.
 	Trickle         int           `json:"trickle"`
 	TrickleInterval time.Duration `json:"trickleIntervalNs"`
@@ -53,8 +61,10 @@ func parseConfig(args []string) (*config, error) {
 	fs := flag.NewFlagSet("scale", flag.ContinueOnError)
 	fs.IntVar(&c.Nodes, "nodes", 10000, "nodes in the cluster")
 	fs.IntVar(&c.NHCs, "nhcs", 10, "NodeHealthChecks, each selecting nodes/nhcs of the nodes (disjoint)")
-	fs.Float64Var(&c.HeartbeatRate, "heartbeat-rate", 50, "node status updates a second in the quiet phase, round-robin over the nodes")
-	fs.DurationVar(&c.Quiet, "quiet", 60*time.Second, "length of the quiet phase (heartbeats only)")
+	fs.Float64Var(&c.HeartbeatRate, "heartbeat-rate", 50, "node status updates a second, round-robin over the nodes")
+	fs.Float64Var(&c.LeaseRate, "lease-rate", 100, "node lease renewals a second in kube-node-lease, round-robin over the nodes; 0 for none")
+	fs.BoolVar(&c.HeartbeatsThroughout, "heartbeats-throughout", true, "keep the heartbeats and lease renewals going through the trickle and the storm; false for the quiet phase alone")
+	fs.DurationVar(&c.Quiet, "quiet", 60*time.Second, "length of the quiet phase (heartbeats and lease renewals only)")
 	fs.IntVar(&c.Trickle, "trickle", 0, "nodes that fail one by one in the trickle phase; 0 is 1% of the nodes")
 	fs.DurationVar(&c.TrickleInterval, "trickle-interval", time.Second, "time between two failures of the trickle phase")
 	fs.IntVar(&c.Storm, "storm", 0, "nodes of the first NodeHealthCheck that fail at once in the storm phase; 0 is 30% of its nodes")
@@ -93,6 +103,8 @@ func (c *config) validate() error {
 		// A node's heartbeat time has one-second precision: a second one
 		// within the same second would change nothing.
 		return fmt.Errorf("--heartbeat-rate must be positive and at most one update per node a second (%d)", c.Nodes)
+	case c.LeaseRate < 0 || c.LeaseRate > float64(c.Nodes):
+		return fmt.Errorf("--lease-rate must be at least 0 and at most one renewal per node a second (%d)", c.Nodes)
 	case c.Trickle > c.Nodes || c.Storm > groupSize(c, 0):
 		return fmt.Errorf("--trickle must be at most --nodes, --storm at most the first NodeHealthCheck's %d nodes", groupSize(c, 0))
 	case c.Writers < 1:

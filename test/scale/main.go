@@ -127,10 +127,17 @@ func run(ctx context.Context, cfg *config, res *result, name string) error {
 		{"storm", b.storm, cfg.StormHold},
 	}
 	for _, ph := range phases {
+		if ph.name == "quiet" && cfg.HeartbeatsThroughout {
+			b.kubelets = b.startKubelets(ctx)
+		}
 		p, err := b.measure(ctx, ph.name, ph.run, ph.length)
 		res.Phases = append(res.Phases, p)
 		if err != nil {
 			return fmt.Errorf("phase %s: %w", ph.name, err)
+		}
+		if quiet := res.phase("quiet"); b.kubelets != nil && quiet != nil && p != quiet && p.Changes > 0 && quiet.Seconds > 0 {
+			beyond := p.CPUSeconds - quiet.CPUSeconds/quiet.Seconds*p.Seconds
+			p.CPUMsPerChangeBeyondHeartbeats = beyond * 1000 / float64(p.Changes)
 		}
 	}
 	return nil

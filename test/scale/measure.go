@@ -26,9 +26,13 @@ type phase struct {
 	Controller controllerCounters `json:"controller"`
 	// Changes are the node writes the controller receives: heartbeats in
 	// the quiet phase, Ready changes (failures and recoveries) after it.
-	Changes           int     `json:"changes"`
-	CPUMsPerChange    float64 `json:"controllerCpuMsPerChange"`
-	RequestsPerChange float64 `json:"requestsPerChange"`
+	Changes        int     `json:"changes"`
+	CPUMsPerChange float64 `json:"controllerCpuMsPerChange"`
+	// CPUMsPerChangeBeyondHeartbeats leaves out, with the heartbeats
+	// running throughout, the CPU the quiet phase took for as long: what a
+	// Ready change costs beyond watching the kubelets.
+	CPUMsPerChangeBeyondHeartbeats float64 `json:"controllerCpuMsPerChangeBeyondHeartbeats,omitempty"`
+	RequestsPerChange              float64 `json:"requestsPerChange"`
 	// RequestsPerChangeBeyondLeases leaves out the requests on Leases.
 	RequestsPerChangeBeyondLeases float64 `json:"requestsPerChangeBeyondLeases"`
 

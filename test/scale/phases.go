@@ -4,7 +4,6 @@ import (
 	"context"
 	"log"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -31,43 +30,23 @@ func (b *bench) startup(ctx context.Context, p *phase) error {
 	return nil
 }
 
-// quiet sends heartbeats only, round-robin over the nodes at the configured
-// rate, as kubelets report an unchanged status.
+// quiet is heartbeats and lease renewals only, as kubelets report an
+// unchanged status: those of the kubelets running throughout, or, with
+// --heartbeats-throughout=false, of kubelets started for this phase alone.
 func (b *bench) quiet(ctx context.Context, p *phase) error {
-	var sent, failed atomic.Int64
-	work := make(chan string)
-	var wg sync.WaitGroup
-	for range b.cfg.Writers {
-		wg.Go(func() {
-			for node := range work {
-				if err := heartbeat(ctx, b.kube, node, b.conditionTypes); err == nil {
-					sent.Add(1)
-				} else if ctx.Err() == nil {
-					failed.Add(1)
-				}
-			}
-		})
+	k := b.kubelets
+	if k == nil {
+		k = b.startKubelets(ctx)
 	}
-	// The heartbeats in flight at the end finish: only sending stops.
-	sending, stop := context.WithTimeout(ctx, b.cfg.Quiet)
-	defer stop()
-	started := time.Now()
-	interval := time.Duration(float64(time.Second) / b.cfg.HeartbeatRate)
-	for i := 0; ; i++ {
-		if !sleepUntil(sending, started.Add(time.Duration(i)*interval)) {
-			break
-		}
-		select {
-		case work <- nodeName(i % b.cfg.Nodes):
-		case <-sending.Done():
-		}
+	before := k.heartbeats.Load()
+	if !sleepUntil(ctx, time.Now().Add(b.cfg.Quiet)) {
+		return ctx.Err()
 	}
-	close(work)
-	wg.Wait()
-	p.Changes = int(sent.Load())
-	if n := failed.Load(); n > 0 {
-		log.Printf("warning: %d heartbeats failed", n)
+	if k != b.kubelets {
+		// The heartbeats in flight at the end finish: only sending stops.
+		k.halt()
 	}
+	p.Changes = int(k.heartbeats.Load() - before)
 	return nil
 }
 

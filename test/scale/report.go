@@ -47,8 +47,12 @@ func (r *result) printTable(w io.Writer) {
 		c.Nodes, float64(r.NodeBytes)/1000, c.NHCs, c.MinHealthy, c.ConditionDuration)
 	fmt.Fprintf(w, "commit %s; %d CPUs (%s); load average %s before, %s after; nodes created in %.1fs\n",
 		r.Commit, r.Machine.CPUs, r.Machine.Model, r.Machine.LoadBefore, r.Machine.LoadAfter, r.NodesCreatedSeconds)
-	fmt.Fprintf(w, "quiet: %v at %g heartbeats/s; trickle: %d nodes, one every %v; storm: %d nodes, recovered after %v\n\n",
-		c.Quiet, c.HeartbeatRate, c.Trickle, c.TrickleInterval, c.Storm, c.StormHold)
+	kubelets := "in the quiet phase alone"
+	if c.HeartbeatsThroughout {
+		kubelets = "from the quiet phase to the end"
+	}
+	fmt.Fprintf(w, "%g heartbeats/s and %g node lease renewals/s %s; quiet: %v; trickle: %d nodes, one every %v; storm: %d nodes, recovered after %v\n\n",
+		c.HeartbeatRate, c.LeaseRate, kubelets, c.Quiet, c.Trickle, c.TrickleInterval, c.Storm, c.StormHold)
 
 	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	row := func(label string, cell func(*phase) string) {
@@ -65,6 +69,9 @@ func (r *result) printTable(w io.Writer) {
 	row("node changes (heartbeats, Ready changes)", func(p *phase) string { return optional(p.Changes > 0, "%d", p.Changes) })
 	row("controller CPU (s)", func(p *phase) string { return fmt.Sprintf("%.2f", p.CPUSeconds) })
 	row("CPU per change (ms)", func(p *phase) string { return optional(p.Changes > 0, "%.3f", p.CPUMsPerChange) })
+	row("CPU per change beyond the heartbeats (ms)", func(p *phase) string {
+		return optional(p.CPUMsPerChangeBeyondHeartbeats != 0, "%.3f", p.CPUMsPerChangeBeyondHeartbeats)
+	})
 	row("API server / etcd CPU (s)", func(p *phase) string {
 		return fmt.Sprintf("%.1f / %.1f", p.APIServerCPUSeconds, p.EtcdCPUSeconds)
 	})

@@ -21,6 +21,11 @@ type trendEntry struct {
 	Nodes         int     `json:"nodes"`
 	NHCs          int     `json:"nhcs"`
 	HeartbeatRate float64 `json:"heartbeatRate"`
+	// HeartbeatsThroughout: the trickle and the storm ran with the
+	// heartbeats and lease renewals going, at LeaseRate renewals a second.
+	// Runs with and without are compared apart.
+	HeartbeatsThroughout bool    `json:"heartbeatsThroughout,omitempty"`
+	LeaseRate            float64 `json:"leaseRate,omitempty"`
 	// Load is the load average before the run: a busy host explains a
 	// figure that moved.
 	Load    string             `json:"load"`
@@ -49,21 +54,27 @@ var trendFigures = []trendFigure{
 // inPhase reads a figure of the run's phase of that name, if it ran.
 func inPhase(name string, figure func(*phase) float64) func(*result) (float64, bool) {
 	return func(r *result) (float64, bool) {
-		for _, p := range r.Phases {
-			if p.Name == name {
-				return figure(p), true
-			}
+		if p := r.phase(name); p != nil {
+			return figure(p), true
 		}
 		return 0, false
 	}
 }
 
+// phase is the run's phase of that name, or nil if it did not run.
+func (r *result) phase(name string) *phase {
+	for _, p := range r.Phases {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
 func detectionP99(name string) func(*result) (float64, bool) {
 	return func(r *result) (float64, bool) {
-		for _, p := range r.Phases {
-			if p.Name == name && p.Detection != nil {
-				return p.Detection.P99, true
-			}
+		if p := r.phase(name); p != nil && p.Detection != nil {
+			return p.Detection.P99, true
 		}
 		return 0, false
 	}
@@ -80,7 +91,8 @@ func (r *result) peakRSS() float64 {
 // appendTrend adds a completed run's figures to the trend file.
 func appendTrend(path string, r *result) error {
 	e := trendEntry{Commit: r.Commit, Date: r.Started.UTC().Format("2006-01-02T15:04Z"), CPUs: r.Machine.CPUs,
-		Nodes: r.Config.Nodes, NHCs: r.Config.NHCs, HeartbeatRate: r.Config.HeartbeatRate, Load: r.Machine.LoadBefore,
+		Nodes: r.Config.Nodes, NHCs: r.Config.NHCs, HeartbeatRate: r.Config.HeartbeatRate,
+		HeartbeatsThroughout: r.Config.HeartbeatsThroughout, LeaseRate: r.Config.LeaseRate, Load: r.Machine.LoadBefore,
 		Figures: map[string]float64{}}
 	for _, f := range trendFigures {
 		if v, ok := f.of(r); ok {
@@ -131,13 +143,14 @@ const baselineRuns = 3
 // number of marks.
 func compareTrend(w io.Writer, entries []trendEntry) int {
 	type size struct {
-		nodes, nhcs int
-		rate        float64
+		nodes, nhcs     int
+		rate, leaseRate float64
+		throughout      bool
 	}
 	var order []size
 	bySize := map[size][]trendEntry{}
 	for _, e := range entries {
-		s := size{e.Nodes, e.NHCs, e.HeartbeatRate}
+		s := size{e.Nodes, e.NHCs, e.HeartbeatRate, e.LeaseRate, e.HeartbeatsThroughout}
 		if bySize[s] == nil {
 			order = append(order, s)
 		}
@@ -147,7 +160,11 @@ func compareTrend(w io.Writer, entries []trendEntry) int {
 	for _, s := range order {
 		runs := bySize[s]
 		last := runs[len(runs)-1]
-		fmt.Fprintf(w, "\n%d nodes, %d NodeHealthChecks, %g heartbeats/s: %s (%s, load %s)", s.nodes, s.nhcs, s.rate, last.Commit, last.Date, last.Load)
+		kubelets := fmt.Sprintf("%g heartbeats/s", s.rate)
+		if s.throughout {
+			kubelets = fmt.Sprintf("%g heartbeats and %g lease renewals/s throughout", s.rate, s.leaseRate)
+		}
+		fmt.Fprintf(w, "\n%d nodes, %d NodeHealthChecks, %s: %s (%s, load %s)", s.nodes, s.nhcs, kubelets, last.Commit, last.Date, last.Load)
 		if len(runs) < 2 {
 			fmt.Fprintln(w, ": its first run, nothing to compare")
 			continue

@@ -59,3 +59,20 @@ func TestTheTrendComparesWithTheMedianOfTheRunsBefore(t *testing.T) {
 	entries = append(entries, entry("worse", 2500))
 	assert.Equal(t, 1, compareTrend(&out, entries), "2,500 against the median 1,130 of b, c and now")
 }
+
+// A storm met by the kubelets' heartbeats is compared with storms that met
+// them too, never with those on an idle API server.
+func TestTheTrendComparesRunsWithHeartbeatsThroughoutApart(t *testing.T) {
+	entry := func(commit string, throughout bool, stormP99 float64) trendEntry {
+		e := trendEntry{Commit: commit, Nodes: 10000, NHCs: 10, HeartbeatRate: 50, Figures: map[string]float64{"storm_p99_ms": stormP99}}
+		if throughout {
+			e.HeartbeatsThroughout, e.LeaseRate = true, 100
+		}
+		return e
+	}
+	var out bytes.Buffer
+	entries := []trendEntry{entry("idle", false, 1000), entry("busy", true, 3000)}
+	assert.Equal(t, 0, compareTrend(&out, entries), "3,000 ms under load is not 3 times worse than 1,000 ms idle")
+	assert.Contains(t, out.String(), "10000 nodes, 10 NodeHealthChecks, 50 heartbeats/s: idle")
+	assert.Contains(t, out.String(), "10000 nodes, 10 NodeHealthChecks, 50 heartbeats and 100 lease renewals/s throughout: busy")
+}
