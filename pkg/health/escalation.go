@@ -198,51 +198,6 @@ func (e *evaluation) stepEnd(node string, p progress) stepEnd {
 	return end
 }
 
-// heldStep makes the running step of a node whose resources are all being
-// deleted the deleting resource of the highest step with a timeout that
-// never timed out and is of this incident (ofThisIncident): deleted by its
-// remediator or a user while the node stayed unhealthy, and held by a
-// finalizer. One the controller deleted when the node recovered is no step
-// of this incident.
-func (e *evaluation) heldStep(v *NodeVerdict, resources []Remediation, previous *v1alpha1.UnhealthyNode, p *progress) bool {
-	steps := e.rules.steps
-	held, heldStep := (*Remediation)(nil), -1
-	for i := range resources {
-		r := &resources[i]
-		idx := stepOf(steps, &r.Ref, r.TemplateName)
-		if !r.Deleting || idx < 0 || steps[idx].timeout <= 0 || timedOutAt(r, previous) != nil || !ofThisIncident(r, v, previous) {
-			continue
-		}
-		if idx > heldStep {
-			held, heldStep = r, idx
-		}
-	}
-	if held == nil {
-		return false
-	}
-	p.current, p.currentStep = held, heldStep
-	if rem := entryRemediation(previous, held.Ref.UID); rem != nil {
-		p.recordedStart = rem.Started.Time
-	}
-	return true
-}
-
-// ofThisIncident tells whether a resource of an unhealthy node belongs to
-// the incident the node is in: an incident lasts while the node stays
-// unhealthy, whichever unhealthy condition it shows, so the condition's
-// transition time alone cannot tell. A resource created since the
-// condition started is of it; so is one the node's status entry records,
-// unless the entry shows the node recovered since (conditionsHealthyTimestamp):
-// the controller deleted that one when the node recovered, and a relapse
-// is a new incident. The entry keeps that mark while such a resource
-// remains (status.go), so the answer stays the same from sync to sync.
-func ofThisIncident(r *Remediation, v *NodeVerdict, previous *v1alpha1.UnhealthyNode) bool {
-	if !v.Since.IsZero() && !r.Created.Before(v.Since) {
-		return true
-	}
-	return previous != nil && previous.ConditionsHealthyTimestamp == nil && entryRemediation(previous, r.Ref.UID) != nil
-}
-
 // escalation is a node under remediation that may move to its next step.
 type escalation struct {
 	v *NodeVerdict
@@ -279,10 +234,10 @@ func (e *evaluation) remediate(i int, resources []Remediation, previous *v1alpha
 		// deleted, held by a finalizer: it still ends on its clock, and the
 		// next step, another resource, follows.
 		e.escalations = append(e.escalations, escalation{v: v, p: p})
-	case p.deleting:
+	case p.deleting && !e.goesOnBeside(v, resources, previous, p):
 		// Only resources being deleted: the node relapsed during their
-		// deletion. A resource of the same name may still exist: wait until
-		// it is gone, then start again.
+		// deletion, or the next resource may share the name of one. Wait
+		// until they are gone, then start again or go on.
 		v.Waiting = WaitDeletion
 	case p.started:
 		if p.next >= len(steps) {

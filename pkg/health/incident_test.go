@@ -70,3 +70,33 @@ func TestAnIncidentLastsWhileTheNodeStaysUnhealthy(t *testing.T) {
 		assert.Equal(t, templateA, d.Create[0].Template, "the first step again")
 	})
 }
+
+// A step whose resource its remediator deleted outright is created again on
+// its first clock, also while an earlier step, timed out, is still held by
+// its remediator's finalizer: that one is of another kind, and ended.
+func TestAStepGoneIsCreatedAgainBesideATimedOutStepBeingDeleted(t *testing.T) {
+	s := newSimulation(testNHC(threeSteps()), 3)
+	s.finalizers = true
+	s.fail("node-00")
+	require.Len(t, s.evaluate().Create, 1)
+	s.remove("node-00", s.resources["node-00"][0].Ref.UID)
+	s.advance(5 * time.Minute)
+	d := s.evaluate()
+	require.Len(t, d.TimeOut, 1, "step A, held, timed out on its clock")
+	require.Len(t, d.Create, 1)
+	require.Equal(t, multiOne, d.Create[0].Template)
+
+	s.advance(time.Minute)
+	s.finalizers = false
+	s.remove("node-00", s.resources["node-00"][1].Ref.UID)
+	d = s.evaluate()
+	require.Len(t, d.Create, 1, "the step gone is created again")
+	assert.Equal(t, multiOne, d.Create[0].Template)
+	assert.Equal(t, WaitNone, verdictOf(d, "node-00").Waiting)
+
+	s.advance(9 * time.Minute)
+	d = s.evaluate()
+	require.Len(t, d.TimeOut, 1, "10 minutes after its first start")
+	require.Len(t, d.Create, 1)
+	assert.Equal(t, multiTwo, d.Create[0].Template)
+}

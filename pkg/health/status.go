@@ -193,15 +193,6 @@ func (b *statusBuilder) entries() []*v1alpha1.UnhealthyNode {
 	return entries
 }
 
-// waitsForRecoveryDeletions tells whether an unhealthy node still has a
-// resource being deleted that the controller deleted when it recovered.
-func waitsForRecoveryDeletions(v *NodeVerdict, resources []Remediation, previous *v1alpha1.UnhealthyNode) bool {
-	if previous == nil || previous.ConditionsHealthyTimestamp == nil {
-		return false
-	}
-	return slices.ContainsFunc(resources, func(r Remediation) bool { return r.Deleting && !ofThisIncident(&r, v, previous) })
-}
-
 // newEntry is a node's status entry: its resources, and the steps that timed
 // out and whose resources are gone since. A resource is timed out as the last
 // status or its annotation says, else as a later step shows (superseded),

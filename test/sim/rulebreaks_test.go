@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/nodehealthcheck/nhc-controller/test/sim/apiserver"
 	"github.com/nodehealthcheck/nhc-controller/test/sim/cluster"
 	"github.com/nodehealthcheck/nhc-controller/test/sim/gen"
@@ -11,7 +13,7 @@ import (
 
 // Rule-breaks the simulation found, as the generated histories that found
 // them, shrunk (seed 630 with -sim.focus control-plane, seeds 4, 167, 2,
-// 755, 7775 and 18259, simplified): on the code before their fixes each breaks its
+// 755, 7775, 18259 and 19174, simplified): on the code before their fixes each breaks its
 // invariant, and none may again.
 func TestRuleBreaks(t *testing.T) {
 	cp := func(node, pool string) gen.Step {
@@ -141,6 +143,25 @@ func TestRuleBreaks(t *testing.T) {
 				{After: time.Minute, Op: gen.OpCondition, Node: "cp-0", Condition: "Ready", Status: "False", Skew: -30 * time.Second},
 				fail(0, "cp-1", "True"),
 				{After: 7500 * time.Millisecond, Op: gen.OpRole, Node: "cp-1", ControlPlane: false},
+				{After: 10 * time.Minute, Op: gen.OpFaults, Fault: apiserver.FaultNone},
+			},
+		},
+		{
+			// Seed 19174: step 1 held by its finalizer timed out, step 2's
+			// resource was deleted outright by its remediator, and the
+			// node waited for step 1's deletion instead of creating step 2
+			// again.
+			name: "8: a step whose resource is gone is created again beside a timed-out step held by a finalizer",
+			steps: []gen.Step{
+				worker("worker-0", "a"), template("Alpha", "alpha-2"), template("Beta", "beta-1"),
+				nhc("nhc-2", gen.NHCSpec{Pools: []string{"cp", "a", "b"}, Conditions: []gen.ConditionSpec{{Type: "Ready", Status: "False", Duration: 10 * time.Second}, {Type: "Ready", Status: "Unknown", Duration: time.Minute}},
+					HealthyDelay: ptr.To(-time.Second),
+					Steps: []gen.TemplateStep{{Kind: "Beta", Template: "beta-1", Timeout: 3 * time.Minute}, {Kind: "Alpha", Template: "alpha-2", Timeout: 3 * time.Minute}}}),
+				{Op: gen.OpCondition, Node: "worker-0", Condition: "Ready", Status: "False", Skew: -30 * time.Second},
+				{After: 15 * time.Second, Op: gen.OpRemediator, Kind: "Beta", Behaviour: gen.BehaveFinalize},
+				{Op: gen.OpRemediator, Kind: "Beta", Behaviour: gen.BehaveDelete},
+				{After: 15 * time.Second, Op: gen.OpWatchBreak, On: true},
+				{After: 2*time.Minute + 45*time.Second, Op: gen.OpRemediator, Kind: "Alpha", Behaviour: gen.BehaveDelete},
 				{After: 10 * time.Minute, Op: gen.OpFaults, Fault: apiserver.FaultNone},
 			},
 		},

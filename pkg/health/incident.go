@@ -1,0 +1,99 @@
+package health
+
+import (
+	"slices"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+)
+
+// An incident lasts while a node stays unhealthy, whichever unhealthy
+// condition it shows; a recovery ends it. What a node's resources being
+// deleted mean depends on whose incident they are: a step of this one goes
+// on on its clock, or beside the next step; one from before makes the node
+// wait until it is gone.
+
+// heldStep makes the running step of a node whose resources are all being
+// deleted the deleting resource of the highest step with a timeout that
+// never timed out and is of this incident (ofThisIncident): deleted by its
+// remediator or a user while the node stayed unhealthy, and held by a
+// finalizer. One the controller deleted when the node recovered is no step
+// of this incident.
+func (e *evaluation) heldStep(v *NodeVerdict, resources []Remediation, previous *v1alpha1.UnhealthyNode, p *progress) bool {
+	steps := e.rules.steps
+	held, heldStep := (*Remediation)(nil), -1
+	for i := range resources {
+		r := &resources[i]
+		idx := stepOf(steps, &r.Ref, r.TemplateName)
+		if !r.Deleting || idx < 0 || steps[idx].timeout <= 0 || timedOutAt(r, previous) != nil || !ofThisIncident(r, v, previous) {
+			continue
+		}
+		if idx > heldStep {
+			held, heldStep = r, idx
+		}
+	}
+	if held == nil {
+		return false
+	}
+	p.current, p.currentStep = held, heldStep
+	if rem := entryRemediation(previous, held.Ref.UID); rem != nil {
+		p.recordedStart = rem.Started.Time
+	}
+	return true
+}
+
+// ofThisIncident tells whether a resource of an unhealthy node belongs to
+// the incident the node is in: an incident lasts while the node stays
+// unhealthy, whichever unhealthy condition it shows, so the condition's
+// transition time alone cannot tell. A resource created since the
+// condition started is of it; so is one the node's status entry records,
+// unless the entry shows the node recovered since (conditionsHealthyTimestamp):
+// the controller deleted that one when the node recovered, and a relapse
+// is a new incident. The entry keeps that mark while such a resource
+// remains (status.go), so the answer stays the same from sync to sync.
+func ofThisIncident(r *Remediation, v *NodeVerdict, previous *v1alpha1.UnhealthyNode) bool {
+	if !v.Since.IsZero() && !r.Created.Before(v.Since) {
+		return true
+	}
+	return previous != nil && previous.ConditionsHealthyTimestamp == nil && entryRemediation(previous, r.Ref.UID) != nil
+}
+
+// goesOnBeside tells whether an escalation under way goes on while the
+// node's other resources are being deleted: each is a step of this
+// incident that timed out, and none has the kind and namespace of the step
+// created next (the step resumed, or the one after it, or the next), so
+// none can have its name.
+func (e *evaluation) goesOnBeside(v *NodeVerdict, resources []Remediation, previous *v1alpha1.UnhealthyNode, p progress) bool {
+	steps := e.rules.steps
+	if !p.started {
+		return false
+	}
+	next := p.next
+	if p.resumed != nil {
+		next = stepOf(steps, &p.resumed.Resource, p.resumed.TemplateName)
+	}
+	if next < 0 {
+		return false
+	}
+	upcoming := steps[min(next, len(steps)):min(next+2, len(steps))]
+	for i := range resources {
+		r := &resources[i]
+		if !r.Deleting {
+			continue
+		}
+		if !ofThisIncident(r, v, previous) || timedOutAt(r, previous) == nil || slices.ContainsFunc(upcoming, func(s step) bool {
+			return s.kind == r.Ref.Kind && s.template.Namespace == r.Ref.Namespace
+		}) {
+			return false
+		}
+	}
+	return true
+}
+
+// waitsForRecoveryDeletions tells whether an unhealthy node still has a
+// resource being deleted that the controller deleted when it recovered.
+func waitsForRecoveryDeletions(v *NodeVerdict, resources []Remediation, previous *v1alpha1.UnhealthyNode) bool {
+	if previous == nil || previous.ConditionsHealthyTimestamp == nil {
+		return false
+	}
+	return slices.ContainsFunc(resources, func(r Remediation) bool { return r.Deleting && !ofThisIncident(&r, v, previous) })
+}
