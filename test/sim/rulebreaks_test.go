@@ -156,7 +156,7 @@ func TestRuleBreaks(t *testing.T) {
 				worker("worker-0", "a"), template("Alpha", "alpha-2"), template("Beta", "beta-1"),
 				nhc("nhc-2", gen.NHCSpec{Pools: []string{"cp", "a", "b"}, Conditions: []gen.ConditionSpec{{Type: "Ready", Status: "False", Duration: 10 * time.Second}, {Type: "Ready", Status: "Unknown", Duration: time.Minute}},
 					HealthyDelay: ptr.To(-time.Second),
-					Steps: []gen.TemplateStep{{Kind: "Beta", Template: "beta-1", Timeout: 3 * time.Minute}, {Kind: "Alpha", Template: "alpha-2", Timeout: 3 * time.Minute}}}),
+					Steps:        []gen.TemplateStep{{Kind: "Beta", Template: "beta-1", Timeout: 3 * time.Minute}, {Kind: "Alpha", Template: "alpha-2", Timeout: 3 * time.Minute}}}),
 				{Op: gen.OpCondition, Node: "worker-0", Condition: "Ready", Status: "False", Skew: -30 * time.Second},
 				{After: 15 * time.Second, Op: gen.OpRemediator, Kind: "Beta", Behaviour: gen.BehaveFinalize},
 				{Op: gen.OpRemediator, Kind: "Beta", Behaviour: gen.BehaveDelete},
