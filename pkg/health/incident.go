@@ -64,9 +64,6 @@ func ofThisIncident(r *Remediation, v *NodeVerdict, previous *v1alpha1.Unhealthy
 // none can have its name.
 func (e *evaluation) goesOnBeside(v *NodeVerdict, resources []Remediation, previous *v1alpha1.UnhealthyNode, p progress) bool {
 	steps := e.rules.steps
-	if !p.started {
-		return false
-	}
 	next := p.next
 	if p.resumed != nil {
 		next = stepOf(steps, &p.resumed.Resource, p.resumed.TemplateName)
