@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -16,7 +17,8 @@ import (
 // selected nodes, as the controller does: the other NodeHealthChecks whose
 // selector matches a node, whether each can act (from its object), and the
 // owners of remediation resources for it, of the kinds any NodeHealthCheck
-// uses. Every kind is listed, so none is unknown.
+// uses, or of an incident under way on their record (health.HoldsOnRecord).
+// Every kind is listed, so none is unknown.
 func (c *cluster) claims(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, selected []*health.Node) map[string][]health.Claim {
 	known := map[types.UID]health.Peer{}
 	var peers []health.SelectingPeer
@@ -43,6 +45,17 @@ func (c *cluster) claims(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, sel
 				peer = health.Peer{Name: owner.Name, UID: owner.UID}
 			}
 			owners[node] = append(owners[node], peer)
+		}
+	}
+	for i := range c.all {
+		other := &c.all[i]
+		if other.UID == nhc.UID {
+			continue
+		}
+		for _, node := range health.NodesHeldOnRecord(other) {
+			if !slices.ContainsFunc(owners[node], func(p health.Peer) bool { return p.UID == other.UID }) {
+				owners[node] = append(owners[node], known[other.UID])
+			}
 		}
 	}
 	return health.ClaimsOn(selected, peers, owners)

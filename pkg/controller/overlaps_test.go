@@ -99,19 +99,33 @@ func TestSyncLeavesASharedNodeToTheNodeHealthCheckThatRemediatesIt(t *testing.T)
 	require.Len(t, f.remediations.syncs, 3)
 	assert.Len(t, f.remediations.syncs[2].creates, 1)
 
+	// It keeps the node while its status records the step under way, even
+	// when the step's resource is gone (its remediator deleted it) and an
+	// older one comes: it creates the step again.
+	f.setNHC(t, older)
+	f.clock.Step(time.Minute)
+	_, err = f.sync()
+	require.NoError(t, err)
+	assert.Len(t, f.remediations.syncs[3].creates, 1)
+	require.NoError(t, f.nhcs.Delete(older))
+	// From here on, this one has no record of the node.
+	forgotten := nhc.DeepCopy()
+	forgotten.ResourceVersion = "100"
+	f.setNHC(t, forgotten)
+
 	// ...unless the other one has resources for it already, of any kind watched.
 	f.remediations.obs.OtherOwners = map[string][]resource.Owner{"worker-1": {{Name: "younger", UID: younger.UID}}}
 	f.clock.Step(time.Minute)
 	_, err = f.sync()
 	require.NoError(t, err)
-	assert.Empty(t, f.remediations.syncs[3].creates)
+	assert.Empty(t, f.remediations.syncs[4].creates)
 
 	// A deleted one's resources hold the node too.
 	f.remediations.obs.OtherOwners = map[string][]resource.Owner{"worker-1": {{Name: "gone", UID: "uid-gone"}}}
 	f.clock.Step(time.Minute)
 	_, err = f.sync()
 	require.NoError(t, err)
-	assert.Empty(t, f.remediations.syncs[4].creates)
+	assert.Empty(t, f.remediations.syncs[5].creates)
 	assert.Contains(t, f.lastStatus(t).Reason, "(gone)")
 
 	// So do the resources a peer's status records, of a kind that cannot
@@ -121,7 +135,7 @@ func TestSyncLeavesASharedNodeToTheNodeHealthCheckThatRemediatesIt(t *testing.T)
 	f.clock.Step(time.Minute)
 	_, err = f.sync()
 	require.NoError(t, err)
-	assert.Empty(t, f.remediations.syncs[5].creates)
+	assert.Empty(t, f.remediations.syncs[6].creates)
 	assert.Contains(t, f.lastStatus(t).Reason, "(younger)")
 }
 

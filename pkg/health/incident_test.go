@@ -7,6 +7,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
 
 // An incident lasts while a node stays unhealthy, whichever unhealthy
@@ -99,4 +102,46 @@ func TestAStepGoneIsCreatedAgainBesideATimedOutStepBeingDeleted(t *testing.T) {
 	require.Len(t, d.TimeOut, 1, "10 minutes after its first start")
 	require.Len(t, d.Create, 1)
 	assert.Equal(t, multiTwo, d.Create[0].Template)
+}
+
+// A NodeHealthCheck holds a node by its status while a step is under way
+// and it can go on with it, so that no other one that selects the node
+// takes it over while the step's resource is gone.
+func TestANodeIsHeldOnRecordWhileAStepIsUnderWay(t *testing.T) {
+	started := metav1.NewTime(time.Unix(0, 0))
+	step := func(timedOut bool) *v1alpha1.Remediation {
+		rem := &v1alpha1.Remediation{Started: started}
+		if timedOut {
+			rem.TimedOut = &started
+		}
+		return rem
+	}
+	cases := []struct {
+		name  string
+		entry v1alpha1.UnhealthyNode
+		pause bool
+		held  bool
+	}{
+		{"a step under way", v1alpha1.UnhealthyNode{Remediations: []*v1alpha1.Remediation{step(true), step(false)}}, false, true},
+		{"every step timed out", v1alpha1.UnhealthyNode{Remediations: []*v1alpha1.Remediation{step(true)}}, false, false},
+		{"the node recovered", v1alpha1.UnhealthyNode{Remediations: []*v1alpha1.Remediation{step(false)}, ConditionsHealthyTimestamp: &started}, false, false},
+		{"no step yet", v1alpha1.UnhealthyNode{}, false, false},
+		{"paused: it cannot go on", v1alpha1.UnhealthyNode{Remediations: []*v1alpha1.Remediation{step(false)}}, true, false},
+	}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			nhc := testNHC(threeSteps())
+			if tt.pause {
+				nhc.Spec.PauseRequests = []string{"maintenance"}
+			}
+			tt.entry.Name = "node-00"
+			nhc.Status.UnhealthyNodes = []*v1alpha1.UnhealthyNode{{Name: "node-01"}, &tt.entry}
+			assert.Equal(t, tt.held, HoldsOnRecord(nhc, &tt.entry))
+			want := []string(nil)
+			if tt.held {
+				want = []string{"node-00"}
+			}
+			assert.Equal(t, want, NodesHeldOnRecord(nhc))
+		})
+	}
 }

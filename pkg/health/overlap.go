@@ -32,7 +32,7 @@ const (
 
 	becauseOverlapOlder       = "NodeHealthCheck %s selects it too and remediates it, being older; make the selectors disjoint"
 	becauseOverlapFirstByName = "NodeHealthCheck %s selects it too and remediates it: both were created in the same second, and its name comes first; make the selectors disjoint"
-	becauseOverlapRemediating = "NodeHealthCheck %s has remediation resources for it, and this one leaves it alone until they are gone; make the selectors disjoint"
+	becauseOverlapRemediating = "NodeHealthCheck %s is remediating it (remediation resources, or a step under way in its status), and this one leaves it alone until that ends; make the selectors disjoint"
 	becauseOverlapConditions  = "NodeHealthCheck %s selects it too and remediates it: its unhealthy conditions hold on the node, and this one's do not; make the selectors disjoint"
 	// becauseOverlapCannotAct (other, why this one cannot act).
 	becauseOverlapCannotAct = "NodeHealthCheck %s selects it too and remediates it: this one cannot act (%s), and it can; make the selectors disjoint"
@@ -197,18 +197,19 @@ func (in *Input) RemediatorOf(node string) (by Claim, self bool) {
 	if i := slices.IndexFunc(in.Nodes, func(n *Node) bool { return n.Name == node }); i >= 0 {
 		selected = in.Nodes[i]
 	}
-	all := append([]Claim{in.selfClaim(node, selected)}, in.Claims[node]...)
+	all := append([]Claim{in.selfClaim(node, selected, statusEntry(&in.NHC.Status, node))}, in.Claims[node]...)
 	i := Remediator(all)
 	return all[i], i == 0
 }
 
-// selfClaim is this NodeHealthCheck's claim on a node it selects; a nil
-// node holds no condition.
-func (in *Input) selfClaim(name string, node *Node) Claim {
+// selfClaim is this NodeHealthCheck's claim on a node it selects, with the
+// node's entry in its status (nil when none); a nil node holds no condition.
+func (in *Input) selfClaim(name string, node *Node, entry *v1alpha1.UnhealthyNode) Claim {
 	nhc := in.NHC
 	return Claim{Peer: Peer{Name: nhc.Name, UID: nhc.UID, Created: nhc.CreationTimestamp.Time}, Selects: true,
-		Remediating: len(in.Remediations[name]) > 0, ConditionsHold: node != nil && conditionsHold(node, nhc.Spec.UnhealthyConditions),
-		CannotAct: CannotAct(nhc)}
+		Remediating:    len(in.Remediations[name]) > 0 || HoldsOnRecord(nhc, entry),
+		ConditionsHold: node != nil && conditionsHold(node, nhc.Spec.UnhealthyConditions),
+		CannotAct:      CannotAct(nhc)}
 }
 
 // conditionsHold tells whether one of the unhealthy conditions matches a
@@ -233,7 +234,7 @@ func (e *evaluation) overlaps() {
 		if len(claims) == 0 {
 			continue
 		}
-		all = append(append(all[:0], e.in.selfClaim(v.Node.Name, v.Node)), claims...)
+		all = append(append(all[:0], e.in.selfClaim(v.Node.Name, v.Node, e.previous[v.Node.Name])), claims...)
 		winner := Remediator(all)
 		if winner > 0 {
 			by := all[winner]
@@ -327,4 +328,14 @@ func bounded(items []string) string {
 		return strings.Join(items, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(items[:maxNamed], ", "), len(items)-maxNamed)
+}
+
+// statusEntry is a node's entry in a status, or nil.
+func statusEntry(status *v1alpha1.NodeHealthCheckStatus, node string) *v1alpha1.UnhealthyNode {
+	for _, entry := range status.UnhealthyNodes {
+		if entry != nil && entry.Name == node {
+			return entry
+		}
+	}
+	return nil
 }

@@ -96,9 +96,9 @@ func TestAnotherNodeHealthCheckRemediatesASharedNode(t *testing.T) {
 		{"one of the same second whose name comes first", []Claim{selecting("aaa", 0)}, nil,
 			"aaa", "NodeHealthCheck aaa selects it too and remediates it: both were created in the same second, and its name comes first; make the selectors disjoint"},
 		{"a younger one remediates it already", []Claim{remediatingClaim(selecting("younger", -time.Hour))}, nil,
-			"younger", "NodeHealthCheck younger has remediation resources for it, and this one leaves it alone until they are gone; make the selectors disjoint"},
+			"younger", "NodeHealthCheck younger is remediating it (remediation resources, or a step under way in its status), and this one leaves it alone until that ends; make the selectors disjoint"},
 		{"one that no longer selects it has resources for it", []Claim{{Peer: peer("former", -time.Hour), Remediating: true}}, nil,
-			"former", "NodeHealthCheck former has remediation resources for it, and this one leaves it alone until they are gone; make the selectors disjoint"},
+			"former", "NodeHealthCheck former is remediating it (remediation resources, or a step under way in its status), and this one leaves it alone until that ends; make the selectors disjoint"},
 		{"this one is older", []Claim{selecting("younger", -time.Hour)}, nil, "", ""},
 		{"this one remediates it already", []Claim{selecting("older", time.Hour)}, remediations(snrRemediation("sick", time.Minute)), "", ""},
 	}
@@ -236,7 +236,7 @@ func TestASharedNodeGoesToTheOldestWhoseConditionsHold(t *testing.T) {
 		{"the older one's conditions hold too: the older one", []Claim{selecting("older", time.Hour)}, WaitOverlap,
 			"NodeHealthCheck older selects it too and remediates it, being older; make the selectors disjoint"},
 		{"the older one already remediates it: it keeps it", []Claim{remediatingClaim(olderElsewhere)}, WaitOverlap,
-			"NodeHealthCheck older has remediation resources for it, and this one leaves it alone until they are gone; make the selectors disjoint"},
+			"NodeHealthCheck older is remediating it (remediation resources, or a step under way in its status), and this one leaves it alone until that ends; make the selectors disjoint"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

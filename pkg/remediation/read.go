@@ -47,7 +47,8 @@ type Observation struct {
 	// informer is tried again. None of these comes with an event.
 	RefreshAfter time.Duration
 	// OtherOwners are, by node, the other NodeHealthChecks with remediation
-	// resources for it, of any kind watched.
+	// resources for it, of any kind watched, or that hold it by their status
+	// (readRecorded).
 	OtherOwners map[string][]resource.Owner
 
 	templates map[corev1.ObjectReference]*unstructured.Unstructured

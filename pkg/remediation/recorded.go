@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
@@ -18,8 +19,21 @@ import (
 // record of the nodes it remediates: they stay busy, for quorum and for
 // every other NodeHealthCheck, until the kind can be read again. A node
 // that is gone may have been a control-plane node: the status does not
-// say, and the resource may still fence it.
+// say, and the resource may still fence it. It adds too the nodes another
+// NodeHealthCheck holds by an incident under way on its record
+// (health.HoldsOnRecord), whose step's resource is gone.
 func (o *Observer) readRecorded(obs *Observation, others []*v1alpha1.NodeHealthCheck) {
+	for _, nhc := range others {
+		owner := resource.Owner{Name: nhc.Name, UID: nhc.UID}
+		for _, node := range health.NodesHeldOnRecord(nhc) {
+			if !slices.Contains(obs.OtherOwners[node], owner) {
+				if obs.OtherOwners == nil {
+					obs.OtherOwners = map[string][]resource.Owner{}
+				}
+				obs.OtherOwners[node] = append(obs.OtherOwners[node], owner)
+			}
+		}
+	}
 	for node, owners := range o.recorded(others) {
 		for _, owner := range owners {
 			if slices.Contains(obs.OtherOwners[node], owner) {

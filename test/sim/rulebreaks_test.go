@@ -13,7 +13,7 @@ import (
 
 // Rule-breaks the simulation found, as the generated histories that found
 // them, shrunk (seed 630 with -sim.focus control-plane, seeds 4, 167, 2,
-// 755, 7775, 18259 and 19174, simplified): on the code before their fixes each breaks its
+// 755, 7775, 18259, 19174 and 19868, simplified): on the code before their fixes each breaks its
 // invariant, and none may again.
 func TestRuleBreaks(t *testing.T) {
 	cp := func(node, pool string) gen.Step {
@@ -162,6 +162,26 @@ func TestRuleBreaks(t *testing.T) {
 				{Op: gen.OpRemediator, Kind: "Beta", Behaviour: gen.BehaveDelete},
 				{After: 15 * time.Second, Op: gen.OpWatchBreak, On: true},
 				{After: 2*time.Minute + 45*time.Second, Op: gen.OpRemediator, Kind: "Alpha", Behaviour: gen.BehaveDelete},
+				{After: 10 * time.Minute, Op: gen.OpFaults, Fault: apiserver.FaultNone},
+			},
+		},
+		{
+			// Seed 19868: nhc-2's step 1 was deleted by its remediator as
+			// cp-1 turned Ready=False, which the older nhc-1 (whose budget
+			// never allows a remediation) matches too: nhc-1 took the node,
+			// and step 1 never came back nor timed out.
+			name: "9: a remediator deleting its resource does not hand the node to another NodeHealthCheck",
+			steps: []gen.Step{
+				cp("cp-1", "cp"), template("Alpha", "alpha-1"), template("Beta", "beta-1"), template("Gamma", "gamma-1"),
+				nhc("nhc-1", gen.NHCSpec{Pools: []string{"a", "cp"}, Conditions: ready("False", 10*time.Second), MinHealthy: "1",
+					Steps: []gen.TemplateStep{{Kind: "Beta", Template: "beta-1", Timeout: time.Minute}}}),
+				nhc("nhc-2", gen.NHCSpec{Pools: []string{"cp", "b"}, Conditions: []gen.ConditionSpec{{Type: "Ready", Status: "False", Duration: 30 * time.Second}, {Type: "Ready", Status: "Unknown", Duration: 20 * time.Second}},
+					MaxUnhealthy: "67%", StormCooldown: 30 * time.Second,
+					Steps: []gen.TemplateStep{{Kind: "Alpha", Template: "alpha-1", Timeout: 3 * time.Minute}, {Kind: "Gamma", Template: "gamma-1", Timeout: 30 * time.Second}}}),
+				fail(0, "cp-1", "Unknown"),
+				{After: 30 * time.Second, Op: gen.OpFaults, Fault: apiserver.FaultLostAnswer, Duration: 5 * time.Second},
+				fail(0, "cp-1", "False"),
+				{Op: gen.OpRemediator, Kind: "Alpha", Behaviour: gen.BehaveDelete},
 				{After: 10 * time.Minute, Op: gen.OpFaults, Fault: apiserver.FaultNone},
 			},
 		},
