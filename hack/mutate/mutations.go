@@ -88,6 +88,21 @@ var mutations = []mutation{
 		Edits: []edit{{Old: "end.at = p.stepStarted().Add(timeout)", New: "end.at = p.current.Created.Add(timeout)"}},
 	},
 	{
+		Name: "timeout-early", Rule: "the next step waits for the step's timeout",
+		File:  "pkg/health/escalation.go",
+		Edits: []edit{{Old: "end.at = p.stepStarted().Add(timeout)", New: "end.at = p.stepStarted().Add(timeout / 2)"}},
+	},
+	{
+		Name: "failure-ignored", Rule: "a step whose remediator reports Succeeded=False is followed at once",
+		File:  "pkg/health/escalation.go",
+		Edits: []edit{{Old: "end.failed = p.current.Succeeded == metav1.ConditionFalse", New: "end.failed = false && p.current.Succeeded == metav1.ConditionFalse"}},
+	},
+	{
+		Name: "relapse-continues", Rule: "a node that recovered starts again at the first step",
+		File:  "pkg/health/incident.go",
+		Edits: []edit{{Old: "return previous != nil && previous.ConditionsHealthyTimestamp == nil && entryRemediation(previous, r.Ref.UID) != nil", New: "return previous != nil && entryRemediation(previous, r.Ref.UID) != nil"}},
+	},
+	{
 		Name: "timeout-ignored", Rule: "the next step starts when a step times out",
 		File:  "pkg/health/escalation.go",
 		Edits: []edit{{Old: "end.at = p.stepStarted().Add(timeout)", New: "end.at = p.stepStarted().Add(100 * timeout)"}},

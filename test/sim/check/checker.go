@@ -82,8 +82,10 @@ type Checker struct {
 	createTries map[runKey][]time.Time
 	// unhealthySince is when nothing stood in a node's way any more.
 	unhealthySince map[string]time.Time
-	// calmSince is since when no fault, partition or watch problem is on.
+	// calmSince is since when no fault, partition or watch problem is on;
+	// unrest are the spans when one was (order.go).
 	calmSince time.Time
+	unrest    []span
 	// checks counts the checks made.
 	checks int
 	// typed caches the typed form of stored objects, by UID and
@@ -208,7 +210,15 @@ func (c *Checker) Observe(gvr schema.GroupVersionResource, typ watch.EventType, 
 		c.leaseWritten(obj, old)
 	case isRemediation(gvr) && typ == watch.Added:
 		c.resourceCreated(obj)
-		c.lives = append(c.lives, resourceLife{remediationObj: resourceOf(obj), namespace: obj.GetNamespace(), name: obj.GetName(), created: time.Now()})
+		r := resourceOf(obj)
+		c.stepOrder(obj, r)
+		c.lives = append(c.lives, resourceLife{remediationObj: r, namespace: obj.GetNamespace(), name: obj.GetName(), created: time.Now()})
+	case isRemediation(gvr) && typ == watch.Modified && succeededFalse(obj):
+		for i := range c.lives {
+			if l := &c.lives[i]; l.obj.GetUID() == changed.GetUID() && l.failed.IsZero() {
+				l.failed = time.Now()
+			}
+		}
 	case isRemediation(gvr) && typ == watch.Deleted:
 		for i := range c.lives {
 			if l := &c.lives[i]; l.obj.GetUID() == changed.GetUID() && l.deleted.IsZero() {

@@ -26,6 +26,7 @@
 //     the cluster; progress.go: deletions once healthy, leases released,
 //     escalations on time;
 //   - leases.go: a node lease renewed only while a step runs;
+//   - order.go: escalation steps in order, none before its time;
 //   - unseen.go: creates answered to a replica whose informer has not
 //     shown them.
 //
@@ -60,6 +61,11 @@
 //     pictureLag before, the budget is counted as generously as either
 //     instant allows, and a deletion breaks the anti-loop rule only for a
 //     node unhealthy all along pictureLag.
+//   - A recovery ends an incident for escalation-not-early only if it
+//     lasted pictureLag beyond its healthyDelay, all in calm: a shorter one,
+//     or one a fault or a restart hid, the controller may never have seen,
+//     and it goes on with its steps' clocks. Creation timestamps hold whole
+//     seconds, so a step may come up to a second before its timeout.
 //   - A create during storm recovery is judged by the status written after
 //     it (stormStatus): the storm may have ended in that very sync, which
 //     only the next status tells.

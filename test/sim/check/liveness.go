@@ -24,6 +24,7 @@ func (c *Checker) Check() {
 	all := c.resources()
 	c.trackRuns(all)
 	calm := c.cfg.Calm()
+	c.noteCalm(calm, time.Now())
 	if !calm {
 		c.calmSince = time.Time{}
 	} else if c.calmSince.IsZero() {

@@ -129,7 +129,8 @@ func forgetUnseen(dueSince map[runKey]time.Time, seen map[runKey]bool) {
 
 // InvEscalated: a step with a timeout is followed by the next step, or, the
 // last, is timed out on record, within timeout + escalationBound of its
-// first start.
+// first start, or within escalationBound of its remediator reporting
+// Succeeded=False.
 const InvEscalated = "escalation-on-time"
 
 // escalationBound is how late after its timeout, with nothing in the way,
@@ -138,8 +139,9 @@ const escalationBound = 2 * time.Minute
 
 // escalations checks every (NodeHealthCheck, node) whose node is unhealthy
 // by its conditions: the step with a timeout that runs, first started in
-// this incident at S, is followed within S + timeout + escalationBound, or
-// within escalationBound of the instant since which nothing is in the way,
+// this incident at S, is followed within S + timeout + escalationBound (or
+// escalationBound after it reported Succeeded=False, if sooner), or within
+// escalationBound of the instant since which nothing is in the way,
 // whichever is later.
 func (c *Checker) escalations(all []remediationObj, calm bool) {
 	now := time.Now()
@@ -155,7 +157,7 @@ func (c *Checker) escalations(all []remediationObj, calm bool) {
 			if !remediated[key] {
 				continue
 			}
-			i, started := c.runningStep(nhc, node.Name, steps, now)
+			i, started, failed := c.runningStep(nhc, node.Name, steps, now)
 			if i < 0 || steps[i].Timeout.Duration <= 0 || !calm || !c.mayEscalate(nhc, node, all) {
 				continue
 			}
@@ -166,6 +168,9 @@ func (c *Checker) escalations(all []remediationObj, calm bool) {
 				since = now
 			}
 			due := started.Add(steps[i].Timeout.Duration)
+			if !failed.IsZero() && failed.Before(due) {
+				due = failed
+			}
 			if since.After(due) {
 				due = since
 			}
@@ -179,13 +184,14 @@ func (c *Checker) escalations(all []remediationObj, calm bool) {
 }
 
 // runningStep is the highest step of a NodeHealthCheck whose resource for
-// a node was created in the node's incident (incidentStart),
-// with its first start then, unless that step is timed out on record (the
-// last one) or a later step's resource followed it; -1 otherwise. A spec
-// edited since the step started asks nothing.
-func (c *Checker) runningStep(nhc *v1alpha1.NodeHealthCheck, node string, steps []v1alpha1.EscalatingRemediation, now time.Time) (int, time.Time) {
+// a node was created in the node's incident (incidentStart), with its first
+// start then and when a resource of it first reported Succeeded=False
+// (zero if none did), unless that step is timed out on record (the last
+// one) or a later step's resource followed it; -1 otherwise. A spec edited
+// since the step started asks nothing.
+func (c *Checker) runningStep(nhc *v1alpha1.NodeHealthCheck, node string, steps []v1alpha1.EscalatingRemediation, now time.Time) (int, time.Time, time.Time) {
 	incident := c.incidentStart(nhc, node, now)
-	step, started := -1, time.Time{}
+	step, started, failed := -1, time.Time{}, time.Time{}
 	for _, l := range c.lives {
 		// A resource created at the instant an incident ended belongs to
 		// that incident.
@@ -196,21 +202,27 @@ func (c *Checker) runningStep(nhc *v1alpha1.NodeHealthCheck, node string, steps 
 			if s.RemediationTemplate.Name != l.template || i < step {
 				continue
 			}
+			if i > step {
+				failed = time.Time{}
+			}
 			if i > step || l.created.Before(started) {
 				step, started = i, l.created
+			}
+			if !l.failed.IsZero() && (failed.IsZero() || l.failed.Before(failed)) {
+				failed = l.failed
 			}
 		}
 	}
 	if step < 0 {
-		return -1, time.Time{}
+		return -1, time.Time{}, time.Time{}
 	}
 	if then := c.nhcAt(nhc.Name, started); then == nil || then.Generation != nhc.Generation {
-		return -1, time.Time{}
+		return -1, time.Time{}, time.Time{}
 	}
 	if step == len(steps)-1 && c.timedOutOnRecord(nhc, node, steps[step].RemediationTemplate.Name) {
-		return -1, time.Time{}
+		return -1, time.Time{}, time.Time{}
 	}
-	return step, started
+	return step, started, failed
 }
 
 // incidentStart is the last instant before t at which a node was gone,

@@ -189,6 +189,8 @@ type resourceLife struct {
 	remediationObj
 	namespace, name  string
 	created, deleted time.Time
+	// failed is when it first reported Succeeded=False.
+	failed time.Time
 }
 
 // lifeOf finds the resource of a name that existed at t.

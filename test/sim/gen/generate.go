@@ -44,13 +44,17 @@ type generator struct {
 	// that the rest of every seed's history stays as it was drawn before
 	// they were.
 	budgets *rand.Rand
-	focus   Focus
+	// relapses draws the relapses after a recovery, on a stream of its own
+	// too.
+	relapses *rand.Rand
+	focus    Focus
 }
 
 // Generate returns the history of a seed, of about n steps after the
 // initial world, drawn with a focus.
 func Generate(seed uint64, n int, focus Focus) History {
-	g := &generator{rng: rand.New(rand.NewPCG(seed, 0x5eed)), budgets: rand.New(rand.NewPCG(seed, 0xb0d9e7)), focus: focus}
+	g := &generator{rng: rand.New(rand.NewPCG(seed, 0x5eed)), budgets: rand.New(rand.NewPCG(seed, 0xb0d9e7)),
+		relapses: rand.New(rand.NewPCG(seed, 0x4e1a95e)), focus: focus}
 	if focus == FocusNone && g.budgets.IntN(4) == 0 {
 		// One history in four is drawn as FOCUS=control-plane draws it:
 		// where quorum and escalations meet is rare in the even mix.
@@ -69,7 +73,11 @@ func Generate(seed uint64, n int, focus Focus) History {
 		h.Steps = append(h.Steps, Step{Op: OpCreateNHC, NHC: nhcNames[i], Spec: g.spec()})
 	}
 	for range n {
-		h.Steps = append(h.Steps, g.step())
+		s := g.step()
+		h.Steps = append(h.Steps, s)
+		if relapse, ok := g.relapse(s); ok {
+			h.Steps = append(h.Steps, relapse)
+		}
 	}
 	return h
 }
@@ -176,6 +184,18 @@ func containsStep(steps []TemplateStep, k cluster.Kind, t string) bool {
 		}
 	}
 	return false
+}
+
+// relapse draws, after a node's recovery, whether it relapses soon: while
+// the resources deleted on its recovery may still be held, or its
+// healthyDelay still runs, where an incident's end is easiest to get wrong.
+func (g *generator) relapse(s Step) (Step, bool) {
+	if s.Op != OpCondition || s.Status != "True" || g.relapses.IntN(3) != 0 {
+		return Step{}, false
+	}
+	after := []time.Duration{2 * time.Second, 10 * time.Second, 20 * time.Second, 45 * time.Second}[g.relapses.IntN(4)]
+	status := []string{"False", "Unknown"}[g.relapses.IntN(2)]
+	return Step{After: after, Op: OpCondition, Node: s.Node, Condition: "Ready", Status: status}, true
 }
 
 // step draws one step, weighted towards what happens most: nodes failing

@@ -1,0 +1,197 @@
+package check
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+)
+
+// The order of escalation: a step comes after the one before it has had
+// its time, never early (the spec: "The timeout field determines when the
+// next remediation is invoked"), and a node that recovered starts again at
+// the first step.
+
+// InvNotEarly: an escalation step's resource is created only after the
+// step before it ran in the node's incident, and no sooner than that
+// step's timeout after its first start, unless its remediator reported
+// Succeeded=False or its node lease went overdue (three of its durations
+// and the earlier steps' timeouts after the lease was taken: upstream's
+// rule).
+const InvNotEarly = "escalation-not-early"
+
+// timestampGrain is how much earlier than its instant a creationTimestamp
+// may say a resource was created: the field holds whole seconds.
+const timestampGrain = time.Second
+
+// span is an interval of time; a zero to is still open.
+type span struct{ from, to time.Time }
+
+// noteCalm records the spans the cluster was not calm.
+func (c *Checker) noteCalm(calm bool, now time.Time) {
+	last := len(c.unrest) - 1
+	open := last >= 0 && c.unrest[last].to.IsZero()
+	switch {
+	case !calm && !open:
+		c.unrest = append(c.unrest, span{from: now})
+	case calm && open:
+		c.unrest[last].to = now
+	}
+}
+
+// calmOver tells whether the cluster was calm from one instant to another.
+func (c *Checker) calmOver(from, to time.Time) bool {
+	for _, s := range c.unrest {
+		if !s.from.After(to) && (s.to.IsZero() || !s.to.Before(from)) {
+			return false
+		}
+	}
+	return true
+}
+
+// stepOrder checks a new remediation resource against the step before its
+// own in its NodeHealthCheck's escalation.
+func (c *Checker) stepOrder(obj *unstructured.Unstructured, r remediationObj) {
+	now := time.Now()
+	nhc := c.nhcAt(r.ownerName, now)
+	if nhc == nil || nhc.UID != r.owner {
+		return
+	}
+	steps := nhc.Spec.RemediationSteps()
+	i := stepIndex(steps, obj.GetKind(), r.template)
+	if i <= 0 {
+		return
+	}
+	incident := c.recognisedIncidentStart(nhc, r.node, now)
+	if then := c.nhcAt(nhc.Name, incident); then == nil || then.UID != nhc.UID || !apiequality.Semantic.DeepEqual(then.Spec.RemediationSteps(), steps) {
+		// Created or its steps edited during the incident: the order the
+		// steps ran in is not this one's.
+		return
+	}
+	previous := steps[i-1]
+	var started time.Time
+	failed := false
+	for _, l := range c.lives {
+		if l.owner != r.owner || l.node != r.node || l.created.Before(incident) || l.obj.GetUID() == obj.GetUID() ||
+			stepIndex(steps, l.obj.GetKind(), l.template) != i-1 {
+			continue
+		}
+		if started.IsZero() || l.created.Before(started) {
+			started = l.created
+		}
+		failed = failed || (!l.failed.IsZero() && !l.failed.After(now))
+	}
+	switch {
+	case started.IsZero():
+		c.fail(InvNotEarly, "%s created for node %s as step %d of NodeHealthCheck %s, with no step %d (%s) in the incident since %s",
+			describe(obj), r.node, i+1, nhc.Name, i, previous.RemediationTemplate.Name, incident.Format("15:04:05"))
+	case failed:
+	case now.Before(started.Add(previous.Timeout.Duration).Add(-timestampGrain)) && !c.leaseOverdueAt(nhc, steps, i-1, r.node, now):
+		c.fail(InvNotEarly, "%s created for node %s as step %d of NodeHealthCheck %s, %s after step %d (%s, timeout %s) first started at %s",
+			describe(obj), r.node, i+1, nhc.Name, now.Sub(started).Round(time.Second), i, previous.RemediationTemplate.Name,
+			previous.Timeout.Duration, started.Format("15:04:05"))
+	}
+}
+
+// stepIndex is the index of the step whose template a resource was
+// created from, or -1.
+func stepIndex(steps []v1alpha1.EscalatingRemediation, kind, template string) int {
+	for i, s := range steps {
+		if s.RemediationTemplate.Name == template && health.RemediationKind(s.RemediationTemplate.Kind) == kind {
+			return i
+		}
+	}
+	return -1
+}
+
+// leaseOverdueAt tells whether this NodeHealthCheck's lease of a node is
+// overdue for a step at t: taken three of the step's durations and the
+// earlier steps' timeouts before.
+func (c *Checker) leaseOverdueAt(nhc *v1alpha1.NodeHealthCheck, steps []v1alpha1.EscalatingRemediation, step int, node string, t time.Time) bool {
+	lease := c.leaseOn(node)
+	holder, ours := health.LeaseHolderNHC(lease.Holder)
+	if !ours || holder != nhc.Name {
+		return false
+	}
+	taken := lease.Acquired
+	if taken.IsZero() {
+		taken = lease.Renewed
+	}
+	duration := c.cfg.NodeLeaseDuration
+	if steps[step].Timeout.Duration > 0 {
+		duration = steps[step].Timeout.Duration
+	}
+	overdue := taken.Add(3 * duration)
+	for _, s := range steps[:step] {
+		overdue = overdue.Add(s.Timeout.Duration)
+	}
+	return !t.Before(overdue.Add(-timestampGrain))
+}
+
+// recognisedIncidentStart is when a node's incident began as its
+// NodeHealthCheck must know it: the end of the last span in which the node
+// was healthy by its conditions (or gone, or not selected) long enough for
+// the controller to see it and its healthyDelay to pass, all in calm. A
+// shorter or unseen recovery, or one a negative healthyDelay keeps
+// unconfirmed, does not end the incident: the controller goes on with its
+// steps' clocks.
+func (c *Checker) recognisedIncidentStart(nhc *v1alpha1.NodeHealthCheck, name string, t time.Time) time.Time {
+	var last, healthyFrom time.Time
+	healthy := false
+	end := func(to time.Time) {
+		if !healthy {
+			return
+		}
+		healthy = false
+		then := c.nhcAt(nhc.Name, healthyFrom)
+		delay := time.Duration(0)
+		if then != nil && then.Spec.HealthyDelay != nil {
+			delay = then.Spec.HealthyDelay.Duration
+		}
+		node := c.nodeAt(name, to.Add(-time.Nanosecond))
+		if node != nil {
+			if _, confirmed := node.Annotations[v1alpha1.ManuallyConfirmedHealthyAnnotation]; confirmed {
+				delay = 0
+			}
+		}
+		if delay >= 0 && to.Sub(healthyFrom) >= delay+pictureLag && c.calmOver(healthyFrom, to.Add(pictureLag)) {
+			last = to
+		}
+	}
+	for _, v := range c.nodes[name] {
+		if v.at.After(t) {
+			break
+		}
+		ill := false
+		if v.obj != nil {
+			node := typedOf[corev1.Node](c, v.obj)
+			_, matching := conditionsHold(nhc, node, v.at)
+			ill = matching && selects(nhc, node)
+		}
+		switch {
+		case ill && healthy:
+			end(v.at)
+		case !ill && !healthy:
+			healthy, healthyFrom = true, v.at
+		}
+	}
+	return last
+}
+
+// succeededFalse tells whether a remediation resource reports
+// Succeeded=False.
+func succeededFalse(obj *unstructured.Unstructured) bool {
+	conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conditions {
+		m, _ := c.(map[string]any)
+		if m["type"] == v1alpha1.SucceededCondition && m["status"] == string(metav1.ConditionFalse) {
+			return true
+		}
+	}
+	return false
+}
