@@ -61,7 +61,7 @@ const problemRequeue = 10 * time.Second
 // once within the client's burst, they take one round trip of a lease and a
 // resource, and each is rechecked just before. The next sync follows at once
 // and goes on.
-const maxCreationsPerSync = 50
+const maxCreationsPerSync = 150
 
 // syncTimeout bounds the API calls of one sync.
 const syncTimeout = time.Minute
@@ -281,7 +281,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 
 // nhcGone forgets what the controller kept about a deleted NodeHealthCheck.
 func (c *Controller) nhcGone(name string) {
-	c.pacing.ReadAtOnceFor(name, false)
+	c.pacing.ReadAtOnceFrom(name, time.Time{})
 	c.catchUps.forget(name)
 	c.observer.Forget(name)
 	c.members.forget(name)

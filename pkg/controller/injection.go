@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -85,9 +86,10 @@ type NodeCache interface {
 
 // nodePacing paces the node cache's reads.
 type nodePacing interface {
-	// ReadAtOnceFor says whether a NodeHealthCheck has a selected node
-	// that is not healthy: while one has, the batch window is off.
-	ReadAtOnceFor(nhc string, needed bool)
+	// ReadAtOnceFrom says from when a NodeHealthCheck may create a
+	// remediation (health.Plan.CreatesFrom; zero: not at all): from then
+	// on, the batch window is off.
+	ReadAtOnceFrom(nhc string, from time.Time)
 }
 
 // liveNodes reads nodes at the API server, past the cache.

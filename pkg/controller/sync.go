@@ -58,7 +58,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 		return catchUpRequeue, nil
 	}
 	plan := health.Evaluate(in)
-	c.pacing.ReadAtOnceFor(name, plan.Healthy < plan.Observed)
+	c.pacing.ReadAtOnceFrom(name, plan.CreatesFrom)
 	if in.ResourcesUnknown && plan.Problem == nil {
 		logger.V(4).Info("Waiting for informers to sync")
 		return notReadyRequeue, nil

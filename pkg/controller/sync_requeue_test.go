@@ -99,36 +99,43 @@ func TestSyncRequeuesNoLaterThanATemplateIsReadAgain(t *testing.T) {
 	}
 }
 
-// While a NodeHealthCheck has a node that is not healthy, the node cache
+// From when a NodeHealthCheck may create a remediation, the node cache
 // reads updates as they arrive: a remediation is never created from a
-// picture older than the watch's delay. Healthy again, or gone, it no
-// longer asks for that.
-func TestSyncAsksForNodeUpdatesAtOnceWhileANodeIsNotHealthy(t *testing.T) {
+// picture older than the watch's delay. Until then, and once nothing may be
+// created, or it is gone, it no longer asks for that.
+func TestSyncAsksForNodeUpdatesAtOnceFromWhenACreateMayBeDue(t *testing.T) {
 	f := newSyncFixture(t, workersNHC(), healthyNode("worker-1"), notReady("worker-2", t0.Add(-100*time.Second)))
 	pacing := recordedPacing{}
 	f.c.pacing = pacing
 	_, err := f.sync()
 	require.NoError(t, err)
-	assert.True(t, pacing["workers"], "a node waits for its deadline")
+	assert.Equal(t, t0.Add(200*time.Second), pacing["workers"], "a node waits for its deadline")
 
 	f.setNode(t, healthyNode("worker-2"))
 	_, err = f.sync()
 	require.NoError(t, err)
-	assert.False(t, pacing["workers"], "every node is healthy")
+	assert.True(t, pacing["workers"].IsZero(), "every node is healthy")
 
 	f.setNode(t, notReady("worker-2", longAgo))
 	_, err = f.sync()
 	require.NoError(t, err)
-	assert.True(t, pacing["workers"], "a node is unhealthy")
+	assert.Equal(t, t0.Time, pacing["workers"], "a node waits for its remediation")
+
+	ref := snrOfWorker
+	ref.Name = "worker-2"
+	f.remediations.obs.Remediations["worker-2"] = []health.Remediation{{Ref: ref, TemplateName: snrTemplate.Name, Created: longAgo}}
+	_, err = f.sync()
+	require.NoError(t, err)
+	assert.True(t, pacing["workers"].IsZero(), "the node is remediated by a step without a timeout")
 
 	require.NoError(t, f.nhcs.Delete(workersNHC()))
 	_, err = f.sync()
 	require.NoError(t, err)
-	assert.False(t, pacing["workers"], "the NodeHealthCheck is gone")
+	assert.True(t, pacing["workers"].IsZero(), "the NodeHealthCheck is gone")
 }
 
 // recordedPacing is what the node cache was last told of each
 // NodeHealthCheck.
-type recordedPacing map[string]bool
+type recordedPacing map[string]time.Time
 
-func (p recordedPacing) ReadAtOnceFor(nhc string, needed bool) { p[nhc] = needed }
+func (p recordedPacing) ReadAtOnceFrom(nhc string, from time.Time) { p[nhc] = from }

@@ -239,6 +239,7 @@ func (e *evaluation) remediate(i int, resources []Remediation, previous *v1alpha
 		// deletion, or the next resource may share the name of one. Wait
 		// until they are gone, then start again or go on.
 		v.Waiting = WaitDeletion
+		e.createsFrom(e.now)
 	case p.started:
 		if p.next >= len(steps) {
 			v.Waiting = WaitNoTemplate
@@ -247,6 +248,7 @@ func (e *evaluation) remediate(i int, resources []Remediation, previous *v1alpha
 		e.escalations = append(e.escalations, escalation{v: v, p: p})
 	default:
 		e.candidates = append(e.candidates, i)
+		e.createsFrom(e.now)
 	}
 }
 
@@ -261,6 +263,7 @@ func (e *evaluation) escalate(esc escalation) {
 		// The last step timed out and its resource is gone, or the step
 		// to run lost its resource: it is created again, on its first
 		// clock, unless its time ran out meanwhile.
+		e.createsFrom(e.now)
 		next := p.next
 		if r := p.resumed; r != nil && steps[next].timeout > 0 {
 			if end := r.Started.Add(steps[next].timeout); e.now.Before(end) {
@@ -291,8 +294,10 @@ func (e *evaluation) escalate(esc escalation) {
 	}
 	if !end.failed && e.now.Before(end.at) {
 		e.deadline(end.at)
+		e.createsFrom(end.at)
 		return
 	}
+	e.createsFrom(e.now)
 	failed, overdue := end.failed, end.overdue && !end.failed
 	next := max(p.next, p.currentStep+1)
 	gate := e.escalationGate

@@ -107,6 +107,7 @@ func (e *evaluation) evaluateNode(i int) {
 	case m.pending != nil:
 		v.State, v.Condition = StateSoonUnhealthy, m.pending
 		e.deadline(m.expires)
+		e.createsFrom(m.expires)
 	case len(resources) > 0:
 		v.State = StateRecovering
 	case e.in.PendingNodes[node.Name]:
@@ -209,6 +210,14 @@ func (e *evaluation) enablementEvent() {
 	}
 	if !e.in.ResourcesUnknown && (was == nil || was.Status != metav1.ConditionFalse) {
 		e.p.Events = append(e.p.Events, normal(EventEnabled, "", messageEnabled))
+	}
+}
+
+// createsFrom records an instant from which a remediation may be created
+// (Plan.CreatesFrom).
+func (e *evaluation) createsFrom(t time.Time) {
+	if e.p.CreatesFrom.IsZero() || t.Before(e.p.CreatesFrom) {
+		e.p.CreatesFrom = t
 	}
 }
 

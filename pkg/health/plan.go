@@ -76,6 +76,11 @@ type Plan struct {
 	// NextDeadline is the earliest future instant at which the plan can
 	// change without any object changing, or zero.
 	NextDeadline time.Time
+	// CreatesFrom is the earliest instant from which a remediation may be
+	// created: now when a node waits for its first or next step, else when
+	// an unhealthy condition reaches its duration or a step its timeout;
+	// zero when none may be without an object changing.
+	CreatesFrom time.Time
 	// Deferred is the number of resources Input.MaxCreations held for the
 	// next plan, which should follow at once.
 	Deferred int

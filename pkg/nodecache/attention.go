@@ -1,36 +1,47 @@
 package nodecache
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
-// attention is the set of NodeHealthChecks with a selected node that is not
-// healthy, as their syncs tell the cache (Informer.ReadAtOnceFor). While it
-// is not empty the cache reads every update as it arrives, without its batch
-// window (--node-batch-window), so that a remediation is never created from
-// a picture older than the watch's own delay: a node that recovers just
-// before its deadline is seen recovered. While every node is healthy,
-// nothing is due, and updates are read in batches.
+// attention holds, for each NodeHealthCheck that tells the cache
+// (Informer.ReadAtOnceFrom), the instant from which a create of a
+// remediation may be due: a node's unhealthy condition reaches its
+// duration, a step reaches its timeout, or a node waits for its remediation
+// now. From then on the cache reads every update as it arrives, without its
+// batch window (--node-batch-window), so that a create is decided from a
+// picture no older than the watch's own delay: a node that recovers just
+// before its deadline is seen recovered. Until then nothing can be created,
+// and updates, a node's failure or recovery among them, are read in
+// batches.
 type attention struct {
 	mu   sync.Mutex
-	nhcs map[string]bool
+	from map[string]time.Time
 }
 
-// set records whether a NodeHealthCheck has a node that is not healthy.
-func (a *attention) set(nhc string, needed bool) {
+// set records from when a NodeHealthCheck may create; zero: not at all.
+func (a *attention) set(nhc string, from time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if !needed {
-		delete(a.nhcs, nhc)
+	if from.IsZero() {
+		delete(a.from, nhc)
 		return
 	}
-	if a.nhcs == nil {
-		a.nhcs = map[string]bool{}
+	if a.from == nil {
+		a.from = map[string]time.Time{}
 	}
-	a.nhcs[nhc] = true
+	a.from[nhc] = from
 }
 
-// any tells whether some NodeHealthCheck has a node that is not healthy.
-func (a *attention) any() bool {
+// dueBy tells whether some NodeHealthCheck may create by t.
+func (a *attention) dueBy(t time.Time) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(a.nhcs) > 0
+	for _, from := range a.from {
+		if !from.After(t) {
+			return true
+		}
+	}
+	return false
 }

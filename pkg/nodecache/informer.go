@@ -122,10 +122,10 @@ func (i *Informer) InitialListVersion() string {
 	return ""
 }
 
-// ReadAtOnceFor records whether a NodeHealthCheck has a selected node that
-// is not healthy: while one has, the informer reads node updates as they
-// arrive, without the batch window.
-func (i *Informer) ReadAtOnceFor(nhc string, needed bool) { i.pacing.attention.set(nhc, needed) }
+// ReadAtOnceFrom records from when a NodeHealthCheck may create a
+// remediation (zero: not at all): from then on, the informer reads node
+// updates as they arrive, without the batch window.
+func (i *Informer) ReadAtOnceFrom(nhc string, from time.Time) { i.pacing.attention.set(nhc, from) }
 
 // Informer returns the shared informer.
 func (i *Informer) Informer() cache.SharedIndexInformer { return i.informer }

@@ -34,7 +34,7 @@ import (
 // hundreds of MiB/s.
 type readPacing struct {
 	window time.Duration
-	// attention tells whether updates must be read as they arrive.
+	// attention tells from when updates must be read as they arrive.
 	attention attention
 	clock     clock.Clock
 	// initial is the connection of the watch that streams the initial
@@ -42,9 +42,10 @@ type readPacing struct {
 	initial atomic.Pointer[pacedConn]
 }
 
-// active tells whether to pace a watch's reads now.
+// active tells whether to pace a watch's reads now: not when a create may
+// be due before a window would end.
 func (p *readPacing) active() bool {
-	return !p.attention.any()
+	return !p.attention.dueBy(p.clock.Now().Add(p.window))
 }
 
 // pacedRequest tells whether a request's response may be read paced from

@@ -108,19 +108,22 @@ func TestPacedConnWaitsOnlyWhatIsLeftOfTheWindow(t *testing.T) {
 	assert.Equal(t, 70*time.Millisecond, clock.Since(before))
 }
 
-func TestPacingStandsDownWhileUpdatesAreUrgent(t *testing.T) {
-	pacing := &readPacing{window: time.Second, clock: clocktesting.NewFakeClock(time.Unix(0, 0))}
+func TestPacingStandsDownFromWhenACreateMayBeDue(t *testing.T) {
+	clock := clocktesting.NewFakeClock(time.Unix(0, 0))
+	pacing := &readPacing{window: time.Second, clock: clock}
 	assert.True(t, pacing.active(), "no one asks for more")
 	i := &Informer{pacing: pacing}
-	i.ReadAtOnceFor("workers", false)
-	assert.True(t, pacing.active(), "nothing urgent")
-	i.ReadAtOnceFor("workers", true)
-	i.ReadAtOnceFor("others", true)
-	assert.False(t, pacing.active(), "a decision is due")
-	i.ReadAtOnceFor("workers", false)
-	assert.False(t, pacing.active(), "another one's is still due")
-	i.ReadAtOnceFor("others", false)
-	assert.True(t, pacing.active(), "every node healthy again")
+	i.ReadAtOnceFrom("workers", time.Time{})
+	assert.True(t, pacing.active(), "nothing may be created")
+	i.ReadAtOnceFrom("workers", clock.Now().Add(5*time.Second))
+	assert.True(t, pacing.active(), "a deadline 5s away")
+	clock.Step(4 * time.Second)
+	assert.False(t, pacing.active(), "the deadline comes within a window")
+	i.ReadAtOnceFrom("others", clock.Now())
+	i.ReadAtOnceFrom("workers", time.Time{})
+	assert.False(t, pacing.active(), "another one's create is due")
+	i.ReadAtOnceFrom("others", time.Time{})
+	assert.True(t, pacing.active(), "nothing may be created again")
 }
 
 // Only a watch of changes is paced from its start; a list is read at once,
