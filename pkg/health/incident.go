@@ -86,7 +86,7 @@ func (e *evaluation) goesOnBeside(v *NodeVerdict, resources []Remediation, previ
 	return true
 }
 
-// waitsForRecoveryDeletions tells whether an unhealthy node still has a
+// waitsForRecoveryDeletions tells whether a node unhealthy, or soon, still has a
 // resource being deleted that the controller deleted when it recovered.
 func waitsForRecoveryDeletions(v *NodeVerdict, resources []Remediation, previous *v1alpha1.UnhealthyNode) bool {
 	if previous == nil || previous.ConditionsHealthyTimestamp == nil {

@@ -72,6 +72,24 @@ func TestAnIncidentLastsWhileTheNodeStaysUnhealthy(t *testing.T) {
 		require.Len(t, d.Create, 1)
 		assert.Equal(t, templateA, d.Create[0].Template, "the first step again")
 	})
+
+	t.Run("the node relapsed, seen before its condition's duration passed", func(t *testing.T) {
+		s := sick()
+		s.recover("node-00")
+		require.Len(t, s.evaluate().Delete, 1)
+		s.advance(10 * time.Second)
+		s.setReady("node-00", corev1.ConditionFalse, 0)
+		for range 12 {
+			d := s.evaluate()
+			assert.Empty(t, d.Create, "the relapse waits for its duration, then for the deletion")
+			assert.Empty(t, d.TimeOut, "step A is of the incident before")
+			s.advance(time.Minute)
+		}
+		s.finishDeletions("node-00")
+		d := s.evaluate()
+		require.Len(t, d.Create, 1)
+		assert.Equal(t, templateA, d.Create[0].Template, "the first step again")
+	})
 }
 
 // A step whose resource its remediator deleted outright is created again on

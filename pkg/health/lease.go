@@ -263,6 +263,7 @@ const (
 	lapseOverdue      = "node lease overdue"
 	lapseHealthyDelay = "node healthy, its remediation waits for healthyDelay or a manual confirmation"
 	lapseNotSelected  = "node no longer selected"
+	lapseRelapsed     = "node unhealthy again while the remediation its recovery ended is being deleted"
 	// lapseDeleting: the node is healthy and its resources are being
 	// deleted, the ordinary end of a remediation; the lease is released
 	// once they are gone, and no event says more.
@@ -290,8 +291,11 @@ func (e *evaluation) leaseLapses(v *NodeVerdict) string {
 	case v.Waiting == WaitNoTemplate:
 		return lapseExhausted
 	}
-	p := progressOf(e.rules.steps, e.in.Remediations[v.Node.Name], e.previous[v.Node.Name])
+	resources, previous := e.in.Remediations[v.Node.Name], e.previous[v.Node.Name]
+	p := progressOf(e.rules.steps, resources, previous)
 	switch {
+	case p.current == nil && waitsForRecoveryDeletions(v, resources, previous):
+		return lapseRelapsed
 	case p.current == nil:
 		return lapseTimedOut
 	case p.currentStep < 0:

@@ -146,10 +146,11 @@ func (b *statusBuilder) entries() []*v1alpha1.UnhealthyNode {
 			// says so from now on, should the node relapse before they
 			// are gone.
 			entry.ConditionsHealthyTimestamp = ptr.To(metav1.NewTime(v.HealthySince))
-		case v.State == StateUnhealthy && !kept && waitsForRecoveryDeletions(v, b.in.Remediations[v.Node.Name], previous[v.Node.Name]):
-			// A relapse: the mark stays while what the recovery deleted
-			// remains, so that it is never taken for a step of this
-			// incident (ofThisIncident).
+		case (v.State == StateUnhealthy || v.State == StateSoonUnhealthy) && !kept &&
+			waitsForRecoveryDeletions(v, b.in.Remediations[v.Node.Name], previous[v.Node.Name]):
+			// A relapse, its condition's duration passed or not: the mark
+			// stays while what the recovery deleted remains, so that it is
+			// never taken for a step of this incident (ofThisIncident).
 			entry.ConditionsHealthyTimestamp = previous[v.Node.Name].ConditionsHealthyTimestamp.DeepCopy()
 		}
 	}

@@ -13,7 +13,7 @@ import (
 
 // Rule-breaks the simulation found, as the generated histories that found
 // them, shrunk (seed 630 with -sim.focus control-plane, seeds 4, 167, 2,
-// 755, 7775, 18259, 19174 and 19868, simplified): on the code before their fixes each breaks its
+// 755, 7775, 18259, 19174, 19868 and 1668, simplified): on the code before their fixes each breaks its
 // invariant, and none may again.
 func TestRuleBreaks(t *testing.T) {
 	cp := func(node, pool string) gen.Step {
@@ -182,6 +182,25 @@ func TestRuleBreaks(t *testing.T) {
 				{After: 30 * time.Second, Op: gen.OpFaults, Fault: apiserver.FaultLostAnswer, Duration: 5 * time.Second},
 				fail(0, "cp-1", "False"),
 				{Op: gen.OpRemediator, Kind: "Alpha", Behaviour: gen.BehaveDelete},
+				{After: 10 * time.Minute, Op: gen.OpFaults, Fault: apiserver.FaultNone},
+			},
+		},
+		{
+			// Seed 1668: cp-2 recovered as its first step was created, the
+			// remediator held the deleted step with its finalizer, and the
+			// node relapsed; seen before the condition's duration passed,
+			// the relapse lost the recovery's mark, and the old step's
+			// clock started the second step at once.
+			name: "10: a relapse seen within its condition's duration starts again at the first step",
+			steps: []gen.Step{
+				cp("cp-2", "cp"), template("Alpha", "alpha-1"),
+				nhc("nhc-1", gen.NHCSpec{Pools: []string{"cp"}, Conditions: ready("False", time.Minute),
+					Steps: []gen.TemplateStep{{Kind: "Gamma", Template: "gamma-1", Timeout: 3 * time.Minute}, {Kind: "Alpha", Template: "alpha-1", Timeout: 3 * time.Minute}}}),
+				fail(0, "cp-2", "False"),
+				{After: 45 * time.Second, Op: gen.OpTemplate, Kind: "Gamma", Template: "gamma-1", On: true},
+				{After: 15 * time.Second, Op: gen.OpRemediator, Kind: "Gamma", Behaviour: gen.BehaveFinalize},
+				fail(0, "cp-2", "True"),
+				fail(5625*time.Millisecond, "cp-2", "False"),
 				{After: 10 * time.Minute, Op: gen.OpFaults, Fault: apiserver.FaultNone},
 			},
 		},
