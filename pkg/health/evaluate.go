@@ -131,6 +131,10 @@ func (e *evaluation) evaluateNode(i int) {
 		e.pending(v, resources, previous)
 		return
 	}
+	if endedBeforeRelapse(v, resources, previous) {
+		previous = nil
+		delete(e.previous, node.Name)
+	}
 	if len(resources) > 0 {
 		e.p.Remediating++
 		e.withResources[node.Name] = true

@@ -86,6 +86,16 @@ func (e *evaluation) goesOnBeside(v *NodeVerdict, resources []Remediation, previ
 	return true
 }
 
+// endedBeforeRelapse tells whether a node's status entry records an
+// incident that ended before the node relapsed: the entry marks the
+// node's recovery, the node is unhealthy again (its condition's duration
+// passed or not), and none of the incident's resources remains. The
+// relapse starts afresh, at the first step: the entry's steps are not its.
+func endedBeforeRelapse(v *NodeVerdict, resources []Remediation, previous *v1alpha1.UnhealthyNode) bool {
+	return previous != nil && previous.ConditionsHealthyTimestamp != nil && len(resources) == 0 &&
+		(v.State == StateUnhealthy || v.State == StateSoonUnhealthy)
+}
+
 // waitsForRecoveryDeletions tells whether a node unhealthy, or soon, still has a
 // resource being deleted that the controller deleted when it recovered.
 func waitsForRecoveryDeletions(v *NodeVerdict, resources []Remediation, previous *v1alpha1.UnhealthyNode) bool {

@@ -90,6 +90,28 @@ func TestAnIncidentLastsWhileTheNodeStaysUnhealthy(t *testing.T) {
 		require.Len(t, d.Create, 1)
 		assert.Equal(t, templateA, d.Create[0].Template, "the first step again")
 	})
+
+	t.Run("the node relapsed after its first step failed", func(t *testing.T) {
+		s := sick()
+		s.setOnResource(s.resources["node-00"][0].Ref.UID, func(r *Remediation) { r.Succeeded = metav1.ConditionFalse })
+		d := s.evaluate()
+		require.Len(t, d.Create, 1)
+		require.Equal(t, multiOne, d.Create[0].Template, "the failed step is followed at once")
+		s.recover("node-00")
+		require.NotEmpty(t, s.evaluate().Delete)
+		s.advance(5 * time.Second)
+		s.setReady("node-00", corev1.ConditionUnknown, 0)
+		s.evaluate()
+		s.finishDeletions("node-00")
+		for range 5 {
+			d = s.evaluate()
+			assert.Empty(t, d.Create, "the relapse waits for its condition's duration")
+			s.advance(time.Minute)
+		}
+		d = s.evaluate()
+		require.Len(t, d.Create, 1)
+		assert.Equal(t, templateA, d.Create[0].Template, "the first step again, not the one after the failed step")
+	})
 }
 
 // A step whose resource its remediator deleted outright is created again on

@@ -133,6 +133,9 @@ func (b *statusBuilder) entries() []*v1alpha1.UnhealthyNode {
 		if !v.Listed {
 			continue
 		}
+		if endedBeforeRelapse(v, b.in.Remediations[v.Node.Name], previous[v.Node.Name]) {
+			delete(previous, v.Node.Name)
+		}
 		entry, kept := add(v.Node.Name, v.Superseded)
 		b.verdicts[v.Node.Name] = v
 		switch {

@@ -13,7 +13,7 @@ import (
 
 // Rule-breaks the simulation found, as the generated histories that found
 // them, shrunk (seed 630 with -sim.focus control-plane, seeds 4, 167, 2,
-// 755, 7775, 18259, 19174, 19868 and 1668, simplified): on the code before their fixes each breaks its
+// 755, 7775, 18259, 19174, 19868, 1668 and 15158, simplified): on the code before their fixes each breaks its
 // invariant, and none may again.
 func TestRuleBreaks(t *testing.T) {
 	cp := func(node, pool string) gen.Step {
@@ -201,6 +201,26 @@ func TestRuleBreaks(t *testing.T) {
 				{After: 15 * time.Second, Op: gen.OpRemediator, Kind: "Gamma", Behaviour: gen.BehaveFinalize},
 				fail(0, "cp-2", "True"),
 				fail(5625*time.Millisecond, "cp-2", "False"),
+				{After: 10 * time.Minute, Op: gen.OpFaults, Fault: apiserver.FaultNone},
+			},
+		},
+		{
+			// Seed 15158: worker-1's first step failed at once and the
+			// second, held by its remediator's finalizer, was deleted as
+			// the node recovered; the node relapsed, and once the deletion
+			// ended, it went on after the failed step of the incident
+			// before instead of starting again.
+			name: "11: a relapse after the recovery's deletions ended starts at the first step",
+			steps: []gen.Step{
+				worker("worker-1", "a"), template("Alpha", "alpha-1"), template("Alpha", "alpha-2"), template("Beta", "beta-1"),
+				nhc("nhc-1", gen.NHCSpec{Pools: []string{"a"}, Conditions: []gen.ConditionSpec{{Type: "Ready", Status: "False", Duration: time.Minute}, {Type: "Ready", Status: "Unknown", Duration: time.Minute}},
+					Steps: []gen.TemplateStep{{Kind: "Beta", Template: "beta-1", Timeout: 3 * time.Minute}, {Kind: "Alpha", Template: "alpha-1", Timeout: time.Minute}, {Kind: "Alpha", Template: "alpha-2", Timeout: 3 * time.Minute}}}),
+				fail(0, "worker-1", "False"),
+				{After: time.Minute, Op: gen.OpRemediator, Kind: "Beta", Behaviour: gen.BehaveFail},
+				{Op: gen.OpRemediator, Kind: "Alpha", Behaviour: gen.BehaveFinalize},
+				fail(0, "worker-1", "True"),
+				fail(5*time.Second, "worker-1", "Unknown"),
+				{Op: gen.OpRemediator, Kind: "Alpha", Behaviour: gen.BehaveRelease},
 				{After: 10 * time.Minute, Op: gen.OpFaults, Fault: apiserver.FaultNone},
 			},
 		},
