@@ -195,6 +195,20 @@ func (c *Checker) recordedUnreadable(node *corev1.Node) bool {
 	return false
 }
 
+// stepUnderWay tells whether a NodeHealthCheck's status records a step
+// under way for a node: one not timed out, with no recovery marked since.
+func stepUnderWay(nhc *v1alpha1.NodeHealthCheck, node string) bool {
+	for _, entry := range nhc.Status.UnhealthyNodes {
+		if entry == nil || entry.Name != node || entry.ConditionsHealthyTimestamp != nil {
+			continue
+		}
+		if slices.ContainsFunc(entryRemediations(entry), func(rem *v1alpha1.Remediation) bool { return rem.TimedOut == nil }) {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *Checker) isControlPlaneNode(name string) bool {
 	node := c.nodeAt(name, time.Now())
 	return node != nil && v1alpha1.IsControlPlane(labels.Set(node.Labels))
@@ -204,17 +218,21 @@ func (c *Checker) isControlPlaneNode(name string) bool {
 // resources, by the overlap rule of decisions.md ("Overlapping
 // NodeHealthChecks"), read from the objects at the API server: of those
 // that select it, one that can act (not being deleted, not Disabled in its
-// status, not paused) before one that cannot, then one whose unhealthy
-// conditions match the node (duration passed or not), then the oldest,
-// then the first by name. The others leave the node to it, whatever holds
-// it back; nil when none selects the node.
+// status, not paused) and whose status records a step under way for the
+// node (not timed out, no recovery marked since: its resource is gone, to
+// be created again), then one that can act before one that cannot, then
+// one whose unhealthy conditions match the node (duration passed or not),
+// then the oldest, then the first by name. The others leave the node to
+// it, whatever holds it back; nil when none selects the node.
 func (c *Checker) remediatorOf(node *corev1.Node) *v1alpha1.NodeHealthCheck {
 	type claim struct {
-		nhc              *v1alpha1.NodeHealthCheck
-		canAct, matching bool
+		nhc                        *v1alpha1.NodeHealthCheck
+		underWay, canAct, matching bool
 	}
 	first := func(a, b claim) bool {
 		switch {
+		case a.underWay != b.underWay:
+			return a.underWay
 		case a.canAct != b.canAct:
 			return a.canAct
 		case a.matching != b.matching:
@@ -232,6 +250,7 @@ func (c *Checker) remediatorOf(node *corev1.Node) *v1alpha1.NodeHealthCheck {
 		_, matching := conditionsHold(nhc, node, time.Now())
 		cl := claim{nhc: nhc, matching: matching, canAct: nhc.DeletionTimestamp == nil && len(nhc.Spec.PauseRequests) == 0 &&
 			!meta.IsStatusConditionTrue(nhc.Status.Conditions, v1alpha1.ConditionDisabled)}
+		cl.underWay = cl.canAct && stepUnderWay(nhc, node.Name)
 		if best == nil || first(cl, *best) {
 			best = &cl
 		}
