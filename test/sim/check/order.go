@@ -91,6 +91,7 @@ func (c *Checker) stepOrder(obj *unstructured.Unstructured, r remediationObj) {
 		c.fail(InvNotEarly, "%s created for node %s as step %d of NodeHealthCheck %s, with no step %d (%s) in the incident since %s",
 			describe(obj), r.node, i+1, nhc.Name, i, previous.RemediationTemplate.Name, incident.Format("15:04:05"))
 	case failed:
+		// Its remediator gave up: the next step may follow at once.
 	case now.Before(started.Add(previous.Timeout.Duration).Add(-timestampGrain)) && !c.leaseOverdueAt(nhc, steps, i-1, r.node, now):
 		c.fail(InvNotEarly, "%s created for node %s as step %d of NodeHealthCheck %s, %s after step %d (%s, timeout %s) first started at %s",
 			describe(obj), r.node, i+1, nhc.Name, now.Sub(started).Round(time.Second), i, previous.RemediationTemplate.Name,
