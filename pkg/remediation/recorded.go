@@ -26,28 +26,28 @@ func (o *Observer) readRecorded(obs *Observation, others []*v1alpha1.NodeHealthC
 	for _, nhc := range others {
 		owner := resource.Owner{Name: nhc.Name, UID: nhc.UID}
 		for _, node := range health.NodesHeldOnRecord(nhc) {
-			if !slices.Contains(obs.OtherOwners[node], owner) {
-				if obs.OtherOwners == nil {
-					obs.OtherOwners = map[string][]resource.Owner{}
-				}
-				obs.OtherOwners[node] = append(obs.OtherOwners[node], owner)
-			}
+			obs.addOtherOwner(node, owner)
 		}
 	}
 	for node, owners := range o.recorded(others) {
 		for _, owner := range owners {
-			if slices.Contains(obs.OtherOwners[node], owner) {
-				continue
-			}
-			if obs.OtherOwners == nil {
-				obs.OtherOwners = map[string][]resource.Owner{}
-			}
-			obs.OtherOwners[node] = append(obs.OtherOwners[node], owner)
+			obs.addOtherOwner(node, owner)
 		}
 		if o.mayBeControlPlane(node) {
 			obs.BusyControlPlaneNodes[node] = true
 		}
 	}
+}
+
+// addOtherOwner adds an owner of a node's remediation, once.
+func (obs *Observation) addOtherOwner(node string, owner resource.Owner) {
+	if slices.Contains(obs.OtherOwners[node], owner) {
+		return
+	}
+	if obs.OtherOwners == nil {
+		obs.OtherOwners = map[string][]resource.Owner{}
+	}
+	obs.OtherOwners[node] = append(obs.OtherOwners[node], owner)
 }
 
 // recorded returns, by node, the NodeHealthChecks whose status records a
