@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // controllerUser is the controller's identity, so that the audit log holds
@@ -52,6 +53,11 @@ type auditEvent struct {
 	ResponseStatus *struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
+	// Received and Completed bound the API server's time on a request:
+	// what a request waited for there, apart from the controller's own
+	// waits.
+	Received  time.Time `json:"requestReceivedTimestamp"`
+	Completed time.Time `json:"stageTimestamp"`
 }
 
 // requestCounts are the controller's requests in a phase, as the API server
@@ -70,6 +76,11 @@ type requestCounts struct {
 	// "verb resource code".
 	Failed               int            `json:"failed"`
 	FailedByVerbResource map[string]int `json:"failedByVerbResource,omitempty"`
+	// ServerTimeByVerbResource is the API server's time on the requests of
+	// each "verb resource", from receipt to the response's end; watches
+	// are left out.
+	ServerTimeByVerbResource map[string]*latency `json:"serverTimeByVerbResource,omitempty"`
+	serverTimes              map[string][]time.Duration
 }
 
 // failedCode is the first HTTP status of a failed request.
@@ -100,6 +111,7 @@ func (a *auditReader) next() (requestCounts, error) {
 	for {
 		line, err := reader.ReadBytes('\n')
 		if err == io.EOF {
+			counts.summarizeServerTimes()
 			return counts, nil
 		}
 		if err != nil {
@@ -112,6 +124,17 @@ func (a *auditReader) next() (requestCounts, error) {
 		}
 		counts.add(e)
 	}
+}
+
+// summarizeServerTimes sums up the API server's times by request kind.
+func (c *requestCounts) summarizeServerTimes() {
+	for key, times := range c.serverTimes {
+		if c.ServerTimeByVerbResource == nil {
+			c.ServerTimeByVerbResource = map[string]*latency{}
+		}
+		c.ServerTimeByVerbResource[key] = summarize(times)
+	}
+	c.serverTimes = nil
 }
 
 // add counts an event once per request: a watch when it starts, any other
@@ -134,6 +157,12 @@ func (c *requestCounts) add(e auditEvent) {
 	}
 	c.ByVerbResource[key]++
 	c.Total++
+	if e.Verb != "watch" && !e.Received.IsZero() && !e.Completed.IsZero() {
+		if c.serverTimes == nil {
+			c.serverTimes = map[string][]time.Duration{}
+		}
+		c.serverTimes[key] = append(c.serverTimes[key], e.Completed.Sub(e.Received))
+	}
 	if e.ObjectRef != nil && e.ObjectRef.Resource == "leases" {
 		c.Leases++
 	}

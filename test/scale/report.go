@@ -107,6 +107,17 @@ func (r *result) printTable(w io.Writer) {
 	}
 	row("requests by verb and resource:", func(*phase) string { return "" })
 	breakdown(func(p *phase) map[string]int { return p.Requests.ByVerbResource })
+	row("API server time by verb and resource,", func(*phase) string { return "" })
+	row("p50/p99/max (ms):", func(*phase) string { return "" })
+	keys := map[string]bool{}
+	for _, p := range r.Phases {
+		for k := range p.Requests.ServerTimeByVerbResource {
+			keys[k] = true
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		row("  "+k, func(p *phase) string { return p.Requests.ServerTimeByVerbResource[k].String() })
+	}
 	row("failed requests by verb, resource, code:", func(*phase) string { return "" })
 	breakdown(func(p *phase) map[string]int { return p.Requests.FailedByVerbResource })
 	_ = t.Flush()

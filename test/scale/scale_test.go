@@ -76,6 +76,23 @@ func TestAuditCountsEachRequestOnce(t *testing.T) {
 	assert.Equal(t, 1, counts.Failed)
 }
 
+// The API server's time on a request is from its receipt to the response's
+// end, by request kind; watches, which last minutes, are left out.
+func TestAuditTellsTheAPIServersTimeByRequestKind(t *testing.T) {
+	counts := requestCounts{ByVerbResource: map[string]int{}}
+	for _, line := range []string{
+		`{"stage":"ResponseStarted","verb":"watch","objectRef":{"resource":"nodes"},"requestReceivedTimestamp":"2026-11-26T00:00:00.000000Z","stageTimestamp":"2026-11-26T00:05:00.000000Z"}`,
+		`{"stage":"ResponseComplete","verb":"list","objectRef":{"resource":"nodes"},"requestReceivedTimestamp":"2026-11-26T00:00:00.000000Z","stageTimestamp":"2026-11-26T00:00:00.012000Z"}`,
+		`{"stage":"ResponseComplete","verb":"list","objectRef":{"resource":"nodes"},"requestReceivedTimestamp":"2026-11-26T00:00:01.000000Z","stageTimestamp":"2026-11-26T00:00:01.110000Z"}`,
+	} {
+		var e auditEvent
+		require.NoError(t, json.Unmarshal([]byte(line), &e))
+		counts.add(e)
+	}
+	counts.summarizeServerTimes()
+	assert.Equal(t, map[string]*latency{"list nodes": {Count: 2, P50: 12, P99: 110, Max: 110}}, counts.ServerTimeByVerbResource)
+}
+
 func TestSummarizeTakesNearestRanks(t *testing.T) {
 	var ds []time.Duration
 	for i := 100; i >= 1; i-- {
