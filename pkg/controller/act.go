@@ -13,7 +13,7 @@ import (
 )
 
 // act carries out a plan, in this order: time-outs, creates (each with its
-// lease, then confirmed just before it is sent), deletes, leases, then
+// lease and its confirmation, both before it is sent), deletes, leases, then
 // annotations; and says what happened, action by action. Each action stands
 // alone: one failure does not stop the others, except that a node whose
 // time-out annotation failed gets no next step, so that the order holds.
@@ -98,13 +98,13 @@ type createResult struct {
 }
 
 // createAll carries out creations all at once, each after its node lease is
-// taken and confirmed just before it is sent, and records what happened in
+// taken and its checks pass, and records what happened in
 // plan order. A plan holds at most maxCreationsPerSync of them, so that a
 // storm's first resources do not wait for the last ones' round trips.
-func (c *Controller) createAll(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, creations []health.Creation, obs *remediation.Observation, confirm confirmFunc, out *health.Outcome) {
+func (c *Controller) createAll(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, creations []health.Creation, obs *remediation.Observation, check creationCheck, out *health.Outcome) {
 	results := make([]createResult, len(creations))
 	workqueue.ParallelizeUntil(ctx, len(creations), len(creations), func(i int) {
-		results[i] = c.create(ctx, nhc, creations[i], obs, confirm)
+		results[i] = c.create(ctx, nhc, creations[i], obs, check)
 	})
 	for i, r := range results {
 		switch {
@@ -125,8 +125,22 @@ func (c *Controller) createAll(ctx context.Context, nhc *v1alpha1.NodeHealthChec
 	}
 }
 
-// create takes a creation's node lease, confirms the creation, and sends it.
-func (c *Controller) create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, cr health.Creation, obs *remediation.Observation, confirm confirmFunc) createResult {
+// create takes a creation's node lease and, meanwhile, confirms the
+// creation at the API server; once both are done, it checks the caches of
+// the moment and sends the create. Under load each read and write is a wait
+// at the API server: one after the other, every create waited three round
+// trips instead of two. A lease taken for a create withdrawn is released
+// by the next sync.
+func (c *Controller) create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, cr health.Creation, obs *remediation.Observation, check creationCheck) createResult {
+	type verdict struct {
+		why string
+		err error
+	}
+	confirmed := make(chan verdict, 1)
+	go func() {
+		why, err := check.live(ctx, cr)
+		confirmed <- verdict{why: why, err: err}
+	}()
 	if cr.Lease != nil && c.leases != nil {
 		if err := c.leases.Acquire(ctx, *cr.Lease); err != nil {
 			if why := c.leases.Problem(err); why != "" {
@@ -135,15 +149,17 @@ func (c *Controller) create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, 
 			return createResult{err: fmt.Errorf("taking the lease of node %s: %w", cr.Node, err)}
 		}
 	}
-	// After the lease, which may have waited for the client's rate limit:
-	// the node may have recovered meanwhile. A lease taken for nothing is
-	// released by the next sync.
-	why, unconfirmed, err := confirm(ctx, cr)
+	live := <-confirmed
+	// The caches first: what they show now was the API server's a moment
+	// ago too; only a need that the caches still show is "not confirmed".
+	if why := check.caches(cr); why != "" {
+		return createResult{blocked: &health.Blocked{Node: cr.Node, Message: why}, withdrawn: true}
+	}
 	switch {
-	case err != nil:
-		return createResult{err: fmt.Errorf("confirming that node %s needs its remediation: %w", cr.Node, err)}
-	case why != "":
-		return createResult{blocked: &health.Blocked{Node: cr.Node, Message: why}, withdrawn: true, unconfirmed: unconfirmed}
+	case live.err != nil:
+		return createResult{err: fmt.Errorf("confirming that node %s needs its remediation: %w", cr.Node, live.err)}
+	case live.why != "":
+		return createResult{blocked: &health.Blocked{Node: cr.Node, Message: live.why}, withdrawn: true, unconfirmed: true}
 	}
 	created, err := c.writer.Create(ctx, nhc, cr, obs)
 	switch {

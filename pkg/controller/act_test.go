@@ -30,19 +30,25 @@ func TestCreationsGoOutTogetherAndAreReportedInPlanOrder(t *testing.T) {
 	for _, node := range nodes {
 		creations = append(creations, health.Creation{Node: node, Template: snrTemplate})
 	}
-	confirm := func(_ context.Context, c health.Creation) (string, bool, error) {
-		switch c.Node {
-		case "worker-07":
-			return "the node recovered", false, nil
-		case "worker-09":
-			return "the node is healthy", true, nil
-		case "worker-11":
-			return "", false, assert.AnError
-		}
-		return "", false, nil
+	check := creationCheck{
+		live: func(_ context.Context, c health.Creation) (string, error) {
+			switch c.Node {
+			case "worker-09":
+				return "the node is healthy", nil
+			case "worker-11":
+				return "", assert.AnError
+			}
+			return "", nil
+		},
+		caches: func(c health.Creation) string {
+			if c.Node == "worker-07" {
+				return "the node recovered"
+			}
+			return ""
+		},
 	}
 	var out health.Outcome
-	f.c.createAll(context.Background(), workersNHC(), creations, &remediation.Observation{}, confirm, &out)
+	f.c.createAll(context.Background(), workersNHC(), creations, &remediation.Observation{}, check, &out)
 	require.Len(t, out.Errors, 1, "the check that could not be made")
 	assert.ErrorIs(t, out.Errors[0], assert.AnError)
 	var created []string

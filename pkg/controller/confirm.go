@@ -12,22 +12,28 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
 
-// confirmFunc says, just before a create is sent, why it must not be after
-// all, or "" to send it; unconfirmed is true when the caches still showed
-// the need but the API server did not. An error is a check that could not
-// be made: the create is not sent, and the sync retried.
-type confirmFunc func(ctx context.Context, c health.Creation) (why string, unconfirmed bool, err error)
+// creationCheck checks each of a sync's creates before it is sent, twice:
+// at the API server while its lease is taken, and then against the caches
+// of the moment just before the send.
+type creationCheck struct {
+	// live says why the create must not be sent after all, from the node
+	// and the NodeHealthCheck as the API server has them, or ""; an error
+	// is a check that could not be made: the create is not sent, and the
+	// sync retried.
+	live func(ctx context.Context, c health.Creation) (why string, err error)
+	// caches says why the caches no longer show the need, or "".
+	caches func(c health.Creation) string
+}
 
-// confirmation returns the check of one sync's creates. It reads the
-// NodeHealthCheck and each node from the caches as they are just before a
-// create, for Plan.Recheck, and then as the API server has them. Every create, a first remediation or an escalation
-// step, reboots, fences, powers off or deletes a machine, and a lagging or
-// silent watch must not hold it back (an overloaded API server's watches
-// can be tens of seconds behind; a paused or edited NodeHealthCheck must
-// not remediate from its old spec). The NodeHealthCheck is read once a
-// sync, the node once a create.
-func (c *Controller) confirmation(ctx context.Context, name string, plan *health.Plan) confirmFunc {
-	// Creates are rechecked in parallel and share one read of the
+// confirmation returns the checks of one sync's creates, for Plan.Recheck.
+// Every create, a first remediation or an escalation step, reboots, fences,
+// powers off or deletes a machine, and a lagging or silent watch must not
+// hold it back (an overloaded API server's watches can be tens of seconds
+// behind; a paused or edited NodeHealthCheck must not remediate from its
+// old spec). The NodeHealthCheck is read at the API server once a sync, the
+// node once a create.
+func (c *Controller) confirmation(ctx context.Context, name string, plan *health.Plan) creationCheck {
+	// Creates are checked in parallel and share one read of the
 	// NodeHealthCheck. It starts with the sync's creates, beside their
 	// leases, rather than after the first, which would wait for it. A
 	// failed read is not kept: the next create reads again.
@@ -53,10 +59,26 @@ func (c *Controller) confirmation(ctx context.Context, name string, plan *health
 		return live, nil
 	}
 	go func() { _, _ = readNHC(ctx) }()
-	return func(ctx context.Context, cr health.Creation) (string, bool, error) {
+	live := func(ctx context.Context, cr health.Creation) (string, error) {
 		if _, err := c.writesUntil(); err != nil {
-			return "", false, fmt.Errorf("not acting: %w", err)
+			return "", fmt.Errorf("not acting: %w", err)
 		}
+		liveNHC, err := readNHC(ctx)
+		if err != nil {
+			return "", err
+		}
+		node, err := c.liveNodes.Node(ctx, cr.Node)
+		switch {
+		case apierrors.IsNotFound(err):
+			node = nil
+		case err != nil:
+			return "", err
+		}
+		why := plan.Recheck(liveNHC, node, cr, c.clock.Now())
+		klog.FromContext(ctx).V(4).Info("Node confirmed at the API server", "node", klog.KRef("", cr.Node), "withdrawn", why)
+		return why, nil
+	}
+	caches := func(cr health.Creation) string {
 		var nhc *metav1.ObjectMeta
 		if cached, err := c.nhcLister.Get(name); err == nil {
 			nhc = &c.latest(cached).ObjectMeta
@@ -65,26 +87,7 @@ func (c *Controller) confirmation(ctx context.Context, name string, plan *health
 		if err != nil {
 			node = nil
 		}
-		now := c.clock.Now()
-		if why := plan.Recheck(nhc, node, cr, now); why != "" {
-			return why, false, nil
-		}
-		liveNHC, err := readNHC(ctx)
-		if err != nil {
-			return "", false, err
-		}
-		live, err := c.liveNodes.Node(ctx, cr.Node)
-		switch {
-		case apierrors.IsNotFound(err):
-			live = nil
-		case err != nil:
-			return "", false, err
-		}
-		why := plan.Recheck(liveNHC, live, cr, now)
-		klog.FromContext(ctx).V(4).Info("Node confirmed at the API server", "node", klog.KRef("", cr.Node), "withdrawn", why)
-		if why != "" {
-			return why, true, nil
-		}
-		return "", false, nil
+		return plan.Recheck(nhc, node, cr, c.clock.Now())
 	}
+	return creationCheck{live: live, caches: caches}
 }

@@ -136,3 +136,26 @@ func TestACreateIsConfirmedAgainstTheNodeHealthCheckAtTheAPIServer(t *testing.T)
 		})
 	}
 }
+
+// A create's node is read at the API server while its lease is taken, not
+// after it: under load each is a wait there, and the create waits for both.
+func TestACreatesLeaseAndConfirmationGoOutTogether(t *testing.T) {
+	f := newSyncFixture(t, workersNHC(), notReady("worker-1", longAgo), healthyNode("worker-2"))
+	readWhileLeasing := false
+	leases := f.takeLeases(func() {
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			f.liveNodes.readsMu.Lock()
+			reads := f.liveNodes.reads
+			f.liveNodes.readsMu.Unlock()
+			if reads > 0 {
+				readWhileLeasing = true
+				return
+			}
+		}
+	})
+	_, err := f.sync()
+	require.NoError(t, err)
+	assert.True(t, readWhileLeasing, "the node was read at the API server while its lease was taken")
+	assert.Len(t, leases.deadlines, 1)
+	assert.Len(t, f.remediations.creates(), 1, "sent once both were done")
+}
