@@ -6,10 +6,7 @@ import (
 	"fmt"
 
 	"google.golang.org/protobuf/encoding/protowire"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -126,26 +123,15 @@ func decodedVersions(result rest.Result, versions map[string]string) (string, er
 }
 
 // Node reads a node at the API server, consistently (no resourceVersion):
-// what a watch that lags behind cannot show yet. It is a list of the one
-// node by name, which the API server serves from its watch cache once the
-// cache has caught up with etcd (consistent reads from cache), where a get
-// reads and decodes the node from etcd: in a storm, under the kubelets'
-// writes, that decode is most of a confirmation's cost. A NotFound error
-// when the node does not exist.
+// what a watch that lags behind cannot show yet.
 func (i *Informer) Node(ctx context.Context, name string) (*health.Node, error) {
-	opts := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()}
-	obj, err := i.lists.Get().Resource("nodes").VersionedParams(&opts, scheme.ParameterCodec).Do(ctx).Get()
+	obj, err := i.lists.Get().Resource("nodes").Name(name).Do(ctx).Get()
 	if err != nil {
 		return nil, err
 	}
-	list, ok := obj.(*NodeList)
+	node, ok := obj.(*health.Node)
 	if !ok {
 		return nil, fmt.Errorf("reading node %s: decoded %T", name, obj)
 	}
-	for j := range list.Items {
-		if list.Items[j].Name == name {
-			return &list.Items[j], nil
-		}
-	}
-	return nil, apierrors.NewNotFound(corev1.Resource("nodes"), name)
+	return node, nil
 }
