@@ -50,7 +50,10 @@ var mutations = []mutation{
 	{
 		Name: "no-confirmation", Rule: "never create from a stale picture: the node is confirmed before a create",
 		File:  "pkg/controller/act.go",
-		Edits: []edit{{Old: "why, unconfirmed, err := confirm(ctx, cr)", New: "why, unconfirmed, err := \"\", false, error(nil)"}},
+		Edits: []edit{
+			{Old: "live := <-confirmed\n", New: "<-confirmed\n\tlive := verdict{}\n"},
+			{Old: "if why := check.caches(cr); why != \"\" {", New: "if why := \"\"; why != \"\" {"},
+		},
 	},
 	{
 		Name: "ledger-forgets", Rule: "never two for one node: a create stays pending until its informer shows it",
