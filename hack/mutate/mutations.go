@@ -49,7 +49,7 @@ var mutations = []mutation{
 	},
 	{
 		Name: "no-confirmation", Rule: "never create from a stale picture: the node is confirmed before a create",
-		File:  "pkg/controller/act.go",
+		File: "pkg/controller/act.go",
 		Edits: []edit{
 			{Old: "live := <-confirmed\n", New: "<-confirmed\n\tlive := verdict{}\n"},
 			{Old: "if why := check.caches(cr); why != \"\" {", New: "if why := \"\"; why != \"\" {"},
