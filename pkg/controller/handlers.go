@@ -56,7 +56,8 @@ func (c *Controller) addNHC(logger klog.Logger, obj any) {
 // NodeHealthCheck, or no longer: they are enqueued too. One that can no
 // longer act, or can again (disabled or enabled by a status write, paused,
 // resumed, being deleted), may hand shared nodes over or take them back: it
-// and those that may share its nodes are enqueued.
+// and those that may share its nodes are enqueued; so are they when a
+// status write lets go of a node it held on its record.
 func (c *Controller) updateNHC(logger klog.Logger, oldObj, newObj any) {
 	old, ok1 := oldObj.(*v1alpha1.NodeHealthCheck)
 	updated, ok2 := newObj.(*v1alpha1.NodeHealthCheck)
@@ -81,7 +82,28 @@ func (c *Controller) updateNHC(logger klog.Logger, oldObj, newObj any) {
 		logger.V(6).Info("NodeHealthCheck can act or no longer", "nodeHealthCheck", klog.KObj(updated), "cannotAct", health.CannotAct(updated))
 		c.queue.Add(updated.Name)
 		c.enqueueSharing(updated)
+		return
 	}
+	if releasedOnRecord(old, updated) {
+		logger.V(6).Info("NodeHealthCheck no longer holds a node on its record", "nodeHealthCheck", klog.KObj(updated))
+		c.enqueueSharing(updated)
+	}
+}
+
+// releasedOnRecord tells whether a status write let go of a node that the
+// NodeHealthCheck held on its record (health.HoldsOnRecord): another one
+// that selects the node may take it over now, and must not wait for its
+// next requeue, up to a minute, to see it.
+func releasedOnRecord(old, updated *v1alpha1.NodeHealthCheck) bool {
+	held := health.NodesHeldOnRecord(old)
+	if len(held) == 0 {
+		return false
+	}
+	still := map[string]bool{}
+	for _, node := range health.NodesHeldOnRecord(updated) {
+		still[node] = true
+	}
+	return slices.ContainsFunc(held, func(node string) bool { return !still[node] })
 }
 
 func (c *Controller) deleteNHC(logger klog.Logger, obj any) {

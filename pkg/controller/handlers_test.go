@@ -229,3 +229,29 @@ func TestARemediationResourceWakesTheNodeHealthChecksItHeldBack(t *testing.T) {
 	c.remediationChanged(klog.Background(), snrResource, controlPlane, false, []string{"workers"})
 	assert.Equal(t, []string{"infra"}, queued(c), "a control-plane remediation workers created itself wakes the others")
 }
+
+// A NodeHealthCheck whose status holds a shared node (a step under way)
+// keeps it from the others; the status write that lets it go (the node
+// recovered) wakes those that select the node too, which may take it over,
+// instead of leaving them to their next requeue. Other status writes wake
+// nobody.
+func TestAStatusThatLetsGoOfASharedNodeWakesTheOthers(t *testing.T) {
+	holding, other := selectingNHC("young", "worker"), selectingNHC("old", "worker")
+	holding.Status.UnhealthyNodes = []*v1alpha1.UnhealthyNode{{Name: "worker-1", Remediations: []*v1alpha1.Remediation{{Started: metav1.Now()}}}}
+	c := newTestController(t, holding, other)
+
+	counted := holding.DeepCopy()
+	counted.Status.ObservedNodes = ptr.To[int32](2)
+	c.updateNHC(klog.Background(), holding, counted)
+	assert.Empty(t, queued(c), "still held")
+
+	recovered := holding.DeepCopy()
+	recovered.Status.UnhealthyNodes[0].ConditionsHealthyTimestamp = ptr.To(metav1.Now())
+	c.updateNHC(klog.Background(), holding, recovered)
+	assert.Equal(t, []string{"old"}, queued(c), "the node is let go")
+
+	gone := holding.DeepCopy()
+	gone.Status.UnhealthyNodes = nil
+	c.updateNHC(klog.Background(), holding, gone)
+	assert.Equal(t, []string{"old"}, queued(c), "the entry is gone")
+}
