@@ -128,10 +128,10 @@ func (a *auditReader) next() (requestCounts, error) {
 
 // summarizeServerTimes sums up the API server's times by request kind.
 func (c *requestCounts) summarizeServerTimes() {
+	if len(c.serverTimes) > 0 {
+		c.ServerTimeByVerbResource = make(map[string]*latency, len(c.serverTimes))
+	}
 	for key, times := range c.serverTimes {
-		if c.ServerTimeByVerbResource == nil {
-			c.ServerTimeByVerbResource = map[string]*latency{}
-		}
 		c.ServerTimeByVerbResource[key] = summarize(times)
 	}
 	c.serverTimes = nil

@@ -94,33 +94,36 @@ func (r *result) printTable(w io.Writer) {
 		return optional(p.Detection != nil || p.Remediations > 0, "%d / %d / %d", p.Late, p.Duplicates, p.BudgetViolations)
 	})
 	row("late after Ready p50/p99/max (ms)", func(p *phase) string { return p.LateBy.String() })
-	breakdown := func(counts func(*phase) map[string]int) {
-		keys := map[string]bool{}
-		for _, p := range r.Phases {
-			for k := range counts(p) {
-				keys[k] = true
-			}
-		}
-		for _, k := range slices.Sorted(maps.Keys(keys)) {
-			row("  "+k, func(p *phase) string { return optional(counts(p)[k] > 0, "%d", counts(p)[k]) })
+	breakdown := func(keys []string, cell func(p *phase, key string) string) {
+		for _, k := range keys {
+			row("  "+k, func(p *phase) string { return cell(p, k) })
 		}
 	}
+	count := func(counts func(*phase) map[string]int) func(*phase, string) string {
+		return func(p *phase, k string) string { return optional(counts(p)[k] > 0, "%d", counts(p)[k]) }
+	}
+	byVerb := func(p *phase) map[string]int { return p.Requests.ByVerbResource }
+	serverTime := func(p *phase) map[string]*latency { return p.Requests.ServerTimeByVerbResource }
+	failed := func(p *phase) map[string]int { return p.Requests.FailedByVerbResource }
 	row("requests by verb and resource:", func(*phase) string { return "" })
-	breakdown(func(p *phase) map[string]int { return p.Requests.ByVerbResource })
+	breakdown(phaseKeys(r.Phases, byVerb), count(byVerb))
 	row("API server time by verb and resource,", func(*phase) string { return "" })
 	row("p50/p99/max (ms):", func(*phase) string { return "" })
+	breakdown(phaseKeys(r.Phases, serverTime), func(p *phase, k string) string { return serverTime(p)[k].String() })
+	row("failed requests by verb, resource, code:", func(*phase) string { return "" })
+	breakdown(phaseKeys(r.Phases, failed), count(failed))
+	_ = t.Flush()
+}
+
+// phaseKeys are the keys of a map of each phase, of all phases, sorted.
+func phaseKeys[V any](phases []*phase, of func(*phase) map[string]V) []string {
 	keys := map[string]bool{}
-	for _, p := range r.Phases {
-		for k := range p.Requests.ServerTimeByVerbResource {
+	for _, p := range phases {
+		for k := range of(p) {
 			keys[k] = true
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(keys)) {
-		row("  "+k, func(p *phase) string { return p.Requests.ServerTimeByVerbResource[k].String() })
-	}
-	row("failed requests by verb, resource, code:", func(*phase) string { return "" })
-	breakdown(func(p *phase) map[string]int { return p.Requests.FailedByVerbResource })
-	_ = t.Flush()
+	return slices.Sorted(maps.Keys(keys))
 }
 
 func optional(show bool, format string, args ...any) string {
