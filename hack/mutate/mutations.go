@@ -83,7 +83,12 @@ var mutations = []mutation{
 	{
 		Name: "lease-kept", Rule: "a node lease is released once nothing runs on the node",
 		File:  "pkg/health/lease.go",
-		Edits: []edit{{Old: "\t\t\tif verdicts[node] == nil {\n", New: "\t\t\tif false && verdicts[node] == nil {\n"}},
+		Edits: []edit{{Old: "if v := verdicts[node]; v == nil || v.RemediatedBy != nil {", New: "if v := verdicts[node]; false && (v == nil || v.RemediatedBy != nil) {"}},
+	},
+	{
+		Name: "lease-kept-from-another", Rule: "a node lease is released once another NodeHealthCheck is to remediate the node",
+		File:  "pkg/health/lease.go",
+		Edits: []edit{{Old: "if v := verdicts[node]; v == nil || v.RemediatedBy != nil {", New: "if v := verdicts[node]; v == nil {"}},
 	},
 	{
 		Name: "timeout-restarts", Rule: "a step's timeout counts from its first start",

@@ -196,10 +196,12 @@ func (e *evaluation) leaseOverdue(node string, currentStep int) time.Time {
 // keepLeases renews this NodeHealthCheck's leases while it acts on their
 // nodes, when half their duration has passed, and releases those of nodes
 // that have none of its resources and get none, and are healthy or no
-// longer selected (upstream's rule): an unhealthy node that waits keeps its
-// lease until it ends, so that another process of the same NodeHealthCheck,
-// whose cache does not show its resource yet, cannot release a lease taken a
-// moment ago. A node whose resources stay while it no longer acts (every
+// longer selected (upstream's rule), or are left to another NodeHealthCheck
+// by the overlap rule: that one takes the lease before it remediates, and
+// would otherwise wait for ours to end. An unhealthy node that waits for
+// this NodeHealthCheck keeps its lease until it ends, so that another
+// process of the same NodeHealthCheck, whose cache does not show its
+// resource yet, cannot release a lease taken a moment ago. A node whose resources stay while it no longer acts (every
 // step timed out, the node excluded, the running step past its timeout) is
 // no longer renewed: the lease lapses, and node-maintenance-operator may take
 // the node. A lease it does not hold is left alone: not taken again after it
@@ -230,7 +232,7 @@ func (e *evaluation) keepLeases() {
 			continue
 		}
 		if len(e.in.Remediations[node]) == 0 {
-			if verdicts[node] == nil {
+			if v := verdicts[node]; v == nil || v.RemediatedBy != nil {
 				e.p.ReleaseLeases = append(e.p.ReleaseLeases, node)
 			}
 			continue

@@ -175,6 +175,27 @@ func TestPendingNodeKeepsItsLease(t *testing.T) {
 	assert.Empty(t, d.ReleaseLeases, "its resource may have been created a moment ago")
 }
 
+// TestANodeLeftToAnotherNodeHealthCheckLetsGoOfItsLease: a node relapses
+// after its remediation ended, before its lease was released, and the
+// overlap rule now gives it to an older NodeHealthCheck. The lease goes, so
+// that the older one, which takes it before it remediates, need not wait
+// for it to end; one this NodeHealthCheck still waits to act on stays.
+func TestANodeLeftToAnotherNodeHealthCheckLetsGoOfItsLease(t *testing.T) {
+	in := Input{
+		NHC: testNHC(createdAt(created)), Nodes: oneSick(), Now: now,
+		Leases: &Leases{ByNode: map[string]NodeLease{"sick": lease(ourHolder, time.Minute, 11*time.Minute)}, Duration: DefaultLeaseDuration, Buffer: DefaultLeaseBuffer},
+		Claims: map[string][]Claim{"sick": {selecting("older", time.Hour)}},
+	}
+	d := decide(in)
+	assert.Equal(t, WaitOverlap, verdictOf(d, "sick").Waiting)
+	assert.Equal(t, []string{"sick"}, d.ReleaseLeases)
+
+	in.Claims = map[string][]Claim{"sick": {selecting("younger", -time.Hour)}}
+	in.PendingNodes = map[string]bool{"sick": true}
+	d = decide(in)
+	assert.Empty(t, d.ReleaseLeases, "the node is this one's, its create under way")
+}
+
 func TestOverdueLeaseEndsAClassicRemediation(t *testing.T) {
 	cases := []struct {
 		name         string

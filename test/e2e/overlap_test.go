@@ -151,6 +151,65 @@ func TestARemediationInProgressKeepsItsNodeWhenAnotherNodeHealthCheckSelectsIt(t
 	framework.Consistently(t, 2*time.Second, "and the younger one to leave it", func() bool { return len(remediated(t, younger)) == 0 })
 }
 
+// TestANodeThatRelapsesWhileItsRemediationIsDeletedStaysWithItsNodeHealthCheck:
+// the younger of two NodeHealthChecks that select a node remediates it; the
+// node recovers, and fails again while its remediator still holds the
+// resource with a finalizer. The incident goes on: once the resource is
+// gone, the younger one remediates the node again, and the older one
+// leaves it alone.
+func TestANodeThatRelapsesWhileItsRemediationIsDeletedStaysWithItsNodeHealthCheck(t *testing.T) {
+	t.Parallel()
+	const older, younger = "relapse-old", "relapse-young"
+	env.CreateTemplate(t, older, nil)
+	env.CreateTemplate(t, younger, nil)
+	env.CreateNodes(t, older, 2)
+	node := env.CreateNodes(t, younger, 1)[0]
+	createYounger(t, env.CreateNHC(t, older, nil), younger, nil)
+	env.Fail(t, time.Hour, node)
+	framework.Eventually(t, 15*time.Second, "the younger one to remediate its node", func() bool { return remediated(t, younger)[node] })
+	env.UpdateNHC(t, older, func(s *v1alpha1.NodeHealthCheckSpec) {
+		s.Selector = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: framework.ScenarioLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{older, younger}},
+		}}
+	})
+	framework.Eventually(t, 15*time.Second, "the older one to leave the node to the one remediating it", func() bool {
+		return strings.Contains(statusOf(t, older).Reason, "1 left to the NodeHealthChecks that remediate them ("+younger+")")
+	})
+
+	name := env.Remediations(t, younger)[node][0].GetName()
+	env.SetFinalizers(t, name, "test.medik8s.io/cleanup")
+	env.Recover(t, node)
+	framework.Eventually(t, 15*time.Second, "a deletion timestamp", func() bool {
+		r := env.Remediations(t, younger)[node]
+		return len(r) == 1 && r[0].GetDeletionTimestamp() != nil
+	})
+	framework.Eventually(t, 15*time.Second, "the younger one to see the node recover", func() bool {
+		e := entryOf(statusOf(t, younger), node)
+		return e != nil && e.ConditionsHealthyTimestamp != nil
+	})
+	env.Fail(t, time.Hour, node)
+	framework.Eventually(t, 15*time.Second, "the younger one to see the node fail again", func() bool {
+		e := entryOf(statusOf(t, younger), node)
+		return e != nil && e.ConditionsHealthyTimestamp == nil
+	})
+	env.SetFinalizers(t, name)
+	framework.Eventually(t, 15*time.Second, "the younger one to remediate the node again", func() bool {
+		r := env.Remediations(t, younger)[node]
+		return len(r) == 1 && r[0].GetDeletionTimestamp() == nil
+	})
+	framework.Consistently(t, 2*time.Second, "and the older one to leave it", func() bool { return len(remediated(t, older)) == 0 })
+}
+
+// entryOf is a node's entry in a status, or nil.
+func entryOf(s v1alpha1.NodeHealthCheckStatus, node string) *v1alpha1.UnhealthyNode {
+	for _, e := range s.UnhealthyNodes {
+		if e != nil && e.Name == node {
+			return e
+		}
+	}
+	return nil
+}
+
 // TestASharedNodeGoesToTheNodeHealthCheckWhoseConditionsHold: two
 // NodeHealthChecks select a node; the older checks only Ready, the younger
 // only DiskPressure. The node's disk fills up: the older one would never

@@ -68,7 +68,9 @@ func (c *Checker) recoveries(all []remediationObj, calm bool) {
 
 // leaseReleases checks that a node lease of ours is released (deleted)
 // within deletionBound once its NodeHealthCheck has no resource of the node
-// and the node is not unhealthy by its conditions, or not selected.
+// and the node is not unhealthy by its conditions, or not selected, or is
+// another NodeHealthCheck's to remediate (remediatorOf): that one must not
+// wait for the lease to end.
 func (c *Checker) leaseReleases(calm bool) {
 	now := time.Now()
 	seen := map[runKey]bool{}
@@ -84,13 +86,13 @@ func (c *Checker) leaseReleases(calm bool) {
 			continue
 		}
 		if n := c.nodeAt(node, now); n != nil && selects(nhc, n) {
-			if _, matching := conditionsHold(nhc, n, now); matching {
+			if _, matching := conditionsHold(nhc, n, now); matching && c.remediatorOf(n).Name == nhc.Name {
 				continue
 			}
 		}
 		seen[key] = true
 		if since, late := c.overdue(c.releaseSince, key, nhc, calm, deletionBound); late {
-			c.fail(InvLeaseReleased, "node lease of %s held by %s since %s, though NodeHealthCheck %s has no remediation of the node and it is not unhealthy",
+			c.fail(InvLeaseReleased, "node lease of %s held by %s since %s, though NodeHealthCheck %s has no remediation of the node and does not remediate it",
 				node, lease.Holder, since.Format("15:04:05"), name)
 		}
 	}
