@@ -84,26 +84,34 @@ func (c *Controller) updateNHC(logger klog.Logger, oldObj, newObj any) {
 		c.enqueueSharing(updated)
 		return
 	}
-	if releasedOnRecord(old, updated) {
-		logger.V(6).Info("NodeHealthCheck no longer holds a node on its record", "nodeHealthCheck", klog.KObj(updated))
-		c.enqueueSharing(updated)
+	if released := releasedOnRecord(old, updated); len(released) > 0 {
+		logger.V(6).Info("NodeHealthCheck no longer holds nodes on its record", "nodeHealthCheck", klog.KObj(updated), "nodes", released)
+		var labelSets []health.Labels
+		for _, node := range released {
+			if n, err := c.nodeLister.Get(node); err == nil {
+				labelSets = append(labelSets, n.Labels)
+			}
+		}
+		c.enqueueSelectingBut([]string{updated.Name}, labelSets...)
 	}
 }
 
-// releasedOnRecord tells whether a status write let go of a node that the
+// releasedOnRecord returns the nodes a status write let go of that the
 // NodeHealthCheck held on its record (health.HoldsOnRecord): another one
-// that selects the node may take it over now, and must not wait for its
-// next requeue, up to a minute, to see it.
-func releasedOnRecord(old, updated *v1alpha1.NodeHealthCheck) bool {
+// that selects such a node may take it over now, and must not wait for its
+// next requeue, up to a minute, to see it. It may select the node while
+// this one no longer does (relabelled), so the nodes' labels, not this
+// one's selector, say whom to wake.
+func releasedOnRecord(old, updated *v1alpha1.NodeHealthCheck) []string {
 	held := health.NodesHeldOnRecord(old)
 	if len(held) == 0 {
-		return false
+		return nil
 	}
 	still := map[string]bool{}
 	for _, node := range health.NodesHeldOnRecord(updated) {
 		still[node] = true
 	}
-	return slices.ContainsFunc(held, func(node string) bool { return !still[node] })
+	return slices.DeleteFunc(held, func(node string) bool { return still[node] })
 }
 
 func (c *Controller) deleteNHC(logger klog.Logger, obj any) {

@@ -238,7 +238,11 @@ func TestARemediationResourceWakesTheNodeHealthChecksItHeldBack(t *testing.T) {
 func TestAStatusThatLetsGoOfASharedNodeWakesTheOthers(t *testing.T) {
 	holding, other := selectingNHC("young", "worker"), selectingNHC("old", "worker")
 	holding.Status.UnhealthyNodes = []*v1alpha1.UnhealthyNode{{Name: "worker-1", Remediations: []*v1alpha1.Remediation{{Started: metav1.Now()}}}}
-	c := newTestController(t, holding, other)
+	c := newTestController(t, holding, other, selectingNHC("infra", "infra"))
+	nodes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	c.nodeLister = nodecache.NewLister(nodes)
+	worker := nodeWithRole("worker")
+	require.NoError(t, nodes.Add(nodecache.NodeOf(worker)))
 
 	counted := holding.DeepCopy()
 	counted.Status.ObservedNodes = ptr.To[int32](2)
@@ -254,4 +258,11 @@ func TestAStatusThatLetsGoOfASharedNodeWakesTheOthers(t *testing.T) {
 	gone.Status.UnhealthyNodes = nil
 	c.updateNHC(klog.Background(), holding, gone)
 	assert.Equal(t, []string{"old"}, queued(c), "the entry is gone")
+
+	// Relabelled, the node is no longer the holder's: the one that selects
+	// it now wakes, though the two selectors share no node.
+	relabelled := nodeWithRole("infra")
+	require.NoError(t, nodes.Update(nodecache.NodeOf(relabelled)))
+	c.updateNHC(klog.Background(), holding, gone)
+	assert.Equal(t, []string{"infra"}, queued(c), "the one that selects the node now")
 }
