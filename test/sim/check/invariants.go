@@ -34,8 +34,12 @@ const (
 // The documented bounds (docs/architecture.md, "The simulation").
 const (
 	// livenessBound is how long after an unhealthy condition's duration
-	// passed, with nothing in the way, a node gets its resource.
-	livenessBound = 2 * time.Minute
+	// passed, with nothing in the way, a node gets its resource. It is
+	// shorter than the controller's retry of a wait (health.WaitRetry, a
+	// minute), so a wake-up that never comes is caught, and longer than its
+	// retry back-off's cap (30 s), which a sync failed before the calm may
+	// still wait out.
+	livenessBound = 45 * time.Second
 	// statusBound is how long the status may lag behind the resources.
 	statusBound = 2 * time.Minute
 	// leaseLag is how far a lease write may be from the step's run: the
