@@ -201,12 +201,13 @@ func (e *evaluation) leaseOverdue(node string, currentStep int) time.Time {
 // would otherwise wait for ours to end. An unhealthy node that waits for
 // this NodeHealthCheck keeps its lease until it ends, so that another
 // process of the same NodeHealthCheck, whose cache does not show its
-// resource yet, cannot release a lease taken a moment ago. A node whose resources stay while it no longer acts (every
-// step timed out, the node excluded, the running step past its timeout) is
-// no longer renewed: the lease lapses, and node-maintenance-operator may take
-// the node. A lease it does not hold is left alone: not taken again after it
-// went overdue, and never released. A lease taken by this plan's create is
-// renewed at half its duration, as any other.
+// resource yet, cannot release a lease taken a moment ago. A node whose
+// resources stay while it no longer acts (every step timed out, the node
+// excluded, the running step past its timeout) is no longer renewed: the
+// lease lapses, and node-maintenance-operator may take the node. A lease it
+// does not hold is left alone: not taken again after it went overdue, and
+// never released. A lease taken by this plan's create is renewed at half its
+// duration, as any other.
 func (e *evaluation) keepLeases() {
 	if e.in.Leases == nil {
 		return

@@ -179,7 +179,7 @@ func TestPendingNodeKeepsItsLease(t *testing.T) {
 // after its remediation ended, before its lease was released, and the
 // overlap rule now gives it to an older NodeHealthCheck. The lease goes, so
 // that the older one, which takes it before it remediates, need not wait
-// for it to end; one this NodeHealthCheck still waits to act on stays.
+// for it to end; the lease of a node that is this one's to remediate stays.
 func TestANodeLeftToAnotherNodeHealthCheckLetsGoOfItsLease(t *testing.T) {
 	in := Input{
 		NHC: testNHC(createdAt(created)), Nodes: oneSick(), Now: now,
@@ -191,9 +191,8 @@ func TestANodeLeftToAnotherNodeHealthCheckLetsGoOfItsLease(t *testing.T) {
 	assert.Equal(t, []string{"sick"}, d.ReleaseLeases)
 
 	in.Claims = map[string][]Claim{"sick": {selecting("younger", -time.Hour)}}
-	in.PendingNodes = map[string]bool{"sick": true}
 	d = decide(in)
-	assert.Empty(t, d.ReleaseLeases, "the node is this one's, its create under way")
+	assert.Empty(t, d.ReleaseLeases, "the node is this one's to remediate")
 }
 
 func TestOverdueLeaseEndsAClassicRemediation(t *testing.T) {
