@@ -66,8 +66,12 @@ func TestEscalationKeepsItsClockWhenAStepsResourceIsDeleted(t *testing.T) {
 		}
 		return false
 	})
+	// The status is written right after the create that the test saw.
+	framework.Eventually(t, 10*time.Second, "the status to record both steps", func() bool {
+		s := statusOf(t, scenario)
+		return len(s.UnhealthyNodes) == 1 && len(s.UnhealthyNodes[0].Remediations) == 2
+	})
 	rems := statusOf(t, scenario).UnhealthyNodes[0].Remediations
-	require.Len(t, rems, 2)
 	assert.Equal(t, "clock-first", rems[0].TemplateName)
 	assert.NotNil(t, rems[0].TimedOut)
 	assert.True(t, rems[0].Started.Equal(&started), "the first step started when its first resource was created")
