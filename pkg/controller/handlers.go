@@ -86,13 +86,7 @@ func (c *Controller) updateNHC(logger klog.Logger, oldObj, newObj any) {
 	}
 	if released := releasedOnRecord(old, updated); len(released) > 0 {
 		logger.V(6).Info("NodeHealthCheck no longer holds nodes on its record", "nodeHealthCheck", klog.KObj(updated), "nodes", released)
-		var labelSets []health.Labels
-		for _, node := range released {
-			if n, err := c.nodeLister.Get(node); err == nil {
-				labelSets = append(labelSets, n.Labels)
-			}
-		}
-		c.enqueueSelectingBut([]string{updated.Name}, labelSets...)
+		c.enqueueSelectingNodes([]string{updated.Name}, released...)
 	}
 }
 
@@ -188,6 +182,20 @@ func (c *Controller) enqueueSelecting(labelSets ...health.Labels) {
 	c.enqueueSelectingBut(nil, labelSets...)
 }
 
+// enqueueSelectingNodes enqueues the NodeHealthChecks but those named that
+// select any of the nodes, by their labels in the node cache.
+func (c *Controller) enqueueSelectingNodes(but []string, nodes ...string) {
+	var labelSets []health.Labels
+	for _, name := range nodes {
+		if n, err := c.nodeLister.Get(name); err == nil {
+			labelSets = append(labelSets, n.Labels)
+		}
+	}
+	if len(labelSets) > 0 {
+		c.enqueueSelectingBut(but, labelSets...)
+	}
+}
+
 // enqueueSelectingBut enqueues the NodeHealthChecks but those named whose
 // selector matches any of the label sets.
 func (c *Controller) enqueueSelectingBut(but []string, labelSets ...health.Labels) {
@@ -226,8 +234,8 @@ func (c *Controller) remediationChanged(logger klog.Logger, gvr schema.GroupVers
 				c.queue.Add(s.name)
 			}
 		}
-	} else if node, err := c.nodeLister.Get(resource.TargetNode(obj)); err == nil {
-		c.enqueueSelectingBut(confirmed, node.Labels)
+	} else {
+		c.enqueueSelectingNodes(confirmed, resource.TargetNode(obj))
 	}
 	key := templateIndexKey(gvr.Group, obj.GetKind(), obj.GetNamespace(), obj.GetName())
 	referencing, _ := c.nhcIndexer.ByIndex(templateIndex, key)
@@ -265,7 +273,5 @@ func (c *Controller) leaseChanged(logger klog.Logger, node string, own bool, hol
 			c.queue.Add(nhc)
 		}
 	}
-	if n, err := c.nodeLister.Get(node); err == nil {
-		c.enqueueSelectingBut(taker, n.Labels)
-	}
+	c.enqueueSelectingNodes(taker, node)
 }
