@@ -118,27 +118,34 @@ func TestOverlappingNodeHealthChecksRemediateANodeOnce(t *testing.T) {
 	assert.Empty(t, remediated(t, younger), "its own node is healthy")
 }
 
-func TestARemediationInProgressKeepsItsNodeWhenAnotherNodeHealthCheckSelectsIt(t *testing.T) {
-	t.Parallel()
-	const older, younger = "keep-old", "keep-young"
-	env.CreateTemplate(t, older, multipleTemplates)
-	env.CreateTemplate(t, younger, multipleTemplates)
+// shareTheNodeUnderRemediation sets up two NodeHealthChecks, the younger
+// remediating its one node, then widens the older one's selector to that
+// node too, and returns the node once the older one leaves it to the
+// younger.
+func shareTheNodeUnderRemediation(t *testing.T, older, younger string, templateAnnotations map[string]string) string {
+	t.Helper()
+	env.CreateTemplate(t, older, templateAnnotations)
+	env.CreateTemplate(t, younger, templateAnnotations)
 	env.CreateNodes(t, older, 2)
 	node := env.CreateNodes(t, younger, 1)[0]
 	createYounger(t, env.CreateNHC(t, older, nil), younger, nil)
-
 	env.Fail(t, time.Hour, node)
 	framework.Eventually(t, 15*time.Second, "the younger one to remediate its node", func() bool { return remediated(t, younger)[node] })
-
-	// The older one's selector now takes the node too, during the remediation.
 	env.UpdateNHC(t, older, func(s *v1alpha1.NodeHealthCheckSpec) {
 		s.Selector = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 			{Key: framework.ScenarioLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{older, younger}},
 		}}
 	})
 	framework.Eventually(t, 15*time.Second, "the older one to leave the node to the one remediating it", func() bool {
-		return strings.Contains(statusOf(t, older).Reason, "1 left to the NodeHealthChecks that remediate them (keep-young)")
+		return strings.Contains(statusOf(t, older).Reason, "1 left to the NodeHealthChecks that remediate them ("+younger+")")
 	})
+	return node
+}
+
+func TestARemediationInProgressKeepsItsNodeWhenAnotherNodeHealthCheckSelectsIt(t *testing.T) {
+	t.Parallel()
+	const older, younger = "keep-old", "keep-young"
+	node := shareTheNodeUnderRemediation(t, older, younger, multipleTemplates)
 	framework.Consistently(t, 2*time.Second, "never two remediations of one node", func() bool {
 		return len(remediated(t, older)) == 0 && len(env.Remediations(t, younger)[node]) == 1
 	})
@@ -160,21 +167,7 @@ func TestARemediationInProgressKeepsItsNodeWhenAnotherNodeHealthCheckSelectsIt(t
 func TestANodeThatRelapsesAsItsRemediationEndsGoesToTheOlderOneAtOnce(t *testing.T) {
 	t.Parallel()
 	const older, younger = "relapse-old", "relapse-young"
-	env.CreateTemplate(t, older, nil)
-	env.CreateTemplate(t, younger, nil)
-	env.CreateNodes(t, older, 2)
-	node := env.CreateNodes(t, younger, 1)[0]
-	createYounger(t, env.CreateNHC(t, older, nil), younger, nil)
-	env.Fail(t, time.Hour, node)
-	framework.Eventually(t, 15*time.Second, "the younger one to remediate its node", func() bool { return remediated(t, younger)[node] })
-	env.UpdateNHC(t, older, func(s *v1alpha1.NodeHealthCheckSpec) {
-		s.Selector = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-			{Key: framework.ScenarioLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{older, younger}},
-		}}
-	})
-	framework.Eventually(t, 15*time.Second, "the older one to leave the node to the one remediating it", func() bool {
-		return strings.Contains(statusOf(t, older).Reason, "1 left to the NodeHealthChecks that remediate them ("+younger+")")
-	})
+	node := shareTheNodeUnderRemediation(t, older, younger, nil)
 
 	first := env.Remediations(t, younger)[node][0]
 	name := first.GetName()
