@@ -63,16 +63,29 @@ func (c *Controller) confirmation(ctx context.Context, name string, plan *health
 		if _, err := c.writesUntil(); err != nil {
 			return "", fmt.Errorf("not acting: %w", err)
 		}
-		liveNHC, err := readNHC(ctx)
-		if err != nil {
-			return "", err
+		// The node is read beside the NodeHealthCheck, not after it: under
+		// load each read is a wait at the API server, and a create would
+		// wait for both one after the other.
+		type nodeRead struct {
+			node *health.Node
+			err  error
 		}
-		node, err := c.liveNodes.Node(ctx, cr.Node)
+		nodeDone := make(chan nodeRead, 1)
+		go func() {
+			node, err := c.liveNodes.Node(ctx, cr.Node)
+			nodeDone <- nodeRead{node: node, err: err}
+		}()
+		liveNHC, nhcErr := readNHC(ctx)
+		read := <-nodeDone
+		if nhcErr != nil {
+			return "", nhcErr
+		}
+		node := read.node
 		switch {
-		case apierrors.IsNotFound(err):
+		case apierrors.IsNotFound(read.err):
 			node = nil
-		case err != nil:
-			return "", err
+		case read.err != nil:
+			return "", read.err
 		}
 		why := plan.Recheck(liveNHC, node, cr, c.clock.Now())
 		klog.FromContext(ctx).V(4).Info("Node confirmed at the API server", "node", klog.KRef("", cr.Node), "withdrawn", why)

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -158,4 +159,22 @@ func TestACreatesLeaseAndConfirmationGoOutTogether(t *testing.T) {
 	assert.True(t, readWhileLeasing, "the node was read at the API server while its lease was taken")
 	assert.Len(t, leases.deadlines, 1)
 	assert.Len(t, f.remediations.creates(), 1, "sent once both were done")
+}
+
+// A create's two reads at the API server, of its node and of the
+// NodeHealthCheck, go out together: under load each is a wait, and a storm's
+// creates would wait for both one after the other. Here the NodeHealthCheck's
+// read answers only once the node's read has started.
+func TestACreateReadsItsNodeBesideTheNodeHealthCheck(t *testing.T) {
+	f := newSyncFixture(t, workersNHC(), notReady("worker-1", longAgo), healthyNode("worker-2"))
+	nodeReadStarted := make(chan struct{})
+	var once sync.Once
+	f.liveNodes.onRead = func() { once.Do(func() { close(nodeReadStarted) }) }
+	f.liveNHCs.answerAfter = nodeReadStarted
+
+	_, err := f.sync()
+	require.NoError(t, err)
+	entry := entryOf(f.lastStatus(t), "worker-1")
+	require.NotNil(t, entry)
+	assert.Len(t, entry.Remediations, 1)
 }

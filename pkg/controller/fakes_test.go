@@ -82,12 +82,17 @@ type fakeLiveNodes struct {
 	// initialList is the resourceVersion of the list the node cache
 	// started from; "" for unknown.
 	initialList string
+	// onRead, when set, is called as each read of Node starts.
+	onRead func()
 }
 
 func (f *fakeLiveNodes) Node(_ context.Context, name string) (*health.Node, error) {
 	f.readsMu.Lock()
 	f.reads++
 	f.readsMu.Unlock()
+	if f.onRead != nil {
+		f.onRead()
+	}
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -125,10 +130,20 @@ type fakeLiveNHCs struct {
 	// live, when set, are the NodeHealthChecks the API server has.
 	live  map[string]*v1alpha1.NodeHealthCheck
 	reads int
+	// answerAfter, when set, holds each read's answer until it is closed,
+	// as a slow API server would, or fails the read after a while.
+	answerAfter <-chan struct{}
 }
 
 func (f *fakeLiveNHCs) Metadata(_ context.Context, name string) (*metav1.ObjectMeta, error) {
 	f.reads++
+	if f.answerAfter != nil {
+		select {
+		case <-f.answerAfter:
+		case <-time.After(5 * time.Second):
+			return nil, apierrors.NewTimeoutError("no answer", 1)
+		}
+	}
 	if f.live != nil {
 		if nhc, ok := f.live[name]; ok {
 			return nhc.ObjectMeta.DeepCopy(), nil
