@@ -15,9 +15,11 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
 )
 
-// The check of a create reads a NodeHealthCheck's metadata: what an API
-// server sends for the metadata alone, or the whole object from one that
-// cannot, decodes the same, and a NodeHealthCheck that is gone is NotFound.
+// The check of a create reads a NodeHealthCheck's metadata, as a consistent
+// list of it by name, which the API server serves from its watch cache:
+// what an API server sends for the metadata alone, or the whole objects
+// from one that cannot, decodes the same, and a NodeHealthCheck that is gone
+// (an empty list) is NotFound.
 func TestTheLiveNodeHealthCheckIsReadByItsMetadata(t *testing.T) {
 	tests := []struct {
 		name string
@@ -28,17 +30,17 @@ func TestTheLiveNodeHealthCheckIsReadByItsMetadata(t *testing.T) {
 		generation int64
 	}{
 		{"metadata alone", http.StatusOK,
-			`{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"workers","uid":"u-1","generation":3}}`, "u-1", 3},
-		{"the whole object", http.StatusOK,
-			`{"kind":"NodeHealthCheck","apiVersion":"remediation.medik8s.io/v1alpha1","metadata":{"name":"workers","uid":"u-2","generation":4},"spec":{"minHealthy":"51%"},"status":{"observedNodes":3}}`, "u-2", 4},
-		{"gone", http.StatusNotFound,
-			`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404,"details":{"name":"workers","group":"remediation.medik8s.io","kind":"nodehealthchecks"}}`, "", 0},
+			`{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"9"},"items":[{"metadata":{"name":"workers","uid":"u-1","generation":3}}]}`, "u-1", 3},
+		{"the whole objects", http.StatusOK,
+			`{"kind":"NodeHealthCheckList","apiVersion":"remediation.medik8s.io/v1alpha1","metadata":{},"items":[{"kind":"NodeHealthCheck","apiVersion":"remediation.medik8s.io/v1alpha1","metadata":{"name":"workers","uid":"u-2","generation":4},"spec":{"minHealthy":"51%"},"status":{"observedNodes":3}}]}`, "u-2", 4},
+		{"gone", http.StatusOK,
+			`{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"9"},"items":[]}`, "", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var accept string
+			var accept, selector string
 			server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				accept = r.Header.Get("Accept")
+				accept, selector = r.Header.Get("Accept"), r.URL.Query().Get("fieldSelector")
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(tt.code)
 				_, _ = w.Write([]byte(tt.body))
@@ -48,6 +50,7 @@ func TestTheLiveNodeHealthCheckIsReadByItsMetadata(t *testing.T) {
 
 			meta, err := live.Metadata(context.Background(), "workers")
 			assert.Equal(t, metadataOnly, accept)
+			assert.Equal(t, "metadata.name=workers", selector)
 			if tt.want == "" {
 				assert.True(t, apierrors.IsNotFound(err), "NotFound: %v", err)
 				return

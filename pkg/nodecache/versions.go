@@ -6,7 +6,10 @@ import (
 	"fmt"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -123,15 +126,26 @@ func decodedVersions(result rest.Result, versions map[string]string) (string, er
 }
 
 // Node reads a node at the API server, consistently (no resourceVersion):
-// what a watch that lags behind cannot show yet.
+// what a watch that lags behind cannot show yet. It is a list of the one
+// node by name, which the API server serves from its watch cache once the
+// cache has caught up with etcd (consistent reads from cache), where a get
+// reads and decodes the node from etcd: in a storm, under the kubelets'
+// writes, a get waited at the API server two to three times as long. A
+// NotFound error when the node does not exist.
 func (i *Informer) Node(ctx context.Context, name string) (*health.Node, error) {
-	obj, err := i.lists.Get().Resource("nodes").Name(name).Do(ctx).Get()
+	opts := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()}
+	obj, err := i.lists.Get().Resource("nodes").VersionedParams(&opts, scheme.ParameterCodec).Do(ctx).Get()
 	if err != nil {
 		return nil, err
 	}
-	node, ok := obj.(*health.Node)
+	list, ok := obj.(*NodeList)
 	if !ok {
 		return nil, fmt.Errorf("reading node %s: decoded %T", name, obj)
 	}
-	return node, nil
+	for j := range list.Items {
+		if list.Items[j].Name == name {
+			return &list.Items[j], nil
+		}
+	}
+	return nil, apierrors.NewNotFound(corev1.Resource("nodes"), name)
 }

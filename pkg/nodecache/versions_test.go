@@ -1,12 +1,18 @@
 package nodecache
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 )
 
 // A page of the catch-up's list is read for its nodes' names and
@@ -27,6 +33,47 @@ func TestNodeVersionsReadsNamesAndVersionsOnly(t *testing.T) {
 	assert.ErrorIs(t, err, errNotCanonical, "a Node is no list")
 	_, err = nodeVersions([]byte(`{"kind":"NodeList"}`), versions)
 	assert.ErrorIs(t, err, errNotCanonical, "JSON is for the general decoder")
+}
+
+// A confirmation reads its node as a consistent list of that node by name,
+// which the API server serves from its watch cache; an empty list is a node
+// that is gone.
+func TestNodeIsReadAsAListOfItByName(t *testing.T) {
+	node := fixtureNode(t)
+	node.ResourceVersion = "41"
+	tests := []struct {
+		name  string
+		items []corev1.Node
+		found bool
+	}{
+		{"the node", []corev1.Node{*node}, true},
+		{"gone", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var query map[string][]string
+			body := encode(t, &corev1.NodeList{TypeMeta: metav1.TypeMeta{Kind: "NodeList", APIVersion: "v1"}, Items: tt.items})
+			server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				query = r.URL.Query()
+				w.Header().Set("Content-Type", runtime.ContentTypeProtobuf)
+				_, _ = w.Write(body)
+			}))
+			defer server.Close()
+			informer, err := NewInformer(&rest.Config{Host: server.URL}, 0)
+			require.NoError(t, err)
+
+			got, err := informer.Node(context.Background(), node.Name)
+			assert.Equal(t, []string{"metadata.name=" + node.Name}, query["fieldSelector"])
+			assert.Empty(t, query["resourceVersion"], "consistent: no resourceVersion")
+			if !tt.found {
+				assert.True(t, apierrors.IsNotFound(err), "NotFound: %v", err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, node.Name, got.Name)
+			assert.Equal(t, "41", got.ResourceVersion)
+		})
+	}
 }
 
 func BenchmarkNodeVersions(b *testing.B) {

@@ -41,7 +41,7 @@ func TestACreateIsConfirmedWithTheNodeHealthChecksMetadataAlone(t *testing.T) {
 	got := reads.all()
 	require.Len(t, got, 1, "one read of the NodeHealthCheck a sync")
 	assert.Equal(t, http.StatusOK, got[0].code)
-	assert.Contains(t, got[0].body, `"kind":"PartialObjectMetadata"`, "the API server sent the metadata alone")
+	assert.Contains(t, got[0].body, `"kind":"PartialObjectMetadataList"`, "the API server sent the metadata alone")
 	assert.Contains(t, got[0].body, string(nhc.UID))
 	assert.NotContains(t, got[0].body, `"status"`)
 	assert.NotContains(t, got[0].body, `"spec"`)
@@ -53,7 +53,8 @@ type nhcRead struct {
 	body string
 }
 
-// nhcReads records a client's GETs of single NodeHealthChecks.
+// nhcReads records a client's reads of single NodeHealthChecks: lists by
+// name.
 type nhcReads struct {
 	mu    sync.Mutex
 	reads []nhcRead
@@ -62,8 +63,9 @@ type nhcReads struct {
 func (r *nhcReads) wrap(next http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		resp, err := next.RoundTrip(req)
-		const path = "/apis/remediation.medik8s.io/v1alpha1/nodehealthchecks/"
-		if err != nil || req.Method != http.MethodGet || !strings.HasPrefix(req.URL.Path, path) || strings.Contains(strings.TrimPrefix(req.URL.Path, path), "/") {
+		const path = "/apis/remediation.medik8s.io/v1alpha1/nodehealthchecks"
+		byName := strings.HasPrefix(req.URL.Query().Get("fieldSelector"), "metadata.name=")
+		if err != nil || req.Method != http.MethodGet || req.URL.Path != path || !byName {
 			return resp, err
 		}
 		body, err := io.ReadAll(resp.Body)
