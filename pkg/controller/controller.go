@@ -58,10 +58,12 @@ const problemRequeue = 10 * time.Second
 
 // maxCreationsPerSync bounds the remediation resources one sync creates, so
 // that none is sent long after the snapshot it was decided from: sent all at
-// once within the client's burst, they take one round trip of a lease and a
-// resource, and each is rechecked just before. The next sync follows at once
-// and goes on.
-const maxCreationsPerSync = 150
+// once within the client's burst (three requests each), they take one round
+// trip of a lease and a resource, and each is rechecked just before. The
+// next sync follows at once and goes on. A storm's nodes that fail within
+// one second share a deadline, and the bound keeps them in one sync: a
+// second sync would wait for the first one's status write.
+const maxCreationsPerSync = 300
 
 // syncTimeout bounds the API calls of one sync.
 const syncTimeout = time.Minute
