@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -46,6 +47,17 @@ func (r *Request) param(name string) string {
 		return v[0]
 	}
 	return ""
+}
+
+// SelectedName is the one name a list's field selector asks for
+// (metadata.name=NAME: a consistent read of one object), or "".
+func (r *Request) SelectedName() string {
+	selector, err := fields.ParseSelector(r.param("fieldSelector"))
+	if err != nil {
+		return ""
+	}
+	name, _ := selector.RequiresExactMatch("metadata.name")
+	return name
 }
 
 // IsWrite tells whether a request changes something.
@@ -143,6 +155,9 @@ func (s *Server) serve(client string, req *http.Request, r Request) *http.Respon
 			return respondError(apierrors.NewBadRequest(err.Error()))
 		}
 		items, rv := s.store.list(r.GVR, r.Namespace, selector)
+		if name := r.SelectedName(); name != "" {
+			items = slices.DeleteFunc(items, func(o *unstructured.Unstructured) bool { return o.GetName() != name })
+		}
 		list := map[string]any{
 			"apiVersion": r.GVR.GroupVersion().String(), "kind": res.Kind + "List",
 			"metadata": map[string]any{"resourceVersion": strconv.FormatInt(rv, 10)},

@@ -70,6 +70,8 @@ func (c *Checker) Attempt(call *apiserver.Call) {
 		}
 		r := resourceOf(u)
 		key = runKey{nhc: r.ownerName, node: r.node}
+	case call.Verb == "list" && call.GVR == cluster.NodeHealthChecks && call.SelectedName() != "":
+		key = runKey{nhc: call.SelectedName(), node: anyNode}
 	case call.Verb == "get" && call.GVR == cluster.NodeHealthChecks && call.Subresource == "":
 		key = runKey{nhc: call.Name, node: anyNode}
 	default:
