@@ -72,8 +72,6 @@ func (c *Checker) Attempt(call *apiserver.Call) {
 		key = runKey{nhc: r.ownerName, node: r.node}
 	case call.Verb == "list" && call.GVR == cluster.NodeHealthChecks && call.SelectedName() != "":
 		key = runKey{nhc: call.SelectedName(), node: anyNode}
-	case call.Verb == "get" && call.GVR == cluster.NodeHealthChecks && call.Subresource == "":
-		key = runKey{nhc: call.Name, node: anyNode}
 	default:
 		return
 	}
