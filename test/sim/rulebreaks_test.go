@@ -13,8 +13,9 @@ import (
 
 // Rule-breaks the simulation found, as the generated histories that found
 // them, shrunk (seed 630 with -sim.focus control-plane, seeds 4, 167, 2,
-// 755, 7775, 18259, 19174, 19868, 1668 and 15158, simplified): on the code before their fixes each breaks its
-// invariant, and none may again.
+// 755, 7775, 18259, 19174, 19868, 1668, 15158 and 6273, simplified): on the
+// code before their fixes (the controller's, or the checker's for the last)
+// each breaks its invariant, and none may again.
 func TestRuleBreaks(t *testing.T) {
 	cp := func(node, pool string) gen.Step {
 		return gen.Step{Op: gen.OpAddNode, Node: node, Pool: pool, ControlPlane: true}
@@ -222,6 +223,24 @@ func TestRuleBreaks(t *testing.T) {
 				fail(5*time.Second, "worker-1", "Unknown"),
 				{Op: gen.OpRemediator, Kind: "Alpha", Behaviour: gen.BehaveRelease},
 				{After: 10 * time.Minute, Op: gen.OpFaults, Fault: apiserver.FaultNone},
+			},
+		},
+		{
+			// Seed 6273, simplified: the node recovered while its
+			// remediation's kind was forbidden; the checker expected the
+			// deletion healthyDelay after the recovery, though the controller
+			// can stamp the resource, and start the delay, only once it can
+			// read the kind again. The checker's fault, not the controller's.
+			name: "12: healthyDelay counts from when the resource's kind can be read",
+			steps: []gen.Step{
+				worker("worker-1", "a"), template("Gamma", "gamma-1"),
+				nhc("nhc-1", gen.NHCSpec{Pools: []string{"a"}, Conditions: ready("False", 10*time.Second), Steps: []gen.TemplateStep{{Kind: "Gamma", Template: "gamma-1"}}, HealthyDelay: &delay}),
+				fail(0, "worker-1", "False"),
+				{After: 30 * time.Second, Op: gen.OpForbid, Kind: "Gamma", On: true},
+				{Op: gen.OpWatchBreak},
+				fail(30*time.Second, "worker-1", "True"),
+				{After: delay, Op: gen.OpForbid, Kind: "Gamma", On: false},
+				{After: 2*delay + time.Minute, Op: gen.OpFaults, Fault: apiserver.FaultNone},
 			},
 		},
 	} {

@@ -98,6 +98,9 @@ type Checker struct {
 	// healthySince is when each (NodeHealthCheck, node) with a resource
 	// was last seen turning healthy (progress.go).
 	healthySince map[runKey]time.Time
+	// healthyDelays are the healthyDelay each of them waits for, so that
+	// the checker wakes when its deletion falls due.
+	healthyDelays map[runKey]time.Duration
 	// releaseSince is when each lease of ours was first seen with nothing
 	// left to hold it (progress.go).
 	releaseSince map[runKey]time.Time
@@ -143,7 +146,7 @@ func (c *Checker) allNHCs() []*v1alpha1.NodeHealthCheck {
 // hooks are to call its Observe, Attempt, Write, LostAnswer and Shown.
 func New(server *apiserver.Server, cfg Config) *Checker {
 	return &Checker{server: server, store: server.Store(), cfg: cfg, nodes: map[string][]version{}, nhcs: map[string][]version{}, created: map[types.UID]types.UID{}, typed: map[string]any{},
-		running: map[runKey]*runs{}, createTries: map[runKey][]time.Time{}, forbiddenNodes: map[cluster.Kind]map[string]bool{}, forbiddenSince: map[cluster.Kind]time.Time{}, readableAgain: map[cluster.Kind]time.Time{}, uncertain: map[cluster.Kind][]remediationObj{}, unseen: map[cluster.Kind][]unseenCreate{}, unhealthySince: map[string]time.Time{}, healthySince: map[runKey]time.Time{}, releaseSince: map[runKey]time.Time{}, escalateSince: map[runKey]time.Time{}, answeredCreates: map[string]string{}}
+		running: map[runKey]*runs{}, createTries: map[runKey][]time.Time{}, forbiddenNodes: map[cluster.Kind]map[string]bool{}, forbiddenSince: map[cluster.Kind]time.Time{}, readableAgain: map[cluster.Kind]time.Time{}, uncertain: map[cluster.Kind][]remediationObj{}, unseen: map[cluster.Kind][]unseenCreate{}, unhealthySince: map[string]time.Time{}, healthySince: map[runKey]time.Time{}, healthyDelays: map[runKey]time.Duration{}, releaseSince: map[runKey]time.Time{}, escalateSince: map[runKey]time.Time{}, answeredCreates: map[string]string{}}
 }
 
 func (c *Checker) fail(invariant, format string, args ...any) {

@@ -48,7 +48,10 @@
 //     or not, since the controller cannot see them go. While a kind its
 //     NodeHealthCheck uses is unreadable, or was within statusBound
 //     (unreadableLately), its status need not list every resource, and no
-//     deletion, release or escalation of its is due.
+//     deletion, release or escalation of its is due; a recovery's
+//     healthyDelay counts from when all can be read again
+//     (countdownReadable): the controller starts it by stamping the
+//     resource, which it can do only then.
 //   - A create whose answer was lost (uncertain), or that the replica's
 //     informer has not shown (unseen.go), holds its node while its kind
 //     cannot be read: the controller cannot look it up. The checker does

@@ -44,8 +44,8 @@ func (c *Checker) NextDue() time.Time {
 	for _, since := range c.unhealthySince {
 		due = append(due, since.Add(livenessBound))
 	}
-	for _, since := range c.healthySince {
-		due = append(due, since.Add(deletionBound))
+	for key, since := range c.healthySince {
+		due = append(due, since.Add(c.healthyDelays[key]+deletionBound))
 	}
 	for _, since := range c.releaseSince {
 		due = append(due, since.Add(deletionBound))
@@ -328,12 +328,36 @@ func (c *Checker) statuses(all []remediationObj) {
 	}
 }
 
-// unreadableLately tells whether a kind of a NodeHealthCheck's templates,
-// of the resources its status lists, or of its creates that cannot be
-// looked up (unlookable), is forbidden, or was within statusBound: while
-// one is, the controller cannot know its resources, and the status keeps
-// its entries as they were (decisions.md).
+// unreadableLately tells whether a kind a NodeHealthCheck reads
+// (kindsRead) is forbidden, or was within statusBound: while one is, the
+// controller cannot know its resources, and the status keeps its entries as
+// they were (decisions.md).
 func (c *Checker) unreadableLately(nhc *v1alpha1.NodeHealthCheck, now time.Time) bool {
+	for _, k := range c.kindsRead(nhc) {
+		if _, forbidden := c.forbiddenNodes[k]; forbidden || now.Before(c.readableAgain[k].Add(statusBound)) {
+			return true
+		}
+	}
+	return false
+}
+
+// readableSince is when the last of the kinds a NodeHealthCheck reads
+// became readable again (zero if none was forbidden): the NodeHealthCheck
+// acts on none of its nodes before.
+func (c *Checker) readableSince(nhc *v1alpha1.NodeHealthCheck) time.Time {
+	var since time.Time
+	for _, k := range c.kindsRead(nhc) {
+		if again := c.readableAgain[k]; again.After(since) {
+			since = again
+		}
+	}
+	return since
+}
+
+// kindsRead are the kinds of a NodeHealthCheck's templates, of the
+// resources its status lists, and of its creates that cannot be looked up
+// (unlookable).
+func (c *Checker) kindsRead(nhc *v1alpha1.NodeHealthCheck) []cluster.Kind {
 	var read []cluster.Kind
 	for _, ref := range nhc.Spec.TemplateRefs() {
 		read = append(read, cluster.Kind(strings.TrimSuffix(ref.Kind, "RemediationTemplate")))
@@ -348,12 +372,7 @@ func (c *Checker) unreadableLately(nhc *v1alpha1.NodeHealthCheck, now time.Time)
 			read = append(read, k)
 		}
 	}
-	for _, k := range read {
-		if _, forbidden := c.forbiddenNodes[k]; forbidden || now.Before(c.readableAgain[k].Add(statusBound)) {
-			return true
-		}
-	}
-	return false
+	return read
 }
 
 // sentBy tells whether one of the creates is a NodeHealthCheck's.

@@ -2,6 +2,7 @@ package check
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,12 +59,30 @@ func (c *Checker) recoveries(all []remediationObj, calm bool) {
 			continue
 		}
 		seen[key] = true
+		c.healthyDelays[key] = delay
+		c.countdownReadable(key, nhc, r.obj.GetKind())
 		if since, late := c.overdue(c.healthySince, key, nhc, calm, delay+deletionBound); late {
 			c.fail(InvDeletedWhenHealthy, "%s of NodeHealthCheck %s still exists, its node %s healthy since %s (healthyDelay %s): %s",
 				describe(r.obj), nhc.Name, r.node, since.Format("15:04:05"), delay, conditionsOf(node))
 		}
 	}
 	forgetUnseen(c.healthySince, seen)
+	forgetUnseen(c.healthyDelays, seen)
+}
+
+// countdownReadable moves the start of a node's recovery to the instant
+// its NodeHealthCheck, and the kind of its resource, could all be read
+// again, if that is later: healthyDelay counts from the stamp the
+// controller puts on the resource, and it stamps nothing while one of them
+// is forbidden (the NodeHealthCheck stays disabled, whole, meanwhile).
+func (c *Checker) countdownReadable(key runKey, nhc *v1alpha1.NodeHealthCheck, kind string) {
+	again := c.readableSince(nhc)
+	if k := c.readableAgain[cluster.Kind(strings.TrimSuffix(kind, "Remediation"))]; k.After(again) {
+		again = k
+	}
+	if since, ok := c.healthySince[key]; ok && again.After(since) {
+		c.healthySince[key] = again
+	}
 }
 
 // leaseReleases checks that a node lease of ours is released (deleted)
@@ -121,7 +140,7 @@ func (c *Checker) overdue(dueSince map[runKey]time.Time, key runKey, nhc *v1alph
 }
 
 // forgetUnseen drops what was due for the keys this check did not see.
-func forgetUnseen(dueSince map[runKey]time.Time, seen map[runKey]bool) {
+func forgetUnseen[V any](dueSince map[runKey]V, seen map[runKey]bool) {
 	for key := range dueSince {
 		if !seen[key] {
 			delete(dueSince, key)
