@@ -3,7 +3,6 @@ package check
 import (
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -86,7 +85,7 @@ func (c *Checker) resourceCreated(obj *unstructured.Unstructured) {
 // deleted, or the status write was lost in a crash). decisions.md ("What
 // cannot be read holds its nodes") names this limit.
 func (c *Checker) unknowable(r remediationObj) bool {
-	since, forbidden := c.forbiddenSince[cluster.Kind(strings.TrimSuffix(r.obj.GetKind(), "Remediation"))]
+	since, forbidden := c.forbiddenSince[cluster.KindOfRemediation(r.obj.GetKind())]
 	if !forbidden || !since.Before(c.leaderStarted) {
 		return false
 	}

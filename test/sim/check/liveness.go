@@ -2,7 +2,6 @@ package check
 
 import (
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -185,7 +184,7 @@ func (c *Checker) recordedUnreadable(node *corev1.Node) bool {
 				continue
 			}
 			for _, rem := range entryRemediations(entry) {
-				k := cluster.Kind(strings.TrimSuffix(rem.Resource.Kind, "Remediation"))
+				k := cluster.KindOfRemediation(rem.Resource.Kind)
 				if c.server.Forbidden(k.Remediation()) && c.store.Served(k.Remediation()) {
 					return true
 				}
@@ -272,7 +271,7 @@ func (c *Checker) mayRemediate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node,
 	}
 	st := c.store
 	for _, ref := range nhc.Spec.TemplateRefs() {
-		k := cluster.Kind(strings.TrimSuffix(ref.Kind, "RemediationTemplate"))
+		k := cluster.KindOfTemplate(ref.Kind)
 		if _, err := st.Get(k.Template(), ref.Namespace, ref.Name); err != nil || !st.Served(k.Template()) || c.server.Forbidden(k.Remediation()) {
 			return false
 		}
@@ -284,7 +283,7 @@ func (c *Checker) mayRemediate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node,
 	// watch never showed included.
 	for _, entry := range nhc.Status.UnhealthyNodes {
 		for _, rem := range entryRemediations(entry) {
-			k := cluster.Kind(strings.TrimSuffix(rem.Resource.Kind, "Remediation"))
+			k := cluster.KindOfRemediation(rem.Resource.Kind)
 			if c.server.Forbidden(k.Remediation()) && st.Served(k.Remediation()) {
 				return false
 			}
@@ -341,12 +340,12 @@ func (c *Checker) unreadableLately(nhc *v1alpha1.NodeHealthCheck, now time.Time)
 	return false
 }
 
-// readableSince is when the last of the kinds a NodeHealthCheck reads
-// became readable again (zero if none was forbidden): the NodeHealthCheck
-// acts on none of its nodes before.
-func (c *Checker) readableSince(nhc *v1alpha1.NodeHealthCheck) time.Time {
+// readableSince is when the last of the kinds became readable again (zero
+// if none was forbidden): a NodeHealthCheck that reads them acts on none of
+// its nodes before.
+func (c *Checker) readableSince(kinds []cluster.Kind) time.Time {
 	var since time.Time
-	for _, k := range c.kindsRead(nhc) {
+	for _, k := range kinds {
 		if again := c.readableAgain[k]; again.After(since) {
 			since = again
 		}
@@ -360,11 +359,11 @@ func (c *Checker) readableSince(nhc *v1alpha1.NodeHealthCheck) time.Time {
 func (c *Checker) kindsRead(nhc *v1alpha1.NodeHealthCheck) []cluster.Kind {
 	var read []cluster.Kind
 	for _, ref := range nhc.Spec.TemplateRefs() {
-		read = append(read, cluster.Kind(strings.TrimSuffix(ref.Kind, "RemediationTemplate")))
+		read = append(read, cluster.KindOfTemplate(ref.Kind))
 	}
 	for _, entry := range nhc.Status.UnhealthyNodes {
 		for _, rem := range entryRemediations(entry) {
-			read = append(read, cluster.Kind(strings.TrimSuffix(rem.Resource.Kind, "Remediation")))
+			read = append(read, cluster.KindOfRemediation(rem.Resource.Kind))
 		}
 	}
 	for _, k := range cluster.Kinds {

@@ -2,7 +2,6 @@ package check
 
 import (
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -76,10 +75,7 @@ func (c *Checker) recoveries(all []remediationObj, calm bool) {
 // controller puts on the resource, and it stamps nothing while one of them
 // is forbidden (the NodeHealthCheck stays disabled, whole, meanwhile).
 func (c *Checker) countdownReadable(key runKey, nhc *v1alpha1.NodeHealthCheck, kind string) {
-	again := c.readableSince(nhc)
-	if k := c.readableAgain[cluster.Kind(strings.TrimSuffix(kind, "Remediation"))]; k.After(again) {
-		again = k
-	}
+	again := c.readableSince(append(c.kindsRead(nhc), cluster.KindOfRemediation(kind)))
 	if since, ok := c.healthySince[key]; ok && again.After(since) {
 		c.healthySince[key] = again
 	}

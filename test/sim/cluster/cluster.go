@@ -55,3 +55,11 @@ func KindOf(gvr schema.GroupVersionResource) (Kind, bool) {
 	}
 	return "", false
 }
+
+// KindOfRemediation is the kind of a remediation resource's Kind
+// ("AlphaRemediation" is "Alpha").
+func KindOfRemediation(kind string) Kind { return Kind(strings.TrimSuffix(kind, "Remediation")) }
+
+// KindOfTemplate is the kind of a template's Kind ("AlphaRemediationTemplate"
+// is "Alpha").
+func KindOfTemplate(kind string) Kind { return Kind(strings.TrimSuffix(kind, "RemediationTemplate")) }
