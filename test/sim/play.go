@@ -2,6 +2,8 @@ package sim
 
 import (
 	"io"
+	"runtime"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -16,6 +18,17 @@ import (
 // tail is how long a history runs on after its last step, so that what it
 // started can finish or show that it never does.
 const tail = 5 * time.Minute
+
+// afterStop is how long a history waits once its last replica stopped:
+// client-go's reflector waits out a watch-list back-off (at most 30 s,
+// jittered up to twice that) before it looks at its context again, and a
+// bubble's time stops when its main goroutine returns.
+const afterStop = 2 * time.Minute
+
+// InvStopped is broken when a replica's goroutine outlives it: once the
+// history ended and its replicas stopped, every goroutine they started must
+// end; one that waits for ever is a leak the binary would carry too.
+const InvStopped = "stopped-replica-ends"
 
 // Play plays a history in a synctest bubble and returns the first
 // invariant it broke, or nil.
@@ -36,6 +49,16 @@ type Stats struct {
 // playWith is Play, telling trace of every step, write and log line, and
 // counting into stats.
 func playWith(t *testing.T, h gen.History, trace func(format string, args ...any), stats *Stats) (violation *check.Violation) {
+	var ended time.Time
+	defer func() {
+		v := goroutinesLeft(recover(), ended)
+		if v != nil && trace != nil {
+			trace("%s", bubbleStacks())
+		}
+		if v != nil && violation == nil {
+			violation = v
+		}
+	}()
 	synctest.Test(t, func(t *testing.T) {
 		s := newSim(h.Seed)
 		s.trace = trace
@@ -60,12 +83,47 @@ func playWith(t *testing.T, h gen.History, trace func(format string, args ...any
 		if !s.check.Failed() {
 			s.runUntil(time.Now().Add(tail))
 		}
-		if s.leader != nil {
-			s.stop(s.leader)
-		}
+		ended = time.Now()
+		s.end()
 		violation = s.check.Violation()
 	})
 	return violation
+}
+
+// end stops the leader, and waits until what it started has ended.
+func (s *sim) end() {
+	if s.leader != nil {
+		s.stop(s.leader)
+	}
+	time.Sleep(afterStop)
+}
+
+// goroutinesLeft turns synctest's panic over goroutines that outlived the
+// history into a violation, so that its seed is reported and the other
+// histories go on; any other panic goes on up.
+func goroutinesLeft(recovered any, ended time.Time) *check.Violation {
+	if recovered == nil {
+		return nil
+	}
+	err, ok := recovered.(error)
+	if !ok || !strings.HasPrefix(err.Error(), "deadlock: ") {
+		panic(recovered)
+	}
+	return &check.Violation{Invariant: InvStopped, At: ended, Detail: err.Error()}
+}
+
+// bubbleStacks are the stacks of the goroutines in synctest bubbles: in a
+// replay, those a stopped replica left behind.
+func bubbleStacks() string {
+	buf := make([]byte, 1<<22)
+	buf = buf[:runtime.Stack(buf, true)]
+	var kept []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "synctest bubble") {
+			kept = append(kept, g)
+		}
+	}
+	return strings.Join(kept, "\n\n")
 }
 
 // Shrink returns the shortest history it finds that still breaks the same
