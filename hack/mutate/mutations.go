@@ -91,6 +91,16 @@ var mutations = []mutation{
 		Edits: []edit{{Old: "if v := verdicts[node]; v == nil || v.RemediatedBy != nil {", New: "if v := verdicts[node]; v == nil {"}},
 	},
 	{
+		Name: "deleted-lease-kept", Rule: "a deleted NodeHealthCheck's node lease is released once no remediation is on the node",
+		File:  "pkg/health/lease.go",
+		Edits: []edit{{Old: "if l.Holder == holder && !busy[node] {", New: "if false && l.Holder == holder && !busy[node] {"}},
+	},
+	{
+		Name: "deleted-lease-released-busy", Rule: "a deleted NodeHealthCheck's node lease holds while its remediation runs",
+		File:  "pkg/health/lease.go",
+		Edits: []edit{{Old: "if l.Holder == holder && !busy[node] {", New: "if l.Holder == holder {"}},
+	},
+	{
 		Name: "wake-up-dropped", Rule: "a node another NodeHealthCheck lets go of is taken over at once, not at a retry",
 		File:  "pkg/controller/handlers.go",
 		Edits: []edit{{Old: "if released := releasedOnRecord(old, updated); len(released) > 0 {", New: "if released := releasedOnRecord(old, updated); false && len(released) > 0 {"}},

@@ -169,6 +169,10 @@ func (p poolRemediations) Read(nhc *v1alpha1.NodeHealthCheck, _ remediation.Watc
 
 func (p poolRemediations) Forget(string) {}
 
+func (p poolRemediations) ReadLeft(string) (remediation.Left, error) {
+	return remediation.Left{Known: true}, nil
+}
+
 func (p poolRemediations) LookUpLapsed(context.Context) {}
 
 func (p poolRemediations) Create(context.Context, *v1alpha1.NodeHealthCheck, health.Creation, *remediation.Observation) (health.Created, error) {

@@ -27,6 +27,8 @@ type fakeRemediations struct {
 	// kinds that cannot be read, added to the other owners.
 	recorded  map[string][]resource.Owner
 	forgotten []string
+	// left is what ReadLeft answers for every deleted NodeHealthCheck.
+	left remediation.Left
 	// createErr and annotateErr, when set, answer every create and every
 	// annotation.
 	createErr, annotateErr error
@@ -88,6 +90,8 @@ func (f *fakeRemediations) Read(*v1alpha1.NodeHealthCheck, remediation.Watched, 
 
 func (f *fakeRemediations) Forget(nhc string) { f.forgotten = append(f.forgotten, nhc) }
 
+func (f *fakeRemediations) ReadLeft(string) (remediation.Left, error) { return f.left, nil }
+
 func (f *fakeRemediations) Create(_ context.Context, _ *v1alpha1.NodeHealthCheck, c health.Creation, _ *remediation.Observation) (health.Created, error) {
 	f.mu.Lock()
 	s := f.current()
@@ -121,10 +125,12 @@ func (f *fakeRemediations) AddChangeHandler(remediation.ResourceChangeFunc) {}
 func (f *fakeRemediations) AddKindChangeHandler(remediation.KindChangeFunc) {}
 
 // fakeLeases takes every node lease, after beforeAcquire, and records the
-// deadline of each write's context.
+// deadline of each write's context and the leases released.
 type fakeLeases struct {
 	beforeAcquire func()
 	deadlines     []time.Time
+	mu            sync.Mutex
+	released      []string
 }
 
 func (f *fakeLeases) Acquire(ctx context.Context, _ health.LeaseRequest) error {
@@ -137,5 +143,11 @@ func (f *fakeLeases) Acquire(ctx context.Context, _ health.LeaseRequest) error {
 }
 
 func (f *fakeLeases) Renew(context.Context, health.LeaseRequest) error { return nil }
-func (f *fakeLeases) Release(context.Context, string, string) error    { return nil }
 func (f *fakeLeases) Problem(error) string                             { return "" }
+
+func (f *fakeLeases) Release(_ context.Context, node, holder string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.released = append(f.released, holder+"/"+node)
+	return nil
+}

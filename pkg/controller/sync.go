@@ -34,7 +34,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	if apierrors.IsNotFound(err) {
 		logger.V(2).Info("NodeHealthCheck is gone; forgetting it")
 		c.nhcGone(name)
-		return 0, nil
+		return c.releaseLeasesLeft(ctx, name)
 	}
 	if err != nil {
 		return 0, err

@@ -315,3 +315,23 @@ func (e *evaluation) leaseLapses(v *NodeVerdict) string {
 	}
 	return lapseTimedOut
 }
+
+// LeasesLeft are the nodes whose lease a deleted NodeHealthCheck (holder)
+// still holds with nothing of it left on them: none of busy, the nodes
+// with a remediation resource of any NodeHealthCheck or a create of its
+// own under way. They are released, where upstream leaves them to run out:
+// up to 11 minutes in which no other NodeHealthCheck may remediate the
+// node. A lease of a node that is busy stays until its resources are gone.
+func LeasesLeft(holder string, leases *Leases, busy map[string]bool) []string {
+	if leases == nil {
+		return nil
+	}
+	var left []string
+	for node, l := range leases.ByNode {
+		if l.Holder == holder && !busy[node] {
+			left = append(left, node)
+		}
+	}
+	slices.Sort(left)
+	return left
+}

@@ -215,6 +215,21 @@ func (f *inFlight) pendingNodes(nhc string) map[string]bool {
 	return nodes
 }
 
+// creatingNodes are the nodes of a NodeHealthCheck's creates that the
+// informers have not shown, lapsed or not: until one is shown or certainly
+// failed, its resource may exist.
+func (f *inFlight) creatingNodes(nhc string) map[string]bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	nodes := map[string]bool{}
+	for key, w := range f.writes {
+		if key.nhc == nhc && key.creation() && !w.shown {
+			nodes[w.node] = true
+		}
+	}
+	return nodes
+}
+
 // pendingResources lists the kinds of a NodeHealthCheck's pending creates:
 // they stay watched until their informer shows the create, whatever the
 // spec and status say meanwhile.

@@ -211,6 +211,8 @@ func (c *Checker) Observe(gvr schema.GroupVersionResource, typ watch.EventType, 
 		}
 	case gvr == cluster.Leases && obj != nil:
 		c.leaseWritten(obj, old)
+	case gvr == cluster.Leases:
+		c.leaseDeleted(changed)
 	case isRemediation(gvr) && typ == watch.Added:
 		c.resourceCreated(obj)
 		r := resourceOf(obj)

@@ -52,6 +52,26 @@ func (c *Checker) leaseWritten(obj, old *unstructured.Unstructured) {
 	c.leaseWrites = append(c.leaseWrites, leaseWrite{key: runKey{nhc: nhc, node: node}, at: time.Now(), lag: lag})
 }
 
+// InvLeaseUnderRemediation: a deleted NodeHealthCheck's node lease is not
+// released while a remediation resource of it is on the node: it still
+// remediates the node, and the lease keeps the others off it.
+const InvLeaseUnderRemediation = "lease-kept-under-a-remediation"
+
+// leaseDeleted checks the deletion of one of our node leases.
+func (c *Checker) leaseDeleted(obj *unstructured.Unstructured) {
+	node, lease := leaseOf(obj)
+	name, ours := health.LeaseHolderNHC(lease.Holder)
+	if !ours || node == "" || c.nhcAt(name, time.Now()) != nil {
+		return
+	}
+	for _, life := range c.lives {
+		if life.ownerName == name && life.node == node && life.deleted.IsZero() {
+			c.fail(InvLeaseUnderRemediation, "node lease of %s released while %s of deleted NodeHealthCheck %s is on the node", node, describe(life.obj), name)
+			return
+		}
+	}
+}
+
 // watchLag is how late the controller may see the cluster now; negative
 // when a watch is stalled and it cannot know, and for leaseLag after a
 // stalled watch ended: until the reflector has watched again and its

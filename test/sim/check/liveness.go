@@ -340,23 +340,13 @@ func (c *Checker) unreadableLately(nhc *v1alpha1.NodeHealthCheck, now time.Time)
 	return false
 }
 
-// readableSince is when the last of the kinds became readable again (zero
-// if none was forbidden): a NodeHealthCheck that reads them acts on none of
-// its nodes before.
-func (c *Checker) readableSince(kinds []cluster.Kind) time.Time {
-	var since time.Time
-	for _, k := range kinds {
-		if again := c.readableAgain[k]; again.After(since) {
-			since = again
-		}
-	}
-	return since
-}
-
 // kindsRead are the kinds of a NodeHealthCheck's templates, of the
 // resources its status lists, and of its creates that cannot be looked up
-// (unlookable).
+// (unlookable); every kind for a deleted one (nil).
 func (c *Checker) kindsRead(nhc *v1alpha1.NodeHealthCheck) []cluster.Kind {
+	if nhc == nil {
+		return cluster.Kinds
+	}
 	var read []cluster.Kind
 	for _, ref := range nhc.Spec.TemplateRefs() {
 		read = append(read, cluster.KindOfTemplate(ref.Kind))

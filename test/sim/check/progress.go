@@ -81,11 +81,26 @@ func (c *Checker) countdownReadable(key runKey, nhc *v1alpha1.NodeHealthCheck, k
 	}
 }
 
+// readableSince is when the last of the kinds became readable again (zero
+// if none was forbidden): a NodeHealthCheck that reads them acts on none of
+// its nodes before.
+func (c *Checker) readableSince(kinds []cluster.Kind) time.Time {
+	var since time.Time
+	for _, k := range kinds {
+		if again := c.readableAgain[k]; again.After(since) {
+			since = again
+		}
+	}
+	return since
+}
+
 // leaseReleases checks that a node lease of ours is released (deleted)
 // within deletionBound once its NodeHealthCheck has no resource of the node
 // and the node is not unhealthy by its conditions, or not selected, or is
 // another NodeHealthCheck's to remediate (remediatorOf): that one must not
-// wait for the lease to end.
+// wait for the lease to end. A deleted NodeHealthCheck's lease is released
+// once no remediation resource is on the node: nothing else would, and
+// every other NodeHealthCheck would wait for it to run out.
 func (c *Checker) leaseReleases(calm bool) {
 	now := time.Now()
 	seen := map[runKey]bool{}
@@ -97,18 +112,26 @@ func (c *Checker) leaseReleases(calm bool) {
 		}
 		key := runKey{nhc: name, node: node}
 		nhc := c.nhcAt(name, now)
-		if nhc == nil || nhc.DeletionTimestamp != nil || c.hasResourceOf(nhc, node, now) {
-			continue
-		}
-		if n := c.nodeAt(node, now); n != nil && selects(nhc, n) {
-			if _, matching := conditionsHold(nhc, n, now); matching && c.remediatorOf(n).Name == nhc.Name {
+		why := "is deleted, and no remediation is on the node"
+		switch {
+		case nhc == nil:
+			if c.hasAnyResource(node, now) {
 				continue
+			}
+		case nhc.DeletionTimestamp != nil || c.hasResourceOf(nhc, node, now):
+			continue
+		default:
+			why = "has no remediation of the node and does not remediate it"
+			if n := c.nodeAt(node, now); n != nil && selects(nhc, n) {
+				if _, matching := conditionsHold(nhc, n, now); matching && c.remediatorOf(n).Name == nhc.Name {
+					continue
+				}
 			}
 		}
 		seen[key] = true
 		if since, late := c.overdue(c.releaseSince, key, nhc, calm, deletionBound); late {
-			c.fail(InvLeaseReleased, "node lease of %s held by %s since %s, though NodeHealthCheck %s has no remediation of the node and does not remediate it",
-				node, lease.Holder, since.Format("15:04:05"), name)
+			c.fail(InvLeaseReleased, "node lease of %s held by %s since %s, though NodeHealthCheck %s %s",
+				node, lease.Holder, since.Format("15:04:05"), name, why)
 		}
 	}
 	forgetUnseen(c.releaseSince, seen)
@@ -117,7 +140,7 @@ func (c *Checker) leaseReleases(calm bool) {
 // overdue records in dueSince when something first became due for a key,
 // and tells whether it is late: due for bound since the later of then and
 // the calm's start, while the cluster is calm and the NodeHealthCheck can
-// act (its kinds readable, not disabled).
+// act (its kinds readable, not disabled); nhc is nil for a deleted one.
 func (c *Checker) overdue(dueSince map[runKey]time.Time, key runKey, nhc *v1alpha1.NodeHealthCheck, calm bool, bound time.Duration) (since time.Time, late bool) {
 	now := time.Now()
 	since, ok := dueSince[key]
@@ -125,7 +148,7 @@ func (c *Checker) overdue(dueSince map[runKey]time.Time, key runKey, nhc *v1alph
 		dueSince[key] = now
 		return now, false
 	}
-	if !calm || c.unreadableLately(nhc, now) || meta.IsStatusConditionTrue(nhc.Status.Conditions, v1alpha1.ConditionDisabled) {
+	if !calm || c.unreadableLately(nhc, now) || nhc != nil && meta.IsStatusConditionTrue(nhc.Status.Conditions, v1alpha1.ConditionDisabled) {
 		return since, false
 	}
 	start := since

@@ -153,6 +153,17 @@ func (c *Checker) hasResourceOf(nhc *v1alpha1.NodeHealthCheck, node string, t ti
 	return false
 }
 
+// hasAnyResource tells whether a remediation resource of any
+// NodeHealthCheck was on a node at t.
+func (c *Checker) hasAnyResource(node string, t time.Time) bool {
+	for _, life := range c.lives {
+		if life.node == node && !life.created.After(t) && (life.deleted.IsZero() || life.deleted.After(t)) {
+			return true
+		}
+	}
+	return false
+}
+
 // calmThrough tells whether calm has held since before t.
 func (c *Checker) calmThrough(t time.Time) bool {
 	return c.cfg.Calm() && !c.calmSince.IsZero() && !c.calmSince.After(t)

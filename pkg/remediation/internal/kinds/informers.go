@@ -99,6 +99,10 @@ type Informers struct {
 	stopped map[schema.GroupVersionResource]stoppedInformer
 	// uses holds the kinds each NodeHealthCheck uses, by its name.
 	uses map[string]use
+	// unread are the kinds of remediation resources whose informer was
+	// stopped for an error before it ever synced: what they hold is
+	// unknown until one syncs (AllRead).
+	unread sets.Set[schema.GroupVersionResource]
 	// named are the templates some NodeHealthCheck names, whose
 	// spec.template the caches keep. Its own lock: the informers' transforms
 	// read it, and inf.mu is held while they are asked whether they synced.
@@ -161,6 +165,7 @@ func New(ctx context.Context, client, metadata dynamic.Interface, clk clock.Pass
 		running: map[schema.GroupVersionResource]*runningInformer{},
 		stopped: map[schema.GroupVersionResource]stoppedInformer{},
 		uses:    map[string]use{},
+		unread:  sets.New[schema.GroupVersionResource](),
 	}
 }
 
@@ -340,6 +345,9 @@ func (inf *Informers) start(gvr schema.GroupVersionResource, stopped stoppedInfo
 		if cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
 			inf.mu.Lock()
 			r.looking = false
+			if !r.metadataOnly {
+				inf.unread.Delete(gvr)
+			}
 			if inf.running[gvr] == r {
 				inf.stopIfUnused(gvr)
 			}
@@ -380,21 +388,4 @@ func (inf *Informers) informer(gvr schema.GroupVersionResource) *runningInformer
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
 	return inf.running[gvr]
-}
-
-// Running lists the resources with a running informer.
-func (inf *Informers) Running() []schema.GroupVersionResource {
-	inf.mu.Lock()
-	defer inf.mu.Unlock()
-	return sets.KeySet(inf.running).UnsortedList()
-}
-
-// Synced tells whether the informers of all these resources have synced.
-func (inf *Informers) Synced(resources ...schema.GroupVersionResource) bool {
-	for _, gvr := range resources {
-		if r := inf.informer(gvr); r == nil || !r.informer.HasSynced() {
-			return false
-		}
-	}
-	return true
 }

@@ -23,3 +23,15 @@ func TestALookedAtKindThatFailsIsWatchedAtOnceWhenUsed(t *testing.T) {
 	f.informers.Use("granted", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 	require.Eventually(t, func() bool { return f.informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
 }
+
+// A kind looked at for leftovers that may not be listed is not read: what
+// it holds is unknown, though it is no longer watched, until it syncs.
+func TestAKindLookedAtThatCannotBeReadIsNotAllRead(t *testing.T) {
+	informers, clock, forbidden := forbiddenKind(t)
+	informers.Look([]schema.GroupVersionResource{testGVR})
+	assert.False(t, informers.AllRead(), "looking")
+	clock.SetTime(clock.Now().Add(WatchGrace))
+	informers.failed(testGVR, informers.informer(testGVR), forbidden)
+	assert.Empty(t, informers.Running(), "stopped: no one uses it")
+	assert.False(t, informers.AllRead(), "never read")
+}

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 // What is known of each kind's informer: whether its cache can be read,
@@ -74,4 +75,41 @@ func (inf *Informers) failedLastingly(gvr schema.GroupVersionResource) bool {
 	}
 	r, ok := inf.running[gvr]
 	return ok && r.retried != nil
+}
+
+// AllRead tells whether every kind that may hold remediation resources is
+// read: each such informer, started for a NodeHealthCheck's resources or to
+// look for leftovers, has synced, and none is stopped for an error. A kind
+// used for templates alone is not one.
+func (inf *Informers) AllRead() bool {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	for _, r := range inf.running {
+		if !r.metadataOnly && (!r.informer.HasSynced() || r.retried != nil) {
+			return false
+		}
+	}
+	for gvr := range inf.stopped {
+		if !inf.templatesOnly(gvr) {
+			return false
+		}
+	}
+	return inf.unread.Len() == 0
+}
+
+// Running lists the resources with a running informer.
+func (inf *Informers) Running() []schema.GroupVersionResource {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	return sets.KeySet(inf.running).UnsortedList()
+}
+
+// Synced tells whether the informers of all these resources have synced.
+func (inf *Informers) Synced(resources ...schema.GroupVersionResource) bool {
+	for _, gvr := range resources {
+		if r := inf.informer(gvr); r == nil || !r.informer.HasSynced() {
+			return false
+		}
+	}
+	return true
 }

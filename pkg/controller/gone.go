@@ -1,0 +1,60 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+)
+
+// logReleasedLeft is logged at level 2 for each lease a deleted
+// NodeHealthCheck left.
+const logReleasedLeft = "Released the node lease of a deleted NodeHealthCheck"
+
+// releaseLeasesLeft releases the node leases a deleted NodeHealthCheck
+// holds on nodes where nothing of it is left (health.LeasesLeft): no
+// NodeHealthCheck syncs them any more, and another one that selects the
+// node would wait for them to run out. The deletion of its last resource
+// on a node, or the lease's add at a start, wakes this again; while a kind
+// that may hold its resources is not known yet, it is tried again shortly.
+func (c *Controller) releaseLeasesLeft(ctx context.Context, name string) (time.Duration, error) {
+	if c.leases == nil {
+		return 0, nil
+	}
+	// The kinds that may hold its resources are looked at once after a
+	// start; the first sync of a replica may be this one.
+	if err := c.observer.WatchAll(c.readableNHCs); err != nil {
+		klog.FromContext(ctx).V(2).Info("Cannot watch the remediation kinds of every NodeHealthCheck yet; no lease of a deleted NodeHealthCheck is released", "err", err)
+	}
+	left, err := c.observer.ReadLeft(name)
+	if err != nil {
+		return 0, fmt.Errorf("reading what a deleted NodeHealthCheck left: %w", err)
+	}
+	if !left.Known {
+		return notReadyRequeue, nil
+	}
+	holder := health.LeaseHolder(name)
+	nodes := health.LeasesLeft(holder, left.Leases, left.Busy)
+	if len(nodes) == 0 {
+		return 0, nil
+	}
+	actCtx, cancel, err := c.writeContext(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer cancel()
+	errs := inParallel(actCtx, len(nodes), func(i int) error { return c.leases.Release(actCtx, nodes[i], holder) })
+	logger := klog.FromContext(ctx)
+	for i, err := range errs {
+		if err != nil {
+			errs[i] = fmt.Errorf("releasing the lease of node %s: %w", nodes[i], err)
+			continue
+		}
+		logger.V(2).Info(logReleasedLeft, "node", klog.KRef("", nodes[i]))
+	}
+	return 0, errors.Join(errs...)
+}

@@ -1,0 +1,62 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+)
+
+// A deleted NodeHealthCheck's leases on nodes where nothing of it is left
+// are released at once, so that another NodeHealthCheck need not wait for
+// them to run out; nothing is released while what may hold its nodes is
+// not known.
+func TestSyncOfAGoneNodeHealthCheckReleasesTheLeasesItLeft(t *testing.T) {
+	held := func(holder string) health.NodeLease {
+		return health.NodeLease{Holder: holder, Renewed: t0.Time, Duration: 11 * time.Minute}
+	}
+	leases := &health.Leases{ByNode: map[string]health.NodeLease{
+		"worker-1": held(health.LeaseHolder("workers")),
+		"worker-2": held(health.LeaseHolder("workers")),
+		"worker-3": held(health.LeaseHolder("others")),
+		"worker-4": held("node-maintenance"),
+	}}
+	cases := []struct {
+		name         string
+		left         remediation.Left
+		released     []string
+		requeueAfter time.Duration
+	}{
+		{
+			name:     "a busy node keeps its lease, the others are released",
+			left:     remediation.Left{Known: true, Leases: leases, Busy: map[string]bool{"worker-2": true}},
+			released: []string{"NodeHealthCheck-workers/worker-1"},
+		},
+		{
+			name:     "every node of its leases free",
+			left:     remediation.Left{Known: true, Leases: leases},
+			released: []string{"NodeHealthCheck-workers/worker-1", "NodeHealthCheck-workers/worker-2"},
+		},
+		{
+			name:         "what holds its nodes not known yet",
+			left:         remediation.Left{},
+			requeueAfter: notReadyRequeue,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newSyncFixture(t, nil)
+			fakeLeases := f.takeLeases(nil)
+			f.remediations.left = tc.left
+			requeueAfter, err := f.sync()
+			require.NoError(t, err)
+			assert.Equal(t, tc.requeueAfter, requeueAfter)
+			assert.ElementsMatch(t, tc.released, fakeLeases.released)
+			assert.Empty(t, f.statuses.written)
+		})
+	}
+}
