@@ -20,7 +20,7 @@ const logReleasedLeft = "Released the node lease of a deleted NodeHealthCheck"
 // NodeHealthCheck syncs them any more, and another one that selects the
 // node would wait for them to run out. The deletion of its last resource
 // on a node, or the lease's add at a start, wakes this again; while a kind
-// that may hold its resources is not known yet, it is tried again shortly.
+// that may hold its resources is not known yet, it is tried again.
 func (c *Controller) releaseLeasesLeft(ctx context.Context, name string) (time.Duration, error) {
 	if c.leases == nil {
 		return 0, nil
@@ -34,10 +34,15 @@ func (c *Controller) releaseLeasesLeft(ctx context.Context, name string) (time.D
 	if err != nil {
 		return 0, fmt.Errorf("reading what a deleted NodeHealthCheck left: %w", err)
 	}
-	if !left.Known {
-		return notReadyRequeue, nil
-	}
 	holder := health.LeaseHolder(name)
+	if !left.Known {
+		// Tried again while it holds a lease: no event may come once the
+		// kinds are known. The leases' cache tells of its leases once synced.
+		if holdsAny(holder, left.Leases) {
+			return problemRequeue, nil
+		}
+		return 0, nil
+	}
 	nodes := health.LeasesLeft(holder, left.Leases, left.Busy)
 	if len(nodes) == 0 {
 		return 0, nil
@@ -57,4 +62,17 @@ func (c *Controller) releaseLeasesLeft(ctx context.Context, name string) (time.D
 		logger.V(2).Info(logReleasedLeft, "node", klog.KRef("", nodes[i]))
 	}
 	return 0, errors.Join(errs...)
+}
+
+// holdsAny tells whether a holder holds a node lease, in force or ended.
+func holdsAny(holder string, leases *health.Leases) bool {
+	if leases == nil {
+		return false
+	}
+	for _, l := range leases.ByNode {
+		if l.Holder == holder {
+			return true
+		}
+	}
+	return false
 }

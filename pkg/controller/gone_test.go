@@ -43,8 +43,16 @@ func TestSyncOfAGoneNodeHealthCheckReleasesTheLeasesItLeft(t *testing.T) {
 		},
 		{
 			name:         "what holds its nodes not known yet",
-			left:         remediation.Left{},
-			requeueAfter: notReadyRequeue,
+			left:         remediation.Left{Leases: leases},
+			requeueAfter: problemRequeue,
+		},
+		{
+			name: "not known yet, and it holds no lease",
+			left: remediation.Left{Leases: &health.Leases{ByNode: map[string]health.NodeLease{"worker-3": held(health.LeaseHolder("others"))}}},
+		},
+		{
+			name: "the leases' cache not synced",
+			left: remediation.Left{},
 		},
 	}
 	for _, tc := range cases {

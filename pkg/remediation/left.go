@@ -10,7 +10,7 @@ type Left struct {
 	// that may hold remediation resources were not all looked at (WatchAll),
 	// or one of them cannot be read: nothing can be released then.
 	Known bool
-	// Leases are the node leases.
+	// Leases are the node leases; nil while their cache has not synced.
 	Leases *health.Leases
 	// Busy are the nodes of its leases that a remediation resource of any
 	// NodeHealthCheck holds, in the caches or as a kind that cannot be read
@@ -28,7 +28,7 @@ func (o *Observer) ReadLeft(nhc string) (Left, error) {
 	}
 	leases, _, err := o.leases.Read()
 	if err != nil || leases == nil || !o.everyKindWatched.Load() || !o.informers.AllRead() {
-		return Left{}, err
+		return Left{Leases: leases}, err
 	}
 	left := Left{Known: true, Leases: leases, Busy: map[string]bool{}}
 	holder := health.LeaseHolder(nhc)
