@@ -85,7 +85,7 @@ func (inf *Informers) AllRead() bool {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
 	for _, r := range inf.running {
-		if !r.metadataOnly && (!r.informer.HasSynced() || r.retried != nil) {
+		if !r.metadataOnly && !r.informer.HasSynced() {
 			return false
 		}
 	}
