@@ -93,12 +93,12 @@ var mutations = []mutation{
 	{
 		Name: "deleted-lease-kept", Rule: "a deleted NodeHealthCheck's node lease is released once no remediation is on the node",
 		File:  "pkg/health/lease.go",
-		Edits: []edit{{Old: "if l.Holder == holder && !busy[node] {", New: "if false && l.Holder == holder && !busy[node] {"}},
+		Edits: []edit{{Old: "if !busy[node] {", New: "if false && !busy[node] {"}},
 	},
 	{
 		Name: "deleted-lease-released-busy", Rule: "a deleted NodeHealthCheck's node lease holds while its remediation runs",
 		File:  "pkg/health/lease.go",
-		Edits: []edit{{Old: "if l.Holder == holder && !busy[node] {", New: "if l.Holder == holder {"}},
+		Edits: []edit{{Old: "if !busy[node] {", New: "if true {"}},
 	},
 	{
 		Name: "wake-up-dropped", Rule: "a node another NodeHealthCheck lets go of is taken over at once, not at a retry",

@@ -27,9 +27,7 @@ func (c *Controller) releaseLeasesLeft(ctx context.Context, name string) (time.D
 	}
 	// The kinds that may hold its resources are looked at once after a
 	// start; the first sync of a replica may be this one.
-	if err := c.observer.WatchAll(c.readableNHCs); err != nil {
-		klog.FromContext(ctx).V(2).Info("Cannot watch the remediation kinds of every NodeHealthCheck yet; no lease of a deleted NodeHealthCheck is released", "err", err)
-	}
+	c.watchEveryKind(ctx)
 	left, err := c.observer.ReadLeft(name)
 	if err != nil {
 		return 0, fmt.Errorf("reading what a deleted NodeHealthCheck left: %w", err)
@@ -38,7 +36,7 @@ func (c *Controller) releaseLeasesLeft(ctx context.Context, name string) (time.D
 	if !left.Known {
 		// Tried again while it holds a lease: no event may come once the
 		// kinds are known. The leases' cache tells of its leases once synced.
-		if holdsAny(holder, left.Leases) {
+		if len(left.Leases.HeldBy(holder)) > 0 {
 			return problemRequeue, nil
 		}
 		return 0, nil
@@ -62,17 +60,4 @@ func (c *Controller) releaseLeasesLeft(ctx context.Context, name string) (time.D
 		logger.V(2).Info(logReleasedLeft, "node", klog.KRef("", nodes[i]))
 	}
 	return 0, errors.Join(errs...)
-}
-
-// holdsAny tells whether a holder holds a node lease, in force or ended.
-func holdsAny(holder string, leases *health.Leases) bool {
-	if leases == nil {
-		return false
-	}
-	for _, l := range leases.ByNode {
-		if l.Holder == holder {
-			return true
-		}
-	}
-	return false
 }

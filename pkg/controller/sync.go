@@ -20,6 +20,9 @@ import (
 // cannot be decoded.
 const messageUnreadable = "The stored NodeHealthCheck cannot be read, probably because it was stored under an older, looser CRD: %s. Fix the field with kubectl edit, or delete and recreate the NodeHealthCheck"
 
+// logCannotWatchEveryKind is logged at level 2 while watchEveryKind fails.
+const logCannotWatchEveryKind = "Cannot watch the remediation kinds of every NodeHealthCheck yet; no control-plane remediation starts and no lease of a deleted NodeHealthCheck is released"
+
 // Sync runs one NodeHealthCheck once, one way: decide (health.Evaluate),
 // act (carry out the plan), record (the status built from what happened,
 // events, metrics). It returns how soon the plan can change without any
@@ -103,9 +106,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 // current.
 func (c *Controller) observe(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (remediation.Observation, error) {
 	c.writer.LookUpLapsed(ctx)
-	if err := c.observer.WatchAll(c.readableNHCs); err != nil {
-		klog.FromContext(ctx).V(2).Info("Cannot watch the remediation kinds of every NodeHealthCheck yet; no control-plane remediation starts", "err", err)
-	}
+	c.watchEveryKind(ctx)
 	watched, err := c.observer.Watch(nhc)
 	if err != nil {
 		return remediation.Observation{}, fmt.Errorf("watching remediation kinds: %w", err)
@@ -115,6 +116,16 @@ func (c *Controller) observe(ctx context.Context, nhc *v1alpha1.NodeHealthCheck)
 		return obs, fmt.Errorf("reading remediation resources: %w", err)
 	}
 	return obs, nil
+}
+
+// watchEveryKind watches the kinds of every NodeHealthCheck and those that
+// may hold resources of deleted ones, once after a start: until then no
+// control-plane remediation starts (remediation.Observer.WatchAll), and no
+// lease of a deleted NodeHealthCheck is released (ReadLeft).
+func (c *Controller) watchEveryKind(ctx context.Context) {
+	if err := c.observer.WatchAll(c.readableNHCs); err != nil {
+		klog.FromContext(ctx).V(2).Info(logCannotWatchEveryKind, "err", err)
+	}
 }
 
 // otherNHCs lists the NodeHealthChecks but nhc, as syncs see them.

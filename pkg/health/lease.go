@@ -108,6 +108,22 @@ type Leases struct {
 	Buffer time.Duration
 }
 
+// HeldBy lists, sorted, the nodes whose lease a holder holds, in force or
+// ended; none for nil.
+func (l *Leases) HeldBy(holder string) []string {
+	if l == nil {
+		return nil
+	}
+	var nodes []string
+	for node, lease := range l.ByNode {
+		if lease.Holder == holder {
+			nodes = append(nodes, node)
+		}
+	}
+	slices.Sort(nodes)
+	return nodes
+}
+
 // LeaseRequest is a node lease to take or to renew for this NodeHealthCheck.
 type LeaseRequest struct {
 	Node string
@@ -323,15 +339,11 @@ func (e *evaluation) leaseLapses(v *NodeVerdict) string {
 // up to 11 minutes in which no other NodeHealthCheck may remediate the
 // node. A lease of a node that is busy stays until its resources are gone.
 func LeasesLeft(holder string, leases *Leases, busy map[string]bool) []string {
-	if leases == nil {
-		return nil
-	}
 	var left []string
-	for node, l := range leases.ByNode {
-		if l.Holder == holder && !busy[node] {
+	for _, node := range leases.HeldBy(holder) {
+		if !busy[node] {
 			left = append(left, node)
 		}
 	}
-	slices.Sort(left)
 	return left
 }

@@ -199,33 +199,31 @@ func (f *inFlight) settled(key writeKey, w write) {
 // was neither shown nor has lapsed. A lapsed create waits for its lookup
 // (lapsed); a lapsed delete holds nothing.
 func (f *inFlight) pendingNodes(nhc string) map[string]bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	now := f.clock.Now()
-	var nodes map[string]bool
-	for key, w := range f.writes {
-		if key.nhc != nhc || w.shown || !now.Before(w.lapses) {
-			continue
-		}
-		if nodes == nil {
-			nodes = map[string]bool{}
-		}
-		nodes[w.node] = true
-	}
-	return nodes
+	return f.unshownNodes(nhc, func(_ writeKey, w write) bool { return now.Before(w.lapses) })
 }
 
 // creatingNodes are the nodes of a NodeHealthCheck's creates that the
 // informers have not shown, lapsed or not: until one is shown or certainly
 // failed, its resource may exist.
 func (f *inFlight) creatingNodes(nhc string) map[string]bool {
+	return f.unshownNodes(nhc, func(key writeKey, _ write) bool { return key.creation() })
+}
+
+// unshownNodes are the nodes of a NodeHealthCheck's writes that the
+// informers have not shown and that keep accepts; nil for none.
+func (f *inFlight) unshownNodes(nhc string, keep func(writeKey, write) bool) map[string]bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	nodes := map[string]bool{}
+	var nodes map[string]bool
 	for key, w := range f.writes {
-		if key.nhc == nhc && key.creation() && !w.shown {
-			nodes[w.node] = true
+		if key.nhc != nhc || w.shown || !keep(key, w) {
+			continue
 		}
+		if nodes == nil {
+			nodes = map[string]bool{}
+		}
+		nodes[w.node] = true
 	}
 	return nodes
 }

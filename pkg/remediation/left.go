@@ -33,8 +33,8 @@ func (o *Observer) ReadLeft(nhc string) (Left, error) {
 	left := Left{Known: true, Leases: leases, Busy: map[string]bool{}}
 	holder := health.LeaseHolder(nhc)
 	creating := o.inFlight.creatingNodes(nhc)
-	for node, l := range leases.ByNode {
-		if l.Holder == holder && (creating[node] || o.informers.OtherOwner(node, "") != "") {
+	for _, node := range leases.HeldBy(holder) {
+		if creating[node] || o.informers.OtherOwner(node, "") != "" {
 			left.Busy[node] = true
 		}
 	}

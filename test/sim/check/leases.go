@@ -64,11 +64,8 @@ func (c *Checker) leaseDeleted(obj *unstructured.Unstructured) {
 	if !ours || node == "" || c.nhcAt(name, time.Now()) != nil {
 		return
 	}
-	for _, life := range c.lives {
-		if life.ownerName == name && life.node == node && life.deleted.IsZero() {
-			c.fail(InvLeaseUnderRemediation, "node lease of %s released while %s of deleted NodeHealthCheck %s is on the node", node, describe(life.obj), name)
-			return
-		}
+	if life := c.resourceOn(node, time.Now(), func(r remediationObj) bool { return r.ownerName == name }); life != nil {
+		c.fail(InvLeaseUnderRemediation, "node lease of %s released while %s of deleted NodeHealthCheck %s is on the node", node, describe(life.obj), name)
 	}
 }
 

@@ -115,7 +115,7 @@ func (c *Checker) leaseReleases(calm bool) {
 		why := "is deleted, and no remediation is on the node"
 		switch {
 		case nhc == nil:
-			if c.hasAnyResource(node, now) {
+			if c.resourceOn(node, now, nil) != nil {
 				continue
 			}
 		case nhc.DeletionTimestamp != nil || c.hasResourceOf(nhc, node, now):

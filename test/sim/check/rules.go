@@ -143,25 +143,22 @@ func minHealthyOf(nhc *v1alpha1.NodeHealthCheck, observed int) int {
 }
 
 // hasResourceOf tells whether a NodeHealthCheck had a resource of a node
-// at an instant (one created at or before it and not deleted since).
+// at an instant.
 func (c *Checker) hasResourceOf(nhc *v1alpha1.NodeHealthCheck, node string, t time.Time) bool {
-	for _, life := range c.lives {
-		if life.owner == nhc.UID && life.node == node && !life.created.After(t) && (life.deleted.IsZero() || life.deleted.After(t)) {
-			return true
-		}
-	}
-	return false
+	return c.resourceOn(node, t, func(r remediationObj) bool { return r.owner == nhc.UID }) != nil
 }
 
-// hasAnyResource tells whether a remediation resource of any
-// NodeHealthCheck was on a node at t.
-func (c *Checker) hasAnyResource(node string, t time.Time) bool {
-	for _, life := range c.lives {
-		if life.node == node && !life.created.After(t) && (life.deleted.IsZero() || life.deleted.After(t)) {
-			return true
+// resourceOn finds a remediation resource that was on a node at an instant
+// (created at or before it and not deleted since) and that of accepts (nil:
+// any), or nil.
+func (c *Checker) resourceOn(node string, t time.Time, of func(remediationObj) bool) *resourceLife {
+	for i := range c.lives {
+		l := &c.lives[i]
+		if l.node == node && !l.created.After(t) && (l.deleted.IsZero() || l.deleted.After(t)) && (of == nil || of(l.remediationObj)) {
+			return l
 		}
 	}
-	return false
+	return nil
 }
 
 // calmThrough tells whether calm has held since before t.
