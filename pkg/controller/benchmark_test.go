@@ -169,7 +169,7 @@ func (p poolRemediations) Read(nhc *v1alpha1.NodeHealthCheck, _ remediation.Watc
 
 func (p poolRemediations) Forget(string) {}
 
-func (p poolRemediations) ReadLeft(string) (remediation.Left, error) {
+func (p poolRemediations) WatchLeft(string) (remediation.Left, error) {
 	return remediation.Left{Known: true}, nil
 }
 

@@ -27,7 +27,7 @@ type fakeRemediations struct {
 	// kinds that cannot be read, added to the other owners.
 	recorded  map[string][]resource.Owner
 	forgotten []string
-	// left is what ReadLeft answers for every deleted NodeHealthCheck.
+	// left is what WatchLeft answers for every deleted NodeHealthCheck.
 	left remediation.Left
 	// createErr and annotateErr, when set, answer every create and every
 	// annotation.
@@ -90,7 +90,7 @@ func (f *fakeRemediations) Read(*v1alpha1.NodeHealthCheck, remediation.Watched, 
 
 func (f *fakeRemediations) Forget(nhc string) { f.forgotten = append(f.forgotten, nhc) }
 
-func (f *fakeRemediations) ReadLeft(string) (remediation.Left, error) { return f.left, nil }
+func (f *fakeRemediations) WatchLeft(string) (remediation.Left, error) { return f.left, nil }
 
 func (f *fakeRemediations) Create(_ context.Context, _ *v1alpha1.NodeHealthCheck, c health.Creation, _ *remediation.Observation) (health.Created, error) {
 	f.mu.Lock()

@@ -28,7 +28,7 @@ func (c *Controller) releaseLeasesLeft(ctx context.Context, name string) (time.D
 	// The kinds that may hold its resources are looked at once after a
 	// start; the first sync of a replica may be this one.
 	c.watchEveryKind(ctx)
-	left, err := c.observer.ReadLeft(name)
+	left, err := c.observer.WatchLeft(name)
 	if err != nil {
 		return 0, fmt.Errorf("reading what a deleted NodeHealthCheck left: %w", err)
 	}

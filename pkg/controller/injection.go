@@ -37,9 +37,9 @@ type remediationObserver interface {
 	Read(nhc *v1alpha1.NodeHealthCheck, watched remediation.Watched, others []*v1alpha1.NodeHealthCheck) (remediation.Observation, error)
 	// Forget drops what is kept for a deleted NodeHealthCheck.
 	Forget(nhc string)
-	// ReadLeft reads what may still hold the nodes whose lease a deleted
-	// NodeHealthCheck holds.
-	ReadLeft(nhc string) (remediation.Left, error)
+	// WatchLeft reads what may still hold the nodes whose lease a deleted
+	// NodeHealthCheck holds, watching again a kind that could not be read.
+	WatchLeft(nhc string) (remediation.Left, error)
 }
 
 // remediationWriter writes remediation resources and node annotations, one

@@ -121,7 +121,7 @@ func (c *Controller) observe(ctx context.Context, nhc *v1alpha1.NodeHealthCheck)
 // watchEveryKind watches the kinds of every NodeHealthCheck and those that
 // may hold resources of deleted ones, once after a start: until then no
 // control-plane remediation starts (remediation.Observer.WatchAll), and no
-// lease of a deleted NodeHealthCheck is released (ReadLeft).
+// lease of a deleted NodeHealthCheck is released (WatchLeft).
 func (c *Controller) watchEveryKind(ctx context.Context) {
 	if err := c.observer.WatchAll(c.readableNHCs); err != nil {
 		klog.FromContext(ctx).V(2).Info(logCannotWatchEveryKind, "err", err)

@@ -18,14 +18,17 @@ type Left struct {
 	Busy map[string]bool
 }
 
-// ReadLeft reads, from the caches, what may still hold the nodes whose
+// WatchLeft reads, from the caches, what may still hold the nodes whose
 // lease a deleted NodeHealthCheck holds. Its resources go on remediating
 // their nodes until they are gone (a remediator's finalizer holds them
-// while it works), and so does its lease of their nodes.
-func (o *Observer) ReadLeft(nhc string) (Left, error) {
+// while it works), and so does its lease of their nodes. A kind that could
+// never be read is watched again when its retry is due
+// (kinds.Informers.RetryUnread), so that what it holds becomes known.
+func (o *Observer) WatchLeft(nhc string) (Left, error) {
 	if o.leases == nil {
 		return Left{Known: true}, nil
 	}
+	o.informers.RetryUnread()
 	leases, _, err := o.leases.Read()
 	if err != nil || leases == nil || !o.everyKindWatched.Load() || !o.informers.AllRead() {
 		return Left{Leases: leases}, err

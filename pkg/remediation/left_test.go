@@ -24,7 +24,7 @@ func (l leasesRead) Read() (*health.Leases, *health.Problem, error) { return l.l
 // resource of any NodeHealthCheck is on it, or a create of its own is under
 // way; and nothing is known while a kind that may hold resources is not
 // read yet.
-func TestReadLeftTellsWhatHoldsADeletedNodeHealthChecksNodes(t *testing.T) {
+func TestWatchLeftTellsWhatHoldsADeletedNodeHealthChecksNodes(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
@@ -41,13 +41,13 @@ func TestReadLeftTellsWhatHoldsADeletedNodeHealthChecksNodes(t *testing.T) {
 
 	informers.Look([]schema.GroupVersionResource{testGVR})
 	require.Eventually(t, func() bool { return len(informers.UnknownRemediations()) == 0 }, 10*time.Second, 10*time.Millisecond)
-	left, err := o.ReadLeft("gone")
+	left, err := o.WatchLeft("gone")
 	require.NoError(t, err)
 	assert.False(t, left.Known, "the kinds of every NodeHealthCheck not looked at yet (WatchAll)")
 	require.NoError(t, o.WatchAll(func() ([]*v1alpha1.NodeHealthCheck, error) { return nil, nil }))
 	require.NoError(t, ledger.book(createKey("gone", testGVR, "remediators", "worker-3", "reboot"), "worker-3", true, false, func() string { return "" }))
 
-	left, err = o.ReadLeft("gone")
+	left, err = o.WatchLeft("gone")
 	require.NoError(t, err)
 	assert.True(t, left.Known)
 	assert.Equal(t, leases, left.Leases)

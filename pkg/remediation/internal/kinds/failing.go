@@ -63,7 +63,7 @@ func (inf *Informers) recordFailing(gvr schema.GroupVersionResource, err error, 
 	last := inf.stopped[gvr].shown
 	if r, ok := inf.running[gvr]; ok {
 		if !r.metadataOnly && !r.informer.HasSynced() {
-			inf.unread.Insert(gvr)
+			inf.unread[gvr] = inf.clock.Now()
 		}
 		last = r.shows()
 		r.stop()
@@ -73,7 +73,7 @@ func (inf *Informers) recordFailing(gvr schema.GroupVersionResource, err error, 
 		// No longer served: the API server deleted its resources with its
 		// CRD, whatever the cache missed of their deletion.
 		last = shown{}
-		inf.unread.Delete(gvr)
+		delete(inf.unread, gvr)
 	}
 	if inf.users(gvr).Len() == 0 && last.empty() {
 		// Nothing uses it and nothing is to be remembered (a kind looked

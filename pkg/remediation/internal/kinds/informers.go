@@ -100,9 +100,9 @@ type Informers struct {
 	// uses holds the kinds each NodeHealthCheck uses, by its name.
 	uses map[string]use
 	// unread are the kinds of remediation resources whose informer was
-	// stopped for an error before it ever synced: what they hold is
-	// unknown until one syncs (AllRead).
-	unread sets.Set[schema.GroupVersionResource]
+	// stopped for an error before it ever synced, with when: what they hold
+	// is unknown until one syncs (AllRead, RetryUnread).
+	unread map[schema.GroupVersionResource]time.Time
 	// named are the templates some NodeHealthCheck names, whose
 	// spec.template the caches keep. Its own lock: the informers' transforms
 	// read it, and inf.mu is held while they are asked whether they synced.
@@ -165,7 +165,7 @@ func New(ctx context.Context, client, metadata dynamic.Interface, clk clock.Pass
 		running: map[schema.GroupVersionResource]*runningInformer{},
 		stopped: map[schema.GroupVersionResource]stoppedInformer{},
 		uses:    map[string]use{},
-		unread:  sets.New[schema.GroupVersionResource](),
+		unread:  map[schema.GroupVersionResource]time.Time{},
 	}
 }
 
@@ -346,7 +346,7 @@ func (inf *Informers) start(gvr schema.GroupVersionResource, stopped stoppedInfo
 			inf.mu.Lock()
 			r.looking = false
 			if !r.metadataOnly {
-				inf.unread.Delete(gvr)
+				delete(inf.unread, gvr)
 			}
 			if inf.running[gvr] == r {
 				inf.stopIfUnused(gvr)

@@ -25,13 +25,26 @@ func TestALookedAtKindThatFailsIsWatchedAtOnceWhenUsed(t *testing.T) {
 }
 
 // A kind looked at for leftovers that may not be listed is not read: what
-// it holds is unknown, though it is no longer watched, until it syncs.
+// it holds is unknown, though it is no longer watched, until it syncs. It
+// is tried again once its retry is due.
 func TestAKindLookedAtThatCannotBeReadIsNotAllRead(t *testing.T) {
-	informers, clock, forbidden := forbiddenKind(t)
+	f := newRoleFixture(t)
+	informers, clock := f.informers, f.clock
+	f.denied.Store(true)
 	informers.Look([]schema.GroupVersionResource{testGVR})
 	assert.False(t, informers.AllRead(), "looking")
 	clock.SetTime(clock.Now().Add(WatchGrace))
-	informers.failed(testGVR, informers.informer(testGVR), forbidden)
+	if r := informers.informer(testGVR); r != nil {
+		informers.failed(testGVR, r, f.forbidden)
+	}
 	assert.Empty(t, informers.Running(), "stopped: no one uses it")
 	assert.False(t, informers.AllRead(), "never read")
+
+	f.denied.Store(false)
+	informers.RetryUnread()
+	assert.Empty(t, informers.Running(), "not before its retry is due")
+	clock.SetTime(clock.Now().Add(RetryInterval))
+	informers.RetryUnread()
+	require.Eventually(t, informers.AllRead, 10*time.Second, 10*time.Millisecond, "read once allowed")
+	require.Eventually(t, func() bool { return len(informers.Running()) == 0 }, 10*time.Second, 10*time.Millisecond, "empty: stopped again")
 }

@@ -94,7 +94,24 @@ func (inf *Informers) AllRead() bool {
 			return false
 		}
 	}
-	return inf.unread.Len() == 0
+	return len(inf.unread) == 0
+}
+
+// RetryUnread starts again, RetryInterval after it failed, the informer of
+// each kind that could never be read and that nothing watches meanwhile: a
+// kind looked at for leftovers while it was forbidden is not used by any
+// NodeHealthCheck, and would otherwise stay unread for good.
+func (inf *Informers) RetryUnread() {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	now := inf.clock.Now()
+	for gvr, failed := range inf.unread {
+		_, running := inf.running[gvr]
+		_, stopped := inf.stopped[gvr]
+		if !running && !stopped && !now.Before(failed.Add(RetryInterval)) {
+			inf.running[gvr] = inf.start(gvr, stoppedInformer{})
+		}
+	}
 }
 
 // Running lists the resources with a running informer.
