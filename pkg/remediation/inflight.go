@@ -243,6 +243,23 @@ func (f *inFlight) pendingResources(nhc string) []schema.GroupVersionResource {
 	return resources
 }
 
+// nextLapse is when the first write the informers have not shown lapses,
+// of any NodeHealthCheck, or zero: a create under way holds its node, and a
+// control-plane node's create the cluster's slot, against every
+// NodeHealthCheck until it is looked up (lapsed), and nothing else wakes
+// them then.
+func (f *inFlight) nextLapse() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var next time.Time
+	for _, w := range f.writes {
+		if !w.shown && (next.IsZero() || w.lapses.Before(next)) {
+			next = w.lapses
+		}
+	}
+	return next
+}
+
 // lapsedCreate is a create held for inFlightTTL: pending, or holding the
 // slot.
 type lapsedCreate struct {

@@ -11,10 +11,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/kinds"
 )
 
 // nobody owns a resource of any node in the caches.
@@ -191,4 +193,25 @@ func TestADeletedNodeHealthChecksCreateHoldsItsNode(t *testing.T) {
 	lapsed := f.lapsed()
 	require.Len(t, lapsed, 1, "looked up once it lapsed, the delete is gone")
 	assert.Equal(t, key, lapsed[0].key)
+}
+
+// Every NodeHealthCheck reads again when a write the informers have not
+// shown lapses: until it is looked up, it holds its node, and a control-plane
+// create the cluster's slot, and no event comes then.
+func TestAWriteUnderWayWakesAtItsLapse(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
+	client := fakeDynamic()
+	informers := kinds.New(ctx, client, client, clock)
+	o, w := newRooms(informers, nil, clock, client, kubefake.NewClientset())
+	obs, err := o.Read(nhcNamed("others"), Watched{}, nil)
+	require.NoError(t, err)
+	assert.Zero(t, obs.RefreshAfter, "nothing under way")
+
+	require.NoError(t, w.inFlight.book(createKey("workers", testGVR, "remediators", "cp-1", "reboot"), "r", true, true, nobody))
+	clock.SetTime(clock.Now().Add(time.Second))
+	obs, err = o.Read(nhcNamed("others"), Watched{}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, inFlightTTL-time.Second, obs.RefreshAfter, "another's control-plane create under way")
 }

@@ -44,7 +44,8 @@ type Observation struct {
 	Leases *health.Leases
 	// RefreshAfter, when set, is how soon to read again: a template read
 	// with GET expires, a kind not served is looked up again, a stopped
-	// informer is tried again. None of these comes with an event.
+	// informer is tried again, a write the informers have not shown lapses
+	// and is looked up. None of these comes with an event.
 	RefreshAfter time.Duration
 	// OtherOwners are, by node, the other NodeHealthChecks with remediation
 	// resources for it, of any kind watched, or that hold it by their status
@@ -80,6 +81,9 @@ func (o *Observer) Read(nhc *v1alpha1.NodeHealthCheck, w Watched, others []*v1al
 	obs.PendingNodes = o.inFlight.pendingNodes(nhc.Name)
 	reserved := o.inFlight.controlPlaneNodes()
 	now := o.clock.Now()
+	if lapse := o.inFlight.nextLapse(); !lapse.IsZero() {
+		obs.RefreshAfter = health.Sooner(obs.RefreshAfter, max(lapse.Sub(now), time.Millisecond))
+	}
 	var templates []*unstructured.Unstructured
 	for i, tmpl := range w.templates {
 		read := w.reads[i]
