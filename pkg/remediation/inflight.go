@@ -267,13 +267,16 @@ type lapsedCreate struct {
 	write
 }
 
-// lapsed removes and returns the creates of every NodeHealthCheck held
-// for inFlightTTL, to be looked up (LookUpLapsed) and renewed if their
-// resource may still be unseen, and drops the lapsed deletes. The informer may be behind (a watch that
-// stops sending while its connection stays open shows nothing until it
-// times out): its cache is not to be believed about them. Every
-// NodeHealthCheck's, since a create under way holds its node against the
-// others too, and its own NodeHealthCheck may not sync (disabled).
+// lapsed returns the creates of every NodeHealthCheck held for
+// inFlightTTL, to be looked up (LookUpLapsed), and drops the lapsed
+// deletes. Each create is held for another inFlightTTL from now on: while
+// its lookup is under way it still holds its node, or the slot, so that a
+// sync of another NodeHealthCheck at the same instant does not find it
+// gone. The informer may be behind (a watch that stops sending while its
+// connection stays open shows nothing until it times out): its cache is not
+// to be believed about them. Every NodeHealthCheck's, since a create under
+// way holds its node against the others too, and its own NodeHealthCheck
+// may not sync (disabled).
 func (f *inFlight) lapsed() []lapsedCreate {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -283,19 +286,30 @@ func (f *inFlight) lapsed() []lapsedCreate {
 		if now.Before(w.lapses) {
 			continue
 		}
-		if key.creation() {
-			lapsed = append(lapsed, lapsedCreate{key: key, write: w})
+		if !key.creation() {
+			delete(f.writes, key)
+			continue
 		}
-		delete(f.writes, key)
+		w.lapses = now.Add(inFlightTTL)
+		f.writes[key] = w
+		lapsed = append(lapsed, lapsedCreate{key: key, write: w})
 	}
 	return lapsed
 }
 
-// renew records a lapsed create again for inFlightTTL.
-func (f *inFlight) renew(l lapsedCreate) {
+// lookedUp ends a lapsed create's lookup: it is held on as kept, or goes
+// when kept is nil, unless the informers settled it meanwhile.
+func (f *inFlight) lookedUp(l lapsedCreate, kept *write) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.add(l.key, l.write)
+	if current, ok := f.writes[l.key]; !ok || current != l.write {
+		return
+	}
+	if kept == nil {
+		delete(f.writes, l.key)
+		return
+	}
+	f.writes[l.key] = *kept
 }
 
 // forget drops the deletes of a deleted NodeHealthCheck, whose informers

@@ -143,7 +143,7 @@ func TestAControlPlaneCreateHoldsTheSlotUntilItsResourceIsGone(t *testing.T) {
 	lapsed := f.lapsed()
 	require.Len(t, lapsed, 1, "a slot held for inFlightTTL is looked up")
 	assert.True(t, lapsed[0].shown)
-	f.renew(lapsed[0])
+	f.lookedUp(lapsed[0], &lapsed[0].write)
 	assert.Equal(t, []string{"master-0"}, f.controlPlaneNodes(), "renewed: found and not shown")
 
 	earlier := r.DeepCopy()
@@ -214,4 +214,19 @@ func TestAWriteUnderWayWakesAtItsLapse(t *testing.T) {
 	obs, err = o.Read(nhcNamed("others"), Watched{}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, inFlightTTL-time.Second, obs.RefreshAfter, "another's control-plane create under way")
+}
+
+// A lapsed create holds its node while it is looked up: a sync at the same
+// instant must not find it gone and create it again.
+func TestALapsedCreateHoldsItsNodeWhileLookedUp(t *testing.T) {
+	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
+	f := newInFlight(clock)
+	key := createKey("workers", testGVR, "remediators", "worker-1", "reboot")
+	require.NoError(t, f.book(key, "r", true, false, nobody))
+	clock.SetTime(clock.Now().Add(inFlightTTL))
+	lapsed := f.lapsed()
+	require.Len(t, lapsed, 1)
+	assert.Equal(t, map[string]bool{"worker-1": true}, f.pendingNodes("workers"), "its lookup under way")
+	f.lookedUp(lapsed[0], nil)
+	assert.Empty(t, f.pendingNodes("workers"), "looked up gone")
 }

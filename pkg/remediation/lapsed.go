@@ -37,10 +37,12 @@ func (w *Writer) LookUpLapsed(ctx context.Context) {
 		switch {
 		case !l.shown && w.unseen(ctx, key.resource, key.namespace, l.name, key.nhc):
 			klog.FromContext(ctx).V(2).Info(logCreateUnseen, "nodeHealthCheck", key.nhc, "node", l.node, "resource", key.resource, "name", l.name)
-			w.inFlight.renew(l)
 		case l.controlPlane && w.unseen(ctx, key.resource, key.namespace, l.name, ""):
-			l.shown = true
-			w.inFlight.renew(l)
+			slot := l.write
+			slot.shown = true
+			w.inFlight.lookedUp(l, &slot)
+		default:
+			w.inFlight.lookedUp(l, nil)
 		}
 	}
 }
