@@ -116,6 +116,9 @@ type Controller struct {
 	// written holds the NodeHealthChecks as this controller last wrote them,
 	// for syncs that run before the informer shows the write.
 	written sync.Map
+	// unwritten holds, by name, the status a sync left to the next sync of
+	// its NodeHealthCheck (status.go).
+	unwritten sync.Map
 	// skips remembers which lasting events were recorded, to record each once.
 	skips *skipMemory
 	// pacing is told which NodeHealthChecks have a node that is not
@@ -288,6 +291,7 @@ func (c *Controller) nhcGone(name string) {
 	c.observer.Forget(name)
 	c.members.forget(name)
 	c.written.Delete(name)
+	c.unwritten.Delete(name)
 	c.skips.forget(name)
 	c.metrics.forget(name)
 }

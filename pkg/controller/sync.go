@@ -42,6 +42,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	if err != nil {
 		return 0, err
 	}
+	stored := c.stored(nhc)
 	nhc = c.latest(nhc)
 	if why, bad := unreadable(nhc); bad {
 		return 0, c.reportUnreadable(ctx, nhc, why)
@@ -77,26 +78,24 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 
 	// Record.
 	status := health.Status(in, &plan, &out)
-	recordCtx, cancel, statusErr := c.writeContext(ctx)
-	if statusErr == nil {
-		statusErr = c.writeStatus(recordCtx, nhc, status)
-		cancel()
-	}
-	c.recordEvents(ctx, nhc, &plan, &out)
 	if in.ResourcesUnknown {
+		_, statusErr := c.recordStatus(ctx, stored, status, false)
+		c.recordEvents(ctx, nhc, &plan, &out)
 		c.metrics.setDisabled(name, true)
 		logger.V(2).Info("Cannot evaluate", "reason", plan.Problem.Reason, "message", plan.Problem.Message)
 		return health.Sooner(problemRequeue, obs.RefreshAfter), statusErr
 	}
-	c.recordLastingEvents(ctx, nhc, &plan, &out)
-	c.metrics.record(nhc, &plan, &out, status, statusErr == nil, in.Now)
-
 	requeueAfter := c.requeueAfter(&plan, &out, &obs)
+	written, statusErr := c.recordStatus(ctx, stored, status, leavesStatus(&out, requeueAfter))
+	c.recordEvents(ctx, nhc, &plan, &out)
+	c.recordLastingEvents(ctx, nhc, &plan, &out)
+	c.metrics.record(stored, &plan, &out, status, written, in.Now)
+
 	logVerdicts(logger, &plan)
 	logger.V(2).Info("Synced", "phase", status.Phase, "observed", plan.Observed, "healthy", plan.Healthy,
 		"remediating", plan.Remediating, "created", len(out.Created), "deleted", len(out.Deleted), "timedOut", len(out.TimedOut),
 		"deferred", plan.Deferred, "withdrawn", len(out.Withdrawn), "notConfirmed", len(out.Unconfirmed),
-		"stormActive", plan.Storm.Active, "requeueAfter", requeueAfter, "duration", c.clock.Since(started))
+		"stormActive", plan.Storm.Active, "statusWritten", written, "requeueAfter", requeueAfter, "duration", c.clock.Since(started))
 	return requeueAfter, errors.Join(append(out.Errors, statusErr)...)
 }
 
@@ -219,6 +218,7 @@ func (c *Controller) reportUnreadable(ctx context.Context, nhc *v1alpha1.NodeHea
 	}}
 	plan := health.Evaluate(in)
 	status := health.Status(in, &plan, &health.Outcome{})
+	c.unwritten.Delete(nhc.Name)
 	ctx, cancel, err := c.writeContext(ctx)
 	if err != nil {
 		return err
