@@ -59,6 +59,7 @@ func (c *Controller) confirmation(ctx context.Context, name string, plan *health
 		return live, nil
 	}
 	go func() { _, _ = readNHC(ctx) }()
+	nodes := &nodeReads{live: c.liveNodes}
 	live := func(ctx context.Context, cr health.Creation) (string, error) {
 		if _, err := c.writesUntil(); err != nil {
 			return "", fmt.Errorf("not acting: %w", err)
@@ -72,7 +73,7 @@ func (c *Controller) confirmation(ctx context.Context, name string, plan *health
 		}
 		nodeDone := make(chan nodeRead, 1)
 		go func() {
-			node, err := c.liveNodes.Node(ctx, cr.Node)
+			node, err := nodes.read(ctx, cr.Node)
 			nodeDone <- nodeRead{node: node, err: err}
 		}()
 		liveNHC, nhcErr := readNHC(ctx)
@@ -103,4 +104,46 @@ func (c *Controller) confirmation(ctx context.Context, name string, plan *health
 		return plan.Recheck(nhc, node, cr, c.clock.Now())
 	}
 	return creationCheck{live: live, caches: caches}
+}
+
+// nodeReads reads the nodes of one sync's creates at the API server: the
+// first consistently, the others at least as new as it, once it is
+// answered. The API server serves a consistent read once its watch cache
+// has caught up with etcd's revision of that moment; a storm's reads, sent
+// while its lease writes land, each waited for a later revision (p99 0.35 s
+// where the writes took 0.17 s), and the reads after the first now wait for
+// one, which the cache has reached when the first is answered.
+type nodeReads struct {
+	live liveNodes
+	mu   sync.Mutex
+	// first is closed once the first read is answered; nil before it.
+	first chan struct{}
+	// revision is the first read's resourceVersion, "" if it failed: the
+	// others then read consistently.
+	revision string
+}
+
+func (r *nodeReads) read(ctx context.Context, name string) (*health.Node, error) {
+	r.mu.Lock()
+	isFirst := r.first == nil
+	if isFirst {
+		r.first = make(chan struct{})
+	}
+	first := r.first
+	r.mu.Unlock()
+	if isFirst {
+		node, revision, err := r.live.Node(ctx, name, "")
+		if err == nil || apierrors.IsNotFound(err) {
+			r.revision = revision
+		}
+		close(first)
+		return node, err
+	}
+	select {
+	case <-first:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	node, _, err := r.live.Node(ctx, name, r.revision)
+	return node, err
 }

@@ -178,3 +178,31 @@ func TestACreateReadsItsNodeBesideTheNodeHealthCheck(t *testing.T) {
 	require.NotNil(t, entry)
 	assert.Len(t, entry.Remediations, 1)
 }
+
+// A sync's creates read their nodes at the API server, the first
+// consistently and the others at least as new as it, once it is answered:
+// the API server's cache has then caught up with that one revision, where
+// each consistent read would wait for its own. A first read that fails
+// leaves the others consistent.
+func TestASyncsNodeReadsAreAtLeastAsNewAsItsFirst(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		readErr error
+		want    []string
+	}{
+		{"answered", nil, []string{"", fakeRevision, fakeRevision}},
+		{"failed", apierrors.NewServiceUnavailable("overloaded"), []string{"", "", ""}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newSyncFixture(t, workersNHC(), notReady("worker-1", longAgo), notReady("worker-2", longAgo),
+				notReady("worker-3", longAgo), healthyNode("worker-4"))
+			f.liveNodes.err = tt.readErr
+			_, err := f.sync()
+			assert.Equal(t, tt.readErr != nil, err != nil, "%v", err)
+			assert.Equal(t, tt.want, f.liveNodes.notOlderThan)
+			if tt.readErr == nil {
+				assert.Len(t, f.remediations.creates(), 3)
+			}
+		})
+	}
+}

@@ -79,6 +79,8 @@ type fakeLiveNodes struct {
 	// parallel.
 	reads   int
 	readsMu sync.Mutex
+	// notOlderThan is what each read of Node asked for, in order.
+	notOlderThan []string
 	// initialList is the resourceVersion of the list the node cache
 	// started from; "" for unknown.
 	initialList string
@@ -86,27 +88,31 @@ type fakeLiveNodes struct {
 	onRead func()
 }
 
-func (f *fakeLiveNodes) Node(_ context.Context, name string) (*health.Node, error) {
+// fakeRevision is the resourceVersion of every read of fakeLiveNodes.
+const fakeRevision = "77"
+
+func (f *fakeLiveNodes) Node(_ context.Context, name, notOlderThan string) (*health.Node, string, error) {
 	f.readsMu.Lock()
 	f.reads++
+	f.notOlderThan = append(f.notOlderThan, notOlderThan)
 	f.readsMu.Unlock()
 	if f.onRead != nil {
 		f.onRead()
 	}
 	if f.err != nil {
-		return nil, f.err
+		return nil, "", f.err
 	}
 	if f.live != nil {
 		if node, ok := f.live[name]; ok {
-			return nodecache.NodeOf(node), nil
+			return nodecache.NodeOf(node), fakeRevision, nil
 		}
-		return nil, apierrors.NewNotFound(corev1.Resource("nodes"), name)
+		return nil, fakeRevision, apierrors.NewNotFound(corev1.Resource("nodes"), name)
 	}
 	obj, ok, _ := f.nodes.GetByKey(name)
 	if !ok {
-		return nil, apierrors.NewNotFound(corev1.Resource("nodes"), name)
+		return nil, fakeRevision, apierrors.NewNotFound(corev1.Resource("nodes"), name)
 	}
-	return obj.(*health.Node), nil
+	return obj.(*health.Node), fakeRevision, nil
 }
 
 func (f *fakeLiveNodes) Versions(_ context.Context, selector labels.Selector) (map[string]string, error) {
@@ -230,8 +236,8 @@ func (n fakedNodeReads) Versions(ctx context.Context, selector labels.Selector) 
 	return n.live.Versions(ctx, selector)
 }
 
-func (n fakedNodeReads) Node(ctx context.Context, name string) (*health.Node, error) {
-	return n.live.Node(ctx, name)
+func (n fakedNodeReads) Node(ctx context.Context, name, notOlderThan string) (*health.Node, string, error) {
+	return n.live.Node(ctx, name, notOlderThan)
 }
 
 func (n fakedNodeReads) InitialListVersion() string { return n.live.initialList }

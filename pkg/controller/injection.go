@@ -102,8 +102,11 @@ type liveNodes interface {
 	// Versions returns the resourceVersion of each node the selector
 	// matches, from a consistent list.
 	Versions(ctx context.Context, selector labels.Selector) (map[string]string, error)
-	// Node reads a node, consistently; a NotFound error when it is gone.
-	Node(ctx context.Context, name string) (*health.Node, error)
+	// Node reads a node, consistently when notOlderThan is "", else at
+	// least as new as that resourceVersion of an earlier read; it returns
+	// the read's resourceVersion, also with a NotFound error when the node
+	// is gone.
+	Node(ctx context.Context, name, notOlderThan string) (*health.Node, string, error)
 	// InitialListVersion is the resourceVersion of the list the node cache
 	// started from, once it holds it; "" when unknown.
 	InitialListVersion() string

@@ -102,7 +102,7 @@ func BenchmarkNodeRead(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := informer.Node(context.Background(), "worker-1"); err != nil {
+		if _, _, err := informer.Node(context.Background(), "worker-1", ""); err != nil {
 			b.Fatal(err)
 		}
 	}

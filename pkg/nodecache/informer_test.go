@@ -41,7 +41,7 @@ func TestNodeReadsShareOneHTTP2Connection(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Go(func() {
-			_, err := informer.Node(context.Background(), "worker-1")
+			_, _, err := informer.Node(context.Background(), "worker-1", "")
 			assert.Error(t, err)
 		})
 	}

@@ -125,27 +125,31 @@ func decodedVersions(result rest.Result, versions map[string]string) (string, er
 	return list.Continue, nil
 }
 
-// Node reads a node at the API server, consistently (no resourceVersion):
-// what a watch that lags behind cannot show yet. It is a list of the one
-// node by name, which the API server serves from its watch cache once the
-// cache has caught up with etcd (consistent reads from cache), where a get
-// reads and decodes the node from etcd: in a storm, under the kubelets'
-// writes, a get waited at the API server two to three times as long. A
-// NotFound error when the node does not exist.
-func (i *Informer) Node(ctx context.Context, name string) (*health.Node, error) {
+// Node reads a node at the API server as a list of the one node by name,
+// which the API server serves from its watch cache (a get reads and decodes
+// the node from etcd: in a storm, under the kubelets' writes, a get waited
+// there two to three times as long). With notOlderThan "" the read is
+// consistent: the cache first catches up with etcd's revision of the
+// moment. Else it is at least as new as notOlderThan, the resourceVersion
+// of an earlier list of nodes. It returns the list's resourceVersion too,
+// with a NotFound error when the node does not exist.
+func (i *Informer) Node(ctx context.Context, name, notOlderThan string) (*health.Node, string, error) {
 	opts := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()}
+	if notOlderThan != "" {
+		opts.ResourceVersion, opts.ResourceVersionMatch = notOlderThan, metav1.ResourceVersionMatchNotOlderThan
+	}
 	obj, err := i.lists.Get().Resource("nodes").VersionedParams(&opts, scheme.ParameterCodec).Do(ctx).Get()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	list, ok := obj.(*NodeList)
 	if !ok {
-		return nil, fmt.Errorf("reading node %s: decoded %T", name, obj)
+		return nil, "", fmt.Errorf("reading node %s: decoded %T", name, obj)
 	}
 	for j := range list.Items {
 		if list.Items[j].Name == name {
-			return &list.Items[j], nil
+			return &list.Items[j], list.ResourceVersion, nil
 		}
 	}
-	return nil, apierrors.NewNotFound(corev1.Resource("nodes"), name)
+	return nil, list.ResourceVersion, apierrors.NewNotFound(corev1.Resource("nodes"), name)
 }

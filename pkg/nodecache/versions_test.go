@@ -35,24 +35,29 @@ func TestNodeVersionsReadsNamesAndVersionsOnly(t *testing.T) {
 	assert.ErrorIs(t, err, errNotCanonical, "JSON is for the general decoder")
 }
 
-// A confirmation reads its node as a consistent list of that node by name,
-// which the API server serves from its watch cache; an empty list is a node
-// that is gone.
+// A confirmation reads its node as a list of that node by name, which the
+// API server serves from its watch cache: consistently, or at least as new
+// as an earlier read; an empty list is a node that is gone. The list's
+// resourceVersion comes back either way.
 func TestNodeIsReadAsAListOfItByName(t *testing.T) {
 	node := fixtureNode(t)
 	node.ResourceVersion = "41"
 	tests := []struct {
-		name  string
-		items []corev1.Node
-		found bool
+		name         string
+		items        []corev1.Node
+		notOlderThan string
+		found        bool
 	}{
-		{"the node", []corev1.Node{*node}, true},
-		{"gone", nil, false},
+		{"the node", []corev1.Node{*node}, "", true},
+		{"gone", nil, "", false},
+		{"the node, not older than a read", []corev1.Node{*node}, "40", true},
+		{"gone, not older than a read", nil, "40", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var query map[string][]string
-			body := encode(t, &corev1.NodeList{TypeMeta: metav1.TypeMeta{Kind: "NodeList", APIVersion: "v1"}, Items: tt.items})
+			body := encode(t, &corev1.NodeList{TypeMeta: metav1.TypeMeta{Kind: "NodeList", APIVersion: "v1"},
+				ListMeta: metav1.ListMeta{ResourceVersion: "43"}, Items: tt.items})
 			server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				query = r.URL.Query()
 				w.Header().Set("Content-Type", runtime.ContentTypeProtobuf)
@@ -62,9 +67,16 @@ func TestNodeIsReadAsAListOfItByName(t *testing.T) {
 			informer, err := NewInformer(&rest.Config{Host: server.URL}, 0)
 			require.NoError(t, err)
 
-			got, err := informer.Node(context.Background(), node.Name)
+			got, revision, err := informer.Node(context.Background(), node.Name, tt.notOlderThan)
 			assert.Equal(t, []string{"metadata.name=" + node.Name}, query["fieldSelector"])
-			assert.Empty(t, query["resourceVersion"], "consistent: no resourceVersion")
+			assert.Equal(t, "43", revision)
+			if tt.notOlderThan == "" {
+				assert.Empty(t, query["resourceVersion"], "consistent: no resourceVersion")
+				assert.Empty(t, query["resourceVersionMatch"])
+			} else {
+				assert.Equal(t, []string{tt.notOlderThan}, query["resourceVersion"])
+				assert.Equal(t, []string{"NotOlderThan"}, query["resourceVersionMatch"])
+			}
 			if !tt.found {
 				assert.True(t, apierrors.IsNotFound(err), "NotFound: %v", err)
 				return
