@@ -109,10 +109,10 @@ func (c *Controller) confirmation(ctx context.Context, name string, plan *health
 // nodeReads reads the nodes of one sync's creates at the API server: the
 // first consistently, the others at least as new as it, once it is
 // answered. The API server serves a consistent read once its watch cache
-// has caught up with etcd's revision of that moment; a storm's reads, sent
-// while its lease writes land, each waited for a later revision (p99 0.35 s
-// where the writes took 0.17 s), and the reads after the first now wait for
-// one, which the cache has reached when the first is answered.
+// has caught up with etcd's revision of that moment: a storm's reads, sent
+// while its lease writes land, each waited for a later revision, longer
+// than the writes took; the reads after the first find the cache at the
+// first one's revision already.
 type nodeReads struct {
 	live liveNodes
 	mu   sync.Mutex
