@@ -38,7 +38,7 @@ func (c *Controller) act(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, pla
 		}
 	}
 	if len(creations) > 0 {
-		c.createAll(ctx, nhc, creations, obs, c.confirmation(ctx, nhc.Name, plan), &out)
+		c.createAll(ctx, nhc, creations, obs, c.confirmation(ctx, nhc.Name, plan, creations[0].Node), &out)
 	}
 	c.deleteAll(ctx, nhc.Name, plan.Delete, obs, &out)
 	out.Errors = append(out.Errors, c.keepLeases(ctx, nhc.Name, plan)...)

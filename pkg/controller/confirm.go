@@ -31,8 +31,9 @@ type creationCheck struct {
 // hold it back (an overloaded API server's watches can be tens of seconds
 // behind; a paused or edited NodeHealthCheck must not remediate from its
 // old spec). The NodeHealthCheck is read at the API server once a sync, the
-// node once a create.
-func (c *Controller) confirmation(ctx context.Context, name string, plan *health.Plan) creationCheck {
+// node once a create; firstNode, the node of the sync's first create, is
+// read at once, before the leases are taken.
+func (c *Controller) confirmation(ctx context.Context, name string, plan *health.Plan, firstNode string) creationCheck {
 	// Creates are checked in parallel and share one read of the
 	// NodeHealthCheck. It starts with the sync's creates, beside their
 	// leases, rather than after the first, which would wait for it. A
@@ -59,7 +60,7 @@ func (c *Controller) confirmation(ctx context.Context, name string, plan *health
 		return live, nil
 	}
 	go func() { _, _ = readNHC(ctx) }()
-	nodes := &nodeReads{live: c.liveNodes}
+	nodes := newNodeReads(ctx, c.liveNodes, firstNode)
 	live := func(ctx context.Context, cr health.Creation) (string, error) {
 		if _, err := c.writesUntil(); err != nil {
 			return "", fmt.Errorf("not acting: %w", err)
@@ -107,43 +108,49 @@ func (c *Controller) confirmation(ctx context.Context, name string, plan *health
 }
 
 // nodeReads reads the nodes of one sync's creates at the API server: the
-// first consistently, the others at least as new as it, once it is
-// answered. The API server serves a consistent read once its watch cache
-// has caught up with etcd's revision of that moment: a storm's reads, sent
-// while its lease writes land, each waited for a later revision, longer
-// than the writes took; the reads after the first find the cache at the
-// first one's revision already.
+// first consistently, at once, and the others at least as new as it, once
+// it is answered. The API server serves a consistent read once its watch
+// cache has caught up with etcd's revision of that moment: a storm's reads,
+// sent while its lease writes landed, each waited for a later revision,
+// longer than the writes took; the reads after the first find the cache at
+// the first one's revision already. The first goes before the leases, so
+// that it does not wait behind them at the API server.
 type nodeReads struct {
 	live liveNodes
-	mu   sync.Mutex
-	// first is closed once the first read is answered; nil before it.
-	first chan struct{}
-	// revision is the first read's resourceVersion, "" if it failed: the
-	// others then read consistently.
-	revision string
+	// firstNode is the node read first, and answered is closed once its
+	// read is answered: node, revision and err.
+	firstNode string
+	answered  chan struct{}
+	node      *health.Node
+	revision  string
+	err       error
 }
 
+func newNodeReads(ctx context.Context, live liveNodes, firstNode string) *nodeReads {
+	r := &nodeReads{live: live, firstNode: firstNode, answered: make(chan struct{})}
+	go func() {
+		defer close(r.answered)
+		r.node, r.revision, r.err = live.Node(ctx, firstNode, "")
+	}()
+	return r
+}
+
+// read reads a node, after the first read is answered: that answer for the
+// first node, else a read at least as new, or a consistent one if the first
+// failed.
 func (r *nodeReads) read(ctx context.Context, name string) (*health.Node, error) {
-	r.mu.Lock()
-	isFirst := r.first == nil
-	if isFirst {
-		r.first = make(chan struct{})
-	}
-	first := r.first
-	r.mu.Unlock()
-	if isFirst {
-		node, revision, err := r.live.Node(ctx, name, "")
-		if err == nil || apierrors.IsNotFound(err) {
-			r.revision = revision
-		}
-		close(first)
-		return node, err
-	}
 	select {
-	case <-first:
+	case <-r.answered:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	node, _, err := r.live.Node(ctx, name, r.revision)
+	if name == r.firstNode {
+		return r.node, r.err
+	}
+	revision := r.revision
+	if r.err != nil && !apierrors.IsNotFound(r.err) {
+		revision = ""
+	}
+	node, _, err := r.live.Node(ctx, name, revision)
 	return node, err
 }
