@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
@@ -18,6 +20,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
 
@@ -90,3 +93,28 @@ func (r *nhcReads) all() []nhcRead {
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// A sync's node confirmations after the first read at least as new as it:
+// the API server answers a list of one node by name with
+// resourceVersionMatch=NotOlderThan the first read's resourceVersion, from
+// its watch cache, with the node as it is or NotFound.
+func TestANodeIsReadAtLeastAsNewAsAnEarlierRead(t *testing.T) {
+	informer, err := nodecache.NewInformer(cluster.Config, 0)
+	require.NoError(t, err)
+	first := unhealthyNode(t, "notolderthan", "notolderthan-first", corev1.ConditionFalse)
+	second := unhealthyNode(t, "notolderthan", "notolderthan-second", corev1.ConditionUnknown)
+	ctx := context.Background()
+
+	node, revision, err := informer.Node(ctx, first, "")
+	require.NoError(t, err, "consistent")
+	assert.Equal(t, first, node.Name)
+	require.NotEmpty(t, revision)
+
+	node, _, err = informer.Node(ctx, second, revision)
+	require.NoError(t, err, "at least as new as the first read")
+	assert.Equal(t, second, node.Name)
+
+	_, goneRevision, err := informer.Node(ctx, "notolderthan-never-created", revision)
+	assert.True(t, apierrors.IsNotFound(err), "NotFound: %v", err)
+	assert.NotEmpty(t, goneRevision)
+}
