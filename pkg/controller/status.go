@@ -81,7 +81,12 @@ func (c *Controller) writeStatus(ctx context.Context, stored *v1alpha1.NodeHealt
 // controller's memory (time-outs of Succeeded=True steps, storm state), and
 // a sync must not decide from an older one.
 func (c *Controller) latest(cached *v1alpha1.NodeHealthCheck) *v1alpha1.NodeHealthCheck {
-	stored := c.stored(cached)
+	return c.withUnwritten(c.stored(cached))
+}
+
+// withUnwritten is the stored NodeHealthCheck with the status a sync left
+// unwritten for the next one, if any.
+func (c *Controller) withUnwritten(stored *v1alpha1.NodeHealthCheck) *v1alpha1.NodeHealthCheck {
 	value, ok := c.unwritten.Load(stored.Name)
 	if !ok || value.(*unwrittenStatus).uid != stored.UID {
 		return stored

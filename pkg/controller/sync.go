@@ -43,7 +43,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 		return 0, err
 	}
 	stored := c.stored(nhc)
-	nhc = c.latest(nhc)
+	nhc = c.withUnwritten(stored)
 	if why, bad := unreadable(nhc); bad {
 		return 0, c.reportUnreadable(ctx, nhc, why)
 	}
