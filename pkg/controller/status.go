@@ -29,10 +29,12 @@ type unwrittenStatus struct {
 }
 
 // leavesStatus says whether a sync leaves its status to the next one: it
-// created remediations without an error, and the next sync is due within
+// created remediations without an error, it records no end of a step or
+// an incident (health.RecordsAnEnd), and the next sync is due within
 // statusLeftWithin.
-func leavesStatus(out *health.Outcome, nextSync time.Duration) bool {
-	return len(out.Created) > 0 && len(out.Errors) == 0 && nextSync > 0 && nextSync <= statusLeftWithin
+func leavesStatus(stored *v1alpha1.NodeHealthCheck, status *v1alpha1.NodeHealthCheckStatus, out *health.Outcome, nextSync time.Duration) bool {
+	return len(out.Created) > 0 && len(out.Errors) == 0 && nextSync > 0 && nextSync <= statusLeftWithin &&
+		!health.RecordsAnEnd(&stored.Status, status, out)
 }
 
 // recordStatus writes the status a sync built, or, when the sync leaves it

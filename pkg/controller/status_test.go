@@ -6,7 +6,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
 
@@ -62,4 +64,30 @@ func TestASyncThatCreatedLeavesItsStatusToTheNextSecondsSync(t *testing.T) {
 	assert.Len(t, f.remediations.creates(), 3)
 	require.Len(t, f.statuses.written, 2, "nothing due next: written at once")
 	remediated(t, "worker-1", "worker-2", "worker-3")
+}
+
+// A sync that ends a node's incident (its remediation deleted on recovery)
+// writes its status at once, though it also created one and the next sync
+// is due within a second: the recovery mark is the only memory that a
+// relapse starts afresh, and a status left unwritten can be lost.
+func TestASyncThatEndsAnIncidentWritesItsStatusAtOnce(t *testing.T) {
+	const condition = 300 * time.Second
+	nhc := workersNHC()
+	f := newSyncFixture(t, nhc, healthyNode("worker-1"), notReady("worker-2", t0.Add(-condition)),
+		notReady("worker-3", t0.Add(time.Second-condition)))
+	stepOfWorker1 := createdRef(health.Creation{Node: "worker-1", Template: snrTemplate})
+	f.remediations.obs.Remediations["worker-1"] = []health.Remediation{{Ref: stepOfWorker1, TemplateName: snrTemplate.Name, Created: t0.Add(-8 * time.Minute)}}
+	nhc.Status.UnhealthyNodes = []*v1alpha1.UnhealthyNode{{Name: "worker-1", Remediations: []*v1alpha1.Remediation{
+		{Resource: stepOfWorker1, Started: metav1.NewTime(t0.Add(-8 * time.Minute)), TemplateName: snrTemplate.Name},
+	}}}
+	f.setNHC(t, nhc)
+
+	d, err := f.sync()
+	require.NoError(t, err)
+	assert.Equal(t, time.Second, d, "worker-3 is due in a second")
+	assert.Len(t, f.remediations.creates(), 1, "worker-2's remediation")
+	require.Len(t, f.statuses.written, 1, "the recovery is recorded at once")
+	entry := entryOf(f.lastStatus(t), "worker-1")
+	require.NotNil(t, entry)
+	assert.NotNil(t, entry.ConditionsHealthyTimestamp, "worker-1's recovery is marked")
 }

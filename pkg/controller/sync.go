@@ -86,7 +86,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 		return health.Sooner(problemRequeue, obs.RefreshAfter), statusErr
 	}
 	requeueAfter := c.requeueAfter(&plan, &out, &obs)
-	written, statusErr := c.recordStatus(ctx, stored, status, leavesStatus(&out, requeueAfter))
+	written, statusErr := c.recordStatus(ctx, stored, status, leavesStatus(stored, &status, &out, requeueAfter))
 	c.recordEvents(ctx, nhc, &plan, &out)
 	c.recordLastingEvents(ctx, nhc, &plan, &out)
 	c.metrics.record(stored, &plan, &out, status, written, in.Now)

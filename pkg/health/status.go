@@ -265,3 +265,23 @@ func resumeSteps(steps []step, records []*v1alpha1.Remediation, exists func(type
 	}
 	return kept
 }
+
+// RecordsAnEnd says whether a status records the end of a step or of an
+// incident that the stored status does not: a time-out, a deletion, or a
+// node's mark of recovery or deselection. That status is the only memory
+// of the end (a timed-out step never runs again; a relapse starts afresh),
+// so it is written at once, never left to the next sync.
+func RecordsAnEnd(stored, status *v1alpha1.NodeHealthCheckStatus, out *Outcome) bool {
+	if len(out.TimedOut) > 0 || len(out.Deleted) > 0 {
+		return true
+	}
+	marks := make(map[string]*metav1.Time, len(stored.UnhealthyNodes))
+	for _, entry := range stored.UnhealthyNodes {
+		if entry != nil {
+			marks[entry.Name] = entry.ConditionsHealthyTimestamp
+		}
+	}
+	return slices.ContainsFunc(status.UnhealthyNodes, func(entry *v1alpha1.UnhealthyNode) bool {
+		return entry.ConditionsHealthyTimestamp != nil && !entry.ConditionsHealthyTimestamp.Equal(marks[entry.Name])
+	})
+}
