@@ -18,9 +18,9 @@ const logReleasedLeft = "Released the node lease of a deleted NodeHealthCheck"
 // releaseLeasesLeft releases the node leases a deleted NodeHealthCheck
 // holds on nodes where nothing of it is left (health.LeasesLeft): no
 // NodeHealthCheck syncs them any more, and another one that selects the
-// node would wait for them to run out. The deletion of its last resource
-// on a node, or the lease's add at a start, wakes this again; while a kind
-// that may hold its resources is not known yet, it is tried again.
+// node would wait for them to run out. While a kind that may hold its
+// resources is not known yet, or it keeps a lease on a node still busy, it
+// is tried again.
 func (c *Controller) releaseLeasesLeft(ctx context.Context, name string) (time.Duration, error) {
 	if c.leases == nil {
 		return 0, nil
@@ -42,8 +42,14 @@ func (c *Controller) releaseLeasesLeft(ctx context.Context, name string) (time.D
 		return 0, nil
 	}
 	nodes := health.LeasesLeft(holder, left.Leases, left.Busy)
+	// A lease kept on a busy node is tried again: its resources may vanish
+	// without an event that wakes a deleted NodeHealthCheck.
+	var requeueAfter time.Duration
+	if len(left.Leases.HeldBy(holder)) > len(nodes) {
+		requeueAfter = problemRequeue
+	}
 	if len(nodes) == 0 {
-		return 0, nil
+		return requeueAfter, nil
 	}
 	actCtx, cancel, err := c.writeContext(ctx)
 	if err != nil {
@@ -59,5 +65,5 @@ func (c *Controller) releaseLeasesLeft(ctx context.Context, name string) (time.D
 		}
 		logger.V(2).Info(logReleasedLeft, "node", klog.KRef("", nodes[i]))
 	}
-	return 0, errors.Join(errs...)
+	return requeueAfter, errors.Join(errs...)
 }

@@ -14,7 +14,8 @@ import (
 // A deleted NodeHealthCheck's leases on nodes where nothing of it is left
 // are released at once, so that another NodeHealthCheck need not wait for
 // them to run out; nothing is released while what may hold its nodes is
-// not known.
+// not known. A lease kept on a busy node is tried again: nothing may wake a
+// deleted NodeHealthCheck when its resources there vanish.
 func TestSyncOfAGoneNodeHealthCheckReleasesTheLeasesItLeft(t *testing.T) {
 	held := func(holder string) health.NodeLease {
 		return health.NodeLease{Holder: holder, Renewed: t0.Time, Duration: 11 * time.Minute}
@@ -32,9 +33,20 @@ func TestSyncOfAGoneNodeHealthCheckReleasesTheLeasesItLeft(t *testing.T) {
 		requeueAfter time.Duration
 	}{
 		{
-			name:     "a busy node keeps its lease, the others are released",
-			left:     remediation.Left{Known: true, Leases: leases, Busy: map[string]bool{"worker-2": true}},
-			released: []string{"NodeHealthCheck-workers/worker-1"},
+			name:         "a busy node keeps its lease, the others are released",
+			left:         remediation.Left{Known: true, Leases: leases, Busy: map[string]bool{"worker-2": true}},
+			released:     []string{"NodeHealthCheck-workers/worker-1"},
+			requeueAfter: problemRequeue,
+		},
+		{
+			name:         "every node of its leases busy",
+			left:         remediation.Left{Known: true, Leases: leases, Busy: map[string]bool{"worker-1": true, "worker-2": true}},
+			requeueAfter: problemRequeue,
+		},
+		{
+			name:     "only another's lease on a busy node",
+			left:     remediation.Left{Known: true, Leases: leases, Busy: map[string]bool{"worker-3": true}},
+			released: []string{"NodeHealthCheck-workers/worker-1", "NodeHealthCheck-workers/worker-2"},
 		},
 		{
 			name:     "every node of its leases free",
