@@ -3,6 +3,8 @@ package health
 import (
 	"slices"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
 
@@ -51,10 +53,26 @@ func (e *evaluation) heldStep(v *NodeVerdict, resources []Remediation, previous 
 // is a new incident. The entry keeps that mark while such a resource
 // remains (status.go), so the answer stays the same from sync to sync.
 func ofThisIncident(r *Remediation, v *NodeVerdict, previous *v1alpha1.UnhealthyNode) bool {
+	if ended := endedAt(previous); ended != nil && !r.Created.After(ended.Time) {
+		// Created before the last incident ended: a node deselected and
+		// selected again stayed unhealthy, and its condition's start cannot
+		// tell.
+		return false
+	}
 	if !v.Since.IsZero() && !r.Created.Before(v.Since) {
 		return true
 	}
 	return previous != nil && previous.ConditionsHealthyTimestamp == nil && entryRemediation(previous, r.Ref.UID) != nil
+}
+
+// endedAt is when a node's status entry says its last incident ended: its
+// recovery, or when the NodeHealthCheck stopped selecting it or saw it
+// gone (evaluateOrphans). Nil while an incident is under way.
+func endedAt(entry *v1alpha1.UnhealthyNode) *metav1.Time {
+	if entry == nil {
+		return nil
+	}
+	return entry.ConditionsHealthyTimestamp
 }
 
 // goesOnBeside tells whether an escalation under way goes on while the

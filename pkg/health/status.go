@@ -158,7 +158,14 @@ func (b *statusBuilder) entries() []*v1alpha1.UnhealthyNode {
 		}
 	}
 	for _, node := range b.p.Orphans {
-		add(node, nil)
+		// Not selected any more, or gone: its incident ended, as at a
+		// recovery. The mark stays while its resources remain, so that
+		// none is taken for a step of the next incident (ofThisIncident).
+		entry, _ := add(node, nil)
+		entry.ConditionsHealthyTimestamp = ptr.To(metav1.NewTime(b.in.Now))
+		if ended := endedAt(previous[node]); ended != nil {
+			entry.ConditionsHealthyTimestamp = ended.DeepCopy()
+		}
 	}
 	for _, c := range b.out.Created {
 		entry := byNode[c.Node]

@@ -243,6 +243,24 @@ func TestRuleBreaks(t *testing.T) {
 				{After: 2*delay + time.Minute, Op: gen.OpFaults, Fault: apiserver.FaultNone},
 			},
 		},
+		{
+			// Found by review: a node relabelled out of its NodeHealthCheck
+			// and back in while its remediator's finalizer held the step
+			// the controller deleted as an orphan. The deselection ended
+			// the incident; the held resource is none of the next one's.
+			name: "13: a node selected again starts at the first step, whatever holds the orphan's resource",
+			steps: []gen.Step{
+				worker("worker-0", "a"), template("Gamma", "gamma-1"), template("Alpha", "alpha-1"),
+				nhc("nhc-1", gen.NHCSpec{Pools: []string{"a"}, Conditions: ready("False", 10*time.Second),
+					Steps: []gen.TemplateStep{{Kind: "Gamma", Template: "gamma-1", Timeout: time.Minute}, {Kind: "Alpha", Template: "alpha-1", Timeout: 3 * time.Minute}}}),
+				fail(0, "worker-0", "False"),
+				{After: 15 * time.Second, Op: gen.OpRemediator, Kind: "Gamma", Behaviour: gen.BehaveFinalize},
+				{After: 15 * time.Second, Op: gen.OpRelabel, Node: "worker-0", Pool: "b"},
+				{After: time.Minute, Op: gen.OpRelabel, Node: "worker-0", Pool: "a"},
+				{After: 2 * time.Minute, Op: gen.OpRemediator, Kind: "Gamma", Behaviour: gen.BehaveRelease},
+				{After: 5 * time.Minute, Op: gen.OpFaults, Fault: apiserver.FaultNone},
+			},
+		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if v := Play(t, gen.History{Steps: tt.steps}); v != nil {
