@@ -12,7 +12,7 @@ import (
 )
 
 // historyBudget bounds the estimated bytes of status.remediationHistory, so
-// that the whole status stays under about half a MiB (see status_bounds.go).
+// that the whole status stays under about 900 KiB (see status_bounds.go).
 const historyBudget = 64 << 10
 
 // history builds status.remediationHistory from the last status's records
@@ -141,7 +141,8 @@ func (b *statusBuilder) selectedNames() map[string]bool {
 func mergeStep(r *v1alpha1.RemediationRecord, rem *v1alpha1.Remediation) {
 	for i := range r.Steps {
 		s := &r.Steps[i]
-		if s.Kind == rem.Resource.Kind && s.Name == rem.Resource.Name && s.Started.Equal(&rem.Started) {
+		// A compact status entry (compact) names no resource.
+		if s.Kind == rem.Resource.Kind && (s.Name == rem.Resource.Name || rem.Resource.Name == "") && s.Started.Equal(&rem.Started) {
 			if s.TimedOut == nil {
 				s.TimedOut = rem.TimedOut.DeepCopy()
 			}

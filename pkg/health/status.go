@@ -42,9 +42,10 @@ func Status(in Input, p *Plan, out *Outcome) v1alpha1.NodeHealthCheckStatus {
 		Conditions:         slices.Clone(previous.Conditions),
 		ObservedGeneration: in.NHC.Generation,
 	}
-	status.UnhealthyNodes, b.unlisted = bound(entries)
+	var compacted bool
+	status.UnhealthyNodes, b.unlisted, compacted = bound(b.p.rules.steps, entries)
 	for _, entry := range status.UnhealthyNodes {
-		if len(entry.Remediations) > 0 {
+		if len(entry.Remediations) > 0 && !compacted {
 			if status.InFlightRemediations == nil {
 				status.InFlightRemediations = map[string]metav1.Time{}
 			}

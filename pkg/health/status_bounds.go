@@ -10,7 +10,7 @@ import (
 // The status must stay far below etcd's object limit (1.5 MiB) together with
 // the spec and metadata, however many nodes fail: a status that cannot be
 // written loses the controller's memory. These bounds keep it under about
-// 400 KiB.
+// 900 KiB.
 const (
 	// MaxListedNodes bounds status.unhealthyNodes (the CRD's maxItems).
 	MaxListedNodes = 5000
@@ -18,40 +18,88 @@ const (
 	// maxItems): the newest are kept.
 	MaxListedRemediations = 32
 	// listedNodesBudget bounds the estimated bytes of unhealthyNodes and
-	// inFlightRemediations together.
+	// inFlightRemediations in full.
 	listedNodesBudget = 384 << 10
+	// memoryBudget bounds the estimated bytes of the entries of nodes under
+	// remediation once compacted (compact): the incidents' memory, which
+	// the bound never gives up for anything else.
+	memoryBudget = 768 << 10
 )
 
-// bound keeps the entries that fit the bounds: nodes under remediation
-// first, then the others (unhealthy, waiting), each group by name. The
+// bound keeps the entries that fit the bounds. The entries of nodes under
+// remediation are the incidents' memory (a step's first start, the steps
+// that timed out, the end of the last incident): they come first, and when
+// they do not all fit in full they are listed compactly (compact), with no
+// inFlightRemediations, rather than left out; beyond even memoryBudget,
+// by name. The others (unhealthy, waiting) fill what is left, by name. The
 // counters and the reason still count every node.
-func bound(entries []*v1alpha1.UnhealthyNode) (listed []*v1alpha1.UnhealthyNode, unlisted int) {
+func bound(steps []step, entries []*v1alpha1.UnhealthyNode) (listed []*v1alpha1.UnhealthyNode, unlisted int, compacted bool) {
+	var memory, others []*v1alpha1.UnhealthyNode
 	for _, entry := range entries {
 		if n := len(entry.Remediations); n > MaxListedRemediations {
 			entry.Remediations = entry.Remediations[n-MaxListedRemediations:]
 		}
-	}
-	ordered := slices.Clone(entries)
-	slices.SortStableFunc(ordered, func(a, b *v1alpha1.UnhealthyNode) int {
-		return boolOrder(len(b.Remediations) > 0, len(a.Remediations) > 0)
-	})
-	size := 0
-	for _, entry := range ordered {
-		size += entrySize(entry)
-		if len(listed) == MaxListedNodes || size > listedNodesBudget {
-			break
+		if len(entry.Remediations) > 0 {
+			memory = append(memory, entry)
+		} else {
+			others = append(others, entry)
 		}
-		listed = append(listed, entry)
+	}
+	size := 0
+	for _, entry := range memory {
+		size += entrySize(entry, true)
+	}
+	budget := listedNodesBudget
+	if size > budget {
+		compacted, size, budget = true, 0, memoryBudget
+		for _, entry := range memory {
+			compact(steps, entry)
+			size += entrySize(entry, false)
+		}
+	}
+	size = 0
+	for _, group := range [][]*v1alpha1.UnhealthyNode{memory, others} {
+		for _, entry := range group {
+			size += entrySize(entry, !compacted)
+			if len(listed) == MaxListedNodes || size > budget {
+				break
+			}
+			listed = append(listed, entry)
+		}
 	}
 	slices.SortFunc(listed, func(a, b *v1alpha1.UnhealthyNode) int { return strings.Compare(a.Name, b.Name) })
-	return listed, len(entries) - len(listed)
+	return listed, len(entries) - len(listed), compacted
+}
+
+// compact keeps of an entry what a decision reads (progressOf,
+// resumedRecord, ofThisIncident): of the steps that timed out and whose
+// resources are gone only the last one, which says where the escalation
+// stands; of every record its resource's kind, version, namespace and UID
+// but not its name, which the resource itself or the history shows.
+func compact(steps []step, entry *v1alpha1.UnhealthyNode) {
+	lastTimedOut := -1
+	for _, rem := range entry.Remediations {
+		if rem.TimedOut != nil {
+			lastTimedOut = max(lastTimedOut, stepOf(steps, &rem.Resource, rem.TemplateName))
+		}
+	}
+	kept := entry.Remediations[:0]
+	for _, rem := range entry.Remediations {
+		if rem.TimedOut != nil && stepOf(steps, &rem.Resource, rem.TemplateName) < lastTimedOut {
+			continue
+		}
+		rem = rem.DeepCopy()
+		rem.Resource.Name = ""
+		kept = append(kept, rem)
+	}
+	entry.Remediations = kept
 }
 
 // entrySize estimates an entry's bytes in JSON, with its
-// inFlightRemediations item.
-func entrySize(entry *v1alpha1.UnhealthyNode) int {
+// inFlightRemediations item when inFlight.
+func entrySize(entry *v1alpha1.UnhealthyNode, inFlight bool) int {
 	size := len(entry.Name) + 20
-	if len(entry.Remediations) > 0 {
+	if inFlight && len(entry.Remediations) > 0 {
 		size += len(entry.Name) + 40
 	}
 	for _, rem := range entry.Remediations {

@@ -60,9 +60,48 @@ func TestNodesUnderRemediationAreListedFirst(t *testing.T) {
 	for i := range MaxListedNodes {
 		entries = append(entries, &v1alpha1.UnhealthyNode{Name: fmt.Sprintf("c-waiting-%05d", i)})
 	}
-	listed, unlisted := bound(entries)
+	listed, unlisted, _ := bound(nil, entries)
 	require.Len(t, listed, MaxListedNodes)
 	assert.Equal(t, 2, unlisted)
 	assert.Equal(t, []string{"a-waiting", "b-remediated"}, []string{listed[0].Name, listed[1].Name}, "the node under remediation kept first, and all sorted by name")
 	assert.Equal(t, "c-waiting-04997", listed[len(listed)-1].Name, "the waiting ones fill the rest, by name")
+}
+
+// 3,000 nodes under remediation, their resources named with 200 characters
+// as generated names of long node names are: every step's record stays in
+// the status, so that when the remediators delete every resource, each
+// node's step runs on its first clock (step B once A's time is up), listed
+// or not in a full status.
+func TestTheStatusBoundKeepsEveryIncidentsMemory(t *testing.T) {
+	stepA, stepB := template("AlphaTemplate", "alpha"), template("BetaTemplate", "beta")
+	steps := escalating(escalationStep(stepA, 1, 2*time.Minute), escalationStep(stepB, 2, 10*time.Minute))
+	const count = 3000
+	var nodeList []*Node
+	resources := map[string][]Remediation{}
+	for i := range count {
+		node := fmt.Sprintf("worker-%04d", i)
+		nodeList = append(nodeList, testNode(node, notReady(time.Hour)))
+		name := fmt.Sprintf("%s-%0188d", node, i)
+		r := remediationOf(stepA, node, 30*time.Second, generatedName(name))
+		r.Ref.UID = types.UID(fmt.Sprintf("0b6c1d9e-3f47-4a8e-9c1b-%012d", i))
+		resources[node] = []Remediation{r}
+	}
+	nhc := testNHC(maxUnhealthy(intstr.FromString("100%")), steps)
+	first := decide(Input{NHC: nhc, Nodes: nodeList, Remediations: resources, Now: now})
+	require.Equal(t, count, len(first.Status.UnhealthyNodes), "every incident's record is listed")
+	data, err := json.Marshal(first.Status)
+	require.NoError(t, err)
+	assert.Less(t, len(data), 1<<20)
+	t.Logf("status of %d bytes", len(data))
+
+	// The remediators deleted every resource; A's two minutes from its
+	// first start are up 100 s later.
+	later := testNHC(maxUnhealthy(intstr.FromString("100%")), steps, withStatus(first.Status))
+	second := decide(Input{NHC: later, Nodes: nodeList, Remediations: map[string][]Remediation{}, Now: now.Add(100 * time.Second)})
+	require.Equal(t, count, len(second.Create))
+	for _, c := range second.Create {
+		if !assert.Equal(t, "beta", c.Template.Name, "node %s: A ran on its first clock, B follows", c.Node) {
+			break
+		}
+	}
 }
