@@ -86,6 +86,8 @@ type Checker struct {
 	// unrest are the spans when one was (order.go).
 	calmSince time.Time
 	unrest    []span
+	// unreadable are, by kind, the spans it could not be read (order.go).
+	unreadable map[cluster.Kind][]span
 	// checks counts the checks made.
 	checks int
 	// typed caches the typed form of stored objects, by UID and
@@ -146,7 +148,7 @@ func (c *Checker) allNHCs() []*v1alpha1.NodeHealthCheck {
 // hooks are to call its Observe, Attempt, Write, LostAnswer and Shown.
 func New(server *apiserver.Server, cfg Config) *Checker {
 	return &Checker{server: server, store: server.Store(), cfg: cfg, nodes: map[string][]version{}, nhcs: map[string][]version{}, created: map[types.UID]types.UID{}, typed: map[string]any{},
-		running: map[runKey]*runs{}, createTries: map[runKey][]time.Time{}, forbiddenNodes: map[cluster.Kind]map[string]bool{}, forbiddenSince: map[cluster.Kind]time.Time{}, readableAgain: map[cluster.Kind]time.Time{}, uncertain: map[cluster.Kind][]remediationObj{}, unseen: map[cluster.Kind][]unseenCreate{}, unhealthySince: map[string]time.Time{}, healthySince: map[runKey]time.Time{}, healthyDelays: map[runKey]time.Duration{}, releaseSince: map[runKey]time.Time{}, escalateSince: map[runKey]time.Time{}, answeredCreates: map[string]string{}}
+		running: map[runKey]*runs{}, createTries: map[runKey][]time.Time{}, forbiddenNodes: map[cluster.Kind]map[string]bool{}, forbiddenSince: map[cluster.Kind]time.Time{}, readableAgain: map[cluster.Kind]time.Time{}, uncertain: map[cluster.Kind][]remediationObj{}, unseen: map[cluster.Kind][]unseenCreate{}, unhealthySince: map[string]time.Time{}, healthySince: map[runKey]time.Time{}, healthyDelays: map[runKey]time.Duration{}, releaseSince: map[runKey]time.Time{}, escalateSince: map[runKey]time.Time{}, answeredCreates: map[string]string{}, unreadable: map[cluster.Kind][]span{}}
 }
 
 func (c *Checker) fail(invariant, format string, args ...any) {

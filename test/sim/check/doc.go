@@ -65,9 +65,11 @@
 //     instant allows, and a deletion breaks the anti-loop rule only for a
 //     node unhealthy all along pictureLag.
 //   - A recovery ends an incident for escalation-not-early only if it
-//     lasted pictureLag beyond its healthyDelay, all in calm: a shorter one,
-//     or one a fault or a restart hid, the controller may never have seen,
-//     and it goes on with its steps' clocks. Creation timestamps hold whole
+//     lasted pictureLag beyond its healthyDelay, all in calm, and every
+//     kind its NodeHealthCheck reads was readable (kindLag after any turned
+//     readable again): a shorter one, one a fault or a restart hid, or one
+//     the controller could not act on, it may never have seen, and it goes
+//     on with its steps' clocks. Creation timestamps hold whole
 //     seconds, so a step may come up to a second before its timeout.
 //   - A create during storm recovery is judged by the status written after
 //     it (stormStatus): the storm may have ended in that very sync, which

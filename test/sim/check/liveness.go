@@ -24,6 +24,7 @@ func (c *Checker) Check() {
 	c.trackRuns(all)
 	calm := c.cfg.Calm()
 	c.noteCalm(calm, time.Now())
+	c.noteReadable(time.Now())
 	if !calm {
 		c.calmSince = time.Time{}
 	} else if c.calmSince.IsZero() {

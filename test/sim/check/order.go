@@ -10,6 +10,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/test/sim/cluster"
 )
 
 // The order of escalation: a step comes after the one before it has had
@@ -32,22 +33,60 @@ const timestampGrain = time.Second
 // span is an interval of time; a zero to is still open.
 type span struct{ from, to time.Time }
 
+// noteSpan opens a span when on turns true, and closes it when on turns
+// false.
+func noteSpan(spans []span, on bool, now time.Time) []span {
+	last := len(spans) - 1
+	open := last >= 0 && spans[last].to.IsZero()
+	switch {
+	case on && !open:
+		spans = append(spans, span{from: now})
+	case !on && open:
+		spans[last].to = now
+	}
+	return spans
+}
+
+// overlaps tells whether one of the spans overlaps from..to.
+func overlaps(spans []span, from, to time.Time) bool {
+	for _, s := range spans {
+		if !s.from.After(to) && (s.to.IsZero() || !s.to.Before(from)) {
+			return true
+		}
+	}
+	return false
+}
+
 // noteCalm records the spans the cluster was not calm.
 func (c *Checker) noteCalm(calm bool, now time.Time) {
-	last := len(c.unrest) - 1
-	open := last >= 0 && c.unrest[last].to.IsZero()
-	switch {
-	case !calm && !open:
-		c.unrest = append(c.unrest, span{from: now})
-	case calm && open:
-		c.unrest[last].to = now
-	}
+	c.unrest = noteSpan(c.unrest, !calm, now)
 }
 
 // calmOver tells whether the cluster was calm from one instant to another.
 func (c *Checker) calmOver(from, to time.Time) bool {
-	for _, s := range c.unrest {
-		if !s.from.After(to) && (s.to.IsZero() || !s.to.Before(from)) {
+	return !overlaps(c.unrest, from, to)
+}
+
+// kindLag is how long after a kind turns readable again the controller may
+// still not read it: it tries a kind it could not read again every 15 s
+// (upstream's requeue for a template problem).
+const kindLag = 15 * time.Second
+
+// noteReadable records the spans each kind was unreadable: forbidden to
+// the controller's role, or its resource or template not served.
+func (c *Checker) noteReadable(now time.Time) {
+	for _, k := range cluster.Kinds {
+		off := c.server.Forbidden(k.Remediation()) || !c.store.Served(k.Remediation()) || !c.store.Served(k.Template())
+		c.unreadable[k] = noteSpan(c.unreadable[k], off, now)
+	}
+}
+
+// readableOver tells whether the controller could read every one of the
+// kinds from one instant to another, kindLag after each turned readable
+// again.
+func (c *Checker) readableOver(kinds []cluster.Kind, from, to time.Time) bool {
+	for _, k := range kinds {
+		if overlaps(c.unreadable[k], from.Add(-kindLag), to) {
 			return false
 		}
 	}
@@ -137,10 +176,12 @@ func (c *Checker) leaseOverdueAt(nhc *v1alpha1.NodeHealthCheck, steps []v1alpha1
 // recognisedIncidentStart is when a node's incident began as its
 // NodeHealthCheck must know it: the end of the last span in which the node
 // was healthy by its conditions (or gone, or not selected) long enough for
-// the controller to see it and its healthyDelay to pass, all in calm. A
-// shorter or unseen recovery, or one a negative healthyDelay keeps
-// unconfirmed, does not end the incident: the controller goes on with its
-// steps' clocks.
+// the controller to see it and its healthyDelay to pass, all in calm and
+// with every kind the NodeHealthCheck reads readable. A shorter or unseen
+// recovery, one a negative healthyDelay keeps unconfirmed, or one during
+// which a kind it reads could not be read (the controller then changes
+// nothing, and keeps what it recorded), does not end the incident: the
+// controller goes on with its steps' clocks.
 func (c *Checker) recognisedIncidentStart(nhc *v1alpha1.NodeHealthCheck, name string, t time.Time) time.Time {
 	var last, healthyFrom time.Time
 	healthy := false
@@ -160,7 +201,12 @@ func (c *Checker) recognisedIncidentStart(nhc *v1alpha1.NodeHealthCheck, name st
 				delay = 0
 			}
 		}
-		if delay >= 0 && to.Sub(healthyFrom) >= delay+pictureLag && c.calmOver(healthyFrom, to.Add(pictureLag)) {
+		kinds := c.kindsRead(nhc)
+		if then != nil && then.UID == nhc.UID {
+			kinds = append(kinds, c.kindsRead(then)...)
+		}
+		if delay >= 0 && to.Sub(healthyFrom) >= delay+pictureLag && c.calmOver(healthyFrom, to.Add(pictureLag)) &&
+			c.readableOver(kinds, healthyFrom, to.Add(pictureLag)) {
 			last = to
 		}
 	}
