@@ -123,7 +123,12 @@ var mutations = []mutation{
 	{
 		Name: "relapse-continues", Rule: "a node that recovered starts again at the first step",
 		File:  "pkg/health/incident.go",
-		Edits: []edit{{Old: "return previous != nil && previous.ConditionsHealthyTimestamp == nil && entryRemediation(previous, r.Ref.UID) != nil", New: "return previous != nil && entryRemediation(previous, r.Ref.UID) != nil"}},
+		Edits: []edit{{Old: "if ended := endedAt(previous); ended != nil && !r.Created.After(ended.Time) {", New: "if ended := endedAt(previous); false && ended != nil && !r.Created.After(ended.Time) {"}},
+	},
+	{
+		Name: "reselected-continues", Rule: "a node selected again starts at the first step",
+		File:  "pkg/health/status.go",
+		Edits: []edit{{Old: "entry.ConditionsHealthyTimestamp = ptr.To(metav1.NewTime(b.in.Now))", New: "entry.ConditionsHealthyTimestamp = nil"}},
 	},
 	{
 		Name: "timeout-ignored", Rule: "the next step starts when a step times out",

@@ -46,12 +46,12 @@ func (e *evaluation) heldStep(v *NodeVerdict, resources []Remediation, previous 
 // ofThisIncident tells whether a resource of an unhealthy node belongs to
 // the incident the node is in: an incident lasts while the node stays
 // unhealthy, whichever unhealthy condition it shows, so the condition's
-// transition time alone cannot tell. A resource created since the
-// condition started is of it; so is one the node's status entry records,
-// unless the entry shows the node recovered since (conditionsHealthyTimestamp):
-// the controller deleted that one when the node recovered, and a relapse
-// is a new incident. The entry keeps that mark while such a resource
-// remains (status.go), so the answer stays the same from sync to sync.
+// transition time alone cannot tell. A resource created before the last
+// incident ended (endedAt: the node recovered, or was deselected or gone,
+// and the controller deleted it then) is of none after it; else one created
+// since the condition started is of it, and so is one the node's status
+// entry records. The entry keeps that mark while such a resource remains
+// (status.go), so the answer stays the same from sync to sync.
 func ofThisIncident(r *Remediation, v *NodeVerdict, previous *v1alpha1.UnhealthyNode) bool {
 	if ended := endedAt(previous); ended != nil && !r.Created.After(ended.Time) {
 		// Created before the last incident ended: a node deselected and
@@ -62,7 +62,7 @@ func ofThisIncident(r *Remediation, v *NodeVerdict, previous *v1alpha1.Unhealthy
 	if !v.Since.IsZero() && !r.Created.Before(v.Since) {
 		return true
 	}
-	return previous != nil && previous.ConditionsHealthyTimestamp == nil && entryRemediation(previous, r.Ref.UID) != nil
+	return entryRemediation(previous, r.Ref.UID) != nil
 }
 
 // endedAt is when a node's status entry says its last incident ended: its
