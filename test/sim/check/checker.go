@@ -208,6 +208,9 @@ func (c *Checker) Observe(gvr schema.GroupVersionResource, typ watch.EventType, 
 		c.nodes[changed.GetName()] = append(c.nodes[changed.GetName()], version{at: time.Now(), obj: obj})
 	case gvr == cluster.NodeHealthChecks:
 		c.nhcs[changed.GetName()] = append(c.nhcs[changed.GetName()], version{at: time.Now(), obj: obj})
+		if typ == watch.Added {
+			c.nhcCreated(changed.GetName())
+		}
 		if obj != nil {
 			c.stormStatus(typedOf[v1alpha1.NodeHealthCheck](c, obj))
 		}

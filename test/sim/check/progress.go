@@ -137,6 +137,17 @@ func (c *Checker) leaseReleases(calm bool) {
 	forgetUnseen(c.releaseSince, seen)
 }
 
+// nhcCreated drops the lease-release timers under a new NodeHealthCheck's
+// name: the lease holder names no UID, and one deleted under the same name
+// left its own timers, which the new object must not inherit.
+func (c *Checker) nhcCreated(name string) {
+	for key := range c.releaseSince {
+		if key.nhc == name {
+			delete(c.releaseSince, key)
+		}
+	}
+}
+
 // overdue records in dueSince when something first became due for a key,
 // and tells whether it is late: due for bound since the later of then and
 // the calm's start, while the cluster is calm and the NodeHealthCheck can
