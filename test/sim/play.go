@@ -1,8 +1,12 @@
 package sim
 
 import (
+	"context"
 	"io"
+	"os"
 	"runtime"
+	"runtime/pprof"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -49,6 +53,15 @@ type Stats struct {
 // playWith is Play, telling trace of every step, write and log line, and
 // counting into stats.
 func playWith(t *testing.T, h gen.History, trace func(format string, args ...any), stats *Stats) (violation *check.Violation) {
+	// Labelled so that a crash no recover reaches still names the seed.
+	pprof.Do(context.Background(), pprof.Labels("seed", strconv.FormatUint(h.Seed, 10), "test", t.Name()), func(context.Context) {
+		violation = play(t, h, trace, stats)
+	})
+	return violation
+}
+
+// play is playWith in the caller's goroutine labels.
+func play(t *testing.T, h gen.History, trace func(format string, args ...any), stats *Stats) (violation *check.Violation) {
 	var ended time.Time
 	defer func() {
 		v := goroutinesLeft(recover(), ended)
@@ -154,6 +167,8 @@ func Reproduces(t *testing.T, h gen.History, invariant string, n int) int {
 }
 
 func init() {
+	// Tracebacks print goroutine labels: a crash names the seed playWith set.
+	_ = os.Setenv("GODEBUG", strings.TrimPrefix(os.Getenv("GODEBUG")+",tracebacklabels=1", ","))
 	// apimachinery's error handlers pace errors against the real clock,
 	// which the virtual clock of a bubble lies decades behind: they would
 	// sleep for decades. The errors themselves mean nothing here.
