@@ -126,11 +126,6 @@ var mutations = []mutation{
 		Edits: []edit{{Old: "if ended := endedAt(previous); ended != nil && !r.Created.After(ended.Time) {", New: "if ended := endedAt(previous); false && ended != nil && !r.Created.After(ended.Time) {"}},
 	},
 	{
-		Name: "reselected-continues", Rule: "a node selected again starts at the first step",
-		File:  "pkg/health/status.go",
-		Edits: []edit{{Old: "entry.ConditionsHealthyTimestamp = ptr.To(metav1.NewTime(b.in.Now))", New: "entry.ConditionsHealthyTimestamp = nil"}},
-	},
-	{
 		Name: "timeout-ignored", Rule: "the next step starts when a step times out",
 		File:  "pkg/health/escalation.go",
 		Edits: []edit{{Old: "end.at = p.stepStarted().Add(timeout)", New: "end.at = p.stepStarted().Add(100 * timeout)"}},
