@@ -151,7 +151,7 @@ func progressOf(steps []step, resources []Remediation, entry *v1alpha1.Unhealthy
 // a node that was recovering are none: the controller deleted their
 // resources, and a relapse starts afresh.
 func resumedRecord(steps []step, resources []Remediation, entry *v1alpha1.UnhealthyNode, p progress) *v1alpha1.Remediation {
-	if entry == nil || entry.ConditionsHealthyTimestamp != nil {
+	if entry == nil || endedAt(entry) != nil {
 		return nil
 	}
 	step := p.next

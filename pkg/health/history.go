@@ -224,3 +224,14 @@ func recordSize(r *v1alpha1.RemediationRecord) int {
 	}
 	return size
 }
+
+// boolOrder orders false before true.
+func boolOrder(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}

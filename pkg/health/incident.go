@@ -110,14 +110,14 @@ func (e *evaluation) goesOnBeside(v *NodeVerdict, resources []Remediation, previ
 // passed or not), and none of the incident's resources remains. The
 // relapse starts afresh, at the first step: the entry's steps are not its.
 func endedBeforeRelapse(v *NodeVerdict, resources []Remediation, previous *v1alpha1.UnhealthyNode) bool {
-	return previous != nil && previous.ConditionsHealthyTimestamp != nil && len(resources) == 0 &&
+	return endedAt(previous) != nil && len(resources) == 0 &&
 		(v.State == StateUnhealthy || v.State == StateSoonUnhealthy)
 }
 
 // waitsForRecoveryDeletions tells whether a node unhealthy, or soon, still has a
 // resource being deleted that the controller deleted when it recovered.
 func waitsForRecoveryDeletions(v *NodeVerdict, resources []Remediation, previous *v1alpha1.UnhealthyNode) bool {
-	if previous == nil || previous.ConditionsHealthyTimestamp == nil {
+	if endedAt(previous) == nil {
 		return false
 	}
 	return slices.ContainsFunc(resources, func(r Remediation) bool { return r.Deleting && !ofThisIncident(&r, v, previous) })
@@ -131,7 +131,7 @@ func waitsForRecoveryDeletions(v *NodeVerdict, resources []Remediation, previous
 // other one that selects it takes it over (Remediator). One that cannot act
 // holds a node only by resources that exist.
 func HoldsOnRecord(nhc *v1alpha1.NodeHealthCheck, entry *v1alpha1.UnhealthyNode) bool {
-	if entry == nil || entry.ConditionsHealthyTimestamp != nil || CannotAct(nhc) != "" {
+	if entry == nil || endedAt(entry) != nil || CannotAct(nhc) != "" {
 		return false
 	}
 	return slices.ContainsFunc(entry.Remediations, func(rem *v1alpha1.Remediation) bool { return rem != nil && rem.TimedOut == nil })

@@ -163,10 +163,11 @@ func (b *statusBuilder) entries() []*v1alpha1.UnhealthyNode {
 		// recovery. The mark stays while its resources remain, so that
 		// none is taken for a step of the next incident (ofThisIncident).
 		entry, _ := add(node, nil)
-		entry.ConditionsHealthyTimestamp = ptr.To(metav1.NewTime(b.in.Now))
-		if ended := endedAt(previous[node]); ended != nil {
-			entry.ConditionsHealthyTimestamp = ended.DeepCopy()
+		ended := endedAt(previous[node])
+		if ended == nil {
+			ended = ptr.To(metav1.NewTime(b.in.Now))
 		}
+		entry.ConditionsHealthyTimestamp = ended.DeepCopy()
 	}
 	for _, c := range b.out.Created {
 		entry := byNode[c.Node]

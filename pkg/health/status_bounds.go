@@ -58,14 +58,12 @@ func bound(steps []step, entries []*v1alpha1.UnhealthyNode) (listed []*v1alpha1.
 		}
 	}
 	size = 0
-	for _, group := range [][]*v1alpha1.UnhealthyNode{memory, others} {
-		for _, entry := range group {
-			size += entrySize(entry, !compacted)
-			if len(listed) == MaxListedNodes || size > budget {
-				break
-			}
-			listed = append(listed, entry)
+	for _, entry := range slices.Concat(memory, others) {
+		size += entrySize(entry, !compacted)
+		if len(listed) == MaxListedNodes || size > budget {
+			break
 		}
+		listed = append(listed, entry)
 	}
 	slices.SortFunc(listed, func(a, b *v1alpha1.UnhealthyNode) int { return strings.Compare(a.Name, b.Name) })
 	return listed, len(entries) - len(listed), compacted
@@ -107,14 +105,4 @@ func entrySize(entry *v1alpha1.UnhealthyNode, inFlight bool) int {
 		size += len(r.APIVersion) + len(r.Kind) + len(r.Namespace) + len(r.Name) + len(r.UID) + len(rem.TemplateName) + 140
 	}
 	return size
-}
-
-func boolOrder(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case a:
-		return 1
-	}
-	return -1
 }
