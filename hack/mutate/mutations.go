@@ -101,11 +101,6 @@ var mutations = []mutation{
 		Edits: []edit{{Old: "if !busy[node] {", New: "if true {"}},
 	},
 	{
-		Name: "wake-up-dropped", Rule: "a node another NodeHealthCheck lets go of is taken over at once, not at a retry",
-		File:  "pkg/controller/handlers.go",
-		Edits: []edit{{Old: "if released := releasedOnRecord(old, updated); len(released) > 0 {", New: "if released := releasedOnRecord(old, updated); false && len(released) > 0 {"}},
-	},
-	{
 		Name: "timeout-restarts", Rule: "a step's timeout counts from its first start",
 		File:  "pkg/health/escalation.go",
 		Edits: []edit{{Old: "end.at = p.stepStarted().Add(timeout)", New: "end.at = p.current.Created.Add(timeout)"}},
