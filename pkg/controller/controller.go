@@ -104,6 +104,8 @@ type Controller struct {
 	metrics *Metrics
 	// clock is the time every decision is made at.
 	clock clock.Clock
+	// statusBytes bounds a status's unhealthyNodes (health.Input.StatusBytes).
+	statusBytes int
 
 	// queue holds the names of the NodeHealthChecks to sync.
 	queue workqueue.TypedRateLimitingInterface[string]
@@ -153,6 +155,10 @@ type Config struct {
 	// Metrics are the Prometheus metrics; nil records none.
 	Metrics *Metrics
 	Clock   clock.WithTicker
+	// StatusBytes bounds a status's unhealthyNodes in estimated bytes
+	// (health.Input.StatusBytes); 0 is health.DefaultStatusBytes. The
+	// simulation makes it small, so that its histories meet the bound.
+	StatusBytes int
 	// WritesUntil says until when this replica may write (zero: no end),
 	// or why it may not write now: with leader election, a replica that
 	// cannot show that it still holds the lease must not act beside the
@@ -167,21 +173,22 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	logger := klog.FromContext(ctx)
 	nodeInformer, nhcInformer := cfg.Nodes, cfg.NodeHealthChecks
 	c := &Controller{
-		nhcLister:  nhcInformer.Lister(),
-		nhcIndexer: nhcInformer.Informer().GetIndexer(),
-		nhcSynced:  nhcInformer.Informer().HasSynced,
-		nodeLister: nodeInformer.Lister(),
-		nodeSynced: nodeInformer.Informer().HasSynced,
-		liveNodes:  nodeInformer,
-		catchUps:   newCatchUps(),
-		observer:   cfg.Observer,
-		writer:     cfg.Writer,
-		leases:     cfg.Leases,
-		statuses:   clientNHCs{client: cfg.Client},
-		liveNHCs:   clientNHCs{client: cfg.Client},
-		recorder:   cfg.Recorder,
-		metrics:    cfg.Metrics,
-		clock:      cfg.Clock,
+		nhcLister:   nhcInformer.Lister(),
+		nhcIndexer:  nhcInformer.Informer().GetIndexer(),
+		nhcSynced:   nhcInformer.Informer().HasSynced,
+		nodeLister:  nodeInformer.Lister(),
+		nodeSynced:  nodeInformer.Informer().HasSynced,
+		liveNodes:   nodeInformer,
+		catchUps:    newCatchUps(),
+		observer:    cfg.Observer,
+		writer:      cfg.Writer,
+		leases:      cfg.Leases,
+		statuses:    clientNHCs{client: cfg.Client},
+		liveNHCs:    clientNHCs{client: cfg.Client},
+		recorder:    cfg.Recorder,
+		metrics:     cfg.Metrics,
+		clock:       cfg.Clock,
+		statusBytes: cfg.StatusBytes,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			retryLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: QueueName, Clock: cfg.Clock},

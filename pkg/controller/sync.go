@@ -152,7 +152,7 @@ func (c *Controller) input(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, o
 	selector, _ := metav1.LabelSelectorAsSelector(&nhc.Spec.Selector)
 	in = health.Input{
 		NHC: nhc, Selector: selector, Remediations: obs.Remediations, BusyControlPlaneNodes: obs.BusyControlPlaneNodes, ControlPlaneUnknown: obs.ControlPlaneUnknown, PendingNodes: obs.PendingNodes,
-		RemediationProblem: obs.RemediationProblem, ResourcesUnknown: !obs.Ready, Leases: obs.Leases, MaxCreations: maxCreationsPerSync, Now: c.clock.Now(),
+		RemediationProblem: obs.RemediationProblem, ResourcesUnknown: !obs.Ready, Leases: obs.Leases, MaxCreations: maxCreationsPerSync, StatusBytes: c.statusBytes, Now: c.clock.Now(),
 	}
 	if !obs.Ready {
 		return in, true, nil

@@ -70,6 +70,11 @@ type Input struct {
 	// rest wait for the next plan, and storm recovery does not start before
 	// they had their turn.
 	MaxCreations int
+	// StatusBytes bounds the estimated bytes of status.unhealthyNodes
+	// listed in full; the incidents' memory may take twice as much once
+	// compacted (bound). 0 is DefaultStatusBytes, what etcd's default
+	// object limit holds beside the rest of a NodeHealthCheck.
+	StatusBytes int
 	// Selector is the NodeHealthCheck's spec.selector as the caller parsed
 	// it once for its node listing; the re-check of each create matches
 	// with it. Nil: Evaluate parses the spec's, and reports it if invalid.

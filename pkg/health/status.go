@@ -43,7 +43,11 @@ func Status(in Input, p *Plan, out *Outcome) v1alpha1.NodeHealthCheckStatus {
 		ObservedGeneration: in.NHC.Generation,
 	}
 	var compacted bool
-	status.UnhealthyNodes, b.unlisted, compacted = bound(b.p.rules.steps, entries)
+	budget := in.StatusBytes
+	if budget <= 0 {
+		budget = DefaultStatusBytes
+	}
+	status.UnhealthyNodes, b.unlisted, compacted = bound(b.p.rules.steps, entries, budget)
 	for _, entry := range status.UnhealthyNodes {
 		if len(entry.Remediations) > 0 && !compacted {
 			if status.InFlightRemediations == nil {

@@ -17,23 +17,24 @@ const (
 	// MaxListedRemediations bounds an entry's remediations (the CRD's
 	// maxItems): the newest are kept.
 	MaxListedRemediations = 32
-	// listedNodesBudget bounds the estimated bytes of unhealthyNodes and
-	// inFlightRemediations in full.
-	listedNodesBudget = 384 << 10
-	// memoryBudget bounds the estimated bytes of the entries of nodes under
-	// remediation once compacted (compact): the incidents' memory, which
-	// the bound never gives up for anything else.
-	memoryBudget = 768 << 10
+	// DefaultStatusBytes bounds the estimated bytes of unhealthyNodes and
+	// inFlightRemediations in full (Input.StatusBytes).
+	DefaultStatusBytes = 384 << 10
+	// memoryFactor: the entries of nodes under remediation, once compacted
+	// (compact), may take this many times the status's bytes: they are the
+	// incidents' memory, which the bound never gives up for anything else.
+	memoryFactor = 2
 )
 
-// bound keeps the entries that fit the bounds. The entries of nodes under
-// remediation are the incidents' memory (a step's first start, the steps
-// that timed out, the end of the last incident): they come first, and when
-// they do not all fit in full they are listed compactly (compact), with no
-// inFlightRemediations, rather than left out; beyond even memoryBudget,
-// by name. The others (unhealthy, waiting) fill what is left, by name. The
+// bound keeps the entries that fit the bounds, listed in full within
+// budget bytes. The entries of nodes under remediation are the incidents'
+// memory (a step's first start, the steps that timed out, the end of the
+// last incident): they come first, and when they do not all fit in full
+// they are listed compactly (compact), with no inFlightRemediations,
+// rather than left out; beyond even memoryFactor times the budget, by
+// name. The others (unhealthy, waiting) fill what is left, by name. The
 // counters and the reason still count every node.
-func bound(steps []step, entries []*v1alpha1.UnhealthyNode) (listed []*v1alpha1.UnhealthyNode, unlisted int, compacted bool) {
+func bound(steps []step, entries []*v1alpha1.UnhealthyNode, budget int) (listed []*v1alpha1.UnhealthyNode, unlisted int, compacted bool) {
 	var memory, others []*v1alpha1.UnhealthyNode
 	for _, entry := range entries {
 		if n := len(entry.Remediations); n > MaxListedRemediations {
@@ -49,9 +50,8 @@ func bound(steps []step, entries []*v1alpha1.UnhealthyNode) (listed []*v1alpha1.
 	for _, entry := range memory {
 		size += entrySize(entry, true)
 	}
-	budget := listedNodesBudget
 	if size > budget {
-		compacted, size, budget = true, 0, memoryBudget
+		compacted, size, budget = true, 0, memoryFactor*budget
 		for _, entry := range memory {
 			compact(steps, entry)
 			size += entrySize(entry, false)

@@ -60,7 +60,7 @@ func TestNodesUnderRemediationAreListedFirst(t *testing.T) {
 	for i := range MaxListedNodes {
 		entries = append(entries, &v1alpha1.UnhealthyNode{Name: fmt.Sprintf("c-waiting-%05d", i)})
 	}
-	listed, unlisted, _ := bound(nil, entries)
+	listed, unlisted, _ := bound(nil, entries, DefaultStatusBytes)
 	require.Len(t, listed, MaxListedNodes)
 	assert.Equal(t, 2, unlisted)
 	assert.Equal(t, []string{"a-waiting", "b-remediated"}, []string{listed[0].Name, listed[1].Name}, "the node under remediation kept first, and all sorted by name")
