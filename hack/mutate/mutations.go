@@ -102,27 +102,42 @@ var mutations = []mutation{
 	},
 	{
 		Name: "timeout-restarts", Rule: "a step's timeout counts from its first start",
-		File:  "pkg/health/escalation.go",
-		Edits: []edit{{Old: "end.at = p.stepStarted().Add(timeout)", New: "end.at = p.current.Created.Add(timeout)"}},
+		File:  "pkg/health/incident.go",
+		Edits: []edit{{Old: "return inc.stepStarted().Add(steps[inc.currentStep].timeout)", New: "return inc.current.Created.Add(steps[inc.currentStep].timeout)"}},
 	},
 	{
 		Name: "timeout-early", Rule: "the next step waits for the step's timeout",
-		File:  "pkg/health/escalation.go",
-		Edits: []edit{{Old: "end.at = p.stepStarted().Add(timeout)", New: "end.at = p.stepStarted().Add(timeout / 2)"}},
+		File:  "pkg/health/incident.go",
+		Edits: []edit{{Old: "return inc.stepStarted().Add(steps[inc.currentStep].timeout)", New: "return inc.stepStarted().Add(steps[inc.currentStep].timeout / 2)"}},
 	},
 	{
 		Name: "failure-ignored", Rule: "a step whose remediator reports Succeeded=False is followed at once",
-		File:  "pkg/health/escalation.go",
-		Edits: []edit{{Old: "end.failed = p.current.Succeeded == metav1.ConditionFalse", New: "end.failed = false && p.current.Succeeded == metav1.ConditionFalse"}},
+		File:  "pkg/health/incident.go",
+		Edits: []edit{{Old: "end.failed = !end.at.IsZero() && inc.current.Succeeded == metav1.ConditionFalse", New: "end.failed = false && inc.current.Succeeded == metav1.ConditionFalse"}},
 	},
 	{
 		Name: "relapse-continues", Rule: "a node that recovered starts again at the first step",
 		File:  "pkg/health/incident.go",
-		Edits: []edit{{Old: "if ended := endedAt(previous); ended != nil && !r.Created.After(ended.Time) {", New: "if ended := endedAt(previous); false && ended != nil && !r.Created.After(ended.Time) {"}},
+		Edits: []edit{{Old: "if ended := endedAt(record); ended != nil && !r.Created.After(ended.Time) {", New: "if ended := endedAt(record); false && ended != nil && !r.Created.After(ended.Time) {"}},
 	},
 	{
 		Name: "timeout-ignored", Rule: "the next step starts when a step times out",
-		File:  "pkg/health/escalation.go",
-		Edits: []edit{{Old: "end.at = p.stepStarted().Add(timeout)", New: "end.at = p.stepStarted().Add(100 * timeout)"}},
+		File:  "pkg/health/incident.go",
+		Edits: []edit{{Old: "return inc.stepStarted().Add(steps[inc.currentStep].timeout)", New: "return inc.stepStarted().Add(100 * steps[inc.currentStep].timeout)"}},
+	},
+	{
+		Name: "step-repeats", Rule: "within one incident a step that timed out never runs again",
+		File:  "pkg/health/incident.go",
+		Edits: []edit{{Old: "if rem.TimedOut != nil && !hasResource(resources, rem.Resource.UID) {", New: "if false && rem.TimedOut != nil && !hasResource(resources, rem.Resource.UID) {"}},
+	},
+	{
+		Name: "bound-forgets", Rule: "what the status bound leaves out changes no decision",
+		File:  "pkg/health/status_bounds.go",
+		Edits: []edit{{Old: "if rem.TimedOut != nil && stepOf(steps, &rem.Resource, rem.TemplateName) < lastTimedOut {", New: "if rem.TimedOut != nil {"}},
+	},
+	{
+		Name: "reselected-continues", Rule: "a node selected again starts at the first step, on a fresh clock",
+		File:  "pkg/health/status.go",
+		Edits: []edit{{Old: "entry.ConditionsHealthyTimestamp = orphanEnd(previous[node], b.in.Now)", New: "entry.ConditionsHealthyTimestamp = endedAt(previous[node])"}},
 	},
 }

@@ -29,7 +29,7 @@ type evaluation struct {
 	candidates []int
 	// escalations are the nodes whose remediation may move to its next step,
 	// decided once the budget and storm state are known.
-	escalations []escalation
+	escalations []*NodeVerdict
 	// withResources holds the selected nodes that have resources.
 	withResources map[string]bool
 	// busyControlPlane is the one busy set of "one control-plane node at a
@@ -127,14 +127,12 @@ func (e *evaluation) evaluateNode(i int) {
 	v.Excluded = excluded(node.Labels)
 	v.Since, v.Expires = m.since, m.expires
 	previous := e.previous[node.Name]
+	v.incident = e.incidentOf(v, resources, previous)
 	if e.in.PendingNodes[node.Name] {
 		e.pending(v, resources, previous)
 		return
 	}
-	if endedBeforeRelapse(v, resources, previous) {
-		previous = nil
-		delete(e.previous, node.Name)
-	}
+	previous = v.incident.record
 	if len(resources) > 0 {
 		e.p.Remediating++
 		e.withResources[node.Name] = true
@@ -144,7 +142,7 @@ func (e *evaluation) evaluateNode(i int) {
 	switch v.State {
 	case StateRecovering:
 		v.Listed = true
-		e.recover(v, resources, previous)
+		e.recover(v, resources)
 	case StateSoonUnhealthy:
 		// The anti-loop rule: a node under remediation whose conditions changed
 		// to another unhealthy one keeps its remediation and does not escalate.
@@ -161,7 +159,7 @@ func (e *evaluation) evaluateNode(i int) {
 		if label, ok := node.Labels.Lookup(v1alpha1.ExcludeFromRemediationLabel); ok && label == "" {
 			e.p.Warnings = append(e.p.Warnings, warning(EventInvalidNodeLabel, node.Name, fmt.Sprintf(messageInvalidNodeLabel, node.Name)))
 		}
-		e.remediate(i, resources, previous)
+		e.remediate(i, resources)
 	}
 }
 

@@ -75,12 +75,6 @@ func (p *Plan) Explain(in Input) []Explanation {
 	for _, c := range p.Create {
 		creates[c.Node] = true
 	}
-	previous := map[string]*v1alpha1.UnhealthyNode{}
-	for _, entry := range in.NHC.Status.UnhealthyNodes {
-		if entry != nil {
-			previous[entry.Name] = entry
-		}
-	}
 	var explained []Explanation
 	for i := range p.Nodes {
 		v := &p.Nodes[i]
@@ -95,12 +89,9 @@ func (p *Plan) Explain(in Input) []Explanation {
 		if v.RemediatedBy != nil {
 			x.RemediatedBy = v.RemediatedBy.Name
 		}
-		resources := in.Remediations[v.Node.Name]
-		if progress := progressOf(p.rules.steps, resources, previous[v.Node.Name]); progress.current != nil {
-			x.Step, x.Resource, x.StepStarted = progress.currentStep+1, &progress.current.Ref, progress.stepStarted()
-			if progress.currentStep >= 0 && p.rules.steps[progress.currentStep].timeout > 0 {
-				x.StepTimesOut = x.StepStarted.Add(p.rules.steps[progress.currentStep].timeout)
-			}
+		if inc := &v.incident; inc.current != nil {
+			x.Step, x.Resource, x.StepStarted = inc.currentStep+1, &inc.current.Ref, inc.stepStarted()
+			x.StepTimesOut = inc.timesOutAt(p.rules.steps)
 		}
 		if v.State == StateRecovering && v.HealthyDelayed {
 			x.HealthySince = v.HealthySince

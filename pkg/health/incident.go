@@ -2,31 +2,188 @@ package health
 
 import (
 	"slices"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
 
-// An incident lasts while a node stays unhealthy, whichever unhealthy
-// condition it shows; a recovery ends it. What a node's resources being
-// deleted mean depends on whose incident they are: a step of this one goes
-// on on its clock, or beside the next step; one from before makes the node
-// wait until it is gone.
+// An incident is what a NodeHealthCheck does about one node, from when the
+// node turns unhealthy until it is healthy again, deselected or gone. Its
+// memory is the node's status entry (its record): each step's first start,
+// the steps that timed out, and the end of the last incident; the
+// resources and their annotations show the rest. incidentOf is the one
+// transition, from the record and what the cluster shows now to the
+// incident now; the record the status writes next comes from it
+// (recordOf), and nothing else computes a step's start or end.
+// docs/remediation.md states the machine as a table.
+
+// incidentState is where a node's incident stands.
+type incidentState uint8
+
+const (
+	// incidentDetected: unhealthy, no step on record; the first step is
+	// created once the gates open.
+	incidentDetected incidentState = iota
+	// incidentRunning: a step's resource exists and has not timed out; it
+	// times out on its clock, or when its remediator reports
+	// Succeeded=False, and the next step follows.
+	incidentRunning
+	// incidentHeld: the running step's resource was deleted by its
+	// remediator or a user before it timed out and is held by a finalizer;
+	// it runs on its clock as incidentRunning does.
+	incidentHeld
+	// incidentNextStep: no step runs; the last one timed out and its
+	// resource is gone or going, or the step's resource is gone before it
+	// timed out (resumed), which is created again on its first clock.
+	incidentNextStep
+	// incidentExhausted: every step timed out.
+	incidentExhausted
+	// incidentBlocked: resources are being deleted that the next create
+	// must wait for: the last recovery's, or one that may share its name.
+	incidentBlocked
+	// incidentRecovering: healthy, with resources left; they are deleted
+	// once healthyDelay passed since endedAt.
+	incidentRecovering
+)
+
+// incident is a node's incident as this evaluation finds it.
+type incident struct {
+	state incidentState
+	// record is the status entry this incident goes on from: nil when the
+	// node has none, or when its last incident ended and none of that
+	// incident's resources remain, so that a relapse starts afresh.
+	record *v1alpha1.UnhealthyNode
+	// endedAt is the end mark the record carries: since when a recovering
+	// node is healthy, or, while a relapsed node waits for what its
+	// recovery deleted, that recovery's mark. Nil otherwise.
+	endedAt *metav1.Time
+	// current is the running or held resource of the highest step, and
+	// currentStep its step (-1: a step the spec no longer has).
+	current     *Remediation
+	currentStep int
+	// next is the step to create after current or after the last step that
+	// timed out; len(steps) when none is left.
+	next int
+	// started is true when a step is on record or has a resource.
+	started bool
+	// deleting is true when one of the node's resources is being deleted.
+	deleting bool
+	// resumed is the record of the step that runs, or runs next, whose
+	// resource is gone though it never timed out: the step keeps the clock
+	// it started with. Nil otherwise.
+	resumed *v1alpha1.Remediation
+	// recordedStart is the running step's start on record: earlier than
+	// its resource's creation once the step was resumed.
+	recordedStart time.Time
+}
+
+// incidentOf is the transition: from a node's record and what the cluster
+// shows now (its verdict and its resources), the incident now.
+func (e *evaluation) incidentOf(v *NodeVerdict, resources []Remediation, record *v1alpha1.UnhealthyNode) incident {
+	if v.State == StateRecovering {
+		return incident{state: incidentRecovering, record: record, currentStep: -1,
+			endedAt: ptr.To(metav1.NewTime(healthyDelayStart(resources, record, e.now)))}
+	}
+	if endedAt(record) != nil && len(resources) == 0 {
+		// A relapse after the last incident's resources are gone.
+		record = nil
+	}
+	inc := progressOf(e.rules.steps, resources, record)
+	if endedAt(record) != nil && slices.ContainsFunc(resources, func(r Remediation) bool { return r.Deleting && !ofThisIncident(&r, v, record) }) {
+		inc.endedAt = endedAt(record).DeepCopy()
+	}
+	switch {
+	case inc.current != nil:
+		inc.state = incidentRunning
+	case inc.deleting && e.heldStep(v, resources, &inc):
+		inc.state = incidentHeld
+	case inc.deleting && !e.goesOnBeside(v, resources, inc):
+		inc.state = incidentBlocked
+	case inc.started && inc.next >= len(e.rules.steps):
+		inc.state = incidentExhausted
+	case inc.started:
+		inc.state = incidentNextStep
+	default:
+		inc.state = incidentDetected
+	}
+	return inc
+}
+
+// progressOf finds the running step and the next one from a node's
+// resources and the steps its record shows timed out.
+func progressOf(steps []step, resources []Remediation, record *v1alpha1.UnhealthyNode) incident {
+	inc := incident{record: record, currentStep: -1}
+	lastConsumed := -1
+	for i := range resources {
+		r := &resources[i]
+		inc.started = true
+		inc.deleting = inc.deleting || r.Deleting
+		idx := stepOf(steps, &r.Ref, r.TemplateName)
+		lastConsumed = max(lastConsumed, idx)
+		if r.Deleting || timedOutAt(r, record) != nil {
+			continue
+		}
+		if inc.current == nil || idx > inc.currentStep {
+			inc.current, inc.currentStep = r, idx
+		}
+	}
+	if record != nil {
+		for _, rem := range record.Remediations {
+			if rem.TimedOut != nil && !hasResource(resources, rem.Resource.UID) {
+				inc.started = true
+				lastConsumed = max(lastConsumed, stepOf(steps, &rem.Resource, rem.TemplateName))
+			}
+		}
+	}
+	inc.next = lastConsumed + 1
+	inc.resumed = resumedRecord(steps, resources, &inc)
+	if inc.current != nil {
+		if rem := entryRemediation(record, inc.current.Ref.UID); rem != nil {
+			inc.recordedStart = rem.Started.Time
+		}
+	}
+	inc.started = inc.started || inc.resumed != nil
+	return inc
+}
+
+// resumedRecord finds the earliest record of the step that runs, or runs
+// next, whose resource is gone before it timed out. A record whose
+// incident ended has none: the controller deleted those resources.
+func resumedRecord(steps []step, resources []Remediation, inc *incident) *v1alpha1.Remediation {
+	if inc.record == nil || endedAt(inc.record) != nil {
+		return nil
+	}
+	step := inc.next
+	if inc.current != nil {
+		step = inc.currentStep
+	}
+	var first *v1alpha1.Remediation
+	for _, rem := range inc.record.Remediations {
+		if rem == nil || rem.TimedOut != nil || hasResource(resources, rem.Resource.UID) || stepOf(steps, &rem.Resource, rem.TemplateName) != step {
+			continue
+		}
+		if first == nil || rem.Started.Before(&first.Started) {
+			first = rem
+		}
+	}
+	return first
+}
 
 // heldStep makes the running step of a node whose resources are all being
 // deleted the deleting resource of the highest step with a timeout that
-// never timed out and is of this incident (ofThisIncident): deleted by its
-// remediator or a user while the node stayed unhealthy, and held by a
-// finalizer. One the controller deleted when the node recovered is no step
-// of this incident.
-func (e *evaluation) heldStep(v *NodeVerdict, resources []Remediation, previous *v1alpha1.UnhealthyNode, p *progress) bool {
+// never timed out and is of this incident: deleted by its remediator or a
+// user while the node stayed unhealthy, and held by a finalizer.
+func (e *evaluation) heldStep(v *NodeVerdict, resources []Remediation, inc *incident) bool {
 	steps := e.rules.steps
 	held, heldStep := (*Remediation)(nil), -1
 	for i := range resources {
 		r := &resources[i]
 		idx := stepOf(steps, &r.Ref, r.TemplateName)
-		if !r.Deleting || idx < 0 || steps[idx].timeout <= 0 || timedOutAt(r, previous) != nil || !ofThisIncident(r, v, previous) {
+		if !r.Deleting || idx < 0 || steps[idx].timeout <= 0 || timedOutAt(r, inc.record) != nil || !ofThisIncident(r, v, inc.record) {
 			continue
 		}
 		if idx > heldStep {
@@ -36,55 +193,23 @@ func (e *evaluation) heldStep(v *NodeVerdict, resources []Remediation, previous 
 	if held == nil {
 		return false
 	}
-	p.current, p.currentStep = held, heldStep
-	if rem := entryRemediation(previous, held.Ref.UID); rem != nil {
-		p.recordedStart = rem.Started.Time
+	inc.current, inc.currentStep = held, heldStep
+	if rem := entryRemediation(inc.record, held.Ref.UID); rem != nil {
+		inc.recordedStart = rem.Started.Time
 	}
 	return true
 }
 
-// ofThisIncident tells whether a resource of an unhealthy node belongs to
-// the incident the node is in: an incident lasts while the node stays
-// unhealthy, whichever unhealthy condition it shows, so the condition's
-// transition time alone cannot tell. A resource created before the last
-// incident ended (endedAt: the node recovered, or was deselected or gone,
-// and the controller deleted it then) is of none after it; else one created
-// since the condition started is of it, and so is one the node's status
-// entry records. The entry keeps that mark while such a resource remains
-// (status.go), so the answer stays the same from sync to sync.
-func ofThisIncident(r *Remediation, v *NodeVerdict, previous *v1alpha1.UnhealthyNode) bool {
-	if ended := endedAt(previous); ended != nil && !r.Created.After(ended.Time) {
-		// Created before the last incident ended: a node deselected and
-		// selected again stayed unhealthy, and its condition's start cannot
-		// tell.
-		return false
-	}
-	if !v.Since.IsZero() && !r.Created.Before(v.Since) {
-		return true
-	}
-	return entryRemediation(previous, r.Ref.UID) != nil
-}
-
-// endedAt is when a node's status entry says its last incident ended: its
-// recovery, or when the NodeHealthCheck stopped selecting it or saw it
-// gone (evaluateOrphans). Nil while an incident is under way.
-func endedAt(entry *v1alpha1.UnhealthyNode) *metav1.Time {
-	if entry == nil {
-		return nil
-	}
-	return entry.ConditionsHealthyTimestamp
-}
-
-// goesOnBeside tells whether an escalation under way goes on while the
-// node's other resources are being deleted: each is a step of this
-// incident that timed out, and none has the kind and namespace of the step
-// created next (the step resumed, or the one after it, or the next), so
-// none can have its name.
-func (e *evaluation) goesOnBeside(v *NodeVerdict, resources []Remediation, previous *v1alpha1.UnhealthyNode, p progress) bool {
+// goesOnBeside tells whether an escalation goes on while the node's other
+// resources are being deleted: each is a step of this incident that timed
+// out, and none has the kind and namespace of the step created next (the
+// step resumed, or the one after it, or the next), so none can have its
+// name.
+func (e *evaluation) goesOnBeside(v *NodeVerdict, resources []Remediation, inc incident) bool {
 	steps := e.rules.steps
-	next := p.next
-	if p.resumed != nil {
-		next = stepOf(steps, &p.resumed.Resource, p.resumed.TemplateName)
+	next := inc.next
+	if inc.resumed != nil {
+		next = stepOf(steps, &inc.resumed.Resource, inc.resumed.TemplateName)
 	}
 	if next < 0 {
 		return false
@@ -95,7 +220,7 @@ func (e *evaluation) goesOnBeside(v *NodeVerdict, resources []Remediation, previ
 		if !r.Deleting {
 			continue
 		}
-		if !ofThisIncident(r, v, previous) || timedOutAt(r, previous) == nil || slices.ContainsFunc(upcoming, func(s step) bool {
+		if !ofThisIncident(r, v, inc.record) || timedOutAt(r, inc.record) == nil || slices.ContainsFunc(upcoming, func(s step) bool {
 			return s.kind == r.Ref.Kind && s.template.Namespace == r.Ref.Namespace
 		}) {
 			return false
@@ -104,47 +229,189 @@ func (e *evaluation) goesOnBeside(v *NodeVerdict, resources []Remediation, previ
 	return true
 }
 
-// endedBeforeRelapse tells whether a node's status entry records an
-// incident that ended before the node relapsed: the entry marks the
-// node's recovery, the node is unhealthy again (its condition's duration
-// passed or not), and none of the incident's resources remains. The
-// relapse starts afresh, at the first step: the entry's steps are not its.
-func endedBeforeRelapse(v *NodeVerdict, resources []Remediation, previous *v1alpha1.UnhealthyNode) bool {
-	return endedAt(previous) != nil && len(resources) == 0 &&
-		(v.State == StateUnhealthy || v.State == StateSoonUnhealthy)
-}
-
-// waitsForRecoveryDeletions tells whether a node unhealthy, or soon, still has a
-// resource being deleted that the controller deleted when it recovered.
-func waitsForRecoveryDeletions(v *NodeVerdict, resources []Remediation, previous *v1alpha1.UnhealthyNode) bool {
-	if endedAt(previous) == nil {
+// ofThisIncident tells whether a resource of an unhealthy node belongs to
+// its incident, whichever unhealthy condition it shows now, so the
+// condition's start alone cannot tell. One created no later than the last
+// incident's end (endedAt) is of none after it; else one created since the
+// condition started is of it, and so is one the record keeps.
+func ofThisIncident(r *Remediation, v *NodeVerdict, record *v1alpha1.UnhealthyNode) bool {
+	if ended := endedAt(record); ended != nil && !r.Created.After(ended.Time) {
 		return false
 	}
-	return slices.ContainsFunc(resources, func(r Remediation) bool { return r.Deleting && !ofThisIncident(&r, v, previous) })
-}
-
-// HoldsOnRecord tells whether a NodeHealthCheck's status entry for a node
-// records an incident under way (a step that never timed out, no recovery
-// marked since) that it can go on with (CannotAct). Its step's resource may
-// be gone (its remediator deleted it): the step is created again on its
-// first clock, so the NodeHealthCheck still remediates the node, and no
-// other one that selects it takes it over (Remediator). One that cannot act
-// holds a node only by resources that exist.
-func HoldsOnRecord(nhc *v1alpha1.NodeHealthCheck, entry *v1alpha1.UnhealthyNode) bool {
-	if entry == nil || endedAt(entry) != nil || CannotAct(nhc) != "" {
-		return false
+	if !v.Since.IsZero() && !r.Created.Before(v.Since) {
+		return true
 	}
-	return slices.ContainsFunc(entry.Remediations, func(rem *v1alpha1.Remediation) bool { return rem != nil && rem.TimedOut == nil })
+	return entryRemediation(record, r.Ref.UID) != nil
 }
 
-// NodesHeldOnRecord are the nodes a NodeHealthCheck holds by its status
-// (HoldsOnRecord).
-func NodesHeldOnRecord(nhc *v1alpha1.NodeHealthCheck) []string {
-	var nodes []string
-	for _, entry := range nhc.Status.UnhealthyNodes {
-		if entry != nil && HoldsOnRecord(nhc, entry) {
-			nodes = append(nodes, entry.Name)
+// endedAt is when a record says its incident ended: the node's recovery,
+// or when the NodeHealthCheck stopped selecting it or saw it gone
+// (orphanEnd). Nil while an incident is under way.
+func endedAt(record *v1alpha1.UnhealthyNode) *metav1.Time {
+	if record == nil {
+		return nil
+	}
+	return record.ConditionsHealthyTimestamp
+}
+
+// orphanEnd is the end mark of a node no longer selected, or gone: its
+// incident ends when that is first seen, as at a recovery, and the mark
+// stays while its resources remain, so that none is taken for a step of
+// a later incident.
+func orphanEnd(record *v1alpha1.UnhealthyNode, now time.Time) *metav1.Time {
+	if ended := endedAt(record); ended != nil {
+		return ended.DeepCopy()
+	}
+	return ptr.To(metav1.NewTime(now))
+}
+
+// healthyDelayStart is when a node was first seen healthy: the earliest
+// healthy-delay annotation of its resources, else its record's mark, else
+// now.
+func healthyDelayStart(resources []Remediation, record *v1alpha1.UnhealthyNode, now time.Time) time.Time {
+	var start time.Time
+	for i := range resources {
+		if t := resources[i].HealthyDelayStart; !t.IsZero() && (start.IsZero() || t.Before(start)) {
+			start = t
 		}
 	}
-	return nodes
+	if ended := endedAt(record); start.IsZero() && ended != nil {
+		start = ended.Time
+	}
+	if start.IsZero() {
+		start = now
+	}
+	return start
+}
+
+// stepStarted is when the running step started: its resource's creation,
+// or the step's first start on record when its resource was created again.
+func (inc *incident) stepStarted() time.Time {
+	started := inc.current.Created
+	if inc.resumed != nil && inc.resumed.Started.Time.Before(started) {
+		started = inc.resumed.Started.Time
+	}
+	if !inc.recordedStart.IsZero() && inc.recordedStart.Before(started) {
+		started = inc.recordedStart
+	}
+	return started
+}
+
+// timesOutAt is when the step that runs, or the resumed step that runs
+// next, times out by its timeout: zero when it has none.
+func (inc *incident) timesOutAt(steps []step) time.Time {
+	switch {
+	case inc.current != nil && inc.currentStep >= 0 && steps[inc.currentStep].timeout > 0:
+		return inc.stepStarted().Add(steps[inc.currentStep].timeout)
+	case inc.current == nil && inc.resumed != nil && steps[inc.next].timeout > 0:
+		return inc.resumed.Started.Add(steps[inc.next].timeout)
+	}
+	return time.Time{}
+}
+
+// stepEnd is when and how a node's running step ends.
+type stepEnd struct {
+	// at is when it times out: its timeout, or its node lease's overdue
+	// time when that comes first; zero when it runs until the node is
+	// healthy. A remediationTemplate has no timeout: only its lease ends it.
+	at time.Time
+	// overdue is true when at is the lease's overdue time.
+	overdue bool
+	// failed is true when its remediator reported Succeeded=False, which
+	// ends a step with a timeout at once.
+	failed bool
+}
+
+// stepEnd says when the running step of a node ends; inc.current must be
+// set and its step known (inc.currentStep >= 0).
+func (e *evaluation) stepEnd(node string, inc *incident) stepEnd {
+	end := stepEnd{at: inc.timesOutAt(e.rules.steps)}
+	end.failed = !end.at.IsZero() && inc.current.Succeeded == metav1.ConditionFalse
+	if overdueAt := e.leaseOverdue(node, inc.currentStep); !overdueAt.IsZero() && (end.at.IsZero() || overdueAt.Before(end.at)) {
+		end.at, end.overdue = overdueAt, true
+	}
+	return end
+}
+
+// superseded finds the resources of steps before the running one that
+// neither the last status nor an annotation shows as timed out (a lost
+// status write of a Succeeded=True step, which has no annotation): they were
+// given up when the running step started.
+func superseded(steps []step, p *incident, resources []Remediation) map[types.UID]time.Time {
+	if p.currentStep < 0 {
+		return nil
+	}
+	var found map[types.UID]time.Time
+	for i := range resources {
+		r := &resources[i]
+		if r.Ref.UID != p.current.Ref.UID && timedOutAt(r, p.record) == nil && stepOf(steps, &r.Ref, r.TemplateName) < p.currentStep {
+			if found == nil {
+				found = map[types.UID]time.Time{}
+			}
+			found[r.Ref.UID] = p.current.Created
+		}
+	}
+	return found
+}
+
+// recordOf is the record a node's incident leaves in its status entry: its
+// resources, each with its step's first start, and the steps that timed out
+// and whose resources are gone since. A resource is timed out as the last
+// record or its annotation says, else as a later step shows (superseded),
+// else if it was just timed out. A step whose resource is gone keeps its
+// record, and with it its first start, until its resource is created
+// again (resumeSteps) or it times out; not once its incident ended.
+func recordOf(node string, resources []Remediation, previous *v1alpha1.UnhealthyNode, superseded, timedOut map[types.UID]time.Time) *v1alpha1.UnhealthyNode {
+	entry := &v1alpha1.UnhealthyNode{Name: node}
+	for i := range resources {
+		r := &resources[i]
+		rem := &v1alpha1.Remediation{Resource: r.Ref, Started: metav1.NewTime(r.Created), TimedOut: timedOutAt(r, previous).DeepCopy(), TemplateName: r.TemplateName}
+		if recorded := entryRemediation(previous, r.Ref.UID); recorded != nil && recorded.Started.Before(&rem.Started) {
+			rem.Started = recorded.Started
+		}
+		if at, ok := superseded[r.Ref.UID]; ok && rem.TimedOut == nil {
+			rem.TimedOut = ptr.To(metav1.NewTime(at))
+		} else if at, ok := timedOut[r.Ref.UID]; ok && rem.TimedOut == nil {
+			rem.TimedOut = ptr.To(metav1.NewTime(at))
+		}
+		entry.Remediations = append(entry.Remediations, rem)
+	}
+	if previous == nil {
+		return entry
+	}
+	for _, rem := range previous.Remediations {
+		if rem == nil || hasResource(resources, rem.Resource.UID) || (rem.TimedOut == nil && endedAt(previous) != nil) {
+			continue
+		}
+		rem = rem.DeepCopy()
+		if at, ok := timedOut[rem.Resource.UID]; ok && rem.TimedOut == nil {
+			rem.TimedOut = ptr.To(metav1.NewTime(at))
+		}
+		entry.Remediations = append(entry.Remediations, rem)
+	}
+	return entry
+}
+
+// resumeSteps folds the record of a running step whose resource was gone
+// into the record of the resource created again for that step: one
+// record, with the step's first start, so that its timeout counts from
+// there.
+func resumeSteps(steps []step, records []*v1alpha1.Remediation, exists func(types.UID) bool) []*v1alpha1.Remediation {
+	running := map[int]*v1alpha1.Remediation{}
+	for _, r := range records {
+		if i := stepOf(steps, &r.Resource, r.TemplateName); i >= 0 && r.TimedOut == nil && exists(r.Resource.UID) {
+			running[i] = r
+		}
+	}
+	kept := make([]*v1alpha1.Remediation, 0, len(records))
+	for _, r := range records {
+		if again := running[stepOf(steps, &r.Resource, r.TemplateName)]; again != nil && r.TimedOut == nil && !exists(r.Resource.UID) {
+			if r.Started.Before(&again.Started) {
+				again.Started = r.Started
+			}
+			continue
+		}
+		kept = append(kept, r)
+	}
+	return kept
 }

@@ -310,12 +310,11 @@ func (e *evaluation) leaseLapses(v *NodeVerdict) string {
 	case v.Waiting == WaitNoTemplate:
 		return lapseExhausted
 	}
-	resources, previous := e.in.Remediations[v.Node.Name], e.previous[v.Node.Name]
-	p := progressOf(e.rules.steps, resources, previous)
+	p := &v.incident
 	switch {
-	case p.current == nil && waitsForRecoveryDeletions(v, resources, previous):
+	case p.state != incidentRunning && p.endedAt != nil:
 		return lapseRelapsed
-	case p.current == nil:
+	case p.state != incidentRunning:
 		return lapseTimedOut
 	case p.currentStep < 0:
 		// A step the spec no longer has runs until the node is healthy.

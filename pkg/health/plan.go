@@ -180,6 +180,9 @@ type NodeVerdict struct {
 	// Succeeded=True step), with when the later running step that superseded
 	// them started.
 	Superseded map[types.UID]time.Time
+	// incident is the node's incident, for a node not healthy whose
+	// resources are known.
+	incident incident
 }
 
 // Budget is the minHealthy/maxUnhealthy gate for new remediations.

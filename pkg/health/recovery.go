@@ -2,7 +2,6 @@ package health
 
 import (
 	"slices"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -12,8 +11,8 @@ import (
 // recover handles a node that matches no unhealthy condition but still has
 // remediation resources: they are deleted now, after healthyDelay, or never
 // (negative healthyDelay) unless the node is manually confirmed healthy.
-func (e *evaluation) recover(v *NodeVerdict, resources []Remediation, previous *v1alpha1.UnhealthyNode) {
-	start := healthyDelayStart(resources, previous, e.now)
+func (e *evaluation) recover(v *NodeVerdict, resources []Remediation) {
+	start := v.incident.endedAt.Time
 	v.HealthySince = start
 
 	reason := DeleteNodeHealthy
@@ -39,25 +38,6 @@ func (e *evaluation) recover(v *NodeVerdict, resources []Remediation, previous *
 			e.p.Delete = append(e.p.Delete, Deletion{Node: v.Node.Name, Resource: r.Ref, Reason: reason})
 		}
 	}
-}
-
-// healthyDelayStart is when the node was first seen healthy: the earliest
-// healthy-delay annotation of its resources, else the status entry's record,
-// else now.
-func healthyDelayStart(resources []Remediation, previous *v1alpha1.UnhealthyNode, now time.Time) time.Time {
-	var start time.Time
-	for i := range resources {
-		if t := resources[i].HealthyDelayStart; !t.IsZero() && (start.IsZero() || t.Before(start)) {
-			start = t
-		}
-	}
-	if start.IsZero() && previous != nil && previous.ConditionsHealthyTimestamp != nil {
-		start = previous.ConditionsHealthyTimestamp.Time
-	}
-	if start.IsZero() {
-		start = now
-	}
-	return start
 }
 
 // clearHealthyDelay restarts the healthy delay of a node that relapsed: the

@@ -127,7 +127,7 @@ func (b *statusBuilder) entries() []*v1alpha1.UnhealthyNode {
 		if kept {
 			entry = previous[node].DeepCopy()
 		} else {
-			entry = newEntry(node, b.in.Remediations[node], previous[node], superseded, timedOut)
+			entry = recordOf(node, b.in.Remediations[node], previous[node], superseded, timedOut)
 		}
 		entries = append(entries, entry)
 		byNode[node] = entry
@@ -138,40 +138,26 @@ func (b *statusBuilder) entries() []*v1alpha1.UnhealthyNode {
 		if !v.Listed {
 			continue
 		}
-		if endedBeforeRelapse(v, b.in.Remediations[v.Node.Name], previous[v.Node.Name]) {
+		inc := &v.incident
+		if inc.record == nil {
+			// Its last incident ended and left nothing: a relapse starts afresh.
 			delete(previous, v.Node.Name)
 		}
 		entry, kept := add(v.Node.Name, v.Superseded)
 		b.verdicts[v.Node.Name] = v
-		switch {
-		case v.State == StateRecovering && !kept:
-			entry.ConditionsHealthyTimestamp = ptr.To(metav1.NewTime(v.HealthySince))
-			if v.HealthyDelayed {
-				entry.HealthyDelayed = ptr.To(true)
-			}
-		case v.State == StateRecovering && deleted[v.Node.Name]:
-			// This sync deletes its resources on its recovery: the mark
-			// says so from now on, should the node relapse before they
-			// are gone.
-			entry.ConditionsHealthyTimestamp = ptr.To(metav1.NewTime(v.HealthySince))
-		case (v.State == StateUnhealthy || v.State == StateSoonUnhealthy) && !kept &&
-			waitsForRecoveryDeletions(v, b.in.Remediations[v.Node.Name], previous[v.Node.Name]):
-			// A relapse, its condition's duration passed or not: the mark
-			// stays while what the recovery deleted remains, so that it is
-			// never taken for a step of this incident (ofThisIncident).
-			entry.ConditionsHealthyTimestamp = previous[v.Node.Name].ConditionsHealthyTimestamp.DeepCopy()
+		// A kept entry has its mark already, but for the recovery whose
+		// deletion this sync sends: from now on it says so, should the node
+		// relapse before the resources are gone.
+		if inc.endedAt != nil && (!kept || (v.State == StateRecovering && deleted[v.Node.Name])) {
+			entry.ConditionsHealthyTimestamp = inc.endedAt.DeepCopy()
+		}
+		if v.State == StateRecovering && !kept && v.HealthyDelayed {
+			entry.HealthyDelayed = ptr.To(true)
 		}
 	}
 	for _, node := range b.p.Orphans {
-		// Not selected any more, or gone: its incident ended, as at a
-		// recovery. The mark stays while its resources remain, so that
-		// none is taken for a step of the next incident (ofThisIncident).
 		entry, _ := add(node, nil)
-		ended := endedAt(previous[node])
-		if ended == nil {
-			ended = ptr.To(metav1.NewTime(b.in.Now))
-		}
-		entry.ConditionsHealthyTimestamp = ended.DeepCopy()
+		entry.ConditionsHealthyTimestamp = orphanEnd(previous[node], b.in.Now)
 	}
 	for _, c := range b.out.Created {
 		entry := byNode[c.Node]
@@ -208,75 +194,6 @@ func (b *statusBuilder) entries() []*v1alpha1.UnhealthyNode {
 	}
 	slices.SortFunc(entries, func(a, b *v1alpha1.UnhealthyNode) int { return strings.Compare(a.Name, b.Name) })
 	return entries
-}
-
-// newEntry is a node's status entry: its resources, and the steps that timed
-// out and whose resources are gone since. A resource is timed out as the last
-// status or its annotation says, else as a later step shows (superseded),
-// else if it was just timed out.
-func newEntry(node string, resources []Remediation, previous *v1alpha1.UnhealthyNode, superseded, timedOut map[types.UID]time.Time) *v1alpha1.UnhealthyNode {
-	entry := &v1alpha1.UnhealthyNode{Name: node}
-	for i := range resources {
-		r := &resources[i]
-		rem := &v1alpha1.Remediation{Resource: r.Ref, Started: metav1.NewTime(r.Created), TimedOut: timedOutAt(r, previous).DeepCopy(), TemplateName: r.TemplateName}
-		if recorded := entryRemediation(previous, r.Ref.UID); recorded != nil && recorded.Started.Before(&rem.Started) {
-			// A resumed step keeps its first start.
-			rem.Started = recorded.Started
-		}
-		if rem.TimedOut == nil {
-			if at, ok := superseded[r.Ref.UID]; ok {
-				rem.TimedOut = ptr.To(metav1.NewTime(at))
-			} else if at, ok := timedOut[r.Ref.UID]; ok {
-				rem.TimedOut = ptr.To(metav1.NewTime(at))
-			}
-		}
-		entry.Remediations = append(entry.Remediations, rem)
-	}
-	if previous != nil {
-		for _, rem := range previous.Remediations {
-			if rem == nil || hasResource(resources, rem.Resource.UID) {
-				continue
-			}
-			if rem.TimedOut == nil {
-				// A running step whose resource is gone keeps its record,
-				// and with it its first start, until its resource is
-				// created again or it times out; not after a recovery,
-				// when the controller deleted it.
-				if previous.ConditionsHealthyTimestamp != nil {
-					continue
-				}
-				if at, ok := timedOut[rem.Resource.UID]; ok {
-					rem = rem.DeepCopy()
-					rem.TimedOut = ptr.To(metav1.NewTime(at))
-				}
-			}
-			entry.Remediations = append(entry.Remediations, rem.DeepCopy())
-		}
-	}
-	return entry
-}
-
-// resumeSteps folds the record of a running step whose resource was gone
-// into the record of the resource created again for that step: one record,
-// with the step's first start, so that its timeout counts from there.
-func resumeSteps(steps []step, records []*v1alpha1.Remediation, exists func(types.UID) bool) []*v1alpha1.Remediation {
-	running := map[int]*v1alpha1.Remediation{}
-	for _, r := range records {
-		if i := stepOf(steps, &r.Resource, r.TemplateName); i >= 0 && r.TimedOut == nil && exists(r.Resource.UID) {
-			running[i] = r
-		}
-	}
-	kept := make([]*v1alpha1.Remediation, 0, len(records))
-	for _, r := range records {
-		if again := running[stepOf(steps, &r.Resource, r.TemplateName)]; again != nil && r.TimedOut == nil && !exists(r.Resource.UID) {
-			if r.Started.Before(&again.Started) {
-				again.Started = r.Started
-			}
-			continue
-		}
-		kept = append(kept, r)
-	}
-	return kept
 }
 
 // RecordsAnEnd says whether a status records the end of a step or of an
