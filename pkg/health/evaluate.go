@@ -36,7 +36,10 @@ type evaluation struct {
 	// time": the cluster's (Input.BusyControlPlaneNodes) and the nodes this
 	// evaluation finds or starts under remediation.
 	busyControlPlane map[string]bool
-	p                Plan
+	// remembered estimates the compacted status bytes of the incidents
+	// under way and planned (remembers); -1 until counted.
+	remembered int
+	p          Plan
 }
 
 // Evaluate decides what to do for one NodeHealthCheck. It is pure: it reads
@@ -49,7 +52,7 @@ func Evaluate(in Input) Plan {
 	case problem == nil:
 		problem = in.RemediationProblem
 	}
-	e := &evaluation{in: in, rules: r, now: in.Now, p: Plan{Problem: problem, rules: r, decidedFrom: in.NHC}}
+	e := &evaluation{in: in, rules: r, now: in.Now, remembered: -1, p: Plan{Problem: problem, rules: r, decidedFrom: in.NHC}}
 	if in.ResourcesUnknown {
 		e.enablementEvent()
 		return e.p
@@ -177,6 +180,10 @@ func (e *evaluation) startRemediations() {
 	for _, i := range e.candidates {
 		v := &e.p.Nodes[i]
 		if v.Waiting = e.createGate(v); v.Waiting != WaitNone {
+			continue
+		}
+		if !e.remembers(v.Node.Name) {
+			v.Waiting = WaitStatusFull
 			continue
 		}
 		e.create(v, 0, false, false)

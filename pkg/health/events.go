@@ -68,11 +68,12 @@ const (
 const summaryMinHealthy = "%d because " + becauseMinHealthy
 
 var (
-	waitSummaryOrder = []WaitReason{WaitStorm, WaitControlPlane, WaitLeaseHeld, WaitExcluded, WaitDeletion, WaitNoTemplate}
+	waitSummaryOrder = []WaitReason{WaitStorm, WaitControlPlane, WaitLeaseHeld, WaitStatusFull, WaitExcluded, WaitDeletion, WaitNoTemplate}
 	waitSummaries    = map[WaitReason]string{
 		WaitStorm:        "for storm recovery to end",
 		WaitControlPlane: "for another control-plane node's remediation",
 		WaitLeaseHeld:    "for their node lease, which someone else holds (node maintenance or another remediation)",
+		WaitStatusFull:   "for a remediation to end: the status remembers no more at once",
 		WaitExcluded:     "excluded from remediation",
 		WaitDeletion:     "for their remediation's deletion",
 		WaitNoTemplate:   "with no remediation template left to try",

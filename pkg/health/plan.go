@@ -138,6 +138,9 @@ const (
 	// WaitOverlap: another NodeHealthCheck that claims the node remediates
 	// it (Remediator).
 	WaitOverlap WaitReason = "RemediatedByOtherNodeHealthCheck"
+	// WaitStatusFull: the status remembers as many incidents as it can
+	// hold (remembers); a new one starts when one ends.
+	WaitStatusFull WaitReason = "StatusFull"
 )
 
 // NodeVerdict is the evaluation of one selected node.

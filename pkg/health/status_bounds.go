@@ -1,6 +1,7 @@
 package health
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"slices"
 	"strings"
 
@@ -96,13 +97,78 @@ func compact(steps []step, entry *v1alpha1.UnhealthyNode) {
 // entrySize estimates an entry's bytes in JSON, with its
 // inFlightRemediations item when inFlight.
 func entrySize(entry *v1alpha1.UnhealthyNode, inFlight bool) int {
-	size := len(entry.Name) + 20
+	size := entryBytes(entry.Name)
 	if inFlight && len(entry.Remediations) > 0 {
 		size += len(entry.Name) + 40
 	}
 	for _, rem := range entry.Remediations {
-		r := &rem.Resource
-		size += len(r.APIVersion) + len(r.Kind) + len(r.Namespace) + len(r.Name) + len(r.UID) + len(rem.TemplateName) + 140
+		size += recordBytes(&rem.Resource, rem.TemplateName)
 	}
 	return size
 }
+
+// entryBytes estimates the bytes of an entry without its records.
+func entryBytes(node string) int { return len(node) + 20 }
+
+// recordBytes estimates the bytes of one record of a step in JSON.
+func recordBytes(r *corev1.ObjectReference, template string) int {
+	return len(r.APIVersion) + len(r.Kind) + len(r.Namespace) + len(r.Name) + len(r.UID) + len(template) + 140
+}
+
+// remembers tells whether the status can hold one more node's incident,
+// and counts it: the compacted entries of every node under remediation
+// must fit memoryFactor times the status's bytes, or the bound would leave
+// some out and cost them their steps' clocks. A new incident counts the
+// bytes of two compact records (the running step and the last one that
+// timed out) of the spec's largest step.
+func (e *evaluation) remembers(node string) bool {
+	if e.remembered < 0 {
+		e.remembered = e.incidentBytes()
+	}
+	budget := e.in.StatusBytes
+	if budget <= 0 {
+		budget = DefaultStatusBytes
+	}
+	add := entryBytes(node) + 2*e.rules.largestRecord()
+	if e.remembered+add > memoryFactor*budget {
+		return false
+	}
+	e.remembered += add
+	return true
+}
+
+// incidentBytes estimates the compacted bytes of the entries of the
+// nodes under remediation: their resources, one more record for the last
+// step that timed out, and the records of entries whose resources are gone.
+func (e *evaluation) incidentBytes() int {
+	size := 0
+	for node, resources := range e.in.Remediations {
+		if len(resources) == 0 {
+			continue
+		}
+		size += entryBytes(node) + e.rules.largestRecord()
+		for i := range resources {
+			r := &resources[i]
+			size += recordBytes(&r.Ref, r.TemplateName) - len(r.Ref.Name)
+		}
+	}
+	for node, entry := range e.previous {
+		if len(e.in.Remediations[node]) == 0 && len(entry.Remediations) > 0 {
+			size += entrySize(entry, false)
+		}
+	}
+	return size
+}
+
+// largestRecord is the bytes of a compact record of the spec's largest step.
+func (r *rules) largestRecord() int {
+	largest := 0
+	for _, s := range r.steps {
+		ref := corev1.ObjectReference{APIVersion: s.template.APIVersion, Kind: s.kind, Namespace: s.template.Namespace, UID: estimatedUID}
+		largest = max(largest, recordBytes(&ref, s.template.Name))
+	}
+	return largest
+}
+
+// estimatedUID stands for a UID in an estimate of bytes.
+const estimatedUID = "00000000-0000-0000-0000-000000000000"

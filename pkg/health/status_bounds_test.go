@@ -105,3 +105,49 @@ func TestTheStatusBoundKeepsEveryIncidentsMemory(t *testing.T) {
 		}
 	}
 }
+
+func TestANewIncidentWaitsWhileTheStatusCannotRememberIt(t *testing.T) {
+	stepA, stepB := template("AlphaTemplate", "alpha"), template("BetaTemplate", "beta")
+	steps := escalating(escalationStep(stepA, 1, 2*time.Minute), escalationStep(stepB, 2, 10*time.Minute))
+	const count, statusBytes = 100, 4000
+	var nodeList []*Node
+	for i := range count {
+		nodeList = append(nodeList, testNode(fmt.Sprintf("worker-%03d", i), notReady(time.Hour)))
+	}
+	nhc := testNHC(maxUnhealthy(intstr.FromString("100%")), steps)
+	first := decide(Input{NHC: nhc, Nodes: nodeList, Remediations: map[string][]Remediation{}, StatusBytes: statusBytes, Now: now})
+	started := len(first.Create)
+	require.Positive(t, started)
+	require.Less(t, started, count, "the status cannot remember every incident at once")
+	resources := map[string][]Remediation{}
+	for i, c := range first.Create {
+		r := remediationOf(stepA, c.Node, 0, generatedName(fmt.Sprintf("%s-%0180d", c.Node, i)))
+		r.Ref.UID = types.UID(fmt.Sprintf("0b6c1d9e-3f47-4a8e-9c1b-%012d", i))
+		resources[c.Node] = []Remediation{r}
+		first.created(c, r.Ref, now)
+	}
+	waiting := 0
+	for _, v := range first.Nodes {
+		if v.Waiting == WaitStatusFull {
+			waiting++
+		}
+	}
+	assert.Equal(t, count-started, waiting, "every other node waits, and says why")
+	assert.Contains(t, first.Status.Reason, "the status remembers no more at once")
+
+	// A step's time-out and the next step cost no more than the status holds:
+	// every incident under way keeps its record, and no new one starts.
+	later := testNHC(maxUnhealthy(intstr.FromString("100%")), steps, withStatus(first.Status))
+	second := decide(Input{NHC: later, Nodes: nodeList, Remediations: resources, StatusBytes: statusBytes, Now: now.Add(3 * time.Minute)})
+	require.Len(t, second.Create, started, "each incident under way moves to its next step")
+	for _, c := range second.Create {
+		require.Equal(t, "beta", c.Template.Name, "node %s", c.Node)
+	}
+	remembered := 0
+	for _, entry := range second.Status.UnhealthyNodes {
+		if len(entry.Remediations) > 0 {
+			remembered++
+		}
+	}
+	assert.Equal(t, started, remembered, "no incident under way is left out of the status")
+}
