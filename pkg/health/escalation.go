@@ -85,7 +85,7 @@ func (e *evaluation) pending(v *NodeVerdict, resources []Remediation, previous *
 // deletion; or its first remediation.
 func (e *evaluation) remediate(i int, resources []Remediation) {
 	v := &e.p.Nodes[i]
-	inc := &v.incident
+	inc := v.incident
 	switch inc.state {
 	case incidentRunning:
 		// A running step is handled even while an earlier one is being
@@ -110,7 +110,7 @@ func (e *evaluation) remediate(i int, resources []Remediation) {
 // the next step after one that timed out before. A closed gate holds both:
 // the running step keeps running and is not annotated.
 func (e *evaluation) escalate(v *NodeVerdict) {
-	p, steps := &v.incident, e.rules.steps
+	p, steps := v.incident, e.rules.steps
 	current := p.current
 	if current == nil {
 		// The last step timed out and its resource is gone, or the step

@@ -90,7 +90,7 @@ func (p *Plan) Explain(in Input) []Explanation {
 		if v.RemediatedBy != nil {
 			x.RemediatedBy = v.RemediatedBy.Name
 		}
-		if inc := &v.incident; inc.current != nil {
+		if inc := v.incident; inc != nil && inc.current != nil {
 			x.Step, x.Resource, x.StepStarted = inc.currentStep+1, &inc.current.Ref, inc.stepStarted()
 			x.StepTimesOut = inc.timesOutAt(p.rules.steps)
 		}

@@ -83,9 +83,9 @@ type incident struct {
 
 // incidentOf is the transition: from a node's record and what the cluster
 // shows now (its verdict and its resources), the incident now.
-func (e *evaluation) incidentOf(v *NodeVerdict, resources []Remediation, record *v1alpha1.UnhealthyNode) incident {
+func (e *evaluation) incidentOf(v *NodeVerdict, resources []Remediation, record *v1alpha1.UnhealthyNode) *incident {
 	if v.State == StateRecovering {
-		return incident{state: incidentRecovering, record: record, currentStep: -1,
+		return &incident{state: incidentRecovering, record: record, currentStep: -1,
 			endedAt: ptr.To(metav1.NewTime(healthyDelayStart(resources, record, e.now)))}
 	}
 	if endedAt(record) != nil && len(resources) == 0 {
@@ -99,7 +99,7 @@ func (e *evaluation) incidentOf(v *NodeVerdict, resources []Remediation, record 
 	switch {
 	case inc.current != nil:
 		inc.state = incidentRunning
-	case inc.deleting && e.heldStep(v, resources, &inc):
+	case inc.deleting && e.heldStep(v, resources, inc):
 		inc.state = incidentHeld
 	case inc.deleting && !e.goesOnBeside(v, resources, inc):
 		inc.state = incidentBlocked
@@ -115,8 +115,8 @@ func (e *evaluation) incidentOf(v *NodeVerdict, resources []Remediation, record 
 
 // progressOf finds the running step and the next one from a node's
 // resources and the steps its record shows timed out.
-func progressOf(steps []step, resources []Remediation, record *v1alpha1.UnhealthyNode) incident {
-	inc := incident{record: record, currentStep: -1}
+func progressOf(steps []step, resources []Remediation, record *v1alpha1.UnhealthyNode) *incident {
+	inc := &incident{record: record, currentStep: -1}
 	lastConsumed := -1
 	for i := range resources {
 		r := &resources[i]
@@ -140,7 +140,7 @@ func progressOf(steps []step, resources []Remediation, record *v1alpha1.Unhealth
 		}
 	}
 	inc.next = lastConsumed + 1
-	inc.resumed = resumedRecord(steps, resources, &inc)
+	inc.resumed = resumedRecord(steps, resources, inc)
 	if inc.current != nil {
 		if rem := entryRemediation(record, inc.current.Ref.UID); rem != nil {
 			inc.recordedStart = rem.Started.Time
@@ -205,7 +205,7 @@ func (e *evaluation) heldStep(v *NodeVerdict, resources []Remediation, inc *inci
 // out, and none has the kind and namespace of the step created next (the
 // step resumed, or the one after it, or the next), so none can have its
 // name.
-func (e *evaluation) goesOnBeside(v *NodeVerdict, resources []Remediation, inc incident) bool {
+func (e *evaluation) goesOnBeside(v *NodeVerdict, resources []Remediation, inc *incident) bool {
 	steps := e.rules.steps
 	next := inc.next
 	if inc.resumed != nil {

@@ -310,8 +310,10 @@ func (e *evaluation) leaseLapses(v *NodeVerdict) string {
 	case v.Waiting == WaitNoTemplate:
 		return lapseExhausted
 	}
-	p := &v.incident
+	p := v.incident
 	switch {
+	case p == nil:
+		return lapseTimedOut
 	case p.state != incidentRunning && p.endedAt != nil:
 		return lapseRelapsed
 	case p.state != incidentRunning:

@@ -183,9 +183,8 @@ type NodeVerdict struct {
 	// Succeeded=True step), with when the later running step that superseded
 	// them started.
 	Superseded map[types.UID]time.Time
-	// incident is the node's incident, for a node not healthy whose
-	// resources are known.
-	incident incident
+	// incident is the node's incident; nil for a healthy node.
+	incident *incident
 }
 
 // Budget is the minHealthy/maxUnhealthy gate for new remediations.

@@ -138,7 +138,7 @@ func (b *statusBuilder) entries() []*v1alpha1.UnhealthyNode {
 		if !v.Listed {
 			continue
 		}
-		inc := &v.incident
+		inc := v.incident
 		if inc.record == nil {
 			// Its last incident ended and left nothing: a relapse starts afresh.
 			delete(previous, v.Node.Name)
