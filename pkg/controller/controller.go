@@ -222,7 +222,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	cfg.Changes.AddChangeHandler(func(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool, confirmed []string) {
 		c.remediationChanged(logger, gvr, obj, deleted, confirmed)
 	})
-	cfg.Changes.AddKindChangeHandler(func(gvr schema.GroupVersionResource) { c.kindChanged(logger, gvr) })
+	cfg.Changes.AddKindChangeHandler(func(gvr schema.GroupVersionResource, users []string) { c.kindChanged(logger, gvr, users) })
 	if cfg.LeaseChanges != nil {
 		if err := cfg.LeaseChanges.AddChangeHandler(func(node string, own bool, holders ...string) { c.leaseChanged(logger, node, own, holders) }); err != nil {
 			return nil, fmt.Errorf("adding the node lease handler: %w", err)

@@ -249,8 +249,16 @@ func (c *Controller) remediationChanged(logger klog.Logger, gvr schema.GroupVers
 
 // kindChanged hears of a kind whose informer synced or failed: what the
 // NodeHealthChecks that use it read changed, and a control-plane
-// remediation of it may hold back the control-plane nodes of any.
-func (c *Controller) kindChanged(logger klog.Logger, gvr schema.GroupVersionResource) {
+// remediation of it may hold back the control-plane nodes of any. A retry
+// that failed as before concerns its users alone (users not nil).
+func (c *Controller) kindChanged(logger klog.Logger, gvr schema.GroupVersionResource, users []string) {
+	if users != nil {
+		logger.V(4).Info("Remediation kind failed again", "resource", gvr, "nodeHealthChecks", users)
+		for _, nhc := range users {
+			c.queue.Add(nhc)
+		}
+		return
+	}
 	logger.V(4).Info("Remediation kind synced or failed", "resource", gvr)
 	c.enqueueOthers("")
 }

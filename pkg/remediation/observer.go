@@ -131,8 +131,9 @@ func (o *Observer) AddChangeHandler(handler ResourceChangeFunc) {
 }
 
 // KindChangeFunc hears of a kind whose informer synced or stopped failing:
-// what every NodeHealthCheck may read of it changed.
-type KindChangeFunc func(gvr schema.GroupVersionResource)
+// what every NodeHealthCheck may read of it changed; users, when not nil,
+// are the only ones concerned (a retry failed again as before).
+type KindChangeFunc func(gvr schema.GroupVersionResource, users []string)
 
 // AddKindChangeHandler adds a handler that hears of every kind whose
 // informer synced or failed.

@@ -5,6 +5,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 )
 
@@ -39,7 +40,7 @@ func (inf *Informers) Forbidden(gvr schema.GroupVersionResource, err error) {
 // stopFailing stops a kind's informer for a lasting error, if it runs and
 // still should (checked under the lock), and says so.
 func (inf *Informers) stopFailing(gvr schema.GroupVersionResource, err error, still func() bool) {
-	retry, stopped := inf.recordFailing(gvr, err, still)
+	retry, stopped, users := inf.recordFailing(gvr, err, still)
 	switch {
 	case !stopped:
 		return
@@ -48,22 +49,27 @@ func (inf *Informers) stopFailing(gvr schema.GroupVersionResource, err error, st
 	default:
 		klog.FromContext(inf.ctx).V(2).Info(logStoppedFailing, "resource", gvr, "err", err, "retryIn", retry)
 	}
-	inf.kindChanged(gvr)
+	inf.kindChanged(gvr, users)
 }
 
 // recordFailing stops a kind's informer for a lasting error, if it runs,
 // and records when to try it again (retry; 0 when nothing is kept) and
-// what its cache showed.
-func (inf *Informers) recordFailing(gvr schema.GroupVersionResource, err error, still func() bool) (retry time.Duration, stopped bool) {
+// what its cache showed. users are the NodeHealthChecks that use the kind
+// when the informer was a retry that failed for the reason the try before
+// it did, nil otherwise (StateChangeFunc).
+func (inf *Informers) recordFailing(gvr schema.GroupVersionResource, err error, still func() bool) (retry time.Duration, stopped bool, users []string) {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
 	if !still() {
-		return 0, false
+		return 0, false, nil
 	}
 	last := inf.stopped[gvr].shown
 	if r, ok := inf.running[gvr]; ok {
 		if !r.metadataOnly && !r.informer.HasSynced() {
 			inf.unread[gvr] = inf.clock.Now()
+		}
+		if r.retried != nil && apierrors.ReasonForError(r.retried) == apierrors.ReasonForError(err) {
+			users = append([]string{}, sets.List(inf.users(gvr))...)
 		}
 		last = r.shows()
 		r.stop()
@@ -80,14 +86,14 @@ func (inf *Informers) recordFailing(gvr schema.GroupVersionResource, err error, 
 		// at for leftovers): a NodeHealthCheck that uses it later starts
 		// it afresh instead of waiting out TemplateRetryInterval.
 		delete(inf.stopped, gvr)
-		return 0, true
+		return 0, true, users
 	}
 	retry = TemplateRetryInterval
 	if inf.usedForRemediations(gvr) || !last.empty() {
 		retry = RetryInterval
 	}
 	inf.stopped[gvr] = stoppedInformer{err: err, retryAt: inf.clock.Now().Add(retry), shown: last}
-	return retry, true
+	return retry, true, users
 }
 
 // Remembering lists the kinds stopped for a lasting error, or retried after
@@ -122,5 +128,5 @@ func (inf *Informers) ForgetUnserved(gvr schema.GroupVersionResource) {
 	}
 	inf.mu.Unlock()
 	klog.FromContext(inf.ctx).V(2).Info(logForgotUnserved, "resource", gvr)
-	inf.kindChanged(gvr)
+	inf.kindChanged(gvr, nil)
 }

@@ -67,8 +67,11 @@ type State struct {
 }
 
 // StateChangeFunc hears of a kind whose informer synced or stopped failing:
-// what every NodeHealthCheck may read of it changed.
-type StateChangeFunc func(gvr schema.GroupVersionResource)
+// what every NodeHealthCheck may read of it changed. users, when not nil,
+// are the only NodeHealthChecks concerned: a retry failed as the try before
+// it did, which changes nothing for the others, while those that use the
+// kind learn when it is tried again.
+type StateChangeFunc func(gvr schema.GroupVersionResource, users []string)
 
 // Informers runs one dynamic informer per resource that some NodeHealthCheck
 // uses: the kinds of its templates and of its remediation resources. An
@@ -352,19 +355,19 @@ func (inf *Informers) start(gvr schema.GroupVersionResource, stopped stoppedInfo
 				inf.stopIfUnused(gvr)
 			}
 			inf.mu.Unlock()
-			inf.kindChanged(gvr)
+			inf.kindChanged(gvr, nil)
 		}
 	}()
 	klog.FromContext(inf.ctx).V(2).Info(logStarted, "resource", gvr)
 	return r
 }
 
-func (inf *Informers) kindChanged(gvr schema.GroupVersionResource) {
+func (inf *Informers) kindChanged(gvr schema.GroupVersionResource, users []string) {
 	inf.mu.Lock()
 	handlers := inf.kindHandlers
 	inf.mu.Unlock()
 	for _, handle := range handlers {
-		handle(gvr)
+		handle(gvr, users)
 	}
 }
 

@@ -22,12 +22,22 @@ import (
 type heardKinds struct {
 	mu    sync.Mutex
 	kinds []schema.GroupVersionResource
+	// users are, for each change heard, the NodeHealthChecks it concerns
+	// alone; nil for every one.
+	users [][]string
 }
 
-func (h *heardKinds) record(gvr schema.GroupVersionResource) {
+func (h *heardKinds) record(gvr schema.GroupVersionResource, users []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.kinds = append(h.kinds, gvr)
+	h.users = append(h.users, users)
+}
+
+func (h *heardKinds) last() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.users[len(h.users)-1]
 }
 
 func (h *heardKinds) count() int {
@@ -128,6 +138,27 @@ func forbiddenKind(t *testing.T) (*Informers, *clocktesting.FakePassiveClock, er
 	f := newRoleFixture(t)
 	f.denied.Store(true)
 	return f.informers, f.clock, f.forbidden
+}
+
+// A forbidden kind's retry that fails as the try before it did wakes only
+// the NodeHealthChecks that use it: for the others nothing changed, and
+// one broken remediator must not re-sync every NodeHealthCheck every 15 s.
+func TestARetryThatFailsAgainConcernsItsUsersAlone(t *testing.T) {
+	informers, clock, forbidden := forbiddenKind(t)
+	heard := &heardKinds{}
+	informers.AddStateChangeHandler(heard.record)
+	informers.Use("workers", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
+	clock.SetTime(clock.Now().Add(WatchGrace))
+	stopRetry(informers, forbidden)
+	require.Equal(t, 1, heard.count())
+	assert.Nil(t, heard.last(), "the first failure concerns every NodeHealthCheck")
+
+	clock.SetTime(clock.Now().Add(RetryInterval))
+	informers.Use("workers", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
+	require.True(t, retried(informers, clock))
+	stopRetry(informers, forbidden)
+	require.Eventually(t, func() bool { return heard.count() == 2 }, 10*time.Second, 10*time.Millisecond)
+	assert.Equal(t, []string{"workers"}, heard.last(), "a retry failing again concerns its users alone")
 }
 
 // A forbidden first list of a remediation kind does not stop its informer
