@@ -73,8 +73,11 @@ func play(t *testing.T, h gen.History, trace func(format string, args ...any), s
 		}
 	}()
 	synctest.Test(t, func(t *testing.T) {
-		s := newSim(h.Seed)
+		s := newSim(h.Seed, h.StatusBytes)
 		s.trace = trace
+		if h.StatusBytes > 0 {
+			s.tracef("world: statusBytes=%d (the status's bound on its entries)", h.StatusBytes)
+		}
 		defer func() {
 			if stats != nil {
 				stats.Steps, stats.Checks = len(h.Steps), s.check.Checks()

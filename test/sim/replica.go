@@ -95,7 +95,7 @@ func (s *sim) startReplica() (*replica, error) {
 	ctrl, err := controller.New(ctx, controller.Config{
 		Nodes: nodeInformer, NodeHealthChecks: nhcInformer, Client: nhcClient,
 		Observer: observer, Changes: observer, Writer: writer, Leases: leases, LeaseChanges: leases,
-		Recorder: &record.FakeRecorder{}, Clock: clock.RealClock{},
+		Recorder: &record.FakeRecorder{}, Clock: clock.RealClock{}, StatusBytes: s.statusBytes,
 		WritesUntil: func() (time.Time, error) { return r.writesUntil() },
 	})
 	if err != nil {

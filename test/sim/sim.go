@@ -19,6 +19,9 @@ type sim struct {
 	server *apiserver.Server
 	// seed is the history's: it decides the faults.
 	seed uint64
+	// statusBytes is the history's bound on its statuses' entries
+	// (gen.History.StatusBytes), which every replica runs with.
+	statusBytes int
 	// leader is the replica that acts; nil while none runs.
 	leader       *replica
 	replicaCount int
@@ -38,12 +41,13 @@ func (s *sim) tracef(format string, args ...any) {
 	}
 }
 
-func newSim(seed uint64) *sim {
-	s := &sim{seed: seed}
+func newSim(seed uint64, statusBytes int) *sim {
+	s := &sim{seed: seed, statusBytes: statusBytes}
 	// Every replica watches nodes, NodeHealthChecks and leases for as long
 	// as it runs.
 	s.server = apiserver.New(time.Now, cluster.Nodes, cluster.NodeHealthChecks, cluster.Leases)
-	s.check = check.New(s.server, check.Config{Calm: s.calm, Leader: s.leaderName, LeaseNamespace: leaseNamespace, NodeLeaseDuration: nodeLeaseDuration})
+	s.check = check.New(s.server, check.Config{Calm: s.calm, Leader: s.leaderName, LeaseNamespace: leaseNamespace, NodeLeaseDuration: nodeLeaseDuration,
+		StatusBytes: statusBytes})
 	s.server.Hooks = apiserver.Hooks{
 		Changed:     s.check.Observe,
 		Faults:      s.faultOf,

@@ -15,7 +15,7 @@ import (
 // history must still end with no goroutine of the replica left.
 func TestHistoryEndsWhileThrottled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newSim(1)
+		s := newSim(1, 0)
 		s.server.Hooks.Faults = func(*apiserver.Call) apiserver.Fault { return apiserver.FaultThrottled }
 		s.boot()
 		s.runUntil(time.Now().Add(10 * time.Second))

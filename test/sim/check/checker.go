@@ -43,6 +43,10 @@ type Config struct {
 	// NodeLeaseDuration is the controller's node lease duration: a step
 	// without a timeout runs until its lease is overdue.
 	NodeLeaseDuration time.Duration
+	// StatusBytes is the controller's bound on its statuses' entries
+	// (controller.Config.StatusBytes); 0 is its default, which no history
+	// meets (bound.go).
+	StatusBytes int
 }
 
 // Checker checks the invariants after every change and every wake-up,

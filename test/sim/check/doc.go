@@ -6,13 +6,13 @@
 // and the requests the server's hooks show it: Observe, Attempt, Write,
 // LostAnswer, Shown), plus the world's facts it is handed explicitly
 // (Config: whether the cluster is calm, which replica leads, the lease
-// namespace and duration; LeaderStarted; KindForbidden). It imports no
-// controller package. It imports pkg/apis for the spec's types and
-// pkg/health for spec-level helpers only: the node lease's name and
-// holder identity, which are the protocol shared with other medik8s
-// operators (LeaseName, LeaseHolder, LeaseHolderNHC, LeaseNode), when a
-// lease is in force (NodeLease.HeldAt), and a template kind's resource
-// kind (RemediationKind); no decision of the controller's.
+// namespace and duration, the bound on statuses; LeaderStarted;
+// KindForbidden). It imports no controller package. It imports pkg/apis
+// for the spec's types and pkg/health for spec-level helpers only: the
+// node lease's name and holder identity, which are the protocol shared
+// with other medik8s operators (LeaseName, LeaseHolder, LeaseHolderNHC,
+// LeaseNode), when a lease is in force (NodeLease.HeldAt), and a template
+// kind's resource kind (RemediationKind); no decision of the controller's.
 //
 //   - checker.go: the Checker, its Config, and the history of every node
 //     and NodeHealthCheck that the invariants read;
@@ -27,6 +27,8 @@
 //     escalations on time;
 //   - leases.go: a node lease renewed only while a step runs;
 //   - order.go: escalation steps in order, none before its time;
+//   - bound.go: what the status's bound changes: compacted entries, and
+//     new incidents that wait for room (StatusFull);
 //   - unseen.go: creates answered to a replica whose informer has not
 //     shown them.
 //
@@ -74,6 +76,12 @@
 //   - A create during storm recovery is judged by the status written after
 //     it (stormStatus): the storm may have ended in that very sync, which
 //     only the next status tells.
+//   - A compacted status may leave out the record of a resource that shows
+//     itself timed out (the annotation) when it records a later step timed
+//     out (compactedAway). A first remediation may wait while the status
+//     says it has no room (StatusFull), only with a small bound
+//     (Config.StatusBytes) and while another incident of its
+//     NodeHealthCheck is under way, whose end makes room (statusFull).
 //   - A lease renewal is not judged while a watch is stalled, for leaseLag
 //     after a stalled watch ended, or while a watch that ended has not
 //     been opened again (watchLag): a stalled watch looks like a quiet one

@@ -92,7 +92,8 @@ func (c *Checker) unknowable(r remediationObj) bool {
 	for _, nhc := range c.allNHCs() {
 		for _, entry := range nhc.Status.UnhealthyNodes {
 			for _, rem := range entry.Remediations {
-				if rem != nil && rem.Resource.Kind == r.obj.GetKind() && rem.Resource.Name == r.obj.GetName() {
+				// Or by UID: a compacted entry names no resource.
+				if rem != nil && rem.Resource.Kind == r.obj.GetKind() && (rem.Resource.Name == r.obj.GetName() || rem.Resource.UID == r.obj.GetUID()) {
 					return false
 				}
 			}

@@ -86,9 +86,9 @@ func (c *Checker) liveness(all []remediationObj, calm bool) {
 // NodeHealthCheck is the one the overlap rule gives the node
 // (remediatorOf), its condition has held for its duration, it is not
 // paused, its templates can be read and written, it starts no escalation,
-// and its budget allows. A node whose remediator is held back (its budget,
-// its duration not yet passed) waits for it: no other NodeHealthCheck that
-// selects it takes it over.
+// its budget allows, and its status has room (statusFull). A node whose
+// remediator is held back (its budget, its duration not yet passed) waits
+// for it: no other NodeHealthCheck that selects it takes it over.
 func (c *Checker) canRemediate(node *corev1.Node, all []remediationObj) string {
 	if excluded(node) || slices.ContainsFunc(all, func(r remediationObj) bool { return r.node == node.Name }) {
 		return ""
@@ -295,7 +295,7 @@ func (c *Checker) mayRemediate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node,
 			return false
 		}
 	}
-	if _, storm := stormSince(nhc); storm {
+	if _, storm := stormSince(nhc); storm || c.statusFull(nhc, node.Name) {
 		return false
 	}
 	return c.budgetAllows(nhc, time.Now(), time.Now().Add(-pictureLag))
@@ -304,7 +304,8 @@ func (c *Checker) mayRemediate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node,
 // statuses checks that every NodeHealthCheck's status lists only resources
 // that existed, and, once calm has lasted statusBound, every resource of
 // its that has existed as long, unless one of its kinds could not be read
-// within statusBound: its status then keeps what it recorded.
+// within statusBound: its status then keeps what it recorded; or unless
+// the status's bound compacted its record away (compactedAway).
 func (c *Checker) statuses(all []remediationObj) {
 	now := time.Now()
 	for _, nhc := range c.allNHCs() {
@@ -321,7 +322,8 @@ func (c *Checker) statuses(all []remediationObj) {
 			continue
 		}
 		for _, r := range all {
-			if r.owner == nhc.UID && !listed[r.obj.GetUID()] && !now.Before(r.obj.GetCreationTimestamp().Add(statusBound)) && selectsNow(c, nhc, r.node) {
+			if r.owner == nhc.UID && !listed[r.obj.GetUID()] && !now.Before(r.obj.GetCreationTimestamp().Add(statusBound)) && selectsNow(c, nhc, r.node) &&
+				!compactedAway(nhc, r) {
 				c.fail(InvStatusTruthful, "NodeHealthCheck %s's status does not list %s of node %s, created at %s", nhc.Name, describe(r.obj), r.node, r.obj.GetCreationTimestamp().Format("15:04:05"))
 			}
 		}

@@ -47,20 +47,22 @@ type generator struct {
 	// relapses draws the relapses after a recovery, on a stream of its own
 	// too.
 	relapses *rand.Rand
-	focus    Focus
+	// bounds draws the status's bound, on a stream of its own too.
+	bounds *rand.Rand
+	focus  Focus
 }
 
 // Generate returns the history of a seed, of about n steps after the
 // initial world, drawn with a focus.
 func Generate(seed uint64, n int, focus Focus) History {
 	g := &generator{rng: rand.New(rand.NewPCG(seed, 0x5eed)), budgets: rand.New(rand.NewPCG(seed, 0xb0d9e7)),
-		relapses: rand.New(rand.NewPCG(seed, 0x4e1a95e)), focus: focus}
+		relapses: rand.New(rand.NewPCG(seed, 0x4e1a95e)), bounds: rand.New(rand.NewPCG(seed, 0x57a7b5)), focus: focus}
 	if focus == FocusNone && g.budgets.IntN(4) == 0 {
 		// One history in four is drawn as FOCUS=control-plane draws it:
 		// where quorum and escalations meet is rare in the even mix.
 		g.focus = FocusControlPlane
 	}
-	h := History{Seed: seed}
+	h := History{Seed: seed, StatusBytes: g.statusBytes()}
 	for _, node := range initialNodes {
 		h.Steps = append(h.Steps, Step{Op: OpAddNode, Node: node.name, Pool: node.pool, ControlPlane: node.controlPlane})
 	}
@@ -80,6 +82,22 @@ func Generate(seed uint64, n int, focus Focus) History {
 		}
 	}
 	return h
+}
+
+// statusBytes draws, for one history in three, a bound on the status's
+// entries small enough for a handful of nodes to meet it: 300 to 1,500
+// bytes, where a node's entry with one step takes about 330 in full and
+// 280 compacted, each step more about 250. The entries of nodes under
+// remediation are then listed compactly, and a new incident waits
+// (StatusFull) while the status cannot remember it beside those under way
+// within twice the bound (docs/decisions.md, "The status is bounded"),
+// about 500 bytes each: every bound drawn holds one at least. The others
+// keep the controller's default.
+func (g *generator) statusBytes() int {
+	if g.bounds.IntN(3) != 0 {
+		return 0
+	}
+	return []int{300, 350, 400, 500, 600, 800, 1000, 1500}[g.bounds.IntN(8)]
 }
 
 func (g *generator) pick(items []string) string { return items[g.rng.IntN(len(items))] }

@@ -9,11 +9,16 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/test/sim/cluster"
 )
 
-// History is one generated history: its seed and its steps. The seed
-// decides the steps and every fault; replaying a history plays the same.
+// History is one generated history: its seed, the world's choices and its
+// steps. The seed decides the steps, the choices and every fault;
+// replaying a history plays the same.
 type History struct {
-	Seed  uint64
-	Steps []Step
+	Seed uint64
+	// StatusBytes is the controller's bound on the estimated bytes of a
+	// status's unhealthyNodes (controller.Config.StatusBytes); 0 is its
+	// default, which a handful of nodes never meets.
+	StatusBytes int
+	Steps       []Step
 }
 
 // Op is what one step does.
@@ -214,7 +219,11 @@ func (n *NHCSpec) String() string {
 // String prints a history, one step a line.
 func (h History) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "seed %d, %d steps:\n", h.Seed, len(h.Steps))
+	fmt.Fprintf(&b, "seed %d, %d steps:", h.Seed, len(h.Steps))
+	if h.StatusBytes > 0 {
+		fmt.Fprintf(&b, " statusBytes=%d", h.StatusBytes)
+	}
+	b.WriteString("\n")
 	for i, s := range h.Steps {
 		fmt.Fprintf(&b, "  %3d %s\n", i, s)
 	}
