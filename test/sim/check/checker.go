@@ -216,7 +216,9 @@ func (c *Checker) Observe(gvr schema.GroupVersionResource, typ watch.EventType, 
 			c.nhcCreated(changed.GetName())
 		}
 		if obj != nil {
-			c.stormStatus(typedOf[v1alpha1.NodeHealthCheck](c, obj))
+			nhc := typedOf[v1alpha1.NodeHealthCheck](c, obj)
+			c.stormStatus(nhc)
+			c.timedOutOnStatus(nhc)
 		}
 	case gvr == cluster.Leases && obj != nil:
 		c.leaseWritten(obj, old)
@@ -226,11 +228,19 @@ func (c *Checker) Observe(gvr schema.GroupVersionResource, typ watch.EventType, 
 		c.resourceCreated(obj)
 		r := resourceOf(obj)
 		c.stepOrder(obj, r)
+		c.stepOnce(obj, r)
 		c.lives = append(c.lives, resourceLife{remediationObj: r, namespace: obj.GetNamespace(), name: obj.GetName(), created: time.Now()})
-	case isRemediation(gvr) && typ == watch.Modified && succeededFalse(obj):
+	case isRemediation(gvr) && typ == watch.Modified:
 		for i := range c.lives {
-			if l := &c.lives[i]; l.obj.GetUID() == changed.GetUID() && l.failed.IsZero() {
+			l := &c.lives[i]
+			if l.obj.GetUID() != changed.GetUID() {
+				continue
+			}
+			if l.failed.IsZero() && succeededFalse(obj) {
 				l.failed = time.Now()
+			}
+			if l.timedOut.IsZero() && timedOutOn(obj) {
+				l.timedOut = time.Now()
 			}
 		}
 	case isRemediation(gvr) && typ == watch.Deleted:

@@ -27,6 +27,7 @@
 //     escalations on time;
 //   - leases.go: a node lease renewed only while a step runs;
 //   - order.go: escalation steps in order, none before its time;
+//   - once.go: no step twice in one incident, unless it was resumed;
 //   - bound.go: what the status's bound changes: compacted entries, and
 //     new incidents that wait for room (StatusFull);
 //   - unseen.go: creates answered to a replica whose informer has not
@@ -76,6 +77,10 @@
 //   - A create during storm recovery is judged by the status written after
 //     it (stormStatus): the storm may have ended in that very sync, which
 //     only the next status tells.
+//   - A step runs once in an incident that began at the latest instant it
+//     may have (incidentStart, as escalation-on-time counts it): any
+//     recovery the controller may have seen, however short, may have
+//     ended the last one, and a relapse starts at the first step.
 //   - A compacted status may leave out the record of a resource that shows
 //     itself timed out (the annotation) when it records a later step timed
 //     out (compactedAway). A first remediation may wait while the status

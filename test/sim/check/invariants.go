@@ -121,6 +121,7 @@ func describe(obj *unstructured.Unstructured) string {
 // request arrived.
 func (c *Checker) Write(call *apiserver.Call, resp *http.Response) {
 	if call.Verb == "delete" && isRemediation(call.GVR) {
+		c.deletedByController(call, resp)
 		c.deleteRules(call, resp)
 		return
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/test/sim/apiserver"
+	"github.com/nodehealthcheck/nhc-controller/test/sim/cluster"
 )
 
 // The rules of the spec that a create or a delete may break, read from the
@@ -199,6 +200,13 @@ type resourceLife struct {
 	created, deleted time.Time
 	// failed is when it first reported Succeeded=False.
 	failed time.Time
+	// timedOut is when it was first seen timed out: with the timed-out
+	// annotation, or on record in its NodeHealthCheck's status (a step
+	// whose remediator reported Succeeded=True is not annotated).
+	timedOut time.Time
+	// deletedByController tells whether a delete the controller sent
+	// landed on it.
+	deletedByController bool
 }
 
 // lifeOf finds the resource of a name that existed at t.
@@ -227,6 +235,25 @@ func (c *Checker) repeatedCreates(call *apiserver.Call, resp *http.Response) {
 		obj, err := c.store.Get(call.GVR, call.Namespace, nameOf(call))
 		if uid, answered := c.answeredCreates[key]; answered && err == nil && string(obj.GetUID()) == uid {
 			c.fail(InvRepeatedCreate, "%s sent again by %s, which was answered 201 for it at its first create", describe(obj), call.Client)
+		}
+	}
+}
+
+// deletedByController marks the resource a delete the controller sent
+// landed on, its answer lost or not.
+func (c *Checker) deletedByController(call *apiserver.Call, resp *http.Response) {
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
+		return
+	}
+	k, ok := cluster.KindOf(call.GVR)
+	if !ok {
+		return
+	}
+	for i := range c.lives {
+		l := &c.lives[i]
+		if l.namespace == call.Namespace && l.name == call.Name && cluster.KindOfRemediation(l.obj.GetKind()) == k &&
+			!l.created.After(call.Arrived) && (l.deleted.IsZero() || !l.deleted.Before(call.Arrived)) {
+			l.deletedByController = true
 		}
 	}
 }
