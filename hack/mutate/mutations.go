@@ -133,7 +133,7 @@ var mutations = []mutation{
 	{
 		Name: "bound-forgets", Rule: "what the status bound leaves out changes no decision",
 		File:  "pkg/health/status_bounds.go",
-		Edits: []edit{{Old: "if rem.TimedOut != nil && stepOf(steps, &rem.Resource, rem.TemplateName) < lastTimedOut {", New: "if rem.TimedOut != nil {"}},
+		Edits: []edit{{Old: "if gone && rem.TimedOut != nil && stepOf(steps, &rem.Resource, rem.TemplateName) < lastTimedOut {", New: "if rem.TimedOut != nil && stepOf(steps, &rem.Resource, rem.TemplateName) < lastTimedOut {"}},
 	},
 	{
 		Name: "reselected-continues", Rule: "a node selected again starts at the first step, on a fresh clock",

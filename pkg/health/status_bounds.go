@@ -28,14 +28,15 @@ const (
 )
 
 // bound keeps the entries that fit the bounds, listed in full within
-// budget bytes. The entries of nodes under remediation are the incidents'
-// memory (a step's first start, the steps that timed out, the end of the
-// last incident): they come first, and when they do not all fit in full
-// they are listed compactly (compact), with no inFlightRemediations,
-// rather than left out; beyond even memoryFactor times the budget, by
-// name. The others (unhealthy, waiting) fill what is left, by name. The
-// counters and the reason still count every node.
-func bound(steps []step, entries []*v1alpha1.UnhealthyNode, budget int) (listed []*v1alpha1.UnhealthyNode, unlisted int, compacted bool) {
+// budget bytes; resources are the nodes' resources. The entries of nodes
+// under remediation are the incidents' memory (a step's first start, the
+// steps that timed out, the end of the last incident): they come first,
+// and when they do not all fit in full they are listed compactly
+// (compact), with no inFlightRemediations, rather than left out; beyond
+// even memoryFactor times the budget (which remembers keeps new incidents
+// from reaching), by name. The others (unhealthy, waiting) fill what is
+// left, by name. The counters and the reason still count every node.
+func bound(steps []step, entries []*v1alpha1.UnhealthyNode, budget int, resources map[string][]Remediation) (listed []*v1alpha1.UnhealthyNode, unlisted int, compacted bool) {
 	var memory, others []*v1alpha1.UnhealthyNode
 	for _, entry := range entries {
 		if n := len(entry.Remediations); n > MaxListedRemediations {
@@ -54,7 +55,7 @@ func bound(steps []step, entries []*v1alpha1.UnhealthyNode, budget int) (listed 
 	if size > budget {
 		compacted, size, budget = true, 0, memoryFactor*budget
 		for _, entry := range memory {
-			compact(steps, entry)
+			compact(steps, entry, resources[entry.Name])
 			size += entrySize(entry, false)
 		}
 	}
@@ -73,9 +74,11 @@ func bound(steps []step, entries []*v1alpha1.UnhealthyNode, budget int) (listed 
 // compact keeps of an entry what a decision reads (progressOf,
 // resumedRecord, ofThisIncident): of the steps that timed out and whose
 // resources are gone only the last one, which says where the escalation
-// stands; of every record its resource's kind, version, namespace and UID
-// but not its name, which the resource itself or the history shows.
-func compact(steps []step, entry *v1alpha1.UnhealthyNode) {
+// stands; every record of a resource that exists (one that timed out with
+// Succeeded=True carries no annotation: its record alone says so); of
+// every record its resource's kind, version, namespace and UID but not its
+// name, which the resource itself or the history shows.
+func compact(steps []step, entry *v1alpha1.UnhealthyNode, resources []Remediation) {
 	lastTimedOut := -1
 	for _, rem := range entry.Remediations {
 		if rem.TimedOut != nil {
@@ -84,7 +87,8 @@ func compact(steps []step, entry *v1alpha1.UnhealthyNode) {
 	}
 	kept := entry.Remediations[:0]
 	for _, rem := range entry.Remediations {
-		if rem.TimedOut != nil && stepOf(steps, &rem.Resource, rem.TemplateName) < lastTimedOut {
+		gone := !hasResource(resources, rem.Resource.UID)
+		if gone && rem.TimedOut != nil && stepOf(steps, &rem.Resource, rem.TemplateName) < lastTimedOut {
 			continue
 		}
 		rem = rem.DeepCopy()

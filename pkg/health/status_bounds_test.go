@@ -9,8 +9,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
@@ -60,7 +62,7 @@ func TestNodesUnderRemediationAreListedFirst(t *testing.T) {
 	for i := range MaxListedNodes {
 		entries = append(entries, &v1alpha1.UnhealthyNode{Name: fmt.Sprintf("c-waiting-%05d", i)})
 	}
-	listed, unlisted, _ := bound(nil, entries, DefaultStatusBytes)
+	listed, unlisted, _ := bound(nil, entries, DefaultStatusBytes, nil)
 	require.Len(t, listed, MaxListedNodes)
 	assert.Equal(t, 2, unlisted)
 	assert.Equal(t, []string{"a-waiting", "b-remediated"}, []string{listed[0].Name, listed[1].Name}, "the node under remediation kept first, and all sorted by name")
@@ -150,4 +152,42 @@ func TestANewIncidentWaitsWhileTheStatusCannotRememberIt(t *testing.T) {
 		}
 	}
 	assert.Equal(t, started, remembered, "no incident under way is left out of the status")
+}
+
+// A compacted entry keeps the record of every resource that exists, so
+// that the status shows the cluster: a step that timed out with
+// Succeeded=True carries no annotation, and its record alone says it timed
+// out, even behind a later step that timed out too.
+func TestACompactedEntryKeepsTheRecordsOfResourcesThatExist(t *testing.T) {
+	stepA, stepB, stepC := template("AlphaTemplate", "alpha"), template("BetaTemplate", "beta"), template("GammaTemplate", "gamma")
+	steps := escalating(escalationStep(stepA, 1, time.Minute), escalationStep(stepB, 2, time.Minute), escalationStep(stepC, 3, 10*time.Minute))
+	nodeList := []*Node{testNode("worker-0", notReady(time.Hour)), testNode("worker-1", notReady(time.Hour))}
+	resources := map[string][]Remediation{}
+	var entries []*v1alpha1.UnhealthyNode
+	for i, node := range []string{"worker-0", "worker-1"} {
+		a := remediationOf(stepA, node, 3*time.Minute, succeeded(metav1.ConditionTrue))
+		b := remediationOf(stepB, node, 2*time.Minute)
+		c := remediationOf(stepC, node, time.Minute)
+		a.Ref.UID, b.Ref.UID, c.Ref.UID = types.UID(fmt.Sprintf("a-%d", i)), types.UID(fmt.Sprintf("b-%d", i)), types.UID(fmt.Sprintf("c-%d", i))
+		b.TimedOut = c.Created
+		resources[node] = []Remediation{a, b, c}
+		entries = append(entries, &v1alpha1.UnhealthyNode{Name: node, Remediations: []*v1alpha1.Remediation{
+			{Resource: a.Ref, Started: metav1.NewTime(a.Created), TimedOut: ptr.To(metav1.NewTime(b.Created)), TemplateName: "alpha"},
+			{Resource: b.Ref, Started: metav1.NewTime(b.Created), TimedOut: ptr.To(metav1.NewTime(c.Created)), TemplateName: "beta"},
+			{Resource: c.Ref, Started: metav1.NewTime(c.Created), TemplateName: "gamma"},
+		}})
+	}
+	nhc := testNHC(steps, withStatus(v1alpha1.NodeHealthCheckStatus{UnhealthyNodes: entries}))
+	in := Input{NHC: nhc, Nodes: nodeList, Remediations: resources, StatusBytes: 600, Now: now}
+	first := decide(in)
+	require.Len(t, first.Status.UnhealthyNodes, 2)
+	for _, entry := range first.Status.UnhealthyNodes {
+		require.Len(t, entry.Remediations, 3, "node %s: compacted, with a record of each resource", entry.Name)
+		assert.Empty(t, entry.Remediations[0].Resource.Name, "compacted")
+		assert.NotNil(t, entry.Remediations[0].TimedOut, "node %s: A timed out", entry.Name)
+	}
+	in.NHC = testNHC(steps, withStatus(first.Status))
+	second := decide(in)
+	assert.Empty(t, second.TimeOut, "nothing times out again")
+	assert.Empty(t, second.Create)
 }
