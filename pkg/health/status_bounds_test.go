@@ -191,3 +191,16 @@ func TestACompactedEntryKeepsTheRecordsOfResourcesThatExist(t *testing.T) {
 	assert.Empty(t, second.TimeOut, "nothing times out again")
 	assert.Empty(t, second.Create)
 }
+
+// A paused or disabled NodeHealthCheck's reason still says how many nodes
+// the bound leaves out of unhealthyNodes.
+func TestThePausedReasonCountsTheUnlistedNodes(t *testing.T) {
+	var nodeList []*Node
+	for i := range 50 {
+		nodeList = append(nodeList, testNode(fmt.Sprintf("worker-%02d", i), notReady(time.Hour)))
+	}
+	r := decide(Input{NHC: testNHC(paused), Nodes: nodeList, Remediations: map[string][]Remediation{}, StatusBytes: 1000, Now: now})
+	assert.Equal(t, v1alpha1.PhasePaused, r.Status.Phase)
+	assert.Less(t, len(r.Status.UnhealthyNodes), 50)
+	assert.Contains(t, r.Status.Reason, fmt.Sprintf("%d nodes not listed", 50-len(r.Status.UnhealthyNodes)))
+}

@@ -104,25 +104,29 @@ func (b *statusBuilder) setPhase(status *v1alpha1.NodeHealthCheckStatus) {
 			remediating++
 		}
 	}
+	// Disabled and Paused say why nothing is done, not why nodes wait.
+	summary := ""
 	switch {
 	case b.p.Problem != nil:
-		status.Phase, status.Reason = v1alpha1.PhaseDisabled, truncate(fmt.Sprintf(reasonPhaseDisabled, b.p.Problem.Reason, b.p.Problem.Message), phaseReasonLimit)
-		return
+		status.Phase, status.Reason = v1alpha1.PhaseDisabled, fmt.Sprintf(reasonPhaseDisabled, b.p.Problem.Reason, b.p.Problem.Message)
 	case b.p.rules.paused():
-		status.Phase, status.Reason = v1alpha1.PhasePaused, truncate(reasonPhasePaused+strings.Join(b.p.rules.pauseRequests, ","), phaseReasonLimit)
-		return
+		status.Phase, status.Reason = v1alpha1.PhasePaused, reasonPhasePaused+strings.Join(b.p.rules.pauseRequests, ",")
 	case remediating > 0:
 		status.Phase, status.Reason = v1alpha1.PhaseRemediating, fmt.Sprintf(reasonPhaseRemediating, remediating)
+		summary = b.p.waitSummary()
 	default:
 		status.Phase, status.Reason = v1alpha1.PhaseEnabled, reasonPhaseEnabled
+		summary = b.p.waitSummary()
 	}
-	if summary := b.p.waitSummary(); summary != "" {
-		status.Reason += "; " + summary
-	}
+	unlisted := ""
 	if b.unlisted > 0 {
-		status.Reason += fmt.Sprintf(reasonUnlisted, b.unlisted)
+		unlisted = fmt.Sprintf(reasonUnlisted, b.unlisted)
 	}
-	status.Reason = truncate(status.Reason, phaseReasonLimit)
+	if summary != "" {
+		summary = "; " + summary
+	}
+	// The count of unlisted nodes survives a long reason's truncation.
+	status.Reason = truncate(status.Reason+summary, phaseReasonLimit-len(unlisted)) + unlisted
 }
 
 // waitSummary explains why unhealthy nodes wait for a remediation.
