@@ -122,9 +122,9 @@ func recordBytes(r *corev1.ObjectReference, template string) int {
 // remembers tells whether the status can hold one more node's incident,
 // and counts it: the compacted entries of every node under remediation
 // must fit memoryFactor times the status's bytes, or the bound would leave
-// some out and cost them their steps' clocks. A new incident counts the
-// bytes of two compact records (the running step and the last one that
-// timed out) of the spec's largest step.
+// some out and cost them their steps' clocks. An incident is counted at
+// the most its entry can grow to: a compact record of each of the spec's
+// steps.
 func (e *evaluation) remembers(node string) bool {
 	if e.remembered < 0 {
 		e.remembered = e.incidentBytes()
@@ -133,7 +133,7 @@ func (e *evaluation) remembers(node string) bool {
 	if budget <= 0 {
 		budget = DefaultStatusBytes
 	}
-	add := entryBytes(node) + 2*e.rules.largestRecord()
+	add := entryBytes(node) + max(1, len(e.rules.steps))*e.rules.largestRecord()
 	if e.remembered+add > memoryFactor*budget {
 		return false
 	}
@@ -141,16 +141,17 @@ func (e *evaluation) remembers(node string) bool {
 	return true
 }
 
-// incidentBytes estimates the compacted bytes of the entries of the
-// nodes under remediation: their resources, one more record for the last
-// step that timed out, and the records of entries whose resources are gone.
+// incidentBytes estimates the most the compacted entries of the nodes
+// under remediation can grow to: their resources' records, and one of the
+// spec's largest step for each step to come or the last that timed out
+// and is gone; and the records of entries whose resources are gone.
 func (e *evaluation) incidentBytes() int {
 	size := 0
 	for node, resources := range e.in.Remediations {
 		if len(resources) == 0 {
 			continue
 		}
-		size += entryBytes(node) + e.rules.largestRecord()
+		size += entryBytes(node) + max(1, len(e.rules.steps)-len(resources))*e.rules.largestRecord()
 		for i := range resources {
 			r := &resources[i]
 			size += recordBytes(&r.Ref, r.TemplateName) - len(r.Ref.Name)
@@ -158,7 +159,7 @@ func (e *evaluation) incidentBytes() int {
 	}
 	for node, entry := range e.previous {
 		if len(e.in.Remediations[node]) == 0 && len(entry.Remediations) > 0 {
-			size += entrySize(entry, false)
+			size += entrySize(entry, false) + max(0, len(e.rules.steps)-len(entry.Remediations))*e.rules.largestRecord()
 		}
 	}
 	return size

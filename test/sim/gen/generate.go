@@ -49,14 +49,19 @@ type generator struct {
 	relapses *rand.Rand
 	// bounds draws the status's bound, on a stream of its own too.
 	bounds *rand.Rand
-	focus  Focus
+	// returns draws a relabelled node's return to its pool, on a stream
+	// of its own too; pools are the nodes' pools as drawn so far.
+	returns *rand.Rand
+	pools   map[string]string
+	focus   Focus
 }
 
 // Generate returns the history of a seed, of about n steps after the
 // initial world, drawn with a focus.
 func Generate(seed uint64, n int, focus Focus) History {
 	g := &generator{rng: rand.New(rand.NewPCG(seed, 0x5eed)), budgets: rand.New(rand.NewPCG(seed, 0xb0d9e7)),
-		relapses: rand.New(rand.NewPCG(seed, 0x4e1a95e)), bounds: rand.New(rand.NewPCG(seed, 0x57a7b5)), focus: focus}
+		relapses: rand.New(rand.NewPCG(seed, 0x4e1a95e)), bounds: rand.New(rand.NewPCG(seed, 0x57a7b5)),
+		returns: rand.New(rand.NewPCG(seed, 0x2e7b2d)), pools: map[string]string{}, focus: focus}
 	if focus == FocusNone && g.budgets.IntN(4) == 0 {
 		// One history in four is drawn as FOCUS=control-plane draws it:
 		// where quorum and escalations meet is rare in the even mix.
@@ -65,6 +70,7 @@ func Generate(seed uint64, n int, focus Focus) History {
 	h := History{Seed: seed, StatusBytes: g.statusBytes()}
 	for _, node := range initialNodes {
 		h.Steps = append(h.Steps, Step{Op: OpAddNode, Node: node.name, Pool: node.pool, ControlPlane: node.controlPlane})
+		g.pools[node.name] = node.pool
 	}
 	for _, k := range cluster.Kinds {
 		for _, t := range templates[k] {
@@ -80,24 +86,28 @@ func Generate(seed uint64, n int, focus Focus) History {
 		if relapse, ok := g.relapse(s); ok {
 			h.Steps = append(h.Steps, relapse)
 		}
+		if back, ok := g.relabelBack(s); ok {
+			h.Steps = append(h.Steps, back)
+		}
 	}
 	return h
 }
 
 // statusBytes draws, for one history in three, a bound on the status's
-// entries small enough for a handful of nodes to meet it: 300 to 1,500
+// entries small enough for a handful of nodes to meet it: 400 to 1,500
 // bytes, where a node's entry with one step takes about 330 in full and
 // 280 compacted, each step more about 250. The entries of nodes under
 // remediation are then listed compactly, and a new incident waits
 // (StatusFull) while the status cannot remember it beside those under way
 // within twice the bound (docs/decisions.md, "The status is bounded"),
-// about 500 bytes each: every bound drawn holds one at least. The others
+// counted at a compact record of each of its spec's steps: about 750
+// bytes for three, so every bound drawn holds one at least. The others
 // keep the controller's default.
 func (g *generator) statusBytes() int {
 	if g.bounds.IntN(3) != 0 {
 		return 0
 	}
-	return []int{300, 350, 400, 500, 600, 800, 1000, 1500}[g.bounds.IntN(8)]
+	return []int{400, 500, 600, 800, 1000, 1500}[g.bounds.IntN(6)]
 }
 
 func (g *generator) pick(items []string) string { return items[g.rng.IntN(len(items))] }
@@ -214,6 +224,27 @@ func (g *generator) relapse(s Step) (Step, bool) {
 	after := []time.Duration{2 * time.Second, 10 * time.Second, 20 * time.Second, 45 * time.Second}[g.relapses.IntN(4)]
 	status := []string{"False", "Unknown"}[g.relapses.IntN(2)]
 	return Step{After: after, Op: OpCondition, Node: s.Node, Condition: "Ready", Status: status}, true
+}
+
+// relabelBack draws, after a node is relabelled to another pool, whether
+// it is relabelled back soon: its incident ended when its NodeHealthCheck
+// stopped selecting it, while the resources deleted then may still be
+// held, and a node selected again starts afresh.
+func (g *generator) relabelBack(s Step) (Step, bool) {
+	if s.Op == OpAddNode {
+		g.pools[s.Node] = s.Pool
+	}
+	if s.Op != OpRelabel {
+		return Step{}, false
+	}
+	from, known := g.pools[s.Node]
+	g.pools[s.Node] = s.Pool
+	if !known || from == s.Pool || g.returns.IntN(2) != 0 {
+		return Step{}, false
+	}
+	after := []time.Duration{5 * time.Second, 20 * time.Second, time.Minute}[g.returns.IntN(3)]
+	g.pools[s.Node] = from
+	return Step{After: after, Op: OpRelabel, Node: s.Node, Pool: from}, true
 }
 
 // step draws one step, weighted towards what happens most: nodes failing
