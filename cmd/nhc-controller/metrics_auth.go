@@ -25,7 +25,8 @@ const (
 	// failedTTL is how long a review that failed (no answer) is not asked
 	// again for the same token: a caller retrying at once gets the same.
 	failedTTL = 2 * time.Second
-	// reviewCacheSize bounds each cache; the least recently used go first.
+	// reviewCacheSize bounds each of the four caches; the least recently
+	// used go first.
 	reviewCacheSize = 1024
 	reviewTimeout   = 10 * time.Second
 )
@@ -67,11 +68,14 @@ type delegatedAuth struct {
 	// cached answers again.
 	reviews, refreshes kubernetes.Interface
 	handler            http.Handler
-	// users caches TokenReviews by the token's hash: an answer for a token
-	// that authenticated, a nil user for an unknown token, errReviewFailed
-	// for a review that failed. access caches SubjectAccessReviews by user,
-	// verb and path: an answer when allowed, the refusal when not.
-	users, access *cache.LRUExpireCache
+	// users caches TokenReviews of tokens that authenticated by the
+	// token's hash (an answer); unknown those of tokens the API server does
+	// not know (a nil user) or whose review failed (errReviewFailed).
+	// allowed caches SubjectAccessReviews that allowed by user, verb and
+	// path (an answer); denied the refusals. Refusals are kept apart, so
+	// that no flood of forged tokens or paths evicts the answer that lets
+	// Prometheus in.
+	users, unknown, allowed, denied *cache.LRUExpireCache
 	// budget bounds the reviews of callers without a cached answer;
 	// refreshing holds a slot for each answer reviewed again (refreshAhead).
 	budget     *reviewBudget
@@ -93,7 +97,9 @@ func newDelegatedAuth(reviews, refreshes kubernetes.Interface, handler http.Hand
 	return &delegatedAuth{
 		reviews: reviews, refreshes: refreshes, handler: handler,
 		users:      cache.NewLRUExpireCacheWithClock(reviewCacheSize, clk),
-		access:     cache.NewLRUExpireCacheWithClock(reviewCacheSize, clk),
+		unknown:    cache.NewLRUExpireCacheWithClock(reviewCacheSize, clk),
+		allowed:    cache.NewLRUExpireCacheWithClock(reviewCacheSize, clk),
+		denied:     cache.NewLRUExpireCacheWithClock(reviewCacheSize, clk),
 		budget:     newReviewBudget(reviewsInFlight, reviewsPerCaller),
 		refreshing: make(chan struct{}, refreshesInFlight),
 		clock:      clk,

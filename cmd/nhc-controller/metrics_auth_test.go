@@ -269,3 +269,28 @@ func TestAnAuthorizedScraperNeverWaitsBehindAFlood(t *testing.T) {
 	// The fake's own list of actions is safe to read beside the refreshes.
 	assert.NotEmpty(t, refreshes.Actions(), "reviewed again on the refresh client")
 }
+
+// A flood of forged tokens, each new, cannot evict the answer that lets an
+// authorized scraper in: refusals are cached apart from it. Prometheus,
+// scraping every 60 s while more forged tokens than the caches hold
+// arrive between its scrapes, is served every time without a review.
+func TestForgedTokensDoNotEvictTheScrapersAnswer(t *testing.T) {
+	reviews, asked := reviewingClient(nil)
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	auth := newDelegatedAuth(reviews, reviews, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clk)
+	scrape := func(token string) int {
+		rec := httptest.NewRecorder()
+		auth.ServeHTTP(rec, authorized(token))
+		return rec.Code
+	}
+	require.Equal(t, http.StatusOK, scrape("prometheus"))
+	for round := range 2 {
+		for i := range 2 * reviewCacheSize {
+			require.Equal(t, http.StatusUnauthorized, scrape(fmt.Sprintf("forged-%d-%d", round, i)))
+		}
+		before := *asked
+		clk.SetTime(clk.Now().Add(time.Second))
+		assert.Equal(t, http.StatusOK, scrape("prometheus"), "round %d", round)
+		assert.Equal(t, before, *asked, "round %d: served from its cached answer", round)
+	}
+}

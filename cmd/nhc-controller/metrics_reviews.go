@@ -33,15 +33,16 @@ func (a *delegatedAuth) authenticate(ctx context.Context, caller, token string) 
 	sum := sha256.Sum256([]byte(token))
 	key := string(sum[:])
 	if cached, ok := a.users.Get(key); ok {
-		switch cached := cached.(type) {
-		case error:
-			return nil, cached
-		case answer:
-			a.refreshAhead(ctx, a.users, key, cached, authenticatedTTL, func(ctx context.Context) error {
-				_, err := a.reviewToken(ctx, a.refreshes, key, token)
-				return err
-			})
-			return cached.user, nil
+		known := cached.(answer)
+		a.refreshAhead(ctx, a.users, key, known, authenticatedTTL, func(ctx context.Context) error {
+			_, err := a.reviewToken(ctx, a.refreshes, key, token)
+			return err
+		})
+		return known.user, nil
+	}
+	if cached, ok := a.unknown.Get(key); ok {
+		if err, failed := cached.(error); failed {
+			return nil, err
 		}
 		return nil, nil
 	}
@@ -51,7 +52,7 @@ func (a *delegatedAuth) authenticate(ctx context.Context, caller, token string) 
 	defer a.budget.release(caller)
 	user, err := a.reviewToken(ctx, a.reviews, key, token)
 	if err != nil {
-		a.users.Add(key, errReviewFailed, failedTTL)
+		a.unknown.Add(key, errReviewFailed, failedTTL)
 	}
 	return user, err
 }
@@ -59,17 +60,15 @@ func (a *delegatedAuth) authenticate(ctx context.Context, caller, token string) 
 // authorize returns why the user may not do verb on path, empty if allowed.
 func (a *delegatedAuth) authorize(ctx context.Context, caller string, user *authenticationv1.UserInfo, verb, path string) (string, error) {
 	key := accessKey(user, verb, path)
-	if cached, ok := a.access.Get(key); ok {
-		switch cached := cached.(type) {
-		case answer:
-			a.refreshAhead(ctx, a.access, key, cached, allowedTTL, func(ctx context.Context) error {
-				_, err := a.reviewAccess(ctx, a.refreshes, key, user, verb, path)
-				return err
-			})
-			return "", nil
-		case string:
-			return cached, nil
-		}
+	if cached, ok := a.allowed.Get(key); ok {
+		a.refreshAhead(ctx, a.allowed, key, cached.(answer), allowedTTL, func(ctx context.Context) error {
+			_, err := a.reviewAccess(ctx, a.refreshes, key, user, verb, path)
+			return err
+		})
+		return "", nil
+	}
+	if cached, ok := a.denied.Get(key); ok {
+		return cached.(string), nil
 	}
 	if !a.budget.take(caller) {
 		return "", errTooManyReviews
@@ -151,9 +150,11 @@ func (a *delegatedAuth) reviewToken(ctx context.Context, client kubernetes.Inter
 		return nil, err
 	}
 	if !review.Status.Authenticated {
-		a.users.Add(key, (*authenticationv1.UserInfo)(nil), unauthenticatedTTL)
+		a.users.Remove(key)
+		a.unknown.Add(key, (*authenticationv1.UserInfo)(nil), unauthenticatedTTL)
 		return nil, nil
 	}
+	a.unknown.Remove(key)
 	a.users.Add(key, answer{user: &review.Status.User, reviewedAt: a.clock.Now()}, authenticatedTTL)
 	return &review.Status.User, nil
 }
@@ -182,13 +183,15 @@ func (a *delegatedAuth) reviewAccess(ctx context.Context, client kubernetes.Inte
 		return "", err
 	}
 	if review.Status.Allowed {
-		a.access.Add(key, answer{reviewedAt: a.clock.Now()}, allowedTTL)
+		a.denied.Remove(key)
+		a.allowed.Add(key, answer{reviewedAt: a.clock.Now()}, allowedTTL)
 		return "", nil
 	}
 	denied := "Forbidden: user " + user.Username + " may not " + verb + " " + path
 	if review.Status.Reason != "" {
 		denied += ": " + review.Status.Reason
 	}
-	a.access.Add(key, denied, deniedTTL)
+	a.allowed.Remove(key)
+	a.denied.Add(key, denied, deniedTTL)
 	return denied, nil
 }
