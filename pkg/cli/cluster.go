@@ -105,8 +105,8 @@ func (c *cluster) nodes(ctx context.Context) ([]*health.Node, error) {
 // selects returns the nodes a NodeHealthCheck's selector matches; an
 // invalid selector matches none.
 func selects(nhc *v1alpha1.NodeHealthCheck, nodes []*health.Node) []*health.Node {
-	selector, err := metav1.LabelSelectorAsSelector(&nhc.Spec.Selector)
-	if err != nil {
+	selector, problem := health.ParseSelector(&nhc.Spec.Selector)
+	if problem != nil {
 		return nil
 	}
 	var selected []*health.Node

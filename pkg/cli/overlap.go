@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
@@ -30,7 +29,7 @@ func (c *cluster) claims(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, sel
 			continue
 		}
 		// An invalid selector matches no node.
-		selector, _ := metav1.LabelSelectorAsSelector(&other.Spec.Selector)
+		selector, _ := health.ParseSelector(&other.Spec.Selector)
 		peers = append(peers, health.SelectingPeer{Peer: peer, Selector: selector, Conditions: other.Spec.UnhealthyConditions, CannotAct: health.CannotAct(other)})
 	}
 	owners := map[string][]health.Peer{}

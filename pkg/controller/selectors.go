@@ -4,7 +4,6 @@ import (
 	"slices"
 	"sync"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -62,8 +61,8 @@ func (s *selectorCache) get(lister nhclisters.NodeHealthCheckLister) selectors {
 			// Its selector is unknown, not empty: it selects no node.
 			continue
 		}
-		selector, err := metav1.LabelSelectorAsSelector(&nhc.Spec.Selector)
-		if err != nil {
+		selector, problem := health.ParseSelector(&nhc.Spec.Selector)
+		if problem != nil {
 			continue
 		}
 		current.entries = append(current.entries, selectorEntry{name: nhc.Name, selector: selector, peer: peer, conditions: nhc.Spec.UnhealthyConditions})

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
@@ -149,7 +148,7 @@ func (c *Controller) input(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, o
 	// Parsed once for this sync: the node listing, Evaluate and the
 	// confirmation of each create use it. An invalid one is nil, and
 	// Evaluate reports it.
-	selector, _ := metav1.LabelSelectorAsSelector(&nhc.Spec.Selector)
+	selector, _ := health.ParseSelector(&nhc.Spec.Selector)
 	in = health.Input{
 		NHC: nhc, Selector: selector, Remediations: obs.Remediations, BusyControlPlaneNodes: obs.BusyControlPlaneNodes, ControlPlaneUnknown: obs.ControlPlaneUnknown, PendingNodes: obs.PendingNodes,
 		RemediationProblem: obs.RemediationProblem, ResourcesUnknown: !obs.Ready, Leases: obs.Leases, MaxCreations: maxCreationsPerSync, StatusBytes: c.statusBytes, Now: c.clock.Now(),

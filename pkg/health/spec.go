@@ -2,6 +2,7 @@ package health
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -64,13 +65,32 @@ func parseSpec(spec *v1alpha1.NodeHealthCheckSpec, selector labels.Selector) (*r
 		return r, problem
 	}
 	if r.selector == nil {
-		selector, err := metav1.LabelSelectorAsSelector(&spec.Selector)
-		if err != nil {
-			return r, invalidSpec(fmt.Sprintf("The selector is invalid: %v", err))
+		selector, problem := ParseSelector(&spec.Selector)
+		if problem != nil {
+			return r, problem
 		}
 		r.selector = selector
 	}
 	return r, nil
+}
+
+// MaxSelectorBytes bounds a selector as a request's query carries it: the
+// controller lists the nodes it selects at the API server, and a longer
+// one would not fit a request's headers (1 MiB at most), failing every
+// list. The CRD accepts any; tens of thousands of node names fit.
+const MaxSelectorBytes = 256 << 10
+
+// ParseSelector parses a NodeHealthCheck's selector: nil and the problem
+// when it is invalid, or too long to list nodes with (MaxSelectorBytes).
+func ParseSelector(selector *metav1.LabelSelector) (labels.Selector, *Problem) {
+	parsed, err := metav1.LabelSelectorAsSelector(selector)
+	if err != nil {
+		return nil, invalidSpec(fmt.Sprintf("The selector is invalid: %v", err))
+	}
+	if n := len(url.QueryEscape(parsed.String())); n > MaxSelectorBytes {
+		return nil, invalidSpec(fmt.Sprintf("The selector takes %d bytes in a request, more than the %d a list of nodes may carry: select the nodes by a label they share", n, MaxSelectorBytes))
+	}
+	return parsed, nil
 }
 
 // checkSpec checks the templates.
