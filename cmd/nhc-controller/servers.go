@@ -113,7 +113,7 @@ func bind(name, address string, limits serverLimits, tlsConfig *tls.Config) (*po
 	if !enabled(address) {
 		return nil, nil
 	}
-	listener, err := net.Listen("tcp", address)
+	listener, err := listen(address)
 	if err != nil {
 		return nil, fmt.Errorf("the %s server: %w", name, err)
 	}

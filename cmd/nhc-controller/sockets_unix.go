@@ -1,0 +1,9 @@
+//go:build unix
+
+package main
+
+import "syscall"
+
+func setReceiveBuffer(fd uintptr, size int) error {
+	return syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, size)
+}
