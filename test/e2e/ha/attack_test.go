@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -43,6 +45,11 @@ const (
 	// attackRSSBound is the controller's resident memory the attack must
 	// stay under, as docs/operating.md states it.
 	attackRSSBound = 192 << 20
+	// attackSocketBound is what the kernel may hold of what the ports'
+	// peers sent and the controller has not read, as docs/operating.md
+	// states it: 2,304 bytes a socket, every parked one and the accept
+	// queue full, on both ports.
+	attackSocketBound = 2 * 46 << 20
 	// deploymentMemoryLimit is the GOMEMLIMIT the Deployment's 320 MiB
 	// limit sets (90%).
 	deploymentMemoryLimit = "GOMEMLIMIT=288MiB"
@@ -101,6 +108,8 @@ func TestThePortsWithstandAnAttack(t *testing.T) {
 	assert.Empty(t, seen.probeFailures, "every probe answered within 1 s")
 	assert.Empty(t, seen.scrapeFailures, "every scrape answered within 2 s")
 	assert.Less(t, seen.maxRSS, int64(attackRSSBound), "resident memory under the documented bound")
+	t.Logf("the ports' sockets held at most %d KiB of what their peers sent", seen.maxSockets>>10)
+	assert.Less(t, seen.maxSockets, int64(attackSocketBound), "socket memory under the documented bound")
 	assert.Zero(t, report.HTTP2Answers, "no HTTP/2")
 	assert.Empty(t, env.Remediations(t, scenario), "no remediation from a template over the limit")
 	assert.Zero(t, codes.count("forged", http.StatusOK)+codes.count("http2", http.StatusOK)+codes.count("unauthorized", http.StatusOK),
@@ -222,6 +231,9 @@ type attackWatch struct {
 	probeFailures, scrapeFailures []string
 	probes, scrapes               int
 	maxRSS                        int64
+	// maxSockets is the most the ports' sockets held of what their peers
+	// sent (receivedUnread).
+	maxSockets int64
 }
 
 // watchThroughTheAttack probes c every second, as the kubelet does, scrapes
@@ -232,7 +244,7 @@ func watchThroughTheAttack(ctx, attack context.Context, t *testing.T, c *framewo
 	// throughout.
 	var probeFailures, scrapeFailures []string
 	probes, scrapes := 0, 0
-	maxRSS := idleRSS
+	maxRSS, maxSockets := idleRSS, int64(0)
 	kubelet := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -255,8 +267,39 @@ func watchThroughTheAttack(ctx, attack context.Context, t *testing.T, c *framewo
 			}
 		}
 		maxRSS = max(maxRSS, residentMemory(t, c.PID()))
+		maxSockets = max(maxSockets, receivedUnread(t, c.ProbeAddress, c.MetricsAddress))
 	}
-	return attackWatch{probeFailures: probeFailures, scrapeFailures: scrapeFailures, probes: probes, scrapes: scrapes, maxRSS: maxRSS}
+	return attackWatch{probeFailures: probeFailures, scrapeFailures: scrapeFailures, probes: probes, scrapes: scrapes, maxRSS: maxRSS, maxSockets: maxSockets}
+}
+
+// receivedUnread is the kernel memory the sockets of the ports at these
+// addresses hold for what their peers sent (ss's skmem r: their receive
+// queues, with the kernel's bookkeeping).
+func receivedUnread(t *testing.T, addresses ...string) int64 {
+	t.Helper()
+	var filter []string
+	for _, address := range addresses {
+		_, port, err := net.SplitHostPort(address)
+		require.NoError(t, err)
+		filter = append(filter, "sport = :"+port)
+	}
+	out, err := exec.Command("ss", "-tmnH", "state", "all", "( "+strings.Join(filter, " or ")+" )").Output()
+	require.NoError(t, err)
+	var total int64
+	for _, field := range strings.Fields(string(out)) {
+		skmem, ok := strings.CutPrefix(field, "skmem:(")
+		if !ok {
+			continue
+		}
+		for _, part := range strings.Split(strings.TrimSuffix(skmem, ")"), ",") {
+			if n, ok := strings.CutPrefix(part, "r"); ok && !strings.HasPrefix(n, "b") {
+				bytes, err := strconv.ParseInt(n, 10, 64)
+				require.NoError(t, err)
+				total += bytes
+			}
+		}
+	}
+	return total
 }
 
 // holdSilent keeps a connection open that sends nothing, opening it again
