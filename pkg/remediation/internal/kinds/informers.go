@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -319,13 +318,12 @@ func (inf *Informers) start(gvr schema.GroupVersionResource, stopped stoppedInfo
 	if metadataOnly {
 		client = inf.metadata
 	}
-	informer := dynamicinformer.NewFilteredDynamicInformer(client, gvr, "", 0, cache.Indexers{
+	informer := newInformer(client, gvr, inf.keeper(gvr, metadataOnly), cache.Indexers{
 		ownerIndex:        indexByOwner,
 		controlPlaneIndex: indexByControlPlaneNode,
 		nodeIndex:         indexByNode,
-	}, nil).Informer()
+	})
 	r := &runningInformer{informer: informer, metadataOnly: metadataOnly, started: inf.clock.Now(), retried: stopped.err, remembered: stopped.shown}
-	_ = informer.SetTransform(inf.keeper(gvr, metadataOnly))
 	r.errors.Record(informer, func(err error) { inf.failed(gvr, r, err) })
 	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { inf.notify(gvr, obj, false) },
