@@ -14,8 +14,8 @@ import (
 )
 
 // listPage is how many objects a list of a kind asks for at a time. Where
-// the API server does not stream an informer's initial list (WatchList:
-// off by default before Kubernetes 1.34, or turned off), the informer
+// the API server does not stream an informer's initial list (its
+// WatchList feature gate off: older releases, or turned off), the informer
 // lists instead, and a list decoded whole holds every object whole before
 // its transform drops what others' objects carry: 300 objects of 1 MiB
 // are 300 MiB. In pages, each transformed as it comes, a list holds one
