@@ -68,6 +68,10 @@ func (e *Env) AssertTheLeaseScopeHolds(t *testing.T) {
 	toSomeoneElse.Subjects = []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "mallory"}}
 	_, err = client.RbacV1().RoleBindings(nodeleases.DefaultNamespace).Create(t.Context(), toSomeoneElse, dryRun)
 	assert.True(t, apierrors.IsForbidden(err), "the lease holder role bound to no one else: %v", err)
+	second := binding.DeepCopy()
+	second.ObjectMeta = metav1.ObjectMeta{Name: "lease-scope-second", Namespace: nodeleases.DefaultNamespace}
+	_, err = client.RbacV1().RoleBindings(nodeleases.DefaultNamespace).Create(t.Context(), second, dryRun)
+	assert.True(t, apierrors.IsForbidden(err), "no second binding of the holder role, which would outlive uninstalling: %v", err)
 	_, err = client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "lease-scope-probe"}}, dryRun)
 	require.Error(t, err, "no namespace but the lease namespace")
 	assert.Contains(t, err.Error(), "nhc-controller creates no namespace but the node lease namespace medik8s-leases")

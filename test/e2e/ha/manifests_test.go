@@ -68,6 +68,7 @@ func TestManifestsInstallAndGrantEnough(t *testing.T) {
 	require.NoError(t, err, "the node lease taken with the manifests' rights")
 	assert.Equal(t, "NodeHealthCheck-"+scenario, *lease.Spec.HolderIdentity)
 	env.AssertTheLeaseScopeHolds(t)
+	assertRightsAsListed(t)
 	env.Recover(t, nodes[0])
 	env.UpdateNode(t, nodes[0], func(n *corev1.Node) {
 		n.Annotations = map[string]string{v1alpha1.ManuallyConfirmedHealthyAnnotation: "yes"}
