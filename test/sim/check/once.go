@@ -27,12 +27,7 @@ const InvStepOnce = "step-once-per-incident"
 // incident.
 func (c *Checker) stepOnce(obj *unstructured.Unstructured, r remediationObj) {
 	now := time.Now()
-	nhc := c.nhcAt(r.ownerName, now)
-	if nhc == nil || nhc.UID != r.owner {
-		return
-	}
-	steps := nhc.Spec.RemediationSteps()
-	i := stepIndex(steps, obj.GetKind(), r.template)
+	nhc, steps, i := c.stepOfNew(obj, r, now)
 	if i < 0 {
 		return
 	}

@@ -97,12 +97,7 @@ func (c *Checker) readableOver(kinds []cluster.Kind, from, to time.Time) bool {
 // own in its NodeHealthCheck's escalation.
 func (c *Checker) stepOrder(obj *unstructured.Unstructured, r remediationObj) {
 	now := time.Now()
-	nhc := c.nhcAt(r.ownerName, now)
-	if nhc == nil || nhc.UID != r.owner {
-		return
-	}
-	steps := nhc.Spec.RemediationSteps()
-	i := stepIndex(steps, obj.GetKind(), r.template)
+	nhc, steps, i := c.stepOfNew(obj, r, now)
 	if i <= 0 {
 		return
 	}
@@ -136,6 +131,18 @@ func (c *Checker) stepOrder(obj *unstructured.Unstructured, r remediationObj) {
 			describe(obj), r.node, i+1, nhc.Name, now.Sub(started).Round(time.Second), i, previous.RemediationTemplate.Name,
 			previous.Timeout.Duration, started.Format("15:04:05"))
 	}
+}
+
+// stepOfNew is a new remediation resource's NodeHealthCheck as it is at
+// now, its steps, and the index of the resource's step: -1 when the
+// NodeHealthCheck is gone, another of its name, or has no such step.
+func (c *Checker) stepOfNew(obj *unstructured.Unstructured, r remediationObj, now time.Time) (*v1alpha1.NodeHealthCheck, []v1alpha1.EscalatingRemediation, int) {
+	nhc := c.nhcAt(r.ownerName, now)
+	if nhc == nil || nhc.UID != r.owner {
+		return nil, nil, -1
+	}
+	steps := nhc.Spec.RemediationSteps()
+	return nhc, steps, stepIndex(steps, obj.GetKind(), r.template)
 }
 
 // stepIndex is the index of the step whose template a resource was
