@@ -277,22 +277,31 @@ func (c *Checker) runningStep(nhc *v1alpha1.NodeHealthCheck, node string, steps 
 }
 
 // incidentStart is the last instant before t at which a node was gone,
-// not selected by a NodeHealthCheck, or matched none of its unhealthy
-// conditions: each ends an incident, and the controller deletes the
-// node's resources then.
+// not selected by a NodeHealthCheck as its spec was then (a relabelled
+// node or an edited selector; the NodeHealthCheck deleted or created
+// again), or matched none of its unhealthy conditions: each ends an
+// incident, and the controller deletes the node's resources then.
 func (c *Checker) incidentStart(nhc *v1alpha1.NodeHealthCheck, name string, t time.Time) time.Time {
-	var last time.Time
+	var instants []time.Time
 	for _, v := range c.nodes[name] {
-		if v.at.After(t) {
+		instants = append(instants, v.at)
+	}
+	for _, v := range c.nhcs[nhc.Name] {
+		instants = append(instants, v.at)
+	}
+	slices.SortFunc(instants, time.Time.Compare)
+	var last time.Time
+	for _, at := range instants {
+		if at.After(t) {
 			break
 		}
-		if v.obj == nil {
-			last = v.at
+		node, then := c.nodeAt(name, at), c.nhcAt(nhc.Name, at)
+		if node == nil || then == nil || then.UID != nhc.UID {
+			last = at
 			continue
 		}
-		node := typedOf[corev1.Node](c, v.obj)
-		if _, matching := conditionsHold(nhc, node, v.at); !matching || !selects(nhc, node) {
-			last = v.at
+		if _, matching := conditionsHold(then, node, at); !matching || !selects(then, node) {
+			last = at
 		}
 	}
 	return last
