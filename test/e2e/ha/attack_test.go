@@ -326,19 +326,23 @@ func get(ctx context.Context, client *http.Client, url, token string) int {
 }
 
 // residentMemory is a process's resident set size in bytes.
-func residentMemory(t *testing.T, pid int) int64 {
+func residentMemory(t *testing.T, pid int) int64 { return memoryStatus(t, pid, "VmRSS") }
+
+// memoryStatus is a field of a process's /proc status in bytes: VmRSS,
+// VmHWM (the resident set's high-water mark).
+func memoryStatus(t *testing.T, pid int, field string) int64 {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	require.NoError(t, err)
 	defer f.Close()
 	lines := bufio.NewScanner(f)
 	for lines.Scan() {
-		if kb, ok := strings.CutPrefix(lines.Text(), "VmRSS:"); ok {
+		if kb, ok := strings.CutPrefix(lines.Text(), field+":"); ok {
 			n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB")), 10, 64)
 			require.NoError(t, err)
 			return n << 10
 		}
 	}
-	t.Fatalf("no VmRSS for process %d", pid)
+	t.Fatalf("no %s for process %d", field, pid)
 	return 0
 }
 

@@ -18,9 +18,10 @@ import (
 // WatchList feature gate off: older releases, or turned off), the informer
 // lists instead, and a list decoded whole holds every object whole before
 // its transform drops what others' objects carry: 300 objects of 1 MiB
-// are 300 MiB. In pages, each transformed as it comes, a list holds one
-// page whole at most.
-const listPage = 50
+// are 300 MiB, and decoding them takes twice that again. In pages, each
+// transformed as it comes, a list holds one page whole at most: 10 MiB of
+// such objects, 76 MiB of high-water mark for a whole start (measured).
+const listPage = 10
 
 // newInformer is an informer of a kind whose objects are kept as keep
 // makes them, listed in pages (listPage) and streamed where the API server
