@@ -79,6 +79,9 @@ type Checker struct {
 	// unseen are, by kind, the creates of its resources answered to a
 	// replica whose informer has not shown them (unseen.go).
 	unseen map[cluster.Kind][]unseenCreate
+	// unanswered are the remediation creates that reached the server and
+	// were not served, within unsettledHold (heldByUnanswered).
+	unanswered []unansweredCreate
 	// leaderStarted is when the leading replica started.
 	leaderStarted time.Time
 	// createTries are when each (NodeHealthCheck, node) last tried to

@@ -59,6 +59,13 @@
 //     informer has not shown (unseen.go), holds its node while its kind
 //     cannot be read: the controller cannot look it up. The checker does
 //     not follow look-ups, so there it expects less, never more.
+//   - A remediation create that a fault answered (the checker sees no
+//     answer served: a 429, a 500, the server unavailable) holds its node,
+//     and, created for a control-plane node, every control-plane node, for
+//     unsettledHold after it arrived (heldByUnanswered): after a 500 or a
+//     refused connection the controller looks it up, and when that GET
+//     fails too, its ledger holds the create until it lapses and is looked
+//     up again.
 //   - Only a replica answered 201 for a create must not send it again
 //     (repeatedCreates): one whose answer was lost, or a new replica, has
 //     nothing that tells it the resource exists.

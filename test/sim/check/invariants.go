@@ -120,6 +120,7 @@ func describe(obj *unstructured.Unstructured) string {
 // NodeHealthCheck's conditions hold for, at the API server, when the
 // request arrived.
 func (c *Checker) Write(call *apiserver.Call, resp *http.Response) {
+	c.served(call)
 	if call.Verb == "delete" && isRemediation(call.GVR) {
 		c.deletedByController(call, resp)
 		c.deleteRules(call, resp)

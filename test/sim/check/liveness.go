@@ -53,6 +53,9 @@ func (c *Checker) NextDue() time.Time {
 	for _, since := range c.escalateSince {
 		due = append(due, since.Add(escalationBound))
 	}
+	for _, u := range c.unanswered {
+		due = append(due, u.call.Arrived.Add(unsettledHold))
+	}
 	for _, w := range c.leaseWrites {
 		due = append(due, w.at.Add(leaseLag))
 	}
@@ -84,7 +87,8 @@ func (c *Checker) liveness(all []remediationObj, calm bool) {
 // and may, or "": the node has no resource, is not excluded, no one else
 // holds its lease, no other control-plane node is remediated, and the
 // NodeHealthCheck is the one the overlap rule gives the node
-// (remediatorOf), its condition has held for its duration, it is not
+// (remediatorOf), no create that a fault answered holds it
+// (heldByUnanswered), its condition has held for its duration, it is not
 // paused, its templates can be read and written, it starts no escalation,
 // its budget allows, and its status has room (statusFull). A node whose
 // remediator is held back (its budget, its duration not yet passed) waits
@@ -102,7 +106,7 @@ func (c *Checker) canRemediate(node *corev1.Node, all []remediationObj) string {
 	if v1alpha1.IsControlPlane(labels.Set(node.Labels)) && slices.ContainsFunc(all, func(r remediationObj) bool { return r.controlPlane || c.isControlPlaneNode(r.node) }) {
 		return ""
 	}
-	if c.recordedUnreadable(node) || c.heldWhileForbidden(node) {
+	if c.recordedUnreadable(node) || c.heldWhileForbidden(node) || c.heldByUnanswered(node) {
 		return ""
 	}
 	if nhc := c.remediatorOf(node); nhc != nil && c.mayRemediate(nhc, node, all) {
@@ -193,6 +197,41 @@ func (c *Checker) recordedUnreadable(node *corev1.Node) bool {
 		}
 	}
 	return false
+}
+
+// unsettledHold is how long the controller holds a create whose result it
+// could not settle: a fault answered it, and the GET that looks it up
+// failed too. Its ledger keeps the create, which holds its node and, for a
+// control-plane node, the one control-plane slot, until it lapses and is
+// looked up again (pkg/remediation's inFlightTTL; docs/remediation.md,
+// "Never twice, never lost").
+const unsettledHold = time.Minute
+
+// heldByUnanswered tells whether a create of the leading replica that a
+// fault answered (unanswered), within unsettledHold, holds a node: its own,
+// and, created for a control-plane node or on one now, every control-plane
+// node. The checker does not follow the look-up, which may have settled it
+// at once: it expects less, never more.
+func (c *Checker) heldByUnanswered(node *corev1.Node) bool {
+	now := time.Now()
+	c.unanswered = slices.DeleteFunc(c.unanswered, func(u unansweredCreate) bool { return !now.Before(u.call.Arrived.Add(unsettledHold)) })
+	controlPlane := v1alpha1.IsControlPlane(labels.Set(node.Labels))
+	leader := c.cfg.Leader()
+	for _, u := range c.unanswered {
+		if leader != "" && u.call.Client == leader && (u.node == node.Name || controlPlane && (u.controlPlane || c.isControlPlaneNode(u.node))) {
+			return true
+		}
+	}
+	return false
+}
+
+// keptByOther tells whether another NodeHealthCheck has a remediation
+// resource for a node: that one remediates the node until its resources
+// are gone (docs/remediation.md, "Overlapping NodeHealthChecks", rule 1;
+// two with resources break one-nodehealthcheck-per-node), and the others
+// leave the node alone, their next steps included.
+func keptByOther(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node, all []remediationObj) bool {
+	return slices.ContainsFunc(all, func(r remediationObj) bool { return r.node == node.Name && r.owner != "" && r.owner != nhc.UID })
 }
 
 // stepUnderWay tells whether a NodeHealthCheck's status records a step

@@ -326,13 +326,15 @@ func (c *Checker) timedOutOnRecord(nhc *v1alpha1.NodeHealthCheck, node, template
 // mayEscalate tells whether nothing documented holds back a node's next
 // step: its NodeHealthCheck acts (not deleted, paused or disabled, no storm,
 // within its budget, its kinds readable), the node is selected, not
-// excluded, unhealthy for its duration, no one else holds its lease, and,
-// for a control-plane node, no other control-plane node is remediated.
+// excluded, unhealthy for its duration, no one else holds its lease, no
+// other NodeHealthCheck has a resource for it (keptByOther), no create
+// that a fault answered holds it (heldByUnanswered), and, for a
+// control-plane node, no other control-plane node is remediated.
 func (c *Checker) mayEscalate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node, all []remediationObj) bool {
 	now := time.Now()
 	if nhc.DeletionTimestamp != nil || len(nhc.Spec.PauseRequests) > 0 || !selects(nhc, node) || excluded(node) ||
 		!conditionsExpired(nhc, node, now.Add(-time.Second)) || meta.IsStatusConditionTrue(nhc.Status.Conditions, v1alpha1.ConditionDisabled) ||
-		c.unreadableLately(nhc, now) || c.recordedUnreadable(node) || c.heldWhileForbidden(node) {
+		c.unreadableLately(nhc, now) || c.recordedUnreadable(node) || c.heldWhileForbidden(node) || c.heldByUnanswered(node) || keptByOther(nhc, node, all) {
 		return false
 	}
 	if _, storm := stormSince(nhc); storm {

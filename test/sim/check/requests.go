@@ -70,12 +70,28 @@ func (c *Checker) Attempt(call *apiserver.Call) {
 		}
 		r := resourceOf(u)
 		key = runKey{nhc: r.ownerName, node: r.node}
+		c.unanswered = append(c.unanswered, unansweredCreate{call: call, remediationObj: r})
 	case call.Verb == "list" && call.GVR == cluster.NodeHealthChecks && call.SelectedName() != "":
 		key = runKey{nhc: call.SelectedName(), node: anyNode}
 	default:
 		return
 	}
 	c.createTries[key] = append(c.createTries[key], call.Arrived)
+}
+
+// unansweredCreate is a remediation create that reached the server, until
+// its answer is served (Write): one never served was answered by a fault
+// (429, 500, the server unavailable), and after a 500 or a refused
+// connection the controller cannot tell whether it happened
+// (heldByUnanswered).
+type unansweredCreate struct {
+	call *apiserver.Call
+	remediationObj
+}
+
+// served drops a create from unanswered once its answer is served.
+func (c *Checker) served(call *apiserver.Call) {
+	c.unanswered = slices.DeleteFunc(c.unanswered, func(u unansweredCreate) bool { return u.call == call })
 }
 
 // LostAnswer counts a lease write whose answer was lost as an attempt to
