@@ -53,6 +53,23 @@ func compactedAway(nhc *v1alpha1.NodeHealthCheck, r remediationObj) bool {
 	})
 }
 
+// outgrown tells whether a small bound (Config.StatusBytes) may leave a
+// node's entry out whole: a resource of the NodeHealthCheck is of a step
+// its spec no longer has (its steps edited during an incident, which the
+// remediation guard refuses unless overridden), so an incident carries
+// records beyond the compact record of each of the spec's steps that its
+// room was counted at, and the entries under way may no longer fit twice
+// the bound.
+func outgrown(c *Checker, nhc *v1alpha1.NodeHealthCheck, node string, all []remediationObj) bool {
+	if c.cfg.StatusBytes <= 0 || listedEntry(nhc, node) != nil {
+		return false
+	}
+	steps := nhc.Spec.RemediationSteps()
+	return slices.ContainsFunc(all, func(r remediationObj) bool {
+		return r.owner == nhc.UID && stepIndex(steps, r.obj.GetKind(), r.template) < 0
+	})
+}
+
 // timedOutOn tells whether a remediation resource carries the timed-out
 // annotation.
 func timedOutOn(obj *unstructured.Unstructured) bool {

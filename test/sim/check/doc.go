@@ -52,7 +52,8 @@
 //     NodeHealthCheck uses is unreadable, or was within statusBound
 //     (unreadableLately), its status need not list every resource, and no
 //     deletion, release or escalation of its is due; a recovery's
-//     healthyDelay counts from when all can be read again
+//     healthyDelay counts from when all can be read again, or it no longer
+//     reads the one that could not be, its spec edited
 //     (countdownReadable): the controller starts it by stamping the
 //     resource, which it can do only then.
 //   - A create whose answer was lost (uncertain), or that the replica's
@@ -94,6 +95,9 @@
 //     says it has no room (StatusFull), only with a small bound
 //     (Config.StatusBytes) and while another incident of its
 //     NodeHealthCheck is under way, whose end makes room (statusFull).
+//     A small bound may leave an entry out whole once a resource of its
+//     NodeHealthCheck is of a step the spec no longer has (outgrown): the
+//     room of an incident is counted at the spec's steps.
 //   - A lease renewal is not judged while a watch is stalled, for leaseLag
 //     after a stalled watch ended, or while a watch that ended has not
 //     been opened again (watchLag): a stalled watch looks like a quiet one

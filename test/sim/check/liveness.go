@@ -344,7 +344,8 @@ func (c *Checker) mayRemediate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node,
 // that existed, and, once calm has lasted statusBound, every resource of
 // its that has existed as long, unless one of its kinds could not be read
 // within statusBound: its status then keeps what it recorded; or unless
-// the status's bound compacted its record away (compactedAway).
+// the status's bound compacted its record away (compactedAway), or left
+// its entry out once a steps edit let incidents outgrow it (outgrown).
 func (c *Checker) statuses(all []remediationObj) {
 	now := time.Now()
 	for _, nhc := range c.allNHCs() {
@@ -362,7 +363,7 @@ func (c *Checker) statuses(all []remediationObj) {
 		}
 		for _, r := range all {
 			if r.owner == nhc.UID && !listed[r.obj.GetUID()] && !now.Before(r.obj.GetCreationTimestamp().Add(statusBound)) && selectsNow(c, nhc, r.node) &&
-				!compactedAway(nhc, r) {
+				!compactedAway(nhc, r) && !outgrown(c, nhc, r.node, all) {
 				c.fail(InvStatusTruthful, "NodeHealthCheck %s's status does not list %s of node %s, created at %s", nhc.Name, describe(r.obj), r.node, r.obj.GetCreationTimestamp().Format("15:04:05"))
 			}
 		}

@@ -73,12 +73,58 @@ func (c *Checker) recoveries(all []remediationObj, calm bool) {
 // its NodeHealthCheck, and the kind of its resource, could all be read
 // again, if that is later: healthyDelay counts from the stamp the
 // controller puts on the resource, and it stamps nothing while one of them
-// is forbidden (the NodeHealthCheck stays disabled, whole, meanwhile).
+// is forbidden (the NodeHealthCheck stays disabled, whole, meanwhile). A
+// NodeHealthCheck also reads them all again when it stops reading the one
+// that could not be read (lastReadUnreadable): its spec edited to drop the
+// kind's template, or its status no longer listing its resources.
 func (c *Checker) countdownReadable(key runKey, nhc *v1alpha1.NodeHealthCheck, kind string) {
+	since, ok := c.healthySince[key]
+	if !ok {
+		return
+	}
 	again := c.readableSince(append(c.kindsRead(nhc), cluster.KindOfRemediation(kind)))
-	if since, ok := c.healthySince[key]; ok && again.After(since) {
+	if stopped := c.lastReadUnreadable(nhc, since); stopped.After(again) {
+		again = stopped
+	}
+	if again.After(since) {
 		c.healthySince[key] = again
 	}
+}
+
+// lastReadUnreadable is the last instant after from at which a version of
+// a NodeHealthCheck (its UID), as its spec and status were then, read a
+// kind that could not be read then (kindsRead, noteReadable); zero if none
+// did.
+func (c *Checker) lastReadUnreadable(nhc *v1alpha1.NodeHealthCheck, from time.Time) time.Time {
+	versions := c.nhcs[nhc.Name]
+	end := time.Now()
+	for i := len(versions) - 1; i >= 0 && end.After(from); i-- {
+		v := versions[i]
+		if v.obj == nil {
+			break
+		}
+		then := typedOf[v1alpha1.NodeHealthCheck](c, v.obj)
+		if then.UID != nhc.UID {
+			break
+		}
+		var last time.Time
+		for _, k := range c.kindsRead(then) {
+			for _, s := range c.unreadable[k] {
+				to := end
+				if !s.to.IsZero() && s.to.Before(to) {
+					to = s.to
+				}
+				if s.from.Before(to) && v.at.Before(to) && to.After(last) {
+					last = to
+				}
+			}
+		}
+		if !last.IsZero() {
+			return last
+		}
+		end = v.at
+	}
+	return time.Time{}
 }
 
 // readableSince is when the last of the kinds became readable again (zero
@@ -237,9 +283,9 @@ func (c *Checker) escalations(all []remediationObj, calm bool) {
 // runningStep is the highest step of a NodeHealthCheck whose resource for
 // a node was created in the node's incident (incidentStart), with its first
 // start then and when a resource of it first reported Succeeded=False
-// (zero if none did), unless that step is timed out on record (the last
-// one) or a later step's resource followed it; -1 otherwise. A spec edited
-// since the step started asks nothing.
+// (zero if none did), unless that step is timed out on record or by its
+// annotation (the last one) or a later step's resource followed it; -1
+// otherwise. A spec edited since the step started asks nothing.
 func (c *Checker) runningStep(nhc *v1alpha1.NodeHealthCheck, node string, steps []v1alpha1.EscalatingRemediation, now time.Time) (int, time.Time, time.Time) {
 	incident := c.incidentStart(nhc, node, now)
 	step, started, failed := -1, time.Time{}, time.Time{}
@@ -270,10 +316,20 @@ func (c *Checker) runningStep(nhc *v1alpha1.NodeHealthCheck, node string, steps 
 	if then := c.nhcAt(nhc.Name, started); then == nil || then.Generation != nhc.Generation {
 		return -1, time.Time{}, time.Time{}
 	}
-	if step == len(steps)-1 && c.timedOutOnRecord(nhc, node, steps[step].RemediationTemplate.Name) {
+	if step == len(steps)-1 && (c.timedOutOnRecord(nhc, node, steps[step].RemediationTemplate.Name) || c.timedOutSeen(nhc, node, steps[step], incident)) {
 		return -1, time.Time{}, time.Time{}
 	}
 	return step, started, failed
+}
+
+// timedOutSeen tells whether a resource of a step, created in a node's
+// incident, was seen timed out: its annotation, which holds where the
+// status's bound left the node's entry out (outgrown).
+func (c *Checker) timedOutSeen(nhc *v1alpha1.NodeHealthCheck, node string, step v1alpha1.EscalatingRemediation, incident time.Time) bool {
+	return slices.ContainsFunc(c.lives, func(l resourceLife) bool {
+		return l.owner == nhc.UID && l.node == node && l.created.After(incident) && !l.timedOut.IsZero() &&
+			stepIndex([]v1alpha1.EscalatingRemediation{step}, l.obj.GetKind(), l.template) == 0
+	})
 }
 
 // incidentStart is the last instant before t at which a node was gone,
