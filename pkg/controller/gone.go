@@ -26,7 +26,11 @@ func (c *Controller) releaseLeasesLeft(ctx context.Context, name string) (time.D
 		return 0, nil
 	}
 	// The kinds that may hold its resources are looked at once after a
-	// start; the first sync of a replica may be this one.
+	// start; the first sync of a replica may be this one. Its creates that
+	// no informer showed are looked up as a sync's are: with no
+	// NodeHealthCheck left to sync, nothing else would, and they hold its
+	// nodes.
+	c.writer.LookUpLapsed(ctx)
 	c.watchEveryKind(ctx)
 	left, err := c.observer.WatchLeft(name)
 	if err != nil {

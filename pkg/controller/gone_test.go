@@ -80,3 +80,14 @@ func TestSyncOfAGoneNodeHealthCheckReleasesTheLeasesItLeft(t *testing.T) {
 		})
 	}
 }
+
+// A deleted NodeHealthCheck's creates that no informer showed are looked
+// up in its own sync: with no NodeHealthCheck left to sync, nothing else
+// would, and the ledger would hold its nodes, and their leases, for good.
+func TestSyncOfAGoneNodeHealthCheckLooksUpItsLapsedCreates(t *testing.T) {
+	f := newSyncFixture(t, nil)
+	f.takeLeases(nil)
+	_, err := f.sync()
+	require.NoError(t, err)
+	assert.Len(t, f.remediations.syncs, 1, "the ledger looked up once")
+}

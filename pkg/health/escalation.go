@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
@@ -188,4 +189,25 @@ func (e *evaluation) exhausted(v *NodeVerdict, p *incident, overdue bool) {
 		e.p.ReleaseLeases = append(e.p.ReleaseLeases, v.Node.Name)
 	}
 	e.p.Events = append(e.p.Events, warning(EventNoTemplateLeft, v.Node.Name, fmt.Sprintf(messageNoTemplateLeft, e.in.NHC.Name, v.Node.Name)))
+}
+
+// superseded finds the resources of steps before the running one that
+// neither the last status nor an annotation shows as timed out (a lost
+// status write of a Succeeded=True step, which has no annotation): they were
+// given up when the running step started.
+func superseded(steps []step, p *incident, resources []Remediation) map[types.UID]time.Time {
+	if p.currentStep < 0 {
+		return nil
+	}
+	var found map[types.UID]time.Time
+	for i := range resources {
+		r := &resources[i]
+		if r.Ref.UID != p.current.Ref.UID && timedOutAt(r, p.record) == nil && stepOf(steps, &r.Ref, r.TemplateName) < p.currentStep {
+			if found == nil {
+				found = map[types.UID]time.Time{}
+			}
+			found[r.Ref.UID] = p.current.Created
+		}
+	}
+	return found
 }

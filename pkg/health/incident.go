@@ -93,10 +93,13 @@ func (e *evaluation) incidentOf(v *NodeVerdict, resources []Remediation, record 
 		record = nil
 	}
 	inc := progressOf(e.rules.steps, resources, record)
-	if endedAt(record) != nil && slices.ContainsFunc(resources, func(r Remediation) bool { return r.Deleting && !ofThisIncident(&r, v, record) }) {
+	deleting, undeleted := e.leftOver(v, resources, record)
+	if deleting || undeleted {
 		inc.endedAt = endedAt(record).DeepCopy()
 	}
 	switch {
+	case undeleted:
+		inc.state = incidentBlocked
 	case inc.current != nil:
 		inc.state = incidentRunning
 	case inc.deleting && e.heldStep(v, resources, inc):
@@ -111,6 +114,29 @@ func (e *evaluation) incidentOf(v *NodeVerdict, resources []Remediation, record 
 		inc.state = incidentDetected
 	}
 	return inc
+}
+
+// leftOver tells whether a node unhealthy again still has resources of
+// its ended incident: deleting, one the controller deleted at the end
+// (ofThisIncident); undeleted, one created no later than the record's mark
+// that is not being deleted though its deletion was due then (the delete
+// failed, and the node was selected again before it was sent again). A
+// relapse waits for the first to go; the second the controller does not
+// delete while the node is unhealthy, and the node waits (incidentBlocked)
+// until it recovers, or someone deletes it. Within a positive healthyDelay
+// the old resources are kept, and the relapse goes on with them.
+func (e *evaluation) leftOver(v *NodeVerdict, resources []Remediation, record *v1alpha1.UnhealthyNode) (deleting, undeleted bool) {
+	ended := endedAt(record)
+	if ended == nil {
+		return false, false
+	}
+	due := e.rules.healthyDelay >= 0 && !ended.Add(e.rules.healthyDelay).After(e.now)
+	for i := range resources {
+		r := &resources[i]
+		deleting = deleting || (r.Deleting && !ofThisIncident(r, v, record))
+		undeleted = undeleted || (due && !r.Deleting && !r.Created.After(ended.Time))
+	}
+	return deleting, undeleted
 }
 
 // progressOf finds the running step and the next one from a node's
@@ -331,27 +357,6 @@ func (e *evaluation) stepEnd(node string, inc *incident) stepEnd {
 		end.at, end.overdue = overdueAt, true
 	}
 	return end
-}
-
-// superseded finds the resources of steps before the running one that
-// neither the last status nor an annotation shows as timed out (a lost
-// status write of a Succeeded=True step, which has no annotation): they were
-// given up when the running step started.
-func superseded(steps []step, p *incident, resources []Remediation) map[types.UID]time.Time {
-	if p.currentStep < 0 {
-		return nil
-	}
-	var found map[types.UID]time.Time
-	for i := range resources {
-		r := &resources[i]
-		if r.Ref.UID != p.current.Ref.UID && timedOutAt(r, p.record) == nil && stepOf(steps, &r.Ref, r.TemplateName) < p.currentStep {
-			if found == nil {
-				found = map[types.UID]time.Time{}
-			}
-			found[r.Ref.UID] = p.current.Created
-		}
-	}
-	return found
 }
 
 // recordOf is the record a node's incident leaves in its status entry: its

@@ -185,3 +185,23 @@ func TestANodeIsHeldOnRecordWhileAStepIsUnderWay(t *testing.T) {
 		})
 	}
 }
+
+// A node selected again while a resource of its ended incident is still
+// there and not being deleted (its deletion at the end failed, and was not
+// sent again before the node was selected again) waits: the resource is of
+// no later incident, so its clock is not the new incident's, and the
+// controller deletes nothing while the node is unhealthy.
+func TestANodeSelectedAgainWaitsForWhatItsEndedIncidentLeft(t *testing.T) {
+	old := remediationOf(templateA, "sick", 6*time.Minute)
+	mark := metav1.NewTime(now.Add(-time.Minute))
+	entry := &v1alpha1.UnhealthyNode{Name: "sick", ConditionsHealthyTimestamp: &mark, Remediations: []*v1alpha1.Remediation{
+		{Resource: old.Ref, Started: metav1.NewTime(old.Created), TemplateName: templateA.Name},
+	}}
+	nhc := testNHC(threeSteps(), withStatus(v1alpha1.NodeHealthCheckStatus{UnhealthyNodes: []*v1alpha1.UnhealthyNode{entry}}))
+	d := decide(Input{NHC: nhc, Nodes: []*Node{testNode("sick", notReady(time.Hour))}, Remediations: map[string][]Remediation{"sick": {old}}, Now: now})
+	assert.Empty(t, d.TimeOut, "the old step's clock is not this incident's")
+	assert.Empty(t, d.Create)
+	assert.Empty(t, d.Delete, "nothing is deleted while the node is unhealthy")
+	assert.Equal(t, WaitDeletion, verdictOf(d, "sick").Waiting)
+	assert.Equal(t, &mark, entryOf(d, "sick").ConditionsHealthyTimestamp, "the record keeps the end of the last incident")
+}
