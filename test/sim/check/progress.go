@@ -336,29 +336,36 @@ func (c *Checker) timedOutSeen(nhc *v1alpha1.NodeHealthCheck, node string, step 
 // not selected by a NodeHealthCheck as its spec was then (a relabelled
 // node or an edited selector; the NodeHealthCheck deleted or created
 // again), or matched none of its unhealthy conditions: each ends an
-// incident, and the controller deletes the node's resources then.
+// incident, and the controller deletes the node's resources then. Every
+// version counts, also one followed by another in the same instant: a
+// recovery that lasted no time may still have been seen.
 func (c *Checker) incidentStart(nhc *v1alpha1.NodeHealthCheck, name string, t time.Time) time.Time {
-	var instants []time.Time
-	for _, v := range c.nodes[name] {
-		instants = append(instants, v.at)
-	}
-	for _, v := range c.nhcs[nhc.Name] {
-		instants = append(instants, v.at)
-	}
-	slices.SortFunc(instants, time.Time.Compare)
 	var last time.Time
-	for _, at := range instants {
-		if at.After(t) {
-			break
+	ends := func(at time.Time, node *corev1.Node, then *v1alpha1.NodeHealthCheck) {
+		if at.After(t) || !at.After(last) {
+			return
 		}
-		node, then := c.nodeAt(name, at), c.nhcAt(nhc.Name, at)
 		if node == nil || then == nil || then.UID != nhc.UID {
 			last = at
-			continue
+			return
 		}
 		if _, matching := conditionsHold(then, node, at); !matching || !selects(then, node) {
 			last = at
 		}
+	}
+	for _, v := range c.nodes[name] {
+		var node *corev1.Node
+		if v.obj != nil {
+			node = typedOf[corev1.Node](c, v.obj)
+		}
+		ends(v.at, node, c.nhcAt(nhc.Name, v.at))
+	}
+	for _, v := range c.nhcs[nhc.Name] {
+		var then *v1alpha1.NodeHealthCheck
+		if v.obj != nil {
+			then = typedOf[v1alpha1.NodeHealthCheck](c, v.obj)
+		}
+		ends(v.at, c.nodeAt(name, v.at), then)
 	}
 	return last
 }
