@@ -329,6 +329,19 @@ func (f *inFlight) forget(nhc string) {
 	}
 }
 
+// forgetKind drops the creates of a kind the API no longer serves, and
+// the control-plane slot with them: its resources went with its CRD, and
+// no look-up of them would answer anything else.
+func (f *inFlight) forgetKind(gvr schema.GroupVersionResource) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for key := range f.writes {
+		if key.creation() && key.resource == gvr {
+			delete(f.writes, key)
+		}
+	}
+}
+
 // add records a write, which lapses after inFlightTTL; f.mu is held.
 func (f *inFlight) add(key writeKey, w write) {
 	w.lapses = f.clock.Now().Add(inFlightTTL)

@@ -230,3 +230,25 @@ func TestALapsedCreateHoldsItsNodeWhileLookedUp(t *testing.T) {
 	f.lookedUp(lapsed[0], nil)
 	assert.Empty(t, f.pendingNodes("workers"), "looked up gone")
 }
+
+// A kind the API no longer serves takes its creates out of the ledger, the
+// control-plane slot with them: its resources went with its CRD, and the
+// other control-plane nodes need not wait for a look-up to say so.
+func TestAKindNoLongerServedFreesItsSlot(t *testing.T) {
+	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
+	f := newInFlight(clock)
+	r, err := newRemediation(testTemplate(nil), testNHC, "master-0", true)
+	require.NoError(t, err)
+	r.SetUID("r-uid")
+	key := createKey(testNHC.Name, testGVR, r.GetNamespace(), "master-0", "reboot")
+	require.NoError(t, f.book(key, r.GetName(), true, true, nobody))
+	f.created(key, r.GetUID())
+	f.settle(testGVR, r, false)
+	require.Equal(t, []string{"master-0"}, f.controlPlaneNodes())
+
+	f.forgetKind(schema.GroupVersionResource{Group: "other.example.com", Version: "v1", Resource: "others"})
+	assert.Equal(t, []string{"master-0"}, f.controlPlaneNodes(), "another kind's forgetting frees nothing")
+	f.forgetKind(testGVR)
+	assert.Empty(t, f.controlPlaneNodes(), "the slot is free")
+	assert.Empty(t, f.writes)
+}

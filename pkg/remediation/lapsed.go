@@ -68,13 +68,15 @@ func (w *Writer) unseen(ctx context.Context, gvr schema.GroupVersionResource, na
 }
 
 // forgetUnserved drops what the caches of kinds stopped for a lasting
-// error showed once the API no longer serves them (looked up again at most
+// error showed, and the ledger's creates of them, once the API no longer
+// serves them (looked up again at most
 // every 10 s while there are such kinds): a CRD's resources are deleted
 // with it. An uninstalled kind whose role went too answers 403, not 404,
 // and would otherwise hold its nodes for good.
 func (o *Observer) forgetUnserved() {
 	for _, gvr := range o.informers.Remembering() {
 		if !o.templates.served(gvr) {
+			o.inFlight.forgetKind(gvr)
 			o.informers.ForgetUnserved(gvr)
 		}
 	}
