@@ -45,7 +45,7 @@ var mutations = []mutation{
 	{
 		Name: "anti-loop", Rule: "a node whose unhealthy condition changed keeps its remediation",
 		File:  "pkg/health/evaluate.go",
-		Edits: []edit{{Old: "\t\te.clearHealthyDelay(resources)\n\t\tv.Listed = len(resources) > 0 || previous != nil", New: "\t\te.recover(v, resources, previous)\n\t\tv.Listed = len(resources) > 0 || previous != nil"}},
+		Edits: []edit{{Old: "\t\te.clearHealthyDelay(resources)\n\t\tv.Listed = len(resources) > 0 || previous != nil", New: "\t\tv.incident.endedAt = &metav1.Time{Time: e.now}\n\t\te.recover(v, resources)\n\t\tv.Listed = len(resources) > 0 || previous != nil"}},
 	},
 	{
 		Name: "no-confirmation", Rule: "never create from a stale picture: the node is confirmed before a create",
@@ -133,7 +133,7 @@ var mutations = []mutation{
 	{
 		Name: "bound-forgets", Rule: "what the status bound leaves out changes no decision",
 		File:  "pkg/health/status_bounds.go",
-		Edits: []edit{{Old: "if gone && rem.TimedOut != nil && stepOf(steps, &rem.Resource, rem.TemplateName) < lastTimedOut {", New: "if rem.TimedOut != nil && stepOf(steps, &rem.Resource, rem.TemplateName) < lastTimedOut {"}},
+		Edits: []edit{{Old: "if gone && rem.TimedOut != nil && stepOf(steps, &rem.Resource, rem.TemplateName) < lastTimedOut {", New: "if (gone || true) && rem.TimedOut != nil && stepOf(steps, &rem.Resource, rem.TemplateName) < lastTimedOut {"}},
 	},
 	{
 		Name: "reselected-continues", Rule: "a node selected again starts at the first step, on a fresh clock",
