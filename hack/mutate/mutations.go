@@ -135,9 +135,4 @@ var mutations = []mutation{
 		File:  "pkg/health/status_bounds.go",
 		Edits: []edit{{Old: "if gone && rem.TimedOut != nil && stepOf(steps, &rem.Resource, rem.TemplateName) < lastTimedOut {", New: "if (gone || true) && rem.TimedOut != nil && stepOf(steps, &rem.Resource, rem.TemplateName) < lastTimedOut {"}},
 	},
-	{
-		Name: "reselected-continues", Rule: "a node selected again starts at the first step, on a fresh clock",
-		File:  "pkg/health/status.go",
-		Edits: []edit{{Old: "entry.ConditionsHealthyTimestamp = orphanEnd(previous[node], b.in.Now)", New: "entry.ConditionsHealthyTimestamp = endedAt(previous[node])"}},
-	},
 }
