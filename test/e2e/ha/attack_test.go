@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -45,10 +44,10 @@ const (
 	// attackRSSBound is the controller's resident memory the attack must
 	// stay under, as docs/operating.md states it.
 	attackRSSBound = 192 << 20
-	// attackSocketBound is what the kernel may hold of what the ports'
+	// attackSocketBound is what the ports' sockets may hold of what their
 	// peers sent and the controller has not read, as docs/operating.md
-	// states it: 2,304 bytes a socket, every parked one and the accept
-	// queue full, on both ports.
+	// states the kernel's memory for it: 2,304 bytes a socket, every
+	// parked one and the accept queue full, on both ports.
 	attackSocketBound = 2 * 46 << 20
 	// deploymentMemoryLimit is the GOMEMLIMIT the Deployment's 320 MiB
 	// limit sets (90%).
@@ -272,31 +271,42 @@ func watchThroughTheAttack(ctx, attack context.Context, t *testing.T, c *framewo
 	return attackWatch{probeFailures: probeFailures, scrapeFailures: scrapeFailures, probes: probes, scrapes: scrapes, maxRSS: maxRSS, maxSockets: maxSockets}
 }
 
-// receivedUnread is the kernel memory the sockets of the ports at these
-// addresses hold for what their peers sent (ss's skmem r: their receive
-// queues, with the kernel's bookkeeping).
+// receivedUnread is what the sockets of the ports at these addresses
+// hold of what their peers sent and the controller has not read: the
+// receive queues of /proc/net/tcp and tcp6 (bytes of data; the kernel's
+// bookkeeping takes as much again at most).
 func receivedUnread(t *testing.T, addresses ...string) int64 {
 	t.Helper()
-	var filter []string
+	ports := map[string]bool{}
 	for _, address := range addresses {
 		_, port, err := net.SplitHostPort(address)
 		require.NoError(t, err)
-		filter = append(filter, "sport = :"+port)
+		n, err := strconv.Atoi(port)
+		require.NoError(t, err)
+		ports[fmt.Sprintf("%04X", n)] = true
 	}
-	out, err := exec.Command("ss", "-tmnH", "state", "all", "( "+strings.Join(filter, " or ")+" )").Output()
-	require.NoError(t, err)
 	var total int64
-	for _, field := range strings.Fields(string(out)) {
-		skmem, ok := strings.CutPrefix(field, "skmem:(")
-		if !ok {
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		data, err := os.ReadFile(table)
+		if os.IsNotExist(err) {
 			continue
 		}
-		for _, part := range strings.Split(strings.TrimSuffix(skmem, ")"), ",") {
-			if n, ok := strings.CutPrefix(part, "r"); ok && !strings.HasPrefix(n, "b") {
-				bytes, err := strconv.ParseInt(n, 10, 64)
-				require.NoError(t, err)
-				total += bytes
+		require.NoError(t, err)
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			fields := strings.Fields(line)
+			// local_address, st, tx_queue:rx_queue; a listening socket's
+			// rx_queue counts connections waiting to be accepted.
+			if len(fields) < 5 || fields[3] == "0A" {
+				continue
 			}
+			_, port, _ := strings.Cut(fields[1], ":")
+			_, rx, _ := strings.Cut(fields[4], ":")
+			if !ports[port] {
+				continue
+			}
+			queued, err := strconv.ParseInt(rx, 16, 64)
+			require.NoError(t, err)
+			total += queued
 		}
 	}
 	return total
