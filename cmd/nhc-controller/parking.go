@@ -18,8 +18,8 @@ const maxParked = 16384
 // for an answer keeps waiting, instead of coming back at once with a new
 // connection for the port to accept, read and close again. Each costs the
 // process its socket, a few hundred bytes, and the kernel what its peer
-// sent and nobody reads, at most 2,304 bytes with its bookkeeping
-// (receiveBuffer): 37 MiB a port at maxParked.
+// sent and nobody reads, at most 8 KiB with its bookkeeping
+// (receiveBuffer).
 type parkingLot struct {
 	mu sync.Mutex
 	// parked are oldest first; deadlines come in about that order, as

@@ -7,15 +7,14 @@ import (
 )
 
 // receiveBuffer is the receive buffer the ports' sockets ask the kernel
-// for: the least it grants (Linux: 2,304 bytes with its bookkeeping, about
-// 1 KiB of data). Without it the kernel grows each buffer with what the
-// peer sends, tens of KiB a socket: memory charged to the pod that no
-// budget of the process counts, kept on every connection that is parked
-// or waits in the accept queue. Accepted sockets inherit it from the
-// listener. What the ports serve is a few hundred bytes a request (a
-// probe, a scrape, a TLS ClientHello), read as it comes; a larger one
-// takes a few more round trips.
-const receiveBuffer = 1
+// for; Linux doubles it for its bookkeeping, so a socket holds at most
+// about 4 KiB its peer sent and the process has not read. Without it the
+// kernel grows each buffer with what the peer sends, to 128 KiB: memory
+// charged to the pod that no budget of the process counts, kept on every
+// connection that is parked or waits in the accept queue. Accepted sockets
+// inherit it from the listener. The least buffer the kernel grants (about
+// 1 KiB of data) made kubelet probes time out under attack.
+const receiveBuffer = 4 << 10
 
 // listen listens on address with receiveBuffer.
 func listen(address string) (net.Listener, error) {

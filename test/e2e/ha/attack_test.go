@@ -45,10 +45,9 @@ const (
 	// stay under, as docs/operating.md states it.
 	attackRSSBound = 192 << 20
 	// attackSocketBound is what the ports' sockets may hold of what their
-	// peers sent and the controller has not read, as docs/operating.md
-	// states the kernel's memory for it: 2,304 bytes a socket, every
-	// parked one and the accept queue full, on both ports.
-	attackSocketBound = 2 * 46 << 20
+	// peers sent and the controller has not read through the attack, as
+	// docs/operating.md states it (25 MiB measured).
+	attackSocketBound = 64 << 20
 	// deploymentMemoryLimit is the GOMEMLIMIT the Deployment's 320 MiB
 	// limit sets (90%).
 	deploymentMemoryLimit = "GOMEMLIMIT=288MiB"
