@@ -43,11 +43,7 @@ func Status(in Input, p *Plan, out *Outcome) v1alpha1.NodeHealthCheckStatus {
 		ObservedGeneration: in.NHC.Generation,
 	}
 	var compacted bool
-	budget := in.StatusBytes
-	if budget <= 0 {
-		budget = DefaultStatusBytes
-	}
-	status.UnhealthyNodes, b.unlisted, compacted = bound(b.p.rules.steps, entries, budget, in.Remediations)
+	status.UnhealthyNodes, b.unlisted, compacted = bound(b.p.rules.steps, entries, in.statusBytes(), in.Remediations)
 	for _, entry := range status.UnhealthyNodes {
 		if len(entry.Remediations) > 0 && !compacted {
 			if status.InFlightRemediations == nil {

@@ -111,6 +111,14 @@ func entrySize(entry *v1alpha1.UnhealthyNode, inFlight bool) int {
 	return size
 }
 
+// statusBytes is Input.StatusBytes, or DefaultStatusBytes for 0.
+func (in *Input) statusBytes() int {
+	if in.StatusBytes <= 0 {
+		return DefaultStatusBytes
+	}
+	return in.StatusBytes
+}
+
 // entryBytes estimates the bytes of an entry without its records.
 func entryBytes(node string) int { return len(node) + 20 }
 
@@ -129,12 +137,8 @@ func (e *evaluation) remembers(node string) bool {
 	if e.remembered < 0 {
 		e.remembered = e.incidentBytes()
 	}
-	budget := e.in.StatusBytes
-	if budget <= 0 {
-		budget = DefaultStatusBytes
-	}
 	add := entryBytes(node) + max(1, len(e.rules.steps))*e.rules.largestRecord()
-	if e.remembered+add > memoryFactor*budget {
+	if e.remembered+add > memoryFactor*e.in.statusBytes() {
 		return false
 	}
 	e.remembered += add

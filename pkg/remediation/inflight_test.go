@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kubefake "k8s.io/client-go/kubernetes/fake"
@@ -121,12 +122,7 @@ func TestAnotherNodeHealthChecksLapsedCreateStillHoldsItsNode(t *testing.T) {
 func TestAControlPlaneCreateHoldsTheSlotUntilItsResourceIsGone(t *testing.T) {
 	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
 	f := newInFlight(clock)
-	r, err := newRemediation(testTemplate(nil), testNHC, "master-0", true)
-	require.NoError(t, err)
-	r.SetUID("r-uid")
-	key := createKey(testNHC.Name, testGVR, r.GetNamespace(), "master-0", "reboot")
-	require.NoError(t, f.book(key, r.GetName(), true, true, nobody))
-	f.created(key, r.GetUID())
+	r, key := createdControlPlaneRemediation(t, f)
 
 	other := createKey("others", testGVR, r.GetNamespace(), "master-1", "reboot")
 	var busy *controlPlaneBusyError
@@ -237,12 +233,7 @@ func TestALapsedCreateHoldsItsNodeWhileLookedUp(t *testing.T) {
 func TestAKindNoLongerServedFreesItsSlot(t *testing.T) {
 	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
 	f := newInFlight(clock)
-	r, err := newRemediation(testTemplate(nil), testNHC, "master-0", true)
-	require.NoError(t, err)
-	r.SetUID("r-uid")
-	key := createKey(testNHC.Name, testGVR, r.GetNamespace(), "master-0", "reboot")
-	require.NoError(t, f.book(key, r.GetName(), true, true, nobody))
-	f.created(key, r.GetUID())
+	r, _ := createdControlPlaneRemediation(t, f)
 	f.settle(testGVR, r, false)
 	require.Equal(t, []string{"master-0"}, f.controlPlaneNodes())
 
@@ -251,4 +242,17 @@ func TestAKindNoLongerServedFreesItsSlot(t *testing.T) {
 	f.forgetKind(testGVR)
 	assert.Empty(t, f.controlPlaneNodes(), "the slot is free")
 	assert.Empty(t, f.writes)
+}
+
+// createdControlPlaneRemediation books and answers the create of
+// master-0's remediation, which takes the control-plane slot.
+func createdControlPlaneRemediation(t *testing.T, f *inFlight) (*unstructured.Unstructured, writeKey) {
+	t.Helper()
+	r, err := newRemediation(testTemplate(nil), testNHC, "master-0", true)
+	require.NoError(t, err)
+	r.SetUID("r-uid")
+	key := createKey(testNHC.Name, testGVR, r.GetNamespace(), "master-0", "reboot")
+	require.NoError(t, f.book(key, r.GetName(), true, true, nobody))
+	f.created(key, r.GetUID())
+	return r, key
 }

@@ -50,18 +50,24 @@ func largeTemplate(namespace, name string) *unstructured.Unstructured {
 // namespace of their own, deleted when the test ends.
 func createLargeTemplates(t *testing.T, namespace string, first, count int) {
 	t.Helper()
-	ctx := context.Background()
-	_, err := env.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
+	ownNamespace(t, namespace)
+	for i := first; i < first+count; i++ {
+		_, err := env.Dynamic.Resource(framework.TemplateResource).Namespace(namespace).Create(context.Background(), largeTemplate(namespace, fmt.Sprint("large-", i)), metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+}
+
+// ownNamespace creates a namespace, unless it exists, deleted when the
+// test ends.
+func ownNamespace(t *testing.T, namespace string) {
+	t.Helper()
+	_, err := env.Kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
 	if !apierrors.IsAlreadyExists(err) {
 		require.NoError(t, err)
 	}
 	t.Cleanup(func() {
 		_ = env.Kube.CoreV1().Namespaces().Delete(context.Background(), namespace, metav1.DeleteOptions{})
 	})
-	for i := first; i < first+count; i++ {
-		_, err := env.Dynamic.Resource(framework.TemplateResource).Namespace(namespace).Create(ctx, largeTemplate(namespace, fmt.Sprint("large-", i)), metav1.CreateOptions{})
-		require.NoError(t, err)
-	}
 }
 
 // settledMemory is the controller's resident memory once it settled: the

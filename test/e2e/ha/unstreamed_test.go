@@ -9,8 +9,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -61,16 +59,9 @@ func TestAListWithoutStreamingHoldsAPageOfUnownedObjects(t *testing.T) {
 // deleted when the test ends.
 func createUnownedRemediations(t *testing.T, namespace string, count int) {
 	t.Helper()
-	ctx := context.Background()
-	_, err := env.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
-	if !apierrors.IsAlreadyExists(err) {
-		require.NoError(t, err)
-	}
-	t.Cleanup(func() {
-		_ = env.Kube.CoreV1().Namespaces().Delete(context.Background(), namespace, metav1.DeleteOptions{})
-	})
+	ownNamespace(t, namespace)
 	for i := range count {
-		_, err := env.Dynamic.Resource(framework.RemediationResource).Namespace(namespace).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		_, err := env.Dynamic.Resource(framework.RemediationResource).Namespace(namespace).Create(context.Background(), &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "test.medik8s.io/v1alpha1", "kind": "TestRemediation",
 			"metadata": map[string]any{"name": fmt.Sprint("unowned-", i), "namespace": namespace},
 			"spec":     map[string]any{"fill": strings.Repeat("x", largeObjectBytes-1024)},

@@ -69,7 +69,7 @@ func (inf *Informers) recordFailing(gvr schema.GroupVersionResource, err error, 
 			inf.unread[gvr] = inf.clock.Now()
 		}
 		if r.retried != nil && apierrors.ReasonForError(r.retried) == apierrors.ReasonForError(err) {
-			users = append([]string{}, sets.List(inf.users(gvr))...)
+			users = sets.List(inf.users(gvr))
 		}
 		last = r.shows()
 		r.stop()
