@@ -80,7 +80,7 @@ type evaluation struct {
 
 func evaluate(in health.Input) *evaluation {
 	e := &evaluation{in: in, plan: health.Evaluate(in), explained: map[string]*health.Explanation{}}
-	explanations := e.plan.Explain(in)
+	explanations := e.plan.Explain()
 	for i := range explanations {
 		e.explained[explanations[i].Node] = &explanations[i]
 	}

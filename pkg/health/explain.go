@@ -70,8 +70,8 @@ type Explanation struct {
 }
 
 // Explain explains the plan's verdict on every selected node that is not
-// healthy, in input order. in is the input the plan was made from.
-func (p *Plan) Explain(in Input) []Explanation {
+// healthy, in input order.
+func (p *Plan) Explain() []Explanation {
 	creates := make(map[string]bool, len(p.Create))
 	for _, c := range p.Create {
 		creates[c.Node] = true

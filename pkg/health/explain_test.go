@@ -14,7 +14,7 @@ import (
 func explain(in Input) map[string]Explanation {
 	plan := Evaluate(in)
 	byNode := map[string]Explanation{}
-	for _, x := range plan.Explain(in) {
+	for _, x := range plan.Explain() {
 		byNode[x.Node] = x
 	}
 	return byNode

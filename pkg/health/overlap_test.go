@@ -125,7 +125,7 @@ func TestAnotherNodeHealthCheckRemediatesASharedNode(t *testing.T) {
 			assert.Equal(t, v1alpha1.PhaseEnabled, d.Status.Phase)
 			assert.Equal(t, "NHC is enabled, no ongoing remediation; 1 unhealthy nodes wait: 1 left to the NodeHealthChecks that remediate them ("+tc.wantBy+")", d.Status.Reason)
 
-			x := d.Explain(in)
+			x := d.Explain()
 			require.Len(t, x, 1)
 			assert.Equal(t, tc.wantBy, x[0].RemediatedBy)
 			assert.Equal(t, tc.wantBecause, x[0].Because)
