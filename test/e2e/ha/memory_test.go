@@ -28,12 +28,15 @@ const (
 	// in the code that handles them, once.
 	unrelatedObjects, warmUpObjects = 1000, 50
 	// unrelatedGrowthBound is the most the controller's resident memory may
-	// grow for them, as docs/operating.md states it: a template kind is
-	// watched for metadata alone, and each costs a shell of its name.
-	unrelatedGrowthBound = 1 << 20
+	// grow for them: 2 KiB an object. A template kind is watched for
+	// metadata alone and each object costs a shell of its name, about 250
+	// bytes (docs/operating.md); the rest is heap the Go runtime has not
+	// returned yet, which varies by a few hundred KiB from run to run. An
+	// object kept whole would cost 1 MiB, 500 times the bound.
+	unrelatedGrowthBound = unrelatedObjects * 2 << 10
 	// restartedGrowthBound bounds a restarted controller, which lists them
 	// all at once, against the first before them.
-	restartedGrowthBound = 2 << 20
+	restartedGrowthBound = unrelatedObjects * 3 << 10
 )
 
 // largeTemplate is a TestRemediationTemplate whose spec.template holds
