@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,15 +36,21 @@ func (c *Controller) confirmation(ctx context.Context, name string, plan *health
 	// Creates are checked in parallel and share one read of the
 	// NodeHealthCheck. It starts with the sync's creates, beside their
 	// leases, rather than after the first, which would wait for it. A
-	// failed read is not kept: the next create reads again.
+	// failed read is not kept: the next create reads again. The read is
+	// one at a time, behind a channel rather than a mutex, so that a create
+	// waiting for it gives up with its context.
 	var (
-		mu      sync.Mutex
+		reading = make(chan struct{}, 1)
 		liveNHC *metav1.ObjectMeta
 		nhcRead bool
 	)
 	readNHC := func(ctx context.Context) (*metav1.ObjectMeta, error) {
-		mu.Lock()
-		defer mu.Unlock()
+		select {
+		case reading <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		defer func() { <-reading }()
 		if nhcRead {
 			return liveNHC, nil
 		}

@@ -121,7 +121,9 @@ func TestACreateIsConfirmedAgainstTheNodeHealthCheckAtTheAPIServer(t *testing.T)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newSyncFixture(t, workersNHC(), notReady("worker-1", longAgo), notReady("worker-2", longAgo), healthyNode("worker-3"))
+			nhc := workersNHC()
+			f := newSyncFixture(t, nhc, notReady("worker-1", longAgo), notReady("worker-2", longAgo), healthyNode("worker-3"))
+			f.remediating(t, nhc, "worker-4")
 			f.liveNHCs.live = map[string]*v1alpha1.NodeHealthCheck{}
 			if tt.live != nil {
 				f.liveNHCs.live["workers"] = tt.live
@@ -194,8 +196,10 @@ func TestASyncsNodeReadsAreAtLeastAsNewAsItsFirst(t *testing.T) {
 		{"failed", apierrors.NewServiceUnavailable("overloaded"), []string{"", "", ""}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newSyncFixture(t, workersNHC(), notReady("worker-1", longAgo), notReady("worker-2", longAgo),
+			nhc := workersNHC()
+			f := newSyncFixture(t, nhc, notReady("worker-1", longAgo), notReady("worker-2", longAgo),
 				notReady("worker-3", longAgo), healthyNode("worker-4"))
+			f.remediating(t, nhc, "worker-5")
 			f.liveNodes.err = tt.readErr
 			_, err := f.sync()
 			assert.Equal(t, tt.readErr != nil, err != nil, "%v", err)

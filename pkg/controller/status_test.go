@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -12,15 +13,16 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
 
-// In a storm, nodes that failed a second apart are due a second apart: the
-// sync that creates the first second's remediations leaves its status to the
-// next second's sync, which then does not wait for that write, and which
-// writes both; a status is never more than one sync behind.
+// A sync that created remediations leaves its status to the next second's
+// sync once the stored status shows the remediation guard a remediation
+// (here worker-0's): one status behind at most.
 func TestASyncThatCreatedLeavesItsStatusToTheNextSecondsSync(t *testing.T) {
 	const condition = 300 * time.Second
 	second := func(n int) time.Time { return t0.Add(time.Duration(n)*time.Second - condition) }
-	f := newSyncFixture(t, workersNHC(), notReady("worker-1", second(0)), notReady("worker-2", second(1)),
+	nhc := workersNHC()
+	f := newSyncFixture(t, nhc, notReady("worker-1", second(0)), notReady("worker-2", second(1)),
 		notReady("worker-3", second(2)), healthyNode("worker-4"))
+	f.remediating(t, nhc, "worker-0")
 	created := func(node string) {
 		ref := createdRef(health.Creation{Node: node, Template: snrTemplate})
 		f.remediations.obs.Remediations[node] = []health.Remediation{{Ref: ref, TemplateName: snrTemplate.Name, Created: f.clock.Now()}}
@@ -55,7 +57,7 @@ func TestASyncThatCreatedLeavesItsStatusToTheNextSecondsSync(t *testing.T) {
 	assert.Len(t, withReason(events, health.EventRemediationCreated), 1)
 	assert.Empty(t, withReason(events, "Enabled"), "decided from the status left to it: no transition told twice")
 	require.Len(t, f.statuses.written, 1, "one status behind at most: written, with both seconds")
-	remediated(t, "worker-1", "worker-2")
+	remediated(t, "worker-0", "worker-1", "worker-2")
 
 	created("worker-2")
 	f.clock.Step(time.Second)
@@ -63,7 +65,72 @@ func TestASyncThatCreatedLeavesItsStatusToTheNextSecondsSync(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, f.remediations.creates(), 3)
 	require.Len(t, f.statuses.written, 2, "nothing due next: written at once")
-	remediated(t, "worker-1", "worker-2", "worker-3")
+	remediated(t, "worker-0", "worker-1", "worker-2", "worker-3")
+}
+
+// While the stored status shows the remediation guard no remediation, a
+// sync creates one and writes its status at once, though more nodes are
+// due and the next sync follows at once: the guard, which reads the stored
+// status, is blind to one create at most, never to a storm's first batch
+// left to the next sync.
+func TestTheFirstCreateReachesTheStoredStatusBeforeTheNext(t *testing.T) {
+	f := newSyncFixture(t, workersNHC(), notReady("worker-1", longAgo), notReady("worker-2", longAgo),
+		notReady("worker-3", longAgo), notReady("worker-4", t0.Add(time.Second-300*time.Second)))
+
+	d, err := f.sync()
+	require.NoError(t, err)
+	require.Len(t, f.remediations.creates(), 1, "one create while the guard sees none")
+	require.Len(t, f.statuses.written, 1, "its status written at once")
+	status := f.lastStatus(t)
+	assert.True(t, health.ShowsRemediation(&status), "the stored status shows the guard the remediation")
+	assert.Equal(t, time.Millisecond, d, "the rest follow at once")
+
+	created := f.remediations.creates()[0]
+	f.remediations.obs.Remediations[created.Node] = []health.Remediation{{Ref: createdRef(created), TemplateName: snrTemplate.Name, Created: f.clock.Now()}}
+	_, err = f.sync()
+	require.NoError(t, err)
+	assert.Len(t, f.remediations.creates(), 3, "the rest of the batch in one sync")
+	assert.Len(t, f.statuses.written, 1, "left to the next second's sync, the guard seeing the first")
+}
+
+// A create whose status write failed is the last one until a status shows
+// it: the next sync creates nothing, says why, writes the status, and only
+// the sync after that goes on.
+func TestNoCreateFollowsOneTheStoredStatusDoesNotShow(t *testing.T) {
+	f := newSyncFixture(t, workersNHC(), notReady("worker-1", longAgo), notReady("worker-2", longAgo))
+	f.statuses.err = errors.New("etcdserver: request timed out")
+	_, err := f.sync()
+	require.Error(t, err)
+	require.Len(t, f.remediations.creates(), 1)
+
+	first := f.remediations.creates()[0]
+	f.remediations.obs.Remediations[first.Node] = []health.Remediation{{Ref: createdRef(first), TemplateName: snrTemplate.Name, Created: f.clock.Now()}}
+	f.statuses.err = nil
+	d, err := f.sync()
+	require.NoError(t, err)
+	assert.Len(t, f.remediations.creates(), 1, "no create while the stored status shows none")
+	assert.Equal(t, notReadyRequeue, d)
+	status := f.lastStatus(t)
+	assert.True(t, health.ShowsRemediation(&status), "the status write shows the first")
+
+	_, err = f.sync()
+	require.NoError(t, err)
+	assert.Len(t, f.remediations.creates(), 2, "then the next")
+}
+
+// remediating makes a node unhealthy since longAgo with a remediation that
+// the stored status lists: the remediation guard sees the NodeHealthCheck
+// remediate.
+func (f *syncFixture) remediating(t *testing.T, nhc *v1alpha1.NodeHealthCheck, node string) {
+	t.Helper()
+	f.setNode(t, notReady(node, longAgo))
+	ref := createdRef(health.Creation{Node: node, Template: snrTemplate})
+	started := t0.Add(-time.Minute)
+	f.remediations.obs.Remediations[node] = []health.Remediation{{Ref: ref, TemplateName: snrTemplate.Name, Created: started}}
+	nhc.Status.UnhealthyNodes = append(nhc.Status.UnhealthyNodes, &v1alpha1.UnhealthyNode{Name: node, Remediations: []*v1alpha1.Remediation{
+		{Resource: ref, Started: metav1.NewTime(started), TemplateName: snrTemplate.Name},
+	}})
+	f.setNHC(t, nhc)
 }
 
 // A sync that ends a node's incident (its remediation deleted on recovery)

@@ -53,6 +53,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 		return 0, err
 	}
 	in, caughtUp, err := c.input(ctx, nhc, &obs)
+	in.MaxCreations, in.CreatesHeld = creationsBound(stored, &obs)
 	if err != nil {
 		return 0, err
 	}
@@ -84,7 +85,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 		logger.V(2).Info("Cannot evaluate", "reason", plan.Problem.Reason, "message", plan.Problem.Message)
 		return health.Sooner(problemRequeue, obs.RefreshAfter), statusErr
 	}
-	requeueAfter := c.requeueAfter(&plan, &out, &obs)
+	requeueAfter := c.requeueAfter(&plan, &out, &obs, in.CreatesHeld)
 	written, statusErr := c.recordStatus(ctx, stored, status, leavesStatus(stored, &status, &out, requeueAfter))
 	c.recordEvents(ctx, nhc, &plan, &out)
 	c.recordLastingEvents(ctx, nhc, &plan, &out)
@@ -151,7 +152,7 @@ func (c *Controller) input(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, o
 	selector, _ := health.ParseSelector(&nhc.Spec.Selector)
 	in = health.Input{
 		NHC: nhc, Selector: selector, Remediations: obs.Remediations, BusyControlPlaneNodes: obs.BusyControlPlaneNodes, ControlPlaneUnknown: obs.ControlPlaneUnknown, PendingNodes: obs.PendingNodes,
-		RemediationProblem: obs.RemediationProblem, ResourcesUnknown: !obs.Ready, Leases: obs.Leases, MaxCreations: maxCreationsPerSync, StatusBytes: c.statusBytes, Now: c.clock.Now(),
+		RemediationProblem: obs.RemediationProblem, ResourcesUnknown: !obs.Ready, Leases: obs.Leases, StatusBytes: c.statusBytes, Now: c.clock.Now(),
 	}
 	if !obs.Ready {
 		return in, true, nil
@@ -173,11 +174,13 @@ func (c *Controller) input(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, o
 
 // requeueAfter is how soon the plan can change without any object
 // changing: at once for the rest of the work, else the next deadline, a
-// retry of what was blocked or not confirmed, or a read's refresh.
-func (c *Controller) requeueAfter(plan *health.Plan, out *health.Outcome, obs *remediation.Observation) time.Duration {
+// retry of what was blocked, held or not confirmed, or a read's refresh.
+// Held creates wait for a status write that failed, or for this
+// controller's writes to show; the events of both usually come first.
+func (c *Controller) requeueAfter(plan *health.Plan, out *health.Outcome, obs *remediation.Observation, held bool) time.Duration {
 	var requeueAfter time.Duration
 	switch {
-	case plan.Deferred > 0 || len(out.Withdrawn) > 0:
+	case (plan.Deferred > 0 && !held) || len(out.Withdrawn) > 0:
 		// The rest of the work, from a fresh snapshot.
 		requeueAfter = time.Millisecond
 	case !plan.NextDeadline.IsZero():
@@ -186,8 +189,8 @@ func (c *Controller) requeueAfter(plan *health.Plan, out *health.Outcome, obs *r
 	if len(out.Blocked) > 0 {
 		requeueAfter = health.Sooner(requeueAfter, health.WaitRetry)
 	}
-	if len(out.Unconfirmed) > 0 {
-		// The node's update, once the cache shows it, wakes the sync first.
+	if held || len(out.Unconfirmed) > 0 {
+		// The write awaited, once the cache shows it, wakes the sync first.
 		requeueAfter = health.Sooner(requeueAfter, notReadyRequeue)
 	}
 	return health.Sooner(requeueAfter, obs.RefreshAfter)

@@ -25,6 +25,7 @@ const (
 	becauseNoTemplate          = "every remediation step timed out or failed, and none is left to try"
 	becauseOwnWrite            = "the controller's last write for this node is not visible yet"
 	becauseNextBatch           = "the controller creates remediations in batches, and this one is in the next"
+	becauseStatusWrite         = "the remediations created so far are not in the stored status yet, which the remediation guard reads; the next one waits for that status write"
 	becauseStatusFull          = "the status remembers the remediations of %d nodes, as many as it can hold, and a new one starts when one of them ends"
 	becauseLeaseHeld           = "its node lease %s is held by %s until %s (node maintenance or another remediation); it is remediated when the lease is released or expires"
 )
@@ -134,6 +135,8 @@ func (p *Plan) because(v *NodeVerdict) string {
 		return becauseOwnWrite
 	case WaitNextBatch:
 		return becauseNextBatch
+	case WaitStatusWrite:
+		return becauseStatusWrite
 	case WaitStatusFull:
 		return fmt.Sprintf(becauseStatusFull, p.Remediating)
 	case WaitOverlap:

@@ -60,12 +60,16 @@ func (e *evaluation) createGate(v *NodeVerdict) WaitReason {
 }
 
 // deferToNextPlan holds a node's new resource for the next plan when this one created
-// as many as Input.MaxCreations allows.
+// as many as Input.MaxCreations allows, or Input.CreatesHeld holds them all.
 func (e *evaluation) deferToNextPlan(v *NodeVerdict) bool {
-	if e.in.MaxCreations <= 0 || len(e.p.Create) < e.in.MaxCreations {
+	switch {
+	case e.in.CreatesHeld:
+		v.Waiting = WaitStatusWrite
+	case e.in.MaxCreations <= 0 || len(e.p.Create) < e.in.MaxCreations:
 		return false
+	default:
+		v.Waiting = WaitNextBatch
 	}
-	v.Waiting = WaitNextBatch
 	e.p.Deferred++
 	return true
 }

@@ -70,6 +70,10 @@ type Input struct {
 	// rest wait for the next plan, and storm recovery does not start before
 	// they had their turn.
 	MaxCreations int
+	// CreatesHeld holds every new resource for a later plan: resources the
+	// caller created are not on the stored status yet, which shows none, and
+	// the remediation guard reads that status (WaitStatusWrite).
+	CreatesHeld bool
 	// StatusBytes bounds the estimated bytes of status.unhealthyNodes
 	// listed in full; the incidents' memory may take twice as much once
 	// compacted (bound). 0 is DefaultStatusBytes, what etcd's default

@@ -135,6 +135,10 @@ const (
 	// WaitNextBatch: this plan created as many resources as it may; the
 	// next plan, right after, goes on.
 	WaitNextBatch WaitReason = "NextBatch"
+	// WaitStatusWrite: the resources this controller created are not on
+	// the stored status yet, which shows none, and the remediation guard
+	// reads that status (Input.CreatesHeld).
+	WaitStatusWrite WaitReason = "StatusWritePending"
 	// WaitOverlap: another NodeHealthCheck that claims the node remediates
 	// it (Remediator).
 	WaitOverlap WaitReason = "RemediatedByOtherNodeHealthCheck"

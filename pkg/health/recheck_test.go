@@ -84,6 +84,21 @@ func TestMaxCreationsDefersTheRestToTheNextPlan(t *testing.T) {
 	}
 }
 
+// Held creates wait for the status write, as many as are due, and say why:
+// no storm starts while they wait, and the node's why names the write.
+func TestHeldCreatesWaitForTheStatusWrite(t *testing.T) {
+	s := newSimulation(testNHC(minHealthy(intstr.FromInt32(11)), stormThreshold(5)), 20)
+	s.evaluate()
+	s.fail(s.nodeNames(0, 9)...)
+	p := Evaluate(Input{NHC: s.nhc, Nodes: s.nodes, Remediations: s.resources, MaxCreations: 1, CreatesHeld: true, Now: s.clock})
+	assert.Empty(t, p.Create)
+	assert.Equal(t, 9, p.Deferred)
+	assert.False(t, p.Storm.Active, "no storm while allowed remediations wait for the write")
+	waiting := verdictOf(result{Plan: p}, p.Nodes[8].Node.Name)
+	assert.Equal(t, WaitStatusWrite, waiting.Waiting)
+	assert.Contains(t, p.because(&waiting), "remediation guard")
+}
+
 func TestAnEscalationIsDeferredWhole(t *testing.T) {
 	// Two steps time out; the plan may create one resource. The other node's
 	// step keeps running, unannotated, until its next step can start with it.

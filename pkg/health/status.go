@@ -192,6 +192,17 @@ func (b *statusBuilder) entries() []*v1alpha1.UnhealthyNode {
 	return entries
 }
 
+// ShowsRemediation says whether a status lists a node with a remediation:
+// what the remediation guard (manifests/admission/remediation-guard.yaml)
+// reads to refuse deleting the NodeHealthCheck, or changing its selector or
+// templates. A resource created while the stored status shows none is one
+// the guard cannot see until that status is written.
+func ShowsRemediation(status *v1alpha1.NodeHealthCheckStatus) bool {
+	return slices.ContainsFunc(status.UnhealthyNodes, func(entry *v1alpha1.UnhealthyNode) bool {
+		return entry != nil && len(entry.Remediations) > 0
+	})
+}
+
 // RecordsAnEnd says whether a status records the end of a step or of an
 // incident that the stored status does not: a time-out, a deletion, or a
 // node's mark of recovery or deselection. That status is the only memory

@@ -134,7 +134,7 @@ func (p *Plan) waitSummary() string {
 	counts := map[WaitReason]int{}
 	waiting := 0
 	for i := range p.Nodes {
-		if w := p.Nodes[i].Waiting; w != WaitNone && w != WaitPaused && w != WaitDisabled && w != WaitOwnWrite && w != WaitNextBatch {
+		if w := p.Nodes[i].Waiting; w != WaitNone && w != WaitPaused && w != WaitDisabled && w != WaitOwnWrite && w != WaitNextBatch && w != WaitStatusWrite {
 			counts[w]++
 			waiting++
 		}
