@@ -80,9 +80,10 @@ bench: ## Run the benchmarks; compare ratios within one run, the machines are no
 	go test -run XXX -bench . -benchmem ./pkg/...
 
 # The scale benchmark's parameters; unset ones take the program's defaults
-# (10,000 nodes, 10 NodeHealthChecks, 50 heartbeats/s and 100 lease renewals/s
-# from a 60s quiet phase to the end, 1% trickle, 30% of one NodeHealthCheck in
-# the storm). SCALE_ARGS passes any other flag.
+# (10,000 nodes, 10 NodeHealthChecks, each node's heartbeat and lease renewal
+# every 120s from a 60s quiet phase to the end, every request audited at
+# Metadata level, 1% trickle, 30% of one NodeHealthCheck in the storm, 10s
+# conditions). SCALE_ARGS passes any other flag.
 SCALE_FLAGS = $(if $(NODES),--nodes=$(NODES)) $(if $(NHCS),--nhcs=$(NHCS)) \
 	$(if $(QUIET),--quiet=$(QUIET)) $(if $(RATE),--heartbeat-rate=$(RATE)) \
 	$(if $(LEASE_RATE),--lease-rate=$(LEASE_RATE)) $(if $(THROUGHOUT),--heartbeats-throughout=$(THROUGHOUT)) \

@@ -56,20 +56,25 @@ type config struct {
 	Trend string `json:"-"`
 }
 
+// heartbeatInterval is how often, by default, each node's status is
+// written and its lease renewed: what an operator's bench of a real
+// cluster measured with, every kubelet of 10,000 writing both.
+const heartbeatInterval = 120 * time.Second
+
 func parseConfig(args []string) (*config, error) {
 	c := &config{}
 	fs := flag.NewFlagSet("scale", flag.ContinueOnError)
 	fs.IntVar(&c.Nodes, "nodes", 10000, "nodes in the cluster")
 	fs.IntVar(&c.NHCs, "nhcs", 10, "NodeHealthChecks, each selecting nodes/nhcs of the nodes (disjoint)")
-	fs.Float64Var(&c.HeartbeatRate, "heartbeat-rate", 50, "node status updates a second, round-robin over the nodes")
-	fs.Float64Var(&c.LeaseRate, "lease-rate", 100, "node lease renewals a second in kube-node-lease, round-robin over the nodes; 0 for none")
+	fs.Float64Var(&c.HeartbeatRate, "heartbeat-rate", 0, "node status updates a second, round-robin over the nodes; 0 is one per node every heartbeatInterval")
+	fs.Float64Var(&c.LeaseRate, "lease-rate", -1, "node lease renewals a second in kube-node-lease, round-robin over the nodes; 0 for none, -1 one per node every heartbeatInterval")
 	fs.BoolVar(&c.HeartbeatsThroughout, "heartbeats-throughout", true, "keep the heartbeats and lease renewals going through the trickle and the storm; false for the quiet phase alone")
 	fs.DurationVar(&c.Quiet, "quiet", 60*time.Second, "length of the quiet phase (heartbeats and lease renewals only)")
 	fs.IntVar(&c.Trickle, "trickle", 0, "nodes that fail one by one in the trickle phase; 0 is 1% of the nodes")
 	fs.DurationVar(&c.TrickleInterval, "trickle-interval", time.Second, "time between two failures of the trickle phase")
 	fs.IntVar(&c.Storm, "storm", 0, "nodes of the first NodeHealthCheck that fail at once in the storm phase; 0 is 30% of its nodes")
 	fs.DurationVar(&c.StormHold, "storm-hold", time.Minute, "how long the storm's nodes stay failed before they recover together")
-	fs.DurationVar(&c.ConditionDuration, "condition-duration", 5*time.Second, "duration of the NodeHealthChecks' unhealthy conditions")
+	fs.DurationVar(&c.ConditionDuration, "condition-duration", 10*time.Second, "duration of the NodeHealthChecks' unhealthy conditions")
 	fs.StringVar(&c.MinHealthy, "min-healthy", "60%", "minHealthy of every NodeHealthCheck")
 	fs.DurationVar(&c.Settle, "settle", 3*time.Second, "time added to each phase for the work its last change caused")
 	fs.DurationVar(&c.WaitTimeout, "wait-timeout", 10*time.Minute, "longest wait for the controller in any phase")
@@ -81,6 +86,12 @@ func parseConfig(args []string) (*config, error) {
 	fs.StringVar(&c.Trend, "trend", defaultTrend(), "file a completed run's headline figures are appended to (make scale-compare reads it); empty for none")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if c.HeartbeatRate == 0 {
+		c.HeartbeatRate = float64(c.Nodes) / heartbeatInterval.Seconds()
+	}
+	if c.LeaseRate < 0 {
+		c.LeaseRate = float64(c.Nodes) / heartbeatInterval.Seconds()
 	}
 	if c.Trickle == 0 {
 		c.Trickle = max(c.Nodes/100, 1)

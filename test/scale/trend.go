@@ -49,6 +49,7 @@ var trendFigures = []trendFigure{
 	{"storm_p99_ms", 0.6, detectionP99("storm")},
 	{"trickle_requests_per_change", 0.1, inPhase("trickle", func(p *phase) float64 { return p.RequestsPerChange })},
 	{"storm_requests_per_change", 0.1, inPhase("storm", func(p *phase) float64 { return p.RequestsPerChange })},
+	{"trickle_cpu_ms_per_change", 0.3, inPhase("trickle", func(p *phase) float64 { return p.CPUMsPerChangeBeyondHeartbeats })},
 }
 
 // inPhase reads a figure of the run's phase of that name, if it ran.
