@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,7 +66,7 @@ func (c *Controller) confirmation(ctx context.Context, name string, plan *health
 		return live, nil
 	}
 	go func() { _, _ = readNHC(ctx) }()
-	nodes := newNodeReads(ctx, c.liveNodes, firstNode)
+	nodes := newNodeReads(ctx, c.liveNodes, c.nodeLister, firstNode)
 	live := func(ctx context.Context, cr health.Creation) (string, error) {
 		if _, err := c.writesUntil(); err != nil {
 			return "", fmt.Errorf("not acting: %w", err)
@@ -112,16 +113,20 @@ func (c *Controller) confirmation(ctx context.Context, name string, plan *health
 	return creationCheck{live: live, caches: caches}
 }
 
-// nodeReads reads the nodes of one sync's creates at the API server: the
-// first consistently, at once, and the others at least as new as it, once
-// it is answered. The API server serves a consistent read once its watch
-// cache has caught up with etcd's revision of that moment: a storm's reads,
-// sent while its lease writes landed, each waited for a later revision,
-// longer than the writes took; the reads after the first find the cache at
-// the first one's revision already. The first goes before the leases, so
-// that it does not wait behind them at the API server.
+// nodeReads reads the nodes of one sync's creates as the API server has
+// them: the first consistently, at once, and the others at least as new
+// as it, once it is answered. The first read goes before the leases, so
+// that it does not wait behind them at the API server. The others are read
+// from the node cache once it holds the first read's revision, which it
+// does within milliseconds while kubelets write: a storm's creates then
+// send no read each, where each read waited behind the others and the
+// creates at the API server. When the cache does not hold it within
+// cacheCatchUp (a cluster whose nodes are quiet moves its revision on
+// with no node event), they are read at the API server, at least as new as
+// the first, which its watch cache answers at once.
 type nodeReads struct {
-	live liveNodes
+	live  liveNodes
+	cache cachedNodes
 	// firstNode is the node read first, and answered is closed once its
 	// read is answered: node, revision and err.
 	firstNode string
@@ -131,8 +136,22 @@ type nodeReads struct {
 	err       error
 }
 
-func newNodeReads(ctx context.Context, live liveNodes, firstNode string) *nodeReads {
-	r := &nodeReads{live: live, firstNode: firstNode, answered: make(chan struct{})}
+// cachedNodes is the node cache, read once it holds a revision.
+type cachedNodes interface {
+	HoldsVersion(resourceVersion string) bool
+	Get(name string) (*health.Node, error)
+}
+
+// cacheCatchUp bounds how long a create waits for the node cache to hold
+// the first read's revision, beside its lease, before it reads its node at
+// the API server; cachePoll is how often it looks.
+const (
+	cacheCatchUp = 100 * time.Millisecond
+	cachePoll    = 5 * time.Millisecond
+)
+
+func newNodeReads(ctx context.Context, live liveNodes, cache cachedNodes, firstNode string) *nodeReads {
+	r := &nodeReads{live: live, cache: cache, firstNode: firstNode, answered: make(chan struct{})}
 	go func() {
 		defer close(r.answered)
 		r.node, r.revision, r.err = live.Node(ctx, firstNode, "")
@@ -141,8 +160,8 @@ func newNodeReads(ctx context.Context, live liveNodes, firstNode string) *nodeRe
 }
 
 // read reads a node, after the first read is answered: that answer for the
-// first node, else a read at least as new, or a consistent one if the first
-// failed.
+// first node, else the cache once it holds that revision, else a read at
+// the API server at least as new, or a consistent one if the first failed.
 func (r *nodeReads) read(ctx context.Context, name string) (*health.Node, error) {
 	select {
 	case <-r.answered:
@@ -155,7 +174,28 @@ func (r *nodeReads) read(ctx context.Context, name string) (*health.Node, error)
 	revision := r.revision
 	if r.err != nil && !apierrors.IsNotFound(r.err) {
 		revision = ""
+	} else if r.cacheHolds(ctx, revision) {
+		return r.cache.Get(name)
 	}
 	node, _, err := r.live.Node(ctx, name, revision)
 	return node, err
+}
+
+// cacheHolds waits up to cacheCatchUp for the node cache to hold revision.
+func (r *nodeReads) cacheHolds(ctx context.Context, revision string) bool {
+	if revision == "" {
+		return false
+	}
+	deadline := time.Now().Add(cacheCatchUp)
+	for !r.cache.HoldsVersion(revision) {
+		if !time.Now().Before(deadline) {
+			return false
+		}
+		select {
+		case <-time.After(cachePoll):
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
 }

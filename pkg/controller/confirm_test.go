@@ -181,25 +181,31 @@ func TestACreateReadsItsNodeBesideTheNodeHealthCheck(t *testing.T) {
 	assert.Len(t, entry.Remediations, 1)
 }
 
-// A sync's creates read their nodes at the API server, the first
-// consistently and the others at least as new as it, once it is answered:
-// the API server's cache has then caught up with that one revision, where
-// each consistent read would wait for its own. A first read that fails
-// leaves the others consistent.
+// A sync's creates read their nodes as the API server has them: the first
+// consistently at the API server, and the others, once it is answered,
+// from the node cache when it holds that revision, else at the API server
+// at least as new as it, which its cache serves without waiting for a
+// revision of its own. A first read that fails leaves the others
+// consistent.
 func TestASyncsNodeReadsAreAtLeastAsNewAsItsFirst(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		readErr error
-		want    []string
+		// cacheHolds is the revision the node cache holds.
+		cacheHolds string
+		want       []string
 	}{
-		{"answered", nil, []string{"", fakeRevision, fakeRevision}},
-		{"failed", apierrors.NewServiceUnavailable("overloaded"), []string{"", "", ""}},
+		{"answered, the cache behind", nil, "76", []string{"", fakeRevision, fakeRevision}},
+		{"answered, the cache holding it", nil, fakeRevision, []string{""}},
+		{"answered, the cache ahead", nil, "78", []string{""}},
+		{"failed", apierrors.NewServiceUnavailable("overloaded"), fakeRevision, []string{"", "", ""}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			nhc := workersNHC()
 			f := newSyncFixture(t, nhc, notReady("worker-1", longAgo), notReady("worker-2", longAgo),
 				notReady("worker-3", longAgo), healthyNode("worker-4"))
 			f.remediating(t, nhc, "worker-5")
+			f.nodes.Bookmark(tt.cacheHolds)
 			f.liveNodes.err = tt.readErr
 			_, err := f.sync()
 			assert.Equal(t, tt.readErr != nil, err != nil, "%v", err)

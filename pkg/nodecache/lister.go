@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
@@ -61,4 +62,19 @@ func (l Lister) CurrentVersion(name string) (string, error) {
 		return node.ResourceVersion, nil
 	}
 	return l.heartbeats.currentVersion(node), nil
+}
+
+// HoldsVersion tells whether the cache holds every node as new as
+// resourceVersion or newer: its store has applied that version of the
+// collection, or a later one, a change or a bookmark (heartbeats
+// included). A node it does not hold then did not exist at that version,
+// or was deleted since. False while the store cannot tell (client-go's
+// AtomicFIFO off) or the versions cannot be compared.
+func (l Lister) HoldsVersion(resourceVersion string) bool {
+	held := l.indexer.LastStoreSyncResourceVersion()
+	if held == "" || resourceVersion == "" {
+		return false
+	}
+	order, err := resourceversion.CompareResourceVersion(held, resourceVersion)
+	return err == nil && order >= 0
 }

@@ -59,3 +59,28 @@ func TestCurrentVersionFollowsHeartbeats(t *testing.T) {
 	_, err = lister.CurrentVersion("gone")
 	assert.True(t, apierrors.IsNotFound(err))
 }
+
+// The cache holds a revision once its store applied it or a later one, a
+// change or a bookmark; never while it cannot tell.
+func TestTheCacheHoldsARevisionOnceItsStoreAppliedIt(t *testing.T) {
+	for _, tt := range []struct {
+		name, applied, asked string
+		holds                bool
+	}{
+		{"nothing applied", "", "10", false},
+		{"behind", "9", "10", false},
+		{"at it", "10", "10", true},
+		{"past it", "11", "10", true},
+		{"past it, longer", "100", "99", true},
+		{"no revision asked", "10", "", false},
+		{"not comparable", "10", "x1", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+			if tt.applied != "" {
+				indexer.Bookmark(tt.applied)
+			}
+			assert.Equal(t, tt.holds, NewLister(indexer).HoldsVersion(tt.asked))
+		})
+	}
+}
