@@ -80,7 +80,10 @@ func run(ctx context.Context, opts *options) error {
 		BurstSize: eventBurst, QPS: eventQPS,
 	}))
 	broadcaster.StartStructuredLogging(4)
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: apis.events.CoreV1().Events("")})
+	// Events and deletes yield to remediation creates: a storm's creates
+	// go first at the API server.
+	yield := controller.NewYield(clock.RealClock{})
+	broadcaster.StartRecordingToSink(yield.EventSink(&typedcorev1.EventSinkImpl{Interface: apis.events.CoreV1().Events("")}))
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: eventComponent})
 
@@ -118,7 +121,7 @@ func run(ctx context.Context, opts *options) error {
 	cfg := controller.Config{
 		Nodes: nodeInformer, NodeHealthChecks: nhcInformer, Client: nhcClient,
 		Observer: observer, Changes: observer, Writer: writer,
-		Recorder: recorder, Metrics: metrics, Clock: clock.RealClock{},
+		Recorder: recorder, Metrics: metrics, Clock: clock.RealClock{}, Yield: yield,
 	}
 	if leases != nil {
 		cfg.Leases, cfg.LeaseChanges = leases, leases

@@ -102,6 +102,7 @@ type createResult struct {
 // plan order. A plan holds at most maxCreationsPerSync of them, so that a
 // storm's first resources do not wait for the last ones' round trips.
 func (c *Controller) createAll(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, creations []health.Creation, obs *remediation.Observation, check creationCheck, out *health.Outcome) {
+	defer c.yield.creating()()
 	results := make([]createResult, len(creations))
 	workqueue.ParallelizeUntil(ctx, len(creations), len(creations), func(i int) {
 		results[i] = c.create(ctx, nhc, creations[i], obs, check)
@@ -171,9 +172,12 @@ func (c *Controller) create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, 
 	return createResult{created: &created}
 }
 
-// deleteAll carries out deletions in parallel and records what happened in
-// plan order.
+// deleteAll carries out deletions in parallel, once no create is in flight
+// (Yield), and records what happened in plan order.
 func (c *Controller) deleteAll(ctx context.Context, nhc string, deletions []health.Deletion, obs *remediation.Observation, out *health.Outcome) {
+	if len(deletions) > 0 {
+		c.yield.wait(ctx)
+	}
 	errs := inParallel(ctx, len(deletions), func(i int) error { return c.writer.Delete(ctx, nhc, obs, deletions[i]) })
 	for i, del := range deletions {
 		if errs[i] != nil {

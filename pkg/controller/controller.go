@@ -104,6 +104,8 @@ type Controller struct {
 	metrics *Metrics
 	// clock is the time every decision is made at.
 	clock clock.Clock
+	// yield holds back deletes while creates are in flight; nil: none.
+	yield *Yield
 	// statusBytes bounds a status's unhealthyNodes (health.Input.StatusBytes).
 	statusBytes int
 
@@ -165,6 +167,10 @@ type Config struct {
 	// one that may have taken it over, and a write it sends must not land
 	// after that. Nil writes without end.
 	WritesUntil func() (time.Time, error)
+	// Yield holds back the writes that can wait while creates are in
+	// flight: the deletes here, the events in the recorder's sink
+	// (Yield.EventSink). Nil holds back nothing.
+	Yield *Yield
 }
 
 // New returns a controller: the one construction path, for the binary and
@@ -188,6 +194,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		recorder:    cfg.Recorder,
 		metrics:     cfg.Metrics,
 		clock:       cfg.Clock,
+		yield:       cfg.Yield,
 		statusBytes: cfg.StatusBytes,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			retryLimiter(),
