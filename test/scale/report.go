@@ -51,7 +51,7 @@ func (r *result) printTable(w io.Writer) {
 	if c.HeartbeatsThroughout {
 		kubelets = "from the quiet phase to the end"
 	}
-	fmt.Fprintf(w, "%g heartbeats/s and %g node lease renewals/s %s; quiet: %v; trickle: %d nodes, one every %v; storm: %d nodes, recovered after %v\n\n",
+	fmt.Fprintf(w, "%.1f heartbeats/s and %.1f node lease renewals/s %s; quiet: %v; trickle: %d nodes, one every %v; storm: %d nodes, recovered after %v\n\n",
 		c.HeartbeatRate, c.LeaseRate, kubelets, c.Quiet, c.Trickle, c.TrickleInterval, c.Storm, c.StormHold)
 
 	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
