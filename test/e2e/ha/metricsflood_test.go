@@ -3,15 +3,19 @@ package ha
 import (
 	"crypto/tls"
 	"fmt"
+	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/nodehealthcheck/nhc-controller/test/controlplane"
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
 
@@ -76,4 +80,65 @@ func TestAFloodOfUnauthenticatedScrapesLeavesTheLeaderLeading(t *testing.T) {
 		_ = resp.Body.Close()
 		return resp.StatusCode == http.StatusUnauthorized
 	})
+}
+
+// A scraper every 60 s, Prometheus's default interval, is served from its
+// cached answer throughout 65 s of forged tokens from four addresses, each
+// a review: more than the 1,024 answers a cache holds at the reviews' 20 a
+// second, which no longer evict the scraper's.
+func TestForgedTokensNeverEvictTheScrapersAnswer(t *testing.T) {
+	const flood, scrapeEvery, addresses = 65 * time.Second, 60 * time.Second, 4
+	out, err := env.Cluster.Kubectl("apply", "-f", filepath.Join(controlplane.RepoRoot(), "manifests/rbac/metrics-reader.yaml"))
+	require.NoError(t, err, out)
+	prometheus := serviceAccountToken(t, "flooded-prometheus", true)
+	c, err := env.StartController("metrics-forged", "--leader-elect=false", "--metrics-secure=true", "--node-leases=false")
+	require.NoError(t, err)
+	dumpOnFailure(t, c)
+	defer func() { assert.NoError(t, c.Stop()) }()
+
+	clientFrom := func(address string) *http.Client {
+		dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(address)}}
+		return &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{
+			DialContext: dialer.DialContext, TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
+		}}
+	}
+	scrape := func(client *http.Client, token string) int {
+		req, err := http.NewRequest(http.MethodGet, "https://"+c.MetricsAddress+"/metrics", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	scraper := clientFrom("127.0.0.1")
+	framework.Eventually(t, 20*time.Second, "the first scrape", func() bool { return scrape(scraper, prometheus) == http.StatusOK })
+
+	stop := time.Now().Add(flood)
+	var forged atomic.Int64
+	var wg sync.WaitGroup
+	for a := range addresses {
+		client := clientFrom(fmt.Sprintf("127.0.0.%d", 2+a))
+		for range 4 {
+			wg.Go(func() {
+				for time.Now().Before(stop) {
+					scrape(client, fmt.Sprintf("forged-%d", forged.Add(1)))
+				}
+			})
+		}
+	}
+	var codes []int
+	for next := time.Now().Add(scrapeEvery); next.Before(stop); next = next.Add(scrapeEvery) {
+		time.Sleep(time.Until(next))
+		codes = append(codes, scrape(scraper, prometheus))
+	}
+	wg.Wait()
+	t.Logf("%d forged tokens in %v; the scraper got %v", forged.Load(), flood, codes)
+	require.NotEmpty(t, codes)
+	for _, code := range codes {
+		assert.Equal(t, http.StatusOK, code, "the scraper is served from its cached answer")
+	}
+	assert.Greater(t, forged.Load(), int64(1024), "the flood outnumbers a cache")
 }
