@@ -82,3 +82,39 @@ func TestARemediationKindThatCannotBeWatchedDisables(t *testing.T) {
 		return env.GetNHC(t, scenario).Status.Phase == v1alpha1.PhaseRemediating
 	})
 }
+
+// A remediation kind the controller may not watch is retried with a
+// backoff, and each retry that fails again wakes the NodeHealthChecks that
+// use the kind alone: a bystander using another kind is not synced for it.
+func TestAForbiddenKindsRetriesWakeOnlyItsUsers(t *testing.T) {
+	const user, window = "retrying-controller", 50 * time.Second
+	grant(t, user, "retrying-controller-base", append(controllerRules(),
+		rbacv1.PolicyRule{APIGroups: []string{"test.medik8s.io"}, Resources: []string{"testremediationtemplates"}, Verbs: []string{"get", "list", "watch"}},
+		rbacv1.PolicyRule{APIGroups: []string{"test.medik8s.io"}, Resources: []string{"clusterremediationtemplates"}, Verbs: []string{"get", "list", "watch"}},
+		rbacv1.PolicyRule{APIGroups: []string{"test.medik8s.io"}, Resources: []string{"clusterremediations"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}})...)
+	kubeconfig, err := env.Cluster.UserKubeconfig(user, "system:authenticated")
+	require.NoError(t, err)
+	env.CreateTemplate(t, "forbidden-kind", nil)
+	env.CreateNHC(t, "forbidden-kind", nil)
+	bystanderTemplate := env.CreateClusterTemplate(t, "bystander")
+	env.CreateNHC(t, "bystander", func(s *v1alpha1.NodeHealthCheckSpec) { s.RemediationTemplate = &bystanderTemplate })
+	c, err := env.StartControllerWithKubeconfig("forbidden-retries", kubeconfig, "--leader-elect=false", "--node-leases=false", "--v=2")
+	require.NoError(t, err)
+	dumpOnFailure(t, c)
+	defer func() { assert.NoError(t, c.Stop()) }()
+	framework.Eventually(t, 30*time.Second, "the forbidden kind's NodeHealthCheck disabled, the bystander enabled", func() bool {
+		return env.GetNHC(t, "forbidden-kind").Status.Phase == v1alpha1.PhaseDisabled && env.GetNHC(t, "bystander").Status.Phase == v1alpha1.PhaseEnabled
+	})
+
+	// A sync logs "Synced", or "Cannot evaluate" while a kind cannot be read.
+	syncs := func(nhc string) int {
+		log := c.Log()
+		return strings.Count(log, `"Synced" nodeHealthCheck="`+nhc+`"`) + strings.Count(log, `"Cannot evaluate" nodeHealthCheck="`+nhc+`"`)
+	}
+	users, bystanders := syncs("forbidden-kind"), syncs("bystander")
+	time.Sleep(window)
+	users, bystanders = syncs("forbidden-kind")-users, syncs("bystander")-bystanders
+	t.Logf("in %v: %d syncs of the kind's user, %d of the bystander", window, users, bystanders)
+	assert.GreaterOrEqual(t, users, 2, "the kind is retried, and its user woken")
+	assert.LessOrEqual(t, bystanders, 1, "the bystander is not woken by the kind's retries")
+}
