@@ -119,7 +119,11 @@ func (e *evaluation) escalate(v *NodeVerdict) {
 		// clock, unless its time ran out meanwhile.
 		e.createsFrom(e.now)
 		next := p.next
-		if end := p.timesOutAt(steps); !end.IsZero() {
+		end := p.timesOutAt(steps)
+		if overdue := e.resumedLeaseOverdue(p); !overdue.IsZero() && (end.IsZero() || overdue.Before(end)) {
+			end = overdue
+		}
+		if !end.IsZero() {
 			if e.now.Before(end) {
 				e.deadline(end)
 			} else {

@@ -209,6 +209,33 @@ func (e *evaluation) leaseOverdue(node string, currentStep int) time.Time {
 	return acquired.Add(leaseOverdueFactor*e.stepLeaseDuration(currentStep) + previous)
 }
 
+// resumedLeaseOverdue is when the lease rule ends the step that runs next
+// after its resource went (incident.resumed): the lease may be released or
+// taken anew since, so the time is counted from the incident's first start
+// on record, which its lease was taken before; never earlier than the
+// lease's own overdue time. A step that went overdue while its record's
+// write failed and its remediator deleted its resource is not started a
+// second time. Zero without leases or a start on record.
+func (e *evaluation) resumedLeaseOverdue(inc *incident) time.Time {
+	if e.in.Leases == nil || inc.record == nil {
+		return time.Time{}
+	}
+	var first time.Time
+	for _, r := range inc.record.Remediations {
+		if r != nil && !r.Started.IsZero() && (first.IsZero() || r.Started.Time.Before(first)) {
+			first = r.Started.Time
+		}
+	}
+	if first.IsZero() {
+		return time.Time{}
+	}
+	var previous time.Duration
+	for i := 0; i < inc.next && i < len(e.rules.steps); i++ {
+		previous += e.rules.steps[i].timeout
+	}
+	return first.Add(leaseOverdueFactor*e.stepLeaseDuration(inc.next) + previous)
+}
+
 // keepLeases renews this NodeHealthCheck's leases while it acts on their
 // nodes, when half their duration has passed, and releases those of nodes
 // that have none of its resources and get none, and are healthy or no

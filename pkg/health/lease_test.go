@@ -381,3 +381,24 @@ func TestATakenLeaseIsRenewedAtHalfItsDuration(t *testing.T) {
 	require.Len(t, d.Create, 1)
 	assert.Equal(t, now.Add(11*time.Minute/2), d.NextDeadline)
 }
+
+// A step that went overdue while its status write failed, and whose
+// resource its remediator then deleted, is not started again: with the
+// lease released, its overdue time counts from the incident's first start
+// on record.
+func TestAnOverdueStepWhoseRecordAndResourceWereLostIsNotStartedAgain(t *testing.T) {
+	record := func(age time.Duration) nhcOption {
+		return withStatus(v1alpha1.NodeHealthCheckStatus{UnhealthyNodes: []*v1alpha1.UnhealthyNode{{Name: "sick", Remediations: []*v1alpha1.Remediation{{
+			Resource: snrRemediation("sick", age).Ref, Started: metav1.NewTime(now.Add(-age)), TemplateName: snrTemplate.Name,
+		}}}}})
+	}
+	d := withLeases(record(30*time.Minute), oneSick(), nil, nil)
+	assert.Empty(t, d.Create, "past 3 × 10m since its first start")
+	require.Len(t, d.TimeOut, 1)
+	assert.Equal(t, snrRemediation("sick", 30*time.Minute).Ref, d.TimeOut[0].Resource, "timed out on record")
+	assert.Equal(t, WaitNoTemplate, verdictOf(d, "sick").Waiting)
+
+	d = withLeases(record(30*time.Minute-time.Second), oneSick(), nil, nil)
+	require.Len(t, d.Create, 1, "within its lease's time the step is created again, on its first clock")
+	assert.Empty(t, d.TimeOut)
+}
