@@ -106,7 +106,9 @@ func (b *bench) storm(ctx context.Context, p *phase) error {
 	if b.profiler != nil {
 		// The creates: from just before the first deadline (the stored
 		// transition times have one-second precision) for 3 s.
-		defer b.profiler.apiServerCPU(ctx, "storm", started.Truncate(time.Second).Add(b.cfg.ConditionDuration-200*time.Millisecond), 3*time.Second)()
+		creates := started.Truncate(time.Second).Add(b.cfg.ConditionDuration)
+		defer b.profiler.apiServerCPU(ctx, "storm", creates.Add(-200*time.Millisecond), 3*time.Second)()
+		defer b.profiler.heapAt(ctx, b.controller.MetricsAddress, "storm-peak", creates.Add(1500*time.Millisecond))()
 	}
 	if !sleepUntil(ctx, started.Add(b.cfg.StormHold)) {
 		return ctx.Err()

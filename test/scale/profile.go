@@ -16,9 +16,10 @@ import (
 
 // profiler saves the controller's pprof profiles of a run (--profile): a
 // CPU profile over each phase of a known length and a heap profile at
-// each phase's end, as <run>-<phase>.{cpu,heap}.pprof; and the API
-// server's CPU profile over the storm's creates, where the storm's time
-// goes, as <run>-storm.apiserver.cpu.pprof.
+// each phase's end, as <run>-<phase>.{cpu,heap}.pprof; the API server's
+// CPU profile over the storm's creates, where the storm's time goes, as
+// <run>-storm.apiserver.cpu.pprof; and the controller's heap 1.5 s into
+// them, where its peak comes from, as <run>-storm-peak.heap.pprof.
 type profiler struct {
 	dir, run string
 	// apiServer reads the API server's /debug/pprof.
@@ -52,6 +53,18 @@ func (p *profiler) apiServerCPU(ctx context.Context, phase string, start time.Ti
 // heap saves the controller's heap profile after a garbage collection.
 func (p *profiler) heap(ctx context.Context, address, phase string) {
 	p.save(ctx, phase+".heap", scrapeTimeout, fromController(address, "/debug/pprof/heap?gc=1"))
+}
+
+// heapAt saves the controller's heap profile at t, in the background,
+// without a garbage collection first: at the storm's peak, its allocations
+// since the profile before it (pprof -diff_base) say where the peak comes
+// from. wait returns once it is written.
+func (p *profiler) heapAt(ctx context.Context, address, name string, t time.Time) (wait func()) {
+	return inBackground(func() {
+		if sleepUntil(ctx, t) {
+			p.save(ctx, name+".heap", scrapeTimeout, fromController(address, "/debug/pprof/heap"))
+		}
+	})
 }
 
 // save writes what fetch reads, within timeout, as <run>-<name>.pprof.
