@@ -217,7 +217,7 @@ func (e *evaluation) leaseOverdue(node string, currentStep int) time.Time {
 // write failed and its remediator deleted its resource is not started a
 // second time. Zero without leases or a start on record.
 func (e *evaluation) resumedLeaseOverdue(inc *incident) time.Time {
-	if e.in.Leases == nil || inc.record == nil {
+	if e.in.Leases == nil || inc.record == nil || inc.resumed == nil {
 		return time.Time{}
 	}
 	var first time.Time

@@ -148,7 +148,10 @@ func (e *evaluation) remembers(node string) bool {
 // incidentBytes estimates the most the compacted entries of the nodes
 // under remediation can grow to: their resources' records, and one of the
 // spec's largest step for each step to come or the last that timed out
-// and is gone; and the records of entries whose resources are gone.
+// and is gone; and the records of listed nodes whose incidents go on
+// though their resources are gone. An ended incident's record is not
+// counted: the status this plan writes drops it, and a node waiting for
+// room (StatusFull) would wait for an end that already came.
 func (e *evaluation) incidentBytes() int {
 	size := 0
 	for node, resources := range e.in.Remediations {
@@ -161,8 +164,12 @@ func (e *evaluation) incidentBytes() int {
 			size += recordBytes(&r.Ref, r.TemplateName) - len(r.Ref.Name)
 		}
 	}
-	for node, entry := range e.previous {
-		if len(e.in.Remediations[node]) == 0 && len(entry.Remediations) > 0 {
+	for i := range e.p.Nodes {
+		v := &e.p.Nodes[i]
+		if !v.Listed || v.incident == nil || v.incident.record == nil || len(e.in.Remediations[v.Node.Name]) > 0 {
+			continue
+		}
+		if entry := v.incident.record; len(entry.Remediations) > 0 {
 			size += entrySize(entry, false) + max(0, len(e.rules.steps)-len(entry.Remediations))*e.rules.largestRecord()
 		}
 	}

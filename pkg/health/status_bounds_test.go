@@ -204,3 +204,24 @@ func TestThePausedReasonCountsTheUnlistedNodes(t *testing.T) {
 	assert.Less(t, len(r.Status.UnhealthyNodes), 50)
 	assert.Contains(t, r.Status.Reason, fmt.Sprintf("%d nodes not listed", 50-len(r.Status.UnhealthyNodes)))
 }
+
+// An incident that ended leaves room at once: its record, still in the
+// stored status while its resource's deletion was seen, is not counted
+// against a new incident, which the status written now has room for.
+func TestAnEndedIncidentLeavesRoomForTheNext(t *testing.T) {
+	stepA, stepB := template("AlphaTemplate", "alpha"), template("BetaTemplate", "beta")
+	steps := escalating(escalationStep(stepA, 1, 30*time.Second), escalationStep(stepB, 2, 30*time.Second))
+	const statusBytes = 400
+	ended := &v1alpha1.UnhealthyNode{Name: "recovered", ConditionsHealthyTimestamp: ptr.To(metav1.NewTime(now.Add(-30 * time.Second))),
+		Remediations: []*v1alpha1.Remediation{{Resource: remediationOf(stepA, "recovered", time.Minute).Ref, Started: metav1.NewTime(now.Add(-time.Minute)), TemplateName: "alpha"}}}
+	nodeList := []*Node{testNode("recovered"), testNode("sick", notReady(time.Hour))}
+
+	alone := decide(Input{NHC: testNHC(maxUnhealthy(intstr.FromInt32(1)), steps), Nodes: nodeList, Remediations: map[string][]Remediation{}, StatusBytes: statusBytes, Now: now})
+	require.Len(t, alone.Create, 1, "the status has room for one incident")
+
+	afterTheEnd := testNHC(maxUnhealthy(intstr.FromInt32(1)), steps, withStatus(v1alpha1.NodeHealthCheckStatus{UnhealthyNodes: []*v1alpha1.UnhealthyNode{ended}}))
+	d := decide(Input{NHC: afterTheEnd, Nodes: nodeList, Remediations: map[string][]Remediation{}, StatusBytes: statusBytes, Now: now})
+	require.Len(t, d.Create, 1, "the ended incident's record holds no room")
+	assert.Equal(t, "sick", d.Create[0].Node)
+	assert.Nil(t, entryOf(d, "recovered"), "the status drops the ended incident")
+}
