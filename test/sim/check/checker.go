@@ -107,9 +107,6 @@ type Checker struct {
 	// healthySince is when each (NodeHealthCheck, node) with a resource
 	// was last seen turning healthy (progress.go).
 	healthySince map[runKey]time.Time
-	// healthyDelays are the healthyDelay each of them waits for, so that
-	// the checker wakes when its deletion falls due.
-	healthyDelays map[runKey]time.Duration
 	// releaseSince is when each lease of ours was first seen with nothing
 	// left to hold it (progress.go).
 	releaseSince map[runKey]time.Time
@@ -119,6 +116,13 @@ type Checker struct {
 	// answeredCreates are the UIDs of the creates answered 201, by replica,
 	// resource and name (rules.go).
 	answeredCreates map[string]string
+	// recheck is the next instant at which a judgement of the last check
+	// may change with nothing else happening (recheckAt).
+	recheck time.Time
+	// pictureChanges are the instants, within pictureLag, at which the
+	// nodes or the remediation resources changed: the picture pictureLag
+	// old changes pictureLag after each (recheckLaggedPicture).
+	pictureChanges []time.Time
 }
 
 // typedOf converts a stored object once per version.
@@ -155,7 +159,7 @@ func (c *Checker) allNHCs() []*v1alpha1.NodeHealthCheck {
 // hooks are to call its Observe, Attempt, Write, LostAnswer and Shown.
 func New(server *apiserver.Server, cfg Config) *Checker {
 	return &Checker{server: server, store: server.Store(), cfg: cfg, nodes: map[string][]version{}, nhcs: map[string][]version{}, created: map[types.UID]types.UID{}, typed: map[string]any{},
-		running: map[runKey]*runs{}, createTries: map[runKey][]time.Time{}, forbiddenNodes: map[cluster.Kind]map[string]bool{}, forbiddenSince: map[cluster.Kind]time.Time{}, readableAgain: map[cluster.Kind]time.Time{}, uncertain: map[cluster.Kind][]remediationObj{}, unseen: map[cluster.Kind][]unseenCreate{}, unhealthySince: map[string]time.Time{}, healthySince: map[runKey]time.Time{}, healthyDelays: map[runKey]time.Duration{}, releaseSince: map[runKey]time.Time{}, escalateSince: map[runKey]time.Time{}, answeredCreates: map[string]string{}, unreadable: map[cluster.Kind][]span{}}
+		running: map[runKey]*runs{}, createTries: map[runKey][]time.Time{}, forbiddenNodes: map[cluster.Kind]map[string]bool{}, forbiddenSince: map[cluster.Kind]time.Time{}, readableAgain: map[cluster.Kind]time.Time{}, uncertain: map[cluster.Kind][]remediationObj{}, unseen: map[cluster.Kind][]unseenCreate{}, unhealthySince: map[string]time.Time{}, healthySince: map[runKey]time.Time{}, releaseSince: map[runKey]time.Time{}, escalateSince: map[runKey]time.Time{}, answeredCreates: map[string]string{}, unreadable: map[cluster.Kind][]span{}}
 }
 
 func (c *Checker) fail(invariant, format string, args ...any) {
@@ -213,6 +217,7 @@ func (c *Checker) Observe(gvr schema.GroupVersionResource, typ watch.EventType, 
 	switch {
 	case gvr == cluster.Nodes:
 		c.nodes[changed.GetName()] = append(c.nodes[changed.GetName()], version{at: time.Now(), obj: obj})
+		c.notePictureChange()
 	case gvr == cluster.NodeHealthChecks:
 		c.nhcs[changed.GetName()] = append(c.nhcs[changed.GetName()], version{at: time.Now(), obj: obj})
 		if typ == watch.Added {
@@ -228,6 +233,7 @@ func (c *Checker) Observe(gvr schema.GroupVersionResource, typ watch.EventType, 
 	case gvr == cluster.Leases:
 		c.leaseDeleted(changed)
 	case isRemediation(gvr) && typ == watch.Added:
+		c.notePictureChange()
 		c.resourceCreated(obj)
 		r := resourceOf(obj)
 		c.stepOrder(obj, r)
@@ -247,6 +253,7 @@ func (c *Checker) Observe(gvr schema.GroupVersionResource, typ watch.EventType, 
 			}
 		}
 	case isRemediation(gvr) && typ == watch.Deleted:
+		c.notePictureChange()
 		for i := range c.lives {
 			if l := &c.lives[i]; l.obj.GetUID() == changed.GetUID() && l.deleted.IsZero() {
 				l.deleted = time.Now()

@@ -31,7 +31,11 @@
 //   - bound.go: what the status's bound changes: compacted entries, and
 //     new incidents that wait for room (StatusFull);
 //   - unseen.go: creates answered to a replica whose informer has not
-//     shown them.
+//     shown them;
+//   - rechecks.go: when a judgement refused or not yet due may change with
+//     nothing else happening (a deadline, a lease or a condition's
+//     duration running out, the picture pictureLag old catching up), which
+//     NextDue wakes the simulation for.
 //
 // # Where the checker and the controller must agree
 //

@@ -20,12 +20,16 @@ import (
 // at every wake-up.
 func (c *Checker) Check() {
 	c.checks++
+	c.recheck = time.Time{}
 	all := c.resources()
 	c.trackRuns(all)
 	calm := c.cfg.Calm()
 	c.noteCalm(calm, time.Now())
 	c.noteReadable(time.Now())
 	if !calm {
+		// A watch delay ends with nothing delivered when it held nothing
+		// back: the calm returns then.
+		c.recheckAt(c.server.Watches().DelayUntil)
 		c.calmSince = time.Time{}
 	} else if c.calmSince.IsZero() {
 		c.calmSince = time.Now()
@@ -37,22 +41,11 @@ func (c *Checker) Check() {
 	c.statuses(all)
 }
 
-// NextDue is when a liveness deadline or a lease verdict falls due: the
-// simulation wakes then to check.
+// NextDue is when a liveness deadline or a lease verdict falls due, or a
+// judgement of the last check may change (recheckAt): the simulation wakes
+// then to check.
 func (c *Checker) NextDue() time.Time {
-	var due []time.Time
-	for _, since := range c.unhealthySince {
-		due = append(due, since.Add(livenessBound))
-	}
-	for key, since := range c.healthySince {
-		due = append(due, since.Add(c.healthyDelays[key]+deletionBound))
-	}
-	for _, since := range c.releaseSince {
-		due = append(due, since.Add(deletionBound))
-	}
-	for _, since := range c.escalateSince {
-		due = append(due, since.Add(escalationBound))
-	}
+	due := []time.Time{c.recheck}
 	for _, u := range c.unanswered {
 		due = append(due, u.call.Arrived.Add(unsettledHold))
 	}
@@ -75,8 +68,10 @@ func (c *Checker) liveness(all []remediationObj, calm bool) {
 		since, ok := c.unhealthySince[node.Name]
 		if !ok {
 			c.unhealthySince[node.Name] = now
+			c.recheckAt(now.Add(livenessBound))
 			continue
 		}
+		c.recheckAt(since.Add(livenessBound))
 		if !now.Before(since.Add(livenessBound)) {
 			c.fail(InvLiveness, "node %s has needed a remediation by NodeHealthCheck %s since %s, with nothing in the way, and has none", node.Name, by, since.Format("15:04:05"))
 		}
@@ -98,6 +93,7 @@ func (c *Checker) canRemediate(node *corev1.Node, all []remediationObj) string {
 		return ""
 	}
 	if lease := c.leaseOn(node.Name); lease.HeldAt(time.Now()) {
+		c.recheckAt(lease.Expires())
 		return ""
 	}
 	// A resource remediates a control-plane node when it was created for
@@ -301,7 +297,7 @@ func (c *Checker) remediatorOf(node *corev1.Node) *v1alpha1.NodeHealthCheck {
 }
 
 func (c *Checker) mayRemediate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node, all []remediationObj) bool {
-	if nhc.DeletionTimestamp != nil || len(nhc.Spec.PauseRequests) > 0 || !selects(nhc, node) || !conditionsExpired(nhc, node, time.Now().Add(-time.Second)) {
+	if nhc.DeletionTimestamp != nil || len(nhc.Spec.PauseRequests) > 0 || !selects(nhc, node) || !c.unhealthyLongEnough(nhc, node) {
 		return false
 	}
 	for _, entry := range nhc.Status.UnhealthyNodes {
@@ -337,7 +333,7 @@ func (c *Checker) mayRemediate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node,
 	if _, storm := stormSince(nhc); storm || c.statusFull(nhc, node.Name) {
 		return false
 	}
-	return c.budgetAllows(nhc, time.Now(), time.Now().Add(-pictureLag))
+	return c.budgetAllowsLately(nhc)
 }
 
 // statuses checks that every NodeHealthCheck's status lists only resources
@@ -358,12 +354,22 @@ func (c *Checker) statuses(all []remediationObj) {
 				}
 			}
 		}
-		if c.calmSince.IsZero() || now.Before(c.calmSince.Add(statusBound)) || c.unreadableLately(nhc, now) {
+		if c.calmSince.IsZero() || c.unreadableLately(nhc, now) {
 			continue
 		}
 		for _, r := range all {
-			if r.owner == nhc.UID && !listed[r.obj.GetUID()] && !now.Before(r.obj.GetCreationTimestamp().Add(statusBound)) && selectsNow(c, nhc, r.node) &&
-				!compactedAway(nhc, r) && !outgrown(c, nhc, r.node, all) {
+			if r.owner != nhc.UID || listed[r.obj.GetUID()] || !selectsNow(c, nhc, r.node) {
+				continue
+			}
+			due := r.obj.GetCreationTimestamp().Add(statusBound)
+			if calmDue := c.calmSince.Add(statusBound); calmDue.After(due) {
+				due = calmDue
+			}
+			if now.Before(due) {
+				c.recheckAt(due)
+				continue
+			}
+			if !compactedAway(nhc, r) && !outgrown(c, nhc, r.node, all) {
 				c.fail(InvStatusTruthful, "NodeHealthCheck %s's status does not list %s of node %s, created at %s", nhc.Name, describe(r.obj), r.node, r.obj.GetCreationTimestamp().Format("15:04:05"))
 			}
 		}
@@ -375,10 +381,18 @@ func (c *Checker) statuses(all []remediationObj) {
 // controller cannot know its resources, and the status keeps its entries as
 // they were (decisions.md).
 func (c *Checker) unreadableLately(nhc *v1alpha1.NodeHealthCheck, now time.Time) bool {
+	var graceEnds time.Time
 	for _, k := range c.kindsRead(nhc) {
-		if _, forbidden := c.forbiddenNodes[k]; forbidden || now.Before(c.readableAgain[k].Add(statusBound)) {
+		if _, forbidden := c.forbiddenNodes[k]; forbidden {
 			return true
 		}
+		if again := c.readableAgain[k].Add(statusBound); again.After(graceEnds) {
+			graceEnds = again
+		}
+	}
+	if now.Before(graceEnds) {
+		c.recheckAt(graceEnds)
+		return true
 	}
 	return false
 }

@@ -58,7 +58,6 @@ func (c *Checker) recoveries(all []remediationObj, calm bool) {
 			continue
 		}
 		seen[key] = true
-		c.healthyDelays[key] = delay
 		c.countdownReadable(key, nhc, r.obj.GetKind())
 		if since, late := c.overdue(c.healthySince, key, nhc, calm, delay+deletionBound); late {
 			c.fail(InvDeletedWhenHealthy, "%s of NodeHealthCheck %s still exists, its node %s healthy since %s (healthyDelay %s): %s",
@@ -66,7 +65,6 @@ func (c *Checker) recoveries(all []remediationObj, calm bool) {
 		}
 	}
 	forgetUnseen(c.healthySince, seen)
-	forgetUnseen(c.healthyDelays, seen)
 }
 
 // countdownReadable moves the start of a node's recovery to the instant
@@ -202,8 +200,8 @@ func (c *Checker) overdue(dueSince map[runKey]time.Time, key runKey, nhc *v1alph
 	now := time.Now()
 	since, ok := dueSince[key]
 	if !ok {
+		since = now
 		dueSince[key] = now
-		return now, false
 	}
 	if !calm || c.unreadableLately(nhc, now) || nhc != nil && meta.IsStatusConditionTrue(nhc.Status.Conditions, v1alpha1.ConditionDisabled) {
 		return since, false
@@ -212,6 +210,7 @@ func (c *Checker) overdue(dueSince map[runKey]time.Time, key runKey, nhc *v1alph
 	if c.calmSince.After(start) {
 		start = c.calmSince
 	}
+	c.recheckAt(start.Add(bound))
 	return since, !now.Before(start.Add(bound))
 }
 
@@ -271,6 +270,7 @@ func (c *Checker) escalations(all []remediationObj, calm bool) {
 			if since.After(due) {
 				due = since
 			}
+			c.recheckAt(due.Add(escalationBound))
 			if !now.Before(due.Add(escalationBound)) {
 				c.fail(InvEscalated, "node %s of NodeHealthCheck %s still at step %d (%s, timeout %s) first started at %s, with nothing in the way since %s",
 					node.Name, nhc.Name, i+1, steps[i].RemediationTemplate.Name, steps[i].Timeout.Duration, started.Format("15:04:05"), since.Format("15:04:05"))
@@ -396,7 +396,7 @@ func (c *Checker) timedOutOnRecord(nhc *v1alpha1.NodeHealthCheck, node, template
 func (c *Checker) mayEscalate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node, all []remediationObj) bool {
 	now := time.Now()
 	if nhc.DeletionTimestamp != nil || len(nhc.Spec.PauseRequests) > 0 || !selects(nhc, node) || excluded(node) ||
-		!conditionsExpired(nhc, node, now.Add(-time.Second)) || meta.IsStatusConditionTrue(nhc.Status.Conditions, v1alpha1.ConditionDisabled) ||
+		!c.unhealthyLongEnough(nhc, node) || meta.IsStatusConditionTrue(nhc.Status.Conditions, v1alpha1.ConditionDisabled) ||
 		c.unreadableLately(nhc, now) || c.recordedUnreadable(node) || c.heldWhileForbidden(node) || c.heldByUnanswered(node) || keptByOther(nhc, node, all) {
 		return false
 	}
@@ -405,6 +405,7 @@ func (c *Checker) mayEscalate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node, 
 	}
 	if lease := c.leaseOn(node.Name); lease.HeldAt(now) {
 		if holder, ours := health.LeaseHolderNHC(lease.Holder); !ours || holder != nhc.Name {
+			c.recheckAt(lease.Expires())
 			return false
 		}
 	}
@@ -413,7 +414,7 @@ func (c *Checker) mayEscalate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node, 
 	}) {
 		return false
 	}
-	return c.budgetAllows(nhc, now, now.Add(-pictureLag))
+	return c.budgetAllowsLately(nhc)
 }
 
 // budgetAllows tells whether a NodeHealthCheck's budget allowed a new step
