@@ -152,6 +152,7 @@ func (c *cluster) input(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, node
 		}
 	}
 	in.Claims = c.claims(ctx, nhc, in.Nodes)
+	in.MaxCreations, in.CreatesHeld = health.GuardedCreations(&nhc.Status, in.Remediations, nil, 0)
 	return in
 }
 

@@ -11,7 +11,6 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
 // statusLeftWithin is how soon a NodeHealthCheck's next sync must be due
@@ -33,40 +32,11 @@ type unwrittenStatus struct {
 // created remediations without an error, it records no end of a step or
 // an incident (health.RecordsAnEnd), the next sync is due within
 // statusLeftWithin, and the stored status already shows the remediation
-// guard a remediation (guardSees): until it does, the guard would let the
-// NodeHealthCheck be deleted, and its resources with it.
+// guard a remediation (health.ShowsRemediation): until it does, the guard
+// would let the NodeHealthCheck be deleted, and its resources with it.
 func leavesStatus(stored *v1alpha1.NodeHealthCheck, status *v1alpha1.NodeHealthCheckStatus, out *health.Outcome, nextSync time.Duration) bool {
 	return len(out.Created) > 0 && len(out.Errors) == 0 && nextSync > 0 && nextSync <= statusLeftWithin &&
-		guardSees(stored) && !health.RecordsAnEnd(&stored.Status, status, out)
-}
-
-// guardSees says whether the stored status shows the remediation guard a
-// remediation of the NodeHealthCheck.
-func guardSees(stored *v1alpha1.NodeHealthCheck) bool {
-	return health.ShowsRemediation(&stored.Status)
-}
-
-// creationsBound is the most remediation resources a sync may create, and
-// whether it must create none: while the stored status shows the guard no
-// remediation, one, and none while a resource it does not show exists or a
-// write of this controller is not seen yet, so that the guard is blind to
-// one create at most, from its round trip until the status write that
-// follows; maxCreationsPerSync once it shows one.
-func creationsBound(stored *v1alpha1.NodeHealthCheck, obs *remediation.Observation) (bound int, held bool) {
-	if guardSees(stored) {
-		return maxCreationsPerSync, false
-	}
-	if len(obs.PendingNodes) > 0 {
-		return 1, true
-	}
-	for _, resources := range obs.Remediations {
-		for _, r := range resources {
-			if !r.Deleting {
-				return 1, true
-			}
-		}
-	}
-	return 1, false
+		health.ShowsRemediation(&stored.Status) && !health.RecordsAnEnd(&stored.Status, status, out)
 }
 
 // recordStatus writes the status a sync built, or, when the sync leaves it

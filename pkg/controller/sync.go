@@ -53,7 +53,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 		return 0, err
 	}
 	in, caughtUp, err := c.input(ctx, nhc, &obs)
-	in.MaxCreations, in.CreatesHeld = creationsBound(stored, &obs)
+	in.MaxCreations, in.CreatesHeld = health.GuardedCreations(&stored.Status, obs.Remediations, obs.PendingNodes, maxCreationsPerSync)
 	if err != nil {
 		return 0, err
 	}

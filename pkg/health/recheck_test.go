@@ -111,3 +111,33 @@ func TestAnEscalationIsDeferredWhole(t *testing.T) {
 	assert.Equal(t, p.Create[0].Node, p.TimeOut[0].Node, "a time-out goes with its next step")
 	assert.Equal(t, 1, p.Deferred)
 }
+
+// What the guard sees bounds the creates: one while the stored status
+// shows no remediation, none while a resource it does not show exists or a
+// write is not seen yet, the bound once it shows one.
+func TestGuardedCreations(t *testing.T) {
+	shown := v1alpha1.NodeHealthCheckStatus{UnhealthyNodes: []*v1alpha1.UnhealthyNode{{Name: "a", Remediations: []*v1alpha1.Remediation{{}}}}}
+	waiting := v1alpha1.NodeHealthCheckStatus{UnhealthyNodes: []*v1alpha1.UnhealthyNode{{Name: "a"}}}
+	resource := map[string][]Remediation{"a": {{}}}
+	beingDeleted := map[string][]Remediation{"a": {{Deleting: true}}}
+	for _, tt := range []struct {
+		name      string
+		stored    v1alpha1.NodeHealthCheckStatus
+		resources map[string][]Remediation
+		pending   map[string]bool
+		max       int
+		held      bool
+	}{
+		{"shown", shown, resource, map[string]bool{"b": true}, 300, false},
+		{"none shown, nothing there", waiting, nil, nil, 1, false},
+		{"none shown, a resource there", waiting, resource, nil, 1, true},
+		{"none shown, a resource being deleted", waiting, beingDeleted, nil, 1, false},
+		{"none shown, a write not seen", v1alpha1.NodeHealthCheckStatus{}, nil, map[string]bool{"a": true}, 1, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			maxCreations, held := GuardedCreations(&tt.stored, tt.resources, tt.pending, 300)
+			assert.Equal(t, tt.max, maxCreations)
+			assert.Equal(t, tt.held, held)
+		})
+	}
+}

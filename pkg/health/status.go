@@ -203,6 +203,29 @@ func ShowsRemediation(status *v1alpha1.NodeHealthCheckStatus) bool {
 	})
 }
 
+// GuardedCreations bounds a plan's creates by what the remediation guard
+// sees (ShowsRemediation of the stored status): while it sees none, one
+// create (held: none, while a resource it does not show exists or a write
+// of the controller, pending, is not seen yet), so that the guard is blind
+// to one create at most, from its round trip until the status write that
+// follows; bound once it sees one.
+func GuardedCreations(stored *v1alpha1.NodeHealthCheckStatus, resources map[string][]Remediation, pending map[string]bool, bound int) (maxCreations int, held bool) {
+	if ShowsRemediation(stored) {
+		return bound, false
+	}
+	if len(pending) > 0 {
+		return 1, true
+	}
+	for _, rs := range resources {
+		for _, r := range rs {
+			if !r.Deleting {
+				return 1, true
+			}
+		}
+	}
+	return 1, false
+}
+
 // RecordsAnEnd says whether a status records the end of a step or of an
 // incident that the stored status does not: a time-out, a deletion, or a
 // node's mark of recovery or deselection. That status is the only memory
