@@ -240,6 +240,8 @@ func TestOrphanIsDeletedAndConfirmationRemoved(t *testing.T) {
 	})
 	gone := unhealthyNode(t, "orphan", "orphan-gone", corev1.ConditionFalse)
 	kept := unhealthyNode(t, "orphan", "orphan-kept", corev1.ConditionFalse)
+	// The first create goes alone, its status written before the next.
+	env.sync(t, nhc.Name, time.Now())
 	env.sync(t, nhc.Name, time.Now())
 	require.Len(t, remediationsOf(t, gone), 1)
 	require.Len(t, remediationsOf(t, kept), 1)
