@@ -53,10 +53,12 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 		return 0, err
 	}
 	in, caughtUp, err := c.input(ctx, nhc, &obs)
-	in.MaxCreations, in.CreatesHeld = health.GuardedCreations(&stored.Status, obs.Remediations, obs.PendingNodes, maxCreationsPerSync)
 	if err != nil {
 		return 0, err
 	}
+	// The remediation guard reads the stored status, not the one left to
+	// this sync.
+	in.MaxCreations, in.CreatesHeld = health.GuardedCreations(&stored.Status, obs.Remediations, obs.PendingNodes, maxCreationsPerSync)
 	if !caughtUp {
 		logger.V(4).Info("Waiting for the node cache to show the nodes the API server selects")
 		return catchUpRequeue, nil

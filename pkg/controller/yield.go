@@ -64,8 +64,9 @@ func (y *Yield) wait(ctx context.Context) {
 	}
 	y.mu.Lock()
 	idle, left := y.idle, yieldAtMost-y.clock.Since(y.busySince)
+	busy := y.syncs > 0
 	y.mu.Unlock()
-	if left <= 0 {
+	if !busy || left <= 0 {
 		return
 	}
 	timer := y.clock.NewTimer(left)

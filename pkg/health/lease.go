@@ -202,11 +202,17 @@ func (e *evaluation) leaseOverdue(node string, currentStep int) time.Time {
 	if acquired.IsZero() {
 		acquired = l.Renewed
 	}
+	return e.overdueFrom(acquired, currentStep)
+}
+
+// overdueFrom is when a lease taken at start is overdue for a step: three
+// of the step's durations plus the timeouts of the steps before it.
+func (e *evaluation) overdueFrom(start time.Time, step int) time.Time {
 	var previous time.Duration
-	for i := 0; i < currentStep && i < len(e.rules.steps); i++ {
+	for i := 0; i < step && i < len(e.rules.steps); i++ {
 		previous += e.rules.steps[i].timeout
 	}
-	return acquired.Add(leaseOverdueFactor*e.stepLeaseDuration(currentStep) + previous)
+	return start.Add(leaseOverdueFactor*e.stepLeaseDuration(step) + previous)
 }
 
 // resumedLeaseOverdue is when the lease rule ends the step that runs next
@@ -229,11 +235,7 @@ func (e *evaluation) resumedLeaseOverdue(inc *incident) time.Time {
 	if first.IsZero() {
 		return time.Time{}
 	}
-	var previous time.Duration
-	for i := 0; i < inc.next && i < len(e.rules.steps); i++ {
-		previous += e.rules.steps[i].timeout
-	}
-	return first.Add(leaseOverdueFactor*e.stepLeaseDuration(inc.next) + previous)
+	return e.overdueFrom(first, inc.next)
 }
 
 // keepLeases renews this NodeHealthCheck's leases while it acts on their

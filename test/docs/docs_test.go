@@ -35,13 +35,20 @@ func headings(text string) []string {
 	return found
 }
 
-// Every section heading appears once in its file: a second copy goes
-// stale.
-func TestEverySectionHeadingAppearsOnce(t *testing.T) {
+// userDocs are the paths of the docs a user reads: docs/*.md, the README
+// and the chart's README.
+func userDocs(t *testing.T) []string {
+	t.Helper()
 	root := controlplane.RepoRoot()
 	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	require.NoError(t, err)
-	files = append(files, filepath.Join(root, "README.md"), filepath.Join(root, "charts", "nhc-controller", "README.md"))
+	return append(files, filepath.Join(root, "README.md"), filepath.Join(root, "charts", "nhc-controller", "README.md"))
+}
+
+// Every section heading appears once in its file: a second copy goes
+// stale.
+func TestEverySectionHeadingAppearsOnce(t *testing.T) {
+	files := userDocs(t)
 	require.NotEmpty(t, files)
 	for _, file := range files {
 		data, err := os.ReadFile(file)

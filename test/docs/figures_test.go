@@ -228,9 +228,7 @@ func proseSentences(text string, skip func(line int) bool) []sentence {
 // they were, the reasons of what was decided then.
 func TestOnlyPerformanceMdStatesTheBenchsFigures(t *testing.T) {
 	root := controlplane.RepoRoot()
-	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	require.NoError(t, err)
-	files = append(files, filepath.Join(root, "README.md"), filepath.Join(root, "charts", "nhc-controller", "README.md"))
+	files := userDocs(t)
 	sizing := tableUnder(t, readRepo(t, "docs/operating.md"), "### Sizing the pod")
 	checked := 0
 	for _, file := range files {
