@@ -82,30 +82,55 @@ func (c *Controller) updateNHC(logger klog.Logger, oldObj, newObj any) {
 		logger.V(6).Info("NodeHealthCheck can act or no longer", "nodeHealthCheck", klog.KObj(updated), "cannotAct", health.CannotAct(updated))
 		c.queue.Add(updated.Name)
 		c.enqueueSharing(updated)
-		return
 	}
 	if released := releasedOnRecord(old, updated); len(released) > 0 {
 		logger.V(6).Info("NodeHealthCheck no longer holds nodes on its record", "nodeHealthCheck", klog.KObj(updated), "nodes", released)
+		if c.anyMayBeControlPlane(released) {
+			// It held back every control-plane node.
+			c.enqueueOthers(updated.Name)
+			return
+		}
 		c.enqueueSelectingNodes([]string{updated.Name}, released...)
 	}
 }
 
-// releasedOnRecord returns the nodes a status write let go of that the
-// NodeHealthCheck held on its record (health.HoldsOnRecord): another one
-// that selects such a node may take it over now, and must not wait for its
-// next requeue, up to a minute, to see it. It may select the node while
-// this one no longer does (relabelled), so the nodes' labels, not this
-// one's selector, say whom to wake.
+// anyMayBeControlPlane tells whether any of the nodes is a control-plane
+// node in the node cache, or is gone and may have been one.
+func (c *Controller) anyMayBeControlPlane(nodes []string) bool {
+	for _, name := range nodes {
+		n, err := c.nodeLister.Get(name)
+		if err != nil || v1alpha1.IsControlPlane(n.Labels) {
+			return true
+		}
+	}
+	return false
+}
+
+// releasedOnRecord returns the nodes a status write let go of: held on
+// the record (health.HoldsOnRecord), or recorded with a remediation
+// resource, which keeps the node busy for others while its kind cannot be
+// read. Another NodeHealthCheck that selects such a node may take it over,
+// or one control-plane node may start now, and must not wait for its next
+// requeue, up to a minute, to see it. It may select the node while this one
+// no longer does (relabelled), so the nodes' labels, not this one's
+// selector, say whom to wake.
 func releasedOnRecord(old, updated *v1alpha1.NodeHealthCheck) []string {
-	held := health.NodesHeldOnRecord(old)
-	if len(held) == 0 {
+	released := dropped(health.NodesHeldOnRecord(old), health.NodesHeldOnRecord(updated))
+	released = append(released, dropped(health.NodesRecordingRemediations(old), health.NodesRecordingRemediations(updated))...)
+	slices.Sort(released)
+	return slices.Compact(released)
+}
+
+// dropped returns the nodes of before that are not in after.
+func dropped(before, after []string) []string {
+	if len(before) == 0 {
 		return nil
 	}
-	still := map[string]bool{}
-	for _, node := range health.NodesHeldOnRecord(updated) {
-		still[node] = true
+	kept := make(map[string]bool, len(after))
+	for _, node := range after {
+		kept[node] = true
 	}
-	return slices.DeleteFunc(held, func(node string) bool { return still[node] })
+	return slices.DeleteFunc(before, func(node string) bool { return kept[node] })
 }
 
 func (c *Controller) deleteNHC(logger klog.Logger, obj any) {

@@ -266,3 +266,31 @@ func TestAStatusThatLetsGoOfASharedNodeWakesTheOthers(t *testing.T) {
 	c.updateNHC(klog.Background(), holding, gone)
 	assert.Equal(t, []string{"infra"}, queued(c), "the one that selects the node now")
 }
+
+// A NodeHealthCheck that cannot act (disabled: its kind is no longer
+// served) records a control-plane node's remediation: while the kind cannot
+// be read, that record keeps every control-plane node waiting. The status
+// write that drops it wakes every other NodeHealthCheck, those that select
+// other control-plane nodes alone included.
+func TestAStatusThatDropsARecordedControlPlaneRemediationWakesEveryOther(t *testing.T) {
+	disabled := selectingNHC("gamma", "master")
+	disabled.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionDisabled, Status: metav1.ConditionTrue}}
+	disabled.Status.UnhealthyNodes = []*v1alpha1.UnhealthyNode{{Name: "master-1", Remediations: []*v1alpha1.Remediation{{Started: metav1.Now()}}}}
+	c := newTestController(t, disabled, selectingNHC("masters", "master"), selectingNHC("workers", "worker"))
+	nodes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	c.nodeLister = nodecache.NewLister(nodes)
+	master := nodeWithRole("master")
+	master.Name = "master-1"
+	master.Labels[v1alpha1.ControlPlaneRoleLabel] = ""
+	require.NoError(t, nodes.Add(nodecache.NodeOf(master)))
+
+	dropped := disabled.DeepCopy()
+	dropped.Status.UnhealthyNodes[0].Remediations = nil
+	c.updateNHC(klog.Background(), disabled, dropped)
+	assert.Equal(t, []string{"masters", "workers"}, queued(c), "a control-plane node let go of wakes every other NodeHealthCheck")
+
+	master.Labels = map[string]string{"role": "master"}
+	require.NoError(t, nodes.Update(nodecache.NodeOf(master)))
+	c.updateNHC(klog.Background(), disabled, dropped)
+	assert.Equal(t, []string{"masters"}, queued(c), "a worker let go of wakes those that select it")
+}

@@ -72,3 +72,16 @@ func NodesHeldOnRecord(nhc *v1alpha1.NodeHealthCheck) []string {
 	}
 	return nodes
 }
+
+// NodesRecordingRemediations are the nodes whose status entry records a
+// remediation resource, whatever its state: while its kind cannot be read,
+// such a record keeps the node busy for every other NodeHealthCheck.
+func NodesRecordingRemediations(nhc *v1alpha1.NodeHealthCheck) []string {
+	var nodes []string
+	for _, entry := range nhc.Status.UnhealthyNodes {
+		if entry != nil && slices.ContainsFunc(entry.Remediations, func(rem *v1alpha1.Remediation) bool { return rem != nil }) {
+			nodes = append(nodes, entry.Name)
+		}
+	}
+	return nodes
+}
