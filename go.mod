@@ -2,6 +2,8 @@ module github.com/nodehealthcheck/nhc-controller
 
 go 1.26.0
 
+toolchain go1.26.8
+
 require (
 	github.com/evanphx/json-patch/v5 v5.9.11
 	github.com/go-logr/logr v1.4.3

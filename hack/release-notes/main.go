@@ -1,8 +1,12 @@
-// Command release-notes checks a release's version and prints its section
-// of CHANGELOG.md, or says why there is none. make release runs it before
-// anything is built, so that a missing section fails in seconds.
+// Command release-notes checks what make release may build and prints the
+// release's notes, its section of CHANGELOG.md, or says why it refuses: a
+// version only from a clean tree at its tag, with go.mod's toolchain;
+// "snapshot" builds the tree as it is, with the Unreleased notes. make
+// release runs it before anything is built, so that a refusal takes
+// seconds.
 //
 //	go run ./hack/release-notes vX.Y.Z
+//	go run ./hack/release-notes snapshot
 package main
 
 import (
@@ -10,25 +14,23 @@ import (
 	"os"
 
 	"github.com/nodehealthcheck/nhc-controller/hack/internal/changelog"
+	"github.com/nodehealthcheck/nhc-controller/hack/release/gate"
 )
 
 func main() {
 	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: release-notes vX.Y.Z")
+		fmt.Fprintln(os.Stderr, "usage: release-notes vX.Y.Z|snapshot")
 		os.Exit(2)
 	}
-	version := os.Args[1]
-	notes, err := notes(version)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "release:", err)
-		os.Exit(1)
+	r, err := gate.Check(os.Args[1])
+	if err == nil {
+		var notes string
+		if notes, err = changelog.Notes("CHANGELOG.md", r.Notes()); err == nil {
+			fmt.Fprintf(os.Stderr, "release: %s from %.12s, built with %s\n", r.Version, r.Commit, r.Toolchain)
+			fmt.Print(notes)
+			return
+		}
 	}
-	fmt.Print(notes)
-}
-
-func notes(version string) (string, error) {
-	if err := changelog.Check(version); err != nil {
-		return "", err
-	}
-	return changelog.Notes("CHANGELOG.md", version)
+	fmt.Fprintln(os.Stderr, "release:", err)
+	os.Exit(1)
 }

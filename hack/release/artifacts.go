@@ -3,12 +3,12 @@ package main
 import (
 	"archive/tar"
 	"compress/gzip"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -71,43 +71,32 @@ func installYAML(image, out string) error {
 	return os.WriteFile(out, append([]byte(header), rendered...), 0o644)
 }
 
-// pluginArchives builds kubectl-nhc for each platform into a .tar.gz with
-// its completion helper and the licence, and returns the archives' names by
-// platform.
-func pluginArchives(version, output string) (map[[2]string]string, error) {
+// pluginArchive builds kubectl-nhc for a platform into a .tar.gz with its
+// completion helper and the licence.
+func pluginArchive(ctx context.Context, out io.Writer, version string, platform [2]string, archive string) error {
 	work, err := os.MkdirTemp("", "nhc-plugin-")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer os.RemoveAll(work)
 	completion, err := os.ReadFile("plugin/kubectl_complete-nhc")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	license, err := os.ReadFile("LICENSE")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	archives := map[[2]string]string{}
-	for _, platform := range pluginPlatforms {
-		binary := filepath.Join(work, platform[0]+"-"+platform[1])
-		cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w -buildid= -X github.com/nodehealthcheck/nhc-controller/pkg/version.stamped="+version, "-o", binary, "./cmd/kubectl-nhc")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+platform[0], "GOARCH="+platform[1])
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Run(); err != nil {
-			return nil, fmt.Errorf("building kubectl-nhc for %s/%s: %w", platform[0], platform[1], err)
-		}
-		data, err := os.ReadFile(binary)
-		if err != nil {
-			return nil, err
-		}
-		name := fmt.Sprintf("kubectl-nhc_%s_%s_%s.tar.gz", version, platform[0], platform[1])
-		if err := writeArchive(filepath.Join(output, name), pluginFiles(platform[0], data, completion, license)); err != nil {
-			return nil, err
-		}
-		archives[platform] = name
+	binary := filepath.Join(work, pluginBinary(platform[0]))
+	env := append(os.Environ(), "CGO_ENABLED=0", "GOOS="+platform[0], "GOARCH="+platform[1])
+	if err := command(ctx, out, env, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w -buildid= -X github.com/nodehealthcheck/nhc-controller/pkg/version.stamped="+version, "-o", binary, "./cmd/kubectl-nhc"); err != nil {
+		return err
 	}
-	return archives, nil
+	data, err := os.ReadFile(binary)
+	if err != nil {
+		return err
+	}
+	return writeArchive(archive, pluginFiles(platform[0], data, completion, license))
 }
 
 // pluginFiles are the files of kubectl-nhc's archive for an OS: the

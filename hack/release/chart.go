@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,9 +20,10 @@ var (
 // runbookOnMain is where the alerts' runbook_url points in the tree.
 const runbookOnMain = "/blob/main/docs/runbooks.md"
 
-// pinRunbooks points the alerts' runbook URLs at the release's tag, so an
-// alert links to the runbook of the version that raised it, not main's.
-func pinRunbooks(rules, version string) error {
+// pinRunbooks points the alerts' runbook URLs at the release's tag (a
+// snapshot's commit), so an alert links to the runbook of the version that
+// raised it, not main's.
+func pinRunbooks(rules, ref string) error {
 	data, err := os.ReadFile(rules)
 	if err != nil {
 		return err
@@ -28,15 +31,15 @@ func pinRunbooks(rules, version string) error {
 	if !strings.Contains(string(data), runbookOnMain) {
 		return fmt.Errorf("%s has no runbook_url on main to pin", rules)
 	}
-	pinned := strings.ReplaceAll(string(data), runbookOnMain, "/blob/"+version+"/docs/runbooks.md")
+	pinned := strings.ReplaceAll(string(data), runbookOnMain, "/blob/"+ref+"/docs/runbooks.md")
 	return os.WriteFile(rules, []byte(pinned), 0o644)
 }
 
 // chartPackage packages charts/nhc-controller as nhc-controller-X.Y.Z.tgz:
 // its version is the release's (without the v), its appVersion (the image's
 // default tag) the release's, its image the release's repository, and
-// digest when pushed, and its alerts' runbooks the release's.
-func chartPackage(helm, version, image, output string) error {
+// digest, and its alerts' runbooks the release's (ref: its tag or commit).
+func chartPackage(ctx context.Context, out io.Writer, helm, version, ref, image, output string) error {
 	work, err := os.MkdirTemp("", "nhc-release-chart-")
 	if err != nil {
 		return err
@@ -63,8 +66,8 @@ func chartPackage(helm, version, image, output string) error {
 	if err := os.WriteFile(values, data, 0o644); err != nil {
 		return err
 	}
-	if err := pinRunbooks(filepath.Join(chart, "files", "prometheus-rule.yaml"), version); err != nil {
+	if err := pinRunbooks(filepath.Join(chart, "files", "prometheus-rule.yaml"), ref); err != nil {
 		return err
 	}
-	return run(helm, "package", chart, "--version", strings.TrimPrefix(version, "v"), "--app-version", version, "--destination", output)
+	return command(ctx, out, nil, helm, "package", chart, "--version", strings.TrimPrefix(version, "v"), "--app-version", version, "--destination", output)
 }

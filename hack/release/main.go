@@ -10,7 +10,7 @@
 //     and its image the release's, pinned to the digest too;
 //   - nhc-controller.crds.yaml: the CRD alone, for helm upgrade;
 //   - nhc-controller.sbom.cdx.json: the controller's software bill of
-//     materials (CycloneDX), the Go modules its binary is built from;
+//     materials (CycloneDX), read from the shipped binaries (sbom.go);
 //   - kubectl-nhc for linux and darwin, amd64 and arm64, and windows/amd64,
 //     as archives, and
 //     the krew plugin manifest with their sha256 sums;
@@ -18,44 +18,40 @@
 //     the release workflow signs and attests, and what a user verifies;
 //   - release-notes.md, the version's section of CHANGELOG.md;
 //   - SHA256SUMS of every file.
+//
+// It builds a version only from a clean tree at its tag, with go.mod's
+// toolchain (hack/release/gate); --version snapshot builds the tree as it
+// is, under a version that says so.
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
-	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/nodehealthcheck/nhc-controller/hack/internal/changelog"
+	"github.com/nodehealthcheck/nhc-controller/hack/release/gate"
 )
 
 // defaultRepository is where the project publishes its images, beside its
 // module path (.github/workflows/release.yaml pushes there on a tag).
 const defaultRepository = "ghcr.io/nodehealthcheck/nhc-controller"
 
-// cyclonedxGomod writes the SBOM: CycloneDX's generator for Go, which
-// reads the modules a binary is built from.
-const cyclonedxGomod = "github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@v1.10.0"
-
-// sbom writes the controller's software bill of materials, every module
-// with its licence (detected from the module's files, and asserted: a
-// scanner reads licenses, not evidence), and the controller named at the
-// release's version, which git describe gives only on a tagged commit.
-func sbom(out, version string) error {
-	if err := run("go", "run", cyclonedxGomod, "app", "-json", "-licenses", "-assert-licenses", "-main", "cmd/nhc-controller", "-output", out, "."); err != nil {
-		return err
-	}
-	return setSBOMVersion(out, version)
-}
-
 // digestFile names the image index's digest in the release folder.
 const digestFile = "image-digest"
 
 // crdFile is the NodeHealthCheck CRD, the same in the plain install and the chart.
 const crdFile = "manifests/crd/remediation.medik8s.io_nodehealthchecks.yaml"
+
+// buildSlots is how many builds run at once.
+const buildSlots = 2
 
 // pluginPlatforms are the platforms kubectl-nhc is built for.
 var pluginPlatforms = [][2]string{{"linux", "amd64"}, {"linux", "arm64"}, {"darwin", "amd64"}, {"darwin", "arm64"}, {"windows", "amd64"}}
@@ -71,36 +67,48 @@ func pluginBinary(goos string) string {
 // options are the release's flags.
 type options struct {
 	version, output, repository string
-	// helm packages the chart.
+	// helm packages the chart; "" builds the pinned one (hack/build-helm.sh)
+	// while the rest builds.
 	helm string
 	push bool
 }
 
 func main() {
 	var o options
-	flag.StringVar(&o.version, "version", "", "the release's version, vMAJOR.MINOR.PATCH")
+	flag.StringVar(&o.version, "version", "", "the release's version, vMAJOR.MINOR.PATCH, the tag of HEAD; or snapshot, for the tree as it is")
 	flag.StringVar(&o.output, "output", "_output/release", "the folder to write the release into; it is replaced")
 	flag.StringVar(&o.repository, "image", defaultRepository, "the image repository, such as registry.example.com/nhc-controller")
-	flag.StringVar(&o.helm, "helm", "helm", "the helm that packages the chart (hack/build-helm.sh)")
+	flag.StringVar(&o.helm, "helm", "", "the helm that packages the chart; by default hack/build-helm.sh's")
 	flag.BoolVar(&o.push, "push", false, "also push the image index to --image's registry")
 	flag.Parse()
-	if err := release(o); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	start := time.Now()
+	if err := release(ctx, o, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "release:", err)
 		os.Exit(1)
 	}
+	fmt.Fprintf(os.Stderr, "release: written to %s in %s\n", o.output, time.Since(start).Round(time.Second))
 }
 
-func release(o options) error {
-	version, output, repository, push := o.version, o.output, o.repository, o.push
-	if err := changelog.Check(version); err != nil {
-		return err
-	}
-	notes, err := changelog.Notes("CHANGELOG.md", version)
+func release(ctx context.Context, o options, w io.Writer) error {
+	r, err := gate.Check(o.version)
 	if err != nil {
 		return err
 	}
+	notes, err := changelog.Notes("CHANGELOG.md", r.Notes())
+	if err != nil {
+		return err
+	}
+	version, output := r.Version, o.output
+	repository := o.repository
 	if repository == "" {
 		repository = defaultRepository
+	}
+	// A snapshot's runbooks are its commit's: it has no tag.
+	ref := version
+	if r.Snapshot {
+		ref = r.Commit
 	}
 	image := repository + ":" + version
 	if err := os.RemoveAll(output); err != nil {
@@ -112,64 +120,107 @@ func release(o options) error {
 	if err := os.WriteFile(filepath.Join(output, "release-notes.md"), []byte(notes), 0o644); err != nil {
 		return err
 	}
-	args := []string{"run", "./hack/image", "--output", output, "--arch", "amd64,arm64", "--tag", image, "--version", version}
-	if push {
-		args = append(args, "--push")
+	// Filled in by the tasks that need them first.
+	helm, pinned := o.helm, ""
+	archives := map[[2]string]string{}
+	tasks := []task{
+		{name: "image linux/amd64+arm64", build: true, run: func(ctx context.Context, out io.Writer) error {
+			args := []string{"run", "./hack/image", "--output", output, "--arch", "amd64,arm64", "--tag", image, "--version", version}
+			if o.push {
+				args = append(args, "--push")
+			}
+			if err := command(ctx, out, nil, "go", args...); err != nil {
+				return err
+			}
+			// The install file and the chart name the image by digest,
+			// pushed or not: the index's digest is its content's, the same
+			// once pushed, and a moved tag cannot change what runs.
+			digest, err := indexDigest(filepath.Join(output, "oci"))
+			if err != nil {
+				return err
+			}
+			pinned = image + "@" + digest
+			// The workflow signs by digest, never by tag: a tag can move
+			// between the push and the signature.
+			if err := os.WriteFile(filepath.Join(output, digestFile), []byte(digest+"\n"), 0o644); err != nil {
+				return err
+			}
+			return ociArchive(filepath.Join(output, "oci"), filepath.Join(output, "nhc-controller-"+version+"-oci.tar"))
+		}},
+		{name: "install file", needs: []string{"image linux/amd64+arm64"}, run: func(context.Context, io.Writer) error {
+			return installYAML(pinned, filepath.Join(output, "nhc-controller.yaml"))
+		}},
+		{name: "CRD", run: func(context.Context, io.Writer) error {
+			// The CRD alone, for helm upgrade, which leaves crds/ as they were.
+			crd, err := os.ReadFile(crdFile)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(output, "nhc-controller.crds.yaml"), crd, 0o644)
+		}},
+		{name: "chart", needs: []string{"image linux/amd64+arm64", "helm"}, run: func(ctx context.Context, out io.Writer) error {
+			return chartPackage(ctx, out, helm, version, ref, pinned, output)
+		}},
+		{name: "SBOM", needs: []string{"image linux/amd64+arm64"}, run: func(context.Context, io.Writer) error {
+			return sbom(r, filepath.Join(output, "oci"), filepath.Join(output, "nhc-controller.sbom.cdx.json"))
+		}},
 	}
-	if err := run("go", args...); err != nil {
-		return err
+	helmTask := task{name: "helm", run: func(context.Context, io.Writer) error { return nil }}
+	if helm == "" {
+		helmTask.build = true
+		helmTask.run = func(ctx context.Context, out io.Writer) error {
+			var built strings.Builder
+			if err := command(ctx, io.MultiWriter(out, &built), nil, "hack/build-helm.sh"); err != nil {
+				return err
+			}
+			lines := strings.Split(strings.TrimSpace(built.String()), "\n")
+			helm = lines[len(lines)-1]
+			return nil
+		}
 	}
-	// The install file and the chart name the image by digest, pushed or
-	// not: the index's digest is its content's, the same once pushed, and
-	// a moved tag cannot change what runs.
-	digest, err := indexDigest(filepath.Join(output, "oci"))
-	if err != nil {
-		return err
+	// Helm first: from source, it takes longest.
+	tasks = append([]task{helmTask}, tasks...)
+	var plugins []string
+	for _, platform := range pluginPlatforms {
+		name := "kubectl-nhc " + platform[0] + "/" + platform[1]
+		plugins = append(plugins, name)
+		archive := fmt.Sprintf("kubectl-nhc_%s_%s_%s.tar.gz", version, platform[0], platform[1])
+		archives[platform] = archive
+		tasks = append(tasks, task{name: name, build: true, run: func(ctx context.Context, out io.Writer) error {
+			return pluginArchive(ctx, out, version, platform, filepath.Join(output, archive))
+		}})
 	}
-	image += "@" + digest
-	// The workflow signs by digest, never by tag: a tag can move between the
-	// push and the signature.
-	if err := os.WriteFile(filepath.Join(output, digestFile), []byte(digest+"\n"), 0o644); err != nil {
-		return err
-	}
-	if err := ociArchive(filepath.Join(output, "oci"), filepath.Join(output, "nhc-controller-"+version+"-oci.tar")); err != nil {
-		return err
-	}
-	if err := installYAML(image, filepath.Join(output, "nhc-controller.yaml")); err != nil {
-		return err
-	}
-	if err := chartPackage(o.helm, version, image, output); err != nil {
-		return err
-	}
-	// The CRD alone, for helm upgrade, which leaves crds/ as they were.
-	crd, err := os.ReadFile(crdFile)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(output, "nhc-controller.crds.yaml"), crd, 0o644); err != nil {
-		return err
-	}
-	if err := sbom(filepath.Join(output, "nhc-controller.sbom.cdx.json"), version); err != nil {
-		return err
-	}
-	archives, err := pluginArchives(version, output)
-	if err != nil {
-		return err
-	}
-	if err := krewManifest(version, archives, filepath.Join(output, "nhc.yaml")); err != nil {
+	tasks = append(tasks, task{name: "krew manifest", needs: plugins, run: func(context.Context, io.Writer) error {
+		return krewManifest(version, archives, filepath.Join(output, "nhc.yaml"))
+	}})
+	fmt.Fprintf(w, "release: %s from %.12s with %s into %s: %d tasks, %d builds at a time\n", version, r.Commit, r.Toolchain, output, len(tasks), buildSlots)
+	if err := runTasks(ctx, tasks, buildSlots, w); err != nil {
 		return err
 	}
 	return checksums(output)
 }
 
-// run runs a command, its output on standard error.
-func run(name string, args ...string) error {
-	cmd := exec.Command(name, args...)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
+// sbom writes the SBOM of the controller the image ships, after checking
+// that it is built with the release's Go.
+func sbom(r gate.Release, oci, out string) error {
+	binaries, err := shippedBinaries(oci)
+	if err != nil {
+		return err
 	}
-	return nil
+	for _, bi := range binaries {
+		if bi.GoVersion != r.Toolchain {
+			return fmt.Errorf("the image's controller is built with %s, not %s", bi.GoVersion, r.Toolchain)
+		}
+	}
+	dirs, err := moduleDirs(binaries)
+	if err != nil {
+		return err
+	}
+	root, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	return writeSBOM(out, sbomInput{version: r.Version, commit: r.Commit, time: r.Time, binaries: binaries, moduleDir: dirs, mainDir: root})
 }
 
 // files lists the regular files of the release folder, sorted.

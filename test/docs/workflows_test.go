@@ -28,6 +28,7 @@ type workflow struct {
 type job struct {
 	Uses        string            `json:"uses"`
 	Needs       any               `json:"needs"`
+	Environment any               `json:"environment"`
 	Permissions map[string]string `json:"permissions"`
 	Steps       []step            `json:"steps"`
 }
@@ -37,6 +38,25 @@ type step struct {
 	Uses string         `json:"uses"`
 	Run  string         `json:"run"`
 	With map[string]any `json:"with"`
+}
+
+// needs are the jobs a job waits for.
+func (j job) needs() []any {
+	if one, ok := j.Needs.(string); ok {
+		return []any{one}
+	}
+	needs, _ := j.Needs.([]any)
+	return needs
+}
+
+// stepAt finds the first step from index from on that matches, or -1.
+func (j job) stepAt(from int, match func(step) bool) int {
+	for i := from; i < len(j.Steps); i++ {
+		if match(j.Steps[i]) {
+			return i
+		}
+	}
+	return -1
 }
 
 func (w workflow) triggers() map[string]any {
@@ -128,10 +148,67 @@ func TestCIRunsTheProjectsScripts(t *testing.T) {
 	assert.True(t, slices.ContainsFunc(runs, func(r string) bool { return strings.HasPrefix(r, "make sim SEEDS=") }), "make sim with its seeds: %q", runs)
 }
 
-// The release publishes only a commit CI passed, signs the image it pushed
-// by digest with the workflow's own identity, attests its SBOM and build
-// provenance, and only then publishes the assets.
-func TestTheReleaseIsTestedSignedAndAttested(t *testing.T) {
+// govulncheck, a module pinned by version.
+var govulncheck = regexp.MustCompile(`go run golang\.org/x/vuln/cmd/govulncheck@v\d+\.\d+\.\d+ `)
+
+// CI looks for known vulnerabilities in the source and in the shipped
+// binaries (the image holds nothing else), and keeps bin/ and Go's caches
+// between runs: the control plane and helm are built or fetched once.
+func TestCIScansForVulnerabilitiesAndCaches(t *testing.T) {
+	_, parsed := readWorkflows(t)
+	ci := parsed["ci.yaml"]
+	var source, binaries, binCache bool
+	for _, j := range ci.Jobs {
+		for _, s := range j.Steps {
+			source = source || govulncheck.MatchString(s.Run) && strings.Contains(s.Run, " ./...")
+			binaries = binaries || govulncheck.MatchString(s.Run) && strings.Contains(s.Run, "-mode=binary") && strings.Contains(s.Run, "nhc-controller")
+			if strings.HasPrefix(s.Uses, "actions/setup-go@") {
+				assert.Equal(t, true, s.With["cache"], "setup-go keeps the module and build caches")
+			}
+			if strings.HasPrefix(s.Uses, "actions/cache@") && s.With["path"] == "bin" {
+				binCache = true
+				assert.Contains(t, s.With["key"], "hashFiles('hack/build-k8s-binaries.sh', 'hack/build-helm.sh')", "keyed on the scripts that pin the versions")
+			}
+		}
+	}
+	assert.True(t, source, "govulncheck ./...")
+	assert.True(t, binaries, "govulncheck -mode=binary of the controller")
+	assert.True(t, binCache, "bin/ cached")
+}
+
+// Every workflow builds with go.mod's toolchain line, which names the
+// newest patch (the release refuses an older one): setup-go reads it.
+func TestTheWorkflowsBuildWithGoModsToolchain(t *testing.T) {
+	assert.Regexp(t, `(?m)^toolchain go1\.\d+\.\d+$`, readRepo(t, "go.mod"))
+	_, parsed := readWorkflows(t)
+	setups := 0
+	for file, w := range parsed {
+		for name, j := range w.Jobs {
+			for _, s := range j.Steps {
+				if strings.HasPrefix(s.Uses, "actions/setup-go@") {
+					setups++
+					assert.Equal(t, "go.mod", s.With["go-version-file"], "%s %s", file, name)
+					assert.NotContains(t, s.With, "go-version", "%s %s: the version is go.mod's", file, name)
+				}
+			}
+		}
+	}
+	assert.GreaterOrEqual(t, setups, 3)
+	// The Dockerfile, for those who build with Docker, uses the same minor;
+	// Dependabot moves its digest to the newest patch.
+	toolchain := regexp.MustCompile(`(?m)^toolchain go(\d+\.\d+)\.\d+$`).FindStringSubmatch(readRepo(t, "go.mod"))
+	require.NotNil(t, toolchain)
+	assert.Regexp(t, `(?m)^FROM golang:`+regexp.QuoteMeta(toolchain[1])+`@sha256:`, readRepo(t, "Dockerfile"))
+}
+
+// The release: CI passes on the tagged commit; build, with no write right,
+// checks that the tag is on main's history and writes every file; publish,
+// in the protected environment, only downloads those files, checks them
+// against their checksums, then pushes, signs and attests them by digest
+// with the workflow's own identity (the image, its SBOM and provenance;
+// the chart; SHA256SUMS, and every file it lists), and only then
+// publishes the assets.
+func TestTheReleaseIsBuiltReadOnlyAndPublishedSigned(t *testing.T) {
 	_, parsed := readWorkflows(t)
 	release, ok := parsed["release.yaml"]
 	require.True(t, ok, ".github/workflows/release.yaml")
@@ -139,41 +216,72 @@ func TestTheReleaseIsTestedSignedAndAttested(t *testing.T) {
 	assert.Equal(t, "./.github/workflows/ci.yaml", release.Jobs["ci"].Uses)
 	assert.Equal(t, map[string]string{"contents": "read"}, release.Jobs["ci"].Permissions)
 
-	publish, ok := release.Jobs["release"]
-	require.True(t, ok, "the release job")
-	needs := publish.Needs
-	if one, ok := needs.(string); ok {
-		needs = []any{one}
-	}
-	assert.Contains(t, needs, "ci", "the release job needs ci")
-	assert.Equal(t, map[string]string{"contents": "write", "packages": "write", "id-token": "write", "attestations": "write"}, publish.Permissions)
-
-	at := map[string]int{}
-	for i, s := range publish.Steps {
-		switch {
-		case strings.Contains(s.Run, "make release") && strings.Contains(s.Run, "PUSH=1"):
-			at["push"] = i
-		case strings.HasPrefix(s.Uses, "sigstore/cosign-installer@"):
-			at["cosign"] = i
-		case strings.HasPrefix(s.Run, "cosign sign ") && strings.Contains(s.Run, `"${IMAGE}@${DIGEST}"`):
-			at["sign"] = i
-		case strings.HasPrefix(s.Run, "cosign attest ") && strings.Contains(s.Run, "--type cyclonedx --predicate _output/release/nhc-controller.sbom.cdx.json"):
-			at["sbom"] = i
-		case strings.HasPrefix(s.Uses, "actions/attest-build-provenance@"):
-			at["provenance"] = i
-			assert.Equal(t, "ghcr.io/nodehealthcheck/nhc-controller", s.With["subject-name"])
-			assert.Equal(t, "${{ steps.image.outputs.digest }}", s.With["subject-digest"])
-			assert.Equal(t, true, s.With["push-to-registry"])
-		case strings.Contains(s.Run, "gh release create"):
-			at["publish"] = i
+	build, ok := release.Jobs["build"]
+	require.True(t, ok, "the build job")
+	assert.Contains(t, build.needs(), "ci")
+	assert.Equal(t, map[string]string{"contents": "read"}, build.Permissions, "the build has no write right")
+	onMain := build.stepAt(0, func(s step) bool {
+		return strings.Contains(s.Run, `git merge-base --is-ancestor "${GITHUB_SHA}" origin/main`)
+	})
+	made := build.stepAt(0, func(s step) bool { return s.Run == `make release VERSION="${GITHUB_REF_NAME}"` })
+	uploaded := build.stepAt(0, func(s step) bool { return strings.HasPrefix(s.Uses, "actions/upload-artifact@") })
+	assert.True(t, onMain >= 0 && onMain < made, "the tag is checked to be on main before the build")
+	assert.True(t, made >= 0 && made < uploaded, "make release, then its files uploaded")
+	for _, s := range build.Steps {
+		assert.NotContains(t, s.Run, "secrets.", "the build sees no secret")
+		if strings.HasPrefix(s.Uses, "actions/setup-go@") {
+			assert.Equal(t, false, s.With["cache"], "the release is compiled afresh")
+		}
+		if strings.HasPrefix(s.Uses, "actions/cache") {
+			assert.True(t, strings.HasPrefix(s.Uses, "actions/cache/restore@"), "the build restores bin/, and saves nothing")
 		}
 	}
-	for _, want := range []string{"push", "cosign", "sign", "sbom", "provenance", "publish"} {
-		require.Contains(t, at, want, "a step: %s", want)
+
+	publish, ok := release.Jobs["publish"]
+	require.True(t, ok, "the publish job")
+	assert.Equal(t, []any{"build"}, publish.needs())
+	assert.Equal(t, "release", publish.Environment, "behind the protected environment")
+	assert.Equal(t, map[string]string{"contents": "write", "packages": "write", "id-token": "write", "attestations": "write"}, publish.Permissions)
+	for _, s := range publish.Steps {
+		assert.False(t, strings.HasPrefix(s.Uses, "actions/checkout@"), "publish builds nothing: no checkout")
+		assert.NotRegexp(t, `(?m)^\s*(make|go) `, s.Run, "publish builds nothing")
 	}
-	assert.Less(t, at["cosign"], at["sign"])
-	for _, signed := range []string{"sign", "sbom", "provenance"} {
-		assert.Less(t, at["push"], at[signed], "%s after the push", signed)
+	at := map[string]int{}
+	for want, match := range map[string]func(step) bool{
+		"download": func(s step) bool { return strings.HasPrefix(s.Uses, "actions/download-artifact@") },
+		"check":    func(s step) bool { return strings.Contains(s.Run, "sha256sum --check --strict SHA256SUMS") },
+		"cosign":   func(s step) bool { return strings.HasPrefix(s.Uses, "sigstore/cosign-installer@") },
+		"push":     func(s step) bool { return strings.Contains(s.Run, "skopeo copy --all --preserve-digests") },
+		"sign": func(s step) bool {
+			return strings.HasPrefix(s.Run, "cosign sign ") && strings.Contains(s.Run, `"${IMAGE}@${DIGEST}"`)
+		},
+		"sbom": func(s step) bool {
+			return strings.Contains(s.Run, "--type cyclonedx --predicate _output/release/nhc-controller.sbom.cdx.json")
+		},
+		"provenance": func(s step) bool { return s.With["subject-digest"] == "${{ steps.files.outputs.digest }}" },
+		"chart":      func(s step) bool { return strings.Contains(s.Run, `helm push "_output/release/${CHART}"`) },
+		"sign chart": func(s step) bool {
+			return strings.HasPrefix(s.Run, "cosign sign ") && strings.Contains(s.Run, `"${CHARTS}/nhc-controller@${DIGEST}"`)
+		},
+		"sign sums": func(s step) bool {
+			return strings.Contains(s.Run, "cosign sign-blob --yes --bundle _output/release/SHA256SUMS.sigstore.json _output/release/SHA256SUMS")
+		},
+		"every file": func(s step) bool { return s.With["subject-checksums"] == "_output/release/SHA256SUMS" },
+		"publish":    func(s step) bool { return strings.Contains(s.Run, "gh release create") },
+	} {
+		at[want] = publish.stepAt(0, match)
+		require.GreaterOrEqual(t, at[want], 0, "a step: %s", want)
+	}
+	for _, s := range publish.Steps {
+		if strings.HasPrefix(s.Uses, "actions/attest-build-provenance@") && s.With["subject-digest"] != nil {
+			assert.Equal(t, "ghcr.io/nodehealthcheck/nhc-controller", s.With["subject-name"])
+			assert.Equal(t, true, s.With["push-to-registry"])
+		}
+	}
+	for _, order := range [][2]string{{"download", "check"}, {"check", "push"}, {"cosign", "sign"}, {"push", "sign"}, {"push", "sbom"}, {"push", "provenance"}, {"chart", "sign chart"}} {
+		assert.Less(t, at[order[0]], at[order[1]], "%s before %s", order[0], order[1])
+	}
+	for _, signed := range []string{"sign", "sbom", "provenance", "sign chart", "sign sums", "every file"} {
 		assert.Less(t, at[signed], at["publish"], "%s before the assets are published", signed)
 	}
 }

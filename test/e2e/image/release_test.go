@@ -7,14 +7,12 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"io"
 	"log"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -32,26 +30,32 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
 
-// TestMakeRelease: make release VERSION=v0.3.0 PUSH=1, to a registry,
-// writes what a release publishes, each file with its checksum: an install
-// file whose image is the version's, pinned to the digest the registry
-// serves, and which a real API server accepts; the Helm chart, its version
-// the release's and its image the same; the images of both
-// architectures tagged with the version; kubectl-nhc for four platforms and
-// the krew manifest that names their checksums; and the release notes.
+// TestMakeRelease: make release VERSION=v0.3.0 PUSH=1, to a registry, on
+// a clean copy of the tree tagged v0.3.0, writes what a release publishes,
+// each file with its checksum: an install file whose image is the
+// version's, pinned to the digest the registry serves, and which a real
+// API server accepts; the Helm chart, its version the release's and its
+// image the same; the images of both architectures tagged with the
+// version, their controller built with go.mod's toolchain; kubectl-nhc for
+// five platforms and the krew manifest that names their checksums; the
+// SBOM, whose every licence its module's files hold; and the release
+// notes. Changed or untagged, the copy is refused in seconds.
 func TestMakeRelease(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Skip("needs kubectl from KUBEBUILDER_ASSETS (make test sets it)")
 	}
-	root := controlplane.RepoRoot()
+	helm, err := controlplane.Helm()
+	require.NoError(t, err)
 	const version = "v0.3.0"
+	root := taggedCopy(t, version)
 	registry := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
 	defer registry.Close()
 	repository := strings.TrimPrefix(registry.URL, "http://") + "/nhc-controller"
-	build := exec.Command("make", "release", "VERSION="+version, "IMAGE_REPO="+repository, "PUSH=1")
+	build := exec.Command("make", "release", "VERSION="+version, "IMAGE_REPO="+repository, "PUSH=1", "HELM="+helm)
 	build.Dir = root
 	output, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", output)
+	assert.Contains(t, string(output), "release: [12/12] ", "progress, task by task")
 	dir := filepath.Join(root, "_output/release")
 
 	listed := releaseChecksums(t, dir, version)
@@ -59,6 +63,7 @@ func TestMakeRelease(t *testing.T) {
 	images := checkPinnedInstallImage(t, dir, repository, version)
 	checkReleaseChart(t, dir, version, images)
 	checkPluginArchives(t, dir, version)
+	checkShippedToolchain(t, dir, version)
 	env, err := framework.StartEnv()
 	require.NoError(t, err)
 	defer env.Stop()
@@ -69,25 +74,12 @@ func TestMakeRelease(t *testing.T) {
 	uninstallKeepsTheLeaseNamespace(t, env, filepath.Join(dir, "nhc-controller.yaml"))
 
 	checkKrewManifest(t, dir, version, listed)
-	checkSBOM(t, dir, version)
+	checkSBOM(t, root, dir, version)
 
 	notes, err := os.ReadFile(filepath.Join(dir, "release-notes.md"))
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(string(notes), "## "+version+"\n"))
-
-	bad := exec.Command("make", "release", "VERSION=v0.1")
-	bad.Dir = root
-	output, err = bad.CombinedOutput()
-	assert.Error(t, err)
-	assert.Contains(t, string(output), `version "v0.1" is not vMAJOR.MINOR.PATCH`)
-
-	// Checked before anything is built: no Helm, no image.
-	unwritten := exec.Command("make", "release", "VERSION=v9.9.9")
-	unwritten.Dir = root
-	output, err = unwritten.CombinedOutput()
-	assert.Error(t, err)
-	assert.Contains(t, string(output), `CHANGELOG.md has no section "## v9.9.9"`)
-	assert.NotContains(t, string(output), "hack/release ", "the release itself never ran")
+	checkRefusals(t, root)
 }
 
 // releaseChecksums checks SHA256SUMS: it lists every file a release
@@ -204,46 +196,6 @@ func checkKrewManifest(t *testing.T, dir, version string, listed map[string]stri
 	require.Len(t, krew.Spec.Platforms, 5)
 	for _, p := range krew.Spec.Platforms {
 		assert.Equal(t, listed[filepath.Base(p.URI)], p.Sha256, p.URI)
-	}
-}
-
-// sbomComponent is what the release test reads of an SBOM's component.
-type sbomComponent struct {
-	Name     string `json:"name"`
-	Version  string `json:"version"`
-	PURL     string `json:"purl"`
-	Licenses []struct {
-		License struct {
-			ID string `json:"id"`
-		} `json:"license"`
-	} `json:"licenses"`
-}
-
-// checkSBOM checks the CycloneDX SBOM: it names the controller at the
-// release's version, and lists the modules it is built from, each with its
-// licence.
-func checkSBOM(t *testing.T, dir, version string) {
-	var bom struct {
-		BOMFormat string `json:"bomFormat"`
-		Metadata  struct {
-			Component sbomComponent `json:"component"`
-		} `json:"metadata"`
-		Components []sbomComponent `json:"components"`
-	}
-	data, err := os.ReadFile(filepath.Join(dir, "nhc-controller.sbom.cdx.json"))
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(data, &bom))
-	assert.Equal(t, "CycloneDX", bom.BOMFormat)
-	main := bom.Metadata.Component
-	assert.Equal(t, "github.com/nodehealthcheck/nhc-controller", main.Name)
-	assert.Equal(t, version, main.Version, "the controller at the release's version")
-	assert.Contains(t, main.PURL, "@"+version, "its package URL too")
-	require.NotEmpty(t, main.Licenses)
-	assert.Equal(t, "Apache-2.0", main.Licenses[0].License.ID)
-	assert.True(t, slices.ContainsFunc(bom.Components, func(c sbomComponent) bool { return c.Name == "k8s.io/client-go" }),
-		"the SBOM lists the modules the controller is built from")
-	for _, c := range bom.Components {
-		assert.NotEmpty(t, c.Licenses, "the licence of %s", c.Name)
 	}
 }
 

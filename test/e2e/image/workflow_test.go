@@ -17,9 +17,9 @@ const actionlint = "github.com/rhysd/actionlint/cmd/actionlint@v1.7.12"
 
 // The workflows pass actionlint (the one that tests, and the one that
 // publishes a tag), and the release does what the README says a release
-// is: make release with the image pushed, then the files as the release's
-// assets with the changelog's notes. test/docs checks their pins, their
-// permissions and the signing.
+// is: make release, then the image pushed as built and the files as the
+// release's assets with the changelog's notes. test/docs checks their
+// pins, their permissions and the signing.
 func TestTheReleaseWorkflowPassesActionlint(t *testing.T) {
 	root := controlplane.RepoRoot()
 	workflow := filepath.Join(".github", "workflows", "release.yaml")
@@ -30,7 +30,7 @@ func TestTheReleaseWorkflowPassesActionlint(t *testing.T) {
 
 	data, err := os.ReadFile(filepath.Join(root, workflow))
 	require.NoError(t, err)
-	for _, want := range []string{`tags: ["v*.*.*"]`, `make release VERSION="${GITHUB_REF_NAME}" PUSH=1`, "gh release create", "--notes-file _output/release/release-notes.md", "packages: write"} {
+	for _, want := range []string{`tags: ["v*.*.*"]`, `make release VERSION="${GITHUB_REF_NAME}"`, "skopeo copy --all --preserve-digests", "gh release create", "--notes-file _output/release/release-notes.md", "packages: write", "environment: release"} {
 		assert.Contains(t, string(data), want)
 	}
 }
