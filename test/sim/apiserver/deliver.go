@@ -119,8 +119,7 @@ type WatchHealth struct {
 	// StallEnded is when a stalled watch last ended.
 	StallEnded time.Time
 	// Rewatching is true while a client has not watched again a resource
-	// it always watches, whose watch ended: it sees that resource as it
-	// was.
+	// whose watch ended: it sees that resource as it was.
 	Rewatching bool
 	// Rewatched is when a client last watched such a resource again, later
 	// than it went blind.
@@ -132,7 +131,12 @@ type WatchHealth struct {
 
 // Watches tells the watches' health now. The state is locked.
 func (s *Server) Watches() WatchHealth {
-	h := WatchHealth{StallEnded: s.stallEnded, Rewatching: len(s.rewatching) > 0, Rewatched: s.rewatched, DelayFrom: s.delayFrom, DelayUntil: s.delayUntil}
+	h := WatchHealth{StallEnded: s.stallEnded, Rewatched: s.rewatched, DelayFrom: s.delayFrom, DelayUntil: s.delayUntil}
+	for _, b := range s.rewatching {
+		if b.until.IsZero() || s.now().Before(b.until) {
+			h.Rewatching = true
+		}
+	}
 	for _, w := range s.watchers {
 		if w.stalled {
 			h.Stalled = true
@@ -161,23 +165,43 @@ func rewatchKey(client string, gvr schema.GroupVersionResource) string {
 	return client + " " + gvr.String()
 }
 
-// endLocked ends a watch, noting when a stalled one ended, and, for a
-// resource every replica watches for as long as it runs (watchedAlways:
-// nodes, NodeHealthChecks, leases), that its client has yet to watch again:
-// until it has, what changed since is unseen, whatever ended the watch: a
-// fault, a stall or its timeout (a node watch that times out during an
-// outage relists only after it, and until then a lease may be renewed
-// from the picture before).
+// blindWatch is a watch that ended, whose client has not watched its
+// resource again: went is when it went blind (it ended, or stalled
+// before); until, when not zero, is when the client is taken to have
+// stopped watching the resource.
+type blindWatch struct {
+	went, until time.Time
+}
+
+// kindRewatchBound is how long a client may take to watch a resource it
+// does not always watch (a remediation kind) again: its reflector backs
+// off up to 30 s between lists, and faults (429, an outage) add theirs.
+// One that has not by then is taken to have stopped its informer (its kind
+// went, or may not be read).
+const kindRewatchBound = 2 * time.Minute
+
+// endLocked ends a watch, noting when a stalled one ended, and that its
+// client has yet to watch its resource again: until it has, what changed
+// since is unseen, whatever ended the watch: a fault, a stall or its
+// timeout (a node watch that times out during an outage relists only after
+// it, and until then a lease may be renewed from the picture before; a
+// remediation kind's watch broken during a 429 fault relists after its
+// back-off, and until then a lease may be renewed for a step whose
+// resource its remediator deleted). A resource every replica watches for
+// as long as it runs (watchedAlways: nodes, NodeHealthChecks, leases) is
+// watched again for certain; another, within kindRewatchBound, unless its
+// informer stopped.
 func (s *Server) endLocked(w *watcher) {
 	if w.stream.isClosed() {
 		return
 	}
-	blind := s.now()
+	blind := blindWatch{went: s.now()}
 	if w.stalled {
-		s.stallEnded, blind = s.now(), w.stalledAt
+		s.stallEnded, blind.went = s.now(), w.stalledAt
 	}
-	if s.watchedAlways[w.gvr] {
-		s.rewatching[rewatchKey(w.client, w.gvr)] = blind
+	if !s.watchedAlways[w.gvr] {
+		blind.until = s.now().Add(kindRewatchBound)
 	}
+	s.rewatching[rewatchKey(w.client, w.gvr)] = blind
 	_ = w.stream.Close()
 }

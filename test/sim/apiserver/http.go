@@ -260,7 +260,8 @@ func (s *Server) openWatch(client string, req *http.Request, r Request) *http.Re
 	}
 	s.watchers = append(s.watchers, w)
 	key := rewatchKey(client, r.GVR)
-	if blind, ok := s.rewatching[key]; ok {
+	if b, ok := s.rewatching[key]; ok {
+		blind := b.went
 		// A watch resumed at the instant its last one ended missed
 		// nothing: the last one delivered every event due.
 		if s.now().After(blind) {

@@ -47,12 +47,11 @@ type Server struct {
 	// watchedAlways are the resources every client watches for as long as
 	// it runs.
 	watchedAlways map[schema.GroupVersionResource]bool
-	// rewatching are the ended watches of resources every replica watches
-	// (client and resource, with when each went blind: it ended, or stalled
-	// before) whose client has not watched their resource again yet: until
-	// it has, it sees that resource as it was; rewatched is when the last
-	// one did, later than it went blind.
-	rewatching map[string]time.Time
+	// rewatching are the ended watches (client and resource) whose client
+	// has not watched their resource again yet: until it has, it sees that
+	// resource as it was; rewatched is when the last one did, later than it
+	// went blind.
+	rewatching map[string]blindWatch
 	rewatched  time.Time
 	// forbidden are the resources a client may not touch: its role lacks them.
 	forbidden map[schema.GroupVersionResource]bool
@@ -87,7 +86,7 @@ type Hooks struct {
 // until it watches again, and the server keeps track of that (Watches).
 func New(now func() time.Time, watchedAlways ...schema.GroupVersionResource) *Server {
 	s := &Server{store: newStore(now), now: now, knock: make(chan struct{}, 1), forbidden: map[schema.GroupVersionResource]bool{}, held: map[string]bool{},
-		rewatching: map[string]time.Time{}, watchedAlways: map[schema.GroupVersionResource]bool{}}
+		rewatching: map[string]blindWatch{}, watchedAlways: map[schema.GroupVersionResource]bool{}}
 	for _, gvr := range watchedAlways {
 		s.watchedAlways[gvr] = true
 	}
