@@ -1,6 +1,9 @@
 package main
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
@@ -8,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // The image lines of the chart's values.yaml that a release pins; the rest
@@ -39,7 +43,7 @@ func pinRunbooks(rules, ref string) error {
 // its version is the release's (without the v), its appVersion (the image's
 // default tag) the release's, its image the release's repository, and
 // digest, and its alerts' runbooks the release's (ref: its tag or commit).
-func chartPackage(ctx context.Context, out io.Writer, helm, version, ref, image, output string) error {
+func chartPackage(ctx context.Context, out io.Writer, helm, version, ref, image, output string, at time.Time) error {
 	work, err := os.MkdirTemp("", "nhc-release-chart-")
 	if err != nil {
 		return err
@@ -69,5 +73,51 @@ func chartPackage(ctx context.Context, out io.Writer, helm, version, ref, image,
 	if err := pinRunbooks(filepath.Join(chart, "files", "prometheus-rule.yaml"), ref); err != nil {
 		return err
 	}
-	return command(ctx, out, nil, helm, "package", chart, "--version", strings.TrimPrefix(version, "v"), "--app-version", version, "--destination", output)
+	if err := command(ctx, out, nil, helm, "package", chart, "--version", strings.TrimPrefix(version, "v"), "--app-version", version, "--destination", output); err != nil {
+		return err
+	}
+	return stampArchive(filepath.Join(output, "nhc-controller-"+strings.TrimPrefix(version, "v")+".tgz"), at)
+}
+
+// stampArchive rewrites a .tgz with every time the commit's: helm package
+// stamps the moment it ran, and the same commit must give the same bytes.
+func stampArchive(path string, at time.Time) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&out, gzip.BestCompression)
+	if err != nil {
+		return err
+	}
+	zw.Header = gzip.Header{Name: zr.Name, Comment: zr.Comment, Extra: zr.Extra, OS: zr.OS}
+	tr, tw := tar.NewReader(zr), tar.NewWriter(zw)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		h.ModTime, h.AccessTime, h.ChangeTime = at, time.Time{}, time.Time{}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	return os.WriteFile(path, out.Bytes(), 0o644)
 }

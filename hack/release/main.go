@@ -159,7 +159,7 @@ func release(ctx context.Context, o options, w io.Writer) error {
 			return os.WriteFile(filepath.Join(output, "nhc-controller.crds.yaml"), crd, 0o644)
 		}},
 		{name: "chart", needs: []string{"image linux/amd64+arm64", "helm"}, run: func(ctx context.Context, out io.Writer) error {
-			return chartPackage(ctx, out, helm, version, ref, pinned, output)
+			return chartPackage(ctx, out, helm, version, ref, pinned, output, r.Time)
 		}},
 		{name: "SBOM", needs: []string{"image linux/amd64+arm64"}, run: func(context.Context, io.Writer) error {
 			return sbom(r, filepath.Join(output, "oci"), filepath.Join(output, "nhc-controller.sbom.cdx.json"))

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"strings"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,6 +36,30 @@ func (o *Options) completeNodeNames(cmd *cobra.Command, args []string, _ string)
 		}
 		return names, nil
 	})
+}
+
+// completeNodeFlag completes --node from the cluster's nodes.
+func (o *Options) completeNodeFlag(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	return o.completeNodeNames(cmd, nil, toComplete)
+}
+
+// completeOutput completes -o: the formats, without a space after one that
+// takes a template (jsonpath=, custom-columns=).
+func completeOutput(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	var formats []cobra.Completion
+	templates := 0
+	for _, f := range outputFormats {
+		if strings.HasPrefix(f, toComplete) {
+			formats = append(formats, f)
+			if strings.HasSuffix(f, "=") {
+				templates++
+			}
+		}
+	}
+	if templates > 0 && templates == len(formats) {
+		return formats, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+	}
+	return formats, cobra.ShellCompDirectiveNoFileComp
 }
 
 // completeName completes the one name argument with the names list reads.

@@ -144,6 +144,13 @@ spec:
 		{"why-yaml", []string{"why", "worker-3", "-o", "yaml"}},
 		{"what-if", []string{"what-if", "-f", whatIf}},
 		{"what-if-json", []string{"what-if", "-f", whatIf, "-o", "json"}},
+		{"status-name", []string{"status", "-o", "name"}},
+		{"status-jsonpath", []string{"status", "-o", "jsonpath={range .nodeHealthChecks[*]}{.name} {.remediating}{\"\\n\"}{end}"}},
+		{"status-custom-columns", []string{"status", "-o", "custom-columns=NAME:.name,NODES:.nodes[*].node,STORM:.stormSince"}},
+		{"status-no-headers", []string{"status", "--no-headers"}},
+		{"history-name", []string{"history", "-o", "name"}},
+		{"why-custom-columns", []string{"why", "worker-3", "-o", "custom-columns=NHC:.nodeHealthCheck,DUE:{.due}", "--no-headers"}},
+		{"what-if-no-headers", []string{"what-if", "-f", whatIf, "--no-headers"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.golden, func(t *testing.T) {

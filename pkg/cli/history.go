@@ -15,8 +15,23 @@ import (
 
 // HistoryReport is kubectl nhc history's output.
 type HistoryReport struct {
+	ReportMeta   `json:",inline"`
 	Remediations []HistoryEntry `json:"remediations"`
 	Summary      string         `json:"summary"`
+}
+
+func (r *HistoryReport) meta() *ReportMeta { return &r.ReportMeta }
+func (r *HistoryReport) rows() string      { return "remediations" }
+
+// names are the nodes remediated, each once, newest first.
+func (r *HistoryReport) names() []named {
+	var names []named
+	for _, e := range r.Remediations {
+		if n := nodeKind(e.TargetName); !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return names
 }
 
 // HistoryEntry is a record of status.remediationHistory with its
@@ -43,6 +58,7 @@ func newHistoryCommand(o *Options) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&node, "node", "", "Only the remediations of this node")
+	_ = cmd.RegisterFlagCompletionFunc("node", o.completeNodeFlag)
 	return cmd
 }
 
@@ -66,7 +82,7 @@ func (o *Options) history(cmd *cobra.Command, name, node string) error {
 	slices.SortStableFunc(report.Remediations, func(a, b HistoryEntry) int { return b.Started.Compare(a.Started.Time) })
 	report.Summary = historySummary(report.Remediations)
 	now := o.now()
-	return o.print(report, c, func(w io.Writer, wide bool) { printHistory(w, wide, &report, now) })
+	return o.print(&report, "HistoryReport", c, func(w io.Writer, wide, headers bool) { printHistory(w, wide, headers, &report, now) })
 }
 
 func historySummary(entries []HistoryEntry) string {
@@ -86,12 +102,14 @@ func historySummary(entries []HistoryEntry) string {
 	return plural(len(entries), "remediation") + ": " + strings.Join(parts, ", ")
 }
 
-func printHistory(w io.Writer, wide bool, r *HistoryReport, now time.Time) {
+func printHistory(w io.Writer, wide, headers bool, r *HistoryReport, now time.Time) {
 	header := "NODEHEALTHCHECK\tNODE\tCONDITION\tDETECTED\tSTARTED\tFENCED\tFINISHED\tOUTCOME\tSTEPS"
 	if wide {
 		header += "\tTEMPLATES\tDURATION"
 	}
-	fmt.Fprintln(w, header)
+	if headers {
+		fmt.Fprintln(w, header)
+	}
 	for _, e := range r.Remediations {
 		detected := e.Detected.Time
 		var kinds, templates []string
@@ -110,8 +128,10 @@ func printHistory(w io.Writer, wide bool, r *HistoryReport, now time.Time) {
 		}
 		fmt.Fprintln(w)
 	}
-	section(w)
-	fmt.Fprintln(w, r.Summary)
+	if headers {
+		section(w)
+		fmt.Fprintln(w, r.Summary)
+	}
 }
 
 // timeOf is a status time, or nil.

@@ -4,11 +4,10 @@
 package cli
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"text/tabwriter"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,17 +18,9 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/yaml"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
-)
-
-// Output formats besides the default table.
-const (
-	outputWide = "wide"
-	outputJSON = "json"
-	outputYAML = "yaml"
 )
 
 // Options are what every subcommand shares: the kubeconfig flags, the
@@ -37,8 +28,10 @@ const (
 type Options struct {
 	genericiooptions.IOStreams
 	configFlags *genericclioptions.ConfigFlags
-	// output is "", wide, json or yaml.
+	// output is "", wide, json, yaml, name, jsonpath=... or custom-columns=...
 	output string
+	// noHeaders leaves out the tables' headers and summary.
+	noHeaders bool
 	// now is the time the engine decides at.
 	now func() time.Time
 	// leaseNamespace is where the controller's node leases live.
@@ -50,9 +43,17 @@ type Options struct {
 // NewCommand returns kubectl nhc with its subcommands. now is the clock the
 // engine decides at: time.Now, or a fixed time in tests.
 func NewCommand(streams genericiooptions.IOStreams, now func() time.Time) *cobra.Command {
-	o := &Options{IOStreams: streams, configFlags: genericclioptions.NewConfigFlags(true), now: now}
+	o := &Options{IOStreams: streams, configFlags: configFlags(), now: now}
 	o.connect = o.cluster
 	return newCommand(o)
+}
+
+// configFlags are kubectl's connection flags, without -n: every object
+// kubectl nhc reads is cluster-scoped or read in every namespace.
+func configFlags() *genericclioptions.ConfigFlags {
+	f := genericclioptions.NewConfigFlags(true)
+	f.Namespace = nil
+	return f
 }
 
 // addVerbosity adds -v, --v: the log level of client-go's request logs
@@ -87,14 +88,23 @@ func newCommand(o *Options) *cobra.Command {
 	root.SetErr(o.ErrOut)
 	o.configFlags.AddFlags(root.PersistentFlags())
 	addVerbosity(root)
-	root.PersistentFlags().StringVarP(&o.output, "output", "o", "", "Output format: wide, json or yaml; a table by default")
+	root.PersistentFlags().StringVarP(&o.output, "output", "o", "", "Output format: wide, json, yaml, name, jsonpath=TEMPLATE, jsonpath-as-json=TEMPLATE, jsonpath-file=FILE or custom-columns=SPEC (such as NAME:.name,HEALTHY:.healthy, over the report's rows); a table by default")
+	root.PersistentFlags().BoolVar(&o.noHeaders, "no-headers", false, "Print the tables and custom columns without their headers and summary")
+	_ = root.RegisterFlagCompletionFunc("output", completeOutput)
 	root.PersistentFlags().StringVar(&o.leaseNamespace, "lease-namespace", nodeleases.Namespace(), "Namespace of the node leases, as the controller's --lease-namespace")
 	root.AddCommand(newStatusCommand(o), newHistoryCommand(o), newWhyCommand(o), newWhatIfCommand(o))
 	return root
 }
 
+// errNoCluster is what kubectl nhc says where kubectl would try
+// localhost:8080 and be refused.
+var errNoCluster = fmt.Errorf("no cluster configured: no kubeconfig names one (--kubeconfig, $KUBECONFIG, ~/.kube/config) and --server is not set; kubectl config view shows what kubectl sees")
+
 // cluster connects to the cluster the kubeconfig flags name.
 func (o *Options) cluster() (*cluster, error) {
+	if err := o.checkConfigured(); err != nil {
+		return nil, err
+	}
 	config, err := o.configFlags.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("cannot load the kubeconfig: %w", err)
@@ -116,6 +126,25 @@ func (o *Options) cluster() (*cluster, error) {
 	return c, nil
 }
 
+// checkConfigured fails when nothing names a cluster: no kubeconfig with
+// a cluster, no --server, and not in a pod.
+func (o *Options) checkConfigured() error {
+	if f := o.configFlags.APIServer; f != nil && *f != "" {
+		return nil
+	}
+	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		return nil
+	}
+	raw, err := o.configFlags.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return fmt.Errorf("cannot load the kubeconfig: %w", err)
+	}
+	if len(raw.Clusters) == 0 {
+		return errNoCluster
+	}
+	return nil
+}
+
 // section ends a table, so that the next one gets its own column widths,
 // and leaves a blank line.
 func section(w io.Writer) {
@@ -127,11 +156,10 @@ func section(w io.Writer) {
 
 // start checks the output format before anything is read, and connects.
 func (o *Options) start() (*cluster, error) {
-	switch o.output {
-	case "", outputWide, outputJSON, outputYAML:
-		return o.connect()
+	if err := o.checkOutput(); err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("unknown output format %q: use wide, json or yaml", o.output)
+	return o.connect()
 }
 
 // optionalName is the NAME argument, or "" for all.
@@ -140,36 +168,4 @@ func optionalName(args []string) string {
 		return args[0]
 	}
 	return ""
-}
-
-// print writes a report as JSON or YAML, or as the table that table
-// writes, then the warnings of what could not be read.
-func (o *Options) print(report any, c *cluster, table func(w io.Writer, wide bool)) error {
-	switch o.output {
-	case outputJSON:
-		data, err := json.MarshalIndent(report, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintln(o.Out, string(data))
-		return err
-	case outputYAML:
-		data, err := yaml.Marshal(report)
-		if err != nil {
-			return err
-		}
-		_, err = o.Out.Write(data)
-		return err
-	}
-	// kubectl's spacing; unlike kubectl's writer, each table gets its own
-	// column widths.
-	w := tabwriter.NewWriter(o.Out, 6, 4, 3, ' ', 0)
-	table(w, o.output == outputWide)
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	for _, warning := range c.warnings {
-		fmt.Fprintln(o.ErrOut, "Warning:", warning)
-	}
-	return nil
 }

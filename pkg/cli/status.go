@@ -11,8 +11,19 @@ import (
 
 // StatusReport is kubectl nhc status's output.
 type StatusReport struct {
+	ReportMeta       `json:",inline"`
 	NodeHealthChecks []NHCStatus `json:"nodeHealthChecks"`
 	Summary          string      `json:"summary"`
+}
+
+func (r *StatusReport) meta() *ReportMeta { return &r.ReportMeta }
+func (r *StatusReport) rows() string      { return "nodeHealthChecks" }
+func (r *StatusReport) names() []named {
+	var names []named
+	for _, s := range r.NodeHealthChecks {
+		names = append(names, nodeHealthCheckKind(s.Name))
+	}
+	return names
 }
 
 // NHCStatus is one NodeHealthCheck's state, as the engine sees it now.
@@ -63,7 +74,10 @@ func newStatusCommand(o *Options) *cobra.Command {
 
   # One, with the columns of -o wide, or as JSON
   kubectl nhc status nhc-worker -o wide
-  kubectl nhc status nhc-worker -o json`,
+  kubectl nhc status nhc-worker -o json
+
+  # The NodeHealthChecks that remediate now, for a script
+  kubectl nhc status -o custom-columns=NAME:.name,REMEDIATING:.remediating --no-headers`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: o.completeNHCNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -93,7 +107,7 @@ func (o *Options) status(cmd *cobra.Command, name string) error {
 		report.NodeHealthChecks = append(report.NodeHealthChecks, statusOf(e, now))
 	}
 	report.Summary = statusSummary(report.NodeHealthChecks)
-	return o.print(report, c, func(w io.Writer, wide bool) { printStatus(w, wide, &report, now) })
+	return o.print(&report, "StatusReport", c, func(w io.Writer, wide, headers bool) { printStatus(w, wide, headers, &report, now) })
 }
 
 func statusOf(e *evaluation, now time.Time) NHCStatus {
@@ -142,12 +156,14 @@ func statusSummary(nhcs []NHCStatus) string {
 		plural(len(nhcs), "NodeHealthCheck"), remediating, plural(nodes, "node"), disabled, storms)
 }
 
-func printStatus(w io.Writer, wide bool, r *StatusReport, now time.Time) {
+func printStatus(w io.Writer, wide, headers bool, r *StatusReport, now time.Time) {
 	header := "NAME\tPHASE\tSELECTED\tHEALTHY\tALLOWED\tIN-USE\tREMEDIATING\tSTORM"
 	if wide {
 		header += "\tMIN-HEALTHY\tREASON"
 	}
-	fmt.Fprintln(w, header)
+	if headers {
+		fmt.Fprintln(w, header)
+	}
 	for _, s := range r.NodeHealthChecks {
 		storm := "off"
 		if s.StormActive {
@@ -185,11 +201,15 @@ func printStatus(w io.Writer, wide bool, r *StatusReport, now time.Time) {
 		if wide {
 			header += "\tVERDICT"
 		}
-		fmt.Fprintln(w, header)
+		if headers {
+			fmt.Fprintln(w, header)
+		}
 		for _, row := range rows {
 			fmt.Fprintln(w, row)
 		}
 	}
-	section(w)
-	fmt.Fprintln(w, r.Summary)
+	if headers {
+		section(w)
+		fmt.Fprintln(w, r.Summary)
+	}
 }

@@ -35,6 +35,7 @@ const (
 
 // WhatIfReport is kubectl nhc what-if's output.
 type WhatIfReport struct {
+	ReportMeta      `json:",inline"`
 	NodeHealthCheck string `json:"nodeHealthCheck"`
 	// Applied is true when a NodeHealthCheck of this name exists: the
 	// evaluation is of the change, with its current remediations.
@@ -53,6 +54,18 @@ type WhatIfReport struct {
 	Overlaps []Overlap    `json:"overlaps,omitempty"`
 	Nodes    []WhatIfNode `json:"nodes"`
 	Summary  string       `json:"summary"`
+}
+
+func (r *WhatIfReport) meta() *ReportMeta { return &r.ReportMeta }
+func (r *WhatIfReport) rows() string      { return "nodes" }
+
+// names are the nodes that are not healthy.
+func (r *WhatIfReport) names() []named {
+	var names []named
+	for _, n := range r.Nodes {
+		names = append(names, nodeKind(n.Node))
+	}
+	return names
 }
 
 // Overlap is another NodeHealthCheck that selects some of the same nodes.
@@ -163,7 +176,7 @@ func (o *Options) whatIf(cmd *cobra.Command, file string, horizon time.Duration)
 	forecasts := health.ForecastFirstRemediations(in, now.Add(horizon))
 	fillWhatIf(&report, e, forecasts, now, horizon)
 	report.Overlaps = overlaps(&in)
-	return o.print(report, c, func(w io.Writer, wide bool) { printWhatIf(w, wide, &report, now) })
+	return o.print(&report, "WhatIfReport", c, func(w io.Writer, wide, headers bool) { printWhatIf(w, wide, headers, &report, now) })
 }
 
 func fillWhatIf(r *WhatIfReport, e *evaluation, forecasts map[string]health.Forecast, now time.Time, horizon time.Duration) {
@@ -242,7 +255,11 @@ func overlaps(in *health.Input) []Overlap {
 	return found
 }
 
-func printWhatIf(w io.Writer, wide bool, r *WhatIfReport, now time.Time) {
+func printWhatIf(w io.Writer, wide, headers bool, r *WhatIfReport, now time.Time) {
+	if !headers {
+		printWhatIfNodes(w, wide, false, r, now)
+		return
+	}
 	for _, o := range r.Overlaps {
 		fmt.Fprintf(w, whatIfOverlap+"\n", plural(len(o.Nodes), "node"), o.NodeHealthCheck, strings.Join(o.Nodes, ", "), o.NodeHealthCheck, o.Remediates)
 	}
@@ -256,23 +273,30 @@ func printWhatIf(w io.Writer, wide bool, r *WhatIfReport, now time.Time) {
 	}
 	if len(r.Nodes) > 0 {
 		section(w)
-		header := "NODE\tSTATE\tCONDITION\tSINCE\tREMEDIATION"
-		if wide {
-			header += "\tDUE"
-		}
-		fmt.Fprintln(w, header)
-		for _, n := range r.Nodes {
-			since, due := none, none
-			if n.Since != nil {
-				since, due = age(*n.Since, now), timestamp(*n.Due)
-			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s", n.Node, n.State, n.Condition, since, n.Remediation)
-			if wide {
-				fmt.Fprintf(w, "\t%s", due)
-			}
-			fmt.Fprintln(w)
-		}
+		printWhatIfNodes(w, wide, true, r, now)
 	}
 	section(w)
 	fmt.Fprintln(w, r.Summary)
+}
+
+// printWhatIfNodes prints the table of the nodes that are not healthy.
+func printWhatIfNodes(w io.Writer, wide, headers bool, r *WhatIfReport, now time.Time) {
+	header := "NODE\tSTATE\tCONDITION\tSINCE\tREMEDIATION"
+	if wide {
+		header += "\tDUE"
+	}
+	if headers {
+		fmt.Fprintln(w, header)
+	}
+	for _, n := range r.Nodes {
+		since, due := none, none
+		if n.Since != nil {
+			since, due = age(*n.Since, now), timestamp(*n.Due)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s", n.Node, n.State, n.Condition, since, n.Remediation)
+		if wide {
+			fmt.Fprintf(w, "\t%s", due)
+		}
+		fmt.Fprintln(w)
+	}
 }

@@ -30,7 +30,8 @@ const (
 
 // WhyReport is kubectl nhc why's output.
 type WhyReport struct {
-	Node string `json:"node"`
+	ReportMeta `json:",inline"`
+	Node       string `json:"node"`
 	// SelectedBy are the NodeHealthChecks that select the node.
 	SelectedBy []string `json:"selectedBy"`
 	// Warning is set when more than one NodeHealthCheck selects it.
@@ -40,6 +41,18 @@ type WhyReport struct {
 	RemediatedBy string       `json:"remediatedBy,omitempty"`
 	Verdicts     []WhyVerdict `json:"verdicts"`
 	Summary      string       `json:"summary"`
+}
+
+func (r *WhyReport) meta() *ReportMeta { return &r.ReportMeta }
+func (r *WhyReport) rows() string      { return "verdicts" }
+
+// names are the NodeHealthChecks that select the node.
+func (r *WhyReport) names() []named {
+	var names []named
+	for _, name := range r.SelectedBy {
+		names = append(names, nodeHealthCheckKind(name))
+	}
+	return names
 }
 
 // WhyVerdict is what one NodeHealthCheck's engine says about the node now.
@@ -120,7 +133,7 @@ func (o *Options) why(cmd *cobra.Command, nodeName string) error {
 	default:
 		whyShared(&report, first)
 	}
-	return o.print(report, c, func(w io.Writer, wide bool) { printWhy(w, wide, &report, now) })
+	return o.print(&report, "WhyReport", c, func(w io.Writer, wide, headers bool) { printWhy(w, wide, headers, &report, now) })
 }
 
 // whyShared says which of the NodeHealthChecks that select the node
@@ -184,8 +197,8 @@ func whyVerdict(nhc string, x *health.Explanation, now time.Time) WhyVerdict {
 	return v
 }
 
-func printWhy(w io.Writer, wide bool, r *WhyReport, now time.Time) {
-	if r.Warning != "" {
+func printWhy(w io.Writer, wide, headers bool, r *WhyReport, now time.Time) {
+	if r.Warning != "" && headers {
 		fmt.Fprintln(w, r.Warning)
 		section(w)
 	}
@@ -194,7 +207,9 @@ func printWhy(w io.Writer, wide bool, r *WhyReport, now time.Time) {
 		if wide {
 			header += "\tDUE"
 		}
-		fmt.Fprintln(w, header)
+		if headers {
+			fmt.Fprintln(w, header)
+		}
 		for _, v := range r.Verdicts {
 			since, due := none, none
 			if v.Since != nil {
@@ -206,7 +221,11 @@ func printWhy(w io.Writer, wide bool, r *WhyReport, now time.Time) {
 			}
 			fmt.Fprintln(w)
 		}
-		section(w)
+		if headers {
+			section(w)
+		}
 	}
-	fmt.Fprintln(w, r.Summary)
+	if headers {
+		fmt.Fprintln(w, r.Summary)
+	}
 }

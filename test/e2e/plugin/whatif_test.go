@@ -98,7 +98,7 @@ func TestErrorsSayWhatToDo(t *testing.T) {
 	admin := env.Cluster.Kubeconfig
 	assert.Equal(t, `error: NodeHealthCheck "nope" not found: kubectl get nhc lists them`, fail(admin, "status", "nope"))
 	assert.Equal(t, `error: node "ghost" not found: kubectl get nodes lists them`, fail(admin, "why", "ghost"))
-	assert.Equal(t, `error: unknown output format "xml": use wide, json or yaml`, fail(admin, "status", "-o", "xml"))
+	assert.Equal(t, `error: unknown output format "xml": use wide, json, yaml, name, jsonpath=TEMPLATE or custom-columns=SPEC`, fail(admin, "status", "-o", "xml"))
 
 	notNHC := filepath.Join(t.TempDir(), "cm.yaml")
 	require.NoError(t, os.WriteFile(notNHC, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n"), 0o600))
