@@ -135,4 +135,34 @@ var mutations = []mutation{
 		File:  "pkg/health/status_bounds.go",
 		Edits: []edit{{Old: "if gone && rem.TimedOut != nil && stepOf(steps, &rem.Resource, rem.TemplateName) < lastTimedOut {", New: "if (gone || true) && rem.TimedOut != nil && stepOf(steps, &rem.Resource, rem.TemplateName) < lastTimedOut {"}},
 	},
+	{
+		Name: "healthy-delay-from-creation", Rule: "a remediation is deleted only once its node has been healthy for the whole healthyDelay",
+		File:  "pkg/health/recovery.go",
+		Edits: []edit{{Old: "if ends := start.Add(delay); e.now.Before(ends) {", New: "if ends := resources[0].Created.Add(delay); e.now.Before(ends) {"}},
+	},
+	{
+		Name: "orphan-kept-until-succeeded", Rule: "the remediation of a node gone or no longer selected is deleted, unless its remediator expects the node's deletion",
+		File:  "pkg/health/recovery.go",
+		Edits: []edit{{Old: "if r.Deleting || (r.PermanentNodeDeletionExpected && r.Succeeded != metav1.ConditionTrue) {", New: "if r.Deleting || r.Succeeded != metav1.ConditionTrue {"}},
+	},
+	{
+		Name: "storm-threshold-ignored", Rule: "storm recovery holds until at most stormRecoveryThreshold nodes are unhealthy",
+		File:  "pkg/health/storm.go",
+		Edits: []edit{{Old: "r := stormRules{threshold: spec.StormRecoveryThreshold}", New: "r := stormRules{}"}},
+	},
+	{
+		Name: "storm-cooldown-from-start", Rule: "storm recovery's cooldown counts from when its end condition starts to hold",
+		File:  "pkg/health/storm.go",
+		Edits: []edit{{Old: "\t\t\tcooldownStart = e.now\n", New: "\t\t\tcooldownStart = since\n"}},
+	},
+	{
+		Name: "template-missing-ignored", Rule: "nothing is created while a referenced template is missing",
+		File:  "pkg/remediation/templates.go",
+		Edits: []edit{{Old: "return notFound(fmt.Sprintf(messageTemplateNotFound, tmpl.Ref.Kind, describe(tmpl), describe(tmpl)))", New: "return nil"}},
+	},
+	{
+		Name: "condition-strict", Rule: "an unhealthy condition counts from lastTransitionTime + duration, that instant included",
+		File:  "pkg/health/conditions.go",
+		Edits: []edit{{Old: "if !now.Before(expires) {", New: "if now.After(expires) {"}},
+	},
 }

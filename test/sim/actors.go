@@ -24,6 +24,7 @@ const finalizer = "sim.medik8s.io/remediation"
 
 // playStep plays one step.
 func (s *sim) playStep(step gen.Step) {
+	s.locked(s.check.Stepped)
 	switch step.Op {
 	case gen.OpCrash:
 		s.crash()

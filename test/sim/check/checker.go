@@ -95,6 +95,8 @@ type Checker struct {
 	unrest    []span
 	// unreadable are, by kind, the spans it could not be read (order.go).
 	unreadable map[cluster.Kind][]span
+	// steps are when the history's steps were played lately (ontime.go).
+	steps []time.Time
 	// checks counts the checks made.
 	checks int
 	// typed caches the typed form of stored objects, by UID and
@@ -102,8 +104,16 @@ type Checker struct {
 	typed map[string]any
 	// lives are when each remediation resource existed.
 	lives []resourceLife
-	// stormCreates wait for the status after them (rules.go).
-	stormCreates []stormCreate
+	// storms are each NodeHealthCheck's storm conditions over time
+	// (storm.go).
+	storms map[string]*stormHistory
+	// templates are every version of every template, by kind and name
+	// (templates.go).
+	templates map[string][]version
+	// orphanSince is when each (NodeHealthCheck, node) with a resource
+	// was first seen orphaned: its node gone or no longer selected
+	// (cleanup.go).
+	orphanSince map[runKey]time.Time
 	// healthySince is when each (NodeHealthCheck, node) with a resource
 	// was last seen turning healthy (progress.go).
 	healthySince map[runKey]time.Time
@@ -159,7 +169,8 @@ func (c *Checker) allNHCs() []*v1alpha1.NodeHealthCheck {
 // hooks are to call its Observe, Attempt, Write, LostAnswer and Shown.
 func New(server *apiserver.Server, cfg Config) *Checker {
 	return &Checker{server: server, store: server.Store(), cfg: cfg, nodes: map[string][]version{}, nhcs: map[string][]version{}, created: map[types.UID]types.UID{}, typed: map[string]any{},
-		running: map[runKey]*runs{}, createTries: map[runKey][]time.Time{}, forbiddenNodes: map[cluster.Kind]map[string]bool{}, forbiddenSince: map[cluster.Kind]time.Time{}, readableAgain: map[cluster.Kind]time.Time{}, uncertain: map[cluster.Kind][]remediationObj{}, unseen: map[cluster.Kind][]unseenCreate{}, unhealthySince: map[string]time.Time{}, healthySince: map[runKey]time.Time{}, releaseSince: map[runKey]time.Time{}, escalateSince: map[runKey]time.Time{}, answeredCreates: map[string]string{}, unreadable: map[cluster.Kind][]span{}}
+		running: map[runKey]*runs{}, createTries: map[runKey][]time.Time{}, forbiddenNodes: map[cluster.Kind]map[string]bool{}, forbiddenSince: map[cluster.Kind]time.Time{}, readableAgain: map[cluster.Kind]time.Time{}, uncertain: map[cluster.Kind][]remediationObj{}, unseen: map[cluster.Kind][]unseenCreate{}, unhealthySince: map[string]time.Time{}, healthySince: map[runKey]time.Time{}, releaseSince: map[runKey]time.Time{}, escalateSince: map[runKey]time.Time{}, answeredCreates: map[string]string{}, unreadable: map[cluster.Kind][]span{},
+		storms: map[string]*stormHistory{}, templates: map[string][]version{}, orphanSince: map[runKey]time.Time{}}
 }
 
 func (c *Checker) fail(invariant, format string, args ...any) {
@@ -218,16 +229,21 @@ func (c *Checker) Observe(gvr schema.GroupVersionResource, typ watch.EventType, 
 	case gvr == cluster.Nodes:
 		c.nodes[changed.GetName()] = append(c.nodes[changed.GetName()], version{at: time.Now(), obj: obj})
 		c.notePictureChange()
+		c.nodeChanged(typ, changed, old)
 	case gvr == cluster.NodeHealthChecks:
 		c.nhcs[changed.GetName()] = append(c.nhcs[changed.GetName()], version{at: time.Now(), obj: obj})
 		if typ == watch.Added {
 			c.nhcCreated(changed.GetName())
 		}
-		if obj != nil {
-			nhc := typedOf[v1alpha1.NodeHealthCheck](c, obj)
-			c.stormStatus(nhc)
-			c.timedOutOnStatus(nhc)
+		if typ != watch.Modified || old == nil || old.GetGeneration() != changed.GetGeneration() {
+			c.noteStorm(changed.GetName())
 		}
+		if obj != nil {
+			c.timedOutOnStatus(typedOf[v1alpha1.NodeHealthCheck](c, obj))
+		}
+	case isTemplate(gvr):
+		key := templateKey(gvr, changed.GetNamespace(), changed.GetName())
+		c.templates[key] = append(c.templates[key], version{at: time.Now(), obj: obj})
 	case gvr == cluster.Leases && obj != nil:
 		c.leaseWritten(obj, old)
 	case gvr == cluster.Leases:
@@ -239,6 +255,7 @@ func (c *Checker) Observe(gvr schema.GroupVersionResource, typ watch.EventType, 
 		c.stepOrder(obj, r)
 		c.stepOnce(obj, r)
 		c.lives = append(c.lives, resourceLife{remediationObj: r, namespace: obj.GetNamespace(), name: obj.GetName(), created: time.Now()})
+		c.resourceChanged(r)
 	case isRemediation(gvr) && typ == watch.Modified:
 		for i := range c.lives {
 			l := &c.lives[i]
@@ -259,5 +276,6 @@ func (c *Checker) Observe(gvr schema.GroupVersionResource, typ watch.EventType, 
 				l.deleted = time.Now()
 			}
 		}
+		c.resourceChanged(resourceOf(changed))
 	}
 }

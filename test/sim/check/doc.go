@@ -7,7 +7,10 @@
 // LostAnswer, Shown), plus the world's facts it is handed explicitly
 // (Config: whether the cluster is calm, which replica leads, the lease
 // namespace and duration, the bound on statuses; LeaderStarted;
-// KindForbidden). It imports no controller package. It imports pkg/apis
+// KindForbidden; Stepped, when a step of the history is played). Every
+// expectation comes from that history and the spec, never from what the
+// controller decided: storm recovery is computed from the nodes' health,
+// not read from the status. It imports no controller package. It imports pkg/apis
 // for the spec's types and pkg/health for spec-level helpers only: the
 // node lease's name and holder identity, which are the protocol shared
 // with other medik8s operators (LeaseName, LeaseHolder, LeaseHolderNHC,
@@ -20,11 +23,19 @@
 //     of the controller's requests as they reach the server;
 //   - invariants.go: the rules a create of a remediation resource may
 //     break against those there already;
-//   - rules.go: pause, exclusion, budget, storm recovery, creates sent
-//     twice, and deletions while unhealthy;
+//   - rules.go: pause, exclusion, budget, storm recovery, missing
+//     templates, creates sent twice, and deletions while unhealthy;
+//   - storm.go: storm recovery as the spec's states define it, computed
+//     from the nodes' health and the spec, never from the status;
+//   - templates.go: nothing created while a referenced template is
+//     missing;
 //   - liveness.go: a first remediation in time, and statuses that show
-//     the cluster; progress.go: deletions once healthy, leases released,
-//     escalations on time;
+//     the cluster; ontime.go: a first remediation at the very instant its
+//     condition's duration passed, when the cluster was quiet;
+//     progress.go: deletions once healthy, leases released, escalations
+//     on time;
+//   - cleanup.go: no deletion before healthyDelay passed (none automatic
+//     when it is negative), and orphans deleted;
 //   - leases.go: a node lease renewed only while a step runs;
 //   - order.go: escalation steps in order, none before its time;
 //   - once.go: no step twice in one incident, unless it was resumed;
@@ -86,9 +97,30 @@
 //     the controller could not act on, it may never have seen, and it goes
 //     on with its steps' clocks. Creation timestamps hold whole
 //     seconds, so a step may come up to a second before its timeout.
-//   - A create during storm recovery is judged by the status written after
-//     it (stormStatus): the storm may have ended in that very sync, which
-//     only the next status tells.
+//   - Storm recovery is judged from the cluster (storm.go), as the
+//     controller may have seen it at its syncs: a create breaks it only
+//     when its start condition held stormStartLag in calm from a change
+//     that woke the controller (the storm starts after the creates the
+//     budget still allows, sent in two batches at most), at least
+//     pictureLag before the create, and nothing since may have ended it:
+//     its end condition held from an instant for its cooldown, breaks
+//     shorter than pictureLag or during unrest counting as unseen. No
+//     remediation is owed while it may hold: until its end condition held
+//     in calm from a change that woke the controller for its cooldown and
+//     pictureLag more.
+//   - A deletion breaks healthyDelay only for a node that stayed selected
+//     since its resource was created, not confirmed pictureLag around the
+//     delete, in calm, and that the controller saw unhealthy within
+//     healthyDelay before (a span pictureLag long from the change that
+//     began it, in calm, its kinds readable); a recovery as long as
+//     healthyDelay before made the deletion due, and it stays due.
+//   - A create breaks a missing template only once the template has been
+//     missing for templateLag, its kind readable and served: a template
+//     read with GET is used for 30 s.
+//   - A first remediation is owed at the instant its condition's duration
+//     passed (onTimeBound) only when no step of the history was played
+//     since the condition began and calm held since quietLead before:
+//     else within livenessBound.
 //   - A step runs once in an incident that began at the latest instant it
 //     may have (incidentStart, as escalation-on-time counts it): any
 //     recovery the controller may have seen, however short, may have

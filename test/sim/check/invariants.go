@@ -19,15 +19,35 @@ import (
 // (the others: liveness.go, leases.go); the checker that keeps the
 // history they read: checker.go.
 
-// The invariants, by name; a failure names the one it broke.
+// The invariants, by name; a failure names the one it broke. Each says the
+// section of the spec it checks.
 const (
-	InvOneControlPlane  = "one-control-plane-node"
-	InvHealthyAtCreate  = "no-create-for-healthy-node"
-	InvOneResourceStep  = "one-resource-per-node-and-step"
-	InvOneNHCPerNode    = "one-nodehealthcheck-per-node"
+	// InvOneControlPlane: one control-plane node under remediation at a
+	// time (the spec's workflow: remediation of a control plane node is
+	// skipped while another one's runs).
+	InvOneControlPlane = "one-control-plane-node"
+	// InvHealthyAtCreate: a remediation is created only for a node one of
+	// whose unhealthy conditions has held for its duration, counted from
+	// its lastTransitionTime (the spec's "UnhealthyConditions").
+	InvHealthyAtCreate = "no-create-for-healthy-node"
+	// InvOneResourceStep: one resource per node and step (the spec's
+	// "Remediation Resources": it is named after the node).
+	InvOneResourceStep = "one-resource-per-node-and-step"
+	// InvOneNHCPerNode: one NodeHealthCheck remediates a node (the spec's
+	// "Selector": configurations must not overlap; docs/remediation.md,
+	// "Overlapping NodeHealthChecks").
+	InvOneNHCPerNode = "one-nodehealthcheck-per-node"
+	// InvLeaseWhileActing: a node lease is renewed only while a step runs
+	// (docs/remediation.md, "Node leases").
 	InvLeaseWhileActing = "lease-only-while-a-step-runs"
-	InvLiveness         = "unhealthy-node-remediated"
-	InvStatusTruthful   = "status-shows-the-cluster"
+	// InvLiveness: a node that needs a remediation and that nothing
+	// documented holds back gets it (the spec's "UnhealthyConditions":
+	// "When they match for the time defined in duration, remediation will
+	// start").
+	InvLiveness = "unhealthy-node-remediated"
+	// InvStatusTruthful: the status lists the remediations that exist
+	// (the spec's "UnhealthyNodes").
+	InvStatusTruthful = "status-shows-the-cluster"
 )
 
 // The documented bounds (docs/architecture.md, "The simulation").
@@ -124,6 +144,7 @@ func (c *Checker) Write(call *apiserver.Call, resp *http.Response) {
 	if call.Verb == "delete" && isRemediation(call.GVR) {
 		c.deletedByController(call, resp)
 		c.deleteRules(call, resp)
+		c.healthyDelayRules(call, resp)
 		return
 	}
 	if call.Verb == "create" && isRemediation(call.GVR) {
@@ -153,8 +174,10 @@ func (c *Checker) Write(call *apiserver.Call, resp *http.Response) {
 }
 
 // conditionsExpired tells whether one of a NodeHealthCheck's unhealthy
-// conditions has held on the node for its duration (a second of slack for
-// the truncation of transition times).
+// conditions has held on the node for its duration: from its
+// lastTransitionTime plus its duration on, that instant included (the
+// spec's UnhealthyConditions; docs/decisions.md, "Deadlines are
+// inclusive").
 func conditionsExpired(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node, t time.Time) bool {
 	expired, _ := conditionsHold(nhc, node, t)
 	return expired
@@ -167,7 +190,7 @@ func conditionsHold(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node, t time.Tim
 		for _, nc := range node.Status.Conditions {
 			if nc.Type == uc.Type && nc.Status == uc.Status {
 				matching = true
-				if !t.Add(time.Second).Before(nc.LastTransitionTime.Add(uc.Duration.Duration)) {
+				if !t.Before(nc.LastTransitionTime.Add(uc.Duration.Duration)) {
 					expired = true
 				}
 			}

@@ -54,7 +54,8 @@ func (c *Checker) leaseWritten(obj, old *unstructured.Unstructured) {
 
 // InvLeaseUnderRemediation: a deleted NodeHealthCheck's node lease is not
 // released while a remediation resource of it is on the node: it still
-// remediates the node, and the lease keeps the others off it.
+// remediates the node, and the lease keeps the others off it
+// (docs/remediation.md, "Node leases": release).
 const InvLeaseUnderRemediation = "lease-kept-under-a-remediation"
 
 // leaseDeleted checks the deletion of one of our node leases.

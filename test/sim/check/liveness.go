@@ -36,6 +36,7 @@ func (c *Checker) Check() {
 	}
 	c.liveness(all, calm)
 	c.recoveries(all, calm)
+	c.orphans(all, calm)
 	c.leaseReleases(calm)
 	c.escalations(all, calm)
 	c.statuses(all)
@@ -68,12 +69,14 @@ func (c *Checker) liveness(all []remediationObj, calm bool) {
 		since, ok := c.unhealthySince[node.Name]
 		if !ok {
 			c.unhealthySince[node.Name] = now
-			c.recheckAt(now.Add(livenessBound))
+			bound, _ := c.livenessBoundOf(node, by, now)
+			c.recheckAt(now.Add(bound))
 			continue
 		}
-		c.recheckAt(since.Add(livenessBound))
-		if !now.Before(since.Add(livenessBound)) {
-			c.fail(InvLiveness, "node %s has needed a remediation by NodeHealthCheck %s since %s, with nothing in the way, and has none", node.Name, by, since.Format("15:04:05"))
+		bound, invariant := c.livenessBoundOf(node, by, since)
+		c.recheckAt(since.Add(bound))
+		if !now.Before(since.Add(bound)) {
+			c.fail(invariant, "node %s has needed a remediation by NodeHealthCheck %s since %s, with nothing in the way, and has none", node.Name, by, since.Format("15:04:05"))
 		}
 	}
 }
@@ -305,13 +308,10 @@ func (c *Checker) mayRemediate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node,
 			return false
 		}
 	}
-	st := c.store
-	for _, ref := range nhc.Spec.TemplateRefs() {
-		k := cluster.KindOfTemplate(ref.Kind)
-		if _, err := st.Get(k.Template(), ref.Namespace, ref.Name); err != nil || !st.Served(k.Template()) || c.server.Forbidden(k.Remediation()) {
-			return false
-		}
+	if !c.templatesReady(nhc) {
+		return false
 	}
+	st := c.store
 	// The kinds its status lists must be read too: a NodeHealthCheck that
 	// cannot see its own resources is disabled (decisions.md). So must
 	// those of its creates that cannot be looked up: it watches them until
@@ -330,7 +330,7 @@ func (c *Checker) mayRemediate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node,
 			return false
 		}
 	}
-	if _, storm := stormSince(nhc); storm || c.statusFull(nhc, node.Name) {
+	if c.stormMayHold(nhc) || c.statusFull(nhc, node.Name) {
 		return false
 	}
 	return c.budgetAllowsLately(nhc)

@@ -23,7 +23,7 @@ import (
 // step's timeout after its first start, unless its remediator reported
 // Succeeded=False or its node lease went overdue (three of its durations
 // and the earlier steps' timeouts after the lease was taken: upstream's
-// rule).
+// rule) (the spec's "EscalatingRemediations").
 const InvNotEarly = "escalation-not-early"
 
 // timestampGrain is how much earlier than its instant a creationTimestamp
@@ -240,12 +240,5 @@ func (c *Checker) recognisedIncidentStart(nhc *v1alpha1.NodeHealthCheck, name st
 // succeededFalse tells whether a remediation resource reports
 // Succeeded=False.
 func succeededFalse(obj *unstructured.Unstructured) bool {
-	conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conditions {
-		m, _ := c.(map[string]any)
-		if m["type"] == v1alpha1.SucceededCondition && m["status"] == string(metav1.ConditionFalse) {
-			return true
-		}
-	}
-	return false
+	return conditionIs(obj, v1alpha1.SucceededCondition, metav1.ConditionFalse)
 }

@@ -18,8 +18,14 @@ import (
 
 // The invariants of this file, by name.
 const (
+	// InvDeletedWhenHealthy: a healthy node's remediation is deleted once
+	// its healthyDelay passed (the spec's "HealthyDelay"; the workflow:
+	// "Potentially existing remediation CRs are deleted for healthy
+	// nodes").
 	InvDeletedWhenHealthy = "healthy-node-remediation-deleted"
-	InvLeaseReleased      = "node-lease-released"
+	// InvLeaseReleased: a node lease is released once nothing runs on the
+	// node (docs/remediation.md, "Node leases": release).
+	InvLeaseReleased = "node-lease-released"
 )
 
 // deletionBound is how long after a node is healthy, its healthyDelay
@@ -59,7 +65,7 @@ func (c *Checker) recoveries(all []remediationObj, calm bool) {
 		}
 		seen[key] = true
 		c.countdownReadable(key, nhc, r.obj.GetKind())
-		if since, late := c.overdue(c.healthySince, key, nhc, calm, delay+deletionBound); late {
+		if since, late := c.cleanupOverdue(c.healthySince, key, nhc, calm, delay+deletionBound); late {
 			c.fail(InvDeletedWhenHealthy, "%s of NodeHealthCheck %s still exists, its node %s healthy since %s (healthyDelay %s): %s",
 				describe(r.obj), nhc.Name, r.node, since.Format("15:04:05"), delay, conditionsOf(node))
 		}
@@ -197,13 +203,20 @@ func (c *Checker) nhcCreated(name string) {
 // the calm's start, while the cluster is calm and the NodeHealthCheck can
 // act (its kinds readable, not disabled); nhc is nil for a deleted one.
 func (c *Checker) overdue(dueSince map[runKey]time.Time, key runKey, nhc *v1alpha1.NodeHealthCheck, calm bool, bound time.Duration) (since time.Time, late bool) {
+	disabled := nhc != nil && meta.IsStatusConditionTrue(nhc.Status.Conditions, v1alpha1.ConditionDisabled)
+	return c.cleanupOverdue(dueSince, key, nhc, calm && !disabled, bound)
+}
+
+// cleanupOverdue is overdue for what a disabled NodeHealthCheck does all
+// the same: deleting its resources.
+func (c *Checker) cleanupOverdue(dueSince map[runKey]time.Time, key runKey, nhc *v1alpha1.NodeHealthCheck, calm bool, bound time.Duration) (since time.Time, late bool) {
 	now := time.Now()
 	since, ok := dueSince[key]
 	if !ok {
 		since = now
 		dueSince[key] = now
 	}
-	if !calm || c.unreadableLately(nhc, now) || nhc != nil && meta.IsStatusConditionTrue(nhc.Status.Conditions, v1alpha1.ConditionDisabled) {
+	if !calm || c.unreadableLately(nhc, now) {
 		return since, false
 	}
 	start := since
@@ -226,7 +239,7 @@ func forgetUnseen[V any](dueSince map[runKey]V, seen map[runKey]bool) {
 // InvEscalated: a step with a timeout is followed by the next step, or, the
 // last, is timed out on record, within timeout + escalationBound of its
 // first start, or within escalationBound of its remediator reporting
-// Succeeded=False.
+// Succeeded=False (the spec's "EscalatingRemediations").
 const InvEscalated = "escalation-on-time"
 
 // escalationBound is how late after its timeout, with nothing in the way,
@@ -387,7 +400,8 @@ func (c *Checker) timedOutOnRecord(nhc *v1alpha1.NodeHealthCheck, node, template
 }
 
 // mayEscalate tells whether nothing documented holds back a node's next
-// step: its NodeHealthCheck acts (not deleted, paused or disabled, no storm,
+// step: its NodeHealthCheck acts (not deleted or paused, its templates
+// there and readable, no storm recovery that may hold,
 // within its budget, its kinds readable), the node is selected, not
 // excluded, unhealthy for its duration, no one else holds its lease, no
 // other NodeHealthCheck has a resource for it (keptByOther), no create
@@ -396,11 +410,11 @@ func (c *Checker) timedOutOnRecord(nhc *v1alpha1.NodeHealthCheck, node, template
 func (c *Checker) mayEscalate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node, all []remediationObj) bool {
 	now := time.Now()
 	if nhc.DeletionTimestamp != nil || len(nhc.Spec.PauseRequests) > 0 || !selects(nhc, node) || excluded(node) ||
-		!c.unhealthyLongEnough(nhc, node) || meta.IsStatusConditionTrue(nhc.Status.Conditions, v1alpha1.ConditionDisabled) ||
+		!c.unhealthyLongEnough(nhc, node) || !c.templatesReady(nhc) ||
 		c.unreadableLately(nhc, now) || c.recordedUnreadable(node) || c.heldWhileForbidden(node) || c.heldByUnanswered(node) || keptByOther(nhc, node, all) {
 		return false
 	}
-	if _, storm := stormSince(nhc); storm {
+	if c.stormMayHold(nhc) {
 		return false
 	}
 	if lease := c.leaseOn(node.Name); lease.HeldAt(now) {

@@ -67,12 +67,11 @@ func (c *Checker) budgetAllowsLately(nhc *v1alpha1.NodeHealthCheck) bool {
 }
 
 // unhealthyLongEnough tells whether one of a NodeHealthCheck's unhealthy
-// conditions has held on a node for its whole duration, the second of
-// slack conditionsExpired allows given back; while one holds whose
-// duration runs, the checker looks again when it has passed.
+// conditions has held on a node for its whole duration; while one holds
+// whose duration runs, the checker looks again when it has passed.
 func (c *Checker) unhealthyLongEnough(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node) bool {
 	now := time.Now()
-	if conditionsExpired(nhc, node, now.Add(-time.Second)) {
+	if conditionsExpired(nhc, node, now) {
 		return true
 	}
 	for _, uc := range nhc.Spec.UnhealthyConditions {

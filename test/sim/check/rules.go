@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -20,14 +18,32 @@ import (
 // for an excluded node, beyond the budget, or during storm recovery; no
 // remediation deleted while its node is still unhealthy.
 
-// The invariants of this file, by name.
+// The invariants of this file, by name, each with the section of the
+// spec it checks.
 const (
-	InvPaused          = "no-create-while-paused"
-	InvExcluded        = "no-create-for-excluded-node"
-	InvBudget          = "no-create-beyond-the-budget"
-	InvStorm           = "no-create-during-storm-recovery"
+	// InvPaused: no new remediation while pauseRequests are set (the
+	// spec's "PauseRequests").
+	InvPaused = "no-create-while-paused"
+	// InvExcluded: no new remediation of a node labelled
+	// remediation.medik8s.io/exclude-from-remediation=true
+	// (docs/decisions.md, "Evaluation and timing": what blocks a new
+	// remediation).
+	InvExcluded = "no-create-for-excluded-node"
+	// InvBudget: no new remediation while fewer selected nodes than
+	// minHealthy are healthy (the spec's "Spec Details": minHealthy and
+	// maxUnhealthy).
+	InvBudget = "no-create-beyond-the-budget"
+	// InvStorm: no new remediation while storm recovery holds, computed
+	// from the cluster (storm.go; the spec's "Storm Recovery States").
+	InvStorm = "no-create-during-storm-recovery"
+	// InvKeptWhileUnwell: a node whose unhealthy condition changed to
+	// another keeps its remediation (the spec's workflow, "Ignoring
+	// unhealthy node condition duration in case node condition changes
+	// during remediation").
 	InvKeptWhileUnwell = "no-deletion-while-unhealthy"
-	InvRepeatedCreate  = "no-create-sent-twice"
+	// InvRepeatedCreate: never two creates of one resource
+	// (docs/remediation.md, "Never twice, never lost").
+	InvRepeatedCreate = "no-create-sent-twice"
 )
 
 // pictureLag is how old the controller's picture of a NodeHealthCheck or a
@@ -55,45 +71,14 @@ func (c *Checker) createRules(call *apiserver.Call, obj *unstructured.Unstructur
 			c.fail(InvBudget, "%s created for node %s with %d nodes of NodeHealthCheck %s healthy, fewer than its minimum %d", describe(obj), r.node, healthy, nhc.Name, minHealthy)
 		}
 	}
-	if since, active := stormSince(nhc); active && earlier != nil {
-		if was, wasActive := stormSince(earlier); wasActive && was.Equal(since) {
-			c.stormCreates = append(c.stormCreates, stormCreate{nhc: nhc.Name, since: since, what: describe(obj), node: r.node})
+	if c.calmThrough(before) {
+		if missing := c.missingTemplate(nhc, t); missing != "" {
+			c.fail(InvTemplateMissing, "%s created for node %s while NodeHealthCheck %s's template %s was missing", describe(obj), r.node, nhc.Name, missing)
 		}
 	}
-}
-
-// stormCreate is a create that arrived while its NodeHealthCheck's status
-// had said for pictureLag that storm recovery holds: a rule broken unless
-// the storm ended in that very sync, which the next status says.
-type stormCreate struct {
-	nhc, what, node string
-	since           time.Time
-}
-
-// stormStatus checks the creates made during a storm against the status
-// written after them: the same storm still on means it never ended.
-func (c *Checker) stormStatus(nhc *v1alpha1.NodeHealthCheck) {
-	kept := c.stormCreates[:0]
-	for _, sc := range c.stormCreates {
-		if sc.nhc != nhc.Name {
-			kept = append(kept, sc)
-			continue
-		}
-		if since, active := stormSince(nhc); active && since.Equal(sc.since) {
-			c.fail(InvStorm, "%s created for node %s during NodeHealthCheck %s's storm recovery, active since %s and still", sc.what, sc.node, nhc.Name, since.Format("15:04:05"))
-		}
+	if since, held := c.stormHeld(nhc, t); held {
+		c.fail(InvStorm, "%s created for node %s during NodeHealthCheck %s's storm recovery, which has certainly held since %s", describe(obj), r.node, nhc.Name, since.Format("15:04:05"))
 	}
-	c.stormCreates = kept
-}
-
-// stormSince is when a NodeHealthCheck's status says its storm recovery
-// started, and whether it holds.
-func stormSince(nhc *v1alpha1.NodeHealthCheck) (time.Time, bool) {
-	cond := meta.FindStatusCondition(nhc.Status.Conditions, v1alpha1.ConditionStormActive)
-	if cond == nil || cond.Status != metav1.ConditionTrue {
-		return time.Time{}, false
-	}
-	return cond.LastTransitionTime.Time, true
 }
 
 // budgetAt is the most healthy nodes the controller can have counted for a

@@ -1,0 +1,304 @@
+package check
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+)
+
+// Storm recovery from the cluster alone, as the spec's "Storm Recovery
+// States" define it, never from the status the controller writes: the
+// selected nodes' health, the budget and the storm fields of the spec at
+// each instant.
+//
+// With stormRecoveryThreshold T it starts when a selected node is
+// unhealthy, healthy <= minHealthy and unhealthy > T (States 2 and 3),
+// and holds until unhealthy <= T (State 4). With only
+// stormCooldownDuration, upstream's rules apply (docs/decisions.md,
+// "Storm recovery, both fields"): it starts when healthy < minHealthy and
+// holds until healthy >= minHealthy. A cooldown makes the end condition
+// hold that long before the storm ends; it starts again when the
+// condition breaks. A healthy node matches no unhealthy condition and has
+// no remediation resource of the NodeHealthCheck.
+//
+// The controller sees the cluster at its syncs, a picture up to
+// pictureLag old, so the checker tells two things apart: when storm
+// recovery certainly holds (a create then breaks the rule), and when it
+// may (no remediation is owed then).
+
+// stormPoint is a NodeHealthCheck's storm conditions from an instant on,
+// recorded at every change that wakes it: one of its selected nodes, its
+// spec, or one of its resources changed.
+type stormPoint struct {
+	at time.Time
+	// starts and ends tell whether the start and the end condition hold;
+	// with no storm configured, ends holds.
+	starts, ends bool
+	cooldown     time.Duration
+}
+
+// stormHistory is a NodeHealthCheck's storm points, since it was created.
+type stormHistory struct {
+	uid    types.UID
+	points []stormPoint
+}
+
+// stormStartLag is how long after its start condition begins to hold, in
+// calm, the controller has certainly started storm recovery: the sync
+// the change wakes may first create what the budget still allows in two
+// batches (the guard's first create waits for its status), and the storm
+// starts after the last.
+const stormStartLag = 2 * pictureLag
+
+// noteStorm records a NodeHealthCheck's storm conditions now, after a
+// change that wakes it.
+func (c *Checker) noteStorm(name string) {
+	now := time.Now()
+	nhc := c.nhcAt(name, now)
+	if nhc == nil {
+		delete(c.storms, name)
+		return
+	}
+	h := c.storms[name]
+	if h == nil || h.uid != nhc.UID {
+		h = &stormHistory{uid: nhc.UID}
+		c.storms[name] = h
+	}
+	h.points = append(h.points, c.stormPointAt(nhc, now))
+}
+
+// nodeChanged records the storm conditions of the NodeHealthChecks that
+// select a node before or after a change the controller is woken by: its
+// conditions, labels or annotations changed, or it came or went (a
+// heartbeat alone wakes nothing).
+func (c *Checker) nodeChanged(typ watch.EventType, changed, old *unstructured.Unstructured) {
+	if typ == watch.Modified && old != nil && !nodeDiffers(typedOf[corev1.Node](c, old), typedOf[corev1.Node](c, changed)) {
+		return
+	}
+	nodes := []*corev1.Node{typedOf[corev1.Node](c, changed)}
+	if old != nil {
+		nodes = append(nodes, typedOf[corev1.Node](c, old))
+	}
+	for _, nhc := range c.allNHCs() {
+		if slices.ContainsFunc(nodes, func(n *corev1.Node) bool { return selects(nhc, n) }) {
+			c.noteStorm(nhc.Name)
+		}
+	}
+}
+
+// nodeDiffers tells whether a node changed beyond its heartbeats.
+func nodeDiffers(a, b *corev1.Node) bool {
+	if !maps.Equal(a.Labels, b.Labels) || !maps.Equal(a.Annotations, b.Annotations) || len(a.Status.Conditions) != len(b.Status.Conditions) {
+		return true
+	}
+	for i, ac := range a.Status.Conditions {
+		bc := b.Status.Conditions[i]
+		if ac.Type != bc.Type || ac.Status != bc.Status || !ac.LastTransitionTime.Equal(&bc.LastTransitionTime) {
+			return true
+		}
+	}
+	return false
+}
+
+// resourceChanged records the storm conditions of a remediation
+// resource's NodeHealthCheck when it comes or goes.
+func (c *Checker) resourceChanged(r remediationObj) {
+	if nhc := c.nhcAt(r.ownerName, time.Now()); nhc != nil && nhc.UID == r.owner {
+		c.noteStorm(nhc.Name)
+	}
+}
+
+// stormPointAt is a NodeHealthCheck's storm conditions at t.
+func (c *Checker) stormPointAt(nhc *v1alpha1.NodeHealthCheck, t time.Time) stormPoint {
+	p := stormPoint{at: t, ends: true}
+	threshold := nhc.Spec.StormRecoveryThreshold
+	if nhc.Spec.StormCooldownDuration != nil {
+		p.cooldown = nhc.Spec.StormCooldownDuration.Duration
+	}
+	if threshold == nil && p.cooldown <= 0 {
+		return p
+	}
+	observed, healthy := c.countsAt(nhc, t)
+	unhealthy, minHealthy := observed-healthy, minHealthyOf(nhc, observed)
+	if threshold != nil {
+		p.starts = unhealthy > 0 && healthy <= minHealthy && unhealthy > int(*threshold)
+		p.ends = unhealthy <= int(*threshold)
+	} else {
+		p.starts = unhealthy > 0 && healthy < minHealthy
+		p.ends = healthy >= minHealthy
+	}
+	return p
+}
+
+// countsAt counts a NodeHealthCheck's selected nodes at t, and the
+// healthy ones among them.
+func (c *Checker) countsAt(nhc *v1alpha1.NodeHealthCheck, t time.Time) (observed, healthy int) {
+	for name := range c.nodes {
+		node := c.nodeAt(name, t)
+		if node == nil || !selects(nhc, node) {
+			continue
+		}
+		observed++
+		if _, matching := conditionsHold(nhc, node, t); !matching && !c.hasResourceOf(nhc, name, t) {
+			healthy++
+		}
+	}
+	return observed, healthy
+}
+
+// stormHeld tells whether storm recovery certainly held for a
+// NodeHealthCheck all along pictureLag before t, and since when: it
+// started for certain (stormStarted), and nothing the controller may have
+// seen since could have ended it (stormMayEnd).
+func (c *Checker) stormHeld(nhc *v1alpha1.NodeHealthCheck, t time.Time) (time.Time, bool) {
+	h := c.storms[nhc.Name]
+	if h == nil || h.uid != nhc.UID {
+		return time.Time{}, false
+	}
+	points := h.points
+	for len(points) > 0 && points[len(points)-1].at.After(t) {
+		points = points[:len(points)-1]
+	}
+	for i := 0; i < len(points); i++ {
+		since, ok := c.stormStarted(nhc, points, i)
+		if !ok {
+			continue
+		}
+		end, ended := c.stormMayEnd(points[i:], t)
+		if !since.After(t.Add(-pictureLag)) && (!ended || end.After(t)) {
+			return since, true
+		}
+		if ended {
+			// Start again after the possible end.
+			for i+1 < len(points) && points[i+1].at.Before(end) {
+				i++
+			}
+		}
+	}
+	return time.Time{}, false
+}
+
+// stormStarted tells whether the change at points[i] certainly started
+// storm recovery, and when it had: the start condition held from it for
+// stormStartLag, in calm, with every kind the NodeHealthCheck reads
+// readable, so that the sync it woke saw it.
+func (c *Checker) stormStarted(nhc *v1alpha1.NodeHealthCheck, points []stormPoint, i int) (time.Time, bool) {
+	from := points[i].at
+	since := from.Add(stormStartLag)
+	for _, p := range points[i:] {
+		if p.at.After(since) {
+			break
+		}
+		if !p.starts {
+			return time.Time{}, false
+		}
+	}
+	return since, c.calmOver(from, since) && c.readableOver(c.kindsRead(nhc), from, since)
+}
+
+// stormMayEnd is the first instant at which the controller may have ended
+// a storm running at points[0], and whether one comes before until: the
+// end condition held from a for its cooldown, or may have seemed to (a
+// break shorter than pictureLag, or during unrest, may go unseen), and
+// was seen no later than pictureLag after it broke.
+func (c *Checker) stormMayEnd(points []stormPoint, until time.Time) (time.Time, bool) {
+	var from, broke time.Time
+	open, merged := false, false
+	cooldown := time.Duration(0)
+	for _, p := range points {
+		if p.at.After(until) {
+			break
+		}
+		switch {
+		case p.ends && !open:
+			open = true
+			if !merged || !p.at.Before(broke.Add(pictureLag)) && c.calmOver(broke, p.at) {
+				from, cooldown = p.at, p.cooldown
+			}
+			cooldown = min(cooldown, p.cooldown)
+			if end := from.Add(cooldown); !end.After(p.at) {
+				return end, true
+			}
+		case p.ends:
+			cooldown = min(cooldown, p.cooldown)
+		case open:
+			open, merged, broke = false, true, p.at
+			if end := from.Add(cooldown); !end.After(p.at.Add(pictureLag)) {
+				return end, true
+			}
+		}
+	}
+	if open {
+		return from.Add(cooldown), true
+	}
+	return time.Time{}, false
+}
+
+// stormMayHold tells whether storm recovery may hold for a NodeHealthCheck
+// now, as the controller may see it: its start condition held at a
+// change since it was created, and its end condition has not held since
+// long enough for it to have certainly ended (stormEnded).
+func (c *Checker) stormMayHold(nhc *v1alpha1.NodeHealthCheck) bool {
+	h := c.storms[nhc.Name]
+	if h == nil || h.uid != nhc.UID {
+		return false
+	}
+	may, run := false, -1
+	for i, p := range h.points {
+		if run >= 0 && !p.ends {
+			if _, ended := c.stormEnded(nhc, h.points[run:i], p.at); ended {
+				may = false
+			}
+			run = -1
+		}
+		switch {
+		case p.starts:
+			may = true
+		case p.ends && run < 0:
+			run = i
+		}
+	}
+	if may && run >= 0 {
+		now := time.Now()
+		end, ended := c.stormEnded(nhc, h.points[run:], now)
+		if !ended && !end.IsZero() {
+			c.recheckAt(end)
+		}
+		may = !ended
+	}
+	return may
+}
+
+// stormEnded tells whether a run of changes at which the end condition
+// held, until an instant, certainly ended storm recovery: one of them woke
+// a sync in calm, with the NodeHealthCheck's kinds readable, which saw it
+// within pictureLag, and the run lasted the longest cooldown it had beyond
+// (the controller wakes when its cooldown ends). Else it is when the run
+// will have, if it goes on as calm as until now, or zero.
+func (c *Checker) stormEnded(nhc *v1alpha1.NodeHealthCheck, run []stormPoint, until time.Time) (time.Time, bool) {
+	cooldown := time.Duration(0)
+	for _, p := range run {
+		cooldown = max(cooldown, p.cooldown)
+	}
+	kinds := c.kindsRead(nhc)
+	for _, p := range run {
+		end := p.at.Add(pictureLag + cooldown)
+		if end.After(until) {
+			if c.calmOver(p.at, until) && c.readableOver(kinds, p.at, until) {
+				return end, false
+			}
+			continue
+		}
+		if c.calmOver(p.at, end) && c.readableOver(kinds, p.at, end) {
+			return end, true
+		}
+	}
+	return time.Time{}, false
+}
