@@ -125,6 +125,42 @@ k8s-binaries: ## Build kube-apiserver, kubectl and etcd from source into bin/k8s
 helm: ## Build the pinned Helm from its Go module into bin/helm/ (once).
 	hack/build-helm.sh
 
+# The node's binaries (kubelet, kube-proxy, kube-controller-manager,
+# kube-scheduler); hack/node/build-node-binaries.sh prints their directory.
+NODE_BINARIES = $(shell hack/node/build-node-binaries.sh | tail -n 1)
+# The cluster of make node-up needs root: sudo where make runs as a user.
+# Everything is built before, as the user.
+AS_ROOT = $(if $(filter 0,$(shell id -u)),,sudo --preserve-env=NHC_NODE_DIR)
+NODE_ENV = K8S_BINARIES="$(K8S_BINARIES)" NODE_BINARIES="$(NODE_BINARIES)"
+
+.PHONY: node-binaries
+node-binaries: ## Build kubelet, kube-proxy, kube-controller-manager and kube-scheduler from source into bin/k8s-node/ (once).
+	hack/node/build-node-binaries.sh
+
+.PHONY: node-up
+node-up: k8s-binaries node-binaries ## Start a one-node cluster on this machine, as root (sudo): etcd, kube-apiserver, kube-controller-manager, kube-scheduler, and a node running containerd, a kubelet and kube-proxy on a bridge network; installs containerd, runc, the CNI plugins, iptables and conntrack with apt-get when missing.
+	go build -o _output/node/ ./hack/node/pki
+	go run ./hack/node/pauseimage --output _output/node/pause.tar
+	$(AS_ROOT) hack/node/install-packages.sh
+	$(AS_ROOT) env $(NODE_ENV) hack/node/cluster.sh up
+
+.PHONY: node-down
+node-down: ## Stop the cluster of make node-up: no process, mount, interface or packet filter rule of it is left.
+	$(AS_ROOT) env $(NODE_ENV) hack/node/cluster.sh down
+
+.PHONY: test-node
+test-node: k8s-binaries node-binaries ## Install a release (make release VERSION=snapshot) on a cluster of make node-up with a worker joined, and test it as a user meets it: Pods Ready, leading, scraped, a worker whose kubelet stops remediated, a rolling update, the uninstall; then make node-down.
+	@start=$$(date +%s); \
+	$(MAKE) release VERSION=snapshot; \
+	go test -c -o _output/node/node.test ./test/node; \
+	status=0; \
+	{ $(MAKE) node-up && \
+	  $(AS_ROOT) env $(NODE_ENV) NHC_NODE_KUBECONFIG="$$($(AS_ROOT) env $(NODE_ENV) hack/node/cluster.sh kubeconfig)" NHC_NODE_RELEASE="$(CURDIR)/_output/release" \
+	    bash -c 'cd test/node && ../../_output/node/node.test -test.v -test.timeout 20m'; } || status=$$?; \
+	$(MAKE) node-down || status=1; \
+	echo "test-node: $$( ((status == 0)) && echo passed || echo FAILED ) in $$(( $$(date +%s) - start ))s"; \
+	exit $$status
+
 .PHONY: tools
 tools: k8s-binaries ## Build the control plane and the pinned generators into bin/.
 	GOBIN="$(CURDIR)/bin/tools" go install tool

@@ -317,7 +317,10 @@ cmd_up() {
   ip link add "${NODES_BRIDGE}" type bridge
   ip addr add "${HOST_IP}/24" dev "${NODES_BRIDGE}"
   ip link set "${NODES_BRIDGE}" up
-  sysctl -qw net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1
+  # Bridged pod traffic passes kube-proxy's rules only with br_netfilter.
+  [[ -d /proc/sys/net/bridge ]] || modprobe br_netfilter 2>/dev/null || log "no br_netfilter: a pod may not reach a Service backed by its own node's pods"
+  sysctl -qw net.ipv4.ip_forward=1
+  [[ -d /proc/sys/net/bridge ]] && sysctl -qw net.bridge.bridge-nf-call-iptables=1
 
   local nodes
   nodes="$(IFS=,; echo "${CONTROL_PLANE},${WORKERS[*]}")"
@@ -335,10 +338,11 @@ cmd_up() {
     --bind-address "${HOST_IP}" --advertise-address "${HOST_IP}" --secure-port 6443 \
     --tls-cert-file "${pki}/apiserver.crt" --tls-private-key-file "${pki}/apiserver.key" --client-ca-file "${pki}/ca.crt" \
     --kubelet-client-certificate "${pki}/apiserver-kubelet.crt" --kubelet-client-key "${pki}/apiserver-kubelet.key" \
+    --kubelet-preferred-address-types InternalIP \
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-account-key-file "${pki}/sa.pub" --service-account-signing-key-file "${pki}/sa.key" \
     --service-cluster-ip-range "${SERVICE_CIDR}" \
-    --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
+    --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction --allow-privileged=true \
     --profiling=false --v=1
   wait_for kube-apiserver 90 kubectl get --raw /readyz
 
@@ -379,7 +383,8 @@ cmd_join() {
   ip -n "${netns}" link set eth0 up
   ip -n "${netns}" route add default via "${HOST_IP}"
   ip route add "10.244.${index}.0/24" via "10.99.0.$((index + 1))"
-  ip netns exec "${netns}" sysctl -qw net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1
+  ip netns exec "${netns}" sysctl -qw net.ipv4.ip_forward=1
+  [[ -d /proc/sys/net/bridge ]] && ip netns exec "${netns}" sysctl -qw net.bridge.bridge-nf-call-iptables=1
   start_node "${name}" "${index}" "${netns}"
 }
 
@@ -397,8 +402,16 @@ cmd_kubelet() {
 }
 
 cmd_import() {
-  local name="$1" file="$2"
-  ctr --address "$(node_dir "${name}")/containerd.sock" -n k8s.io images import --all-platforms "${file}"
+  local name="$1" file="$2" sock ref digest
+  sock="$(node_dir "${name}")/containerd.sock"
+  ctr --address "${sock}" -n k8s.io images import "${file}"
+  # A pull records an image by its digest too, which an install pinned to
+  # a digest asks for; an import records the tag alone, and the kubelet
+  # would pull.
+  ctr --address "${sock}" -n k8s.io images ls | awk 'NR > 1 && $1 !~ /^sha256:/ && $1 !~ /@/ {print $1, $3}' |
+    while read -r ref digest; do
+      ctr --address "${sock}" -n k8s.io images tag --force "${ref}" "${ref%:*}@${digest}" >/dev/null
+    done
 }
 
 # stop_containers kills every container a node's containerd runs and
