@@ -34,11 +34,11 @@ image: ## Build the container image without a Docker daemon into _output/image (
 release: release-check ## Write a release into _output/release: VERSION=vX.Y.Z from a clean tree whose HEAD carries that tag (and its section in CHANGELOG.md), or VERSION=snapshot for the tree as it is; images for amd64 and arm64, nhc-controller.yaml, the Helm chart, kubectl-nhc archives and krew manifest, the SBOM, release notes, SHA256SUMS. The image is ghcr.io/nodehealthcheck/nhc-controller:VERSION@sha256:… (IMAGE_REPO names another repository), PUSH=1 pushes it; HELM=path packages the chart with that helm.
 	go run ./hack/release --version "$(VERSION)" --output _output/release $(if $(filter command line,$(origin HELM)),--helm "$(HELM)") $(if $(IMAGE_REPO),--image "$(IMAGE_REPO)") $(if $(PUSH),--push)
 
-# Before anything is built, in seconds: the version, a clean tree at its
-# tag, go.mod's toolchain, and the CHANGELOG.md section.
+# Before anything is compiled, in seconds: the version, a clean tree at
+# its tag, go.mod's toolchain, and the CHANGELOG.md section.
 .PHONY: release-check
 release-check:
-	@go run ./hack/release-notes "$(VERSION)" > /dev/null
+	@hack/release/check.sh "$(VERSION)"
 
 .PHONY: test
 test: unit integration ## Run all tests: unit, then integration on a real kube-apiserver.

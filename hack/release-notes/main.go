@@ -1,9 +1,7 @@
-// Command release-notes checks what make release may build and prints the
-// release's notes, its section of CHANGELOG.md, or says why it refuses: a
+// Command release-notes prints a release's notes, its section of
+// CHANGELOG.md, after the checks make release makes (hack/release/gate): a
 // version only from a clean tree at its tag, with go.mod's toolchain;
-// "snapshot" builds the tree as it is, with the Unreleased notes. make
-// release runs it before anything is built, so that a refusal takes
-// seconds.
+// "snapshot" for the tree as it is, with the Unreleased notes.
 //
 //	go run ./hack/release-notes vX.Y.Z
 //	go run ./hack/release-notes snapshot
