@@ -269,8 +269,8 @@ start_node() {
   printf 'INDEX=%s\nNETNS=%s\nIP=%s\n' "${index}" "${netns}" "${ip}" >"${dir}/node.env"
   for cg in $(cgroup_dirs "${name}"); do
     mkdir -p "${cg}"
-    # A new cpuset has no CPUs until given its parent's.
-    if [[ -f "${cg}/cpuset.cpus" ]]; then
+    # A new cgroup v1 cpuset has no CPUs until given its parent's.
+    if [[ "${cg}" == /sys/fs/cgroup/cpuset/* ]]; then
       cat "${cg}/../cpuset.cpus" >"${cg}/cpuset.cpus"
       cat "${cg}/../cpuset.mems" >"${cg}/cpuset.mems"
     fi
@@ -424,11 +424,13 @@ stop_containers() {
     for task in $(ctr --address "${sock}" -n k8s.io tasks ls -q 2>/dev/null); do
       ctr --address "${sock}" -n k8s.io tasks kill -s SIGKILL "${task}" >/dev/null 2>&1 || true
     done
+    # The CRI plugin deletes a task once its exit is seen.
+    for ((i = 0; i < 100; i++)); do
+      [[ -z "$(ctr --address "${sock}" -n k8s.io tasks ls -q 2>/dev/null)" ]] && break
+      sleep 0.1
+    done
     for task in $(ctr --address "${sock}" -n k8s.io tasks ls -q 2>/dev/null); do
-      for ((i = 0; i < 50; i++)); do
-        ctr --address "${sock}" -n k8s.io tasks delete "${task}" >/dev/null 2>&1 && break
-        sleep 0.1
-      done
+      ctr --address "${sock}" -n k8s.io tasks delete --force "${task}" >/dev/null 2>&1 || true
     done
   fi
   stop "containerd-${name}"
@@ -446,16 +448,18 @@ cmd_down() {
   for dir in "${STATE}"/nodes/*/; do
     [[ -d "${dir}" ]] || continue
     name="$(basename "${dir}")"
-    stop "kubelet-${name}"
-    stop "kube-proxy-${name}"
+    stop "kubelet-${name}" &
+    stop "kube-proxy-${name}" &
   done
+  wait
   for dir in "${STATE}"/nodes/*/; do
     [[ -d "${dir}" ]] || continue
     name="$(basename "${dir}")"
     stop_containers "${name}"
   done
-  stop kube-scheduler
-  stop kube-controller-manager
+  stop kube-scheduler &
+  stop kube-controller-manager &
+  wait
   stop kube-apiserver
   stop etcd
 
