@@ -2,6 +2,7 @@ package check
 
 import (
 	"net/http"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -180,48 +181,56 @@ func (c *Checker) confirmedAround(name string, t time.Time) bool {
 }
 
 // lastSeenUnhealthy is the last span, from a resource's creation to t,
-// in which its node matched its NodeHealthCheck's unhealthy conditions and
-// the controller saw it (pictureLag long from the change that began it, in
-// calm, the NodeHealthCheck's kinds readable). A span that follows a
-// recovery as long as healthyDelay is not judged: the resource was due for
-// deletion then, and its deletion still is.
+// in which its node matched its NodeHealthCheck's unhealthy conditions (as
+// the spec then had them) and the controller saw it (pictureLag long from
+// the change that began it, in calm, the NodeHealthCheck's kinds
+// readable). A span that follows a recovery as long as healthyDelay is not
+// judged: the resource was due for deletion then, and its deletion still
+// is.
 func (c *Checker) lastSeenUnhealthy(nhc *v1alpha1.NodeHealthCheck, life *resourceLife, t time.Time, delay time.Duration) (from, to time.Time, seen bool) {
 	kinds := c.kindsRead(nhc)
-	var spanFrom, healthyFrom time.Time
-	ill, due := false, false
+	// The controller saw the node unhealthy when it created the resource.
+	spanFrom, healthyFrom := life.created.Add(-pictureLag), time.Time{}
+	ill, due := true, false
 	end := func(at time.Time) {
 		if at.Sub(spanFrom) >= pictureLag && c.calmOver(spanFrom, spanFrom.Add(pictureLag)) && c.readableOver(kinds, spanFrom, spanFrom.Add(pictureLag)) {
 			from, to, seen = spanFrom, at, !due
 		}
 	}
-	c.eachNodeVersion(life.node, life.created, t, func(at time.Time, node *corev1.Node) {
-		if at.Equal(life.created) {
-			// The controller saw it unhealthy when it created the resource.
-			ill, spanFrom = true, at.Add(-pictureLag)
-			return
-		}
-		then := c.nhcAt(nhc.Name, at)
+	for _, at := range c.changesOf(life, t) {
+		node, then := c.nodeAt(life.node, at), c.nhcAt(nhc.Name, at)
 		matching := false
 		if node != nil && then != nil {
 			_, matching = conditionsHold(then, node, at)
 		}
 		switch {
 		case matching && !ill:
-			if !healthyFrom.IsZero() && at.Sub(healthyFrom) >= delay {
-				due = true
-			}
+			due = due || at.Sub(healthyFrom) >= delay
 			ill, spanFrom = true, at
 		case !matching && ill:
 			ill, healthyFrom = false, at
 			end(at)
-		case !matching && healthyFrom.IsZero():
-			healthyFrom = at
 		}
-	})
+	}
 	if ill {
 		end(t)
 	}
 	return from, to, seen
+}
+
+// changesOf are the instants after a resource's creation, up to t, at
+// which its node or its NodeHealthCheck changed, in order.
+func (c *Checker) changesOf(life *resourceLife, t time.Time) []time.Time {
+	var instants []time.Time
+	for _, versions := range [][]version{c.nodes[life.node], c.nhcs[life.ownerName]} {
+		for _, v := range versions {
+			if v.at.After(life.created) && !v.at.After(t) {
+				instants = append(instants, v.at)
+			}
+		}
+	}
+	slices.SortFunc(instants, func(a, b time.Time) int { return a.Compare(b) })
+	return slices.CompactFunc(instants, func(a, b time.Time) bool { return a.Equal(b) })
 }
 
 // orphans checks that the remediation resources of nodes gone, or no
