@@ -30,7 +30,7 @@ func TestTheReleaseWorkflowPassesActionlint(t *testing.T) {
 
 	data, err := os.ReadFile(filepath.Join(root, workflow))
 	require.NoError(t, err)
-	for _, want := range []string{`tags: ["v*.*.*"]`, `make release VERSION="${GITHUB_REF_NAME}"`, "skopeo copy --all --preserve-digests", "gh release create", "--notes-file _output/release/release-notes.md", "packages: write", "environment: release"} {
+	for _, want := range []string{`tags: ["v*.*.*"]`, `make release VERSION="${GITHUB_REF_NAME}"`, `crane" push _output/release/oci`, "gh release create", "--notes-file _output/release/release-notes.md", "packages: write", "environment: release"} {
 		assert.Contains(t, string(data), want)
 	}
 }
