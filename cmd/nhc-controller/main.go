@@ -10,12 +10,12 @@ import (
 	"syscall"
 
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/component-base/logs"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
 	"k8s.io/klog/v2"
 
+	"github.com/nodehealthcheck/nhc-controller/pkg/election"
 	"github.com/nodehealthcheck/nhc-controller/pkg/version"
 )
 
@@ -61,7 +61,7 @@ func flagSet(opts *options, logging *logsapi.LoggingConfiguration) (fs *pflag.Fl
 
 // readiness says whether this replica is ready: its caches synced and, with
 // leader election, it leads or knows who does.
-func readiness(synced func() bool, elector *leaderelection.LeaderElector) http.HandlerFunc {
+func readiness(synced func() bool, elector *election.Elector) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
 		switch {
 		case !synced():

@@ -4,27 +4,21 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
+	"time"
 
-	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/metrics/legacyregistry"
-	_ "k8s.io/component-base/metrics/prometheus/clientgo/leaderelection" // leader_election_master_status
-	_ "k8s.io/component-base/metrics/prometheus/restclient"              // rest_client_* metrics
-	_ "k8s.io/component-base/metrics/prometheus/workqueue"               // workqueue_* metrics
-	"k8s.io/klog/v2"
+	_ "k8s.io/component-base/metrics/prometheus/restclient" // rest_client_* metrics
+	_ "k8s.io/component-base/metrics/prometheus/workqueue"  // workqueue_* metrics
 	"k8s.io/utils/clock"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/controller"
+	"github.com/nodehealthcheck/nhc-controller/pkg/election"
 	nhcscheme "github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned/scheme"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
@@ -43,7 +37,6 @@ const (
 )
 
 func run(ctx context.Context, opts *options) error {
-	logger := klog.FromContext(ctx)
 	listening, err := bindPorts(opts)
 	if err != nil {
 		return err
@@ -126,10 +119,16 @@ func run(ctx context.Context, opts *options) error {
 	if leases != nil {
 		cfg.Leases, cfg.LeaseChanges = leases, leases
 	}
-	var lock *renewalTracker
+	var elected *leadership
 	if opts.leaderElect {
-		lock = newRenewalTracker(opts, apis.election)
-		cfg.WritesUntil = lock.writesUntil
+		lease, err := electionLeases(apis, opts.leaderElectionNamespace)
+		if err != nil {
+			return err
+		}
+		if elected, err = newLeadership(ctx, opts, lease); err != nil {
+			return err
+		}
+		cfg.WritesUntil = elected.elector.WritesUntil
 	}
 	ctrl, err := controller.New(ctx, cfg)
 	if err != nil {
@@ -148,10 +147,11 @@ func run(ctx context.Context, opts *options) error {
 
 	listening.metrics.serve(ctx, metricsHandler(opts, apis))
 	if !opts.leaderElect {
-		listening.probes.serve(ctx, probes(ctrl.CachesSynced, nil, nil))
+		listening.probes.serve(ctx, probes(ctrl.CachesSynced, nil, 0))
 		return ctrl.Run(ctx, opts.workers)
 	}
-	return runElected(ctx, opts, lock, ctrl, listening.probes, logger)
+	listening.probes.serve(ctx, probes(ctrl.CachesSynced, elected.elector, opts.renewDeadline))
+	return elected.run(func(ctx context.Context) error { return ctrl.Run(ctx, opts.workers) })
 }
 
 // leaseReader is the node leases' reader, nil when the controller takes
@@ -161,80 +161,6 @@ func leaseReader(leases *nodeleases.Keeper) remediation.LeaseReader {
 		return nil
 	}
 	return leases
-}
-
-// newRenewalTracker returns the leader-election lock of this replica, which
-// tells until when it may write.
-func newRenewalTracker(opts *options, electionClient kubernetes.Interface) *renewalTracker {
-	hostname, _ := os.Hostname()
-	return &renewalTracker{
-		Interface: &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Namespace: opts.leaderElectionNamespace, Name: opts.leaderElectionID},
-			Client:     electionClient.CoordinationV1(),
-			LockConfig: resourcelock.ResourceLockConfig{Identity: hostname + "_" + uuid.NewString()},
-		},
-		clock:    clock.RealClock{},
-		validFor: opts.renewDeadline,
-	}
-}
-
-// runElected runs the controller while this replica leads. On SIGTERM the
-// workers drain first, and only then is the lease released, so that the next
-// leader never acts beside a sync still in flight.
-func runElected(ctx context.Context, opts *options, lock *renewalTracker, ctrl *controller.Controller, probePort *port, logger klog.Logger) error {
-	identity := lock.Identity()
-	electionCtx, endElection := context.WithCancel(context.WithoutCancel(ctx))
-	defer endElection()
-	var runErr error
-	healthz := leaderelection.NewLeaderHealthzAdaptor(opts.renewDeadline)
-	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		LeaseDuration:   opts.leaseDuration,
-		RenewDeadline:   opts.renewDeadline,
-		RetryPeriod:     opts.retryPeriod,
-		ReleaseOnCancel: true,
-		Name:            opts.leaderElectionID,
-		WatchDog:        healthz,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(leading context.Context) {
-				logger.Info("Became the leader", "identity", identity)
-				workCtx, stopWork := context.WithCancel(ctx)
-				defer stopWork()
-				go func() {
-					// Losing the lease stops the work at once.
-					<-leading.Done()
-					stopWork()
-				}()
-				runErr = ctrl.Run(workCtx, opts.workers)
-				endElection()
-			},
-			OnStoppedLeading: func() {
-				if ctx.Err() == nil {
-					logger.Info("Lost the lease; stopping", "identity", identity)
-					klog.FlushAndExit(klog.ExitFlushTimeout, 1)
-				}
-				logger.Info("Released the lease", "identity", identity)
-			},
-			OnNewLeader: func(current string) {
-				if current != identity {
-					logger.Info("Another replica leads", "leader", current)
-				}
-			},
-		},
-	})
-	if err != nil {
-		return err
-	}
-	probePort.serve(ctx, probes(ctrl.CachesSynced, elector, healthz))
-	go func() {
-		// A replica that never led ends its election on SIGTERM.
-		<-ctx.Done()
-		if !elector.IsLeader() {
-			endElection()
-		}
-	}()
-	elector.Run(electionCtx)
-	return runErr
 }
 
 // metricsHandler serves /metrics, and /debug/pprof/ with --profiling, to
@@ -248,12 +174,13 @@ func metricsHandler(opts *options, apis *apiClients) http.Handler {
 }
 
 // probes serves /healthz (the process and, with leader election, the lease
-// renewal) and /readyz.
-func probes(synced func() bool, elector *leaderelection.LeaderElector, healthz *leaderelection.HealthzAdaptor) http.Handler {
+// renewal, failing once a leader has not renewed for the lease duration plus
+// tolerance) and /readyz.
+func probes(synced func() bool, elector *election.Elector, tolerance time.Duration) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		if healthz != nil {
-			if err := healthz.Check(r); err != nil {
+		if elector != nil {
+			if err := elector.Check(tolerance); err != nil {
 				http.Error(w, err.Error(), http.StatusInternalServerError)
 				return
 			}
