@@ -218,13 +218,14 @@ func (c *Checker) lastSeenUnhealthy(nhc *v1alpha1.NodeHealthCheck, life *resourc
 	return from, to, seen
 }
 
-// changesOf are the instants after a resource's creation, up to t, at
-// which its node or its NodeHealthCheck changed, in order.
+// changesOf are the instants from a resource's creation to t at which its
+// node or its NodeHealthCheck changed, in order: a node may recover at the
+// very instant its resource is created.
 func (c *Checker) changesOf(life *resourceLife, t time.Time) []time.Time {
 	var instants []time.Time
 	for _, versions := range [][]version{c.nodes[life.node], c.nhcs[life.ownerName]} {
 		for _, v := range versions {
-			if v.at.After(life.created) && !v.at.After(t) {
+			if !v.at.Before(life.created) && !v.at.After(t) {
 				instants = append(instants, v.at)
 			}
 		}
