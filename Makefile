@@ -104,18 +104,19 @@ scale-compare: ## Print the last make scale run of each size against the median 
 	go run ./test/scale compare
 
 .PHONY: generate
-generate: ## Regenerate the clientset, listers, informers, apply configurations, deepcopy and the CRD, and copy the CRD, guards, alerts and dashboard into the chart.
+generate: ## Regenerate the clientset, listers, informers, deepcopy and the CRD, and copy the CRD, guards, alerts and dashboard into the chart.
 	hack/update-codegen.sh
 	hack/update-chart.sh
 
 .PHONY: verify
-verify: ## Check generated code, the CRD, the chart (its copies, helm lint), gofmt, go vet, go.mod and the k8s.io versions.
+verify: ## Check generated code, the CRD, the chart (its copies, helm lint), gofmt, go vet, go.mod, the k8s.io versions and the controller's imports.
 	hack/verify-codegen.sh
 	hack/verify-chart.sh
 	hack/verify-gofmt.sh
 	go vet ./...
 	hack/verify-gomod.sh
 	hack/verify-k8s-versions.sh
+	hack/verify-imports.sh
 
 .PHONY: k8s-binaries
 k8s-binaries: ## Build kube-apiserver, kubectl and etcd from source into bin/k8s/ (once).

@@ -31,7 +31,6 @@ done
 
 kube::codegen::gen_client \
   --with-watch \
-  --with-applyconfig \
   --output-dir "${repo_root}/pkg/generated" \
   --output-pkg "${module}/pkg/generated" \
   --boilerplate "${repo_root}/hack/boilerplate.go.txt" \

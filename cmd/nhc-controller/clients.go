@@ -2,33 +2,32 @@ package main
 
 import (
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
+	remediationclient "github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned/typed/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/kubeclient"
 )
 
 // apiClients are the controller's clients. Each has its own rate limit, so
 // that events, however many a storm brings, never delay a remediation, and
 // nothing a caller of the metrics endpoint does (each new bearer token is a
 // TokenReview) ever delays the leader's lease renewal.
-// client-go's typed clients speak protobuf for built-in kinds already
-// (Nodes, Leases, Events): decoding an 11 KB Node from it costs a fraction of
-// JSON, and the node informer decodes every heartbeat.
+// The built-in kinds (Nodes, Leases, Events) are spoken in protobuf:
+// decoding an 11 KB Node from it costs a fraction of JSON, and the node
+// informer decodes every heartbeat. No clientset is built: client-go's
+// registers every API group at start (kubeclient).
 type apiClients struct {
 	// kube reads and writes built-in kinds (nodes, leases).
-	kube kubernetes.Interface
+	kube *kubeclient.Clients
 	// events records events, within --events-qps and --events-burst.
-	events kubernetes.Interface
-	// election renews the leader-election lease, and nothing else.
-	election kubernetes.Interface
+	events *kubeclient.Clients
 	// reviews asks the API server to authenticate and authorize the
 	// callers of the metrics endpoint, within reviewQPS and reviewBurst;
 	// refreshes reviews again the answers that let a caller in, within
 	// refreshQPS and refreshBurst, so that a flood waits on reviews alone.
-	reviews, refreshes kubernetes.Interface
+	reviews, refreshes *kubeclient.Clients
 	// nhc reads and writes NodeHealthChecks, in JSON as custom resources are.
-	nhc versioned.Interface
+	nhc remediationclient.RemediationV1alpha1Interface
 	// dynamic writes remediation resources of any kind, in JSON.
 	dynamic dynamic.Interface
 	// config is what they share, for the node informer's own client.
@@ -50,23 +49,19 @@ func newClients(config *rest.Config, opts *options) (*apiClients, error) {
 	refreshes.QPS, refreshes.Burst = refreshQPS, refreshBurst
 	c := apiClients{config: config}
 	var err error
-	if c.kube, err = kubernetes.NewForConfig(config); err != nil {
+	if c.kube, err = kubeclient.New(config); err != nil {
 		return nil, err
 	}
-	if c.events, err = kubernetes.NewForConfig(events); err != nil {
+	if c.events, err = kubeclient.New(events); err != nil {
 		return nil, err
 	}
-	// A rate limiter of its own: the lease is renewed every retry period.
-	if c.election, err = kubernetes.NewForConfig(rest.CopyConfig(config)); err != nil {
+	if c.reviews, err = kubeclient.New(reviews); err != nil {
 		return nil, err
 	}
-	if c.reviews, err = kubernetes.NewForConfig(reviews); err != nil {
+	if c.refreshes, err = kubeclient.New(refreshes); err != nil {
 		return nil, err
 	}
-	if c.refreshes, err = kubernetes.NewForConfig(refreshes); err != nil {
-		return nil, err
-	}
-	if c.nhc, err = versioned.NewForConfig(config); err != nil {
+	if c.nhc, err = remediationclient.NewForConfig(config); err != nil {
 		return nil, err
 	}
 	if c.dynamic, err = dynamic.NewForConfig(config); err != nil {

@@ -31,14 +31,14 @@ func TestClientsAcceptProtobufForBuiltinKinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	_, _ = clients.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	_, _ = clients.events.EventsV1().Events("default").List(ctx, metav1.ListOptions{})
-	_, _ = clients.nhc.RemediationV1alpha1().NodeHealthChecks().List(ctx, metav1.ListOptions{})
+	_, _ = clients.kube.Nodes().List(ctx, metav1.ListOptions{})
+	_, _ = clients.events.Events("default").List(ctx, metav1.ListOptions{})
+	_, _ = clients.nhc.NodeHealthChecks().List(ctx, metav1.ListOptions{})
 
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Contains(t, accept["/api/v1/nodes"], runtime.ContentTypeProtobuf, "nodes")
-	assert.Contains(t, accept["/apis/events.k8s.io/v1/namespaces/default/events"], runtime.ContentTypeProtobuf, "events")
+	assert.Contains(t, accept["/api/v1/namespaces/default/events"], runtime.ContentTypeProtobuf, "events")
 	assert.NotContains(t, accept["/apis/remediation.medik8s.io/v1alpha1/nodehealthchecks"], runtime.ContentTypeProtobuf, "NodeHealthChecks are custom resources")
 }
 
@@ -50,15 +50,22 @@ func TestLeaderElectionSharesNoRateLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	limiters := map[string]any{
-		"kube":     clients.kube.CoordinationV1().RESTClient().GetRateLimiter(),
-		"events":   clients.events.CoreV1().RESTClient().GetRateLimiter(),
-		"election": clients.election.CoordinationV1().RESTClient().GetRateLimiter(),
-		"reviews":  clients.reviews.AuthenticationV1().RESTClient().GetRateLimiter(),
+	election, err := electionLeases(clients, "nhc-system")
+	if err != nil {
+		t.Fatal(err)
 	}
+	limiters := map[string]any{
+		"kube":      clients.kube.Leases("").GetClient().GetRateLimiter(),
+		"kube core": clients.kube.Nodes().GetClient().GetRateLimiter(),
+		"events":    clients.events.Events("").GetClient().GetRateLimiter(),
+		"election":  election.(interface{ GetClient() rest.Interface }).GetClient().GetRateLimiter(),
+		"reviews":   clients.reviews.TokenReviews().GetClient().GetRateLimiter(),
+		"refreshes": clients.refreshes.TokenReviews().GetClient().GetRateLimiter(),
+	}
+	assert.Same(t, limiters["kube"], limiters["kube core"], "one limiter for every group, as a clientset's")
 	for a, la := range limiters {
 		for b, lb := range limiters {
-			if a < b {
+			if a < b && !(a == "kube" && b == "kube core") {
 				assert.NotSame(t, la, lb, "%s and %s", a, b)
 			}
 		}

@@ -1,18 +1,23 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"net"
 	"net/http"
 	"strings"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/kubeclient"
 )
 
 // How long a review's answer is reused, as kube-controller-manager's
@@ -66,7 +71,7 @@ var authWebhookBackoff = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 
 type delegatedAuth struct {
 	// reviews asks for callers without a cached answer; refreshes reviews
 	// cached answers again.
-	reviews, refreshes kubernetes.Interface
+	reviews, refreshes reviewClient
 	handler            http.Handler
 	// users caches TokenReviews of tokens that authenticated by the
 	// token's hash (an answer); unknown those of tokens the API server does
@@ -89,11 +94,32 @@ var errReviewFailed = errors.New("the token review failed a moment ago")
 // errTooManyReviews: the caller's share of the review slots is taken.
 var errTooManyReviews = errors.New("too many reviews in flight")
 
-func protectMetrics(apis *apiClients, handler http.Handler) http.Handler {
-	return newDelegatedAuth(apis.reviews, apis.refreshes, handler, clock.RealClock{})
+// tokenReviews and accessReviews are the calls a review makes: the
+// generic typed clients and client-go's fakes have them.
+type tokenReviews interface {
+	Create(context.Context, *authenticationv1.TokenReview, metav1.CreateOptions) (*authenticationv1.TokenReview, error)
 }
 
-func newDelegatedAuth(reviews, refreshes kubernetes.Interface, handler http.Handler, clk clock.PassiveClock) *delegatedAuth {
+type accessReviews interface {
+	Create(context.Context, *authorizationv1.SubjectAccessReview, metav1.CreateOptions) (*authorizationv1.SubjectAccessReview, error)
+}
+
+// reviewClient asks for both reviews, over one client and its rate limit.
+type reviewClient struct {
+	tokens tokenReviews
+	access accessReviews
+}
+
+func protectMetrics(apis *apiClients, handler http.Handler) http.Handler {
+	return newDelegatedAuth(reviewsOver(apis.reviews), reviewsOver(apis.refreshes), handler, clock.RealClock{})
+}
+
+// reviewsOver asks for reviews over c.
+func reviewsOver(c *kubeclient.Clients) reviewClient {
+	return reviewClient{tokens: c.TokenReviews(), access: c.SubjectAccessReviews()}
+}
+
+func newDelegatedAuth(reviews, refreshes reviewClient, handler http.Handler, clk clock.PassiveClock) *delegatedAuth {
 	return &delegatedAuth{
 		reviews: reviews, refreshes: refreshes, handler: handler,
 		users:      cache.NewLRUExpireCacheWithClock(reviewCacheSize, clk),

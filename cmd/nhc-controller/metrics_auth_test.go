@@ -41,7 +41,7 @@ func TestMetricsAuth(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			client, reviews := reviewingClient(tc.reviewErr)
 			clk := clocktesting.NewFakePassiveClock(time.Now())
-			auth := newDelegatedAuth(client, client, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("metrics")) }), clk)
+			auth := newDelegatedAuth(over(client), over(client), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("metrics")) }), clk)
 			scrape := func() int {
 				req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
 				if tc.header != "" {
@@ -64,6 +64,11 @@ func TestMetricsAuth(t *testing.T) {
 			}
 		})
 	}
+}
+
+// over asks for reviews over a fake clientset's typed clients.
+func over(c *fake.Clientset) reviewClient {
+	return reviewClient{tokens: c.AuthenticationV1().TokenReviews(), access: c.AuthorizationV1().SubjectAccessReviews()}
 }
 
 // reviewingClient authenticates the tokens prometheus and nobody, and lets
@@ -100,7 +105,7 @@ func reviewingClient(fail error) (*fake.Clientset, *int) {
 // not served the same user's answer without it.
 func TestAScopedTokenIsNotServedTheUnscopedAnswer(t *testing.T) {
 	client, _ := reviewingClient(nil)
-	auth := newDelegatedAuth(client, client, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("metrics")) }), clock.RealClock{})
+	auth := newDelegatedAuth(over(client), over(client), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("metrics")) }), clock.RealClock{})
 	scrape := func(token string) int {
 		r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
 		r.Header.Set("Authorization", "Bearer "+token)
@@ -126,7 +131,7 @@ func TestReviewsAreBounded(t *testing.T) {
 		return false, nil, nil
 	})
 	clk := clocktesting.NewFakePassiveClock(time.Now())
-	auth := newDelegatedAuth(client, client, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clk)
+	auth := newDelegatedAuth(over(client), over(client), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clk)
 	scrape := func(from, token string) int {
 		req := authorized(token)
 		req.RemoteAddr = from + ":40000"
@@ -154,7 +159,7 @@ func TestReviewsAreBounded(t *testing.T) {
 	assert.Zero(t, auth.budget.held(), "every slot released")
 
 	failing, failed := reviewingClient(apierrors.NewForbidden(schema.GroupResource{}, "", errors.New("no")))
-	auth = newDelegatedAuth(failing, failing, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clk)
+	auth = newDelegatedAuth(over(failing), over(failing), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clk)
 	auth.ServeHTTP(httptest.NewRecorder(), authorized("prometheus"))
 	asked := *failed
 	auth.ServeHTTP(httptest.NewRecorder(), authorized("prometheus"))
@@ -174,7 +179,7 @@ func TestAccessReviewsAreBounded(t *testing.T) {
 		<-release
 		return false, nil, nil
 	})
-	auth := newDelegatedAuth(client, client, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clocktesting.NewFakePassiveClock(time.Now()))
+	auth := newDelegatedAuth(over(client), over(client), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clocktesting.NewFakePassiveClock(time.Now()))
 	scrape := func(path string) int {
 		req := httptest.NewRequest(http.MethodGet, path, nil)
 		req.Header.Set("Authorization", "Bearer nobody")
@@ -206,7 +211,7 @@ func authorized(token string) *http.Request {
 func TestAKnownTokenIsReviewedAgainAheadOfAFlood(t *testing.T) {
 	client, _ := reviewingClient(nil)
 	clk := clocktesting.NewFakePassiveClock(time.Now())
-	auth := newDelegatedAuth(client, client, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clk)
+	auth := newDelegatedAuth(over(client), over(client), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clk)
 	scrape := func(token string) int {
 		rec := httptest.NewRecorder()
 		auth.ServeHTTP(rec, authorized(token))
@@ -249,7 +254,7 @@ func TestAnAuthorizedScraperNeverWaitsBehindAFlood(t *testing.T) {
 	reviews, asked := reviewingClient(nil)
 	refreshes, _ := reviewingClient(nil)
 	clk := clocktesting.NewFakePassiveClock(time.Now())
-	auth := newDelegatedAuth(reviews, refreshes, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clk)
+	auth := newDelegatedAuth(over(reviews), over(refreshes), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clk)
 	scrape := func() int {
 		rec := httptest.NewRecorder()
 		auth.ServeHTTP(rec, authorized("prometheus"))
@@ -277,7 +282,7 @@ func TestAnAuthorizedScraperNeverWaitsBehindAFlood(t *testing.T) {
 func TestForgedTokensDoNotEvictTheScrapersAnswer(t *testing.T) {
 	reviews, asked := reviewingClient(nil)
 	clk := clocktesting.NewFakePassiveClock(time.Now())
-	auth := newDelegatedAuth(reviews, reviews, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clk)
+	auth := newDelegatedAuth(over(reviews), over(reviews), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clk)
 	scrape := func(token string) int {
 		rec := httptest.NewRecorder()
 		auth.ServeHTTP(rec, authorized(token))

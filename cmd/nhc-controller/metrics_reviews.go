@@ -14,7 +14,6 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/cache"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -136,13 +135,13 @@ func (a *delegatedAuth) refreshAhead(ctx context.Context, answers *cache.LRUExpi
 
 // reviewToken reviews a token and caches the answer; it leaves the cache
 // to its caller when the review fails.
-func (a *delegatedAuth) reviewToken(ctx context.Context, client kubernetes.Interface, key, token string) (*authenticationv1.UserInfo, error) {
+func (a *delegatedAuth) reviewToken(ctx context.Context, client reviewClient, key, token string) (*authenticationv1.UserInfo, error) {
 	var review *authenticationv1.TokenReview
 	err := retry.OnError(authWebhookBackoff, retriable, func() error {
 		ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
 		defer cancel()
 		var err error
-		review, err = client.AuthenticationV1().TokenReviews().Create(ctx,
+		review, err = client.tokens.Create(ctx,
 			&authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
 		return err
 	})
@@ -161,7 +160,7 @@ func (a *delegatedAuth) reviewToken(ctx context.Context, client kubernetes.Inter
 
 // reviewAccess asks whether the user may do verb on path and caches the
 // answer: the refusal, empty when allowed.
-func (a *delegatedAuth) reviewAccess(ctx context.Context, client kubernetes.Interface, key string, user *authenticationv1.UserInfo, verb, path string) (string, error) {
+func (a *delegatedAuth) reviewAccess(ctx context.Context, client reviewClient, key string, user *authenticationv1.UserInfo, verb, path string) (string, error) {
 	extra := map[string]authorizationv1.ExtraValue{}
 	for k, v := range user.Extra {
 		extra[k] = authorizationv1.ExtraValue(v)
@@ -171,7 +170,7 @@ func (a *delegatedAuth) reviewAccess(ctx context.Context, client kubernetes.Inte
 		ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
 		defer cancel()
 		var err error
-		review, err = client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+		review, err = client.access.Create(ctx, &authorizationv1.SubjectAccessReview{
 			Spec: authorizationv1.SubjectAccessReviewSpec{
 				User: user.Username, UID: user.UID, Groups: user.Groups, Extra: extra,
 				NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: path, Verb: verb},

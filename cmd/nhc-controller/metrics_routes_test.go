@@ -15,7 +15,7 @@ import (
 func TestUnservedPathsCostNoReview(t *testing.T) {
 	client, reviews := reviewingClient(nil)
 	mux := metricsMux(true)
-	handler := routedFirst(mux, newDelegatedAuth(client, client, mux, clock.RealClock{}))
+	handler := routedFirst(mux, newDelegatedAuth(over(client), over(client), mux, clock.RealClock{}))
 	get := func(path string) int {
 		r := httptest.NewRequest(http.MethodGet, path, nil)
 		r.Header.Set("Authorization", "Bearer nobody")

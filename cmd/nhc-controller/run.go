@@ -7,9 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/metrics/legacyregistry"
@@ -20,6 +17,7 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/controller"
 	"github.com/nodehealthcheck/nhc-controller/pkg/election"
 	nhcscheme "github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned/scheme"
+	"github.com/nodehealthcheck/nhc-controller/pkg/kubeclient"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
@@ -63,7 +61,7 @@ func run(ctx context.Context, opts *options) error {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
 	metrics.SetBuildInfo(version.Get())
-	if err := nhcscheme.AddToScheme(scheme.Scheme); err != nil {
+	if err := nhcscheme.AddToScheme(kubeclient.Scheme); err != nil {
 		return err
 	}
 	// One NodeHealthCheck speaks for many nodes: client-go's default spam
@@ -76,9 +74,9 @@ func run(ctx context.Context, opts *options) error {
 	// Events and deletes yield to remediation creates: a storm's creates
 	// go first at the API server.
 	yield := controller.NewYield(clock.RealClock{})
-	broadcaster.StartRecordingToSink(yield.EventSink(&typedcorev1.EventSinkImpl{Interface: apis.events.CoreV1().Events("")}))
+	broadcaster.StartRecordingToSink(yield.EventSink(kubeclient.EventSink{Clients: apis.events}))
 	defer broadcaster.Shutdown()
-	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: eventComponent})
+	recorder := broadcaster.NewRecorder(kubeclient.Scheme, corev1.EventSource{Component: eventComponent})
 
 	// Nodes and NodeHealthChecks are watched on every replica, so that a new
 	// leader starts with warm caches. Nothing needs a periodic resync.
@@ -91,16 +89,14 @@ func run(ctx context.Context, opts *options) error {
 	}
 	nhcInformer := controller.NewNodeHealthCheckInformer(dynamicClient)
 	var leases *nodeleases.Keeper
-	var leaseInformers informers.SharedInformerFactory
 	var leaseAccess *nodeleases.Access
 	if opts.nodeLeases {
 		// Node leases live in one namespace; kube-node-lease, with a lease
 		// per node renewed every 10 seconds, is never watched.
 		// The controller's rights on leases are bound in that namespace
 		// alone, at start, before the informer lists it.
-		leaseAccess = nodeleases.NewAccess(kubeClient, opts.leaseNamespace, opts.nodeLeaseRole)
-		leaseInformers = informers.NewSharedInformerFactoryWithOptions(kubeClient, 0, informers.WithNamespace(opts.leaseNamespace))
-		leases = nodeleases.New(kubeClient.CoordinationV1(), leaseAccess, leaseInformers.Coordination().V1().Leases(),
+		leaseAccess = nodeleases.NewAccess(nodeleases.AccessClientsOf(kubeClient, opts.leaseNamespace), opts.leaseNamespace, opts.nodeLeaseRole)
+		leases = nodeleases.New(kubeClient.Leases(opts.leaseNamespace), leaseAccess,
 			opts.leaseNamespace, opts.nodeLeaseDuration, opts.nodeLeaseBuffer, clock.RealClock{})
 	}
 	// Template kinds resolve through discovery, which notices CRDs
@@ -109,8 +105,11 @@ func run(ctx context.Context, opts *options) error {
 	if err != nil {
 		return err
 	}
-	observer, writer := remediation.New(remediation.Config{Context: ctx, Dynamic: dynamicClient, MetadataOnly: metadataOnly, Kube: kubeClient,
-		Nodes: nodeInformer.Lister(), Leases: leaseReader(leases), Clock: clock.RealClock{}})
+	observer, writer, err := remediation.New(remediation.Config{Context: ctx, Dynamic: dynamicClient, MetadataOnly: metadataOnly,
+		NodeClient: kubeClient.Nodes(), RESTConfig: apis.config, Nodes: nodeInformer.Lister(), Leases: leaseReader(leases), Clock: clock.RealClock{}})
+	if err != nil {
+		return err
+	}
 	cfg := controller.Config{
 		Nodes: nodeInformer, NodeHealthChecks: nhcInformer, Client: nhcClient,
 		Observer: observer, Changes: observer, Writer: writer,
@@ -135,12 +134,16 @@ func run(ctx context.Context, opts *options) error {
 		return err
 	}
 	go nodeInformer.Informer().RunWithContext(ctx)
-	if leaseInformers != nil {
+	if leases != nil {
 		leaseAccess.Start(ctx)
-		leaseInformers.Start(ctx.Done())
+		stopped := make(chan struct{})
+		go func() {
+			defer close(stopped)
+			leases.Run(ctx)
+		}()
 		defer func() {
 			cancel()
-			leaseInformers.Shutdown()
+			<-stopped
 		}()
 	}
 	go nhcInformer.Informer().RunWithContext(ctx)

@@ -20,8 +20,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
-	nhcinformers "github.com/nodehealthcheck/nhc-controller/pkg/generated/informers/externalversions/remediation/v1alpha1"
+	remediationclient "github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned/typed/remediation/v1alpha1"
 	nhclisters "github.com/nodehealthcheck/nhc-controller/pkg/generated/listers/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 )
@@ -139,10 +138,11 @@ type Config struct {
 	// Nodes and NodeHealthChecks are the informers, not started yet, so
 	// that the controller's indexer can be added.
 	Nodes            NodeCache
-	NodeHealthChecks nhcinformers.NodeHealthCheckInformer
+	NodeHealthChecks NodeHealthCheckInformer
 	// Client reads NodeHealthChecks at the API server and writes their
-	// statuses.
-	Client versioned.Interface
+	// statuses: the remediation group's typed client (a clientset's
+	// RemediationV1alpha1()).
+	Client remediationclient.RemediationV1alpha1Interface
 	// Observer watches and reads remediation resources, and Changes tells
 	// of their changes.
 	Observer remediationObserver

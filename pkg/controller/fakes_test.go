@@ -194,12 +194,12 @@ func newSyncFixture(t testing.TB, nhc *v1alpha1.NodeHealthCheck, nodes ...*corev
 	if err != nil {
 		t.Fatal(err)
 	}
-	nhcClient := nhcfake.NewClientset()
+	nhcClient := nhcfake.NewSimpleClientset()
 	nhcInformer := externalversions.NewSharedInformerFactory(nhcClient, 0).Remediation().V1alpha1().NodeHealthChecks()
 	f.nodes, f.nhcs = nodeInformer.Informer().GetIndexer(), nhcInformer.Informer().GetIndexer()
 	f.liveNodes = &fakeLiveNodes{nodes: f.nodes}
 	f.c, err = New(ctx, Config{
-		Nodes: fakedNodeReads{informerOfNodes: nodeInformer, live: f.liveNodes}, NodeHealthChecks: nhcInformer, Client: nhcClient,
+		Nodes: fakedNodeReads{informerOfNodes: nodeInformer, live: f.liveNodes}, NodeHealthChecks: nhcInformer, Client: nhcClient.RemediationV1alpha1(),
 		Observer: f.remediations, Changes: f.remediations, Writer: f.remediations,
 		Recorder: f.recorder, Metrics: f.metrics, Clock: f.clock,
 	})

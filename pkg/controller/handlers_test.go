@@ -51,16 +51,17 @@ func newTestController(t testing.TB, nhcs ...*v1alpha1.NodeHealthCheck) *Control
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	kube := kubefake.NewClientset()
-	nhcClient := nhcfake.NewClientset()
+	nhcClient := nhcfake.NewSimpleClientset()
 	nhcInformers := externalversions.NewSharedInformerFactory(nhcClient, 0)
 	nhcInformer := nhcInformers.Remediation().V1alpha1().NodeHealthChecks()
 	clk := clocktesting.NewFakeClock(t0.Time)
 	dynamicClient := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
 	nodeInformer, err := nodecache.NewInformer(&rest.Config{Host: "https://nodes.invalid"}, 0)
 	require.NoError(t, err)
-	observer, writer := remediation.New(remediation.Config{Context: ctx, Dynamic: dynamicClient, Kube: kube, Nodes: nodeInformer.Lister(), Clock: clk})
+	observer, writer, err := remediation.New(remediation.Config{Context: ctx, Dynamic: dynamicClient, NodeClient: kube.CoreV1().Nodes(), Nodes: nodeInformer.Lister(), Clock: clk})
+	require.NoError(t, err)
 	c, err := New(ctx, Config{
-		Nodes: nodeInformer, NodeHealthChecks: nhcInformer, Client: nhcClient,
+		Nodes: nodeInformer, NodeHealthChecks: nhcInformer, Client: nhcClient.RemediationV1alpha1(),
 		Observer: observer, Changes: observer, Writer: writer,
 		Recorder: record.NewFakeRecorder(100), Clock: clk,
 	})

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
-	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
+	remediationclient "github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned/typed/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
@@ -130,7 +130,7 @@ type statusWriter interface {
 // clientNHCs reads NodeHealthChecks and writes their statuses through the
 // clientset.
 type clientNHCs struct {
-	client versioned.Interface
+	client remediationclient.RemediationV1alpha1Interface
 }
 
 // metadataOnly asks for objects' metadata alone. A status lists up to
@@ -146,7 +146,7 @@ const metadataOnly = "application/json;as=PartialObjectMetadataList;g=meta.k8s.i
 // waits for this read.
 func (w clientNHCs) Metadata(ctx context.Context, name string) (*metav1.ObjectMeta, error) {
 	opts := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()}
-	raw, err := w.client.RemediationV1alpha1().RESTClient().Get().Resource("nodehealthchecks").
+	raw, err := w.client.RESTClient().Get().Resource("nodehealthchecks").
 		VersionedParams(&opts, metav1.ParameterCodec).SetHeader("Accept", metadataOnly).Do(ctx).Raw()
 	if err != nil {
 		return nil, err
@@ -164,7 +164,7 @@ func (w clientNHCs) Metadata(ctx context.Context, name string) (*metav1.ObjectMe
 }
 
 func (w clientNHCs) UpdateStatus(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (*v1alpha1.NodeHealthCheck, error) {
-	return w.client.RemediationV1alpha1().NodeHealthChecks().UpdateStatus(ctx, nhc, metav1.UpdateOptions{FieldManager: v1alpha1.FieldManager})
+	return w.client.NodeHealthChecks().UpdateStatus(ctx, nhc, metav1.UpdateOptions{FieldManager: v1alpha1.FieldManager})
 }
 
 // PatchStatus sends a JSON merge patch, and reads nothing back: the stored
@@ -174,6 +174,6 @@ func (w clientNHCs) PatchStatus(ctx context.Context, name, resourceVersion strin
 	if err != nil {
 		return err
 	}
-	return w.client.RemediationV1alpha1().RESTClient().Patch(types.MergePatchType).Resource("nodehealthchecks").Name(name).SubResource("status").
+	return w.client.RESTClient().Patch(types.MergePatchType).Resource("nodehealthchecks").Name(name).SubResource("status").
 		Param("fieldManager", v1alpha1.FieldManager).Body(patch).Do(ctx).Error()
 }

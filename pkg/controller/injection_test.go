@@ -46,7 +46,7 @@ func TestTheLiveNodeHealthCheckIsReadByItsMetadata(t *testing.T) {
 				_, _ = w.Write([]byte(tt.body))
 			}))
 			defer server.Close()
-			live := clientNHCs{client: versioned.NewForConfigOrDie(&rest.Config{Host: server.URL})}
+			live := clientNHCs{client: versioned.NewForConfigOrDie(&rest.Config{Host: server.URL}).RemediationV1alpha1()}
 
 			meta, err := live.Metadata(context.Background(), "workers")
 			assert.Equal(t, metadataOnly, accept)

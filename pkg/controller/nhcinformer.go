@@ -12,7 +12,6 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	nhcscheme "github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned/scheme"
-	nhcinformers "github.com/nodehealthcheck/nhc-controller/pkg/generated/informers/externalversions/remediation/v1alpha1"
 	nhclisters "github.com/nodehealthcheck/nhc-controller/pkg/generated/listers/remediation/v1alpha1"
 )
 
@@ -28,7 +27,7 @@ const unreadableAnnotation = "nhc-controller.medik8s.io/unreadable"
 // decode fails the list, and with it every NodeHealthCheck. Here such an
 // object becomes a placeholder with its metadata and the error, which Sync
 // reports on that object alone.
-func NewNodeHealthCheckInformer(client dynamic.Interface) nhcinformers.NodeHealthCheckInformer {
+func NewNodeHealthCheckInformer(client dynamic.Interface) NodeHealthCheckInformer {
 	resource := client.Resource(v1alpha1.SchemeGroupVersion.WithResource("nodehealthchecks"))
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
@@ -58,6 +57,13 @@ func NewNodeHealthCheckInformer(client dynamic.Interface) nhcinformers.NodeHealt
 		},
 	}
 	return nhcInformer{cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &v1alpha1.NodeHealthCheck{}, 0, cache.Indexers{})}
+}
+
+// NodeHealthCheckInformer is an informer of NodeHealthChecks and its
+// lister, as the generated informers have.
+type NodeHealthCheckInformer interface {
+	Informer() cache.SharedIndexInformer
+	Lister() nhclisters.NodeHealthCheckLister
 }
 
 type nhcInformer struct {

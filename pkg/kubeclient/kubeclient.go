@@ -12,7 +12,6 @@
 package kubeclient
 
 import (
-	"errors"
 	"net/http"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -36,8 +35,10 @@ import (
 var Scheme = runtime.NewScheme()
 
 var (
-	codecs         = serializer.NewCodecFactory(Scheme)
-	parameterCodec = runtime.NewParameterCodec(Scheme)
+	// Codecs are the serializers of Scheme's kinds.
+	Codecs = serializer.NewCodecFactory(Scheme)
+	// ParameterCodec encodes the options of requests for Scheme's kinds.
+	ParameterCodec = runtime.NewParameterCodec(Scheme)
 )
 
 func init() {
@@ -67,12 +68,19 @@ func New(config *rest.Config) (*Clients, error) {
 // NewForConfigAndClient returns the clients of a config over an HTTP client.
 func NewForConfigAndClient(config *rest.Config, httpClient *http.Client) (*Clients, error) {
 	config = rest.CopyConfig(config)
-	if config.RateLimiter == nil && config.QPS > 0 {
-		if config.Burst <= 0 {
-			return nil, errors.New("burst is required to be greater than 0 when RateLimiter is not set and QPS is set to greater than 0")
+	if config.RateLimiter == nil {
+		// One limiter for every group, client-go's defaults unless set; a
+		// negative QPS is none.
+		qps, burst := config.QPS, config.Burst
+		if qps == 0 {
+			qps = rest.DefaultQPS
 		}
-		// One limiter for every group, as a clientset has.
-		config.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(config.QPS, config.Burst)
+		if burst == 0 {
+			burst = rest.DefaultBurst
+		}
+		if qps > 0 {
+			config.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(qps, burst)
+		}
 	}
 	var c Clients
 	for _, g := range []struct {
@@ -89,7 +97,7 @@ func NewForConfigAndClient(config *rest.Config, httpClient *http.Client) (*Clien
 		gc := rest.CopyConfig(config)
 		gv := g.gv
 		gc.GroupVersion, gc.APIPath = &gv, g.apiPath
-		gc.NegotiatedSerializer = rest.CodecFactoryForGeneratedClient(Scheme, codecs).WithoutConversion()
+		gc.NegotiatedSerializer = rest.CodecFactoryForGeneratedClient(Scheme, Codecs).WithoutConversion()
 		if gc.UserAgent == "" {
 			gc.UserAgent = rest.DefaultKubernetesUserAgent()
 		}
@@ -104,54 +112,54 @@ func NewForConfigAndClient(config *rest.Config, httpClient *http.Client) (*Clien
 
 // Nodes reads and patches nodes.
 func (c *Clients) Nodes() *gentype.ClientWithList[*corev1.Node, *corev1.NodeList] {
-	return gentype.NewClientWithList("nodes", c.core, parameterCodec, "", func() *corev1.Node { return &corev1.Node{} },
+	return gentype.NewClientWithList("nodes", c.core, ParameterCodec, "", func() *corev1.Node { return &corev1.Node{} },
 		func() *corev1.NodeList { return &corev1.NodeList{} }, gentype.PrefersProtobuf[*corev1.Node]())
 }
 
 // Namespaces creates the node leases' namespace.
 func (c *Clients) Namespaces() *gentype.ClientWithList[*corev1.Namespace, *corev1.NamespaceList] {
-	return gentype.NewClientWithList("namespaces", c.core, parameterCodec, "", func() *corev1.Namespace { return &corev1.Namespace{} },
+	return gentype.NewClientWithList("namespaces", c.core, ParameterCodec, "", func() *corev1.Namespace { return &corev1.Namespace{} },
 		func() *corev1.NamespaceList { return &corev1.NamespaceList{} }, gentype.PrefersProtobuf[*corev1.Namespace]())
 }
 
 // Events records events in a namespace; "" for every namespace.
 func (c *Clients) Events(namespace string) *gentype.ClientWithList[*corev1.Event, *corev1.EventList] {
-	return gentype.NewClientWithList("events", c.core, parameterCodec, namespace, func() *corev1.Event { return &corev1.Event{} },
+	return gentype.NewClientWithList("events", c.core, ParameterCodec, namespace, func() *corev1.Event { return &corev1.Event{} },
 		func() *corev1.EventList { return &corev1.EventList{} }, gentype.PrefersProtobuf[*corev1.Event]())
 }
 
 // Leases reads and writes the leases of a namespace.
 func (c *Clients) Leases(namespace string) *gentype.ClientWithList[*coordinationv1.Lease, *coordinationv1.LeaseList] {
-	return gentype.NewClientWithList("leases", c.coordination, parameterCodec, namespace, func() *coordinationv1.Lease { return &coordinationv1.Lease{} },
+	return gentype.NewClientWithList("leases", c.coordination, ParameterCodec, namespace, func() *coordinationv1.Lease { return &coordinationv1.Lease{} },
 		func() *coordinationv1.LeaseList { return &coordinationv1.LeaseList{} }, gentype.PrefersProtobuf[*coordinationv1.Lease]())
 }
 
 // TokenReviews authenticates bearer tokens.
 func (c *Clients) TokenReviews() *gentype.Client[*authenticationv1.TokenReview] {
-	return gentype.NewClient("tokenreviews", c.authentication, parameterCodec, "", func() *authenticationv1.TokenReview { return &authenticationv1.TokenReview{} },
+	return gentype.NewClient("tokenreviews", c.authentication, ParameterCodec, "", func() *authenticationv1.TokenReview { return &authenticationv1.TokenReview{} },
 		gentype.PrefersProtobuf[*authenticationv1.TokenReview]())
 }
 
 // SelfSubjectReviews tells who the controller is.
 func (c *Clients) SelfSubjectReviews() *gentype.Client[*authenticationv1.SelfSubjectReview] {
-	return gentype.NewClient("selfsubjectreviews", c.authentication, parameterCodec, "", func() *authenticationv1.SelfSubjectReview { return &authenticationv1.SelfSubjectReview{} },
+	return gentype.NewClient("selfsubjectreviews", c.authentication, ParameterCodec, "", func() *authenticationv1.SelfSubjectReview { return &authenticationv1.SelfSubjectReview{} },
 		gentype.PrefersProtobuf[*authenticationv1.SelfSubjectReview]())
 }
 
 // SubjectAccessReviews authorizes a user's request.
 func (c *Clients) SubjectAccessReviews() *gentype.Client[*authorizationv1.SubjectAccessReview] {
-	return gentype.NewClient("subjectaccessreviews", c.authorization, parameterCodec, "", func() *authorizationv1.SubjectAccessReview { return &authorizationv1.SubjectAccessReview{} },
+	return gentype.NewClient("subjectaccessreviews", c.authorization, ParameterCodec, "", func() *authorizationv1.SubjectAccessReview { return &authorizationv1.SubjectAccessReview{} },
 		gentype.PrefersProtobuf[*authorizationv1.SubjectAccessReview]())
 }
 
 // ClusterRoles reads cluster roles.
 func (c *Clients) ClusterRoles() *gentype.ClientWithList[*rbacv1.ClusterRole, *rbacv1.ClusterRoleList] {
-	return gentype.NewClientWithList("clusterroles", c.rbac, parameterCodec, "", func() *rbacv1.ClusterRole { return &rbacv1.ClusterRole{} },
+	return gentype.NewClientWithList("clusterroles", c.rbac, ParameterCodec, "", func() *rbacv1.ClusterRole { return &rbacv1.ClusterRole{} },
 		func() *rbacv1.ClusterRoleList { return &rbacv1.ClusterRoleList{} }, gentype.PrefersProtobuf[*rbacv1.ClusterRole]())
 }
 
 // RoleBindings writes the role bindings of a namespace.
 func (c *Clients) RoleBindings(namespace string) *gentype.ClientWithList[*rbacv1.RoleBinding, *rbacv1.RoleBindingList] {
-	return gentype.NewClientWithList("rolebindings", c.rbac, parameterCodec, namespace, func() *rbacv1.RoleBinding { return &rbacv1.RoleBinding{} },
+	return gentype.NewClientWithList("rolebindings", c.rbac, ParameterCodec, namespace, func() *rbacv1.RoleBinding { return &rbacv1.RoleBinding{} },
 		func() *rbacv1.RoleBindingList { return &rbacv1.RoleBindingList{} }, gentype.PrefersProtobuf[*rbacv1.RoleBinding]())
 }

@@ -15,12 +15,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/kubeclient"
 )
 
 // Informer is a shared informer of nodes as health.Node, and its lister.
@@ -84,14 +84,14 @@ func NewInformer(config *rest.Config, batchWindow time.Duration) (*Informer, err
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			heartbeats.forget()
-			return client.Get().Resource("nodes").VersionedParams(&opts, scheme.ParameterCodec).Do(ctx).Get()
+			return client.Get().Resource("nodes").VersionedParams(&opts, kubeclient.ParameterCodec).Do(ctx).Get()
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.Watch = true
 			if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
 				heartbeats.forget()
 			}
-			return client.Get().Resource("nodes").VersionedParams(&opts, scheme.ParameterCodec).Watch(ctx)
+			return client.Get().Resource("nodes").VersionedParams(&opts, kubeclient.ParameterCodec).Watch(ctx)
 		},
 	}
 	informer := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), &health.Node{},

@@ -8,9 +8,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
-	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/kubeclient"
 )
 
 // protobufPrefix starts every Kubernetes protobuf object, before its
@@ -44,12 +44,12 @@ type serializers struct {
 // have none.
 func newSerializers(d *decoder, initialEventsEnded func(resourceVersion string), heartbeats *heartbeats) *serializers {
 	var s serializers
-	for _, info := range scheme.Codecs.SupportedMediaTypes() {
+	for _, info := range kubeclient.Codecs.SupportedMediaTypes() {
 		switch info.MediaType {
 		case runtime.ContentTypeProtobuf:
 			objects := &compacting{Serializer: info.Serializer, decoder: d, initialEventsEnded: initialEventsEnded, ahead: &decodedAhead{}}
 			info.Serializer = objects
-			raw := protobuf.NewRawSerializer(scheme.Scheme, scheme.Scheme)
+			raw := protobuf.NewRawSerializer(kubeclient.Scheme, kubeclient.Scheme)
 			events := &watchEvents{Serializer: raw}
 			if heartbeats != nil {
 				events.objects, events.heartbeats = objects, heartbeats
@@ -68,7 +68,7 @@ func newSerializers(d *decoder, initialEventsEnded func(resourceVersion string),
 func (s *serializers) SupportedMediaTypes() []runtime.SerializerInfo { return s.infos }
 
 func (s *serializers) EncoderForVersion(encoder runtime.Encoder, gv runtime.GroupVersioner) runtime.Encoder {
-	return runtime.WithVersionEncoder{Version: gv, Encoder: encoder, ObjectTyper: scheme.Scheme}
+	return runtime.WithVersionEncoder{Version: gv, Encoder: encoder, ObjectTyper: kubeclient.Scheme}
 }
 
 // DecoderToVersion does no conversion and leaves the type meta empty, as

@@ -11,10 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/kubeclient"
 )
 
 // The node client's reads at the API server, beside the informer's watch.
@@ -31,7 +31,7 @@ func (i *Informer) Versions(ctx context.Context, selector labels.Selector) (map[
 	versions := map[string]string{}
 	opts := metav1.ListOptions{LabelSelector: selector.String(), Limit: versionsPageSize}
 	for {
-		result := i.lists.Get().Resource("nodes").VersionedParams(&opts, scheme.ParameterCodec).Do(ctx)
+		result := i.lists.Get().Resource("nodes").VersionedParams(&opts, kubeclient.ParameterCodec).Do(ctx)
 		raw, err := result.Raw()
 		if err != nil {
 			return nil, err
@@ -138,7 +138,7 @@ func (i *Informer) Node(ctx context.Context, name, notOlderThan string) (*health
 	if notOlderThan != "" {
 		opts.ResourceVersion, opts.ResourceVersionMatch = notOlderThan, metav1.ResourceVersionMatchNotOlderThan
 	}
-	obj, err := i.lists.Get().Resource("nodes").VersionedParams(&opts, scheme.ParameterCodec).Do(ctx).Get()
+	obj, err := i.lists.Get().Resource("nodes").VersionedParams(&opts, kubeclient.ParameterCodec).Do(ctx).Get()
 	if err != nil {
 		return nil, "", err
 	}

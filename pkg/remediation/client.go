@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
@@ -24,12 +23,17 @@ import (
 // dynamic client, and of node annotations through the typed client.
 type resourceClient struct {
 	dynamic dynamic.Interface
-	kube    kubernetes.Interface
+	nodes   NodePatcher
+}
+
+// NodePatcher patches nodes.
+type NodePatcher interface {
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*corev1.Node, error)
 }
 
 // newResourceClient returns a client.
-func newResourceClient(dynamicClient dynamic.Interface, kubeClient kubernetes.Interface) *resourceClient {
-	return &resourceClient{dynamic: dynamicClient, kube: kubeClient}
+func newResourceClient(dynamicClient dynamic.Interface, nodes NodePatcher) *resourceClient {
+	return &resourceClient{dynamic: dynamicClient, nodes: nodes}
 }
 
 // get reads a remediation resource.
@@ -123,7 +127,7 @@ func (c *resourceClient) removeNodeAnnotation(ctx context.Context, node, key str
 	if err != nil {
 		return err
 	}
-	_, err = c.kube.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: v1alpha1.FieldManager})
+	_, err = c.nodes.Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: v1alpha1.FieldManager})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

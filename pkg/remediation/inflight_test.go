@@ -200,7 +200,7 @@ func TestAWriteUnderWayWakesAtItsLapse(t *testing.T) {
 	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
 	client := fakeDynamic()
 	informers := kinds.New(ctx, client, client, clock)
-	o, w := newRooms(informers, nil, clock, client, kubefake.NewClientset())
+	o, w := newRooms(informers, nil, clock, client, kubefake.NewClientset().CoreV1().Nodes())
 	obs, err := o.Read(nhcNamed("others"), Watched{}, nil)
 	require.NoError(t, err)
 	assert.Zero(t, obs.RefreshAfter, "nothing under way")

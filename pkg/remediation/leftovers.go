@@ -7,9 +7,16 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
 	"k8s.io/klog/v2"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/served"
 )
+
+// groupsLister lists the resources of every group version the API serves
+// (served.Kinds).
+type groupsLister interface {
+	GroupsAndResources() ([]*metav1.APIResourceList, error)
+}
 
 // Remediation resources that outlived their NodeHealthCheck, looked for
 // after a start or a failover.
@@ -35,8 +42,8 @@ func (o *Observer) lookForLeftovers() error {
 	if o.discovery == nil {
 		return nil
 	}
-	_, lists, err := discovery.ServerGroupsAndResources(o.discovery)
-	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+	lists, err := o.discovery.GroupsAndResources()
+	if err != nil && !served.IsGroupFailed(err) {
 		return fmt.Errorf("discovering remediation kinds: %w", err)
 	}
 	kinds := remediationKinds(lists)

@@ -78,14 +78,13 @@ func TestARemediationThatOutlivedItsNodeHealthCheckIsSeenAfterAStart(t *testing.
 			t.Cleanup(cancel)
 			clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
 			client := fakeDynamic(tt.objects...)
-			kube := kubefake.NewClientset()
-			kube.Resources = []*metav1.APIResourceList{{GroupVersion: testGVR.GroupVersion().String(), APIResources: []metav1.APIResource{
+			served := fixedGroups{{GroupVersion: testGVR.GroupVersion().String(), APIResources: []metav1.APIResource{
 				{Name: testGVR.Resource, Kind: "TestRemediation", Namespaced: true, Verbs: metav1.Verbs{"list", "watch"}},
 				{Name: testTemplateGVR.Resource, Kind: "TestRemediationTemplate", Namespaced: true, Verbs: metav1.Verbs{"list", "watch"}},
 			}}}
 			informers := kinds.New(ctx, client, client, clock)
-			m, _ := newRooms(informers, newTemplateResolver(resettable{meta.NewDefaultRESTMapper(nil)}, informers, clock), clock, client, kube)
-			m.discovery = kube.Discovery()
+			m, _ := newRooms(informers, newTemplateResolver(resettable{meta.NewDefaultRESTMapper(nil)}, informers, clock), clock, client, kubefake.NewClientset().CoreV1().Nodes())
+			m.discovery = served
 
 			require.NoError(t, m.WatchAll(func() ([]*v1alpha1.NodeHealthCheck, error) { return nil, nil }))
 			obs, err := m.Read(testNHC, Watched{}, nil)
@@ -109,3 +108,8 @@ func TestARemediationThatOutlivedItsNodeHealthCheckIsSeenAfterAStart(t *testing.
 		})
 	}
 }
+
+// fixedGroups serves the same group versions' resources every time.
+type fixedGroups []*metav1.APIResourceList
+
+func (f fixedGroups) GroupsAndResources() ([]*metav1.APIResourceList, error) { return f, nil }

@@ -11,15 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/kinds"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/served"
 )
 
 // Observer keeps the kinds of every NodeHealthCheck watched (watch.go) and
@@ -38,7 +36,7 @@ type Observer struct {
 	nodes NodeGetter
 	// discovery lists the kinds the API serves, to look for remediation
 	// resources that outlived their NodeHealthCheck; nil looks for none.
-	discovery discovery.DiscoveryInterface
+	discovery groupsLister
 	// leases reads the node leases; nil when the controller takes none.
 	leases LeaseReader
 	// everyKindWatched is set once the kinds of every NodeHealthCheck were
@@ -71,10 +69,16 @@ type Config struct {
 	// their metadata (NewMetadataOnlyClient). Nil is Dynamic, for a fake API
 	// server that serves whole objects either way.
 	MetadataOnly dynamic.Interface
-	Kube         kubernetes.Interface
-	// Mapper resolves template kinds. Nil is a discovery mapper through
-	// Kube, which notices CRDs installed later when it is reset.
-	Mapper meta.ResettableRESTMapper
+	// NodeClient patches nodes: it removes the annotations of upstream's
+	// remediations from them.
+	NodeClient NodePatcher
+	// RESTConfig reads what kinds the API server serves: it resolves
+	// template kinds, noticing CRDs installed or removed later, and lists
+	// the remediation kinds to look for leftovers. Nil with no Mapper
+	// resolves no kind and looks for no leftovers.
+	RESTConfig *rest.Config
+	// Mapper resolves template kinds instead of RESTConfig's discovery.
+	Mapper KindMapper
 	// Nodes reads nodes from the node cache.
 	Nodes NodeGetter
 	// Leases reads the node leases; nil takes none.
@@ -86,12 +90,18 @@ type Config struct {
 // New returns the two rooms of remediation resources of any kind, sharing
 // their informers and the ledger of writes under way: the Observer, which
 // watches and reads, and the Writer, which writes and books what it sends.
-func New(cfg Config) (*Observer, *Writer) {
+func New(cfg Config) (*Observer, *Writer, error) {
 	mapper := cfg.Mapper
-	var cached discovery.CachedDiscoveryInterface
+	var discovery groupsLister
+	if mapper == nil && cfg.RESTConfig != nil {
+		kinds, err := served.NewForConfig(cfg.RESTConfig)
+		if err != nil {
+			return nil, nil, err
+		}
+		mapper, discovery = kinds, kinds
+	}
 	if mapper == nil {
-		cached = memory.NewMemCacheClient(cfg.Kube.Discovery())
-		mapper = restmapper.NewDeferredDiscoveryRESTMapper(cached)
+		mapper = resettable{meta.NewDefaultRESTMapper(nil)}
 	}
 	metadataOnly := cfg.MetadataOnly
 	if metadataOnly == nil {
@@ -101,10 +111,8 @@ func New(cfg Config) (*Observer, *Writer) {
 	templates := newTemplateResolver(mapper, informers, cfg.Clock)
 	ledger := newInFlight(cfg.Clock)
 	o := newObserver(informers, templates, cfg.Clock, ledger, cfg.Nodes, cfg.Leases)
-	if cached != nil {
-		o.discovery = cached
-	}
-	return o, newWriter(informers, templates, ledger, newResourceClient(cfg.Dynamic, cfg.Kube))
+	o.discovery = discovery
+	return o, newWriter(informers, templates, ledger, newResourceClient(cfg.Dynamic, cfg.NodeClient)), nil
 }
 
 // newObserver wires an observer from its parts. The ledger of writes under

@@ -58,7 +58,7 @@ func TestTheStatusRecordsTheRemediationsOfAKindThatCannotBeRead(t *testing.T) {
 			mapper := meta.NewDefaultRESTMapper(nil)
 			mapper.Add(testGVR.GroupVersion().WithKind("TestRemediation"), meta.RESTScopeNamespace)
 			informers := kinds.New(ctx, client, client, clock)
-			m, _ := newRooms(informers, newTemplateResolver(resettable{mapper}, informers, clock), clock, client, kubefake.NewClientset())
+			m, _ := newRooms(informers, newTemplateResolver(resettable{mapper}, informers, clock), clock, client, kubefake.NewClientset().CoreV1().Nodes())
 			cpOwner := map[string][]resource.Owner{"cp-0": {{Name: recorded.Name, UID: recorded.UID}}}
 			assert.Equal(t, cpOwner, m.recorded([]*v1alpha1.NodeHealthCheck{recorded}), "not watched yet")
 
@@ -118,7 +118,7 @@ func TestAKindUninstalledWithItsRoleNoLongerDisables(t *testing.T) {
 	mapper.Reset()
 	mapper.uninstalled = nil
 	informers := kinds.New(ctx, client, client, clock)
-	m, _ := newRooms(informers, newTemplateResolver(mapper, informers, clock), clock, client, kubefake.NewClientset())
+	m, _ := newRooms(informers, newTemplateResolver(mapper, informers, clock), clock, client, kubefake.NewClientset().CoreV1().Nodes())
 	nhc := testNHC.DeepCopy()
 	nhc.Spec.RemediationTemplate = ptr.To(templateRef)
 	nhc.Status.UnhealthyNodes = []*v1alpha1.UnhealthyNode{{Name: "cp-1", Remediations: []*v1alpha1.Remediation{
@@ -165,7 +165,7 @@ func TestAForbiddenKindUninstalledFreesItsNodes(t *testing.T) {
 	mapper.Reset()
 	mapper.uninstalled = nil
 	informers := kinds.New(ctx, client, client, clock)
-	m, _ := newRooms(informers, newTemplateResolver(mapper, informers, clock), clock, client, kubefake.NewClientset())
+	m, _ := newRooms(informers, newTemplateResolver(mapper, informers, clock), clock, client, kubefake.NewClientset().CoreV1().Nodes())
 	informers.Use("deleted", kinds.Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 	require.Eventually(t, func() bool { return informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
 	informers.Use("deleted", kinds.Kinds{})

@@ -41,7 +41,7 @@ const mapperResetInterval = 10 * time.Second
 // templates from the informers, or with GET where their kind may not be
 // watched (templates_read.go).
 type templateResolver struct {
-	mapper    meta.ResettableRESTMapper
+	mapper    KindMapper
 	informers *kinds.Informers
 	clock     clock.PassiveClock
 
@@ -64,9 +64,17 @@ type fetchedTemplate struct {
 	read time.Time
 }
 
-// newTemplateResolver returns a resolver. The mapper should be a
-// DeferredDiscoveryRESTMapper, so that a reset rediscovers the API.
-func newTemplateResolver(mapper meta.ResettableRESTMapper, informers *kinds.Informers, clock clock.PassiveClock) *templateResolver {
+// KindMapper maps kinds to resources and back; Reset makes it read the API
+// server again (served.Kinds; a meta.ResettableRESTMapper).
+type KindMapper interface {
+	RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error)
+	KindFor(resource schema.GroupVersionResource) (schema.GroupVersionKind, error)
+	Reset()
+}
+
+// newTemplateResolver returns a resolver. A reset of the mapper should read
+// the API again.
+func newTemplateResolver(mapper KindMapper, informers *kinds.Informers, clock clock.PassiveClock) *templateResolver {
 	return &templateResolver{mapper: mapper, informers: informers, clock: clock, fetched: map[templateID]fetchedTemplate{}}
 }
 

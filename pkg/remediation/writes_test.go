@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
-	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/clock"
@@ -47,7 +46,7 @@ func newWriteFixture(t *testing.T) *writeFixture {
 	client := fakeDynamic()
 	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
 	informers := kinds.New(ctx, client, client, clock)
-	o, w := newRooms(informers, nil, clock, client, kubefake.NewClientset())
+	o, w := newRooms(informers, nil, clock, client, kubefake.NewClientset().CoreV1().Nodes())
 	obs := &Observation{
 		templates: map[corev1.ObjectReference]*unstructured.Unstructured{bareTemplateRef(templateRef): testTemplate(nil)},
 		resources: map[schema.GroupVersionKind]schema.GroupVersionResource{testGVR.GroupVersion().WithKind("TestRemediation"): testGVR},
@@ -56,9 +55,9 @@ func newWriteFixture(t *testing.T) *writeFixture {
 }
 
 // newRooms wires the two rooms from their parts, as New does.
-func newRooms(informers *kinds.Informers, templates *templateResolver, clock clock.PassiveClock, client dynamic.Interface, kube kubernetes.Interface) (*Observer, *Writer) {
+func newRooms(informers *kinds.Informers, templates *templateResolver, clock clock.PassiveClock, client dynamic.Interface, nodes NodePatcher) (*Observer, *Writer) {
 	ledger := newInFlight(clock)
-	return newObserver(informers, templates, clock, ledger, nil, nil), newWriter(informers, templates, ledger, newResourceClient(client, kube))
+	return newObserver(informers, templates, clock, ledger, nil, nil), newWriter(informers, templates, ledger, newResourceClient(client, nodes))
 }
 
 // apply sends a plan's creates and deletes one after another, as the

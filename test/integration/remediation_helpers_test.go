@@ -78,13 +78,15 @@ func newRemediationEnvWith(t *testing.T, nhcClient versioned.Interface) *remedia
 	}
 	nodeInformer, err := nodecache.NewInformer(cluster.Config, 0)
 	require.NoError(t, err)
-	env.observer, env.writer = remediation.New(remediation.Config{Context: ctx, Dynamic: dynamicClient, Kube: kubeClient, Nodes: nodeInformer.Lister(), Clock: env.mapperClock})
+	env.observer, env.writer, err = remediation.New(remediation.Config{Context: ctx, Dynamic: dynamicClient, NodeClient: kubeClient.CoreV1().Nodes(), RESTConfig: cluster.Config,
+		Nodes: nodeInformer.Lister(), Clock: env.mapperClock})
+	require.NoError(t, err)
 
 	// The informers cmd/nhc-controller runs.
 	nhcInformer := controller.NewNodeHealthCheckInformer(dynamicClient)
 	env.nodeLister, env.nhcLister = nodeInformer.Lister(), nhcInformer.Lister()
 	env.ctrl, err = controller.New(ctx, controller.Config{
-		Nodes: nodeInformer, NodeHealthChecks: nhcInformer, Client: nhcClient,
+		Nodes: nodeInformer, NodeHealthChecks: nhcInformer, Client: nhcClient.RemediationV1alpha1(),
 		Observer: env.observer, Changes: env.observer, Writer: env.writer,
 		Recorder: env.recorder, Metrics: controller.NewMetrics(), Clock: env.clock,
 	})

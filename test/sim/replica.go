@@ -9,8 +9,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -18,7 +16,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/controller"
-	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
+	remediationclient "github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned/typed/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/kubeclient"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
@@ -64,7 +63,7 @@ func (s *sim) startReplica() (*replica, error) {
 	// cache falls back to JSON, decoded into the same health.Node).
 	config := &rest.Config{Host: "http://kube-apiserver.sim", Transport: s.server.Transport(r.name), QPS: 100, Burst: 2000,
 		ContentConfig: rest.ContentConfig{ContentType: "application/json", AcceptContentTypes: "application/json"}}
-	kube, err := kubernetes.NewForConfig(config)
+	kube, err := kubeclient.New(config)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +71,7 @@ func (s *sim) startReplica() (*replica, error) {
 	if err != nil {
 		return nil, err
 	}
-	nhcClient, err := versioned.NewForConfig(config)
+	nhcClient, err := remediationclient.NewForConfig(config)
 	if err != nil {
 		return nil, err
 	}
@@ -88,10 +87,14 @@ func (s *sim) startReplica() (*replica, error) {
 		return nil, err
 	}
 	nhcInformer := controller.NewNodeHealthCheckInformer(dyn)
-	leaseInformers := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(leaseNamespace))
-	leases := nodeleases.New(kube.CoordinationV1(), nodeleases.NewAccess(kube, leaseNamespace, nodeleases.DefaultRole), leaseInformers.Coordination().V1().Leases(),
+	leases := nodeleases.New(kube.Leases(leaseNamespace), nodeleases.NewAccess(nodeleases.AccessClientsOf(kube, leaseNamespace), leaseNamespace, nodeleases.DefaultRole),
 		leaseNamespace, nodeLeaseDuration, nodeLeaseBuffer, clock.RealClock{})
-	observer, writer := remediation.New(remediation.Config{Context: ctx, Dynamic: dyn, Kube: kube, Nodes: nodeInformer.Lister(), Leases: leases, Clock: clock.RealClock{}})
+	observer, writer, err := remediation.New(remediation.Config{Context: ctx, Dynamic: dyn, NodeClient: kube.Nodes(), RESTConfig: config,
+		Nodes: nodeInformer.Lister(), Leases: leases, Clock: clock.RealClock{}})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
 	ctrl, err := controller.New(ctx, controller.Config{
 		Nodes: nodeInformer, NodeHealthChecks: nhcInformer, Client: nhcClient,
 		Observer: observer, Changes: observer, Writer: writer, Leases: leases, LeaseChanges: leases,
@@ -104,11 +107,15 @@ func (s *sim) startReplica() (*replica, error) {
 	}
 	go nodeInformer.Informer().RunWithContext(ctx)
 	go nhcInformer.Informer().RunWithContext(ctx)
-	leaseInformers.Start(ctx.Done())
+	leasesStopped := make(chan struct{})
+	go func() {
+		defer close(leasesStopped)
+		leases.Run(ctx)
+	}()
 	go func() {
 		defer close(r.stopped)
 		_ = ctrl.Run(ctx, workers)
-		leaseInformers.Shutdown()
+		<-leasesStopped
 	}()
 	return r, nil
 }

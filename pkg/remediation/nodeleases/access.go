@@ -7,15 +7,16 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/kubeclient"
 )
 
 // DefaultRole is the ClusterRole with the rights on node leases that the
@@ -31,15 +32,37 @@ const serviceAccountPrefix = "system:serviceaccount:"
 // missing and binds the lease holder ClusterRole to itself there: it never
 // needs to read leases anywhere else.
 type Access struct {
-	client    kubernetes.Interface
+	client    AccessClients
 	namespace string
 	// role is the ClusterRole bound in the namespace; "" binds none, for
 	// installs that grant leases there themselves.
 	role string
 }
 
+// AccessClients are the requests Access sends, each through a kubeclient
+// client or a clientset's.
+type AccessClients struct {
+	Namespaces interface {
+		Create(ctx context.Context, ns *corev1.Namespace, opts metav1.CreateOptions) (*corev1.Namespace, error)
+	}
+	// Leases are the lease namespace's.
+	Leases interface {
+		List(ctx context.Context, opts metav1.ListOptions) (*coordinationv1.LeaseList, error)
+	}
+	SelfSubjectReviews interface {
+		Create(ctx context.Context, review *authenticationv1.SelfSubjectReview, opts metav1.CreateOptions) (*authenticationv1.SelfSubjectReview, error)
+	}
+	ClusterRoles interface {
+		Get(ctx context.Context, name string, opts metav1.GetOptions) (*rbacv1.ClusterRole, error)
+	}
+	// RoleBindings are the lease namespace's.
+	RoleBindings interface {
+		Create(ctx context.Context, binding *rbacv1.RoleBinding, opts metav1.CreateOptions) (*rbacv1.RoleBinding, error)
+	}
+}
+
 // NewAccess returns the access to leases of namespace through role.
-func NewAccess(client kubernetes.Interface, namespace, role string) *Access {
+func NewAccess(client AccessClients, namespace, role string) *Access {
 	return &Access{client: client, namespace: namespace, role: role}
 }
 
@@ -47,20 +70,20 @@ func NewAccess(client kubernetes.Interface, namespace, role string) *Access {
 // and binds the role there unless leases there can be listed already.
 func (a *Access) Ensure(ctx context.Context) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: a.namespace}}
-	_, err := a.client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{FieldManager: v1alpha1.FieldManager})
+	_, err := a.client.Namespaces.Create(ctx, ns, metav1.CreateOptions{FieldManager: v1alpha1.FieldManager})
 	if err != nil && !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) {
 		return fmt.Errorf("creating the lease namespace %s: %w", a.namespace, err)
 	}
 	// A namespace the controller may not create may exist already: the
 	// list tells.
-	_, err = a.client.CoordinationV1().Leases(a.namespace).List(ctx, metav1.ListOptions{Limit: 1})
+	_, err = a.client.Leases.List(ctx, metav1.ListOptions{Limit: 1})
 	if err == nil || !apierrors.IsForbidden(err) || a.role == "" {
 		return err
 	}
 	if err := a.bind(ctx); err != nil {
 		return fmt.Errorf("binding ClusterRole %s in namespace %s: %w", a.role, a.namespace, err)
 	}
-	_, err = a.client.CoordinationV1().Leases(a.namespace).List(ctx, metav1.ListOptions{Limit: 1})
+	_, err = a.client.Leases.List(ctx, metav1.ListOptions{Limit: 1})
 	return err
 }
 
@@ -68,11 +91,11 @@ func (a *Access) Ensure(ctx context.Context) error {
 // the lease namespace, owned by the role: uninstalling deletes the role, and
 // the garbage collector the binding, while the namespace stays.
 func (a *Access) bind(ctx context.Context) error {
-	review, err := a.client.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	review, err := a.client.SelfSubjectReviews.Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
 		return fmt.Errorf("asking the API server who the controller is: %w", err)
 	}
-	role, err := a.client.RbacV1().ClusterRoles().Get(ctx, a.role, metav1.GetOptions{})
+	role, err := a.client.ClusterRoles.Get(ctx, a.role, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
@@ -85,7 +108,7 @@ func (a *Access) bind(ctx context.Context) error {
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: a.role},
 		Subjects: []rbacv1.Subject{subjectOf(review.Status.UserInfo.Username)},
 	}
-	_, err = a.client.RbacV1().RoleBindings(a.namespace).Create(ctx, binding, metav1.CreateOptions{FieldManager: v1alpha1.FieldManager})
+	_, err = a.client.RoleBindings.Create(ctx, binding, metav1.CreateOptions{FieldManager: v1alpha1.FieldManager})
 	if apierrors.IsAlreadyExists(err) {
 		return nil
 	}
@@ -122,4 +145,10 @@ func (a *Access) Start(ctx context.Context) {
 	if done, _ := ensured(ctx); !done {
 		go func() { _ = wait.ExponentialBackoffWithContext(ctx, accessRetry, ensured) }()
 	}
+}
+
+// AccessClientsOf are the clients of Access in namespace, from a
+// kubeclient's.
+func AccessClientsOf(c *kubeclient.Clients, namespace string) AccessClients {
+	return AccessClients{Namespaces: c.Namespaces(), Leases: c.Leases(namespace), SelfSubjectReviews: c.SelfSubjectReviews(), ClusterRoles: c.ClusterRoles(), RoleBindings: c.RoleBindings(namespace)}
 }

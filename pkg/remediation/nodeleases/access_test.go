@@ -51,7 +51,7 @@ func TestAccessBindsTheHolderRoleInTheLeaseNamespaceAlone(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			client := accessFixture(t, tt.user, holderRole())
-			require.NoError(t, NewAccess(client, DefaultNamespace, DefaultRole).Ensure(context.Background()))
+			require.NoError(t, NewAccess(fakeAccessClients(client), DefaultNamespace, DefaultRole).Ensure(context.Background()))
 			_, err := client.CoreV1().Namespaces().Get(context.Background(), DefaultNamespace, metav1.GetOptions{})
 			assert.NoError(t, err, "the lease namespace created")
 			binding, err := client.RbacV1().RoleBindings(DefaultNamespace).Get(context.Background(), DefaultRole, metav1.GetOptions{})
@@ -66,7 +66,7 @@ func TestAccessBindsTheHolderRoleInTheLeaseNamespaceAlone(t *testing.T) {
 
 func TestAccessChangesNothingWhereLeasesCanBeListed(t *testing.T) {
 	client := kubefake.NewClientset(holderRole())
-	require.NoError(t, NewAccess(client, DefaultNamespace, DefaultRole).Ensure(context.Background()))
+	require.NoError(t, NewAccess(fakeAccessClients(client), DefaultNamespace, DefaultRole).Ensure(context.Background()))
 	bindings, err := client.RbacV1().RoleBindings("").List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, bindings.Items)
@@ -74,6 +74,15 @@ func TestAccessChangesNothingWhereLeasesCanBeListed(t *testing.T) {
 
 func TestAccessWithoutARoleSaysLeasesAreForbidden(t *testing.T) {
 	client := accessFixture(t, "alice")
-	err := NewAccess(client, DefaultNamespace, "").Ensure(context.Background())
+	err := NewAccess(fakeAccessClients(client), DefaultNamespace, "").Ensure(context.Background())
 	assert.True(t, apierrors.IsForbidden(err), "got %v", err)
+}
+
+// fakeAccessClients are Access's clients on a fake clientset.
+func fakeAccessClients(client *kubefake.Clientset) AccessClients {
+	return AccessClients{
+		Namespaces: client.CoreV1().Namespaces(), Leases: client.CoordinationV1().Leases(DefaultNamespace),
+		SelfSubjectReviews: client.AuthenticationV1().SelfSubjectReviews(), ClusterRoles: client.RbacV1().ClusterRoles(),
+		RoleBindings: client.RbacV1().RoleBindings(DefaultNamespace),
+	}
 }

@@ -16,8 +16,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	coordinationinformers "k8s.io/client-go/informers/coordination/v1"
-	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
@@ -55,7 +55,7 @@ const (
 // never both take a lease, because the API server accepts only one of two
 // writes of the same version.
 type Keeper struct {
-	client coordinationclient.LeasesGetter
+	client LeaseClient
 	// access creates the namespace when a lease finds it missing.
 	access    accessEnsurer
 	informer  cache.SharedIndexInformer
@@ -70,16 +70,38 @@ type Keeper struct {
 	taking ownWrites
 }
 
-// New returns node leases of the informer's namespace. The informer
-// must watch that namespace only: kube-node-lease holds a lease per node,
-// renewed every 10 seconds, that is no business of ours.
-func New(client coordinationclient.LeasesGetter, access accessEnsurer, informer coordinationinformers.LeaseInformer, namespace string, duration, buffer time.Duration, clk clock.PassiveClock) *Keeper {
+// LeaseClient reads and writes the leases of the lease namespace: a
+// kubeclient lease client, or a clientset's.
+type LeaseClient interface {
+	List(ctx context.Context, opts metav1.ListOptions) (*coordinationv1.LeaseList, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+	Create(ctx context.Context, lease *coordinationv1.Lease, opts metav1.CreateOptions) (*coordinationv1.Lease, error)
+	Update(ctx context.Context, lease *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+// New returns the node leases of a namespace, through a client of that
+// namespace. Its informer watches that namespace alone: kube-node-lease
+// holds a lease per node, renewed every 10 seconds, that is no business of
+// ours. Run runs it.
+func New(client LeaseClient, access accessEnsurer, namespace string, duration, buffer time.Duration, clk clock.PassiveClock) *Keeper {
+	lw := &cache.ListWatch{ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return client.List(ctx, opts)
+	}, WatchFuncWithContext: client.Watch}
+	// A client that cannot stream a list (a fake) is listed, then watched.
+	informer := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &coordinationv1.Lease{}, 0,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	l := &Keeper{
-		client: client, access: access, informer: informer.Informer(), lister: informer.Lister().Leases(namespace),
+		client: client, access: access, informer: informer, lister: coordinationlisters.NewLeaseLister(informer.GetIndexer()).Leases(namespace),
 		namespace: namespace, duration: duration, buffer: buffer, clock: clk,
 	}
 	l.errors.Record(l.informer, nil)
 	return l
+}
+
+// Run runs the informer until ctx is done.
+func (l *Keeper) Run(ctx context.Context) {
+	l.informer.RunWithContext(ctx)
 }
 
 // HolderChangeFunc hears of a node lease that was added, deleted, or changed
@@ -205,12 +227,12 @@ func (l *Keeper) Acquire(ctx context.Context, req health.LeaseRequest) error {
 			lease.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: req.Node, UID: req.NodeUID}}
 		}
 		l.taking.start(lease.Name, req.Holder, now.Time)
-		_, err = l.client.Leases(l.namespace).Create(ctx, lease, metav1.CreateOptions{FieldManager: v1alpha1.FieldManager})
+		_, err = l.client.Create(ctx, lease, metav1.CreateOptions{FieldManager: v1alpha1.FieldManager})
 		if apierrors.IsNotFound(err) {
 			// Like upstream, the namespace is created when it is missing,
 			// if the controller may.
 			if err = l.ensureAccess(ctx); err == nil {
-				_, err = l.client.Leases(l.namespace).Create(ctx, lease, metav1.CreateOptions{FieldManager: v1alpha1.FieldManager})
+				_, err = l.client.Create(ctx, lease, metav1.CreateOptions{FieldManager: v1alpha1.FieldManager})
 			}
 		}
 		if err != nil {
@@ -242,7 +264,7 @@ func (l *Keeper) Acquire(ctx context.Context, req health.LeaseRequest) error {
 		l.taking.start(lease.Name, req.Holder, now.Time)
 	}
 	lease.Spec.RenewTime, lease.Spec.LeaseDurationSeconds = &now, seconds
-	_, err = l.client.Leases(l.namespace).Update(ctx, lease, metav1.UpdateOptions{FieldManager: v1alpha1.FieldManager})
+	_, err = l.client.Update(ctx, lease, metav1.UpdateOptions{FieldManager: v1alpha1.FieldManager})
 	if err != nil {
 		l.taking.failed(lease.Name)
 	}
@@ -336,7 +358,7 @@ func (l *Keeper) Renew(ctx context.Context, req health.LeaseRequest) error {
 	lease := cached.DeepCopy()
 	lease.Spec.RenewTime = ptr.To(metav1.NewMicroTime(l.clock.Now()))
 	lease.Spec.LeaseDurationSeconds = ptr.To(leaseSeconds(req.Duration))
-	_, err = l.client.Leases(l.namespace).Update(ctx, lease, metav1.UpdateOptions{FieldManager: v1alpha1.FieldManager})
+	_, err = l.client.Update(ctx, lease, metav1.UpdateOptions{FieldManager: v1alpha1.FieldManager})
 	return err
 }
 
@@ -347,7 +369,7 @@ func (l *Keeper) Release(ctx context.Context, node, holder string) error {
 	if cached == nil {
 		return err
 	}
-	err = l.client.Leases(l.namespace).Delete(ctx, cached.Name, metav1.DeleteOptions{
+	err = l.client.Delete(ctx, cached.Name, metav1.DeleteOptions{
 		Preconditions: &metav1.Preconditions{UID: &cached.UID, ResourceVersion: &cached.ResourceVersion},
 	})
 	if apierrors.IsNotFound(err) {

@@ -11,8 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -39,12 +39,11 @@ func testLease(holder string, renewedAgo time.Duration, seconds int32) *coordina
 // with a synced informer.
 func newLeaseFixture(t *testing.T, objects ...runtime.Object) (*Keeper, *kubefake.Clientset) {
 	client := kubefake.NewClientset(objects...)
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(DefaultNamespace))
-	leases := New(client.CoordinationV1(), NewAccess(client, DefaultNamespace, DefaultRole), factory.Coordination().V1().Leases(),
+	leases := New(fakeLeases{client.CoordinationV1().Leases(DefaultNamespace)}, NewAccess(fakeAccessClients(client), DefaultNamespace, DefaultRole),
 		DefaultNamespace, health.DefaultLeaseDuration, health.DefaultLeaseBuffer, clocktesting.NewFakePassiveClock(leaseNow))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	factory.Start(ctx.Done())
+	go leases.Run(ctx)
 	require.True(t, cache.WaitForCacheSync(ctx.Done(), leases.informer.HasSynced))
 	return leases, client
 }
@@ -176,3 +175,10 @@ func TestOwnLeaseWritesAreSeenOnce(t *testing.T) {
 	assert.False(t, o.seen("node-c", "NodeHealthCheck-workers", at.Add(ownEventWindow)),
 		"seen late (a stalled watch), it wakes the NodeHealthCheck as anyone's write does")
 }
+
+// fakeLeases are a fake clientset's leases, which cannot stream a list.
+type fakeLeases struct {
+	coordinationclient.LeaseInterface
+}
+
+func (fakeLeases) IsWatchListSemanticsUnSupported() bool { return true }

@@ -22,7 +22,6 @@ import (
 	context "context"
 
 	remediationv1alpha1 "github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
-	applyconfigurationremediationv1alpha1 "github.com/nodehealthcheck/nhc-controller/pkg/generated/applyconfiguration/remediation/v1alpha1"
 	scheme "github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned/scheme"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
@@ -48,21 +47,18 @@ type NodeHealthCheckInterface interface {
 	List(ctx context.Context, opts v1.ListOptions) (*remediationv1alpha1.NodeHealthCheckList, error)
 	Watch(ctx context.Context, opts v1.ListOptions) (watch.Interface, error)
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts v1.PatchOptions, subresources ...string) (result *remediationv1alpha1.NodeHealthCheck, err error)
-	Apply(ctx context.Context, nodeHealthCheck *applyconfigurationremediationv1alpha1.NodeHealthCheckApplyConfiguration, opts v1.ApplyOptions) (result *remediationv1alpha1.NodeHealthCheck, err error)
-	// Add a +genclient:noStatus comment above the type to avoid generating ApplyStatus().
-	ApplyStatus(ctx context.Context, nodeHealthCheck *applyconfigurationremediationv1alpha1.NodeHealthCheckApplyConfiguration, opts v1.ApplyOptions) (result *remediationv1alpha1.NodeHealthCheck, err error)
 	NodeHealthCheckExpansion
 }
 
 // nodeHealthChecks implements NodeHealthCheckInterface
 type nodeHealthChecks struct {
-	*gentype.ClientWithListAndApply[*remediationv1alpha1.NodeHealthCheck, *remediationv1alpha1.NodeHealthCheckList, *applyconfigurationremediationv1alpha1.NodeHealthCheckApplyConfiguration]
+	*gentype.ClientWithList[*remediationv1alpha1.NodeHealthCheck, *remediationv1alpha1.NodeHealthCheckList]
 }
 
 // newNodeHealthChecks returns a NodeHealthChecks
 func newNodeHealthChecks(c *RemediationV1alpha1Client) *nodeHealthChecks {
 	return &nodeHealthChecks{
-		gentype.NewClientWithListAndApply[*remediationv1alpha1.NodeHealthCheck, *remediationv1alpha1.NodeHealthCheckList, *applyconfigurationremediationv1alpha1.NodeHealthCheckApplyConfiguration](
+		gentype.NewClientWithList[*remediationv1alpha1.NodeHealthCheck, *remediationv1alpha1.NodeHealthCheckList](
 			"nodehealthchecks",
 			c.RESTClient(),
 			scheme.ParameterCodec,

@@ -20,20 +20,19 @@ package fake
 
 import (
 	v1alpha1 "github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
-	remediationv1alpha1 "github.com/nodehealthcheck/nhc-controller/pkg/generated/applyconfiguration/remediation/v1alpha1"
-	typedremediationv1alpha1 "github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned/typed/remediation/v1alpha1"
+	remediationv1alpha1 "github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned/typed/remediation/v1alpha1"
 	gentype "k8s.io/client-go/gentype"
 )
 
 // fakeNodeHealthChecks implements NodeHealthCheckInterface
 type fakeNodeHealthChecks struct {
-	*gentype.FakeClientWithListAndApply[*v1alpha1.NodeHealthCheck, *v1alpha1.NodeHealthCheckList, *remediationv1alpha1.NodeHealthCheckApplyConfiguration]
+	*gentype.FakeClientWithList[*v1alpha1.NodeHealthCheck, *v1alpha1.NodeHealthCheckList]
 	Fake *FakeRemediationV1alpha1
 }
 
-func newFakeNodeHealthChecks(fake *FakeRemediationV1alpha1) typedremediationv1alpha1.NodeHealthCheckInterface {
+func newFakeNodeHealthChecks(fake *FakeRemediationV1alpha1) remediationv1alpha1.NodeHealthCheckInterface {
 	return &fakeNodeHealthChecks{
-		gentype.NewFakeClientWithListAndApply[*v1alpha1.NodeHealthCheck, *v1alpha1.NodeHealthCheckList, *remediationv1alpha1.NodeHealthCheckApplyConfiguration](
+		gentype.NewFakeClientWithList[*v1alpha1.NodeHealthCheck, *v1alpha1.NodeHealthCheckList](
 			fake.Fake,
 			"",
 			v1alpha1.SchemeGroupVersion.WithResource("nodehealthchecks"),
