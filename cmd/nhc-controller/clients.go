@@ -8,6 +8,16 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/kubeclient"
 )
 
+// The rate limits of the clients that review the callers of the metrics
+// port: those without a cached answer, and, apart, the answers that let a
+// caller in, reviewed again ahead of their expiry.
+const (
+	reviewQPS    = 20
+	reviewBurst  = 40
+	refreshQPS   = 5
+	refreshBurst = 10
+)
+
 // apiClients are the controller's clients. Each has its own rate limit, so
 // that events, however many a storm brings, never delay a remediation, and
 // nothing a caller of the metrics endpoint does (each new bearer token is a

@@ -13,6 +13,18 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/kubeclient"
 )
 
+// elect joins the leader election; nil without --leader-elect.
+func elect(ctx context.Context, opts *options, apis *apiClients) (*leadership, error) {
+	if !opts.leaderElect {
+		return nil, nil
+	}
+	lease, err := electionLeases(apis, opts.leaderElectionNamespace)
+	if err != nil {
+		return nil, err
+	}
+	return newLeadership(ctx, opts, lease)
+}
+
 // electionLeases reaches the leader-election lease over a client with a
 // rate limiter of its own: the lease is renewed every retry period, however
 // busy the other clients are.

@@ -4,7 +4,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -15,7 +14,6 @@ import (
 	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
 	"k8s.io/klog/v2"
 
-	"github.com/nodehealthcheck/nhc-controller/pkg/election"
 	"github.com/nodehealthcheck/nhc-controller/pkg/version"
 )
 
@@ -57,19 +55,4 @@ func flagSet(opts *options, logging *logsapi.LoggingConfiguration) (fs *pflag.Fl
 	opts.addFlags(fs)
 	logsapi.AddFlags(logging, fs)
 	return fs, fs.Bool("version", false, "Print the version and exit.")
-}
-
-// readiness says whether this replica is ready: its caches synced and, with
-// leader election, it leads or knows who does.
-func readiness(synced func() bool, elector *election.Elector) http.HandlerFunc {
-	return func(w http.ResponseWriter, _ *http.Request) {
-		switch {
-		case !synced():
-			http.Error(w, "caches have not synced", http.StatusServiceUnavailable)
-		case elector != nil && !elector.IsLeader() && elector.GetLeader() == "":
-			http.Error(w, "no leader known yet", http.StatusServiceUnavailable)
-		default:
-			_, _ = w.Write([]byte("ok"))
-		}
-	}
 }

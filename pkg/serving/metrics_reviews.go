@@ -1,4 +1,4 @@
-package main
+package serving
 
 import (
 	"context"
@@ -135,13 +135,13 @@ func (a *delegatedAuth) refreshAhead(ctx context.Context, answers *cache.LRUExpi
 
 // reviewToken reviews a token and caches the answer; it leaves the cache
 // to its caller when the review fails.
-func (a *delegatedAuth) reviewToken(ctx context.Context, client reviewClient, key, token string) (*authenticationv1.UserInfo, error) {
+func (a *delegatedAuth) reviewToken(ctx context.Context, client ReviewClient, key, token string) (*authenticationv1.UserInfo, error) {
 	var review *authenticationv1.TokenReview
 	err := retry.OnError(authWebhookBackoff, retriable, func() error {
 		ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
 		defer cancel()
 		var err error
-		review, err = client.tokens.Create(ctx,
+		review, err = client.Tokens.Create(ctx,
 			&authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
 		return err
 	})
@@ -160,7 +160,7 @@ func (a *delegatedAuth) reviewToken(ctx context.Context, client reviewClient, ke
 
 // reviewAccess asks whether the user may do verb on path and caches the
 // answer: the refusal, empty when allowed.
-func (a *delegatedAuth) reviewAccess(ctx context.Context, client reviewClient, key string, user *authenticationv1.UserInfo, verb, path string) (string, error) {
+func (a *delegatedAuth) reviewAccess(ctx context.Context, client ReviewClient, key string, user *authenticationv1.UserInfo, verb, path string) (string, error) {
 	extra := map[string]authorizationv1.ExtraValue{}
 	for k, v := range user.Extra {
 		extra[k] = authorizationv1.ExtraValue(v)
@@ -170,7 +170,7 @@ func (a *delegatedAuth) reviewAccess(ctx context.Context, client reviewClient, k
 		ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
 		defer cancel()
 		var err error
-		review, err = client.access.Create(ctx, &authorizationv1.SubjectAccessReview{
+		review, err = client.Access.Create(ctx, &authorizationv1.SubjectAccessReview{
 			Spec: authorizationv1.SubjectAccessReviewSpec{
 				User: user.Username, UID: user.UID, Groups: user.Groups, Extra: extra,
 				NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: path, Verb: verb},

@@ -1,4 +1,4 @@
-package main
+package serving
 
 import (
 	"context"
@@ -16,8 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
-
-	"github.com/nodehealthcheck/nhc-controller/pkg/kubeclient"
 )
 
 // How long a review's answer is reused, as kube-controller-manager's
@@ -36,21 +34,17 @@ const (
 	reviewTimeout   = 10 * time.Second
 )
 
-// What the reviews may take of the API server and of the process. Callers
-// without a cached answer share reviewsInFlight slots, at most
-// reviewsPerCaller of them from one client address; one more is answered
-// 429 at once. Their reviews go through a client of their own (reviewQPS,
-// reviewBurst). A caller with a cached answer is never reviewed on those
-// slots nor that client: its answer is reviewed again ahead of its expiry,
-// in the background, on refreshesInFlight slots and a client of its own
-// (refreshQPS), so Prometheus never waits behind a flood.
+// What the reviews may take of the process. Callers without a cached
+// answer share reviewsInFlight slots, at most reviewsPerCaller of them from
+// one client address; one more is answered 429 at once. Their reviews go
+// through the reviews client, which a flood may keep busy. A caller with a
+// cached answer is never reviewed on those slots nor that client: its
+// answer is reviewed again ahead of its expiry, in the background, on
+// refreshesInFlight slots and the refreshes client, so Prometheus never
+// waits behind a flood (ProtectedMetricsHandler).
 const (
-	reviewQPS        = 20
-	reviewBurst      = 40
 	reviewsInFlight  = 16
 	reviewsPerCaller = 4
-	refreshQPS       = 5
-	refreshBurst     = 10
 	// refreshesInFlight are the slots for reviewing again an answer that
 	// let its caller in.
 	refreshesInFlight = 2
@@ -71,7 +65,7 @@ var authWebhookBackoff = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 
 type delegatedAuth struct {
 	// reviews asks for callers without a cached answer; refreshes reviews
 	// cached answers again.
-	reviews, refreshes reviewClient
+	reviews, refreshes ReviewClient
 	handler            http.Handler
 	// users caches TokenReviews of tokens that authenticated by the
 	// token's hash (an answer); unknown those of tokens the API server does
@@ -94,32 +88,24 @@ var errReviewFailed = errors.New("the token review failed a moment ago")
 // errTooManyReviews: the caller's share of the review slots is taken.
 var errTooManyReviews = errors.New("too many reviews in flight")
 
-// tokenReviews and accessReviews are the calls a review makes: the
-// generic typed clients and client-go's fakes have them.
-type tokenReviews interface {
+// TokenReviews is the call that authenticates a token: the generic typed
+// client and client-go's fake have it.
+type TokenReviews interface {
 	Create(context.Context, *authenticationv1.TokenReview, metav1.CreateOptions) (*authenticationv1.TokenReview, error)
 }
 
-type accessReviews interface {
+// AccessReviews is the call that authorizes a user, as TokenReviews.
+type AccessReviews interface {
 	Create(context.Context, *authorizationv1.SubjectAccessReview, metav1.CreateOptions) (*authorizationv1.SubjectAccessReview, error)
 }
 
-// reviewClient asks for both reviews, over one client and its rate limit.
-type reviewClient struct {
-	tokens tokenReviews
-	access accessReviews
+// ReviewClient asks for both reviews, over one client and its rate limit.
+type ReviewClient struct {
+	Tokens TokenReviews
+	Access AccessReviews
 }
 
-func protectMetrics(apis *apiClients, handler http.Handler) http.Handler {
-	return newDelegatedAuth(reviewsOver(apis.reviews), reviewsOver(apis.refreshes), handler, clock.RealClock{})
-}
-
-// reviewsOver asks for reviews over c.
-func reviewsOver(c *kubeclient.Clients) reviewClient {
-	return reviewClient{tokens: c.TokenReviews(), access: c.SubjectAccessReviews()}
-}
-
-func newDelegatedAuth(reviews, refreshes reviewClient, handler http.Handler, clk clock.PassiveClock) *delegatedAuth {
+func newDelegatedAuth(reviews, refreshes ReviewClient, handler http.Handler, clk clock.PassiveClock) *delegatedAuth {
 	return &delegatedAuth{
 		reviews: reviews, refreshes: refreshes, handler: handler,
 		users:      cache.NewLRUExpireCacheWithClock(reviewCacheSize, clk),

@@ -1,4 +1,4 @@
-package main
+package serving
 
 import (
 	"errors"
@@ -67,8 +67,8 @@ func TestMetricsAuth(t *testing.T) {
 }
 
 // over asks for reviews over a fake clientset's typed clients.
-func over(c *fake.Clientset) reviewClient {
-	return reviewClient{tokens: c.AuthenticationV1().TokenReviews(), access: c.AuthorizationV1().SubjectAccessReviews()}
+func over(c *fake.Clientset) ReviewClient {
+	return ReviewClient{Tokens: c.AuthenticationV1().TokenReviews(), Access: c.AuthorizationV1().SubjectAccessReviews()}
 }
 
 // reviewingClient authenticates the tokens prometheus and nobody, and lets

@@ -1,4 +1,4 @@
-package main
+package serving
 
 import (
 	"net/http"
@@ -9,7 +9,23 @@ import (
 	"strings"
 
 	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/utils/clock"
 )
+
+// MetricsHandler serves /metrics, and with profiling /debug/pprof/, to
+// anyone: only behind a network policy.
+func MetricsHandler(profiling bool) http.Handler { return metricsMux(profiling) }
+
+// ProtectedMetricsHandler serves what MetricsHandler does to callers whose
+// bearer token a TokenReview authenticates and whose user a
+// SubjectAccessReview allows the request's verb on its path (delegatedAuth).
+// reviews asks for callers without a cached answer and refreshes reviews
+// cached answers again: each should have a rate limit of its own, apart
+// from the controller's, so that a flood of callers delays no write.
+func ProtectedMetricsHandler(profiling bool, reviews, refreshes ReviewClient) http.Handler {
+	mux := metricsMux(profiling)
+	return routedFirst(mux, newDelegatedAuth(reviews, refreshes, trustedOnceAuthorized(mux), clock.RealClock{}))
+}
 
 // metricsMux serves /metrics, and with profiling the pprof index and each
 // profile by its exact path: no subtree, so that the paths served are a

@@ -1,4 +1,4 @@
-package main
+package serving
 
 import (
 	"crypto/tls"
@@ -161,7 +161,7 @@ func startBudgetedPort(t *testing.T, limits serverLimits, tlsConfig *tls.Config)
 	t.Helper()
 	p, err := bind("test", "127.0.0.1:0", limits, tlsConfig)
 	require.NoError(t, err)
-	p.serve(t.Context(), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
+	p.Serve(t.Context(), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
 	return p.listener.Addr().String(), p.budget
 }
 
@@ -220,15 +220,12 @@ func unfinishedClientHello(announced, sent int) []byte {
 	return msg
 }
 
-// A port in use fails bindPorts with the address, before anything starts.
+// A port in use fails Bind with the address, before anything starts.
 func TestAPortInUseFailsAtOnce(t *testing.T) {
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer taken.Close()
-	opts := defaultOptions()
-	opts.metricsAddress = taken.Addr().String()
-	opts.probeAddress = "127.0.0.1:0"
-	_, err = bindPorts(opts)
+	_, err = Bind(Config{MetricsAddress: taken.Addr().String(), ProbeAddress: "127.0.0.1:0", MetricsTLS: true})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), fmt.Sprintf("the metrics server: listen tcp %s: bind: address already in use", taken.Addr()))
 }

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package main
+package serving
 
 // setReceiveBuffer leaves the kernel's receive buffer where the platform
 // has no SO_RCVBUF of this shape; the controller ships for Linux.

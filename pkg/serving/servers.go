@@ -1,4 +1,8 @@
-package main
+// Package serving serves the controller's metrics and probe ports to
+// callers it cannot trust: each port's connections and their unfinished
+// requests within a budget, and the metrics behind delegated
+// authentication and authorization whose reviews are bounded too.
+package serving
 
 import (
 	"context"
@@ -56,9 +60,9 @@ var metricsLimits = serverLimits{
 	maxHeaderBytes: 16 << 10, budget: 16 << 20, perRequest: 32 << 10,
 }
 
-// port is a server's listener, bound before anything else starts, and
+// Port is a server's listener, bound before anything else starts, and
 // what it serves with.
-type port struct {
+type Port struct {
 	name     string
 	listener net.Listener
 	limits   serverLimits
@@ -68,38 +72,48 @@ type port struct {
 	budget *portBudget
 }
 
-// ports are the process's listeners; nil for a disabled one.
-type ports struct {
-	metrics, probes *port
+// Config says where the ports listen; an address of "" or "0" disables
+// its port.
+type Config struct {
+	MetricsAddress, ProbeAddress string
+	// MetricsTLS serves the metrics port over HTTPS, with the certificate
+	// of TLSCertFile and TLSKeyFile or, without them, a self-signed one.
+	MetricsTLS              bool
+	TLSCertFile, TLSKeyFile string
 }
 
-// bindPorts binds every port, and loads or makes the metrics server's
+// Ports are the process's listeners; nil for a disabled one.
+type Ports struct {
+	Metrics, Probes *Port
+}
+
+// Bind binds every port, and loads or makes the metrics server's
 // certificate, before anything else starts: a port in use or a certificate
 // that cannot be read ends the process at once, with its error, instead of
 // leaving it running without its probes.
-func bindPorts(opts *options) (*ports, error) {
-	var p ports
+func Bind(config Config) (*Ports, error) {
+	var p Ports
 	var metricsTLS *tls.Config
-	if opts.metricsSecure && enabled(opts.metricsAddress) {
+	if config.MetricsTLS && enabled(config.MetricsAddress) {
 		var err error
-		if metricsTLS, err = serverTLS(opts.tlsCertFile, opts.tlsKeyFile); err != nil {
+		if metricsTLS, err = serverTLS(config.TLSCertFile, config.TLSKeyFile); err != nil {
 			return nil, fmt.Errorf("the metrics server's certificate: %w", err)
 		}
 	}
 	var err error
-	if p.metrics, err = bind("metrics", opts.metricsAddress, metricsLimits, metricsTLS); err != nil {
+	if p.Metrics, err = bind("metrics", config.MetricsAddress, metricsLimits, metricsTLS); err != nil {
 		return nil, err
 	}
-	if p.probes, err = bind("probes", opts.probeAddress, probeLimits, nil); err != nil {
-		p.close()
+	if p.Probes, err = bind("probes", config.ProbeAddress, probeLimits, nil); err != nil {
+		p.Close()
 		return nil, err
 	}
 	return &p, nil
 }
 
-// close closes the listeners that no server took over.
-func (p *ports) close() {
-	for _, port := range []*port{p.metrics, p.probes} {
+// Close closes the listeners that no server took over.
+func (p *Ports) Close() {
+	for _, port := range []*Port{p.Metrics, p.Probes} {
 		if port != nil {
 			_ = port.listener.Close()
 		}
@@ -109,7 +123,7 @@ func (p *ports) close() {
 func enabled(address string) bool { return address != "" && address != "0" }
 
 // bind listens on address; "0" disables the server (nil, nil).
-func bind(name, address string, limits serverLimits, tlsConfig *tls.Config) (*port, error) {
+func bind(name, address string, limits serverLimits, tlsConfig *tls.Config) (*Port, error) {
 	if !enabled(address) {
 		return nil, nil
 	}
@@ -117,7 +131,7 @@ func bind(name, address string, limits serverLimits, tlsConfig *tls.Config) (*po
 	if err != nil {
 		return nil, fmt.Errorf("the %s server: %w", name, err)
 	}
-	return &port{name: name, listener: listener, limits: limits, tls: tlsConfig, budget: newPortBudget(limits.budget, limits.perRequest, clock.RealClock{})}, nil
+	return &Port{name: name, listener: listener, limits: limits, tls: tlsConfig, budget: newPortBudget(limits.budget, limits.perRequest, clock.RealClock{})}, nil
 }
 
 // serverTLS is the metrics server's TLS configuration, with the certificate
@@ -140,8 +154,8 @@ func serverTLS(certFile, keyFile string) (*tls.Config, error) {
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
-// serve serves handler on p until ctx ends; a nil p serves nothing.
-func (p *port) serve(ctx context.Context, handler http.Handler) {
+// Serve serves handler on p until ctx ends; a nil p serves nothing.
+func (p *Port) Serve(ctx context.Context, handler http.Handler) {
 	if p == nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package main
+package serving
 
 import (
 	"bufio"
@@ -25,7 +25,7 @@ func startPort(t *testing.T, limits serverLimits, tlsConfig *tls.Config, handler
 	t.Helper()
 	p, err := bind("test", "127.0.0.1:0", limits, tlsConfig)
 	require.NoError(t, err)
-	p.serve(t.Context(), handler)
+	p.Serve(t.Context(), handler)
 	return p.listener.Addr().String()
 }
 
