@@ -91,6 +91,26 @@ func (k *Kinds) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.REST
 	if err != nil {
 		return nil, err
 	}
+	return mappingIn(gv, gk, resources)
+}
+
+// CachedMapping maps a kind from what was read alone, and never reads:
+// known is false when its group version was not read since the last
+// Reset.
+func (k *Kinds) CachedMapping(gk schema.GroupKind, version string) (m *meta.RESTMapping, known bool, err error) {
+	gv := schema.GroupVersion{Group: gk.Group, Version: version}
+	k.mu.Lock()
+	resources, ok := k.read[gv]
+	k.mu.Unlock()
+	if !ok {
+		return nil, false, nil
+	}
+	m, err = mappingIn(gv, gk, resources)
+	return m, true, err
+}
+
+// mappingIn finds a kind among a group version's resources.
+func mappingIn(gv schema.GroupVersion, gk schema.GroupKind, resources []metav1.APIResource) (*meta.RESTMapping, error) {
 	for _, r := range resources {
 		if r.Kind == gk.Kind && !strings.Contains(r.Name, "/") {
 			scope := meta.RESTScopeRoot
@@ -100,7 +120,7 @@ func (k *Kinds) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.REST
 			return &meta.RESTMapping{Resource: gv.WithResource(r.Name), GroupVersionKind: gv.WithKind(gk.Kind), Scope: scope}, nil
 		}
 	}
-	return nil, &meta.NoKindMatchError{GroupKind: gk, SearchedVersions: versions}
+	return nil, &meta.NoKindMatchError{GroupKind: gk, SearchedVersions: []string{gv.Version}}
 }
 
 // KindFor maps a resource of one version to its kind. A resource the API
