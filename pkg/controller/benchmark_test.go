@@ -154,12 +154,14 @@ func BenchmarkSync(b *testing.B) {
 // writes nothing: a steady state plans nothing.
 type poolRemediations map[string]remediation.Observation
 
-func (p poolRemediations) WatchAll(func() ([]*v1alpha1.NodeHealthCheck, error)) error { return nil }
+func (p poolRemediations) WatchAll(context.Context, func() ([]*v1alpha1.NodeHealthCheck, error)) error {
+	return nil
+}
 
 func (p poolRemediations) AddChangeHandler(remediation.ResourceChangeFunc) {}
 func (p poolRemediations) AddKindChangeHandler(remediation.KindChangeFunc) {}
 
-func (p poolRemediations) Watch(*v1alpha1.NodeHealthCheck) (remediation.Watched, error) {
+func (p poolRemediations) Watch(context.Context, *v1alpha1.NodeHealthCheck) (remediation.Watched, error) {
 	return remediation.Watched{}, nil
 }
 

@@ -68,9 +68,11 @@ type fakeAnnotation struct {
 	value *string
 }
 
-func (f *fakeRemediations) WatchAll(func() ([]*v1alpha1.NodeHealthCheck, error)) error { return nil }
+func (f *fakeRemediations) WatchAll(context.Context, func() ([]*v1alpha1.NodeHealthCheck, error)) error {
+	return nil
+}
 
-func (f *fakeRemediations) Watch(*v1alpha1.NodeHealthCheck) (remediation.Watched, error) {
+func (f *fakeRemediations) Watch(context.Context, *v1alpha1.NodeHealthCheck) (remediation.Watched, error) {
 	return remediation.Watched{}, nil
 }
 

@@ -28,10 +28,12 @@ import (
 type remediationObserver interface {
 	// WatchAll watches the kinds of every NodeHealthCheck list returns,
 	// until it succeeded once: before, no control-plane remediation starts.
-	WatchAll(list func() ([]*v1alpha1.NodeHealthCheck, error)) error
+	// ctx bounds its reads (discovery).
+	WatchAll(ctx context.Context, list func() ([]*v1alpha1.NodeHealthCheck, error)) error
 	// Watch keeps the kinds a NodeHealthCheck's templates and resources
-	// are of watched, and reads its templates.
-	Watch(nhc *v1alpha1.NodeHealthCheck) (remediation.Watched, error)
+	// are of watched, and reads its templates; ctx bounds its reads
+	// (discovery, templates read with GET).
+	Watch(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (remediation.Watched, error)
 	// Read observes what a NodeHealthCheck's evaluation needs besides its
 	// nodes, from the caches; others are the other NodeHealthChecks.
 	Read(nhc *v1alpha1.NodeHealthCheck, watched remediation.Watched, others []*v1alpha1.NodeHealthCheck) (remediation.Observation, error)

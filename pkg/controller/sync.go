@@ -108,7 +108,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 func (c *Controller) observe(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (remediation.Observation, error) {
 	c.writer.LookUpLapsed(ctx)
 	c.watchEveryKind(ctx)
-	watched, err := c.observer.Watch(nhc)
+	watched, err := c.observer.Watch(ctx, nhc)
 	if err != nil {
 		return remediation.Observation{}, fmt.Errorf("watching remediation kinds: %w", err)
 	}
@@ -124,7 +124,7 @@ func (c *Controller) observe(ctx context.Context, nhc *v1alpha1.NodeHealthCheck)
 // control-plane remediation starts (remediation.Observer.WatchAll), and no
 // lease of a deleted NodeHealthCheck is released (WatchLeft).
 func (c *Controller) watchEveryKind(ctx context.Context) {
-	if err := c.observer.WatchAll(c.readableNHCs); err != nil {
+	if err := c.observer.WatchAll(ctx, c.readableNHCs); err != nil {
 		klog.FromContext(ctx).V(2).Info(logCannotWatchEveryKind, "err", err)
 	}
 }

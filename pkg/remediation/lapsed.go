@@ -55,7 +55,7 @@ func (w *Writer) unseen(ctx context.Context, gvr schema.GroupVersionResource, na
 	switch {
 	case apierrors.IsNotFound(err), err == nil && owner != "" && !slices.Contains(resource.OwnerNames(obj), owner):
 		return false
-	case apierrors.IsForbidden(err) && !w.templates.served(gvr):
+	case apierrors.IsForbidden(err) && !w.templates.served(ctx, gvr):
 		// Uninstalled with its role: its resources went with its CRD,
 		// and counting them unseen would hold their nodes, or the
 		// control-plane slot, for good.
@@ -73,9 +73,9 @@ func (w *Writer) unseen(ctx context.Context, gvr schema.GroupVersionResource, na
 // every 10 s while there are such kinds): a CRD's resources are deleted
 // with it. An uninstalled kind whose role went too answers 403, not 404,
 // and would otherwise hold its nodes for good.
-func (o *Observer) forgetUnserved() {
+func (o *Observer) forgetUnserved(ctx context.Context) {
 	for _, gvr := range o.informers.Remembering() {
-		if !o.templates.served(gvr) {
+		if !o.templates.served(ctx, gvr) {
 			o.inFlight.forgetKind(gvr)
 			o.informers.ForgetUnserved(gvr)
 		}

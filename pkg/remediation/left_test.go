@@ -44,7 +44,7 @@ func TestWatchLeftTellsWhatHoldsADeletedNodeHealthChecksNodes(t *testing.T) {
 	left, err := o.WatchLeft("gone")
 	require.NoError(t, err)
 	assert.False(t, left.Known, "the kinds of every NodeHealthCheck not looked at yet (WatchAll)")
-	require.NoError(t, o.WatchAll(func() ([]*v1alpha1.NodeHealthCheck, error) { return nil, nil }))
+	require.NoError(t, o.WatchAll(context.Background(), func() ([]*v1alpha1.NodeHealthCheck, error) { return nil, nil }))
 	require.NoError(t, ledger.book(createKey("gone", testGVR, "remediators", "worker-3", "reboot"), "worker-3", true, false, func() string { return "" }))
 
 	left, err = o.WatchLeft("gone")

@@ -1,6 +1,7 @@
 package remediation
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,7 +16,7 @@ import (
 // groupsLister lists the resources of every group version the API serves
 // (served.Kinds).
 type groupsLister interface {
-	GroupsAndResources() ([]*metav1.APIResourceList, error)
+	GroupsAndResources(ctx context.Context) ([]*metav1.APIResourceList, error)
 }
 
 // Remediation resources that outlived their NodeHealthCheck, looked for
@@ -38,16 +39,16 @@ const logLookedForLeftovers = "Looking for remediation resources that outlived t
 // serves. A group whose discovery failed is left out, as is a kind the
 // controller may not list (its informer stops at once): neither can be
 // known. An error (discovery failed altogether) is worth a retry.
-func (o *Observer) lookForLeftovers() error {
+func (o *Observer) lookForLeftovers(ctx context.Context) error {
 	if o.discovery == nil {
 		return nil
 	}
-	lists, err := o.discovery.GroupsAndResources()
+	lists, err := o.discovery.GroupsAndResources(ctx)
 	if err != nil && !served.IsGroupFailed(err) {
 		return fmt.Errorf("discovering remediation kinds: %w", err)
 	}
 	kinds := remediationKinds(lists)
-	klog.FromContext(o.informers.Context()).V(2).Info(logLookedForLeftovers, "resources", kindList(kinds), "discoveryErr", err)
+	klog.FromContext(ctx).V(2).Info(logLookedForLeftovers, "resources", kindList(kinds), "discoveryErr", err)
 	o.informers.Look(kinds)
 	return nil
 }

@@ -86,7 +86,7 @@ func TestARemediationThatOutlivedItsNodeHealthCheckIsSeenAfterAStart(t *testing.
 			m, _ := newRooms(informers, newTemplateResolver(resettable{meta.NewDefaultRESTMapper(nil)}, informers, clock), clock, client, kubefake.NewClientset().CoreV1().Nodes())
 			m.discovery = served
 
-			require.NoError(t, m.WatchAll(func() ([]*v1alpha1.NodeHealthCheck, error) { return nil, nil }))
+			require.NoError(t, m.WatchAll(context.Background(), func() ([]*v1alpha1.NodeHealthCheck, error) { return nil, nil }))
 			obs, err := m.Read(testNHC, Watched{}, nil)
 			require.NoError(t, err)
 			if !informers.State(testGVR).Synced {
@@ -112,4 +112,6 @@ func TestARemediationThatOutlivedItsNodeHealthCheckIsSeenAfterAStart(t *testing.
 // fixedGroups serves the same group versions' resources every time.
 type fixedGroups []*metav1.APIResourceList
 
-func (f fixedGroups) GroupsAndResources() ([]*metav1.APIResourceList, error) { return f, nil }
+func (f fixedGroups) GroupsAndResources(context.Context) ([]*metav1.APIResourceList, error) {
+	return f, nil
+}

@@ -30,7 +30,7 @@ func ReadTemplates(ctx context.Context, mapper meta.RESTMapper, client dynamic.I
 	}
 	var objs []*unstructured.Unstructured
 	for _, ref := range refs {
-		tmpl, p, err := resolver.resolve(ref)
+		tmpl, p, err := resolver.resolve(ctx, ref)
 		if err != nil {
 			unreadable = append(unreadable, err)
 			continue

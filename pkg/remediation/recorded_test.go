@@ -124,7 +124,7 @@ func TestAKindUninstalledWithItsRoleNoLongerDisables(t *testing.T) {
 	nhc.Status.UnhealthyNodes = []*v1alpha1.UnhealthyNode{{Name: "cp-1", Remediations: []*v1alpha1.Remediation{
 		{Resource: corev1.ObjectReference{APIVersion: otherGVR.GroupVersion().String(), Kind: otherGVK.Kind, Namespace: "remediators", Name: "cp-1"}}}}}
 	read := func() Observation {
-		w, err := m.Watch(nhc)
+		w, err := m.Watch(context.Background(), nhc)
 		require.NoError(t, err)
 		obs, err := m.Read(nhc, w, nil)
 		require.NoError(t, err)
@@ -181,7 +181,7 @@ func TestAForbiddenKindUninstalledFreesItsNodes(t *testing.T) {
 
 	mapper.uninstalled = []schema.GroupVersionKind{testGVR.GroupVersion().WithKind("TestRemediation")}
 	clock.Step(mapperResetInterval)
-	_, err = m.Watch(other)
+	_, err = m.Watch(context.Background(), other)
 	require.NoError(t, err)
 	obs, err = m.Read(other, Watched{}, nil)
 	require.NoError(t, err)

@@ -1,6 +1,7 @@
 package remediation
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -93,12 +94,12 @@ type Template struct {
 // resolve maps a template reference to the resources of the template kind
 // and of its remediation kind. A problem disables the NodeHealthCheck; an
 // error (discovery failed) is worth a retry.
-func (t *templateResolver) resolve(ref corev1.ObjectReference) (Template, *health.Problem, error) {
+func (t *templateResolver) resolve(ctx context.Context, ref corev1.ObjectReference) (Template, *health.Problem, error) {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
 		return Template{}, templateInvalid(ref, fmt.Sprintf("its apiVersion %q is malformed", ref.APIVersion)), nil
 	}
-	templateMapping, err := t.mapping(gv.WithKind(ref.Kind))
+	templateMapping, err := t.mapping(ctx, gv.WithKind(ref.Kind))
 	if meta.IsNoMatchError(err) {
 		return Template{}, notFound(fmt.Sprintf(messageKindNotServed, ref.Kind, ref.APIVersion, ref.Kind, gv.Version)), nil
 	}
@@ -106,7 +107,7 @@ func (t *templateResolver) resolve(ref corev1.ObjectReference) (Template, *healt
 		return Template{}, nil, fmt.Errorf("mapping %s %s: %w", ref.APIVersion, ref.Kind, err)
 	}
 	remediationKind := health.RemediationKind(ref.Kind)
-	remediationMapping, err := t.mapping(gv.WithKind(remediationKind))
+	remediationMapping, err := t.mapping(ctx, gv.WithKind(remediationKind))
 	if meta.IsNoMatchError(err) {
 		return Template{}, notFound(fmt.Sprintf(messageRemediationKindNotServed, remediationKind, ref.APIVersion, ref.Kind, remediationKind, gv.Version)), nil
 	}
@@ -129,13 +130,35 @@ func (t *templateResolver) resolve(ref corev1.ObjectReference) (Template, *healt
 
 // mapping maps a kind to its resource; an unknown kind rediscovers the API
 // once, throttled, so that a CRD installed after the NodeHealthCheck is found.
-func (t *templateResolver) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
-	m, err := t.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+func (t *templateResolver) mapping(ctx context.Context, gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	m, err := t.restMapping(ctx, gvk)
 	if meta.IsNoMatchError(err) && t.mayReset() {
 		t.mapper.Reset()
-		m, err = t.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		m, err = t.restMapping(ctx, gvk)
 	}
 	return m, err
+}
+
+// contextMapper is a KindMapper whose reads a context bounds
+// (served.Kinds); a mapper that is not reads nothing, or bounds its reads
+// itself.
+type contextMapper interface {
+	MappingContext(ctx context.Context, gk schema.GroupKind, version string) (*meta.RESTMapping, error)
+	KindForContext(ctx context.Context, gvr schema.GroupVersionResource) (schema.GroupVersionKind, error)
+}
+
+func (t *templateResolver) restMapping(ctx context.Context, gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	if m, ok := t.mapper.(contextMapper); ok {
+		return m.MappingContext(ctx, gvk.GroupKind(), gvk.Version)
+	}
+	return t.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+}
+
+func (t *templateResolver) kindFor(ctx context.Context, gvr schema.GroupVersionResource) (schema.GroupVersionKind, error) {
+	if m, ok := t.mapper.(contextMapper); ok {
+		return m.KindForContext(ctx, gvr)
+	}
+	return t.mapper.KindFor(gvr)
 }
 
 // rediscover makes the next mapping read the API again, throttled: a kind
@@ -147,8 +170,8 @@ func (t *templateResolver) rediscover() {
 }
 
 // resourceOf maps a kind to its resource, as the mapper knows it now.
-func (t *templateResolver) resourceOf(gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
-	m, err := t.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+func (t *templateResolver) resourceOf(ctx context.Context, gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
+	m, err := t.restMapping(ctx, gvk)
 	if err != nil {
 		return schema.GroupVersionResource{}, err
 	}
@@ -179,19 +202,19 @@ func (t *templateResolver) knownResourceOf(gvk schema.GroupVersionKind) (gvr sch
 }
 
 // kindOf maps a resource to its kind, as the mapper knows it now.
-func (t *templateResolver) kindOf(gvr schema.GroupVersionResource) (schema.GroupVersionKind, error) {
-	return t.mapper.KindFor(gvr)
+func (t *templateResolver) kindOf(ctx context.Context, gvr schema.GroupVersionResource) (schema.GroupVersionKind, error) {
+	return t.kindFor(ctx, gvr)
 }
 
 // served tells whether the API still serves a kind, looking it up again
 // (at most every 10 s) first; an answer other than "no such kind" counts
 // as served. Without a resolver, every kind counts as served.
-func (t *templateResolver) served(gvr schema.GroupVersionResource) bool {
+func (t *templateResolver) served(ctx context.Context, gvr schema.GroupVersionResource) bool {
 	if t == nil {
 		return true
 	}
 	t.rediscover()
-	_, err := t.mapper.KindFor(gvr)
+	_, err := t.kindFor(ctx, gvr)
 	return !meta.IsNoMatchError(err)
 }
 

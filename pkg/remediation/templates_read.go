@@ -47,19 +47,19 @@ type templateRead struct {
 // get reads a template from its informer's cache, or with GET while its
 // kind may not be listed or watched, and checks it. An error (a GET failed)
 // is worth a retry.
-func (t *templateResolver) get(tmpl Template) (templateRead, error) {
+func (t *templateResolver) get(ctx context.Context, tmpl Template) (templateRead, error) {
 	state := t.informers.State(tmpl.Resource)
 	switch {
 	case state.Synced:
 		obj := t.informers.Get(tmpl.Resource, tmpl.Namespace, tmpl.Ref.Name)
 		if obj != nil {
 			if kept, _ := kinds.KeptTemplate(obj); kept == kinds.TemplateNotKept {
-				return t.fetchVersion(tmpl, obj.GetResourceVersion())
+				return t.fetchVersion(ctx, tmpl, obj.GetResourceVersion())
 			}
 		}
 		return checked(tmpl, obj, 0), nil
 	case apierrors.IsForbidden(state.Err):
-		return t.fetch(tmpl)
+		return t.fetch(ctx, tmpl)
 	case state.Err != nil:
 		return templateRead{problem: notFound(fmt.Sprintf(messageTemplatesUnwatchable, tmpl.Resource.GroupResource(), state.Err))}, nil
 	}
@@ -77,9 +77,9 @@ func checked(tmpl Template, obj *unstructured.Unstructured, refreshAfter time.Du
 
 // fetch reads a template with GET, at most once per getCacheTime, for a
 // kind that may not be watched: no event tells of its changes.
-func (t *templateResolver) fetch(tmpl Template) (templateRead, error) {
+func (t *templateResolver) fetch(ctx context.Context, tmpl Template) (templateRead, error) {
 	now := t.clock.Now()
-	return t.fetchUnless(tmpl, func(f fetchedTemplate) (time.Duration, bool) {
+	return t.fetchUnless(ctx, tmpl, func(f fetchedTemplate) (time.Duration, bool) {
 		left := f.read.Add(getCacheTime).Sub(now)
 		return left, left > 0
 	})
@@ -88,8 +88,8 @@ func (t *templateResolver) fetch(tmpl Template) (templateRead, error) {
 // fetchVersion reads with GET a template whose cache keeps its metadata
 // alone, once for each version the cache shows: a template is read whole
 // when it changed, not at every sync.
-func (t *templateResolver) fetchVersion(tmpl Template, version string) (templateRead, error) {
-	return t.fetchUnless(tmpl, func(f fetchedTemplate) (time.Duration, bool) {
+func (t *templateResolver) fetchVersion(ctx context.Context, tmpl Template, version string) (templateRead, error) {
+	return t.fetchUnless(ctx, tmpl, func(f fetchedTemplate) (time.Duration, bool) {
 		return 0, f.obj != nil && f.obj.GetResourceVersion() == version
 	})
 }
@@ -98,7 +98,7 @@ func (t *templateResolver) fetchVersion(tmpl Template, version string) (template
 // current (with how soon it is read again). A template that may not be
 // read at all disables its NodeHealthChecks, with what to grant; that is
 // not cached, so a grant is used at the next sync.
-func (t *templateResolver) fetchUnless(tmpl Template, current func(fetchedTemplate) (refreshAfter time.Duration, ok bool)) (templateRead, error) {
+func (t *templateResolver) fetchUnless(ctx context.Context, tmpl Template, current func(fetchedTemplate) (refreshAfter time.Duration, ok bool)) (templateRead, error) {
 	id := templateID{resource: tmpl.Resource, namespace: tmpl.Namespace, name: tmpl.Ref.Name}
 	t.mu.Lock()
 	f, cached := t.fetched[id]
@@ -108,7 +108,7 @@ func (t *templateResolver) fetchUnless(tmpl Template, current func(fetchedTempla
 			return checked(tmpl, f.obj, refreshAfter), nil
 		}
 	}
-	ctx, cancel := context.WithTimeout(t.informers.Context(), getTimeout)
+	ctx, cancel := context.WithTimeout(ctx, getTimeout)
 	defer cancel()
 	obj, err := getTemplate(ctx, t.informers.Client(), tmpl)
 	if apierrors.IsForbidden(err) {

@@ -68,7 +68,7 @@ func newRBACFixture(t *testing.T, listForbidden, getForbidden bool, objects ...r
 
 func (f *rbacFixture) read(t *testing.T) Observation {
 	t.Helper()
-	w, err := f.observer.Watch(f.nhc)
+	w, err := f.observer.Watch(context.Background(), f.nhc)
 	require.NoError(t, err)
 	obs, err := f.observer.Read(f.nhc, w, nil)
 	require.NoError(t, err)

@@ -1,6 +1,7 @@
 package remediation
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -42,12 +43,12 @@ type Watched struct {
 // a kind may have left it. What Read needs from the API server is fetched
 // here, so that Read sends no request. An error (discovery or a GET failed)
 // is worth a retry.
-func (o *Observer) Watch(nhc *v1alpha1.NodeHealthCheck) (Watched, error) {
-	w, err := o.watch(nhc)
+func (o *Observer) Watch(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (Watched, error) {
+	w, err := o.watch(ctx, nhc)
 	if err != nil {
 		return w, err
 	}
-	o.forgetUnserved()
+	o.forgetUnserved(ctx)
 	for _, gvr := range w.resources {
 		if state := o.informers.State(gvr); !state.Synced && (apierrors.IsForbidden(state.Err) || apierrors.IsNotFound(state.Err)) {
 			// A kind uninstalled together with its role answers 403 too:
@@ -57,7 +58,7 @@ func (o *Observer) Watch(nhc *v1alpha1.NodeHealthCheck) (Watched, error) {
 		}
 	}
 	for _, tmpl := range w.templates {
-		read, err := o.templates.get(tmpl)
+		read, err := o.templates.get(ctx, tmpl)
 		if err != nil {
 			return w, err
 		}
@@ -67,11 +68,11 @@ func (o *Observer) Watch(nhc *v1alpha1.NodeHealthCheck) (Watched, error) {
 }
 
 // watch keeps a NodeHealthCheck's kinds watched, and says which they are.
-func (o *Observer) watch(nhc *v1alpha1.NodeHealthCheck) (Watched, error) {
+func (o *Observer) watch(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (Watched, error) {
 	w := Watched{resources: map[schema.GroupVersionKind]schema.GroupVersionResource{}}
 	var used kinds.Kinds
 	for _, ref := range nhc.Spec.TemplateRefs() {
-		tmpl, problem, err := o.templates.resolve(ref)
+		tmpl, problem, err := o.templates.resolve(ctx, ref)
 		if err != nil {
 			return w, err
 		}
@@ -97,7 +98,7 @@ func (o *Observer) watch(nhc *v1alpha1.NodeHealthCheck) (Watched, error) {
 		if _, known := w.resources[gvk]; known {
 			return
 		}
-		if gvr, err := o.templates.resourceOf(gvk); err == nil {
+		if gvr, err := o.templates.resourceOf(ctx, gvk); err == nil {
 			w.resources[gvk] = gvr
 		}
 	})
@@ -105,7 +106,7 @@ func (o *Observer) watch(nhc *v1alpha1.NodeHealthCheck) (Watched, error) {
 	// if the spec dropped its template meanwhile: unwatched, its kind would
 	// never show it, and the status would never list it.
 	for _, gvr := range o.inFlight.pendingResources(nhc.Name) {
-		if gvk, err := o.templates.kindOf(gvr); err == nil {
+		if gvk, err := o.templates.kindOf(ctx, gvr); err == nil {
 			if _, known := w.resources[gvk]; !known {
 				w.resources[gvk] = gvr
 			}
@@ -126,7 +127,7 @@ func (o *Observer) watch(nhc *v1alpha1.NodeHealthCheck) (Watched, error) {
 // it does nothing, and the control-plane nodes under remediation are known
 // once the informers synced; each NodeHealthCheck's own syncs keep its
 // kinds watched.
-func (o *Observer) WatchAll(list func() ([]*v1alpha1.NodeHealthCheck, error)) error {
+func (o *Observer) WatchAll(ctx context.Context, list func() ([]*v1alpha1.NodeHealthCheck, error)) error {
 	if o.everyKindWatched.Load() {
 		return nil
 	}
@@ -136,14 +137,14 @@ func (o *Observer) WatchAll(list func() ([]*v1alpha1.NodeHealthCheck, error)) er
 	}
 	var errs []error
 	for _, nhc := range nhcs {
-		if _, err := o.watch(nhc); err != nil {
+		if _, err := o.watch(ctx, nhc); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	if err := o.lookForLeftovers(); err != nil {
+	if err := o.lookForLeftovers(ctx); err != nil {
 		return err
 	}
 	o.everyKindWatched.Store(true)

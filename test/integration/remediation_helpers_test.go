@@ -286,8 +286,8 @@ func (env *remediationEnv) read(t *testing.T, name string) remediation.Observati
 // NodeHealthCheck's kinds, and looks for remediations that outlived theirs.
 func (env *remediationEnv) readOnce(t *testing.T, nhc *v1alpha1.NodeHealthCheck) remediation.Observation {
 	t.Helper()
-	require.NoError(t, env.observer.WatchAll(func() ([]*v1alpha1.NodeHealthCheck, error) { return env.nhcLister.List(labels.Everything()) }))
-	watched, err := env.observer.Watch(nhc)
+	require.NoError(t, env.observer.WatchAll(env.ctx, func() ([]*v1alpha1.NodeHealthCheck, error) { return env.nhcLister.List(labels.Everything()) }))
+	watched, err := env.observer.Watch(env.ctx, nhc)
 	require.NoError(t, err)
 	obs, err := env.observer.Read(nhc, watched, nil)
 	require.NoError(t, err)

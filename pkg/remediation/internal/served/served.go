@@ -28,8 +28,8 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// readTimeout bounds one discovery read: the mapper's callers carry no
-// context.
+// readTimeout bounds one discovery read of a caller that carries no
+// context (RESTMapping, KindFor: meta.RESTMapper's methods).
 const readTimeout = 30 * time.Second
 
 // Getter sends GET requests to absolute paths: a rest.Interface.
@@ -86,8 +86,15 @@ func (k *Kinds) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.REST
 	if len(versions) != 1 {
 		return nil, fmt.Errorf("mapping %s needs exactly one version, not %d", gk, len(versions))
 	}
-	gv := schema.GroupVersion{Group: gk.Group, Version: versions[0]}
-	resources, err := k.resources(gv)
+	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+	defer cancel()
+	return k.MappingContext(ctx, gk, versions[0])
+}
+
+// MappingContext is RESTMapping of one version, its read bounded by ctx.
+func (k *Kinds) MappingContext(ctx context.Context, gk schema.GroupKind, version string) (*meta.RESTMapping, error) {
+	gv := schema.GroupVersion{Group: gk.Group, Version: version}
+	resources, err := k.resources(ctx, gv)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +133,14 @@ func mappingIn(gv schema.GroupVersion, gk schema.GroupKind, resources []metav1.A
 // KindFor maps a resource of one version to its kind. A resource the API
 // server does not serve is a meta.NoResourceMatchError.
 func (k *Kinds) KindFor(gvr schema.GroupVersionResource) (schema.GroupVersionKind, error) {
-	resources, err := k.resources(gvr.GroupVersion())
+	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+	defer cancel()
+	return k.KindForContext(ctx, gvr)
+}
+
+// KindForContext is KindFor, its read bounded by ctx.
+func (k *Kinds) KindForContext(ctx context.Context, gvr schema.GroupVersionResource) (schema.GroupVersionKind, error) {
+	resources, err := k.resources(ctx, gvr.GroupVersion())
 	if err != nil {
 		return schema.GroupVersionKind{}, err
 	}
@@ -139,14 +153,14 @@ func (k *Kinds) KindFor(gvr schema.GroupVersionResource) (schema.GroupVersionKin
 }
 
 // resources returns what a group version serves, reading it once.
-func (k *Kinds) resources(gv schema.GroupVersion) ([]metav1.APIResource, error) {
+func (k *Kinds) resources(ctx context.Context, gv schema.GroupVersion) ([]metav1.APIResource, error) {
 	k.mu.Lock()
 	resources, ok := k.read[gv]
 	k.mu.Unlock()
 	if ok {
 		return resources, nil
 	}
-	list, err := k.readGroupVersion(gv)
+	list, err := k.readGroupVersion(ctx, gv)
 	if err != nil {
 		return nil, err
 	}
@@ -161,13 +175,13 @@ func (k *Kinds) resources(gv schema.GroupVersion) ([]metav1.APIResource, error) 
 
 // readGroupVersion reads a group version's discovery document; nil when it
 // is not served.
-func (k *Kinds) readGroupVersion(gv schema.GroupVersion) (*metav1.APIResourceList, error) {
+func (k *Kinds) readGroupVersion(ctx context.Context, gv schema.GroupVersion) (*metav1.APIResourceList, error) {
 	path := "/apis/" + gv.Group + "/" + gv.Version
 	if gv.Group == "" {
 		path = "/api/" + gv.Version
 	}
 	var list metav1.APIResourceList
-	err := k.get(path, &list)
+	err := k.get(ctx, path, &list)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -177,9 +191,7 @@ func (k *Kinds) readGroupVersion(gv schema.GroupVersion) (*metav1.APIResourceLis
 	return &list, nil
 }
 
-func (k *Kinds) get(path string, into any) error {
-	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
-	defer cancel()
+func (k *Kinds) get(ctx context.Context, path string, into any) error {
 	body, err := k.client.Get().AbsPath(path).SetHeader("Accept", "application/json").DoRaw(ctx)
 	if err != nil {
 		return err
@@ -205,9 +217,9 @@ func (e *GroupFailedError) Error() string {
 // group (the core group aside, which serves no remediation kind). A group
 // version that cannot be read is left out, and named in a
 // *GroupFailedError; any other error means nothing could be read.
-func (k *Kinds) GroupsAndResources() ([]*metav1.APIResourceList, error) {
+func (k *Kinds) GroupsAndResources(ctx context.Context) ([]*metav1.APIResourceList, error) {
 	var groups metav1.APIGroupList
-	if err := k.get("/apis", &groups); err != nil {
+	if err := k.get(ctx, "/apis", &groups); err != nil {
 		return nil, fmt.Errorf("reading the API groups: %w", err)
 	}
 	var lists []*metav1.APIResourceList
@@ -215,7 +227,7 @@ func (k *Kinds) GroupsAndResources() ([]*metav1.APIResourceList, error) {
 	for _, g := range groups.Groups {
 		for _, v := range g.Versions {
 			gv := schema.GroupVersion{Group: g.Name, Version: v.Version}
-			list, err := k.readGroupVersion(gv)
+			list, err := k.readGroupVersion(ctx, gv)
 			switch {
 			case err != nil:
 				failed[gv] = err

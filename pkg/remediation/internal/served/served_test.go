@@ -1,6 +1,7 @@
 package served
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -91,7 +92,7 @@ func TestKindsMapTemplateKindsAndNoticeChangesAfterAReset(t *testing.T) {
 func TestGroupsAndResourcesLeaveOutTheGroupsThatFail(t *testing.T) {
 	snr := []metav1.APIResource{{Name: "selfnoderemediations", Kind: "SelfNodeRemediation", Namespaced: true}}
 	var reads atomic.Int32
-	lists, err := apiServer(t, &snr, &reads).GroupsAndResources()
+	lists, err := apiServer(t, &snr, &reads).GroupsAndResources(context.Background())
 	require.Error(t, err)
 	assert.True(t, IsGroupFailed(err), "%v", err)
 	require.Len(t, lists, 1)
@@ -125,4 +126,19 @@ func TestCachedMappingNeverReads(t *testing.T) {
 	_, known, _ = kinds.CachedMapping(gk, "v1alpha1")
 	assert.False(t, known, "forgotten by the reset, and not read again")
 	assert.EqualValues(t, 1, reads.Load())
+}
+
+// A sync's context bounds its discovery reads: an API server that does not
+// answer holds the sync no longer than its deadline.
+func TestAReadEndsWithItsContext(t *testing.T) {
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	t.Cleanup(server.Close)
+	kinds, err := NewForConfig(&rest.Config{Host: server.URL})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = kinds.MappingContext(ctx, schema.GroupKind{Group: "snr.medik8s.io", Kind: "SelfNodeRemediation"}, "v1alpha1")
+	assert.ErrorIs(t, err, context.Canceled)
+	_, err = kinds.GroupsAndResources(ctx)
+	assert.ErrorIs(t, err, context.Canceled)
 }
