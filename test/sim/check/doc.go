@@ -29,11 +29,12 @@
 //     from the nodes' health and the spec, never from the status;
 //   - templates.go: nothing created while a referenced template is
 //     missing;
-//   - liveness.go: a first remediation in time, and statuses that show
-//     the cluster; ontime.go: a first remediation at the very instant its
-//     condition's duration passed, when the cluster was quiet;
-//     progress.go: deletions once healthy, leases released, escalations
-//     on time;
+//   - liveness.go: a first remediation in time; ontime.go: a first
+//     remediation at the very instant its condition's duration passed,
+//     when the cluster was quiet; statuses.go: statuses that show the
+//     cluster;
+//   - progress.go: deletions once healthy, leases released;
+//     escalation.go: escalations on time;
 //   - cleanup.go: no deletion before healthyDelay passed (none automatic
 //     when it is negative), and orphans deleted;
 //   - leases.go: a node lease renewed only while a step runs;
