@@ -15,8 +15,9 @@ import (
 // The rules of the spec that a create or a delete may break, read from the
 // objects at the API server around the request (the create's own rules:
 // invariants.go): no new remediation while its NodeHealthCheck is paused,
-// for an excluded node, beyond the budget, or during storm recovery; no
-// remediation deleted while its node is still unhealthy.
+// for an excluded node, beyond the budget, during storm recovery, or while
+// a template it references is missing; no remediation deleted while its
+// node is still unhealthy (healthyDelay and orphans: cleanup.go).
 
 // The invariants of this file, by name, each with the section of the
 // spec it checks.
