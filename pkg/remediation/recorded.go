@@ -3,7 +3,6 @@ package remediation
 import (
 	"slices"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
@@ -93,19 +92,8 @@ func eachRecorded(nhc *v1alpha1.NodeHealthCheck, visit func(node string, rem *v1
 }
 
 // readable tells whether a kind's resources can be known: its informer
-// synced. One no longer served has no resources left. Read sends no
-// request: a kind whose group version the mapper has not read since its
-// last reset counts as unreadable, its nodes busy, until a Watch maps it
-// again (the next sync of the NodeHealthCheck that uses or recorded it).
+// synced. One no longer served has no resources left.
 func (o *Observer) readable(gvk schema.GroupVersionKind) bool {
-	gvr, known, err := o.templates.knownResourceOf(gvk)
-	switch {
-	case !known:
-		return false
-	case meta.IsNoMatchError(err):
-		return true
-	case err != nil:
-		return false
-	}
-	return o.informers.State(gvr).Synced
+	gvr, err := o.templates.resourceNow(gvk)
+	return err != nil || o.informers.State(gvr).Synced
 }

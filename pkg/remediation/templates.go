@@ -178,27 +178,14 @@ func (t *templateResolver) resourceOf(ctx context.Context, gvk schema.GroupVersi
 	return m.Resource, nil
 }
 
-// cachedMapper is a KindMapper that can answer from what it read alone
-// (served.Kinds); a mapper that is not reads nothing anyway.
-type cachedMapper interface {
-	CachedMapping(gk schema.GroupKind, version string) (m *meta.RESTMapping, known bool, err error)
-}
-
-// knownResourceOf maps a kind to its resource from what the mapper read
-// alone, sending no request: known is false when the mapper has not read
-// the kind's group version since its last reset.
-func (t *templateResolver) knownResourceOf(gvk schema.GroupVersionKind) (gvr schema.GroupVersionResource, known bool, err error) {
-	var m *meta.RESTMapping
-	if cached, ok := t.mapper.(cachedMapper); ok {
-		m, known, err = cached.CachedMapping(gvk.GroupKind(), gvk.Version)
-	} else {
-		m, err = t.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		known = true
+// resourceNow maps a kind to its resource as the mapper knows it, reading
+// a group version again only after a reset, within the mapper's own bound.
+func (t *templateResolver) resourceNow(gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
+	m, err := t.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return schema.GroupVersionResource{}, err
 	}
-	if !known || err != nil {
-		return gvr, known, err
-	}
-	return m.Resource, true, nil
+	return m.Resource, nil
 }
 
 // kindOf maps a resource to its kind, as the mapper knows it now.

@@ -101,21 +101,6 @@ func (k *Kinds) MappingContext(ctx context.Context, gk schema.GroupKind, version
 	return mappingIn(gv, gk, resources)
 }
 
-// CachedMapping maps a kind from what was read alone, and never reads:
-// known is false when its group version was not read since the last
-// Reset.
-func (k *Kinds) CachedMapping(gk schema.GroupKind, version string) (m *meta.RESTMapping, known bool, err error) {
-	gv := schema.GroupVersion{Group: gk.Group, Version: version}
-	k.mu.Lock()
-	resources, ok := k.read[gv]
-	k.mu.Unlock()
-	if !ok {
-		return nil, false, nil
-	}
-	m, err = mappingIn(gv, gk, resources)
-	return m, true, err
-}
-
 // mappingIn finds a kind among a group version's resources.
 func mappingIn(gv schema.GroupVersion, gk schema.GroupKind, resources []metav1.APIResource) (*meta.RESTMapping, error) {
 	for _, r := range resources {

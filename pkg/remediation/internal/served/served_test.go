@@ -99,35 +99,6 @@ func TestGroupsAndResourcesLeaveOutTheGroupsThatFail(t *testing.T) {
 	assert.Equal(t, "snr.medik8s.io/v1alpha1", lists[0].GroupVersion)
 }
 
-// What Read asks of the mapper sends no request: a group version not read
-// since the last reset is unknown, not read.
-func TestCachedMappingNeverReads(t *testing.T) {
-	snr := []metav1.APIResource{{Name: "selfnoderemediations", Kind: "SelfNodeRemediation", Namespaced: true}}
-	var reads atomic.Int32
-	kinds := apiServer(t, &snr, &reads)
-	gk := schema.GroupKind{Group: "snr.medik8s.io", Kind: "SelfNodeRemediation"}
-
-	_, known, err := kinds.CachedMapping(gk, "v1alpha1")
-	assert.False(t, known)
-	assert.NoError(t, err)
-	assert.Zero(t, reads.Load(), "nothing read")
-
-	_, err = kinds.RESTMapping(gk, "v1alpha1")
-	require.NoError(t, err)
-	m, known, err := kinds.CachedMapping(gk, "v1alpha1")
-	require.True(t, known)
-	require.NoError(t, err)
-	assert.Equal(t, "selfnoderemediations", m.Resource.Resource)
-	_, known, err = kinds.CachedMapping(schema.GroupKind{Group: "snr.medik8s.io", Kind: "Other"}, "v1alpha1")
-	assert.True(t, known)
-	assert.True(t, meta.IsNoMatchError(err), "a kind its group version does not serve: %v", err)
-
-	kinds.Reset()
-	_, known, _ = kinds.CachedMapping(gk, "v1alpha1")
-	assert.False(t, known, "forgotten by the reset, and not read again")
-	assert.EqualValues(t, 1, reads.Load())
-}
-
 // A sync's context bounds its discovery reads: an API server that does not
 // answer holds the sync no longer than its deadline.
 func TestAReadEndsWithItsContext(t *testing.T) {
