@@ -3,6 +3,8 @@ package remediation
 import (
 	"slices"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
@@ -92,8 +94,14 @@ func eachRecorded(nhc *v1alpha1.NodeHealthCheck, visit func(node string, rem *v1
 }
 
 // readable tells whether a kind's resources can be known: its informer
-// synced. One no longer served has no resources left.
+// synced. One no longer served has no resources left: the mapper says so,
+// or, before its next reset, the kind's list answered 404 (its resources
+// went with its CRD, as kinds.Informers holds too).
 func (o *Observer) readable(gvk schema.GroupVersionKind) bool {
 	gvr, err := o.templates.resourceNow(gvk)
-	return err != nil || o.informers.State(gvr).Synced
+	if err != nil {
+		return true
+	}
+	state := o.informers.State(gvr)
+	return state.Synced || apierrors.IsNotFound(state.Err)
 }
