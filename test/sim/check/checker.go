@@ -93,6 +93,9 @@ type Checker struct {
 	// unrest are the spans when one was (order.go).
 	calmSince time.Time
 	unrest    []span
+	// blind are the spans the controller's watches were not current
+	// (watchLag): one that ended waits out its back-off.
+	blind []span
 	// unreadable are, by kind, the spans it could not be read (order.go).
 	unreadable map[cluster.Kind][]span
 	// steps are when the history's steps were played lately (ontime.go).

@@ -46,7 +46,7 @@ const (
 // in calm, its NodeHealthCheck's kinds readable.
 func (c *Checker) healthyDelayRules(call *apiserver.Call, resp *http.Response) {
 	t := call.Arrived
-	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted || !c.calmThrough(t.Add(-pictureLag)) {
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted || !c.freshThrough(t.Add(-pictureLag)) {
 		return
 	}
 	life := c.deletedLife(call)
@@ -193,7 +193,7 @@ func (c *Checker) lastSeenUnhealthy(nhc *v1alpha1.NodeHealthCheck, life *resourc
 	spanFrom, healthyFrom := life.created.Add(-pictureLag), time.Time{}
 	ill, due := true, false
 	end := func(at time.Time) {
-		if at.Sub(spanFrom) >= pictureLag && c.calmOver(spanFrom, spanFrom.Add(pictureLag)) && c.readableOver(kinds, spanFrom, spanFrom.Add(pictureLag)) {
+		if at.Sub(spanFrom) >= pictureLag && c.freshOver(spanFrom, spanFrom.Add(pictureLag)) && c.readableOver(kinds, spanFrom, spanFrom.Add(pictureLag)) {
 			from, to, seen = spanFrom, at, !due
 		}
 	}

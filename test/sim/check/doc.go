@@ -98,6 +98,11 @@
 //     the controller could not act on, it may never have seen, and it goes
 //     on with its steps' clocks. Creation timestamps hold whole
 //     seconds, so a step may come up to a second before its timeout.
+//   - The new rules' safety judgements (storm recovery, healthyDelay,
+//     missing templates, a condition's deadline) also need the watches
+//     current (freshOver, freshThrough): a watch that ended waits out its
+//     back-off, and until it watches again the controller's picture of
+//     its kind is as old as the outage, which calm does not tell.
 //   - Storm recovery is judged from the cluster (storm.go), as the
 //     controller may have seen it at its syncs: a create breaks it only
 //     when its start condition held stormStartLag in calm from a change

@@ -24,6 +24,7 @@ func (c *Checker) Check() {
 	c.trackRuns(all)
 	calm := c.cfg.Calm()
 	c.noteCalm(calm, time.Now())
+	c.blind = noteSpan(c.blind, c.watchLag() < 0, time.Now())
 	c.noteReadable(time.Now())
 	if !calm {
 		// A watch delay ends with nothing delivered when it held nothing

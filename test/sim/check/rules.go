@@ -72,7 +72,7 @@ func (c *Checker) createRules(call *apiserver.Call, obj *unstructured.Unstructur
 			c.fail(InvBudget, "%s created for node %s with %d nodes of NodeHealthCheck %s healthy, fewer than its minimum %d", describe(obj), r.node, healthy, nhc.Name, minHealthy)
 		}
 	}
-	if c.calmThrough(before) {
+	if c.freshThrough(before) {
 		if missing := c.missingTemplate(nhc, t); missing != "" {
 			c.fail(InvTemplateMissing, "%s created for node %s while NodeHealthCheck %s's template %s was missing", describe(obj), r.node, nhc.Name, missing)
 		}
@@ -151,6 +151,20 @@ func (c *Checker) resourceOn(node string, t time.Time, of func(remediationObj) b
 // calmThrough tells whether calm has held since before t.
 func (c *Checker) calmThrough(t time.Time) bool {
 	return c.cfg.Calm() && !c.calmSince.IsZero() && !c.calmSince.After(t)
+}
+
+// freshThrough tells whether calm has held since before t, and the
+// controller's watches have been current (watchLag): a watch that ended
+// and waits out its back-off leaves the controller's picture of its kind
+// as old as the outage.
+func (c *Checker) freshThrough(t time.Time) bool {
+	return c.calmThrough(t) && c.watchLag() >= 0 && !overlaps(c.blind, t, time.Now())
+}
+
+// freshOver tells whether the cluster was calm, and the controller's
+// watches current, from one instant to another.
+func (c *Checker) freshOver(from, to time.Time) bool {
+	return c.calmOver(from, to) && !overlaps(c.blind, from, to)
 }
 
 // deleteRules checks a delete of a remediation resource the controller

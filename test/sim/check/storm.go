@@ -200,14 +200,14 @@ func (c *Checker) stormStarted(nhc *v1alpha1.NodeHealthCheck, points []stormPoin
 			return time.Time{}, false
 		}
 	}
-	return since, c.calmOver(from, since) && c.readableOver(c.kindsRead(nhc), from, since)
+	return since, c.freshOver(from, since) && c.readableOver(c.kindsRead(nhc), from, since)
 }
 
 // stormMayEnd is the first instant at which the controller may have ended
 // a storm running at points[0], and whether one comes before until: the
-// end condition held from a for its cooldown, or may have seemed to (a
-// break shorter than pictureLag, or during unrest, may go unseen), and
-// was seen no later than pictureLag after it broke.
+// end condition held from an instant for its cooldown, or may have seemed
+// to (a break it may not have seen, breakSeen), and was seen no later
+// than pictureLag after it broke.
 func (c *Checker) stormMayEnd(points []stormPoint, until time.Time) (time.Time, bool) {
 	var from, broke time.Time
 	open, merged := false, false
@@ -219,7 +219,7 @@ func (c *Checker) stormMayEnd(points []stormPoint, until time.Time) (time.Time, 
 		switch {
 		case p.ends && !open:
 			open = true
-			if !merged || !p.at.Before(broke.Add(pictureLag)) && c.calmOver(broke, p.at) {
+			if !merged || c.breakSeen(broke, p.at) {
 				from, cooldown = p.at, p.cooldown
 			}
 			cooldown = min(cooldown, p.cooldown)
@@ -235,10 +235,18 @@ func (c *Checker) stormMayEnd(points []stormPoint, until time.Time) (time.Time, 
 			}
 		}
 	}
-	if open {
+	if open || merged && !c.breakSeen(broke, until) {
 		return from.Add(cooldown), true
 	}
 	return time.Time{}, false
+}
+
+// breakSeen tells whether the controller certainly saw the end condition
+// break at an instant, before it held again: the break lasted
+// pictureLag, and the cluster was calm and the watches current meanwhile,
+// so that the sync the change woke saw it.
+func (c *Checker) breakSeen(broke, again time.Time) bool {
+	return !again.Before(broke.Add(pictureLag)) && c.freshOver(broke, broke.Add(pictureLag))
 }
 
 // stormMayHold tells whether storm recovery may hold for a NodeHealthCheck
@@ -291,12 +299,12 @@ func (c *Checker) stormEnded(nhc *v1alpha1.NodeHealthCheck, run []stormPoint, un
 	for _, p := range run {
 		end := p.at.Add(pictureLag + cooldown)
 		if end.After(until) {
-			if c.calmOver(p.at, until) && c.readableOver(kinds, p.at, until) {
+			if c.freshOver(p.at, until) && c.readableOver(kinds, p.at, until) {
 				return end, false
 			}
 			continue
 		}
-		if c.calmOver(p.at, end) && c.readableOver(kinds, p.at, end) {
+		if c.freshOver(p.at, end) && c.readableOver(kinds, p.at, end) {
 			return end, true
 		}
 	}
