@@ -62,7 +62,10 @@ func (c *Checker) healthyDelayRules(call *apiserver.Call, resp *http.Response) {
 		c.fail(InvHealthyDelay, "%s/%s of node %s deleted with NodeHealthCheck %s's healthyDelay %s, and no manual confirmation", call.Namespace, call.Name, life.node, nhc.Name, delay)
 		return
 	}
-	if from, to, seen := c.lastSeenUnhealthy(nhc, life, t, delay); seen && to.After(t.Add(-delay)) {
+	// The controller stamps the recovery's start on the resource in whole
+	// seconds (RFC 3339, as upstream): the delay may end up to
+	// timestampGrain early.
+	if from, to, seen := c.lastSeenUnhealthy(nhc, life, t, delay); seen && to.After(t.Add(timestampGrain-delay)) {
 		c.fail(InvHealthyDelay, "%s/%s of node %s deleted %s after the node was last unhealthy (from %s to %s), before NodeHealthCheck %s's healthyDelay %s passed",
 			call.Namespace, call.Name, life.node, t.Sub(to), from.Format("15:04:05"), to.Format("15:04:05"), nhc.Name, delay)
 	}

@@ -119,7 +119,9 @@
 //     delete, in calm, and that the controller saw unhealthy within
 //     healthyDelay before (a span pictureLag long from the change that
 //     began it, in calm, its kinds readable); a recovery as long as
-//     healthyDelay before made the deletion due, and it stays due.
+//     healthyDelay before made the deletion due, and it stays due. The
+//     controller stamps a recovery's start in whole seconds, so the delay
+//     may end up to a second early.
 //   - A create breaks a missing template only once the template has been
 //     missing for templateLag, its kind readable and served: a template
 //     read with GET is used for 30 s.
