@@ -110,7 +110,9 @@
 //     budget still allows, sent in two batches at most), at least
 //     pictureLag before the create, and nothing since may have ended it:
 //     its end condition held from an instant for its cooldown, breaks
-//     shorter than pictureLag or during unrest counting as unseen. No
+//     shorter than pictureLag or during unrest counting as unseen (the
+//     controller records a cooldown's start in whole seconds, so it may
+//     end up to a second early). No
 //     remediation is owed while it may hold: until its end condition held
 //     in calm from a change that woke the controller for its cooldown and
 //     pictureLag more.

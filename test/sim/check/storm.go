@@ -223,22 +223,33 @@ func (c *Checker) stormMayEnd(points []stormPoint, until time.Time) (time.Time, 
 				from, cooldown = p.at, p.cooldown
 			}
 			cooldown = min(cooldown, p.cooldown)
-			if end := from.Add(cooldown); !end.After(p.at) {
+			if end := cooledAt(from, cooldown); !end.After(p.at) {
 				return end, true
 			}
 		case p.ends:
 			cooldown = min(cooldown, p.cooldown)
 		case open:
 			open, merged, broke = false, true, p.at
-			if end := from.Add(cooldown); !end.After(p.at.Add(pictureLag)) {
+			if end := cooledAt(from, cooldown); !end.After(p.at.Add(pictureLag)) {
 				return end, true
 			}
 		}
 	}
 	if open || merged && !c.breakSeen(broke, until) {
-		return from.Add(cooldown), true
+		return cooledAt(from, cooldown), true
 	}
 	return time.Time{}, false
+}
+
+// cooledAt is the earliest instant at which the controller may end a
+// cooldown that started at from: it records the start in whole seconds
+// (a condition's lastTransitionTime), so it may end up to timestampGrain
+// early.
+func cooledAt(from time.Time, cooldown time.Duration) time.Time {
+	if cooldown <= 0 {
+		return from
+	}
+	return from.Add(cooldown - timestampGrain)
 }
 
 // breakSeen tells whether the controller certainly saw the end condition

@@ -24,14 +24,14 @@ func TestStormMayEnd(t *testing.T) {
 	}{
 		{name: "no end", points: []stormPoint{start(0), neither(10)}, until: 100, want: -1},
 		{name: "a threshold ends at once", points: []stormPoint{start(0), neither(10), end(20, 0)}, until: 100, want: 20},
-		{name: "a cooldown passes", points: []stormPoint{start(0), end(20, 30*time.Second)}, until: 100, want: 50},
-		{name: "a cooldown not yet passed", points: []stormPoint{start(0), end(20, 30*time.Second)}, until: 40, want: 50},
-		{name: "a break seen starts the cooldown again", points: []stormPoint{start(0), end(20, 30*time.Second), neither(30), end(40, 30*time.Second)}, until: 100, want: 70},
-		{name: "a break shorter than pictureLag may go unseen", points: []stormPoint{start(0), end(20, 30*time.Second), neither(30), end(33, 30*time.Second)}, until: 100, want: 50},
-		{name: "a break during unrest may go unseen", points: []stormPoint{start(0), end(20, 30*time.Second), neither(30), end(45, 30*time.Second)}, unrest: []span{{from: at(35), to: at(40)}}, until: 100, want: 50},
-		{name: "a cooldown seen to pass just before the break", points: []stormPoint{start(0), end(20, 30*time.Second), neither(47)}, until: 100, want: 50},
+		{name: "a cooldown passes", points: []stormPoint{start(0), end(20, 30*time.Second)}, until: 100, want: 49},
+		{name: "a cooldown not yet passed", points: []stormPoint{start(0), end(20, 30*time.Second)}, until: 40, want: 49},
+		{name: "a break seen starts the cooldown again", points: []stormPoint{start(0), end(20, 30*time.Second), neither(30), end(40, 30*time.Second)}, until: 100, want: 69},
+		{name: "a break shorter than pictureLag may go unseen", points: []stormPoint{start(0), end(20, 30*time.Second), neither(30), end(33, 30*time.Second)}, until: 100, want: 49},
+		{name: "a break during unrest may go unseen", points: []stormPoint{start(0), end(20, 30*time.Second), neither(30), end(45, 30*time.Second)}, unrest: []span{{from: at(35), to: at(40)}}, until: 100, want: 49},
+		{name: "a cooldown seen to pass just before the break", points: []stormPoint{start(0), end(20, 30*time.Second), neither(47)}, until: 100, want: 49},
 		{name: "a cooldown the break cut short", points: []stormPoint{start(0), end(20, 30*time.Second), neither(40)}, until: 100, want: -1},
-		{name: "the shortest cooldown of an edited spec", points: []stormPoint{start(0), end(20, 2*time.Minute), end(25, 30*time.Second)}, until: 100, want: 50},
+		{name: "the shortest cooldown of an edited spec", points: []stormPoint{start(0), end(20, 2*time.Minute), end(25, 30*time.Second)}, until: 100, want: 49},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := &Checker{unrest: tt.unrest}
