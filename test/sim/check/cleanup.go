@@ -191,12 +191,11 @@ func (c *Checker) confirmedAround(name string, t time.Time) bool {
 // judged: the resource was due for deletion then, and its deletion still
 // is.
 func (c *Checker) lastSeenUnhealthy(nhc *v1alpha1.NodeHealthCheck, life *resourceLife, t time.Time, delay time.Duration) (from, to time.Time, seen bool) {
-	kinds := c.kindsRead(nhc)
 	// The controller saw the node unhealthy when it created the resource.
 	spanFrom, healthyFrom := life.created.Add(-pictureLag), time.Time{}
 	ill, due := true, false
 	end := func(at time.Time) {
-		if at.Sub(spanFrom) >= pictureLag && c.freshOver(spanFrom, spanFrom.Add(pictureLag)) && c.readableOver(kinds, spanFrom, spanFrom.Add(pictureLag)) {
+		if at.Sub(spanFrom) >= pictureLag && c.freshOver(spanFrom, spanFrom.Add(pictureLag)) && c.readableOver(c.kindsReadOver(nhc, spanFrom, spanFrom.Add(pictureLag)), spanFrom, spanFrom.Add(pictureLag)) {
 			from, to, seen = spanFrom, at, !due
 		}
 	}

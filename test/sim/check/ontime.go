@@ -74,6 +74,6 @@ func (c *Checker) quietSince(nhc *v1alpha1.NodeHealthCheck, from, deadline time.
 		calmFrom = lead
 	}
 	return !c.calmSince.IsZero() && !c.calmSince.After(calmFrom) && c.freshOver(calmFrom, deadline) && c.watchLag() >= 0 &&
-		c.readableOver(c.kindsRead(nhc), deadline.Add(-statusBound), deadline) &&
+		c.readableOver(c.kindsReadOver(nhc, deadline.Add(-statusBound), deadline), deadline.Add(-statusBound), deadline) &&
 		!slices.ContainsFunc(c.steps, func(t time.Time) bool { return t.After(from) && !t.After(deadline) })
 }

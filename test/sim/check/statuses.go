@@ -97,6 +97,20 @@ func (c *Checker) kindsRead(nhc *v1alpha1.NodeHealthCheck) []cluster.Kind {
 	return read
 }
 
+// kindsReadOver are the kinds the versions of a NodeHealthCheck (its UID)
+// read from one instant to another, its version now's included: whether
+// it could act then depends on those it read then.
+func (c *Checker) kindsReadOver(nhc *v1alpha1.NodeHealthCheck, from, to time.Time) []cluster.Kind {
+	kinds := c.kindsRead(nhc)
+	c.eachNHCVersion(nhc.Name, from, to, func(_ time.Time, then *v1alpha1.NodeHealthCheck) bool {
+		if then != nil && then.UID == nhc.UID {
+			kinds = append(kinds, c.kindsRead(then)...)
+		}
+		return true
+	})
+	return kinds
+}
+
 // sentBy tells whether one of the creates is a NodeHealthCheck's.
 func sentBy(creates []remediationObj, nhc *v1alpha1.NodeHealthCheck) bool {
 	return slices.ContainsFunc(creates, func(r remediationObj) bool { return r.ownerName == nhc.Name })

@@ -200,7 +200,7 @@ func (c *Checker) stormStarted(nhc *v1alpha1.NodeHealthCheck, points []stormPoin
 			return time.Time{}, false
 		}
 	}
-	return since, c.freshOver(from, since) && c.readableOver(c.kindsRead(nhc), from, since)
+	return since, c.freshOver(from, since) && c.readableOver(c.kindsReadOver(nhc, from, since), from, since)
 }
 
 // stormMayEnd is the first instant at which the controller may have ended
@@ -306,16 +306,15 @@ func (c *Checker) stormEnded(nhc *v1alpha1.NodeHealthCheck, run []stormPoint, un
 	for _, p := range run {
 		cooldown = max(cooldown, p.cooldown)
 	}
-	kinds := c.kindsRead(nhc)
 	for _, p := range run {
 		end := p.at.Add(pictureLag + cooldown)
 		if end.After(until) {
-			if c.freshOver(p.at, until) && c.readableOver(kinds, p.at, until) {
+			if c.freshOver(p.at, until) && c.readableOver(c.kindsReadOver(nhc, p.at, until), p.at, until) {
 				return end, false
 			}
 			continue
 		}
-		if c.freshOver(p.at, end) && c.readableOver(kinds, p.at, end) {
+		if c.freshOver(p.at, end) && c.readableOver(c.kindsReadOver(nhc, p.at, end), p.at, end) {
 			return end, true
 		}
 	}
