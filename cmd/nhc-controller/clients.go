@@ -1,27 +1,21 @@
 package main
 
 import (
+	"fmt"
+
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	remediationclient "github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned/typed/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/kubeclient"
-)
-
-// The rate limits of the clients that review the callers of the metrics
-// port: those without a cached answer, and, apart, the answers that let a
-// caller in, reviewed again ahead of their expiry.
-const (
-	reviewQPS    = 20
-	reviewBurst  = 40
-	refreshQPS   = 5
-	refreshBurst = 10
+	"github.com/nodehealthcheck/nhc-controller/pkg/version"
 )
 
 // apiClients are the controller's clients. Each has its own rate limit, so
-// that events, however many a storm brings, never delay a remediation, and
-// nothing a caller of the metrics endpoint does (each new bearer token is a
-// TokenReview) ever delays the leader's lease renewal.
+// that events, however many a storm brings, never delay a remediation. The
+// leader election's lease and the reviews of the metrics port's callers
+// have clients of their own too, which their packages make from config.
 // The built-in kinds (Nodes, Leases, Events) are spoken in protobuf:
 // decoding an 11 KB Node from it costs a fraction of JSON, and the node
 // informer decodes every heartbeat. No clientset is built: client-go's
@@ -31,17 +25,24 @@ type apiClients struct {
 	kube *kubeclient.Clients
 	// events records events, within --events-qps and --events-burst.
 	events *kubeclient.Clients
-	// reviews asks the API server to authenticate and authorize the
-	// callers of the metrics endpoint, within reviewQPS and reviewBurst;
-	// refreshes reviews again the answers that let a caller in, within
-	// refreshQPS and refreshBurst, so that a flood waits on reviews alone.
-	reviews, refreshes *kubeclient.Clients
 	// nhc reads and writes NodeHealthChecks, in JSON as custom resources are.
 	nhc remediationclient.RemediationV1alpha1Interface
 	// dynamic writes remediation resources of any kind, in JSON.
 	dynamic dynamic.Interface
-	// config is what they share, for the node informer's own client.
+	// config is what they share, for the clients made elsewhere.
 	config *rest.Config
+}
+
+// connect builds the clients from --kubeconfig or the in-cluster
+// configuration.
+func connect(opts *options) (*apiClients, error) {
+	config, err := clientcmd.BuildConfigFromFlags("", opts.kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading the client configuration: %w", err)
+	}
+	config.QPS, config.Burst = opts.qps, opts.burst
+	config.UserAgent = "nhc-controller/" + version.Get()
+	return newClients(config, opts)
 }
 
 // newClients returns the clients. Responses are not compressed: the
@@ -50,25 +51,15 @@ type apiClients struct {
 func newClients(config *rest.Config, opts *options) (*apiClients, error) {
 	config = rest.CopyConfig(config)
 	config.DisableCompression = true
-	config.Wrap(serverTimeouts)
+	config.Wrap(kubeclient.ServerTimeouts)
 	events := rest.CopyConfig(config)
 	events.QPS, events.Burst = opts.eventsQPS, opts.eventsBurst
-	reviews := rest.CopyConfig(config)
-	reviews.QPS, reviews.Burst = reviewQPS, reviewBurst
-	refreshes := rest.CopyConfig(config)
-	refreshes.QPS, refreshes.Burst = refreshQPS, refreshBurst
 	c := apiClients{config: config}
 	var err error
 	if c.kube, err = kubeclient.New(config); err != nil {
 		return nil, err
 	}
 	if c.events, err = kubeclient.New(events); err != nil {
-		return nil, err
-	}
-	if c.reviews, err = kubeclient.New(reviews); err != nil {
-		return nil, err
-	}
-	if c.refreshes, err = kubeclient.New(refreshes); err != nil {
 		return nil, err
 	}
 	if c.nhc, err = remediationclient.NewForConfig(config); err != nil {

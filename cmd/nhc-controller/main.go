@@ -14,6 +14,7 @@ import (
 	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
 	"k8s.io/klog/v2"
 
+	"github.com/nodehealthcheck/nhc-controller/pkg/memlimit"
 	"github.com/nodehealthcheck/nhc-controller/pkg/version"
 )
 
@@ -39,8 +40,8 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	logger := klog.FromContext(ctx)
-	logger.Info("Starting nhc-controller", "version", version.Get(), "workers", opts.workers, "leaderElection", opts.leaderElect)
-	limitMemory(logger)
+	logger.Info("Starting nhc-controller", "version", version.Get(), "workers", opts.workers, "leaderElection", opts.election.LeaderElect)
+	memlimit.Set(logger)
 	if err := run(ctx, opts); err != nil {
 		logger.Error(err, "nhc-controller failed")
 		klog.FlushAndExit(klog.ExitFlushTimeout, 1)

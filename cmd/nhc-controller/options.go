@@ -2,18 +2,15 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/nodehealthcheck/nhc-controller/pkg/election"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
+	"github.com/nodehealthcheck/nhc-controller/pkg/serving"
 )
-
-// inClusterNamespaceFile holds the pod's namespace when running in a cluster.
-const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 type options struct {
 	kubeconfig string
@@ -27,23 +24,8 @@ type options struct {
 	eventsQPS   float32
 	eventsBurst int
 
-	leaderElect             bool
-	leaderElectionNamespace string
-	leaderElectionID        string
-	leaseDuration           time.Duration
-	renewDeadline           time.Duration
-	retryPeriod             time.Duration
-
-	metricsAddress string
-	// metricsSecure serves /metrics over HTTPS with delegated authentication
-	// and authorization; false serves plain HTTP to anyone.
-	metricsSecure bool
-	tlsCertFile   string
-	tlsKeyFile    string
-	probeAddress  string
-	// profiling serves Go's pprof under /debug/pprof/ beside /metrics, with
-	// the same protection.
-	profiling bool
+	election election.Options
+	serving  serving.Config
 
 	// nodeLeases takes upstream's node leases before remediating, shared
 	// with the other medik8s operators.
@@ -66,9 +48,7 @@ func defaultOptions() *options {
 	return &options{
 		workers: 2, qps: 100, burst: 2000, eventsQPS: 20, eventsBurst: 10,
 		nodeBatchWindow: 300 * time.Millisecond,
-		leaderElect:     true, leaderElectionID: "nhc-controller.remediation.medik8s.io",
-		leaseDuration: 15 * time.Second, renewDeadline: 10 * time.Second, retryPeriod: 2 * time.Second,
-		metricsAddress: ":8443", metricsSecure: true, probeAddress: ":8081",
+		election:        election.DefaultOptions(), serving: serving.DefaultConfig(),
 		nodeLeases: true, leaseNamespace: nodeleases.Namespace(), nodeLeaseRole: nodeleases.DefaultRole,
 		nodeLeaseDuration: health.DefaultLeaseDuration, nodeLeaseBuffer: health.DefaultLeaseBuffer,
 	}
@@ -82,18 +62,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.nodeBatchWindow, "node-batch-window", o.nodeBatchWindow, "Once the node cache has synced, node updates that arrive within this window after a read are read together, in one wake-up of the process: a heartbeat costs less than half the CPU at 50 a second, and an update is seen up to this much later while they arrive faster than one per window. While some selected node is not healthy, updates are read as they arrive. 0 always reads each as it arrives.")
 	fs.Float32Var(&o.eventsQPS, "events-qps", o.eventsQPS, "Events recorded per second; events have their own client, so that they never delay a remediation.")
 	fs.IntVar(&o.eventsBurst, "events-burst", o.eventsBurst, "Burst of events recorded.")
-	fs.BoolVar(&o.leaderElect, "leader-elect", o.leaderElect, "Elect a leader among replicas with a Lease; only the leader acts.")
-	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", o.leaderElectionNamespace, "Namespace of the leader-election Lease. Defaults to the pod's namespace in a cluster, else default.")
-	fs.StringVar(&o.leaderElectionID, "leader-election-id", o.leaderElectionID, "Name of the leader-election Lease.")
-	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", o.leaseDuration, "How long non-leaders wait before taking over an unrenewed lease.")
-	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", o.renewDeadline, "How long the leader retries renewing before it gives up leading.")
-	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", o.retryPeriod, "How often candidates try to acquire or renew the lease.")
-	fs.StringVar(&o.metricsAddress, "metrics-bind-address", o.metricsAddress, "Address of the Prometheus /metrics endpoint; 0 disables it.")
-	fs.BoolVar(&o.metricsSecure, "metrics-secure", o.metricsSecure, "Serve /metrics over HTTPS to callers that a TokenReview authenticates and a SubjectAccessReview allows GET /metrics (ClusterRole nhc-controller-metrics-reader). false serves plain HTTP to anyone: only behind a network policy.")
-	fs.StringVar(&o.tlsCertFile, "tls-cert-file", o.tlsCertFile, "Certificate of the HTTPS metrics server; without it a self-signed one is made at start.")
-	fs.StringVar(&o.tlsKeyFile, "tls-private-key-file", o.tlsKeyFile, "Private key of --tls-cert-file.")
-	fs.BoolVar(&o.profiling, "profiling", o.profiling, "Serve Go's pprof profiles under /debug/pprof/ on the metrics address, to callers allowed GET on that non-resource URL when --metrics-secure.")
-	fs.StringVar(&o.probeAddress, "health-probe-bind-address", o.probeAddress, "Address of /healthz and /readyz; 0 disables them.")
+	o.election.AddFlags(fs)
+	o.serving.AddFlags(fs)
 	fs.BoolVar(&o.nodeLeases, "node-leases", o.nodeLeases, "Take a node's Lease before remediating it, as upstream NodeHealthCheck and node-maintenance-operator do, so that they never act on one node at once. false only where no other medik8s operator runs.")
 	fs.StringVar(&o.leaseNamespace, "lease-namespace", o.leaseNamespace, "Namespace of the node leases. Defaults to $"+nodeleases.NamespaceEnv+", else "+nodeleases.DefaultNamespace+".")
 	fs.StringVar(&o.nodeLeaseRole, "node-lease-role", o.nodeLeaseRole, "ClusterRole with the rights on leases that the controller binds to itself in the lease namespace, so that it reads no lease elsewhere; empty binds none, where you grant leases there yourself.")
@@ -109,18 +79,12 @@ func (o *options) validate() error {
 		return fmt.Errorf("--kube-api-qps, --kube-api-burst, --events-qps and --events-burst must be positive")
 	case o.nodeBatchWindow < 0 || o.nodeBatchWindow > maxNodeBatchWindow:
 		return fmt.Errorf("--node-batch-window must be between 0 and %s, not %s", maxNodeBatchWindow, o.nodeBatchWindow)
-	case (o.tlsCertFile == "") != (o.tlsKeyFile == ""):
-		return fmt.Errorf("--tls-cert-file and --tls-private-key-file go together")
-	case o.nodeLeases && (o.nodeLeaseDuration < time.Second || o.nodeLeaseBuffer < 0 || o.leaseNamespace == ""):
+	}
+	if err := o.serving.Validate(); err != nil {
+		return err
+	}
+	if o.nodeLeases && (o.nodeLeaseDuration < time.Second || o.nodeLeaseBuffer < 0 || o.leaseNamespace == "") {
 		return fmt.Errorf("node leases need --node-lease-duration of at least 1s, a --node-lease-buffer that is not negative and a --lease-namespace")
-	case o.leaderElect && !(o.retryPeriod < o.renewDeadline && o.renewDeadline < o.leaseDuration):
-		return fmt.Errorf("leader election needs --leader-elect-retry-period < --leader-elect-renew-deadline < --leader-elect-lease-duration")
 	}
-	if o.leaderElectionNamespace == "" {
-		o.leaderElectionNamespace = "default"
-		if data, err := os.ReadFile(inClusterNamespaceFile); err == nil {
-			o.leaderElectionNamespace = strings.TrimSpace(string(data))
-		}
-	}
-	return nil
+	return o.election.Validate()
 }

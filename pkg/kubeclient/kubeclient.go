@@ -1,7 +1,8 @@
 // Package kubeclient reaches the few built-in APIs the controller uses
 // (nodes, events and namespaces; leases; token and access reviews; roles)
 // with client-go's generic typed client, over a scheme of those groups
-// alone.
+// alone, and tells the API server how long a write may take
+// (ServerTimeouts).
 //
 // client-go's clientset, its typed clients, discovery and leader election
 // all import k8s.io/client-go/kubernetes/scheme, which registers every API

@@ -41,7 +41,7 @@ const (
 // cached answer is never reviewed on those slots nor that client: its
 // answer is reviewed again ahead of its expiry, in the background, on
 // refreshesInFlight slots and the refreshes client, so Prometheus never
-// waits behind a flood (ProtectedMetricsHandler).
+// waits behind a flood (reviewClients).
 const (
 	reviewsInFlight  = 16
 	reviewsPerCaller = 4

@@ -8,23 +8,27 @@ import (
 	runtimepprof "runtime/pprof"
 	"strings"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/utils/clock"
 )
 
-// MetricsHandler serves /metrics, and with profiling /debug/pprof/, to
-// anyone: only behind a network policy.
-func MetricsHandler(profiling bool) http.Handler { return metricsMux(profiling) }
-
-// ProtectedMetricsHandler serves what MetricsHandler does to callers whose
-// bearer token a TokenReview authenticates and whose user a
-// SubjectAccessReview allows the request's verb on its path (delegatedAuth).
-// reviews asks for callers without a cached answer and refreshes reviews
-// cached answers again: each should have a rate limit of its own, apart
-// from the controller's, so that a flood of callers delays no write.
-func ProtectedMetricsHandler(profiling bool, reviews, refreshes ReviewClient) http.Handler {
-	mux := metricsMux(profiling)
-	return routedFirst(mux, newDelegatedAuth(reviews, refreshes, trustedOnceAuthorized(mux), clock.RealClock{}))
+// MetricsHandler serves /metrics, and with Profiling /debug/pprof/: without
+// MetricsTLS to anyone, only behind a network policy; with it, to callers
+// whose bearer token a TokenReview authenticates and whose user a
+// SubjectAccessReview allows the request's verb on its path
+// (delegatedAuth). The reviews go through clients of their own, made from
+// api (reviewClients), so that a flood of callers delays no write.
+func (c *Config) MetricsHandler(api *rest.Config) (http.Handler, error) {
+	mux := metricsMux(c.Profiling)
+	if !c.MetricsTLS {
+		return mux, nil
+	}
+	reviews, refreshes, err := reviewClients(api)
+	if err != nil {
+		return nil, err
+	}
+	return routedFirst(mux, newDelegatedAuth(reviews, refreshes, trustedOnceAuthorized(mux), clock.RealClock{})), nil
 }
 
 // metricsMux serves /metrics, and with profiling the pprof index and each

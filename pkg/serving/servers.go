@@ -72,14 +72,18 @@ type Port struct {
 	budget *portBudget
 }
 
-// Config says where the ports listen; an address of "" or "0" disables
-// its port.
+// Config says where the ports listen, and what the metrics port serves;
+// an address of "" or "0" disables its port.
 type Config struct {
 	MetricsAddress, ProbeAddress string
 	// MetricsTLS serves the metrics port over HTTPS, with the certificate
-	// of TLSCertFile and TLSKeyFile or, without them, a self-signed one.
+	// of TLSCertFile and TLSKeyFile or, without them, a self-signed one,
+	// to authorized callers alone (Config.MetricsHandler).
 	MetricsTLS              bool
 	TLSCertFile, TLSKeyFile string
+	// Profiling serves Go's pprof under /debug/pprof/ beside /metrics,
+	// with the same protection.
+	Profiling bool
 }
 
 // Ports are the process's listeners; nil for a disabled one.

@@ -1,4 +1,4 @@
-package main
+package kubeclient
 
 import (
 	"context"
@@ -19,7 +19,7 @@ func TestWritesCarryTheirDeadlineToTheAPIServer(t *testing.T) {
 		got = append(got, r.Method+" "+r.URL.Query().Get("timeout"))
 	}))
 	defer server.Close()
-	client := &http.Client{Transport: serverTimeouts(http.DefaultTransport)}
+	client := &http.Client{Transport: ServerTimeouts(http.DefaultTransport)}
 	send := func(ctx context.Context, method string) error {
 		req, err := http.NewRequestWithContext(ctx, method, server.URL+"/apis/test/v1/things", nil)
 		require.NoError(t, err)

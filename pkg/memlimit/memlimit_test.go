@@ -1,4 +1,4 @@
-package main
+package memlimit
 
 import (
 	"os"
@@ -42,10 +42,10 @@ func TestGCPercentUnlessGOGCIsSet(t *testing.T) {
 	previous := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(previous)
 	t.Setenv(goGCEnv, "")
-	limitMemory(klog.Background())
+	Set(klog.Background())
 	assert.Equal(t, gcPercent, debug.SetGCPercent(100))
 
 	t.Setenv(goGCEnv, "200")
-	limitMemory(klog.Background())
+	Set(klog.Background())
 	assert.Equal(t, 100, debug.SetGCPercent(100), "GOGC wins")
 }

@@ -1,4 +1,8 @@
-package main
+// Package memlimit sets the garbage collector's targets at start: a guard,
+// not the cure. The collector is told about the container's memory limit,
+// so that it works harder before the kernel kills the process; what the
+// controller keeps is kept small by design.
+package memlimit
 
 import (
 	"os"
@@ -9,9 +13,6 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// Memory limit: a guard, not the cure. The garbage collector is told about
-// the container's memory limit, so that it works harder before the kernel
-// kills the process; what the controller keeps is kept small by design.
 const (
 	// memoryLimitShare is the share of the container's limit the Go heap
 	// aims to stay under, leaving room for stacks and what Go does not count.
@@ -31,9 +32,10 @@ const (
 // cgroupMemoryLimitFiles hold a container's memory limit: cgroup v2, then v1.
 var cgroupMemoryLimitFiles = []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}
 
-// limitMemory sets the garbage collector's target, and the Go memory limit
-// from the container's unless GOMEMLIMIT is set or there is no limit.
-func limitMemory(logger klog.Logger) {
+// Set sets the garbage collector's target, unless GOGC is set, and the Go
+// memory limit from the container's, unless GOMEMLIMIT is set or there is
+// no limit.
+func Set(logger klog.Logger) {
 	if os.Getenv(goGCEnv) == "" {
 		debug.SetGCPercent(gcPercent)
 	}

@@ -1,4 +1,4 @@
-package main
+package kubeclient
 
 import (
 	"context"
@@ -6,12 +6,13 @@ import (
 	"time"
 )
 
-// serverTimeouts tells the API server how long each write may take, with
+// ServerTimeouts tells the API server how long each write may take, with
 // the timeout parameter: what remains of its context. A write's context
 // ends when the leader can no longer show that it holds the lease; without
 // the parameter, the API server would carry out a write the client gave up
-// on, up to its own 60 s, after a new leader took over.
-func serverTimeouts(rt http.RoundTripper) http.RoundTripper {
+// on, up to its own 60 s, after a new leader took over. It wraps a
+// config's transport: config.Wrap(ServerTimeouts).
+func ServerTimeouts(rt http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		deadline, ok := req.Context().Deadline()
 		if !ok || req.Method == http.MethodGet || req.Method == http.MethodHead || req.URL.Query().Has("timeout") {
