@@ -9,6 +9,9 @@
 // its own clock (never trusting the record's timestamps, written by another
 // clock); the leader renews every retry period and gives up once a renewal
 // has not succeeded within the renew deadline.
+//
+// Leadership runs a process's work while it leads, drained before the
+// lease is released; Options are its flags.
 package election
 
 import (

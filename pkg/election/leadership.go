@@ -10,10 +10,11 @@ import (
 )
 
 // Leadership is this replica's part in the leader election: the work runs
-// while it leads. When the process's context ends (SIGTERM) the work drains
-// first, and only then is the lease released, so that the next leader never
-// acts beside work still in flight. Losing the lease instead ends the
-// process at once, as client-go's users do: the work may still be stopping.
+// while it leads. When the process's context ends (SIGTERM), or the work
+// ends on its own, the work has drained before the lease is released, so
+// that the next leader never acts beside work still in flight. Losing the
+// lease instead ends the process at once, as client-go's users do: the
+// work may still be stopping.
 type Leadership struct {
 	// elector is nil for a replica that leads alone.
 	elector *Elector
@@ -30,6 +31,8 @@ type Leadership struct {
 	work    func(context.Context) error
 	workErr error
 	led     bool
+	// workEnded: the work ended while leading and before SIGTERM.
+	workEnded bool
 }
 
 // Alone is the leadership of a replica without an election: it leads, from
@@ -38,9 +41,9 @@ func Alone(ctx context.Context) *Leadership {
 	return &Leadership{stopping: ctx, logger: klog.FromContext(ctx)}
 }
 
-// NewLeadership joins the election of cfg; its Callbacks and
+// newLeadership joins the election of cfg; its Callbacks and
 // ReleaseOnCancel are the leadership's own. ctx is the process's.
-func NewLeadership(ctx context.Context, cfg Config) (*Leadership, error) {
+func newLeadership(ctx context.Context, cfg Config) (*Leadership, error) {
 	l := &Leadership{stopping: ctx, logger: klog.FromContext(ctx), renewDeadline: cfg.RenewDeadline}
 	l.electing, l.endElection = context.WithCancel(context.WithoutCancel(ctx))
 	cfg.ReleaseOnCancel = true
@@ -103,19 +106,20 @@ func (l *Leadership) lead(leading context.Context) {
 	err := work(workCtx)
 	l.mu.Lock()
 	l.workErr = err
+	l.workEnded = leading.Err() == nil && l.stopping.Err() == nil
 	l.mu.Unlock()
 	l.endElection()
 }
 
 // stopped ends the process when the lease was lost rather than released.
 func (l *Leadership) stopped() {
-	if l.stopping.Err() == nil {
+	l.mu.Lock()
+	led, workEnded := l.led, l.workEnded
+	l.mu.Unlock()
+	if l.stopping.Err() == nil && !workEnded {
 		l.logger.Info("Lost the lease; stopping", "identity", l.elector.Identity())
 		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
 	}
-	l.mu.Lock()
-	led := l.led
-	l.mu.Unlock()
 	if led {
 		l.logger.Info("Released the lease", "identity", l.elector.Identity())
 	}

@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -19,7 +20,7 @@ func newTestLeadership(t *testing.T, name string, leases *fakeLeases) (l *Leader
 	clk = clocktesting.NewFakeClock(start)
 	ctx, stop := context.WithCancel(context.Background())
 	t.Cleanup(stop)
-	l, err := NewLeadership(ctx, Config{
+	l, err := newLeadership(ctx, Config{
 		Leases: leases, Namespace: testNamespace, Name: name, Identity: me,
 		LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod, Clock: clk,
 	})
@@ -91,6 +92,21 @@ func TestTheWorkDrainsBeforeTheLeaseIsReleased(t *testing.T) {
 		t.Fatal("never stopped")
 	}
 	assert.Equal(t, me, heldWhileDraining)
+	assert.Empty(t, leases.record().holder, "released")
+}
+
+// Work that ends on its own while leading releases the lease, and Run
+// returns its error; the process is not ended as for a lost lease.
+func TestWorkThatEndsReleasesTheLease(t *testing.T) {
+	leases := newFakeLeases(nil)
+	l, _, _ := newTestLeadership(t, "work-ends", leases)
+	failed := errors.New("failed")
+	select {
+	case err := <-runInBackground(l, func(context.Context) error { return failed }):
+		assert.ErrorIs(t, err, failed)
+	case <-time.After(5 * time.Second):
+		t.Fatal("never stopped")
+	}
 	assert.Empty(t, leases.record().holder, "released")
 }
 

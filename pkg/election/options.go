@@ -70,7 +70,7 @@ func (o *Options) Leadership(ctx context.Context, config *rest.Config) (*Leaders
 		return nil, err
 	}
 	hostname, _ := os.Hostname()
-	return NewLeadership(ctx, Config{
+	return newLeadership(ctx, Config{
 		Leases: leases, Namespace: namespace, Name: o.Name, Identity: hostname + "_" + uuid.NewString(),
 		LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,
 	})
