@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // An attempt, after the clock moved on and maybe another replica wrote.
@@ -27,122 +28,131 @@ type attempt struct {
 	calls       []string
 }
 
+var longAgo = start.Add(-time.Hour)
+
+// tryAcquireCases are a lease's first record and the attempts made on it.
+var tryAcquireCases = []struct {
+	name     string
+	initial  *record
+	attempts []attempt
+}{{
+	name: "acquire when free",
+	attempts: []attempt{
+		{want: true, holder: me, calls: []string{"get", "create"}},
+	},
+}, {
+	name:    "acquire a released lease",
+	initial: &record{durationSeconds: 1, transitions: 3, renew: longAgo},
+	attempts: []attempt{
+		{want: true, holder: me, transitions: 4, calls: []string{"get", "update"}},
+	},
+}, {
+	// The record says it expired an hour ago: only its not changing
+	// for the lease duration on this replica's clock counts.
+	name:    "wait while another holds, take over once it expired by local observation",
+	initial: &record{holder: other, durationSeconds: 15, transitions: 2, acquire: longAgo, renew: longAgo},
+	attempts: []attempt{
+		{want: false, holder: other, transitions: 2, calls: []string{"get"}},
+		{advance: leaseDuration - time.Millisecond, want: false, holder: other, transitions: 2, calls: []string{"get"}},
+		{advance: time.Millisecond, want: true, holder: me, transitions: 3, calls: []string{"get", "update"}},
+	},
+}, {
+	name:    "a renewal by the holder restarts the wait",
+	initial: &record{holder: other, durationSeconds: 15},
+	attempts: []attempt{
+		{want: false, holder: other},
+		{advance: 10 * time.Second, by: other, want: false, holder: other},
+		{advance: 10 * time.Second, want: false, holder: other},
+		{advance: 5 * time.Second, want: true, holder: me, transitions: 1},
+	},
+}, {
+	name:    "the holder's own duration counts",
+	initial: &record{holder: other, durationSeconds: 60},
+	attempts: []attempt{
+		{want: false, holder: other},
+		{advance: 59 * time.Second, want: false, holder: other},
+		{advance: time.Second, want: true, holder: me, transitions: 1},
+	},
+}, {
+	name: "renew on the lease last written, without reading it",
+	attempts: []attempt{
+		{want: true, holder: me},
+		{advance: retryPeriod, want: true, holder: me, calls: []string{"update"}},
+		{advance: retryPeriod, want: true, holder: me, calls: []string{"update"}},
+	},
+}, {
+	name: "a renewal that conflicts reads the lease and renews",
+	attempts: []attempt{
+		{want: true, holder: me},
+		{advance: retryPeriod, touch: true, want: true, holder: me, calls: []string{"update", "get", "update"}},
+	},
+}, {
+	name: "a lease another took meanwhile is left to it",
+	attempts: []attempt{
+		{want: true, holder: me},
+		{advance: retryPeriod, by: other, want: false, holder: other, transitions: 1, calls: []string{"update", "get"}},
+	},
+}, {
+	name: "a renewal that fails",
+	attempts: []attempt{
+		{want: true, holder: me},
+		{advance: retryPeriod, failing: []string{"update"}, want: false, holder: me, calls: []string{"update", "get", "update"}},
+		{advance: retryPeriod, want: true, holder: me, calls: []string{"update"}},
+	},
+}, {
+	name: "a lease that cannot be read is not taken",
+	attempts: []attempt{
+		{failing: []string{"get"}, want: false, calls: []string{"get"}},
+	},
+}, {
+	name: "a create that fails",
+	attempts: []attempt{
+		{failing: []string{"create"}, want: false, calls: []string{"get", "create"}},
+		{advance: retryPeriod, want: true, holder: me},
+	},
+}}
+
 func TestTryAcquireOrRenew(t *testing.T) {
-	longAgo := start.Add(-time.Hour)
-	cases := []struct {
-		name     string
-		initial  *record
-		attempts []attempt
-	}{{
-		name: "acquire when free",
-		attempts: []attempt{
-			{want: true, holder: me, calls: []string{"get", "create"}},
-		},
-	}, {
-		name:    "acquire a released lease",
-		initial: &record{durationSeconds: 1, transitions: 3, renew: longAgo},
-		attempts: []attempt{
-			{want: true, holder: me, transitions: 4, calls: []string{"get", "update"}},
-		},
-	}, {
-		// The record says it expired an hour ago: only its not changing
-		// for the lease duration on this replica's clock counts.
-		name:    "wait while another holds, take over once it expired by local observation",
-		initial: &record{holder: other, durationSeconds: 15, transitions: 2, acquire: longAgo, renew: longAgo},
-		attempts: []attempt{
-			{want: false, holder: other, transitions: 2, calls: []string{"get"}},
-			{advance: leaseDuration - time.Millisecond, want: false, holder: other, transitions: 2, calls: []string{"get"}},
-			{advance: time.Millisecond, want: true, holder: me, transitions: 3, calls: []string{"get", "update"}},
-		},
-	}, {
-		name:    "a renewal by the holder restarts the wait",
-		initial: &record{holder: other, durationSeconds: 15},
-		attempts: []attempt{
-			{want: false, holder: other},
-			{advance: 10 * time.Second, by: other, want: false, holder: other},
-			{advance: 10 * time.Second, want: false, holder: other},
-			{advance: 5 * time.Second, want: true, holder: me, transitions: 1},
-		},
-	}, {
-		name:    "the holder's own duration counts",
-		initial: &record{holder: other, durationSeconds: 60},
-		attempts: []attempt{
-			{want: false, holder: other},
-			{advance: 59 * time.Second, want: false, holder: other},
-			{advance: time.Second, want: true, holder: me, transitions: 1},
-		},
-	}, {
-		name: "renew on the lease last written, without reading it",
-		attempts: []attempt{
-			{want: true, holder: me},
-			{advance: retryPeriod, want: true, holder: me, calls: []string{"update"}},
-			{advance: retryPeriod, want: true, holder: me, calls: []string{"update"}},
-		},
-	}, {
-		name: "a renewal that conflicts reads the lease and renews",
-		attempts: []attempt{
-			{want: true, holder: me},
-			{advance: retryPeriod, touch: true, want: true, holder: me, calls: []string{"update", "get", "update"}},
-		},
-	}, {
-		name: "a lease another took meanwhile is left to it",
-		attempts: []attempt{
-			{want: true, holder: me},
-			{advance: retryPeriod, by: other, want: false, holder: other, transitions: 1, calls: []string{"update", "get"}},
-		},
-	}, {
-		name: "a renewal that fails",
-		attempts: []attempt{
-			{want: true, holder: me},
-			{advance: retryPeriod, failing: []string{"update"}, want: false, holder: me, calls: []string{"update", "get", "update"}},
-			{advance: retryPeriod, want: true, holder: me, calls: []string{"update"}},
-		},
-	}, {
-		name: "a lease that cannot be read is not taken",
-		attempts: []attempt{
-			{failing: []string{"get"}, want: false, calls: []string{"get"}},
-		},
-	}, {
-		name: "a create that fails",
-		attempts: []attempt{
-			{failing: []string{"create"}, want: false, calls: []string{"get", "create"}},
-			{advance: retryPeriod, want: true, holder: me},
-		},
-	}}
-	for _, tc := range cases {
+	for _, tc := range tryAcquireCases {
 		t.Run(tc.name, func(t *testing.T) {
 			leases := newFakeLeases(tc.initial)
 			e, clk := newTestElector(t, "try", leases, Callbacks{})
 			for i, a := range tc.attempts {
-				clk.Step(a.advance)
-				if a.by != "" {
-					held := leases.record()
-					if held.holder != a.by {
-						held.transitions++
-					}
-					leases.set(record{holder: a.by, durationSeconds: 15, transitions: held.transitions, renew: clk.Now()})
-				}
-				if a.touch {
-					leases.touch()
-				}
-				leases.failing(a.failing...)
-				leases.takeCalls()
-				assert.Equal(t, a.want, e.tryAcquireOrRenew(context.Background()), "attempt %d", i)
-				calls := leases.takeCalls()
-				leases.failing()
-				if a.calls != nil {
-					assert.Equal(t, a.calls, calls, "attempt %d", i)
-				}
-				got := leases.record()
-				assert.Equal(t, a.holder, got.holder, "attempt %d: the holder", i)
-				assert.Equal(t, a.transitions, got.transitions, "attempt %d: the transitions", i)
-				assert.Equal(t, a.holder == me, e.IsLeader(), "attempt %d: leads", i)
-				if a.want {
-					assert.Equal(t, int32(15), got.durationSeconds)
-					assert.True(t, got.renew.Equal(clk.Now()), "attempt %d: renewed now", i)
-				}
+				a.check(t, i, e, clk, leases)
 			}
 		})
+	}
+}
+
+// check makes the attempt and checks what it did.
+func (a attempt) check(t *testing.T, i int, e *Elector, clk *clocktesting.FakeClock, leases *fakeLeases) {
+	t.Helper()
+	clk.Step(a.advance)
+	if a.by != "" {
+		held := leases.record()
+		if held.holder != a.by {
+			held.transitions++
+		}
+		leases.set(record{holder: a.by, durationSeconds: 15, transitions: held.transitions, renew: clk.Now()})
+	}
+	if a.touch {
+		leases.touch()
+	}
+	leases.failing(a.failing...)
+	leases.takeCalls()
+	assert.Equal(t, a.want, e.tryAcquireOrRenew(context.Background()), "attempt %d", i)
+	calls := leases.takeCalls()
+	leases.failing()
+	if a.calls != nil {
+		assert.Equal(t, a.calls, calls, "attempt %d", i)
+	}
+	got := leases.record()
+	assert.Equal(t, a.holder, got.holder, "attempt %d: the holder", i)
+	assert.Equal(t, a.transitions, got.transitions, "attempt %d: the transitions", i)
+	assert.Equal(t, a.holder == me, e.IsLeader(), "attempt %d: leads", i)
+	if a.want {
+		assert.Equal(t, int32(15), got.durationSeconds)
+		assert.True(t, got.renew.Equal(clk.Now()), "attempt %d: renewed now", i)
 	}
 }
 
