@@ -1,15 +1,34 @@
 package health
 
-import "maps"
+import (
+	"iter"
+	"maps"
+)
 
 // One control-plane node at a time, so that etcd keeps its quorum.
 //
 // The busy set holds the control-plane nodes under remediation: the
-// cluster's (Input.BusyControlPlaneNodes, which pkg/remediation's
-// controlplane.go reads from every NodeHealthCheck's resources, the creates
-// under way and what cannot be read) and the nodes this evaluation finds
-// or starts under remediation. A control-plane node gets a resource created
-// only while no other node is in the set, and all of them are known.
+// cluster's (Input.BusyControlPlaneNodes, which pkg/gather gathers from
+// every NodeHealthCheck's resources, the creates under way and what cannot
+// be read) and the nodes this evaluation finds or starts under
+// remediation. A control-plane node gets a resource created only while no
+// other node is in the set (AnotherControlPlaneNode), and all of them are
+// known.
+
+// AnotherControlPlaneNode tells whether a control-plane node other than
+// node is among busy, the control-plane nodes under remediation: then node
+// may not start. The evaluation asks it of its busy set, and the ledger of
+// writes under way of the creates that hold the control-plane slot, since
+// two syncs deciding from caches that do not show each other's create
+// would otherwise both start one.
+func AnotherControlPlaneNode(busy iter.Seq[string], node string) bool {
+	for b := range busy {
+		if b != node {
+			return true
+		}
+	}
+	return false
+}
 
 // busyControlPlane is the busy set an evaluation starts from: the cluster's.
 func busyControlPlane(in Input) map[string]bool {
@@ -45,7 +64,7 @@ func anyControlPlane(resources []Remediation) bool {
 func (e *evaluation) controlPlaneGate(v *NodeVerdict) WaitReason {
 	switch {
 	case !v.ControlPlane:
-	case e.controlPlaneBusy(v.Node.Name):
+	case AnotherControlPlaneNode(maps.Keys(e.busyControlPlane), v.Node.Name):
 		return WaitControlPlane
 	case e.in.ControlPlaneUnknown != "":
 		e.p.ControlPlaneUnknown = e.in.ControlPlaneUnknown
@@ -54,15 +73,4 @@ func (e *evaluation) controlPlaneGate(v *NodeVerdict) WaitReason {
 		e.busyControlPlane[v.Node.Name] = true
 	}
 	return WaitNone
-}
-
-// controlPlaneBusy says whether a control-plane node other than this one
-// is under remediation.
-func (e *evaluation) controlPlaneBusy(node string) bool {
-	for busy := range e.busyControlPlane {
-		if busy != node {
-			return true
-		}
-	}
-	return false
 }

@@ -40,7 +40,7 @@ func TestEscalationStartsWithTheLowestOrder(t *testing.T) {
 	nhc := testNHC(threeSteps())
 	d := evaluate(nhc, oneSick(), nil)
 	require.Len(t, d.Create, 1)
-	assert.Equal(t, Creation{Node: "sick", Template: templateA, Step: 0, Timeout: 5 * time.Minute, firstResource: true}, d.Create[0])
+	assert.Equal(t, Creation{Node: "sick", Template: templateA, Step: 0, Timeout: 5 * time.Minute, FirstResource: true}, d.Create[0])
 	assert.Equal(t, 8, nhc.Spec.EscalatingRemediations[0].Order, "the spec is not sorted in place")
 }
 
@@ -170,7 +170,7 @@ func TestEscalationContinuesAfterACrashBetweenTimeOutAndCreate(t *testing.T) {
 	require.Len(t, d.Create, 1)
 	assert.Equal(t, multiOne, d.Create[0].Template)
 	assert.True(t, d.Create[0].Escalation)
-	assert.False(t, d.Create[0].firstResource)
+	assert.False(t, d.Create[0].FirstResource)
 }
 
 func TestEscalationRemembersStepsWhoseResourceIsGone(t *testing.T) {

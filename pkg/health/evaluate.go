@@ -202,7 +202,7 @@ func (e *evaluation) create(v *NodeVerdict, stepIndex int, escalation, restartLe
 	e.p.Create = append(e.p.Create, Creation{
 		Node: v.Node.Name, Template: s.template, Step: stepIndex, Timeout: s.timeout,
 		ControlPlane: v.ControlPlane, Escalation: escalation, Lease: e.leaseRequest(v, stepIndex, restartLease || v.Remediations == 0),
-		firstResource: v.Remediations == 0,
+		FirstResource: v.Remediations == 0,
 	})
 }
 

@@ -230,8 +230,9 @@ type Creation struct {
 	// Lease is the node lease to take before the resource is created; nil
 	// without leases.
 	Lease *LeaseRequest
-	// firstResource is true when the node has no resource yet.
-	firstResource bool
+	// FirstResource is true when the node has no resource of this
+	// NodeHealthCheck yet: the create is checked against the others'.
+	FirstResource bool
 }
 
 // TimeOut is a remediation resource to give up on.

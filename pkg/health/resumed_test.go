@@ -85,7 +85,7 @@ func TestARelapseAfterRecoveryStartsAfresh(t *testing.T) {
 	d := evaluate(testNHC(threeSteps(), runningRecord(6*time.Minute, recovered)), oneSick(), nil)
 	require.Len(t, d.Create, 1)
 	assert.Equal(t, templateA, d.Create[0].Template)
-	assert.True(t, d.Create[0].firstResource, "a first remediation")
+	assert.True(t, d.Create[0].FirstResource, "a first remediation")
 	assert.Empty(t, d.TimeOut)
 }
 

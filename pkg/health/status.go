@@ -84,7 +84,7 @@ type statusBuilder struct {
 func newlyRemediating(out *Outcome) int {
 	n := 0
 	for i := range out.Created {
-		if out.Created[i].firstResource {
+		if out.Created[i].FirstResource {
 			n++
 		}
 	}

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"iter"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,4 +36,21 @@ func (s *NodeHealthCheckSpec) TemplateRefs() []corev1.ObjectReference {
 // ControlPlaneRoleLabel or MasterRoleLabel, whatever their values.
 func IsControlPlane(nodeLabels labels.Labels) bool {
 	return nodeLabels.Has(ControlPlaneRoleLabel) || nodeLabels.Has(MasterRoleLabel)
+}
+
+// RecordedRemediations yields every remediation resource the status
+// records, with its node.
+func (s *NodeHealthCheckStatus) RecordedRemediations() iter.Seq2[string, *Remediation] {
+	return func(yield func(string, *Remediation) bool) {
+		for _, entry := range s.UnhealthyNodes {
+			if entry == nil {
+				continue
+			}
+			for _, rem := range entry.Remediations {
+				if rem != nil && !yield(entry.Name, rem) {
+					return
+				}
+			}
+		}
+	}
 }
