@@ -39,7 +39,7 @@ func newSources(ctx context.Context, opts *options, apis *apiClients) (*sources,
 	}
 	s := &sources{nodes: nodes, nodeHealthChecks: controller.NewNodeHealthCheckInformer(apis.dynamic)}
 	s.leases, s.leaseAccess = nodeLeases(opts, apis.kube)
-	if s.observer, s.writer, err = remediationRooms(ctx, apis, nodes, s.leases); err != nil {
+	if s.observer, s.writer, err = remediationRooms(ctx, apis, s.leases); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -97,13 +97,13 @@ func nodeLeases(opts *options, kubeClient *kubeclient.Clients) (*nodeleases.Keep
 // remediationRooms builds the two rooms of the remediation resources on
 // the shared informers. Template kinds resolve through discovery, which
 // notices CRDs installed later.
-func remediationRooms(ctx context.Context, apis *apiClients, nodeInformer *nodecache.Informer, leases *nodeleases.Keeper) (*remediation.Observer, *remediation.Writer, error) {
+func remediationRooms(ctx context.Context, apis *apiClients, leases *nodeleases.Keeper) (*remediation.Observer, *remediation.Writer, error) {
 	metadataOnly, err := remediation.NewMetadataOnlyClient(apis.config)
 	if err != nil {
 		return nil, nil, err
 	}
 	return remediation.New(remediation.Config{Context: ctx, Dynamic: apis.dynamic, MetadataOnly: metadataOnly,
-		NodeClient: apis.kube.Nodes(), RESTConfig: apis.config, Nodes: nodeInformer.Lister(), Leases: leaseReader(leases), Clock: clock.RealClock{}})
+		NodeClient: apis.kube.Nodes(), RESTConfig: apis.config, Leases: leaseReader(leases), Clock: clock.RealClock{}})
 }
 
 // leaseReader is the node leases' reader, nil when the controller takes

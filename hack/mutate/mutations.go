@@ -57,7 +57,7 @@ var mutations = []mutation{
 	},
 	{
 		Name: "ledger-forgets", Rule: "never two for one node: a create stays pending until its informer shows it",
-		File:  "pkg/remediation/inflight.go",
+		File:  "pkg/remediation/internal/inflight/ledger.go",
 		Edits: []edit{{Old: "\t\tw.uid = uid\n\t\tf.writes[key] = w\n", New: "\t\tw.uid = uid\n\t\tdelete(f.writes, key)\n"}},
 	},
 	{

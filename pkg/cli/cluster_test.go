@@ -43,7 +43,8 @@ func TestRemediationResourcesAreReadInEveryNamespace(t *testing.T) {
 	nodes, err := c.nodes(ctx)
 	require.NoError(t, err)
 
-	in := c.input(ctx, &nhcs[0], nodes, now)
+	in, err := c.input(ctx, &nhcs[0], nodes, now)
+	require.NoError(t, err)
 	assert.Equal(t, map[string]bool{"cp-1": true}, in.BusyControlPlaneNodes)
 	assert.Len(t, in.Remediations["cp-1"], 1, "its own resource in another namespace")
 	assert.Len(t, in.Remediations["worker-1"], 1)
@@ -67,7 +68,8 @@ func TestClaimsSayWhetherAPeerCanAct(t *testing.T) {
 	nodes, err := c.nodes(ctx)
 	require.NoError(t, err)
 
-	in := c.input(ctx, &nhcs[0], nodes, now)
+	in, err := c.input(ctx, &nhcs[0], nodes, now)
+	require.NoError(t, err)
 	require.Len(t, in.Claims["worker-3"], 1)
 	assert.Equal(t, "paused", in.Claims["worker-3"][0].CannotAct)
 	by, self := in.RemediatorOf("worker-3")

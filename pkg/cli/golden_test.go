@@ -101,7 +101,6 @@ func fixtureCluster(t *testing.T) *cluster {
 		kube:           kubefake.NewClientset(node("worker-1", corev1.ConditionFalse, 20*time.Minute), node("worker-2", corev1.ConditionTrue, time.Hour), node("worker-3", corev1.ConditionFalse, time.Minute), lease),
 		dynamic:        dynamic,
 		mapper:         mapper,
-		listed:         map[string][]unstructured.Unstructured{},
 		leaseNamespace: "medik8s-leases",
 	}
 }

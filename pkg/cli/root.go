@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
@@ -113,7 +112,7 @@ func (o *Options) cluster() (*cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot discover the cluster's APIs: %w", err)
 	}
-	c := &cluster{mapper: mapper, listed: map[string][]unstructured.Unstructured{}, leaseNamespace: o.leaseNamespace}
+	c := &cluster{mapper: mapper, leaseNamespace: o.leaseNamespace}
 	if c.nhcs, err = versioned.NewForConfig(config); err != nil {
 		return nil, err
 	}

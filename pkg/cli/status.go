@@ -103,7 +103,11 @@ func (o *Options) status(cmd *cobra.Command, name string) error {
 	now := o.now()
 	report := StatusReport{NodeHealthChecks: []NHCStatus{}}
 	for i := range nhcs {
-		e := evaluate(c.input(ctx, &nhcs[i], nodes, now))
+		in, err := c.input(ctx, &nhcs[i], nodes, now)
+		if err != nil {
+			return err
+		}
+		e := evaluate(in)
 		report.NodeHealthChecks = append(report.NodeHealthChecks, statusOf(e, now))
 	}
 	report.Summary = statusSummary(report.NodeHealthChecks)

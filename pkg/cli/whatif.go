@@ -171,7 +171,10 @@ func (o *Options) whatIf(cmd *cobra.Command, file string, horizon time.Duration)
 			report.Applied, nhc.UID, nhc.Status, nhc.CreationTimestamp = true, others[i].UID, *others[i].Status.DeepCopy(), others[i].CreationTimestamp
 		}
 	}
-	in := c.input(ctx, nhc, nodes, now)
+	in, err := c.input(ctx, nhc, nodes, now)
+	if err != nil {
+		return err
+	}
 	e := evaluate(in)
 	forecasts := health.ForecastFirstRemediations(in, now.Add(horizon))
 	fillWhatIf(&report, e, forecasts, now, horizon)

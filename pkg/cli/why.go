@@ -119,7 +119,11 @@ func (o *Options) why(cmd *cobra.Command, nodeName string) error {
 			continue
 		}
 		report.SelectedBy = append(report.SelectedBy, nhc.Name)
-		e := evaluate(c.input(ctx, nhc, nodes, now))
+		in, err := c.input(ctx, nhc, nodes, now)
+		if err != nil {
+			return err
+		}
+		e := evaluate(in)
 		report.Verdicts = append(report.Verdicts, whyVerdict(nhc.Name, e.explained[nodeName], now))
 		if first == nil {
 			first = &e.in

@@ -17,13 +17,13 @@ import (
 // annotations; and says what happened, action by action. Each action stands
 // alone: one failure does not stop the others, except that a node whose
 // time-out annotation failed gets no next step, so that the order holds.
-func (c *Controller) act(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, obs *remediation.Observation) health.Outcome {
+func (c *Controller) act(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, watched *remediation.Watched) health.Outcome {
 	var out health.Outcome
 	failedTimeOut := map[string]bool{}
 	for _, to := range plan.TimeOut {
 		if to.Annotate {
 			at := to.At.UTC().Format(time.RFC3339)
-			if err := c.writer.Annotate(ctx, obs, to.Resource, v1alpha1.TimedOutAnnotation, &at); err != nil {
+			if err := c.writer.Annotate(ctx, watched, to.Resource, v1alpha1.TimedOutAnnotation, &at); err != nil {
 				failedTimeOut[to.Node] = true
 				out.Errors = append(out.Errors, fmt.Errorf("marking %s %s/%s timed out: %w", to.Resource.Kind, to.Resource.Namespace, to.Resource.Name, err))
 				continue
@@ -38,31 +38,31 @@ func (c *Controller) act(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, pla
 		}
 	}
 	if len(creations) > 0 {
-		c.createAll(ctx, nhc, creations, obs, c.confirmation(ctx, nhc.Name, plan, creations[0].Node), &out)
+		c.createAll(ctx, nhc, creations, watched, c.confirmation(ctx, nhc.Name, plan, creations[0].Node), &out)
 	}
-	c.deleteAll(ctx, nhc.Name, plan.Delete, obs, &out)
+	c.deleteAll(ctx, nhc.Name, plan.Delete, watched, &out)
 	out.Errors = append(out.Errors, c.keepLeases(ctx, nhc.Name, plan)...)
-	c.annotate(ctx, plan, obs, &out)
+	c.annotate(ctx, plan, watched, &out)
 	return out
 }
 
 // annotate sets and clears the healthy delay's start, flags old
 // remediations, and removes manual confirmations.
-func (c *Controller) annotate(ctx context.Context, plan *health.Plan, obs *remediation.Observation, out *health.Outcome) {
+func (c *Controller) annotate(ctx context.Context, plan *health.Plan, watched *remediation.Watched, out *health.Outcome) {
 	for _, mark := range plan.StartHealthyDelay {
 		start := mark.Start.UTC().Format(time.RFC3339)
-		if err := c.writer.Annotate(ctx, obs, mark.Resource, v1alpha1.HealthyDelayAnnotation, &start); err != nil {
+		if err := c.writer.Annotate(ctx, watched, mark.Resource, v1alpha1.HealthyDelayAnnotation, &start); err != nil {
 			out.Errors = append(out.Errors, fmt.Errorf("starting the healthy delay of %s/%s: %w", mark.Resource.Namespace, mark.Resource.Name, err))
 		}
 	}
 	for _, ref := range plan.ClearHealthyDelay {
-		if err := c.writer.Annotate(ctx, obs, ref, v1alpha1.HealthyDelayAnnotation, nil); err != nil {
+		if err := c.writer.Annotate(ctx, watched, ref, v1alpha1.HealthyDelayAnnotation, nil); err != nil {
 			out.Errors = append(out.Errors, fmt.Errorf("restarting the healthy delay of %s/%s: %w", ref.Namespace, ref.Name, err))
 		}
 	}
 	flag := v1alpha1.OldRemediationAnnotationValue
 	for _, ref := range plan.FlagOld {
-		if err := c.writer.Annotate(ctx, obs, ref, v1alpha1.OldRemediationAnnotation, &flag); err != nil {
+		if err := c.writer.Annotate(ctx, watched, ref, v1alpha1.OldRemediationAnnotation, &flag); err != nil {
 			out.Errors = append(out.Errors, fmt.Errorf("flagging %s/%s as old: %w", ref.Namespace, ref.Name, err))
 			continue
 		}
@@ -101,11 +101,11 @@ type createResult struct {
 // taken and its checks pass, and records what happened in
 // plan order. A plan holds at most maxCreationsPerSync of them, so that a
 // storm's first resources do not wait for the last ones' round trips.
-func (c *Controller) createAll(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, creations []health.Creation, obs *remediation.Observation, check creationCheck, out *health.Outcome) {
+func (c *Controller) createAll(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, creations []health.Creation, watched *remediation.Watched, check creationCheck, out *health.Outcome) {
 	defer c.yield.creating()()
 	results := make([]createResult, len(creations))
 	workqueue.ParallelizeUntil(ctx, len(creations), len(creations), func(i int) {
-		results[i] = c.create(ctx, nhc, creations[i], obs, check)
+		results[i] = c.create(ctx, nhc, creations[i], watched, check)
 	})
 	for i, r := range results {
 		switch {
@@ -132,7 +132,7 @@ func (c *Controller) createAll(ctx context.Context, nhc *v1alpha1.NodeHealthChec
 // at the API server: one after the other, every create waited three round
 // trips instead of two. A lease taken for a create withdrawn is released
 // by the next sync.
-func (c *Controller) create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, cr health.Creation, obs *remediation.Observation, check creationCheck) createResult {
+func (c *Controller) create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, cr health.Creation, watched *remediation.Watched, check creationCheck) createResult {
 	type verdict struct {
 		why string
 		err error
@@ -162,7 +162,7 @@ func (c *Controller) create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, 
 	case live.why != "":
 		return createResult{blocked: &health.Blocked{Node: cr.Node, Message: live.why}, withdrawn: true, unconfirmed: true}
 	}
-	created, err := c.writer.Create(ctx, nhc, cr, obs)
+	created, err := c.writer.Create(ctx, nhc, cr, watched)
 	switch {
 	case remediation.Refused(err):
 		return createResult{blocked: &health.Blocked{Node: cr.Node, Message: err.Error()}}
@@ -174,11 +174,11 @@ func (c *Controller) create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, 
 
 // deleteAll carries out deletions in parallel, once no create is in flight
 // (Yield), and records what happened in plan order.
-func (c *Controller) deleteAll(ctx context.Context, nhc string, deletions []health.Deletion, obs *remediation.Observation, out *health.Outcome) {
+func (c *Controller) deleteAll(ctx context.Context, nhc string, deletions []health.Deletion, watched *remediation.Watched, out *health.Outcome) {
 	if len(deletions) > 0 {
 		c.yield.wait(ctx)
 	}
-	errs := inParallel(ctx, len(deletions), func(i int) error { return c.writer.Delete(ctx, nhc, obs, deletions[i]) })
+	errs := inParallel(ctx, len(deletions), func(i int) error { return c.writer.Delete(ctx, nhc, watched, deletions[i]) })
 	for i, del := range deletions {
 		if errs[i] != nil {
 			out.Errors = append(out.Errors, fmt.Errorf("deleting %s %s/%s: %w", del.Resource.Kind, del.Resource.Namespace, del.Resource.Name, errs[i]))

@@ -48,7 +48,7 @@ func TestCreationsGoOutTogetherAndAreReportedInPlanOrder(t *testing.T) {
 		},
 	}
 	var out health.Outcome
-	f.c.createAll(context.Background(), workersNHC(), creations, &remediation.Observation{}, check, &out)
+	f.c.createAll(context.Background(), workersNHC(), creations, &remediation.Watched{}, check, &out)
 	require.Len(t, out.Errors, 1, "the check that could not be made")
 	assert.ErrorIs(t, out.Errors[0], assert.AnError)
 	var created []string
@@ -66,7 +66,7 @@ type failingDeletes struct {
 	node string
 }
 
-func (f failingDeletes) Delete(_ context.Context, _ string, _ *remediation.Observation, del health.Deletion) error {
+func (f failingDeletes) Delete(_ context.Context, _ string, _ *remediation.Watched, del health.Deletion) error {
 	if del.Node == f.node {
 		return assert.AnError
 	}
@@ -82,7 +82,7 @@ func TestDeletionsGoOutTogetherAndAreReportedInPlanOrder(t *testing.T) {
 		deletions = append(deletions, health.Deletion{Node: node, Resource: corev1.ObjectReference{Kind: "SelfNodeRemediation", Name: node}})
 	}
 	var out health.Outcome
-	f.c.deleteAll(context.Background(), "workers", deletions, &remediation.Observation{}, &out)
+	f.c.deleteAll(context.Background(), "workers", deletions, &remediation.Watched{}, &out)
 	require.Len(t, out.Errors, 1)
 	assert.Contains(t, out.Errors[0].Error(), "worker-07")
 	var deleted []string

@@ -114,19 +114,19 @@ func BenchmarkSync(b *testing.B) {
 				nhc.Spec.Selector.MatchLabels = map[string]string{"role": fmt.Sprintf("role-%d", i)}
 				f.setNHC(b, nhc)
 				nhcs[i] = nhc.Name
-				obs := remediation.Observation{Ready: true, Remediations: map[string][]health.Remediation{}}
+				seen := remediation.Seen{Ready: true, Remediations: map[string][]health.Remediation{}}
 				for j := range n {
 					node := realisticNode(i*n + j)
 					node.Labels["role"] = nhc.Spec.Selector.MatchLabels["role"]
 					if j == 0 {
 						node.Status.Conditions[0].Status = corev1.ConditionFalse
 						node.Status.Conditions[0].LastTransitionTime = metav1.NewTime(longAgo)
-						obs.Remediations[node.Name] = []health.Remediation{{
+						seen.Remediations[node.Name] = []health.Remediation{{
 							Ref: createdRef(health.Creation{Node: node.Name, Template: snrTemplate}), TemplateName: snrTemplate.Name, Created: longAgo}}
 					}
 					f.setNode(b, node)
 				}
-				pools[nhc.Name] = obs
+				pools[nhc.Name] = seen
 			}
 			ctx := context.Background()
 			for _, name := range nhcs {
@@ -152,7 +152,7 @@ func BenchmarkSync(b *testing.B) {
 
 // poolRemediations observes each NodeHealthCheck's own resources, and
 // writes nothing: a steady state plans nothing.
-type poolRemediations map[string]remediation.Observation
+type poolRemediations map[string]remediation.Seen
 
 func (p poolRemediations) WatchAll(context.Context, func() ([]*v1alpha1.NodeHealthCheck, error)) error {
 	return nil
@@ -161,11 +161,11 @@ func (p poolRemediations) WatchAll(context.Context, func() ([]*v1alpha1.NodeHeal
 func (p poolRemediations) AddChangeHandler(remediation.ResourceChangeFunc) {}
 func (p poolRemediations) AddKindChangeHandler(remediation.KindChangeFunc) {}
 
-func (p poolRemediations) Watch(context.Context, *v1alpha1.NodeHealthCheck) (remediation.Watched, error) {
-	return remediation.Watched{}, nil
+func (p poolRemediations) Watch(context.Context, *v1alpha1.NodeHealthCheck, []*v1alpha1.NodeHealthCheck) (*remediation.Watched, error) {
+	return &remediation.Watched{}, nil
 }
 
-func (p poolRemediations) Read(nhc *v1alpha1.NodeHealthCheck, _ remediation.Watched, _ []*v1alpha1.NodeHealthCheck) (remediation.Observation, error) {
+func (p poolRemediations) Read(nhc *v1alpha1.NodeHealthCheck, _ *remediation.Watched) (remediation.Seen, error) {
 	return p[nhc.Name], nil
 }
 
@@ -177,15 +177,15 @@ func (p poolRemediations) WatchLeft(string) (remediation.Left, error) {
 
 func (p poolRemediations) LookUpLapsed(context.Context) {}
 
-func (p poolRemediations) Create(context.Context, *v1alpha1.NodeHealthCheck, health.Creation, *remediation.Observation) (health.Created, error) {
+func (p poolRemediations) Create(context.Context, *v1alpha1.NodeHealthCheck, health.Creation, *remediation.Watched) (health.Created, error) {
 	return health.Created{}, errors.New("a steady state creates nothing")
 }
 
-func (p poolRemediations) Delete(context.Context, string, *remediation.Observation, health.Deletion) error {
+func (p poolRemediations) Delete(context.Context, string, *remediation.Watched, health.Deletion) error {
 	return errors.New("a steady state deletes nothing")
 }
 
-func (p poolRemediations) Annotate(context.Context, *remediation.Observation, corev1.ObjectReference, string, *string) error {
+func (p poolRemediations) Annotate(context.Context, *remediation.Watched, corev1.ObjectReference, string, *string) error {
 	return errors.New("a steady state annotates nothing")
 }
 

@@ -84,7 +84,7 @@ func TestAnEscalationStepIsConfirmedAtTheAPIServer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newSyncFixture(t, nhc.DeepCopy(), notReady("worker-1", longAgo), healthyNode("worker-2"))
 			f.liveNodes.live = map[string]*corev1.Node{"worker-1": tt.live, "worker-2": healthyNode("worker-2")}
-			f.remediations.obs.Remediations["worker-1"] = []health.Remediation{{Ref: snrOfWorker, TemplateName: snrTemplate.Name, Created: longAgo}}
+			f.remediations.seen.Remediations["worker-1"] = []health.Remediation{{Ref: snrOfWorker, TemplateName: snrTemplate.Name, Created: longAgo}}
 			_, err := f.sync()
 			require.NoError(t, err)
 			assert.Equal(t, 1, f.liveNodes.reads, "one read, just before the create")

@@ -12,20 +12,16 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
 // fakeRemediations is the remediation rooms, observer and writer, faked:
-// it reads obs, and records the writes it is asked to send. By default
+// it reads seen, and records the writes it is asked to send. By default
 // every write succeeds.
 type fakeRemediations struct {
 	// mu guards syncs: a sync sends its creates in parallel.
-	mu    sync.Mutex
-	clock *clocktesting.FakeClock
-	obs   remediation.Observation
-	// recorded are what the statuses of other NodeHealthChecks record of
-	// kinds that cannot be read, added to the other owners.
-	recorded  map[string][]resource.Owner
+	mu        sync.Mutex
+	clock     *clocktesting.FakeClock
+	seen      remediation.Seen
 	forgotten []string
 	// left is what WatchLeft answers for every deleted NodeHealthCheck.
 	left remediation.Left
@@ -72,29 +68,22 @@ func (f *fakeRemediations) WatchAll(context.Context, func() ([]*v1alpha1.NodeHea
 	return nil
 }
 
-func (f *fakeRemediations) Watch(context.Context, *v1alpha1.NodeHealthCheck) (remediation.Watched, error) {
-	return remediation.Watched{}, nil
+func (f *fakeRemediations) Watch(context.Context, *v1alpha1.NodeHealthCheck, []*v1alpha1.NodeHealthCheck) (*remediation.Watched, error) {
+	return &remediation.Watched{}, nil
 }
 
-// Read returns obs with maps of its own, as every read does.
-func (f *fakeRemediations) Read(*v1alpha1.NodeHealthCheck, remediation.Watched, []*v1alpha1.NodeHealthCheck) (remediation.Observation, error) {
-	obs := f.obs
-	obs.OtherOwners = maps.Clone(obs.OtherOwners)
-	for node, owners := range f.recorded {
-		if obs.OtherOwners == nil {
-			obs.OtherOwners = map[string][]resource.Owner{}
-		}
-		obs.OtherOwners[node] = append(obs.OtherOwners[node], owners...)
-	}
-	obs.BusyControlPlaneNodes = maps.Clone(obs.BusyControlPlaneNodes)
-	return obs, nil
+// Read returns seen with maps of its own, as every read does.
+func (f *fakeRemediations) Read(*v1alpha1.NodeHealthCheck, *remediation.Watched) (remediation.Seen, error) {
+	seen := f.seen
+	seen.OtherOwners = maps.Clone(seen.OtherOwners)
+	return seen, nil
 }
 
 func (f *fakeRemediations) Forget(nhc string) { f.forgotten = append(f.forgotten, nhc) }
 
 func (f *fakeRemediations) WatchLeft(string) (remediation.Left, error) { return f.left, nil }
 
-func (f *fakeRemediations) Create(_ context.Context, _ *v1alpha1.NodeHealthCheck, c health.Creation, _ *remediation.Observation) (health.Created, error) {
+func (f *fakeRemediations) Create(_ context.Context, _ *v1alpha1.NodeHealthCheck, c health.Creation, _ *remediation.Watched) (health.Created, error) {
 	f.mu.Lock()
 	s := f.current()
 	s.creates = append(s.creates, c)
@@ -105,11 +94,11 @@ func (f *fakeRemediations) Create(_ context.Context, _ *v1alpha1.NodeHealthCheck
 	return health.Created{Creation: c, Resource: createdRef(c), CreationTime: f.clock.Now()}, nil
 }
 
-func (f *fakeRemediations) Delete(context.Context, string, *remediation.Observation, health.Deletion) error {
+func (f *fakeRemediations) Delete(context.Context, string, *remediation.Watched, health.Deletion) error {
 	return nil
 }
 
-func (f *fakeRemediations) Annotate(_ context.Context, _ *remediation.Observation, ref corev1.ObjectReference, key string, value *string) error {
+func (f *fakeRemediations) Annotate(_ context.Context, _ *remediation.Watched, ref corev1.ObjectReference, key string, value *string) error {
 	f.mu.Lock()
 	s := f.current()
 	s.annotations = append(s.annotations, fakeAnnotation{ref: ref, key: key, value: value})

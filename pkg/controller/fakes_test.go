@@ -186,8 +186,8 @@ func newSyncFixture(t testing.TB, nhc *v1alpha1.NodeHealthCheck, nodes ...*corev
 		clock:    clocktesting.NewFakeClock(t0.Time),
 		metrics:  NewMetrics(),
 	}
-	f.remediations = &fakeRemediations{clock: f.clock, obs: remediation.Observation{
-		Ready: true, Remediations: map[string][]health.Remediation{}, BusyControlPlaneNodes: map[string]bool{},
+	f.remediations = &fakeRemediations{clock: f.clock, seen: remediation.Seen{
+		Ready: true, Remediations: map[string][]health.Remediation{},
 	}}
 	// The production informers, never started: the tests fill their caches.
 	nodeInformer, err := nodecache.NewInformer(&rest.Config{Host: "https://nodes.invalid"}, 0)
@@ -265,7 +265,7 @@ func (f *syncFixture) setNode(t testing.TB, node *corev1.Node) {
 func (f *syncFixture) takeLeases(beforeAcquire func()) *fakeLeases {
 	leases := &fakeLeases{beforeAcquire: beforeAcquire}
 	f.c.leases = leases
-	f.remediations.obs.Leases = &health.Leases{ByNode: map[string]health.NodeLease{}, Duration: time.Hour}
+	f.remediations.seen.Leases = &health.Leases{ByNode: map[string]health.NodeLease{}, Duration: time.Hour}
 	return leases
 }
 

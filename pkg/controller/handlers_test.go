@@ -58,7 +58,7 @@ func newTestController(t testing.TB, nhcs ...*v1alpha1.NodeHealthCheck) *Control
 	dynamicClient := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
 	nodeInformer, err := nodecache.NewInformer(&rest.Config{Host: "https://nodes.invalid"}, 0)
 	require.NoError(t, err)
-	observer, writer, err := remediation.New(remediation.Config{Context: ctx, Dynamic: dynamicClient, NodeClient: kube.CoreV1().Nodes(), Nodes: nodeInformer.Lister(), Clock: clk})
+	observer, writer, err := remediation.New(remediation.Config{Context: ctx, Dynamic: dynamicClient, NodeClient: kube.CoreV1().Nodes(), Clock: clk})
 	require.NoError(t, err)
 	c, err := New(ctx, Config{
 		Nodes: nodeInformer, NodeHealthChecks: nhcInformer, Client: nhcClient.RemediationV1alpha1(),

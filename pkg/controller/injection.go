@@ -31,12 +31,13 @@ type remediationObserver interface {
 	// ctx bounds its reads (discovery).
 	WatchAll(ctx context.Context, list func() ([]*v1alpha1.NodeHealthCheck, error)) error
 	// Watch keeps the kinds a NodeHealthCheck's templates and resources
-	// are of watched, and reads its templates; ctx bounds its reads
-	// (discovery, templates read with GET).
-	Watch(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (remediation.Watched, error)
-	// Read observes what a NodeHealthCheck's evaluation needs besides its
-	// nodes, from the caches; others are the other NodeHealthChecks.
-	Read(nhc *v1alpha1.NodeHealthCheck, watched remediation.Watched, others []*v1alpha1.NodeHealthCheck) (remediation.Observation, error)
+	// are of watched, reads its templates, and maps the kinds the others'
+	// statuses record; ctx bounds its reads (discovery, templates read with
+	// GET).
+	Watch(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, others []*v1alpha1.NodeHealthCheck) (*remediation.Watched, error)
+	// Read reads what a NodeHealthCheck's remediation resources show, from
+	// the caches.
+	Read(nhc *v1alpha1.NodeHealthCheck, watched *remediation.Watched) (remediation.Seen, error)
 	// Forget drops what is kept for a deleted NodeHealthCheck.
 	Forget(nhc string)
 	// WatchLeft reads what may still hold the nodes whose lease a deleted
@@ -49,11 +50,11 @@ type remediationObserver interface {
 type remediationWriter interface {
 	// Create creates a node's remediation resource; remediation.Refused
 	// tells an error that makes the node wait.
-	Create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, c health.Creation, obs *remediation.Observation) (health.Created, error)
-	Delete(ctx context.Context, nhc string, obs *remediation.Observation, del health.Deletion) error
+	Create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, c health.Creation, watched *remediation.Watched) (health.Created, error)
+	Delete(ctx context.Context, nhc string, watched *remediation.Watched, del health.Deletion) error
 	// Annotate sets an annotation of a remediation resource, or removes it
 	// when value is nil.
-	Annotate(ctx context.Context, obs *remediation.Observation, ref corev1.ObjectReference, key string, value *string) error
+	Annotate(ctx context.Context, watched *remediation.Watched, ref corev1.ObjectReference, key string, value *string) error
 	RemoveNodeAnnotation(ctx context.Context, node, key string) error
 	// LookUpLapsed looks up at the API server the creates the informers
 	// have not shown in time.

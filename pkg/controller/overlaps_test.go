@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -10,12 +11,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/gather"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
@@ -67,7 +71,7 @@ func TestSyncLeavesASharedNodeToTheNodeHealthCheckThatRemediatesIt(t *testing.T)
 
 	// Remediation resources cannot all be known yet (after a start): the
 	// older one may be remediating.
-	f.remediations.obs.ControlPlaneUnknown = "the remediation kinds of every NodeHealthCheck are not watched yet"
+	f.remediations.seen.ControlPlaneUnknown = "the remediation kinds of every NodeHealthCheck are not watched yet"
 	_, err := f.sync()
 	require.NoError(t, err)
 	noActions(t, f)
@@ -81,7 +85,7 @@ func TestSyncLeavesASharedNodeToTheNodeHealthCheckThatRemediatesIt(t *testing.T)
 	assert.Len(t, overlapEvents(), 1)
 
 	// Known, it is the older one: it remediates the node, by age.
-	f.remediations.obs.ControlPlaneUnknown = ""
+	f.remediations.seen.ControlPlaneUnknown = ""
 	f.clock.Step(time.Minute)
 	_, err = f.sync()
 	require.NoError(t, err)
@@ -114,14 +118,14 @@ func TestSyncLeavesASharedNodeToTheNodeHealthCheckThatRemediatesIt(t *testing.T)
 	f.setNHC(t, forgotten)
 
 	// ...unless the other one has resources for it already, of any kind watched.
-	f.remediations.obs.OtherOwners = map[string][]resource.Owner{"worker-1": {{Name: "younger", UID: younger.UID}}}
+	f.remediations.seen.OtherOwners = map[string][]resource.Owner{"worker-1": {{Name: "younger", UID: younger.UID}}}
 	f.clock.Step(time.Minute)
 	_, err = f.sync()
 	require.NoError(t, err)
 	assert.Empty(t, f.remediations.syncs[4].creates)
 
 	// A deleted one's resources hold the node too.
-	f.remediations.obs.OtherOwners = map[string][]resource.Owner{"worker-1": {{Name: "gone", UID: "uid-gone"}}}
+	f.remediations.seen.OtherOwners = map[string][]resource.Owner{"worker-1": {{Name: "gone", UID: "uid-gone"}}}
 	f.clock.Step(time.Minute)
 	_, err = f.sync()
 	require.NoError(t, err)
@@ -130,8 +134,13 @@ func TestSyncLeavesASharedNodeToTheNodeHealthCheckThatRemediatesIt(t *testing.T)
 
 	// So do the resources a peer's status records, of a kind that cannot
 	// be read (forbidden since the start): its informer shows nothing.
-	f.remediations.obs.OtherOwners = nil
-	f.remediations.recorded = map[string][]resource.Owner{"worker-1": {{Name: "younger", UID: younger.UID}}}
+	f.remediations.seen.OtherOwners = nil
+	recording := younger.DeepCopy()
+	recording.ResourceVersion = "101"
+	recording.Status.UnhealthyNodes = []*v1alpha1.UnhealthyNode{{Name: "worker-1", Remediations: []*v1alpha1.Remediation{
+		{Resource: snrOfWorker, TimedOut: &metav1.Time{Time: longAgo}}}}}
+	f.setNHC(t, recording)
+	f.remediations.seen.Unreadable = map[schema.GroupVersionKind]bool{snrOfWorker.GroupVersionKind(): true}
 	f.clock.Step(time.Minute)
 	_, err = f.sync()
 	require.NoError(t, err)
@@ -182,7 +191,7 @@ func TestSyncRemediatesASharedNodeThatAnOlderNodeHealthCheckCannot(t *testing.T)
 	forbidden(older)
 	f := newSyncFixture(t, nhc, notReady("worker-1", longAgo), healthyNode("worker-2"))
 	f.setNHC(t, older)
-	f.remediations.obs.ControlPlaneUnknown = "the remediation resources testremediations.test.medik8s.io cannot be read, and may hold a control-plane remediation"
+	f.remediations.seen.ControlPlaneUnknown = "the remediation resources testremediations.test.medik8s.io cannot be read, and may hold a control-plane remediation"
 	_, err := f.sync()
 	require.NoError(t, err)
 	noActions(t, f)
@@ -256,6 +265,21 @@ func TestOverlapsWakeEveryNodeHealthCheck(t *testing.T) {
 	assert.Equal(t, []string{"infra", "new", "workers"}, queued(c))
 }
 
+// claimsSource is the controller's source of a NodeHealthCheck whose
+// remediation resources show nothing, and whose nodes are given.
+type claimsSource struct {
+	*cacheSource
+	nodes []*health.Node
+}
+
+func (s claimsSource) Remediations(context.Context, *v1alpha1.NodeHealthCheck) (remediation.Seen, error) {
+	return remediation.Seen{Ready: true}, nil
+}
+
+func (s claimsSource) Selected(context.Context, *v1alpha1.NodeHealthCheck, labels.Selector) ([]*health.Node, bool, error) {
+	return s.nodes, true, nil
+}
+
 // BenchmarkClaims measures what finding the overlaps adds to a sync of a
 // NodeHealthCheck that selects 10,000 nodes, beside 9 others: nothing to
 // match against those whose selectors are disjoint from its own, one match
@@ -282,9 +306,13 @@ func BenchmarkClaims(b *testing.B) {
 				}
 			}
 			c := newTestController(b, nhcs...)
+			src := claimsSource{cacheSource: &cacheSource{c: c, others: c.otherNHCs(nhcs[0])}, nodes: nodes}
+			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				c.claims(nhcs[0], nodes, nil, false)
+				if _, err := gather.Gather(ctx, nhcs[0], src, t0.Time); err != nil {
+					b.Fatal(err)
+				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/nodeCount, "ns/node")
 		})

@@ -119,3 +119,11 @@ func (s *selectorCache) unchanged(nhcs []*v1alpha1.NodeHealthCheck) bool {
 	}
 	return true
 }
+
+// enqueueSharing enqueues the NodeHealthChecks that may share nodes with
+// one: who remediates a shared node may have changed.
+func (c *Controller) enqueueSharing(nhc *v1alpha1.NodeHealthCheck) {
+	for _, peer := range c.selectors.get(c.nhcLister).peersOf(nhc) {
+		c.queue.Add(peer.Name)
+	}
+}

@@ -25,7 +25,7 @@ func TestASyncThatCreatedLeavesItsStatusToTheNextSecondsSync(t *testing.T) {
 	f.remediating(t, nhc, "worker-0")
 	created := func(node string) {
 		ref := createdRef(health.Creation{Node: node, Template: snrTemplate})
-		f.remediations.obs.Remediations[node] = []health.Remediation{{Ref: ref, TemplateName: snrTemplate.Name, Created: f.clock.Now()}}
+		f.remediations.seen.Remediations[node] = []health.Remediation{{Ref: ref, TemplateName: snrTemplate.Name, Created: f.clock.Now()}}
 	}
 	remediated := func(t *testing.T, nodes ...string) {
 		t.Helper()
@@ -86,7 +86,7 @@ func TestTheFirstCreateReachesTheStoredStatusBeforeTheNext(t *testing.T) {
 	assert.Equal(t, time.Millisecond, d, "the rest follow at once")
 
 	created := f.remediations.creates()[0]
-	f.remediations.obs.Remediations[created.Node] = []health.Remediation{{Ref: createdRef(created), TemplateName: snrTemplate.Name, Created: f.clock.Now()}}
+	f.remediations.seen.Remediations[created.Node] = []health.Remediation{{Ref: createdRef(created), TemplateName: snrTemplate.Name, Created: f.clock.Now()}}
 	_, err = f.sync()
 	require.NoError(t, err)
 	assert.Len(t, f.remediations.creates(), 3, "the rest of the batch in one sync")
@@ -104,7 +104,7 @@ func TestNoCreateFollowsOneTheStoredStatusDoesNotShow(t *testing.T) {
 	require.Len(t, f.remediations.creates(), 1)
 
 	first := f.remediations.creates()[0]
-	f.remediations.obs.Remediations[first.Node] = []health.Remediation{{Ref: createdRef(first), TemplateName: snrTemplate.Name, Created: f.clock.Now()}}
+	f.remediations.seen.Remediations[first.Node] = []health.Remediation{{Ref: createdRef(first), TemplateName: snrTemplate.Name, Created: f.clock.Now()}}
 	f.statuses.err = nil
 	d, err := f.sync()
 	require.NoError(t, err)
@@ -126,7 +126,7 @@ func (f *syncFixture) remediating(t *testing.T, nhc *v1alpha1.NodeHealthCheck, n
 	f.setNode(t, notReady(node, longAgo))
 	ref := createdRef(health.Creation{Node: node, Template: snrTemplate})
 	started := t0.Add(-time.Minute)
-	f.remediations.obs.Remediations[node] = []health.Remediation{{Ref: ref, TemplateName: snrTemplate.Name, Created: started}}
+	f.remediations.seen.Remediations[node] = []health.Remediation{{Ref: ref, TemplateName: snrTemplate.Name, Created: started}}
 	nhc.Status.UnhealthyNodes = append(nhc.Status.UnhealthyNodes, &v1alpha1.UnhealthyNode{Name: node, Remediations: []*v1alpha1.Remediation{
 		{Resource: ref, Started: metav1.NewTime(started), TemplateName: snrTemplate.Name},
 	}})
@@ -143,7 +143,7 @@ func TestASyncThatEndsAnIncidentWritesItsStatusAtOnce(t *testing.T) {
 	f := newSyncFixture(t, nhc, healthyNode("worker-1"), notReady("worker-2", t0.Add(-condition)),
 		notReady("worker-3", t0.Add(time.Second-condition)))
 	stepOfWorker1 := createdRef(health.Creation{Node: "worker-1", Template: snrTemplate})
-	f.remediations.obs.Remediations["worker-1"] = []health.Remediation{{Ref: stepOfWorker1, TemplateName: snrTemplate.Name, Created: t0.Add(-8 * time.Minute)}}
+	f.remediations.seen.Remediations["worker-1"] = []health.Remediation{{Ref: stepOfWorker1, TemplateName: snrTemplate.Name, Created: t0.Add(-8 * time.Minute)}}
 	nhc.Status.UnhealthyNodes = []*v1alpha1.UnhealthyNode{{Name: "worker-1", Remediations: []*v1alpha1.Remediation{
 		{Resource: stepOfWorker1, Started: metav1.NewTime(t0.Add(-8 * time.Minute)), TemplateName: snrTemplate.Name},
 	}}}

@@ -11,8 +11,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/gather"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
 // messageUnreadable says what to do about a stored NodeHealthCheck that
@@ -48,18 +48,20 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	}
 
 	// Decide.
-	obs, err := c.observe(ctx, nhc)
+	src, err := c.watch(ctx, nhc)
 	if err != nil {
 		return 0, err
 	}
-	in, caughtUp, err := c.input(ctx, nhc, &obs)
+	g, err := gather.Gather(ctx, nhc, src, c.clock.Now())
 	if err != nil {
 		return 0, err
 	}
+	in := g.Input
+	in.StatusBytes = c.statusBytes
 	// The remediation guard reads the stored status, not the one left to
 	// this sync.
-	in.MaxCreations, in.CreatesHeld = health.GuardedCreations(&stored.Status, obs.Remediations, obs.PendingNodes, maxCreationsPerSync)
-	if !caughtUp {
+	in.MaxCreations, in.CreatesHeld = health.GuardedCreations(&stored.Status, in.Remediations, in.PendingNodes, maxCreationsPerSync)
+	if g.Behind {
 		logger.V(4).Info("Waiting for the node cache to show the nodes the API server selects")
 		return catchUpRequeue, nil
 	}
@@ -75,7 +77,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	if err != nil {
 		return 0, err
 	}
-	out := c.act(actCtx, nhc, &plan, &obs)
+	out := c.act(actCtx, nhc, &plan, src.watched)
 	cancel()
 
 	// Record.
@@ -85,9 +87,9 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 		c.recordEvents(ctx, nhc, &plan, &out)
 		c.metrics.setDisabled(name, true)
 		logger.V(2).Info("Cannot evaluate", "reason", plan.Problem.Reason, "message", plan.Problem.Message)
-		return health.Sooner(problemRequeue, obs.RefreshAfter), statusErr
+		return health.Sooner(problemRequeue, g.RefreshAfter), statusErr
 	}
-	requeueAfter := c.requeueAfter(&plan, &out, &obs, in.CreatesHeld)
+	requeueAfter := c.requeueAfter(&plan, &out, g.RefreshAfter, in.CreatesHeld)
 	written, statusErr := c.recordStatus(ctx, stored, status, leavesStatus(stored, &status, &out, requeueAfter))
 	c.recordEvents(ctx, nhc, &plan, &out)
 	c.recordLastingEvents(ctx, nhc, &plan, &out)
@@ -101,24 +103,6 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	return requeueAfter, errors.Join(append(out.Errors, statusErr)...)
 }
 
-// observe keeps the NodeHealthCheck's remediation kinds watched, and reads
-// what its evaluation needs of them. The creates that the informers have
-// not shown in time are looked up first, so that the ledger read is
-// current.
-func (c *Controller) observe(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (remediation.Observation, error) {
-	c.writer.LookUpLapsed(ctx)
-	c.watchEveryKind(ctx)
-	watched, err := c.observer.Watch(ctx, nhc)
-	if err != nil {
-		return remediation.Observation{}, fmt.Errorf("watching remediation kinds: %w", err)
-	}
-	obs, err := c.observer.Read(nhc, watched, c.otherNHCs(nhc))
-	if err != nil {
-		return obs, fmt.Errorf("reading remediation resources: %w", err)
-	}
-	return obs, nil
-}
-
 // watchEveryKind watches the kinds of every NodeHealthCheck and those that
 // may hold resources of deleted ones, once after a start: until then no
 // control-plane remediation starts (remediation.Observer.WatchAll), and no
@@ -129,57 +113,13 @@ func (c *Controller) watchEveryKind(ctx context.Context) {
 	}
 }
 
-// otherNHCs lists the NodeHealthChecks but nhc, as syncs see them.
-func (c *Controller) otherNHCs(nhc *v1alpha1.NodeHealthCheck) []*v1alpha1.NodeHealthCheck {
-	all, err := c.nhcLister.List(labels.Everything())
-	if err != nil {
-		return nil
-	}
-	others := make([]*v1alpha1.NodeHealthCheck, 0, len(all))
-	for _, other := range all {
-		if other.UID != nhc.UID {
-			others = append(others, c.latest(other))
-		}
-	}
-	return others
-}
-
-// input is what the evaluation decides from: the observation, and, once
-// the remediation resources are known, the selected nodes, which the node
-// cache must show as the API server does (caughtUp) for a first evaluation.
-func (c *Controller) input(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, obs *remediation.Observation) (in health.Input, caughtUp bool, err error) {
-	// Parsed once for this sync: the node listing, Evaluate and the
-	// confirmation of each create use it. An invalid one is nil, and
-	// Evaluate reports it.
-	selector, _ := health.ParseSelector(&nhc.Spec.Selector)
-	in = health.Input{
-		NHC: nhc, Selector: selector, Remediations: obs.Remediations, BusyControlPlaneNodes: obs.BusyControlPlaneNodes, ControlPlaneUnknown: obs.ControlPlaneUnknown, PendingNodes: obs.PendingNodes,
-		RemediationProblem: obs.RemediationProblem, ResourcesUnknown: !obs.Ready, Leases: obs.Leases, StatusBytes: c.statusBytes, Now: c.clock.Now(),
-	}
-	if !obs.Ready {
-		return in, true, nil
-	}
-	caughtUp, err = c.nodesCaughtUp(ctx, nhc, selector)
-	if err != nil {
-		return in, false, fmt.Errorf("listing the selected nodes at the API server: %w", err)
-	}
-	if !caughtUp {
-		return in, false, nil
-	}
-	if in.Nodes, err = c.selectedNodes(nhc, selector, obs.Remediations); err != nil {
-		return in, false, fmt.Errorf("listing the selected nodes: %w", err)
-	}
-	in.DeletedNodes = c.deletedNodes(nhc, obs.Remediations)
-	in.Claims = c.claims(nhc, in.Nodes, obs.OtherOwners, obs.ControlPlaneUnknown != "")
-	return in, true, nil
-}
-
 // requeueAfter is how soon the plan can change without any object
 // changing: at once for the rest of the work, else the next deadline, a
-// retry of what was blocked, held or not confirmed, or a read's refresh.
+// retry of what was blocked, held or not confirmed, or a read's refresh
+// (refreshAfter).
 // Held creates wait for a status write that failed, or for this
 // controller's writes to show; the events of both usually come first.
-func (c *Controller) requeueAfter(plan *health.Plan, out *health.Outcome, obs *remediation.Observation, held bool) time.Duration {
+func (c *Controller) requeueAfter(plan *health.Plan, out *health.Outcome, refreshAfter time.Duration, held bool) time.Duration {
 	var requeueAfter time.Duration
 	switch {
 	case (plan.Deferred > 0 && !held) || len(out.Withdrawn) > 0:
@@ -195,7 +135,7 @@ func (c *Controller) requeueAfter(plan *health.Plan, out *health.Outcome, obs *r
 		// The write awaited, once the cache shows it, wakes the sync first.
 		requeueAfter = health.Sooner(requeueAfter, notReadyRequeue)
 	}
-	return health.Sooner(requeueAfter, obs.RefreshAfter)
+	return health.Sooner(requeueAfter, refreshAfter)
 }
 
 // writeContext is ctx, ending when this replica may no longer write (the
@@ -251,46 +191,6 @@ func (c *Controller) readableNHCs() ([]*v1alpha1.NodeHealthCheck, error) {
 		}
 	}
 	return readable, nil
-}
-
-// selectedNodes lists the nodes the selector matches. An invalid selector
-// (nil: stored before validation could catch it, and reported by Evaluate)
-// selects the nodes under remediation, so that their resources are not taken
-// for orphans.
-func (c *Controller) selectedNodes(nhc *v1alpha1.NodeHealthCheck, selector labels.Selector, remediations map[string][]health.Remediation) ([]*health.Node, error) {
-	if selector != nil {
-		return c.members.nodes(nhc.Name, selector, c.nodeLister)
-	}
-	var nodes []*health.Node
-	for name := range remediations {
-		if node, err := c.nodeLister.Get(name); err == nil {
-			nodes = append(nodes, node)
-		}
-	}
-	return nodes, nil
-}
-
-// deletedNodes are the nodes with remediation resources or an ongoing
-// remediation on record whose Node object is gone, for the history.
-func (c *Controller) deletedNodes(nhc *v1alpha1.NodeHealthCheck, remediations map[string][]health.Remediation) map[string]bool {
-	var deleted map[string]bool
-	check := func(name string) {
-		if _, err := c.nodeLister.Get(name); apierrors.IsNotFound(err) {
-			if deleted == nil {
-				deleted = map[string]bool{}
-			}
-			deleted[name] = true
-		}
-	}
-	for name := range remediations {
-		check(name)
-	}
-	for i := range nhc.Status.RemediationHistory {
-		if r := &nhc.Status.RemediationHistory[i]; r.Finished == nil {
-			check(r.TargetName)
-		}
-	}
-	return deleted
 }
 
 // logVerdicts logs the verdict of every node that is not healthy, at level 4.

@@ -93,7 +93,7 @@ func TestSyncRecordsATimeOutOnlyOnceAnnotated(t *testing.T) {
 			started := t0.Add(-10 * time.Minute)
 			nhc.Status = remediatedStatus(started)
 			f := newSyncFixture(t, nhc, notReady("worker-1", longAgo))
-			f.remediations.obs.Remediations["worker-1"] = []health.Remediation{{Ref: snrOfWorker, TemplateName: snrTemplate.Name, Created: started}}
+			f.remediations.seen.Remediations["worker-1"] = []health.Remediation{{Ref: snrOfWorker, TemplateName: snrTemplate.Name, Created: started}}
 			f.remediations.annotateErr = tc.annotateErr
 
 			_, err := f.sync()

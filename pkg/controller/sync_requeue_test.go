@@ -19,7 +19,7 @@ import (
 // remediations are left alone, and the sync is retried soon.
 func TestSyncWaitsForTheInformers(t *testing.T) {
 	f := newSyncFixture(t, workersNHC(), notReady("worker-1", longAgo))
-	f.remediations.obs.Ready = false
+	f.remediations.seen.Ready = false
 	d, err := f.sync()
 	require.NoError(t, err)
 	assert.Equal(t, notReadyRequeue, d)
@@ -43,7 +43,7 @@ func TestSyncReturnsAStatusConflictWithTheRequeue(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newSyncFixture(t, workersNHC(), notReady("worker-1", t0.Add(-100*time.Second)))
 			if tc.problem != nil {
-				f.remediations.obs.Ready, f.remediations.obs.RemediationProblem = false, tc.problem
+				f.remediations.seen.Ready, f.remediations.seen.Problem = false, tc.problem
 			}
 			f.statuses.err = apierrors.NewConflict(schema.GroupResource{Group: "remediation.medik8s.io", Resource: "nodehealthchecks"}, "workers", errors.New("the object has been modified"))
 			d, err := f.sync()
@@ -91,7 +91,7 @@ func TestSyncRequeuesNoLaterThanATemplateIsReadAgain(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newSyncFixture(t, workersNHC(), tc.nodes...)
-			f.remediations.obs.RefreshAfter = 30 * time.Second
+			f.remediations.seen.RefreshAfter = 30 * time.Second
 			d, err := f.sync()
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, d)
@@ -123,7 +123,7 @@ func TestSyncAsksForNodeUpdatesAtOnceFromWhenACreateMayBeDue(t *testing.T) {
 
 	ref := snrOfWorker
 	ref.Name = "worker-2"
-	f.remediations.obs.Remediations["worker-2"] = []health.Remediation{{Ref: ref, TemplateName: snrTemplate.Name, Created: longAgo}}
+	f.remediations.seen.Remediations["worker-2"] = []health.Remediation{{Ref: ref, TemplateName: snrTemplate.Name, Created: longAgo}}
 	_, err = f.sync()
 	require.NoError(t, err)
 	assert.True(t, pacing["workers"].IsZero(), "the node is remediated by a step without a timeout")

@@ -52,7 +52,7 @@ func TestSyncDisablesOnATemplateProblemKeepingTheRecord(t *testing.T) {
 	nhc.Status = remediatedStatus(longAgo)
 	f := newSyncFixture(t, nhc, notReady("worker-1", longAgo))
 	problem := &health.Problem{Reason: v1alpha1.ReasonTemplateNotFound, Message: "Remediation template SelfNodeRemediationTemplate snr/automatic cannot be read: forbidden"}
-	f.remediations.obs.Ready, f.remediations.obs.RemediationProblem = false, problem
+	f.remediations.seen.Ready, f.remediations.seen.Problem = false, problem
 
 	d, err := f.sync()
 	require.NoError(t, err)
@@ -148,7 +148,7 @@ func TestSyncReadsItsOwnWrites(t *testing.T) {
 	// The remediation informer shows the created SNR; the lister still has
 	// the object without a status.
 	rem := entryOf(written.Status, "worker-1").Remediations[0]
-	f.remediations.obs.Remediations["worker-1"] = []health.Remediation{{Ref: rem.Resource, TemplateName: rem.TemplateName, Created: rem.Started.Time}}
+	f.remediations.seen.Remediations["worker-1"] = []health.Remediation{{Ref: rem.Resource, TemplateName: rem.TemplateName, Created: rem.Started.Time}}
 	f.clock.Step(time.Minute)
 	_, err = f.sync()
 	require.NoError(t, err)

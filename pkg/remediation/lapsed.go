@@ -4,22 +4,23 @@ import (
 	"context"
 	"slices"
 
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
 // What the caches may fail to show, looked up at the API server instead:
 // creates and control-plane reservations their informers have not shown
-// within a minute, and kinds no longer served.
+// within a minute.
 
 // logCreateUnseen is logged at level 2 when the API server has a created
-// resource that its informer has not shown within inFlightTTL.
+// resource that its informer has not shown within inflight.TTL.
 const logCreateUnseen = "Created remediation not shown by its informer yet; its node waits"
 
 // LookUpLapsed looks up at the API server the creates of every
-// NodeHealthCheck that the informers have not shown within inFlightTTL,
+// NodeHealthCheck that the informers have not shown within inflight.TTL,
 // syncing or not: a disabled NodeHealthCheck does not sync, and its create
 // would otherwise lapse and let another one remediate the node beside it.
 // One the API server has is expected again: its node gets no new action,
@@ -32,17 +33,14 @@ const logCreateUnseen = "Created remediation not shown by its informer yet; its 
 // whoever owns what is found: one found and not shown, or unreadable,
 // holds the slot on.
 func (w *Writer) LookUpLapsed(ctx context.Context) {
-	for _, l := range w.inFlight.lapsed() {
-		key := l.key
+	for _, l := range w.ledger.Lapsed() {
 		switch {
-		case !l.shown && w.unseen(ctx, key.resource, key.namespace, l.name, key.nhc):
-			klog.FromContext(ctx).V(2).Info(logCreateUnseen, "nodeHealthCheck", key.nhc, "node", l.node, "resource", key.resource, "name", l.name)
-		case l.controlPlane && w.unseen(ctx, key.resource, key.namespace, l.name, ""):
-			slot := l.write
-			slot.shown = true
-			w.inFlight.lookedUp(l, &slot)
+		case !l.Shown && w.unseen(ctx, l.Resource, l.Namespace, l.Name, l.NHC):
+			klog.FromContext(ctx).V(2).Info(logCreateUnseen, "nodeHealthCheck", l.NHC, "node", l.Node, "resource", l.Resource, "name", l.Name)
+		case l.ControlPlane && w.unseen(ctx, l.Resource, l.Namespace, l.Name, ""):
+			w.ledger.KeepSlot(l)
 		default:
-			w.inFlight.lookedUp(l, nil)
+			w.ledger.Drop(l)
 		}
 	}
 }
@@ -65,19 +63,4 @@ func (w *Writer) unseen(ctx context.Context, gvr schema.GroupVersionResource, na
 		return cached == nil || cached.GetUID() != obj.GetUID()
 	}
 	return true
-}
-
-// forgetUnserved drops what the caches of kinds stopped for a lasting
-// error showed, and the ledger's creates of them, once the API no longer
-// serves them (looked up again at most
-// every 10 s while there are such kinds): a CRD's resources are deleted
-// with it. An uninstalled kind whose role went too answers 403, not 404,
-// and would otherwise hold its nodes for good.
-func (o *Observer) forgetUnserved(ctx context.Context) {
-	for _, gvr := range o.informers.Remembering() {
-		if !o.templates.served(ctx, gvr) {
-			o.inFlight.forgetKind(gvr)
-			o.informers.ForgetUnserved(gvr)
-		}
-	}
 }

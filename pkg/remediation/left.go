@@ -35,7 +35,7 @@ func (o *Observer) WatchLeft(nhc string) (Left, error) {
 	}
 	left := Left{Known: true, Leases: leases, Busy: map[string]bool{}}
 	holder := health.LeaseHolder(nhc)
-	creating := o.inFlight.creatingNodes(nhc)
+	creating := o.ledger.Creating(nhc)
 	for _, node := range leases.HeldBy(holder) {
 		if creating[node] || o.informers.OtherOwner(node, "") != "" {
 			left.Busy[node] = true

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/inflight"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/kinds"
 )
 
@@ -36,8 +37,8 @@ func TestWatchLeftTellsWhatHoldsADeletedNodeHealthChecksNodes(t *testing.T) {
 	held := health.NodeLease{Holder: health.LeaseHolder("gone"), Renewed: clock.Now(), Duration: 11 * time.Minute}
 	leases := &health.Leases{ByNode: map[string]health.NodeLease{"worker-1": held, "worker-2": held, "worker-3": held,
 		"worker-4": {Holder: health.LeaseHolder("other"), Renewed: clock.Now(), Duration: 11 * time.Minute}}}
-	ledger := newInFlight(clock)
-	o := newObserver(informers, nil, clock, ledger, nil, leasesRead{leases})
+	o, w := testRooms(informers, nil, clock, client, nil)
+	o.leases = leasesRead{leases}
 
 	informers.Look([]schema.GroupVersionResource{testGVR})
 	require.Eventually(t, func() bool { return len(informers.UnknownRemediations()) == 0 }, 10*time.Second, 10*time.Millisecond)
@@ -45,7 +46,7 @@ func TestWatchLeftTellsWhatHoldsADeletedNodeHealthChecksNodes(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, left.Known, "the kinds of every NodeHealthCheck not looked at yet (WatchAll)")
 	require.NoError(t, o.WatchAll(context.Background(), func() ([]*v1alpha1.NodeHealthCheck, error) { return nil, nil }))
-	require.NoError(t, ledger.book(createKey("gone", testGVR, "remediators", "worker-3", "reboot"), "worker-3", true, false, func() string { return "" }))
+	require.NoError(t, w.ledger.Book(inflight.CreateKey("gone", testGVR, "remediators", "worker-3", "reboot"), "worker-3", true, false, nobody))
 
 	left, err = o.WatchLeft("gone")
 	require.NoError(t, err)

@@ -68,10 +68,10 @@ func TestARemediationThatOutlivedItsNodeHealthCheckIsSeenAfterAStart(t *testing.
 	for _, tt := range []struct {
 		name    string
 		objects []runtime.Object
-		busy    map[string]bool
+		busy    []string
 	}{
-		{"a leftover", []runtime.Object{gone}, map[string]bool{"cp-1": true}},
-		{"nothing", nil, map[string]bool{}},
+		{"a leftover", []runtime.Object{gone}, []string{"cp-1"}},
+		{"nothing", nil, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -83,11 +83,11 @@ func TestARemediationThatOutlivedItsNodeHealthCheckIsSeenAfterAStart(t *testing.
 				{Name: testTemplateGVR.Resource, Kind: "TestRemediationTemplate", Namespaced: true, Verbs: metav1.Verbs{"list", "watch"}},
 			}}}
 			informers := kinds.New(ctx, client, client, clock)
-			m, _ := newRooms(informers, newTemplateResolver(resettable{meta.NewDefaultRESTMapper(nil)}, informers, clock), clock, client, kubefake.NewClientset().CoreV1().Nodes())
+			m, _ := testRooms(informers, newTemplateResolver(resettable{meta.NewDefaultRESTMapper(nil)}, informers, clock), clock, client, kubefake.NewClientset().CoreV1().Nodes())
 			m.discovery = served
 
 			require.NoError(t, m.WatchAll(context.Background(), func() ([]*v1alpha1.NodeHealthCheck, error) { return nil, nil }))
-			obs, err := m.Read(testNHC, Watched{}, nil)
+			obs, err := m.Read(testNHC, &Watched{})
 			require.NoError(t, err)
 			if !informers.State(testGVR).Synced {
 				assert.False(t, obs.Ready, "no decision before the kind is known")
@@ -95,10 +95,10 @@ func TestARemediationThatOutlivedItsNodeHealthCheckIsSeenAfterAStart(t *testing.
 			}
 
 			require.Eventually(t, func() bool {
-				obs, err = m.Read(testNHC, Watched{}, nil)
+				obs, err = m.Read(testNHC, &Watched{})
 				return err == nil && obs.Ready
 			}, 10*time.Second, 10*time.Millisecond)
-			assert.Equal(t, tt.busy, obs.BusyControlPlaneNodes)
+			assert.Equal(t, tt.busy, obs.ControlPlane)
 			assert.Empty(t, obs.ControlPlaneUnknown)
 			if len(tt.objects) == 0 {
 				assert.Eventually(t, func() bool { return len(informers.Running()) == 0 }, 10*time.Second, 10*time.Millisecond, "not watched: it holds nothing")

@@ -178,16 +178,6 @@ func (t *templateResolver) resourceOf(ctx context.Context, gvk schema.GroupVersi
 	return m.Resource, nil
 }
 
-// resourceNow maps a kind to its resource as the mapper knows it, reading
-// a group version again only after a reset, within the mapper's own bound.
-func (t *templateResolver) resourceNow(gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
-	m, err := t.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
-		return schema.GroupVersionResource{}, err
-	}
-	return m.Resource, nil
-}
-
 // kindOf maps a resource to its kind, as the mapper knows it now.
 func (t *templateResolver) kindOf(ctx context.Context, gvr schema.GroupVersionResource) (schema.GroupVersionKind, error) {
 	return t.kindFor(ctx, gvr)

@@ -60,29 +60,36 @@ func newRBACFixture(t *testing.T, listForbidden, getForbidden bool, objects ...r
 	mapper.Add(testTemplateGVR.GroupVersion().WithKind("TestRemediationTemplate"), meta.RESTScopeNamespace)
 	mapper.Add(testGVR.GroupVersion().WithKind("TestRemediation"), meta.RESTScopeNamespace)
 	f.informers = kinds.New(ctx, f.client, f.client, f.clock)
-	f.observer, _ = newRooms(f.informers, newTemplateResolver(resettable{mapper}, f.informers, f.clock), f.clock, f.client, kubefake.NewClientset().CoreV1().Nodes())
+	f.observer, _ = testRooms(f.informers, newTemplateResolver(resettable{mapper}, f.informers, f.clock), f.clock, f.client, kubefake.NewClientset().CoreV1().Nodes())
 	f.nhc = testNHC.DeepCopy()
 	f.nhc.Spec.RemediationTemplate = ptr.To(templateRef)
 	return f
 }
 
-func (f *rbacFixture) read(t *testing.T) Observation {
+// synced is what one sync reads: what Read saw, and the template as Watch
+// read it.
+type synced struct {
+	Seen
+	template *unstructured.Unstructured
+}
+
+func (f *rbacFixture) read(t *testing.T) synced {
 	t.Helper()
-	w, err := f.observer.Watch(context.Background(), f.nhc)
+	w, err := f.observer.Watch(context.Background(), f.nhc, nil)
 	require.NoError(t, err)
-	obs, err := f.observer.Read(f.nhc, w, nil)
+	seen, err := f.observer.Read(f.nhc, w)
 	require.NoError(t, err)
-	return obs
+	return synced{Seen: seen, template: w.template(templateRef)}
 }
 
 // readKnown reads until the informers have listed (or failed to), as syncs
 // in a row would.
-func (f *rbacFixture) readKnown(t *testing.T) Observation {
+func (f *rbacFixture) readKnown(t *testing.T) synced {
 	t.Helper()
-	var obs Observation
+	var obs synced
 	require.Eventually(t, func() bool {
 		obs = f.read(t)
-		return obs.Ready || obs.RemediationProblem != nil
+		return obs.Ready || obs.Problem != nil
 	}, 10*time.Second, 10*time.Millisecond)
 	return obs
 }
@@ -131,12 +138,12 @@ func TestATemplateKindThatCannotBeWatchedIsReadWithGet(t *testing.T) {
 			assert.Equal(t, tc.wantReady, obs.Ready)
 			assert.Equal(t, tc.wantRefresh, obs.RefreshAfter)
 			if tc.wantReason == "" {
-				assert.Nil(t, obs.RemediationProblem)
-				assert.Equal(t, kinds.Keep(testTemplate(nil), true), obs.templates[bareTemplateRef(templateRef)])
+				assert.Nil(t, obs.Problem)
+				assert.Equal(t, kinds.Keep(testTemplate(nil), true), obs.template)
 			} else {
-				require.NotNil(t, obs.RemediationProblem)
-				assert.Equal(t, tc.wantReason, obs.RemediationProblem.Reason)
-				assert.Equal(t, tc.wantMessage, obs.RemediationProblem.Message)
+				require.NotNil(t, obs.Problem)
+				assert.Equal(t, tc.wantReason, obs.Problem.Reason)
+				assert.Equal(t, tc.wantMessage, obs.Problem.Message)
 			}
 			f.read(t)
 			assert.False(t, f.templateWatched(), "the forbidden informer is stopped")
@@ -150,7 +157,7 @@ func TestATemplateKindThatCannotBeWatchedIsReadWithGet(t *testing.T) {
 func TestATemplateReadWithGetIsCachedForItsCacheTime(t *testing.T) {
 	f := newRBACFixture(t, true, false, testTemplate(nil))
 	obs := f.readKnown(t)
-	require.Nil(t, obs.RemediationProblem)
+	require.Nil(t, obs.Problem)
 	steps := []struct {
 		name        string
 		advance     time.Duration
@@ -174,9 +181,9 @@ func TestATemplateReadWithGetIsCachedForItsCacheTime(t *testing.T) {
 		obs := f.read(t)
 		assert.True(t, obs.Ready, step.name)
 		if step.wantProblem == "" {
-			assert.Nil(t, obs.RemediationProblem, step.name)
-		} else if assert.NotNil(t, obs.RemediationProblem, step.name) {
-			assert.Equal(t, step.wantProblem, obs.RemediationProblem.Message, step.name)
+			assert.Nil(t, obs.Problem, step.name)
+		} else if assert.NotNil(t, obs.Problem, step.name) {
+			assert.Equal(t, step.wantProblem, obs.Problem.Message, step.name)
 		}
 		assert.Equal(t, step.wantRefresh, obs.RefreshAfter, step.name)
 		assert.Equal(t, step.wantGets, f.gets.Load(), step.name)
@@ -212,15 +219,15 @@ func TestATemplateKindReadWithGetIsWatchedAgainLater(t *testing.T) {
 			obs := f.read(t)
 			assert.True(t, f.templateWatched(), "tried again")
 			assert.True(t, obs.Ready, "read with GET while the informer starts")
-			assert.Nil(t, obs.RemediationProblem)
+			assert.Nil(t, obs.Problem)
 
 			require.Eventually(t, func() bool {
 				obs = f.read(t)
 				return f.templateWatched() == tc.wantWatched && obs.RefreshAfter == tc.wantRefresh
 			}, 10*time.Second, 10*time.Millisecond)
 			assert.True(t, obs.Ready)
-			assert.Nil(t, obs.RemediationProblem)
-			assert.Equal(t, kinds.Keep(testTemplate(nil), true), obs.templates[bareTemplateRef(templateRef)])
+			assert.Nil(t, obs.Problem)
+			assert.Equal(t, kinds.Keep(testTemplate(nil), true), obs.template)
 		})
 	}
 }
@@ -230,10 +237,10 @@ func TestATemplateKindReadWithGetIsWatchedAgainLater(t *testing.T) {
 func TestAGrantOfGetIsUsedAtOnce(t *testing.T) {
 	f := newRBACFixture(t, true, true, testTemplate(nil))
 	obs := f.readKnown(t)
-	require.NotNil(t, obs.RemediationProblem)
+	require.NotNil(t, obs.Problem)
 	assert.False(t, obs.Ready)
 	f.getForbidden.Store(false)
 	obs = f.read(t)
 	assert.True(t, obs.Ready)
-	assert.Nil(t, obs.RemediationProblem)
+	assert.Nil(t, obs.Problem)
 }

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
@@ -22,14 +21,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
-	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/kinds"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
 // After a restart, a kind not synced yet, or forbidden from the start,
-// shows nothing; what the statuses of its NodeHealthChecks record of it
-// holds their nodes instead.
+// shows nothing: it is unreadable, and what the statuses of its
+// NodeHealthChecks record of it holds their nodes instead (pkg/gather).
 // A kind that can be read is its cache's to tell: the statuses are not
 // asked.
 func TestTheStatusRecordsTheRemediationsOfAKindThatCannotBeRead(t *testing.T) {
@@ -41,9 +38,9 @@ func TestTheStatusRecordsTheRemediationsOfAKindThatCannotBeRead(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
 		forbidden bool
-		want      map[string][]resource.Owner
+		want      map[schema.GroupVersionKind]bool
 	}{
-		{"forbidden", true, map[string][]resource.Owner{"cp-0": {{Name: recorded.Name, UID: recorded.UID}}}},
+		{"forbidden", true, map[schema.GroupVersionKind]bool{testGVR.GroupVersion().WithKind("TestRemediation"): true}},
 		{"readable", false, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,20 +55,28 @@ func TestTheStatusRecordsTheRemediationsOfAKindThatCannotBeRead(t *testing.T) {
 			mapper := meta.NewDefaultRESTMapper(nil)
 			mapper.Add(testGVR.GroupVersion().WithKind("TestRemediation"), meta.RESTScopeNamespace)
 			informers := kinds.New(ctx, client, client, clock)
-			m, _ := newRooms(informers, newTemplateResolver(resettable{mapper}, informers, clock), clock, client, kubefake.NewClientset().CoreV1().Nodes())
-			cpOwner := map[string][]resource.Owner{"cp-0": {{Name: recorded.Name, UID: recorded.UID}}}
-			assert.Equal(t, cpOwner, m.recorded([]*v1alpha1.NodeHealthCheck{recorded}), "not watched yet")
+			m, _ := testRooms(informers, newTemplateResolver(resettable{mapper}, informers, clock), clock, client, kubefake.NewClientset().CoreV1().Nodes())
+			reader := nhcNamed("reader")
+			unreadable := func() map[schema.GroupVersionKind]bool {
+				w, err := m.Watch(ctx, reader, []*v1alpha1.NodeHealthCheck{recorded})
+				require.NoError(t, err)
+				seen, err := m.Read(reader, w)
+				require.NoError(t, err)
+				return seen.Unreadable
+			}
+			recordedKind := map[schema.GroupVersionKind]bool{testGVR.GroupVersion().WithKind("TestRemediation"): true}
+			assert.Equal(t, recordedKind, unreadable(), "not watched yet")
 
 			informers.Use(recorded.Name, kinds.Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 			if tt.forbidden {
-				assert.Equal(t, cpOwner, m.recorded([]*v1alpha1.NodeHealthCheck{recorded}), "failing within the grace")
+				assert.Equal(t, recordedKind, unreadable(), "failing within the grace")
 				clock.SetTime(clock.Now().Add(kinds.WatchGrace))
 				// Past the grace, the next forbidden list stops the informer.
 				require.Eventually(t, func() bool { return len(informers.Running()) == 0 }, 10*time.Second, 10*time.Millisecond)
 			} else {
 				require.Eventually(t, func() bool { return informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
 			}
-			assert.Equal(t, tt.want, m.recorded([]*v1alpha1.NodeHealthCheck{recorded}))
+			assert.Equal(t, tt.want, unreadable())
 		})
 	}
 }
@@ -118,31 +123,31 @@ func TestAKindUninstalledWithItsRoleNoLongerDisables(t *testing.T) {
 	mapper.Reset()
 	mapper.uninstalled = nil
 	informers := kinds.New(ctx, client, client, clock)
-	m, _ := newRooms(informers, newTemplateResolver(mapper, informers, clock), clock, client, kubefake.NewClientset().CoreV1().Nodes())
+	m, _ := testRooms(informers, newTemplateResolver(mapper, informers, clock), clock, client, kubefake.NewClientset().CoreV1().Nodes())
 	nhc := testNHC.DeepCopy()
 	nhc.Spec.RemediationTemplate = ptr.To(templateRef)
 	nhc.Status.UnhealthyNodes = []*v1alpha1.UnhealthyNode{{Name: "cp-1", Remediations: []*v1alpha1.Remediation{
 		{Resource: corev1.ObjectReference{APIVersion: otherGVR.GroupVersion().String(), Kind: otherGVK.Kind, Namespace: "remediators", Name: "cp-1"}}}}}
-	read := func() Observation {
-		w, err := m.Watch(context.Background(), nhc)
+	read := func() Seen {
+		w, err := m.Watch(context.Background(), nhc, nil)
 		require.NoError(t, err)
-		obs, err := m.Read(nhc, w, nil)
+		seen, err := m.Read(nhc, w)
 		require.NoError(t, err)
-		return obs
+		return seen
 	}
 	read()
 	clock.Step(kinds.WatchGrace)
 	// Past the grace, the next forbidden list stops the informer.
 	require.Eventually(t, func() bool { return !slices.Contains(informers.Running(), otherGVR) }, 10*time.Second, 10*time.Millisecond)
 	obs := read()
-	require.NotNil(t, obs.RemediationProblem, "its own resources cannot be read")
-	assert.Contains(t, obs.RemediationProblem.Message, "otherremediations")
+	require.NotNil(t, obs.Problem, "its own resources cannot be read")
+	assert.Contains(t, obs.Problem.Message, "otherremediations")
 
 	mapper.uninstalled = []schema.GroupVersionKind{otherGVK}
 	clock.Step(mapperResetInterval)
 	read()
 	require.Eventually(t, func() bool { obs = read(); return obs.Ready }, 10*time.Second, 10*time.Millisecond)
-	assert.Nil(t, obs.RemediationProblem, "the kind is gone, and so are its resources")
+	assert.Nil(t, obs.Problem, "the kind is gone, and so are its resources")
 }
 
 // A kind whose role was removed keeps the nodes its cache showed busy; once
@@ -165,7 +170,7 @@ func TestAForbiddenKindUninstalledFreesItsNodes(t *testing.T) {
 	mapper.Reset()
 	mapper.uninstalled = nil
 	informers := kinds.New(ctx, client, client, clock)
-	m, _ := newRooms(informers, newTemplateResolver(mapper, informers, clock), clock, client, kubefake.NewClientset().CoreV1().Nodes())
+	m, _ := testRooms(informers, newTemplateResolver(mapper, informers, clock), clock, client, kubefake.NewClientset().CoreV1().Nodes())
 	informers.Use("deleted", kinds.Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 	require.Eventually(t, func() bool { return informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
 	informers.Use("deleted", kinds.Kinds{})
@@ -175,65 +180,16 @@ func TestAForbiddenKindUninstalledFreesItsNodes(t *testing.T) {
 	informers.Forbidden(testGVR, forbidden)
 
 	other := nhcNamed("other")
-	obs, err := m.Read(other, Watched{}, nil)
+	obs, err := m.Read(other, &Watched{})
 	require.NoError(t, err)
-	assert.Equal(t, map[string]bool{"cp-1": true}, obs.BusyControlPlaneNodes, "forbidden: what it showed holds")
+	assert.Equal(t, []string{"cp-1"}, obs.ControlPlane, "forbidden: what it showed holds")
 
 	mapper.uninstalled = []schema.GroupVersionKind{testGVR.GroupVersion().WithKind("TestRemediation")}
 	clock.Step(mapperResetInterval)
-	_, err = m.Watch(context.Background(), other)
+	_, err = m.Watch(context.Background(), other, nil)
 	require.NoError(t, err)
-	obs, err = m.Read(other, Watched{}, nil)
+	obs, err = m.Read(other, &Watched{})
 	require.NoError(t, err)
-	assert.Empty(t, obs.BusyControlPlaneNodes, "uninstalled: nothing left")
+	assert.Empty(t, obs.ControlPlane, "uninstalled: nothing left")
 	assert.Empty(t, obs.OtherOwners)
-}
-
-// nodesByName is a node cache of the nodes given.
-type nodesByName map[string]*health.Node
-
-func (n nodesByName) Get(name string) (*health.Node, error) {
-	if node, ok := n[name]; ok {
-		return node, nil
-	}
-	return nil, apierrors.NewNotFound(corev1.Resource("nodes"), name)
-}
-
-// A node that another NodeHealthCheck's status records a remediation of,
-// of a kind that cannot be read, is that one's; a control-plane node among
-// them, or one that is gone (it may have been one), is under remediation:
-// no second control-plane node starts.
-func TestARecordedControlPlaneRemediationHoldsTheOthers(t *testing.T) {
-	nodes := nodesByName{
-		"cp-0":     {ObjectMeta: metav1.ObjectMeta{Name: "cp-0"}, Labels: health.LabelsOf("cp-0", map[string]string{v1alpha1.ControlPlaneRoleLabel: ""})},
-		"worker-2": {ObjectMeta: metav1.ObjectMeta{Name: "worker-2"}, Labels: health.LabelsOf("worker-2", nil)},
-	}
-	for _, tt := range []struct {
-		name string
-		node string
-		busy map[string]bool
-	}{
-		{"a control-plane node recorded", "cp-0", map[string]bool{"cp-0": true}},
-		{"a node that is gone recorded", "cp-gone", map[string]bool{"cp-gone": true}},
-		{"a worker recorded", "worker-2", map[string]bool{}},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			t.Cleanup(cancel)
-			clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
-			client := fakeDynamic()
-			mapper := meta.NewDefaultRESTMapper(nil)
-			mapper.Add(testGVR.GroupVersion().WithKind("TestRemediation"), meta.RESTScopeNamespace)
-			informers := kinds.New(ctx, client, client, clock)
-			o := newObserver(informers, newTemplateResolver(resettable{mapper}, informers, clock), clock, newInFlight(clock), nodes, nil)
-			other := nhcNamed("other")
-			other.Status.UnhealthyNodes = []*v1alpha1.UnhealthyNode{{Name: tt.node, Remediations: []*v1alpha1.Remediation{
-				{Resource: corev1.ObjectReference{APIVersion: testGVR.GroupVersion().String(), Kind: "TestRemediation", Name: tt.node}}}}}
-
-			obs, err := o.Read(testNHC, Watched{}, []*v1alpha1.NodeHealthCheck{other})
-			require.NoError(t, err)
-			assert.Equal(t, tt.busy, obs.BusyControlPlaneNodes)
-			assert.Equal(t, map[string][]resource.Owner{tt.node: {{Name: other.Name, UID: other.UID}}}, obs.OtherOwners, "its kind is not watched: the status tells")
-		})
-	}
 }

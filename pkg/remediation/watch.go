@@ -3,7 +3,6 @@ package remediation
 import (
 	"context"
 	"errors"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,36 +16,18 @@ import (
 // served looks it up again: no event tells of a CRD installed later.
 const kindRetryInterval = kinds.RetryInterval
 
-// Watched is what keeping a NodeHealthCheck's kinds watched found: its
-// templates resolved to their kinds and read, and the kinds of its
-// remediation resources. Read reads what the informers of these kinds show.
-type Watched struct {
-	// templates are the templates resolved, in the spec's order.
-	templates []Template
-	// reads are what reading each of templates found.
-	reads []templateRead
-	// problem is why a template reference cannot be used, if one cannot.
-	problem *health.Problem
-	// resources are the kinds of the remediation resources: those of its
-	// templates, those its status lists, whose resources must still be
-	// cleaned up after the spec dropped their template, and those of its
-	// creates under way.
-	resources map[schema.GroupVersionKind]schema.GroupVersionResource
-	// retryAfter is how soon a kind that is not served is looked up again.
-	retryAfter time.Duration
-}
-
 // Watch resolves a NodeHealthCheck's templates, starts the informers of
 // their kinds and of the resources its status lists, and stops those it no
 // longer needs; then it reads the templates, from their informers or with
 // GET where their kind may not be watched, and looks the API up again where
-// a kind may have left it. What Read needs from the API server is fetched
-// here, so that Read sends no request. An error (discovery or a GET failed)
-// is worth a retry.
-func (o *Observer) Watch(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (Watched, error) {
+// a kind may have left it; last, it maps the kinds of the resources the
+// statuses of others, the other NodeHealthChecks, record. What Read needs
+// from the API server is fetched here, so that Read sends no request. An
+// error (discovery or a GET failed) is worth a retry.
+func (o *Observer) Watch(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, others []*v1alpha1.NodeHealthCheck) (*Watched, error) {
 	w, err := o.watch(ctx, nhc)
 	if err != nil {
-		return w, err
+		return nil, err
 	}
 	o.forgetUnserved(ctx)
 	for _, gvr := range w.resources {
@@ -60,21 +41,43 @@ func (o *Observer) Watch(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (Wa
 	for _, tmpl := range w.templates {
 		read, err := o.templates.get(ctx, tmpl)
 		if err != nil {
-			return w, err
+			return nil, err
 		}
 		w.reads = append(w.reads, read)
 	}
+	w.recorded = o.mapRecorded(ctx, others)
 	return w, nil
 }
 
+// mapRecorded maps the kinds of the resources the statuses of nhcs record,
+// as the mapper knows them (a mapper reset since reads again): Read tells
+// from them, and their informers' states, which kinds cannot be read.
+func (o *Observer) mapRecorded(ctx context.Context, nhcs []*v1alpha1.NodeHealthCheck) map[schema.GroupVersionKind]schema.GroupVersionResource {
+	mapped := map[schema.GroupVersionKind]schema.GroupVersionResource{}
+	known := map[schema.GroupVersionKind]bool{}
+	for _, nhc := range nhcs {
+		for _, rem := range nhc.Status.RecordedRemediations() {
+			gvk := rem.Resource.GroupVersionKind()
+			if known[gvk] {
+				continue
+			}
+			known[gvk] = true
+			if gvr, err := o.templates.resourceOf(ctx, gvk); err == nil {
+				mapped[gvk] = gvr
+			}
+		}
+	}
+	return mapped
+}
+
 // watch keeps a NodeHealthCheck's kinds watched, and says which they are.
-func (o *Observer) watch(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (Watched, error) {
-	w := Watched{resources: map[schema.GroupVersionKind]schema.GroupVersionResource{}}
+func (o *Observer) watch(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (*Watched, error) {
+	w := &Watched{resources: map[schema.GroupVersionKind]schema.GroupVersionResource{}}
 	var used kinds.Kinds
 	for _, ref := range nhc.Spec.TemplateRefs() {
 		tmpl, problem, err := o.templates.resolve(ctx, ref)
 		if err != nil {
-			return w, err
+			return nil, err
 		}
 		if problem != nil {
 			if w.problem == nil {
@@ -93,19 +96,19 @@ func (o *Observer) watch(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (Wa
 	if w.problem == nil {
 		w.problem = checkDistinct(w.templates)
 	}
-	eachRecorded(nhc, func(_ string, rem *v1alpha1.Remediation) {
+	for _, rem := range nhc.Status.RecordedRemediations() {
 		gvk := rem.Resource.GroupVersionKind()
 		if _, known := w.resources[gvk]; known {
-			return
+			continue
 		}
 		if gvr, err := o.templates.resourceOf(ctx, gvk); err == nil {
 			w.resources[gvk] = gvr
 		}
-	})
+	}
 	// A create under way stays watched until its informer shows it, even
 	// if the spec dropped its template meanwhile: unwatched, its kind would
 	// never show it, and the status would never list it.
-	for _, gvr := range o.inFlight.pendingResources(nhc.Name) {
+	for _, gvr := range o.ledger.PendingResources(nhc.Name) {
 		if gvk, err := o.templates.kindOf(ctx, gvr); err == nil {
 			if _, known := w.resources[gvk]; !known {
 				w.resources[gvk] = gvr
@@ -149,4 +152,19 @@ func (o *Observer) WatchAll(ctx context.Context, list func() ([]*v1alpha1.NodeHe
 	}
 	o.everyKindWatched.Store(true)
 	return nil
+}
+
+// forgetUnserved drops what the caches of kinds stopped for a lasting
+// error showed, and the ledger's creates of them, once the API no longer
+// serves them (looked up again at most every 10 s while there are such
+// kinds): a CRD's resources are deleted with it. An uninstalled kind whose
+// role went too answers 403, not 404, and would otherwise hold its nodes
+// for good.
+func (o *Observer) forgetUnserved(ctx context.Context) {
+	for _, gvr := range o.informers.Remembering() {
+		if !o.templates.served(ctx, gvr) {
+			o.ledger.ForgetKind(gvr)
+			o.informers.ForgetUnserved(gvr)
+		}
+	}
 }

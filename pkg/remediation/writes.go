@@ -11,12 +11,14 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/inflight"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/kinds"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
 // Writer writes remediation resources, one write a call, and books each in
-// the ledger of writes under way (inflight.go) that the Observer reads: a
+// the ledger of writes under way (internal/inflight) that the Observer
+// reads: a
 // create books its node, and a control-plane node's the cluster's one
 // control-plane slot, in one step before it is sent. It decides nothing:
 // the controller orders the writes of a plan.
@@ -24,21 +26,17 @@ type Writer struct {
 	informers *kinds.Informers
 	// templates tells whether a kind is still served (lapsed.go).
 	templates *templateResolver
-	inFlight  *inFlight
+	ledger    *inflight.Ledger
 	client    *resourceClient
 }
 
-func newWriter(informers *kinds.Informers, templates *templateResolver, ledger *inFlight, client *resourceClient) *Writer {
-	return &Writer{informers: informers, templates: templates, inFlight: ledger, client: client}
-}
-
-// Create creates a node's remediation resource from a template that obs
-// read. It is refused (Refused) before it is sent when the node's first
+// Create creates a node's remediation resource from a template that Watch
+// read, in a kind it resolved. It is refused (Refused) before it is sent when the node's first
 // remediation belongs to another NodeHealthCheck, or another control-plane
 // node's remediation started meanwhile; and after, when a resource of
 // someone else stands where it would.
-func (w *Writer) Create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, c health.Creation, obs *Observation) (health.Created, error) {
-	template := obs.templates[bareTemplateRef(c.Template)]
+func (w *Writer) Create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, c health.Creation, watched *Watched) (health.Created, error) {
+	template := watched.template(c.Template)
 	if template == nil {
 		return health.Created{}, fmt.Errorf("template %s %s/%s was not read", c.Template.Kind, c.Template.Namespace, c.Template.Name)
 	}
@@ -46,30 +44,29 @@ func (w *Writer) Create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, c he
 	if err != nil {
 		return health.Created{}, err
 	}
-	gvr, err := obs.resource(obj.GroupVersionKind())
+	gvr, err := watched.resource(obj.GroupVersionKind())
 	if err != nil {
 		return health.Created{}, err
 	}
-	key := createKey(nhc.Name, gvr, obj.GetNamespace(), c.Node, template.GetName())
+	key := inflight.CreateKey(nhc.Name, gvr, obj.GetNamespace(), c.Node, template.GetName())
 	// The plan decided from caches that may not show another
 	// NodeHealthCheck's resource for the node yet (a selector changed a
 	// moment ago): a first remediation is checked against them again.
-	first := len(obs.Remediations[c.Node]) == 0
 	otherOwner := func() string { return w.informers.OtherOwner(c.Node, nhc.UID) }
-	if err := w.inFlight.book(key, obj.GetName(), first, c.ControlPlane, otherOwner); err != nil {
+	if err := w.ledger.Book(key, obj.GetName(), c.FirstResource, c.ControlPlane, otherOwner); err != nil {
 		return health.Created{}, err
 	}
 	created, err := w.client.Create(ctx, gvr, obj, nhc)
 	w.checkAccess(gvr, err)
 	switch {
 	case err != nil && certainlyFailed(err):
-		w.inFlight.cancel(key)
+		w.ledger.Cancel(key)
 	case err == nil:
-		w.inFlight.created(key, created.GetUID())
+		w.ledger.Created(key, created.GetUID())
 		// A resource that existed already sends no new event; if the cache
 		// has it, there is nothing to wait for.
 		if cached := w.informers.Get(gvr, created.GetNamespace(), created.GetName()); cached != nil && cached.GetUID() == created.GetUID() {
-			w.inFlight.settle(gvr, cached, false)
+			w.ledger.Settle(gvr, cached, false)
 		}
 	}
 	if err != nil {
@@ -82,39 +79,27 @@ func (w *Writer) Create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, c he
 // waits, and the error says why.
 func Refused(err error) bool {
 	var notOwned *notOwnedError
-	var busy *controlPlaneBusyError
-	var other *remediatedByOtherError
-	return errors.As(err, &notOwned) || errors.As(err, &busy) || errors.As(err, &other)
-}
-
-// remediatedByOtherError reports a first remediation that is not sent,
-// because another NodeHealthCheck remediates the node.
-type remediatedByOtherError struct {
-	node, other string
-}
-
-func (e *remediatedByOtherError) Error() string {
-	return fmt.Sprintf("NodeHealthCheck %s remediates node %s, or is starting to; only one NodeHealthCheck remediates a node, and this one leaves it alone", e.other, e.node)
+	return errors.As(err, &notOwned) || inflight.Refused(err)
 }
 
 // Delete deletes a NodeHealthCheck's remediation resource, if it is still
 // the one referenced; one gone already counts as deleted.
-func (w *Writer) Delete(ctx context.Context, nhc string, obs *Observation, del health.Deletion) error {
+func (w *Writer) Delete(ctx context.Context, nhc string, watched *Watched, del health.Deletion) error {
 	ref := del.Resource
-	gvr, err := obs.resource(ref.GroupVersionKind())
+	gvr, err := watched.resource(ref.GroupVersionKind())
 	if err != nil {
 		return err
 	}
-	w.inFlight.expectDelete(nhc, del.Node, ref.UID)
+	w.ledger.ExpectDelete(nhc, del.Node, ref.UID)
 	err = w.client.Delete(ctx, gvr, ref)
 	w.checkAccess(gvr, err)
 	switch {
 	case err != nil && certainlyFailed(err):
-		w.inFlight.cancel(deleteKey(nhc, ref.UID))
+		w.ledger.Cancel(inflight.DeleteKey(nhc, ref.UID))
 	case err == nil:
 		// A resource gone already sends no new event.
 		if cached := w.informers.Get(gvr, ref.Namespace, ref.Name); cached == nil || cached.GetUID() != ref.UID {
-			w.inFlight.cancel(deleteKey(nhc, ref.UID))
+			w.ledger.Cancel(inflight.DeleteKey(nhc, ref.UID))
 		}
 	}
 	return err
@@ -122,8 +107,8 @@ func (w *Writer) Delete(ctx context.Context, nhc string, obs *Observation, del h
 
 // Annotate sets an annotation on a remediation resource, or removes it when
 // value is nil.
-func (w *Writer) Annotate(ctx context.Context, obs *Observation, ref corev1.ObjectReference, key string, value *string) error {
-	gvr, err := obs.resource(ref.GroupVersionKind())
+func (w *Writer) Annotate(ctx context.Context, watched *Watched, ref corev1.ObjectReference, key string, value *string) error {
+	gvr, err := watched.resource(ref.GroupVersionKind())
 	if err != nil {
 		return err
 	}
@@ -145,12 +130,4 @@ func (w *Writer) checkAccess(gvr schema.GroupVersionResource, err error) {
 	if apierrors.IsForbidden(err) {
 		w.informers.Forbidden(gvr, err)
 	}
-}
-
-func (o *Observation) resource(gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
-	gvr, ok := o.resources[gvk]
-	if !ok {
-		return schema.GroupVersionResource{}, fmt.Errorf("kind %s is not watched", gvk)
-	}
-	return gvr, nil
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/inflight"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/kinds"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
@@ -36,7 +37,7 @@ type writeFixture struct {
 	client   *dynamicfake.FakeDynamicClient
 	observer *Observer
 	writer   *Writer
-	obs      *Observation
+	watched  *Watched
 	clock    *clocktesting.FakePassiveClock
 }
 
@@ -46,26 +47,31 @@ func newWriteFixture(t *testing.T) *writeFixture {
 	client := fakeDynamic()
 	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
 	informers := kinds.New(ctx, client, client, clock)
-	o, w := newRooms(informers, nil, clock, client, kubefake.NewClientset().CoreV1().Nodes())
-	obs := &Observation{
-		templates: map[corev1.ObjectReference]*unstructured.Unstructured{bareTemplateRef(templateRef): testTemplate(nil)},
-		resources: map[schema.GroupVersionKind]schema.GroupVersionResource{testGVR.GroupVersion().WithKind("TestRemediation"): testGVR},
-	}
-	return &writeFixture{client: client, observer: o, writer: w, obs: obs, clock: clock}
+	o, w := testRooms(informers, nil, clock, client, kubefake.NewClientset().CoreV1().Nodes())
+	return &writeFixture{client: client, observer: o, writer: w, watched: watchedTemplate(testTemplate(nil)), clock: clock}
 }
 
-// newRooms wires the two rooms from their parts, as New does.
-func newRooms(informers *kinds.Informers, templates *templateResolver, clock clock.PassiveClock, client dynamic.Interface, nodes NodePatcher) (*Observer, *Writer) {
-	ledger := newInFlight(clock)
-	return newObserver(informers, templates, clock, ledger, nil, nil), newWriter(informers, templates, ledger, newResourceClient(client, nodes))
+// watchedTemplate is what Watch finds of a NodeHealthCheck whose one
+// template, of the test kind, reads as tmpl.
+func watchedTemplate(tmpl *unstructured.Unstructured) *Watched {
+	return &Watched{
+		templates: []Template{{Ref: templateRef, Resource: testTemplateGVR, Remediation: testGVR, Namespace: templateRef.Namespace}},
+		reads:     []templateRead{{obj: tmpl, ready: true}},
+		resources: map[schema.GroupVersionKind]schema.GroupVersionResource{testGVR.GroupVersion().WithKind("TestRemediation"): testGVR},
+	}
+}
+
+// testRooms wires the two rooms from their parts, as New does.
+func testRooms(informers *kinds.Informers, templates *templateResolver, clock clock.PassiveClock, client dynamic.Interface, nodes NodePatcher) (*Observer, *Writer) {
+	return newRooms(informers, templates, clock, newResourceClient(client, nodes))
 }
 
 // apply sends a plan's creates and deletes one after another, as the
 // controller does, and sorts what became of them.
-func (f *writeFixture) apply(nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, obs *Observation) health.Outcome {
+func (f *writeFixture) apply(nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, watched *Watched) health.Outcome {
 	var out health.Outcome
 	for _, c := range plan.Create {
-		created, err := f.writer.Create(context.Background(), nhc, c, obs)
+		created, err := f.writer.Create(context.Background(), nhc, c, watched)
 		switch {
 		case Refused(err):
 			out.Blocked = append(out.Blocked, health.Blocked{Node: c.Node, Message: err.Error()})
@@ -76,7 +82,7 @@ func (f *writeFixture) apply(nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, o
 		}
 	}
 	for _, del := range plan.Delete {
-		if err := f.writer.Delete(context.Background(), nhc.Name, obs, del); err != nil {
+		if err := f.writer.Delete(context.Background(), nhc.Name, watched, del); err != nil {
 			out.Errors = append(out.Errors, err)
 			continue
 		}
@@ -91,7 +97,7 @@ func (f *writeFixture) applyAtOnce(t *testing.T, nhcs []string, plans ...*health
 	outcomes = make([]health.Outcome, len(plans))
 	var wg sync.WaitGroup
 	for i, plan := range plans {
-		wg.Go(func() { outcomes[i] = f.apply(nhcNamed(nhcs[i]), plan, f.obs) })
+		wg.Go(func() { outcomes[i] = f.apply(nhcNamed(nhcs[i]), plan, f.watched) })
 	}
 	wg.Wait()
 	for _, out := range outcomes {
@@ -105,7 +111,7 @@ func (f *writeFixture) applyAtOnce(t *testing.T, nhcs []string, plans ...*health
 func createPlan(nodes ...string) *health.Plan {
 	p := &health.Plan{}
 	for _, node := range nodes {
-		p.Create = append(p.Create, health.Creation{Node: node, Template: templateRef})
+		p.Create = append(p.Create, health.Creation{Node: node, Template: templateRef, FirstResource: true})
 	}
 	return p
 }
@@ -143,7 +149,7 @@ func TestAnUncertainCreateIsSettledByAGet(t *testing.T) {
 				}
 				return true, nil, apierrors.NewInternalError(assert.AnError)
 			})
-			out := f.apply(testNHC, controlPlanePlan("master-0"), f.obs)
+			out := f.apply(testNHC, controlPlanePlan("master-0"), f.watched)
 			if tc.wantCreated {
 				assert.Empty(t, out.Errors)
 				require.Len(t, out.Created, 1)
@@ -152,8 +158,8 @@ func TestAnUncertainCreateIsSettledByAGet(t *testing.T) {
 			}
 			require.Len(t, out.Errors, 1)
 			assert.Empty(t, out.Created)
-			assert.Empty(t, f.writer.inFlight.pendingNodes(testNHC.Name), "a create that certainly failed holds nothing back")
-			assert.Empty(t, f.writer.inFlight.controlPlaneNodes(), "nor the control-plane reservation")
+			assert.Empty(t, f.writer.ledger.Pending(testNHC.Name), "a create that certainly failed holds nothing back")
+			assert.Empty(t, f.writer.ledger.ControlPlaneNodes(), "nor the control-plane reservation")
 		})
 	}
 }
@@ -176,26 +182,26 @@ func TestControlPlaneNodesOneAtATimeAcrossNodeHealthChecks(t *testing.T) {
 
 	// The reservation holds while the resource exists, whatever kind the
 	// other NodeHealthCheck watches, and goes when the resource is seen gone.
-	assert.Equal(t, []string{resource.TargetNode(first)}, f.writer.inFlight.controlPlaneNodes())
-	out := f.apply(nhcNamed("cp-"+waiting), controlPlanePlan(waiting), f.obs)
+	assert.Equal(t, []string{resource.TargetNode(first)}, f.writer.ledger.ControlPlaneNodes())
+	out := f.apply(nhcNamed("cp-"+waiting), controlPlanePlan(waiting), f.watched)
 	assert.Len(t, out.Blocked, 1)
-	f.writer.inFlight.settle(testGVR, first, true)
-	out = f.apply(nhcNamed("cp-"+waiting), controlPlanePlan(waiting), f.obs)
+	f.writer.ledger.Settle(testGVR, first, true)
+	out = f.apply(nhcNamed("cp-"+waiting), controlPlanePlan(waiting), f.watched)
 	assert.Len(t, out.Created, 1, "free again")
 
 	// A deleted NodeHealthCheck's resource holds the slot until it is seen
 	// gone: a remediator's finalizer keeps it while it works.
 	f.observer.Forget("cp-" + waiting)
-	assert.Equal(t, []string{waiting}, f.writer.inFlight.controlPlaneNodes())
+	assert.Equal(t, []string{waiting}, f.writer.ledger.ControlPlaneNodes())
 	second, err := f.client.Resource(testGVR).Namespace("remediators").Get(context.Background(), out.Created[0].Resource.Name, metav1.GetOptions{})
 	require.NoError(t, err)
-	f.writer.inFlight.settle(testGVR, second, true)
-	assert.Empty(t, f.writer.inFlight.controlPlaneNodes())
+	f.writer.ledger.Settle(testGVR, second, true)
+	assert.Empty(t, f.writer.ledger.ControlPlaneNodes())
 }
 
 // A create whose outcome is uncertain, and whose follow-up GET fails too,
 // keeps its reservation: nothing says whether the resource exists. After
-// inFlightTTL, a read looks it up: gone, it ends, instead of holding
+// inflight.TTL, a read looks it up: gone, it ends, instead of holding
 // every other control-plane node back until a restart.
 func TestAnUnsettledControlPlaneReservationLapses(t *testing.T) {
 	f := newWriteFixture(t)
@@ -209,44 +215,44 @@ func TestAnUnsettledControlPlaneReservationLapses(t *testing.T) {
 		}
 		return true, nil, apierrors.NewServiceUnavailable("the API server is restarting")
 	})
-	out := f.apply(testNHC, controlPlanePlan("master-0"), f.obs)
+	out := f.apply(testNHC, controlPlanePlan("master-0"), f.watched)
 	require.Len(t, out.Errors, 1)
-	assert.Equal(t, []string{"master-0"}, f.writer.inFlight.controlPlaneNodes(), "held while the outcome is unknown")
+	assert.Equal(t, []string{"master-0"}, f.writer.ledger.ControlPlaneNodes(), "held while the outcome is unknown")
 	failing = false
 
-	f.clock.SetTime(f.clock.Now().Add(inFlightTTL - time.Second))
-	assert.Len(t, f.apply(nhcNamed("cp-b"), controlPlanePlan("master-1"), f.obs).Blocked, 1)
+	f.clock.SetTime(f.clock.Now().Add(inflight.TTL - time.Second))
+	assert.Len(t, f.apply(nhcNamed("cp-b"), controlPlanePlan("master-1"), f.watched).Blocked, 1)
 	f.clock.SetTime(f.clock.Now().Add(time.Second))
 	f.writer.LookUpLapsed(context.Background())
-	assert.Empty(t, f.writer.inFlight.controlPlaneNodes(), "looked up, and gone")
-	assert.Len(t, f.apply(nhcNamed("cp-b"), controlPlanePlan("master-1"), f.obs).Created, 1)
+	assert.Empty(t, f.writer.ledger.ControlPlaneNodes(), "looked up, and gone")
+	assert.Len(t, f.apply(nhcNamed("cp-b"), controlPlanePlan("master-1"), f.watched).Created, 1)
 }
 
 // A control-plane remediation that its informer does not show (a watch
-// that stopped sending) keeps its reservation past inFlightTTL, as long
+// that stopped sending) keeps its reservation past inflight.TTL, as long
 // as the API server has it: a second control-plane node would otherwise
 // start beside it . Gone, it holds nothing.
 func TestAReservationHoldsWhileItsResourceIsUnseen(t *testing.T) {
 	f := newWriteFixture(t)
-	require.Len(t, f.apply(testNHC, controlPlanePlan("master-0"), f.obs).Created, 1)
-	f.clock.SetTime(f.clock.Now().Add(inFlightTTL))
+	require.Len(t, f.apply(testNHC, controlPlanePlan("master-0"), f.watched).Created, 1)
+	f.clock.SetTime(f.clock.Now().Add(inflight.TTL))
 	f.writer.LookUpLapsed(context.Background())
-	assert.Equal(t, []string{"master-0"}, f.writer.inFlight.controlPlaneNodes(), "the API server has it")
-	assert.Len(t, f.apply(nhcNamed("cp-b"), controlPlanePlan("master-1"), f.obs).Blocked, 1)
+	assert.Equal(t, []string{"master-0"}, f.writer.ledger.ControlPlaneNodes(), "the API server has it")
+	assert.Len(t, f.apply(nhcNamed("cp-b"), controlPlanePlan("master-1"), f.watched).Blocked, 1)
 
 	list, err := f.client.Resource(testGVR).Namespace(templateRef.Namespace).List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
 	require.Len(t, list.Items, 1)
 	require.NoError(t, f.client.Tracker().Delete(testGVR, templateRef.Namespace, list.Items[0].GetName()))
-	f.clock.SetTime(f.clock.Now().Add(inFlightTTL))
+	f.clock.SetTime(f.clock.Now().Add(inflight.TTL))
 	f.writer.LookUpLapsed(context.Background())
-	assert.Empty(t, f.writer.inFlight.controlPlaneNodes(), "gone")
+	assert.Empty(t, f.writer.ledger.ControlPlaneNodes(), "gone")
 }
 
 func TestWorkersAreNotHeldByAControlPlaneReservation(t *testing.T) {
 	f := newWriteFixture(t)
-	require.Len(t, f.apply(testNHC, controlPlanePlan("master-0"), f.obs).Created, 1)
-	out := f.apply(nhcNamed("workers-b"), createPlan("worker-1"), f.obs)
+	require.Len(t, f.apply(testNHC, controlPlanePlan("master-0"), f.watched).Created, 1)
+	out := f.apply(nhcNamed("workers-b"), createPlan("worker-1"), f.watched)
 	assert.Len(t, out.Created, 1)
 }
 
@@ -285,7 +291,7 @@ func TestAKindThatCannotBeWatchedDisablesAfterAGrace(t *testing.T) {
 func TestOneRemediationPerNodeAcrossNodeHealthChecks(t *testing.T) {
 	f := newWriteFixture(t)
 	// Generated names, so that the API server would take both resources.
-	f.obs.templates[bareTemplateRef(templateRef)] = testTemplate(map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: "true"})
+	f.watched.reads[0].obj = testTemplate(map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: "true"})
 	f.writer.informers.Use("watcher", kinds.Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 	require.Eventually(t, func() bool { return f.writer.informers.Synced(testGVR) }, 10*time.Second, 10*time.Millisecond)
 
@@ -300,20 +306,20 @@ func TestOneRemediationPerNodeAcrossNodeHealthChecks(t *testing.T) {
 	}
 
 	// Once the informer shows the resource, it holds the node.
-	require.Eventually(t, func() bool { return len(f.writer.inFlight.pendingNodes(winner)) == 0 }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return len(f.writer.ledger.Pending(winner)) == 0 }, 10*time.Second, 10*time.Millisecond)
 	assert.Equal(t, map[string][]resource.Owner{"worker-0": {{Name: winner, UID: types.UID("uid-" + winner)}}}, f.writer.informers.OtherOwners(types.UID("uid-"+loser)))
 	assert.Empty(t, f.writer.informers.OtherOwners(types.UID("uid-"+winner)), "its own resources are not another's")
-	out := f.apply(nhcNamed(loser), createPlan("worker-0"), f.obs)
+	out := f.apply(nhcNamed(loser), createPlan("worker-0"), f.watched)
 	require.Len(t, out.Blocked, 1)
 	assert.Equal(t, "NodeHealthCheck "+winner+" remediates node worker-0, or is starting to; only one NodeHealthCheck remediates a node, and this one leaves it alone", out.Blocked[0].Message)
-	assert.Empty(t, f.writer.inFlight.pendingNodes(loser), "a blocked create expects nothing")
+	assert.Empty(t, f.writer.ledger.Pending(loser), "a blocked create expects nothing")
 
 	// A NodeHealthCheck with resources of its own for the node goes on (the
 	// engine decides which one escalates); other nodes are not held.
-	withOwn := *f.obs
-	withOwn.Remediations = map[string][]health.Remediation{"worker-0": {{}}}
-	assert.Len(t, f.apply(nhcNamed(loser), createPlan("worker-0"), &withOwn).Created, 1)
-	assert.Len(t, f.apply(nhcNamed(loser), createPlan("worker-1"), f.obs).Created, 1)
+	withOwn := createPlan("worker-0")
+	withOwn.Create[0].FirstResource = false
+	assert.Len(t, f.apply(nhcNamed(loser), withOwn, f.watched).Created, 1)
+	assert.Len(t, f.apply(nhcNamed(loser), createPlan("worker-1"), f.watched).Created, 1)
 }
 
 // A reservation whose kind was uninstalled together with its role (a GET
@@ -325,17 +331,17 @@ func TestAReservationOfAnUninstalledKindEnds(t *testing.T) {
 	mapper.Reset()
 	mapper.uninstalled = nil
 	f.writer.templates = newTemplateResolver(mapper, f.writer.informers, f.clock)
-	require.Len(t, f.apply(testNHC, controlPlanePlan("master-0"), f.obs).Created, 1)
+	require.Len(t, f.apply(testNHC, controlPlanePlan("master-0"), f.watched).Created, 1)
 	f.client.PrependReactor("get", testGVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(testGVR.GroupResource(), "", assert.AnError)
 	})
 
-	f.clock.SetTime(f.clock.Now().Add(inFlightTTL))
+	f.clock.SetTime(f.clock.Now().Add(inflight.TTL))
 	f.writer.LookUpLapsed(context.Background())
-	assert.Equal(t, []string{"master-0"}, f.writer.inFlight.controlPlaneNodes(), "forbidden, still served: it may exist")
+	assert.Equal(t, []string{"master-0"}, f.writer.ledger.ControlPlaneNodes(), "forbidden, still served: it may exist")
 
 	mapper.uninstalled = []schema.GroupVersionKind{testGVR.GroupVersion().WithKind("TestRemediation")}
-	f.clock.SetTime(f.clock.Now().Add(max(inFlightTTL, mapperResetInterval)))
+	f.clock.SetTime(f.clock.Now().Add(max(inflight.TTL, mapperResetInterval)))
 	f.writer.LookUpLapsed(context.Background())
-	assert.Empty(t, f.writer.inFlight.controlPlaneNodes(), "no longer served: gone")
+	assert.Empty(t, f.writer.ledger.ControlPlaneNodes(), "no longer served: gone")
 }

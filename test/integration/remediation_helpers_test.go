@@ -79,7 +79,7 @@ func newRemediationEnvWith(t *testing.T, nhcClient versioned.Interface) *remedia
 	nodeInformer, err := nodecache.NewInformer(cluster.Config, 0)
 	require.NoError(t, err)
 	env.observer, env.writer, err = remediation.New(remediation.Config{Context: ctx, Dynamic: dynamicClient, NodeClient: kubeClient.CoreV1().Nodes(), RESTConfig: cluster.Config,
-		Nodes: nodeInformer.Lister(), Clock: env.mapperClock})
+		Clock: env.mapperClock})
 	require.NoError(t, err)
 
 	// The informers cmd/nhc-controller runs.
@@ -269,11 +269,18 @@ func (h *heardResources) matches(owner types.UID, stored []metav1.ObjectMeta) bo
 	return true
 }
 
+// synced is what a sync reads of a NodeHealthCheck's remediation
+// resources, and the kinds Watch resolved for its writes.
+type synced struct {
+	remediation.Seen
+	watched *remediation.Watched
+}
+
 // read waits until the observer has synced the informers a NodeHealthCheck
 // needs, and returns what it reads.
-func (env *remediationEnv) read(t *testing.T, name string) remediation.Observation {
+func (env *remediationEnv) read(t *testing.T, name string) synced {
 	t.Helper()
-	var obs remediation.Observation
+	var obs synced
 	framework.Eventually(t, 30*time.Second, "the remediation resources to be readable", func() bool {
 		obs = env.readOnce(t, fw.GetNHC(t, name))
 		return obs.Ready
@@ -284,14 +291,14 @@ func (env *remediationEnv) read(t *testing.T, name string) remediation.Observati
 // readOnce keeps a NodeHealthCheck's kinds watched and reads what the
 // informers show now, as a sync does; the first also watches every
 // NodeHealthCheck's kinds, and looks for remediations that outlived theirs.
-func (env *remediationEnv) readOnce(t *testing.T, nhc *v1alpha1.NodeHealthCheck) remediation.Observation {
+func (env *remediationEnv) readOnce(t *testing.T, nhc *v1alpha1.NodeHealthCheck) synced {
 	t.Helper()
 	require.NoError(t, env.observer.WatchAll(env.ctx, func() ([]*v1alpha1.NodeHealthCheck, error) { return env.nhcLister.List(labels.Everything()) }))
-	watched, err := env.observer.Watch(env.ctx, nhc)
+	watched, err := env.observer.Watch(env.ctx, nhc, nil)
 	require.NoError(t, err)
-	obs, err := env.observer.Read(nhc, watched, nil)
+	seen, err := env.observer.Read(nhc, watched)
 	require.NoError(t, err)
-	return obs
+	return synced{Seen: seen, watched: watched}
 }
 
 func (env *remediationEnv) drainEvents() []string {

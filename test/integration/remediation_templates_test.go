@@ -31,9 +31,9 @@ func TestTemplatesOfOneKindWithoutMultipleSupportDisable(t *testing.T) {
 		}
 	})
 	obs := env.read(t, nhc.Name)
-	require.NotNil(t, obs.RemediationProblem)
-	assert.Equal(t, v1alpha1.ReasonTemplateInvalid, obs.RemediationProblem.Reason)
-	assert.Contains(t, obs.RemediationProblem.Message, "single-a lacks the remediation.medik8s.io/multiple-templates-support annotation")
+	require.NotNil(t, obs.Problem)
+	assert.Equal(t, v1alpha1.ReasonTemplateInvalid, obs.Problem.Reason)
+	assert.Contains(t, obs.Problem.Message, "single-a lacks the remediation.medik8s.io/multiple-templates-support annotation")
 }
 
 func TestInvalidTemplates(t *testing.T) {
@@ -85,14 +85,14 @@ func TestTemplateCRDInstalledAfterTheNodeHealthCheck(t *testing.T) {
 	nhc := fw.CreateNHC(t, "late", func(s *v1alpha1.NodeHealthCheckSpec) { s.RemediationTemplate = &late })
 
 	obs := env.readOnce(t, nhc)
-	require.NotNil(t, obs.RemediationProblem)
-	assert.Contains(t, obs.RemediationProblem.Message, "is not served by the API server")
+	require.NotNil(t, obs.Problem)
+	assert.Contains(t, obs.Problem.Message, "is not served by the API server")
 
 	require.NoError(t, cluster.InstallCRDs("test/crds/late"))
 	env.mapperClock.SetTime(env.mapperClock.Now().Add(time.Minute))
 	framework.Eventually(t, 30*time.Second, "the late kind to resolve", func() bool {
 		obs = env.readOnce(t, nhc)
-		return obs.RemediationProblem != nil && obs.RemediationProblem.Message == "Remediation template LateRemediationTemplate remediators/late not found: failed to get external remediation template remediators/late"
+		return obs.Problem != nil && obs.Problem.Message == "Remediation template LateRemediationTemplate remediators/late not found: failed to get external remediation template remediators/late"
 	})
 
 	lateGVR := schema.GroupVersionResource{Group: "test.medik8s.io", Version: "v1alpha1", Resource: "lateremediationtemplates"}
@@ -104,7 +104,7 @@ func TestTemplateCRDInstalledAfterTheNodeHealthCheck(t *testing.T) {
 	require.NoError(t, err)
 	framework.Eventually(t, 30*time.Second, "the template to be found", func() bool {
 		obs = env.readOnce(t, nhc)
-		return obs.Ready && obs.RemediationProblem == nil
+		return obs.Ready && obs.Problem == nil
 	})
 }
 

@@ -55,12 +55,9 @@ func TestRemediationIsCreatedIdempotentlyAndDeleted(t *testing.T) {
 	assert.Equal(t, "lifecycle", entry.Remediations[0].TemplateName)
 
 	// A decision from a stale view creates it again: the existing one counts.
-	stale := health.Evaluate(health.Input{
-		NHC: staleNHC, Nodes: staleNodes, Remediations: staleObs.Remediations,
-		BusyControlPlaneNodes: staleObs.BusyControlPlaneNodes, RemediationProblem: staleObs.RemediationProblem, Now: time.Now(),
-	})
+	stale := health.Evaluate(health.Input{NHC: staleNHC, Nodes: staleNodes, Remediations: staleObs.Remediations, Now: time.Now()})
 	require.Len(t, stale.Create, 1, "the stale view has no resource for the node")
-	replayed, err := env.writer.Create(env.ctx, staleNHC, stale.Create[0], &staleObs)
+	replayed, err := env.writer.Create(env.ctx, staleNHC, stale.Create[0], staleObs.watched)
 	require.NoError(t, err)
 	assert.Equal(t, r.GetUID(), replayed.Resource.UID, "the existing one")
 	assert.Len(t, remediationsOf(t, node), 1)

@@ -1,4 +1,8 @@
-package remediation
+// Package inflight is the one ledger of this process's writes of
+// remediation resources under way, and the cluster's one control-plane
+// slot: the Writer books its writes, the informers' changes settle them,
+// and the Observer reads what is pending.
+package inflight
 
 import (
 	"slices"
@@ -11,15 +15,16 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
-// inFlightTTL bounds how long a write the informers have not shown holds
+// TTL bounds how long a write the informers have not shown holds
 // its node back, and how long a control-plane create holds the cluster's
-// one control-plane slot, before its resource is looked up (LookUpLapsed).
-const inFlightTTL = time.Minute
+// one control-plane slot, before its resource is looked up (Lapsed).
+const TTL = time.Minute
 
-// inFlight is the one ledger of this process's writes of remediation
+// Ledger is the one ledger of this process's writes of remediation
 // resources under way, as the ReplicaSet controller keeps its expectations:
 //
 //   - A write the informers have not shown yet is pending: its node gets no
@@ -36,39 +41,39 @@ const inFlightTTL = time.Minute
 //     the slot (their control-plane index counts it too).
 //
 // A create that lapses unshown is looked up at the API server, not dropped
-// (LookUpLapsed): dropping the reservation of a resource that a stalled
+// (Lapsed): dropping the reservation of a resource that a stalled
 // watch never showed would let a second control-plane node start.
-type inFlight struct {
+type Ledger struct {
 	clock clock.PassiveClock
 	mu    sync.Mutex
 	// writes holds every write under way, by its key.
-	writes map[writeKey]write
+	writes map[Key]write
 }
 
-// writeKey names a write: a create by its NodeHealthCheck, resource,
+// Key names a write: a create by its NodeHealthCheck, resource,
 // namespace, node and template (each names one resource); a delete by its
 // NodeHealthCheck and the resource's UID.
-type writeKey struct {
+type Key struct {
 	nhc                       string
 	resource                  schema.GroupVersionResource
 	namespace, node, template string
 	uid                       types.UID
 }
 
-func createKey(nhc string, gvr schema.GroupVersionResource, namespace, node, template string) writeKey {
-	return writeKey{nhc: nhc, resource: gvr, namespace: namespace, node: node, template: template}
+func CreateKey(nhc string, gvr schema.GroupVersionResource, namespace, node, template string) Key {
+	return Key{nhc: nhc, resource: gvr, namespace: namespace, node: node, template: template}
 }
 
-func deleteKey(nhc string, uid types.UID) writeKey { return writeKey{nhc: nhc, uid: uid} }
+func DeleteKey(nhc string, uid types.UID) Key { return Key{nhc: nhc, uid: uid} }
 
 // sameResource tells whether two create keys name one resource, whoever
-// created it.
-func (k writeKey) sameResource(other writeKey) bool {
+// Created it.
+func (k Key) sameResource(other Key) bool {
 	k.nhc = other.nhc
 	return k == other
 }
 
-func (k writeKey) creation() bool { return k.uid == "" }
+func (k Key) creation() bool { return k.uid == "" }
 
 type write struct {
 	node string
@@ -86,11 +91,11 @@ type write struct {
 	lapses time.Time
 }
 
-func newInFlight(clock clock.PassiveClock) *inFlight {
-	return &inFlight{clock: clock, writes: map[writeKey]write{}}
+func New(clock clock.PassiveClock) *Ledger {
+	return &Ledger{clock: clock, writes: map[Key]write{}}
 }
 
-// book records a create about to be sent, unless it must wait, in one
+// Book records a create about to be sent, unless it must wait, in one
 // step under the ledger's lock, so that two syncs (of one NodeHealthCheck
 // or of two) cannot both book what only one may have:
 //
@@ -100,7 +105,7 @@ func newInFlight(clock clock.PassiveClock) *inFlight {
 //     meanwhile shows in one of the two).
 //   - A control-plane node's create takes the cluster's one control-plane
 //     slot, and waits while another control-plane node holds it.
-func (f *inFlight) book(key writeKey, name string, first, controlPlane bool, otherOwner func() string) error {
+func (f *Ledger) Book(key Key, name string, first, controlPlane bool, otherOwner func() string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if first {
@@ -114,15 +119,15 @@ func (f *inFlight) book(key writeKey, name string, first, controlPlane bool, oth
 			return &remediatedByOtherError{node: key.node, other: other}
 		}
 	}
-	if controlPlane && f.slotHeldByOther(key.node) {
+	if controlPlane && health.AnotherControlPlaneNode(f.controlPlaneSlot(), key.node) {
 		return &controlPlaneBusyError{node: key.node}
 	}
 	f.add(key, write{node: key.node, name: name, controlPlane: controlPlane})
 	return nil
 }
 
-// created records the UID of the resource a create made.
-func (f *inFlight) created(key writeKey, uid types.UID) {
+// Created records the UID of the resource a create made.
+func (f *Ledger) Created(key Key, uid types.UID) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if w, ok := f.writes[key]; ok {
@@ -131,22 +136,22 @@ func (f *inFlight) created(key writeKey, uid types.UID) {
 	}
 }
 
-// expectDelete records a delete about to be sent.
-func (f *inFlight) expectDelete(nhc, node string, uid types.UID) {
+// ExpectDelete records a delete about to be sent.
+func (f *Ledger) ExpectDelete(nhc, node string, uid types.UID) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.add(deleteKey(nhc, uid), write{node: node})
+	f.add(DeleteKey(nhc, uid), write{node: node})
 }
 
-// cancel withdraws a write that certainly did not happen, or whose result
+// Cancel withdraws a write that certainly did not happen, or whose result
 // the cache shows already (a delete); a create's slot with it.
-func (f *inFlight) cancel(key writeKey) {
+func (f *Ledger) Cancel(key Key) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.writes, key)
 }
 
-// settle settles the writes an informer's change shows: a resource that
+// Settle settles the writes an informer's change shows: a resource that
 // exists shows its create, a deleted one, or one with a deletion
 // timestamp, its delete; a deleted control-plane remediation frees the
 // slot its create holds. Once a create's UID is known, only that resource
@@ -154,20 +159,20 @@ func (f *inFlight) cancel(key writeKey) {
 // resource of the same name, which a stalled watch may deliver after the
 // next create, and which would otherwise let a second control-plane node
 // start. It returns the NodeHealthChecks whose create it confirms.
-func (f *inFlight) settle(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool) (confirmed []string) {
+func (f *Ledger) Settle(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool) (confirmed []string) {
 	template := obj.GetAnnotations()[v1alpha1.TemplateNameAnnotation]
-	target := createKey("", gvr, obj.GetNamespace(), resource.TargetNode(obj), template)
+	target := CreateKey("", gvr, obj.GetNamespace(), resource.TargetNode(obj), template)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, nhc := range resource.OwnerNames(obj) {
-		key := createKey(nhc, gvr, obj.GetNamespace(), resource.TargetNode(obj), template)
+		key := CreateKey(nhc, gvr, obj.GetNamespace(), resource.TargetNode(obj), template)
 		if w, ok := f.writes[key]; ok && !deleted && !w.shown && w.is(obj.GetUID()) {
 			confirmed = append(confirmed, nhc)
 			w.shown = true
 			f.settled(key, w)
 		}
 		if deleted || obj.GetDeletionTimestamp() != nil {
-			delete(f.writes, deleteKey(nhc, obj.GetUID()))
+			delete(f.writes, DeleteKey(nhc, obj.GetUID()))
 		}
 	}
 	if deleted && resource.ForControlPlaneNode(obj) {
@@ -187,7 +192,7 @@ func (w write) is(uid types.UID) bool { return w.uid == "" || w.uid == uid }
 
 // settled keeps a create while it is pending or holds the slot; f.mu is
 // held.
-func (f *inFlight) settled(key writeKey, w write) {
+func (f *Ledger) settled(key Key, w write) {
 	if w.shown && !w.controlPlane {
 		delete(f.writes, key)
 		return
@@ -195,24 +200,24 @@ func (f *inFlight) settled(key writeKey, w write) {
 	f.writes[key] = w
 }
 
-// pendingNodes returns the nodes of a NodeHealthCheck with a write that
+// Pending returns the nodes of a NodeHealthCheck with a write that
 // was neither shown nor has lapsed. A lapsed create waits for its lookup
-// (lapsed); a lapsed delete holds nothing.
-func (f *inFlight) pendingNodes(nhc string) map[string]bool {
+// (Lapsed); a lapsed delete holds nothing.
+func (f *Ledger) Pending(nhc string) map[string]bool {
 	now := f.clock.Now()
-	return f.unshownNodes(nhc, func(_ writeKey, w write) bool { return now.Before(w.lapses) })
+	return f.unshownNodes(nhc, func(_ Key, w write) bool { return now.Before(w.lapses) })
 }
 
-// creatingNodes are the nodes of a NodeHealthCheck's creates that the
+// Creating are the nodes of a NodeHealthCheck's creates that the
 // informers have not shown, lapsed or not: until one is shown or certainly
 // failed, its resource may exist.
-func (f *inFlight) creatingNodes(nhc string) map[string]bool {
-	return f.unshownNodes(nhc, func(key writeKey, _ write) bool { return key.creation() })
+func (f *Ledger) Creating(nhc string) map[string]bool {
+	return f.unshownNodes(nhc, func(key Key, _ write) bool { return key.creation() })
 }
 
 // unshownNodes are the nodes of a NodeHealthCheck's writes that the
 // informers have not shown and that keep accepts; nil for none.
-func (f *inFlight) unshownNodes(nhc string, keep func(writeKey, write) bool) map[string]bool {
+func (f *Ledger) unshownNodes(nhc string, keep func(Key, write) bool) map[string]bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var nodes map[string]bool
@@ -228,10 +233,10 @@ func (f *inFlight) unshownNodes(nhc string, keep func(writeKey, write) bool) map
 	return nodes
 }
 
-// pendingResources lists the kinds of a NodeHealthCheck's pending creates:
+// PendingResources lists the kinds of a NodeHealthCheck's pending creates:
 // they stay watched until their informer shows the create, whatever the
 // spec and status say meanwhile.
-func (f *inFlight) pendingResources(nhc string) []schema.GroupVersionResource {
+func (f *Ledger) PendingResources(nhc string) []schema.GroupVersionResource {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var resources []schema.GroupVersionResource
@@ -243,12 +248,12 @@ func (f *inFlight) pendingResources(nhc string) []schema.GroupVersionResource {
 	return resources
 }
 
-// nextLapse is when the first write the informers have not shown lapses,
+// NextLapse is when the first write the informers have not shown lapses,
 // of any NodeHealthCheck, or zero: a create under way holds its node, and a
 // control-plane node's create the cluster's slot, against every
-// NodeHealthCheck until it is looked up (lapsed), and nothing else wakes
+// NodeHealthCheck until it is looked up (Lapsed), and nothing else wakes
 // them then.
-func (f *inFlight) nextLapse() time.Time {
+func (f *Ledger) NextLapse() time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var next time.Time
@@ -260,28 +265,37 @@ func (f *inFlight) nextLapse() time.Time {
 	return next
 }
 
-// lapsedCreate is a create held for inFlightTTL: pending, or holding the
-// slot.
-type lapsedCreate struct {
-	key writeKey
-	write
+// Lapsed is a create held for TTL, pending or holding the slot, to be
+// looked up at the API server.
+type Lapsed struct {
+	NHC       string
+	Resource  schema.GroupVersionResource
+	Namespace string
+	Name      string
+	Node      string
+	// Shown: the informer showed the create; it holds the slot alone.
+	Shown bool
+	// ControlPlane: it holds the control-plane slot.
+	ControlPlane bool
+
+	key   Key
+	write write
 }
 
-// lapsed returns the creates of every NodeHealthCheck held for
-// inFlightTTL, to be looked up (LookUpLapsed), and drops the lapsed
-// deletes. Each create is held for another inFlightTTL from now on: while
-// its lookup is under way it still holds its node, or the slot, so that a
-// sync of another NodeHealthCheck at the same instant does not find it
-// gone. The informer may be behind (a watch that stops sending while its
-// connection stays open shows nothing until it times out): its cache is not
-// to be believed about them. Every NodeHealthCheck's, since a create under
-// way holds its node against the others too, and its own NodeHealthCheck
-// may not sync (disabled).
-func (f *inFlight) lapsed() []lapsedCreate {
+// Lapsed returns the creates of every NodeHealthCheck held for TTL, to be
+// looked up, and drops the lapsed deletes. Each create is held for another
+// TTL from now on: while its lookup is under way it still holds its node,
+// or the slot, so that a sync of another NodeHealthCheck at the same
+// instant does not find it gone. The informer may be behind (a watch that
+// stops sending while its connection stays open shows nothing until it
+// times out): its cache is not to be believed about them. Every
+// NodeHealthCheck's, since a create under way holds its node against the
+// others too, and its own NodeHealthCheck may not sync (disabled).
+func (f *Ledger) Lapsed() []Lapsed {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.clock.Now()
-	var lapsed []lapsedCreate
+	var lapsed []Lapsed
 	for key, w := range f.writes {
 		if now.Before(w.lapses) {
 			continue
@@ -290,16 +304,30 @@ func (f *inFlight) lapsed() []lapsedCreate {
 			delete(f.writes, key)
 			continue
 		}
-		w.lapses = now.Add(inFlightTTL)
+		w.lapses = now.Add(TTL)
 		f.writes[key] = w
-		lapsed = append(lapsed, lapsedCreate{key: key, write: w})
+		lapsed = append(lapsed, Lapsed{NHC: key.nhc, Resource: key.resource, Namespace: key.namespace, Name: w.name, Node: w.node,
+			Shown: w.shown, ControlPlane: w.controlPlane, key: key, write: w})
 	}
 	return lapsed
 }
 
+// KeepSlot ends a lapsed create's lookup that found it, shown or not: it
+// holds the control-plane slot on, and its node no longer, unless the
+// informers settled it meanwhile.
+func (f *Ledger) KeepSlot(l Lapsed) {
+	slot := l.write
+	slot.shown = true
+	f.lookedUp(l, &slot)
+}
+
+// Drop ends a lapsed create's lookup that found it gone, unless the
+// informers settled it meanwhile.
+func (f *Ledger) Drop(l Lapsed) { f.lookedUp(l, nil) }
+
 // lookedUp ends a lapsed create's lookup: it is held on as kept, or goes
 // when kept is nil, unless the informers settled it meanwhile.
-func (f *inFlight) lookedUp(l lapsedCreate, kept *write) {
+func (f *Ledger) lookedUp(l Lapsed, kept *write) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if current, ok := f.writes[l.key]; !ok || current != l.write {
@@ -312,14 +340,14 @@ func (f *inFlight) lookedUp(l lapsedCreate, kept *write) {
 	f.writes[l.key] = *kept
 }
 
-// forget drops the deletes of a deleted NodeHealthCheck, whose informers
+// Forget drops the deletes of a deleted NodeHealthCheck, whose informers
 // may stop before they show its resources go. Its creates stay until shown
 // and seen gone, or looked up gone once they lapse: the garbage collector
 // deletes the resource, but a remediator's finalizer keeps it while it
 // works, and it holds its node meanwhile: if a stalled watch has not shown
 // the create, a NodeHealthCheck recreated under the same name would
 // otherwise start a second remediation beside it.
-func (f *inFlight) forget(nhc string) {
+func (f *Ledger) Forget(nhc string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for key := range f.writes {
@@ -329,10 +357,10 @@ func (f *inFlight) forget(nhc string) {
 	}
 }
 
-// forgetKind drops the creates of a kind the API no longer serves, and
+// ForgetKind drops the creates of a kind the API no longer serves, and
 // the control-plane slot with them: its resources went with its CRD, and
 // no look-up of them would answer anything else.
-func (f *inFlight) forgetKind(gvr schema.GroupVersionResource) {
+func (f *Ledger) ForgetKind(gvr schema.GroupVersionResource) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for key := range f.writes {
@@ -342,8 +370,8 @@ func (f *inFlight) forgetKind(gvr schema.GroupVersionResource) {
 	}
 }
 
-// add records a write, which lapses after inFlightTTL; f.mu is held.
-func (f *inFlight) add(key writeKey, w write) {
-	w.lapses = f.clock.Now().Add(inFlightTTL)
+// add records a write, which lapses after TTL; f.mu is held.
+func (f *Ledger) add(key Key, w write) {
+	w.lapses = f.clock.Now().Add(TTL)
 	f.writes[key] = w
 }

@@ -171,10 +171,6 @@ func New(ctx context.Context, client, metadata dynamic.Interface, clk clock.Pass
 	}
 }
 
-// Context is what bounds the informers; reads beside them, such as a GET of
-// a template whose kind may not be watched, end with it too.
-func (inf *Informers) Context() context.Context { return inf.ctx }
-
 // Client is the dynamic client the informers list and watch with.
 func (inf *Informers) Client() dynamic.Interface { return inf.client }
 

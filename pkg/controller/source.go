@@ -1,0 +1,86 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
+)
+
+// cacheSource is the controller's gather.Source for one sync: the
+// NodeHealthChecks as syncs see them, the remediation kinds as Watch left
+// them, and the node cache, with the selector cache, the membership index
+// and the catch-up of a first evaluation in front of it.
+type cacheSource struct {
+	c       *Controller
+	watched *remediation.Watched
+	others  []*v1alpha1.NodeHealthCheck
+}
+
+// watch keeps a NodeHealthCheck's remediation kinds watched, and returns
+// the source its decision is gathered from. The creates that the
+// informers have not shown in time are looked up first, so that the
+// ledger read is current.
+func (c *Controller) watch(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (*cacheSource, error) {
+	c.writer.LookUpLapsed(ctx)
+	c.watchEveryKind(ctx)
+	others := c.otherNHCs(nhc)
+	watched, err := c.observer.Watch(ctx, nhc, others)
+	if err != nil {
+		return nil, fmt.Errorf("watching remediation kinds: %w", err)
+	}
+	return &cacheSource{c: c, watched: watched, others: others}, nil
+}
+
+func (s *cacheSource) Others(*v1alpha1.NodeHealthCheck) []*v1alpha1.NodeHealthCheck {
+	return s.others
+}
+
+func (s *cacheSource) Peers(nhc *v1alpha1.NodeHealthCheck) []health.SelectingPeer {
+	return s.c.selectors.get(s.c.nhcLister).peersOf(nhc)
+}
+
+// Remediations reads the caches alone.
+func (s *cacheSource) Remediations(_ context.Context, nhc *v1alpha1.NodeHealthCheck) (remediation.Seen, error) {
+	return s.c.observer.Read(nhc, s.watched)
+}
+
+// Selected reads the nodes from the membership index once the node cache
+// shows them as the API server does (catchup.go).
+func (s *cacheSource) Selected(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, selector labels.Selector) ([]*health.Node, bool, error) {
+	caughtUp, err := s.c.nodesCaughtUp(ctx, nhc, selector)
+	if err != nil {
+		return nil, false, fmt.Errorf("listing the selected nodes at the API server: %w", err)
+	}
+	if !caughtUp {
+		return nil, false, nil
+	}
+	nodes, err := s.c.members.nodes(nhc.Name, selector, s.c.nodeLister)
+	if err != nil {
+		return nil, false, fmt.Errorf("listing the selected nodes: %w", err)
+	}
+	return nodes, true, nil
+}
+
+func (s *cacheSource) Node(name string) (*health.Node, error) {
+	return s.c.nodeLister.Get(name)
+}
+
+// otherNHCs lists the NodeHealthChecks but nhc, as syncs see them.
+func (c *Controller) otherNHCs(nhc *v1alpha1.NodeHealthCheck) []*v1alpha1.NodeHealthCheck {
+	all, err := c.nhcLister.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	others := make([]*v1alpha1.NodeHealthCheck, 0, len(all))
+	for _, other := range all {
+		if other.UID != nhc.UID {
+			others = append(others, c.latest(other))
+		}
+	}
+	return others
+}

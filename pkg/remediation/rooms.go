@@ -1,0 +1,80 @@
+package remediation
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/inflight"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/kinds"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/served"
+)
+
+// Config is what the remediation rooms work with.
+type Config struct {
+	// Context bounds the informers.
+	Context context.Context
+	Dynamic dynamic.Interface
+	// MetadataOnly lists and watches the kinds used for templates alone, for
+	// their metadata (NewMetadataOnlyClient). Nil is Dynamic, for a fake API
+	// server that serves whole objects either way.
+	MetadataOnly dynamic.Interface
+	// NodeClient patches nodes: it removes the annotations of upstream's
+	// remediations from them.
+	NodeClient NodePatcher
+	// RESTConfig reads what kinds the API server serves: it resolves
+	// template kinds, noticing CRDs installed or removed later, and lists
+	// the remediation kinds to look for leftovers. Nil with no Mapper
+	// resolves no kind and looks for no leftovers.
+	RESTConfig *rest.Config
+	// Mapper resolves template kinds instead of RESTConfig's discovery.
+	Mapper KindMapper
+	// Leases reads the node leases; nil takes none.
+	Leases LeaseReader
+	// Clock is the time of retries, caches and the writes under way.
+	Clock clock.PassiveClock
+}
+
+// New returns the two rooms of remediation resources of any kind, sharing
+// their informers and the ledger of writes under way: the Observer, which
+// watches and reads, and the Writer, which writes and books what it sends.
+func New(cfg Config) (*Observer, *Writer, error) {
+	mapper := cfg.Mapper
+	var discovery groupsLister
+	if mapper == nil && cfg.RESTConfig != nil {
+		kinds, err := served.NewForConfig(cfg.RESTConfig)
+		if err != nil {
+			return nil, nil, err
+		}
+		mapper, discovery = kinds, kinds
+	}
+	if mapper == nil {
+		mapper = resettable{meta.NewDefaultRESTMapper(nil)}
+	}
+	metadataOnly := cfg.MetadataOnly
+	if metadataOnly == nil {
+		metadataOnly = cfg.Dynamic
+	}
+	informers := kinds.New(cfg.Context, cfg.Dynamic, metadataOnly, cfg.Clock)
+	o, w := newRooms(informers, newTemplateResolver(mapper, informers, cfg.Clock), cfg.Clock, newResourceClient(cfg.Dynamic, cfg.NodeClient))
+	o.discovery, o.leases = discovery, cfg.Leases
+	return o, w, nil
+}
+
+// newRooms builds the two rooms around their informers and one ledger.
+// The ledger hears of the informers' changes before the Observer's
+// handlers, so that a NodeHealthCheck woken by a change finds its writes
+// settled.
+func newRooms(informers *kinds.Informers, templates *templateResolver, clock clock.PassiveClock, client *resourceClient) (*Observer, *Writer) {
+	ledger := inflight.New(clock)
+	o := &Observer{informers: informers, templates: templates, clock: clock, ledger: ledger}
+	informers.AddChangeHandler(func(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool) {
+		o.changed(gvr, obj, deleted, ledger.Settle(gvr, obj, deleted))
+	})
+	return o, &Writer{informers: informers, templates: templates, ledger: ledger, client: client}
+}
