@@ -30,6 +30,11 @@ type holders struct {
 	owners map[string][]resource.Owner
 }
 
+// nodeReader reads a node; a NotFound error when it is gone.
+type nodeReader interface {
+	Node(name string) (*health.Node, error)
+}
+
 // holdersOf reads who holds nodes from what the remediation resources show
 // and from the statuses of the other NodeHealthChecks.
 //
@@ -41,7 +46,7 @@ type holders struct {
 // every other NodeHealthCheck, until the kind can be read again. A node
 // that is gone may have been a control-plane node: the status does not
 // say, and the resource may still fence it.
-func holdersOf(others []*v1alpha1.NodeHealthCheck, seen *remediation.Seen, src Source) holders {
+func holdersOf(others []*v1alpha1.NodeHealthCheck, seen *remediation.Seen, nodes nodeReader) holders {
 	h := holders{busyControlPlane: map[string]bool{}, owners: seen.OtherOwners}
 	for _, node := range seen.ControlPlane {
 		h.busyControlPlane[node] = true
@@ -59,7 +64,7 @@ func holdersOf(others []*v1alpha1.NodeHealthCheck, seen *remediation.Seen, src S
 		for _, owner := range owners {
 			h.addOwner(node, owner)
 		}
-		if mayBeControlPlane(node, src) {
+		if mayBeControlPlane(node, nodes) {
 			h.busyControlPlane[node] = true
 		}
 	}
@@ -98,13 +103,13 @@ func recordedUnreadable(nhcs []*v1alpha1.NodeHealthCheck, unreadable map[schema.
 
 // mayBeControlPlane tells whether a node is a control-plane node, or may
 // have been: it is gone.
-func mayBeControlPlane(node string, src Source) bool {
-	n, err := src.Node(node)
+func mayBeControlPlane(node string, nodes nodeReader) bool {
+	n, err := nodes.Node(node)
 	return apierrors.IsNotFound(err) || err == nil && v1alpha1.IsControlPlane(n.Labels)
 }
 
 // gone tells whether a node's object no longer exists.
-func gone(node string, src Source) bool {
-	_, err := src.Node(node)
+func gone(node string, nodes nodeReader) bool {
+	_, err := nodes.Node(node)
 	return apierrors.IsNotFound(err)
 }

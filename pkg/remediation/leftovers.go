@@ -13,12 +13,6 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/served"
 )
 
-// groupsLister lists the resources of every group version the API serves
-// (served.Kinds).
-type groupsLister interface {
-	GroupsAndResources(ctx context.Context) ([]*metav1.APIResourceList, error)
-}
-
 // Remediation resources that outlived their NodeHealthCheck, looked for
 // after a start or a failover.
 //

@@ -1,11 +1,13 @@
 package remediation
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
@@ -40,6 +42,12 @@ type Observer struct {
 	mu sync.Mutex
 	// handlers hear of every change, after the ledger.
 	handlers []ResourceChangeFunc
+}
+
+// groupsLister lists the resources of every group version the API serves
+// (served.Kinds).
+type groupsLister interface {
+	GroupsAndResources(ctx context.Context) ([]*metav1.APIResourceList, error)
 }
 
 // LeaseReader reads the node leases from their cache: nil while it has not

@@ -93,8 +93,8 @@ func (o *Observer) Read(nhc *v1alpha1.NodeHealthCheck, w *Watched) (Seen, error)
 		seen.refreshWith(state, now)
 		if !state.Synced {
 			seen.Ready = false
-			if problem := unreadable(gvr, state.Err); problem != nil {
-				seen.problem(problem)
+			if problem := kindProblem(gvr, state.Err); problem != nil {
+				seen.addProblem(problem)
 			}
 			continue
 		}
@@ -119,7 +119,7 @@ func (o *Observer) Read(nhc *v1alpha1.NodeHealthCheck, w *Watched) (Seen, error)
 			return seen, fmt.Errorf("reading node leases: %w", err)
 		}
 		if problem != nil {
-			seen.problem(problem)
+			seen.addProblem(problem)
 		}
 		seen.Leases, seen.Ready = leases, seen.Ready && leases != nil
 	}
@@ -135,7 +135,7 @@ func (o *Observer) readTemplates(seen *Seen, w *Watched, now time.Time) {
 		seen.Ready = seen.Ready && read.ready
 		seen.RefreshAfter = health.Sooner(seen.RefreshAfter, read.refreshAfter)
 		if read.problem != nil {
-			seen.problem(read.problem)
+			seen.addProblem(read.problem)
 		}
 		if read.obj != nil {
 			templates = append(templates, read.obj)
@@ -211,12 +211,12 @@ func (o *Observer) unreadableKinds(w *Watched) map[schema.GroupVersionKind]bool 
 	return kinds
 }
 
-// unreadable says why a remediation kind whose informer has not synced
+// kindProblem says why a remediation kind whose informer has not synced
 // cannot be read: without its resources, evaluating could lose
 // remediations, so the NodeHealthCheck is disabled with what to fix (Watch
 // looks the API up again meanwhile, so that a kind no longer served drops
 // out of what is watched). Nil while the informer is starting.
-func unreadable(gvr schema.GroupVersionResource, err error) *health.Problem {
+func kindProblem(gvr schema.GroupVersionResource, err error) *health.Problem {
 	switch {
 	case err == nil:
 		return nil
@@ -237,7 +237,8 @@ func (o *Seen) refreshWith(state kinds.State, now time.Time) {
 	}
 }
 
-func (o *Seen) problem(p *health.Problem) {
+// addProblem keeps the first problem found.
+func (o *Seen) addProblem(p *health.Problem) {
 	if o.Problem == nil {
 		o.Problem = p
 	}

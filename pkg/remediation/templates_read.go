@@ -17,7 +17,7 @@ import (
 const (
 	// getCacheTime is how long a template read with GET is used. Its changes
 	// come with no event, so its NodeHealthChecks sync again when it expires
-	// (Observation.RefreshAfter) and read it again.
+	// (Seen.RefreshAfter) and read it again.
 	getCacheTime = 30 * time.Second
 	// getTimeout bounds one GET of a template.
 	getTimeout = 10 * time.Second

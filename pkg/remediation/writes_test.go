@@ -281,7 +281,7 @@ func TestAKindThatCannotBeWatchedDisablesAfterAGrace(t *testing.T) {
 			// Past the grace, the failing lists count.
 			clock.SetTime(clock.Now().Add(kinds.WatchGrace))
 			var problem *health.Problem
-			require.Eventually(t, func() bool { problem = unreadable(testGVR, informers.State(testGVR).Err); return problem != nil }, 10*time.Second, 10*time.Millisecond)
+			require.Eventually(t, func() bool { problem = kindProblem(testGVR, informers.State(testGVR).Err); return problem != nil }, 10*time.Second, 10*time.Millisecond)
 			assert.Equal(t, v1alpha1.ReasonTemplateNotFound, problem.Reason)
 			assert.Contains(t, problem.Message, tc.message)
 		})
