@@ -86,9 +86,7 @@ func TestSyncLeavesASharedNodeToTheNodeHealthCheckThatRemediatesIt(t *testing.T)
 
 	// Known, it is the older one: it remediates the node, by age.
 	f.remediations.seen.ControlPlaneUnknown = ""
-	f.clock.Step(time.Minute)
-	_, err = f.sync()
-	require.NoError(t, err)
+	syncAMinuteLater(t, f)
 	noActions(t, f)
 	assert.Empty(t, overlapEvents(), "one event per overlap")
 
@@ -97,9 +95,7 @@ func TestSyncLeavesASharedNodeToTheNodeHealthCheckThatRemediatesIt(t *testing.T)
 	younger := selectingNHC("younger", "worker")
 	younger.CreationTimestamp = t0
 	f.setNHC(t, younger)
-	f.clock.Step(time.Minute)
-	_, err = f.sync()
-	require.NoError(t, err)
+	syncAMinuteLater(t, f)
 	require.Len(t, f.remediations.syncs, 3)
 	assert.Len(t, f.remediations.syncs[2].creates, 1)
 
@@ -107,9 +103,7 @@ func TestSyncLeavesASharedNodeToTheNodeHealthCheckThatRemediatesIt(t *testing.T)
 	// when the step's resource is gone (its remediator deleted it) and an
 	// older one comes: it creates the step again.
 	f.setNHC(t, older)
-	f.clock.Step(time.Minute)
-	_, err = f.sync()
-	require.NoError(t, err)
+	syncAMinuteLater(t, f)
 	assert.Len(t, f.remediations.syncs[3].creates, 1)
 	require.NoError(t, f.nhcs.Delete(older))
 	// From here on, this one has no record of the node.
@@ -119,16 +113,12 @@ func TestSyncLeavesASharedNodeToTheNodeHealthCheckThatRemediatesIt(t *testing.T)
 
 	// ...unless the other one has resources for it already, of any kind watched.
 	f.remediations.seen.OtherOwners = map[string][]resource.Owner{"worker-1": {{Name: "younger", UID: younger.UID}}}
-	f.clock.Step(time.Minute)
-	_, err = f.sync()
-	require.NoError(t, err)
+	syncAMinuteLater(t, f)
 	assert.Empty(t, f.remediations.syncs[4].creates)
 
 	// A deleted one's resources hold the node too.
 	f.remediations.seen.OtherOwners = map[string][]resource.Owner{"worker-1": {{Name: "gone", UID: "uid-gone"}}}
-	f.clock.Step(time.Minute)
-	_, err = f.sync()
-	require.NoError(t, err)
+	syncAMinuteLater(t, f)
 	assert.Empty(t, f.remediations.syncs[5].creates)
 	assert.Contains(t, f.lastStatus(t).Reason, "(gone)")
 
@@ -141,12 +131,18 @@ func TestSyncLeavesASharedNodeToTheNodeHealthCheckThatRemediatesIt(t *testing.T)
 		{Resource: snrOfWorker, TimedOut: &metav1.Time{Time: longAgo}}}}}
 	f.setNHC(t, recording)
 	f.remediations.seen.Unreadable = map[schema.GroupVersionKind]bool{snrOfWorker.GroupVersionKind(): true}
-	f.clock.Step(time.Minute)
-	_, err = f.sync()
-	require.NoError(t, err)
+	syncAMinuteLater(t, f)
 	assert.Empty(t, f.remediations.syncs[6].creates)
 	assert.Contains(t, f.lastStatus(t).Reason, "(younger)")
 }
+// syncAMinuteLater syncs once a minute has passed.
+func syncAMinuteLater(t *testing.T, f *syncFixture) {
+	t.Helper()
+	f.clock.Step(time.Minute)
+	_, err := f.sync()
+	require.NoError(t, err)
+}
+
 
 // An older NodeHealthCheck that cannot act (paused, disabled by its
 // status, being deleted) does not keep a shared node from a younger one
