@@ -135,6 +135,7 @@ func TestSyncLeavesASharedNodeToTheNodeHealthCheckThatRemediatesIt(t *testing.T)
 	assert.Empty(t, f.remediations.syncs[6].creates)
 	assert.Contains(t, f.lastStatus(t).Reason, "(younger)")
 }
+
 // syncAMinuteLater syncs once a minute has passed.
 func syncAMinuteLater(t *testing.T, f *syncFixture) {
 	t.Helper()
@@ -142,7 +143,6 @@ func syncAMinuteLater(t *testing.T, f *syncFixture) {
 	_, err := f.sync()
 	require.NoError(t, err)
 }
-
 
 // An older NodeHealthCheck that cannot act (paused, disabled by its
 // status, being deleted) does not keep a shared node from a younger one
