@@ -3,7 +3,7 @@
 #   - from pkg/apis, deepcopy functions, the clientset (with watch), listers,
 #     informers and apply configurations, with k8s.io/code-generator's
 #     kube_codegen.sh;
-#   - the deepcopy functions of the node cache's own types (pkg/health,
+#   - the deepcopy functions of the node cache's own types (pkg/nodeview,
 #     pkg/nodecache), which its informer needs as runtime.Objects;
 #   - the CRD in manifests/crd/, with controller-gen (see docs/crd.md).
 # Both generators run at the versions pinned in go.mod (its tool directives).
@@ -23,7 +23,7 @@ mkdir -p "${GOBIN}"
 # shellcheck source=/dev/null
 source "${codegen_pkg}/kube_codegen.sh"
 
-for dir in pkg/apis pkg/health pkg/nodecache; do
+for dir in pkg/apis pkg/nodeview pkg/nodecache; do
   kube::codegen::gen_helpers \
     --boilerplate "${repo_root}/hack/boilerplate.go.txt" \
     "${repo_root}/${dir}"

@@ -13,7 +13,7 @@ trap 'rm -rf "${scratch}"' EXIT
 (cd "${scratch}" && GOFLAGS="${GOFLAGS:-} -modcacherw" bash hack/update-codegen.sh >/dev/null)
 
 status=0
-for dir in pkg/apis pkg/generated pkg/health pkg/nodecache manifests/crd; do
+for dir in pkg/apis pkg/generated pkg/health pkg/nodeview pkg/nodecache manifests/crd; do
   if ! diff -Naupr "${repo_root}/${dir}" "${scratch}/${dir}"; then
     status=1
   fi

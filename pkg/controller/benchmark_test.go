@@ -13,7 +13,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
-	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
@@ -34,14 +34,15 @@ var nodeUpdates = []struct {
 }
 
 // cachedUpdate is a realistic node of role-3 and its update, both as the
-// informer caches them.
+// informer caches them, their labels shared through its table.
 func cachedUpdate(change func(*corev1.Node)) (old, updated *health.Node) {
 	node := realisticNode(1)
 	node.Labels["role"] = "role-3"
 	next := node.DeepCopy()
 	next.ResourceVersion = "2"
 	change(next)
-	return nodecache.NodeOf(node), nodecache.NodeOf(next)
+	table := nodeview.NewLabelTable()
+	return nodeview.Of(node, table), nodeview.Of(next, table)
 }
 
 // BenchmarkNodeChanged is the filter that drops the updates that cannot
@@ -53,7 +54,7 @@ func BenchmarkNodeChanged(b *testing.B) {
 			old, updated := cachedUpdate(u.change)
 			b.ReportAllocs()
 			for b.Loop() {
-				nodeChanged(old, updated, func() map[string]bool { return keys })
+				nodeview.Matters(old, updated, func() map[string]bool { return keys })
 			}
 		})
 	}

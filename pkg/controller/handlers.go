@@ -11,6 +11,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
@@ -178,10 +179,10 @@ func (c *Controller) updateNode(logger klog.Logger, oldObj, newObj any) {
 	if !ok1 || !ok2 || old.ResourceVersion == updated.ResourceVersion {
 		return
 	}
-	if !nodeChanged(old, updated, func() map[string]bool { return c.selectors.get(c.nhcLister).keys }) {
+	if !nodeview.Matters(old, updated, func() map[string]bool { return c.selectors.get(c.nhcLister).keys }) {
 		return
 	}
-	// Membership follows the labels selectors use, which nodeChanged
+	// Membership follows the labels selectors use, which nodeview.Matters
 	// looks at: a heartbeat compares no labels twice.
 	if !old.Labels.Equal(updated.Labels) {
 		c.members.update(updated.Name, updated)

@@ -54,14 +54,15 @@ func notReady(ago time.Duration) nodeOption {
 // unhealthy makes a node Ready=False for longer than the default duration.
 var unhealthy = notReady(time.Hour)
 
+// label sets a label. The map the labels are built from stays in the
+// metadata, whose labels no decision reads: Labels shadows them.
 func label(key, value string) nodeOption {
 	return func(n *Node) {
-		labels := n.Labels.Map()
-		if labels == nil {
-			labels = map[string]string{}
+		if n.ObjectMeta.Labels == nil {
+			n.ObjectMeta.Labels = map[string]string{}
 		}
-		labels[key] = value
-		n.Labels = LabelsOf(n.Name, labels)
+		n.ObjectMeta.Labels[key] = value
+		n.Labels = LabelsOf(n.Name, n.ObjectMeta.Labels)
 	}
 }
 

@@ -6,13 +6,13 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 // conditions sets the node's conditions from a NodeStatus: type, status and
 // transition time, the previous node's slice where they all are equal.
-func conditions(status []byte, node, previous *health.Node) error {
-	var prev []health.NodeCondition
+func conditions(status []byte, node, previous *nodeview.Node) error {
+	var prev []nodeview.Condition
 	if previous != nil {
 		prev = previous.Conditions
 	}
@@ -29,9 +29,9 @@ func conditions(status []byte, node, previous *health.Node) error {
 		node.Conditions = prev
 		return nil
 	}
-	node.Conditions = make([]health.NodeCondition, 0, count)
+	node.Conditions = make([]nodeview.Condition, 0, count)
 	return eachCondition(status, func(typ, stat []byte, transition time.Time) {
-		node.Conditions = append(node.Conditions, health.NewNodeCondition(corev1.NodeConditionType(typ), corev1.ConditionStatus(stat), transition))
+		node.Conditions = append(node.Conditions, nodeview.NewCondition(corev1.NodeConditionType(typ), corev1.ConditionStatus(stat), transition))
 	})
 }
 

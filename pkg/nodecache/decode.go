@@ -10,15 +10,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 // errNotCanonical declines an input the fast path does not handle, such as
-// a message field given twice; client-go's decoder and NodeOf take it.
+// a message field given twice; client-go's decoder and nodeview.Of take it.
 var errNotCanonical = errors.New("not a canonical Node encoding")
 
 // Field numbers of k8s.io/api/core/v1 and k8s.io/apimachinery's
-// generated.proto, for the fields a health.Node keeps.
+// generated.proto, for the fields a nodeview.Node keeps.
 const (
 	nodeMetadata, nodeSpec, nodeStatus                                = 1, 2, 3
 	metaName, metaUID, metaResourceVersion                            = 1, 5, 6
@@ -34,20 +34,23 @@ const (
 	listMetaResourceVersion, listMetaContinue, listMetaRemainingItems = 2, 3, 4
 )
 
-// decoder decodes a protobuf Node into what NodeOf keeps of it,
-// without the whole node: it reads the fields a health.Node keeps and
+// decoder decodes a protobuf Node into what nodeview.Of keeps of it,
+// without the whole node: it reads the fields a nodeview.Node keeps and
 // skips the rest. Labels, kept annotations and conditions equal to those of
 // the node previous returns, the cached one, are shared with it, so that a
 // heartbeat allocates little more than the node itself.
 type decoder struct {
 	// previous returns the cached node of that name, or nil.
-	previous func(name string) *health.Node
+	previous func(name string) *nodeview.Node
+	// labelTable is the cache's own: its nodes with equal labels share one
+	// list. Nil shares none.
+	labelTable *nodeview.LabelTable
 	// labelBuilders keep their buffers between nodes.
 	labelBuilders sync.Pool
 }
 
 // node decodes a Node's protobuf bytes (the raw of its runtime.Unknown).
-func (d *decoder) node(data []byte) (*health.Node, error) {
+func (d *decoder) node(data []byte) (*nodeview.Node, error) {
 	var meta, spec, status []byte
 	var seen [nodeStatus + 1]bool
 	r := reader{b: data}
@@ -71,11 +74,11 @@ func (d *decoder) node(data []byte) (*health.Node, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	node := &health.Node{}
+	node := &nodeview.Node{}
 	if err := d.metadata(meta, node); err != nil {
 		return nil, err
 	}
-	var previous *health.Node
+	var previous *nodeview.Node
 	if d.previous != nil && node.Name != "" {
 		previous = d.previous(node.Name)
 	}
@@ -91,8 +94,8 @@ func (d *decoder) node(data []byte) (*health.Node, error) {
 	return node, nil
 }
 
-// metadata decodes the scalar fields of the ObjectMeta a health.Node keeps.
-func (d *decoder) metadata(data []byte, node *health.Node) error {
+// metadata decodes the scalar fields of the ObjectMeta a nodeview.Node keeps.
+func (d *decoder) metadata(data []byte, node *nodeview.Node) error {
 	r := reader{b: data}
 	for r.next() {
 		switch r.num {
@@ -127,8 +130,8 @@ func (d *decoder) metadata(data []byte, node *health.Node) error {
 
 // labels sets the node's labels and kept annotations, the previous node's
 // where equal.
-func (d *decoder) labels(meta []byte, node, previous *health.Node) error {
-	var previousLabels health.Labels
+func (d *decoder) labels(meta []byte, node, previous *nodeview.Node) error {
+	var previousLabels nodeview.Labels
 	var previousAnnotations map[string]string
 	if previous != nil {
 		previousLabels, previousAnnotations = previous.Labels, previous.Annotations
@@ -147,27 +150,27 @@ func (d *decoder) labels(meta []byte, node, previous *health.Node) error {
 
 // nodeLabels decodes the labels of an ObjectMeta without a map, as the API
 // server sends them by ascending key; out of that order, or with a key
-// twice, they go through a map, as NodeOf takes them.
-func (d *decoder) nodeLabels(meta []byte, name string, previous health.Labels) (health.Labels, error) {
-	b, _ := d.labelBuilders.Get().(*health.LabelBuilder)
+// twice, they go through a map, as nodeview.Of takes them.
+func (d *decoder) nodeLabels(meta []byte, name string, previous nodeview.Labels) (nodeview.Labels, error) {
+	b, _ := d.labelBuilders.Get().(*nodeview.LabelBuilder)
 	if b == nil {
-		b = &health.LabelBuilder{}
+		b = &nodeview.LabelBuilder{}
 	}
 	defer d.labelBuilders.Put(b)
 	b.Reset(name)
 	if err := eachEntry(meta, metaLabels, false, b.Add); err != nil {
-		return health.Labels{}, err
+		return nodeview.Labels{}, err
 	}
-	if labels, ok := b.Labels(previous); ok {
+	if labels, ok := b.Labels(previous, d.labelTable); ok {
 		return labels, nil
 	}
 	labels := map[string]string{}
 	err := eachEntry(meta, metaLabels, false, func(key, value []byte) { labels[string(key)] = string(value) })
-	return health.LabelsOf(name, labels), err
+	return nodeview.LabelsOf(name, labels, d.labelTable), err
 }
 
 // outOfServiceTaint keeps the first out-of-service taint of a NodeSpec.
-func outOfServiceTaint(spec []byte, node *health.Node) error {
+func outOfServiceTaint(spec []byte, node *nodeview.Node) error {
 	r := reader{b: spec}
 	for r.next() {
 		if r.num != specTaints {

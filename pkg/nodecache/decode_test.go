@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
-	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 var t0 = metav1.NewTime(time.Date(2026, 3, 15, 10, 0, 0, 0, time.UTC))
@@ -50,16 +50,16 @@ func encode(t testing.TB, obj runtime.Object) []byte {
 	return buf.Bytes()
 }
 
-// standard decodes as client-go does, then keeps what NodeOf keeps.
-func standard(t testing.TB, data []byte) *health.Node {
+// standard decodes as client-go does, then keeps what nodeview.Of keeps.
+func standard(t testing.TB, data []byte) *nodeview.Node {
 	t.Helper()
 	info, _ := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
 	obj, _, err := runtime.WithoutVersionDecoder{Decoder: info.Serializer}.Decode(data, nil, nil)
 	require.NoError(t, err)
-	return NodeOf(obj.(*corev1.Node))
+	return nodeview.Of(obj.(*corev1.Node), nil)
 }
 
-func TestDecoderKeepsWhatNodeOfKeeps(t *testing.T) {
+func TestDecoderKeepsWhatOfKeeps(t *testing.T) {
 	cases := []struct {
 		name   string
 		change func(*corev1.Node)
@@ -95,12 +95,12 @@ func TestDecoderKeepsWhatNodeOfKeeps(t *testing.T) {
 
 func TestDecoderSharesWhatDidNotChange(t *testing.T) {
 	node := fixtureNode(t)
-	var cached *health.Node
-	d := &decoder{previous: func(string) *health.Node { return cached }}
-	decode := func() *health.Node {
+	var cached *nodeview.Node
+	d := &decoder{previous: func(string) *nodeview.Node { return cached }}
+	decode := func() *nodeview.Node {
 		obj, _, err := (&compacting{decoder: d}).decodeFast(encode(t, node))
 		require.NoError(t, err)
-		return obj.(*health.Node)
+		return obj.(*nodeview.Node)
 	}
 	cached = decode()
 
@@ -136,7 +136,7 @@ func TestDecoderDecodesNodeLists(t *testing.T) {
 		Items: []corev1.Node{*first, *second}}
 	obj, _, err := (&compacting{decoder: &decoder{}}).decodeFast(encode(t, list))
 	require.NoError(t, err)
-	want := &NodeList{ListMeta: list.ListMeta, Items: []health.Node{
+	want := &NodeList{ListMeta: list.ListMeta, Items: []nodeview.Node{
 		*standard(t, encode(t, first)), *standard(t, encode(t, second)),
 	}}
 	assert.Equal(t, want, obj)

@@ -6,11 +6,11 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 // FuzzDecoder: whatever bytes arrive, the decoder never panics, and where
-// it and the standard decoder both take them, it decodes what NodeOf
+// it and the standard decoder both take them, it decodes what nodeview.Of
 // keeps of the standard node, with or without a cached node to share with.
 func FuzzDecoder(f *testing.F) {
 	node := fixtureNode(f)
@@ -30,9 +30,9 @@ func FuzzDecoder(f *testing.F) {
 		if err != nil || full.Unmarshal(data) != nil {
 			return
 		}
-		want := NodeOf(&full)
+		want := nodeview.Of(&full, nil)
 		require.Equal(t, want, fast)
-		d.previous = func(string) *health.Node { return fast }
+		d.previous = func(string) *nodeview.Node { return fast }
 		again, err := d.node(data)
 		require.NoError(t, err)
 		require.Equal(t, want, again)

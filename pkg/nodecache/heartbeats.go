@@ -1,17 +1,15 @@
 package nodecache
 
 import (
-	"maps"
-	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 // heartbeats tells a kubelet's heartbeat from a change. Most node updates
-// change nothing a health.Node keeps (heartbeat times, images, a new
+// change nothing a nodeview.Node keeps (heartbeat times, images, a new
 // resourceVersion); the watch hands such an update to the informer as a
 // bookmark, which moves its resourceVersion on and is neither stored nor
 // handed to a handler. At 10,000 nodes that is nearly every update.
@@ -23,7 +21,7 @@ import (
 // drop an update it read (the next watch reads it again).
 type heartbeats struct {
 	// cached returns the cache's node of that name, or nil.
-	cached func(name string) *health.Node
+	cached func(name string) *nodeview.Node
 
 	mu sync.Mutex
 	// passed holds, by name, the node the watch passed on last.
@@ -31,18 +29,18 @@ type heartbeats struct {
 }
 
 type passedNode struct {
-	node *health.Node
+	node *nodeview.Node
 	// current is the resourceVersion of the latest update equal to node.
 	current string
 }
 
-func newHeartbeats(cached func(name string) *health.Node) *heartbeats {
+func newHeartbeats(cached func(name string) *nodeview.Node) *heartbeats {
 	return &heartbeats{cached: cached, passed: map[string]passedNode{}}
 }
 
 // observe records the node of a watch event, and tells whether the event
 // is a heartbeat, to be passed on as a bookmark.
-func (h *heartbeats) observe(event watch.EventType, node *health.Node) (heartbeat bool) {
+func (h *heartbeats) observe(event watch.EventType, node *nodeview.Node) (heartbeat bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch event {
@@ -51,7 +49,7 @@ func (h *heartbeats) observe(event watch.EventType, node *health.Node) (heartbea
 		return false
 	case watch.Modified:
 		last, ok := h.passed[node.Name]
-		if ok && h.cached(node.Name) == last.node && sameKept(last.node, node) {
+		if ok && h.cached(node.Name) == last.node && nodeview.Unchanged(last.node, node) {
 			last.current = node.ResourceVersion
 			h.passed[node.Name] = last
 			return true
@@ -63,7 +61,7 @@ func (h *heartbeats) observe(event watch.EventType, node *health.Node) (heartbea
 
 // currentVersion returns the resourceVersion at which the watch last saw
 // the cache's node as it is: a heartbeat's, if one came after it.
-func (h *heartbeats) currentVersion(cached *health.Node) string {
+func (h *heartbeats) currentVersion(cached *nodeview.Node) string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if last, ok := h.passed[cached.Name]; ok && last.node == cached {
@@ -79,25 +77,4 @@ func (h *heartbeats) forget() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	clear(h.passed)
-}
-
-// sameKept tells whether two nodes are equal in everything a health.Node
-// keeps but the resourceVersion. TestSameKeptReadsEveryField holds it to
-// health.Node's fields.
-func sameKept(a, b *health.Node) bool {
-	return a.Name == b.Name && a.UID == b.UID &&
-		a.CreationTimestamp.Equal(&b.CreationTimestamp) &&
-		a.DeletionTimestamp.Equal(b.DeletionTimestamp) &&
-		a.Labels.Equal(b.Labels) &&
-		maps.Equal(a.Annotations, b.Annotations) &&
-		slices.Equal(a.Conditions, b.Conditions) &&
-		sameTaint(a, b)
-}
-
-func sameTaint(a, b *health.Node) bool {
-	if a.OutOfService == nil || b.OutOfService == nil {
-		return a.OutOfService == b.OutOfService
-	}
-	x, y := a.OutOfService, b.OutOfService
-	return x.Key == y.Key && x.Value == y.Value && x.Effect == y.Effect && x.TimeAdded.Equal(y.TimeAdded)
 }

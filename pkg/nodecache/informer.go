@@ -1,5 +1,5 @@
 // Package nodecache is the controller's node informer: it keeps, of every
-// Node, only what the controller reads (health.Node), and decodes it that
+// Node, only what the controller reads (nodeview.Node), and decodes it that
 // way straight from the API server's protobuf, so that the heartbeats of
 // thousands of kubelets cost neither the decoding nor the garbage of whole
 // Node objects.
@@ -19,11 +19,11 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
-	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/kubeclient"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
-// Informer is a shared informer of nodes as health.Node, and its lister.
+// Informer is a shared informer of nodes as nodeview.Node, and its lister.
 type Informer struct {
 	informer cache.SharedIndexInformer
 	lister   Lister
@@ -37,11 +37,11 @@ type Informer struct {
 }
 
 // NewInformer returns the node informer. Its own REST client asks for
-// protobuf, and decodes every node into a health.Node as it arrives. Once
+// protobuf, and decodes every node into a nodeview.Node as it arrives. Once
 // synced, its reads are paced by batchWindow (see readPacing); 0 reads
 // every update as it arrives.
 func NewInformer(config *rest.Config, batchWindow time.Duration) (*Informer, error) {
-	d := &decoder{}
+	d := &decoder{labelTable: nodeview.NewLabelTable()}
 	pacing := &readPacing{window: batchWindow, clock: clock.RealClock{}}
 	config = rest.CopyConfig(config)
 	config.GroupVersion = &corev1.SchemeGroupVersion
@@ -94,12 +94,12 @@ func NewInformer(config *rest.Config, batchWindow time.Duration) (*Informer, err
 			return client.Get().Resource("nodes").VersionedParams(&opts, kubeclient.ParameterCodec).Watch(ctx)
 		},
 	}
-	informer := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), &health.Node{},
+	informer := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), &nodeview.Node{},
 		cache.SharedIndexInformerOptions{})
 	indexer := informer.GetIndexer()
-	cached := func(name string) *health.Node {
+	cached := func(name string) *nodeview.Node {
 		obj, _, _ := indexer.GetByKey(name)
-		node, _ := obj.(*health.Node)
+		node, _ := obj.(*nodeview.Node)
 		return node
 	}
 	d.previous, heartbeats.cached = cached, cached

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 // Lister reads the cached nodes, as client-go's NodeLister does.
@@ -24,12 +24,12 @@ func NewLister(indexer cache.Indexer) Lister {
 }
 
 // List returns the nodes whose labels the selector matches. It reads
-// health.Node's Labels, which cache.ListAll would not: it reads
+// nodeview.Node's Labels, which cache.ListAll would not: it reads
 // ObjectMeta's.
-func (l Lister) List(selector labels.Selector) ([]*health.Node, error) {
-	var nodes []*health.Node
+func (l Lister) List(selector labels.Selector) ([]*nodeview.Node, error) {
+	var nodes []*nodeview.Node
 	for _, obj := range l.indexer.List() {
-		if node := obj.(*health.Node); selector.Matches(node.Labels) {
+		if node := obj.(*nodeview.Node); selector.Matches(node.Labels) {
 			nodes = append(nodes, node)
 		}
 	}
@@ -37,7 +37,7 @@ func (l Lister) List(selector labels.Selector) ([]*health.Node, error) {
 }
 
 // Get returns the node of that name, or a NotFound error.
-func (l Lister) Get(name string) (*health.Node, error) {
+func (l Lister) Get(name string) (*nodeview.Node, error) {
 	obj, exists, err := l.indexer.GetByKey(name)
 	if err != nil {
 		return nil, err
@@ -45,7 +45,7 @@ func (l Lister) Get(name string) (*health.Node, error) {
 	if !exists {
 		return nil, apierrors.NewNotFound(corev1.Resource("node"), name)
 	}
-	return obj.(*health.Node), nil
+	return obj.(*nodeview.Node), nil
 }
 
 // CurrentVersion returns the resourceVersion at which the watch last saw

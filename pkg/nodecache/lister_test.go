@@ -11,13 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 func TestListerReadsTheCache(t *testing.T) {
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	worker := &health.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-1"}, Labels: health.LabelsOf("worker-1", map[string]string{"role": "worker"})}
-	infra := &health.Node{ObjectMeta: metav1.ObjectMeta{Name: "infra-1"}, Labels: health.LabelsOf("infra-1", map[string]string{"role": "infra"})}
+	worker := &nodeview.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-1"}, Labels: nodeview.LabelsOf("worker-1", map[string]string{"role": "worker"}, nil)}
+	infra := &nodeview.Node{ObjectMeta: metav1.ObjectMeta{Name: "infra-1"}, Labels: nodeview.LabelsOf("infra-1", map[string]string{"role": "infra"}, nil)}
 	require.NoError(t, indexer.Add(worker))
 	require.NoError(t, indexer.Add(infra))
 	lister := NewLister(indexer)
@@ -30,10 +30,10 @@ func TestListerReadsTheCache(t *testing.T) {
 
 	workers, err := lister.List(labels.SelectorFromSet(labels.Set{"role": "worker"}))
 	require.NoError(t, err)
-	assert.Equal(t, []*health.Node{worker}, workers)
+	assert.Equal(t, []*nodeview.Node{worker}, workers)
 	all, err := lister.List(labels.Everything())
 	require.NoError(t, err)
-	assert.ElementsMatch(t, []*health.Node{worker, infra}, all)
+	assert.ElementsMatch(t, []*nodeview.Node{worker, infra}, all)
 }
 
 // A heartbeat the watch passed on as a bookmark leaves the cached node as
@@ -42,7 +42,7 @@ func TestCurrentVersionFollowsHeartbeats(t *testing.T) {
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	node := contentNode("a", "10")
 	require.NoError(t, indexer.Add(node))
-	heartbeats := newHeartbeats(func(string) *health.Node { return node })
+	heartbeats := newHeartbeats(func(string) *nodeview.Node { return node })
 	lister := Lister{indexer: indexer, heartbeats: heartbeats}
 
 	version, err := lister.CurrentVersion("worker-1")

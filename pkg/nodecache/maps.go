@@ -2,14 +2,17 @@ package nodecache
 
 import (
 	"bytes"
+	"unique"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 // decodeKeptAnnotations decodes the annotations of an ObjectMeta that a node
-// keeps (isKeptAnnotation). It returns previous when they equal it, so that
+// keeps (nodeview.IsKeptAnnotation). It returns previous when they equal it, so that
 // an unchanged node shares its map with the cached one, and nil when none
-// is kept, as NodeOf does.
+// is kept, as nodeview.Of does.
 func decodeKeptAnnotations(meta []byte, previous map[string]string) (map[string]string, error) {
 	count, same, err := compareEntries(meta, previous)
 	if err != nil || count == 0 {
@@ -58,7 +61,7 @@ func eachEntry(meta []byte, field protowire.Number, keptOnly bool, f func(key, v
 		if err != nil {
 			return err
 		}
-		if keptOnly && !isKeptAnnotation(string(key)) {
+		if keptOnly && !nodeview.IsKeptAnnotation(string(key)) {
 			continue
 		}
 		f(key, value)
@@ -83,4 +86,12 @@ func entry(data []byte) (key, value []byte, err error) {
 		}
 	}
 	return key, value, r.err
+}
+
+// intern returns the canonical copy of s: equal strings share one backing
+// array, which the garbage collector frees when no node uses it any more.
+// Thousands of nodes share a few dozen label keys and values (role, zone,
+// instance type, architecture) and condition types.
+func intern(s string) string {
+	return unique.Make(s).Value()
 }

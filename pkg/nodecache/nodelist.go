@@ -4,7 +4,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 // NodeList is a list of nodes as the cache keeps them, what the informer's
@@ -16,8 +16,8 @@ type NodeList struct {
 	// ListMeta has the resourceVersion, continue token and remaining item
 	// count that the informer's list reads.
 	metav1.ListMeta
-	Items []health.Node
+	Items []nodeview.Node
 }
 
-// GetObjectKind is empty, as for health.Node.
+// GetObjectKind is empty, as for nodeview.Node.
 func (*NodeList) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }

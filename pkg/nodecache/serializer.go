@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 
-	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/kubeclient"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 // protobufPrefix starts every Kubernetes protobuf object, before its
@@ -32,9 +32,9 @@ var (
 )
 
 // serializers speaks protobuf and JSON to the API server for nodes, and
-// decodes every Node as a health.Node and every NodeList as a NodeList:
+// decodes every Node as a nodeview.Node and every NodeList as a NodeList:
 // protobuf ones by the decoder, anything else by client-go's serializers
-// and then NodeOf.
+// and then nodeview.Of, with the decoder's label table.
 type serializers struct {
 	infos []runtime.SerializerInfo
 }
@@ -47,7 +47,7 @@ func newSerializers(d *decoder, initialEventsEnded func(resourceVersion string),
 	for _, info := range kubeclient.Codecs.SupportedMediaTypes() {
 		switch info.MediaType {
 		case runtime.ContentTypeProtobuf:
-			objects := &compacting{Serializer: info.Serializer, decoder: d, initialEventsEnded: initialEventsEnded, ahead: &decodedAhead{}}
+			objects := &compacting{Serializer: info.Serializer, decoder: d, labelTable: d.labelTable, initialEventsEnded: initialEventsEnded, ahead: &decodedAhead{}}
 			info.Serializer = objects
 			raw := protobuf.NewRawSerializer(kubeclient.Scheme, kubeclient.Scheme)
 			events := &watchEvents{Serializer: raw}
@@ -56,7 +56,7 @@ func newSerializers(d *decoder, initialEventsEnded func(resourceVersion string),
 			}
 			info.StreamSerializer = &runtime.StreamSerializerInfo{Serializer: events, Framer: protobuf.LengthDelimitedFramer}
 		case runtime.ContentTypeJSON:
-			info.Serializer = &compacting{Serializer: info.Serializer, initialEventsEnded: initialEventsEnded}
+			info.Serializer = &compacting{Serializer: info.Serializer, labelTable: d.labelTable, initialEventsEnded: initialEventsEnded}
 		default:
 			continue
 		}
@@ -78,11 +78,14 @@ func (s *serializers) DecoderToVersion(decoder runtime.Decoder, _ runtime.GroupV
 }
 
 // compacting decodes with the decoder where it can, else with the
-// serializer and then NodeOf.
+// serializer and then nodeview.Of.
 type compacting struct {
 	runtime.Serializer
 	// decoder decodes protobuf Nodes and NodeLists; nil for JSON.
 	decoder *decoder
+	// labelTable is the decoder's: the nodes the serializer decodes share
+	// their labels with the cache's too.
+	labelTable *nodeview.LabelTable
 	// initialEventsEnded, when set, is called with its resourceVersion on
 	// the bookmark that ends a watch's initial events.
 	initialEventsEnded func(resourceVersion string)
@@ -106,13 +109,13 @@ func (t *compacting) Decode(data []byte, defaults *schema.GroupVersionKind, into
 	}
 	switch o := obj.(type) {
 	case *corev1.Node:
-		node := NodeOf(o)
+		node := nodeview.Of(o, t.labelTable)
 		t.noticeInitialEventsEnd(node)
 		return node, gvk, nil
 	case *corev1.NodeList:
-		list := &NodeList{ListMeta: o.ListMeta, Items: make([]health.Node, len(o.Items))}
+		list := &NodeList{ListMeta: o.ListMeta, Items: make([]nodeview.Node, len(o.Items))}
 		for i := range o.Items {
-			list.Items[i] = *NodeOf(&o.Items[i])
+			list.Items[i] = *nodeview.Of(&o.Items[i], t.labelTable)
 		}
 		return list, gvk, nil
 	}
@@ -123,7 +126,7 @@ func (t *compacting) Decode(data []byte, defaults *schema.GroupVersionKind, into
 // events: the only node object with that annotation. Others keep no
 // annotation but the rare manual confirmation, so this costs a length check.
 func (t *compacting) noticeInitialEventsEnd(obj runtime.Object) {
-	node, ok := obj.(*health.Node)
+	node, ok := obj.(*nodeview.Node)
 	if ok && len(node.Annotations) > 0 && node.Annotations[metav1.InitialEventsAnnotationKey] == "true" && t.initialEventsEnded != nil {
 		t.initialEventsEnded(node.ResourceVersion)
 	}

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	restclientwatch "k8s.io/client-go/rest/watch"
 
-	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 // TestWatchDecodesCompactNodes decodes a protobuf watch stream as client-go
@@ -40,7 +40,7 @@ func TestWatchDecodesCompactNodes(t *testing.T) {
 	typ, obj, err = decoder.Decode()
 	require.NoError(t, err)
 	assert.Equal(t, watch.Bookmark, typ)
-	assert.Equal(t, "true", obj.(*health.Node).Annotations[metav1.InitialEventsAnnotationKey])
+	assert.Equal(t, "true", obj.(*nodeview.Node).Annotations[metav1.InitialEventsAnnotationKey])
 	assert.Equal(t, []string{"99"}, ended, "the bookmark ends the initial events, at its resourceVersion: the watch is paced from here")
 
 	typ, obj, err = decoder.Decode()

@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 
-	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/kubeclient"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 // The node client's reads at the API server, beside the informer's watch.
@@ -133,7 +133,7 @@ func decodedVersions(result rest.Result, versions map[string]string) (string, er
 // moment. Else it is at least as new as notOlderThan, the resourceVersion
 // of an earlier list of nodes. It returns the list's resourceVersion too,
 // with a NotFound error when the node does not exist.
-func (i *Informer) Node(ctx context.Context, name, notOlderThan string) (*health.Node, string, error) {
+func (i *Informer) Node(ctx context.Context, name, notOlderThan string) (*nodeview.Node, string, error) {
 	opts := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()}
 	if notOlderThan != "" {
 		opts.ResourceVersion, opts.ResourceVersionMatch = notOlderThan, metav1.ResourceVersionMatchNotOlderThan

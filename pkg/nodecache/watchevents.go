@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 // watchEvents decodes the frames of a protobuf watch into WatchEvents whose
@@ -70,7 +70,7 @@ func (w *watchEvents) decodeAhead(event *metav1.WatchEvent) {
 		return
 	}
 	obj, _, err := w.objects.decodeFast(event.Object.Raw)
-	node, ok := obj.(*health.Node)
+	node, ok := obj.(*nodeview.Node)
 	if err != nil || !ok {
 		return
 	}
@@ -87,17 +87,17 @@ func (w *watchEvents) decodeAhead(event *metav1.WatchEvent) {
 type decodedAhead struct {
 	mu   sync.Mutex
 	raw  *byte
-	node *health.Node
+	node *nodeview.Node
 }
 
-func (a *decodedAhead) put(raw []byte, node *health.Node) {
+func (a *decodedAhead) put(raw []byte, node *nodeview.Node) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.raw, a.node = &raw[0], node
 }
 
 // take returns the node decoded from these very bytes, or nil.
-func (a *decodedAhead) take(raw []byte) *health.Node {
+func (a *decodedAhead) take(raw []byte) *nodeview.Node {
 	if a == nil || len(raw) == 0 {
 		return nil
 	}

@@ -22,7 +22,7 @@ limitations under the License.
 package nodecache
 
 import (
-	health "github.com/nodehealthcheck/nhc-controller/pkg/health"
+	nodeview "github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -32,7 +32,7 @@ func (in *NodeList) DeepCopyInto(out *NodeList) {
 	in.ListMeta.DeepCopyInto(&out.ListMeta)
 	if in.Items != nil {
 		in, out := &in.Items, &out.Items
-		*out = make([]health.Node, len(*in))
+		*out = make([]nodeview.Node, len(*in))
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}

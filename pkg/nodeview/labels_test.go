@@ -1,4 +1,4 @@
-package health
+package nodeview
 
 import (
 	"fmt"
@@ -38,7 +38,7 @@ func TestLabelsReadAsTheirMap(t *testing.T) {
 		{"empty values", map[string]string{"": "", "x": ""}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := LabelsOf("worker-1", tc.labels)
+			l := LabelsOf("worker-1", tc.labels, nil)
 			if len(tc.labels) == 0 {
 				assert.Nil(t, l.Map())
 			} else {
@@ -58,23 +58,33 @@ func TestLabelsReadAsTheirMap(t *testing.T) {
 }
 
 func TestPoolNodesShareOneList(t *testing.T) {
-	first, second := LabelsOf("worker-1", poolLabels("worker-1")), LabelsOf("worker-2", poolLabels("worker-2"))
+	table := NewLabelTable()
+	first, second := LabelsOf("worker-1", poolLabels("worker-1"), table), LabelsOf("worker-2", poolLabels("worker-2"), table)
 	assert.Same(t, first.list, second.list, "the hostname is a reference to the name: one list for the pool")
 	assert.False(t, first.Equal(second), "yet the hostnames differ")
 	assert.Equal(t, "worker-2", second.Get("kubernetes.io/hostname"))
 
-	other := LabelsOf("worker-2", map[string]string{"kubernetes.io/hostname": "worker-2", "pool": "infra"})
+	other := LabelsOf("worker-2", map[string]string{"kubernetes.io/hostname": "worker-2", "pool": "infra"}, table)
 	assert.False(t, second.Equal(other))
-	assert.True(t, second.Equal(LabelsOf("worker-2", poolLabels("worker-2"))), "equal labels of one node are equal")
-	assert.True(t, Labels{}.Equal(LabelsOf("worker-3", nil)), "no labels are no labels")
+	assert.True(t, second.Equal(LabelsOf("worker-2", poolLabels("worker-2"), table)), "equal labels of one node are equal")
+	assert.True(t, Labels{}.Equal(LabelsOf("worker-3", nil, table)), "no labels are no labels")
 	assert.False(t, Labels{}.Equal(second))
+}
+
+func TestLabelsOfTwoTables(t *testing.T) {
+	shared, alone := LabelsOf("worker-1", poolLabels("worker-1"), NewLabelTable()), LabelsOf("worker-1", poolLabels("worker-1"), nil)
+	assert.NotSame(t, shared.list, alone.list)
+	assert.True(t, shared.Equal(alone), "equal labels are equal, whichever table holds them")
+	assert.True(t, alone.Equal(shared))
+	assert.False(t, shared.Equal(LabelsOf("worker-2", poolLabels("worker-2"), nil)), "the hostnames differ")
+	assert.False(t, shared.Equal(LabelsOf("worker-1", map[string]string{"pool": "general"}, nil)))
 }
 
 func TestSelectorsReadLabels(t *testing.T) {
 	selector, err := labels.Parse("pool=general,kubernetes.io/hostname=worker-1,!node-role.kubernetes.io/control-plane")
 	require.NoError(t, err)
-	assert.True(t, selector.Matches(LabelsOf("worker-1", poolLabels("worker-1"))))
-	assert.False(t, selector.Matches(LabelsOf("worker-2", poolLabels("worker-2"))))
+	assert.True(t, selector.Matches(LabelsOf("worker-1", poolLabels("worker-1"), nil)))
+	assert.False(t, selector.Matches(LabelsOf("worker-2", poolLabels("worker-2"), nil)))
 	assert.False(t, selector.Matches(Labels{}))
 	assert.True(t, labels.Everything().Matches(Labels{}))
 }
@@ -84,14 +94,14 @@ func TestLabelBuilder(t *testing.T) {
 	b.Reset("worker-1")
 	b.Add([]byte("a"), []byte("1"))
 	b.Add([]byte("b"), []byte("worker-1"))
-	built, ok := b.Labels(Labels{})
+	built, ok := b.Labels(Labels{}, nil)
 	require.True(t, ok)
 	assert.Equal(t, map[string]string{"a": "1", "b": "worker-1"}, built.Map())
 
 	b.Reset("worker-1")
 	b.Add([]byte("a"), []byte("1"))
 	b.Add([]byte("b"), []byte("worker-1"))
-	again, ok := b.Labels(built)
+	again, ok := b.Labels(built, nil)
 	require.True(t, ok)
 	assert.Same(t, built.nodeLabels, again.nodeLabels, "unchanged labels are the previous ones, allocating nothing")
 
@@ -100,25 +110,26 @@ func TestLabelBuilder(t *testing.T) {
 		for _, key := range keys {
 			b.Add([]byte(key), nil)
 		}
-		_, ok = b.Labels(built)
+		_, ok = b.Labels(built, nil)
 		assert.False(t, ok, "keys %v are not ascending: the caller goes through a map", keys)
 	}
 }
 
 func TestTheTableForgetsListsNoNodeHolds(t *testing.T) {
+	table := NewLabelTable()
 	holding := func(key string) (lists int) {
-		labelTable.mu.Lock()
-		defer labelTable.mu.Unlock()
-		for encoded := range labelTable.lists {
+		table.mu.Lock()
+		defer table.mu.Unlock()
+		for encoded := range table.lists {
 			if strings.Contains(encoded, key) {
 				lists++
 			}
 		}
 		return lists
 	}
-	held := LabelsOf("n", map[string]string{"held": "yes"})
+	held := LabelsOf("n", map[string]string{"held": "yes"}, table)
 	for i := range 100 {
-		LabelsOf("n", map[string]string{"dropped": fmt.Sprint(i)})
+		LabelsOf("n", map[string]string{"dropped": fmt.Sprint(i)}, table)
 	}
 	for range 20 {
 		runtime.GC()
@@ -137,9 +148,9 @@ func FuzzLabels(f *testing.F) {
 	f.Add("", "", "", "x", "")
 	f.Fuzz(func(t *testing.T, name, k1, v1, k2, v2 string) {
 		m := map[string]string{k1: v1, k2: v2}
-		l := LabelsOf(name, m)
+		l := LabelsOf(name, m, nil)
 		assert.Equal(t, m, l.Map())
-		assert.True(t, l.Equal(LabelsOf(name, m)))
+		assert.True(t, l.Equal(LabelsOf(name, m, NewLabelTable())))
 		for key, value := range m {
 			assert.Equal(t, value, l.Get(key))
 		}

@@ -1,4 +1,4 @@
-package health
+package nodeview
 
 import (
 	"encoding/binary"
@@ -12,11 +12,12 @@ import (
 )
 
 // Labels are a node's labels as the controller keeps them. Nodes with the
-// same labels share one immutable list, and a value equal to the node's own
-// name, as the hostname label has, is kept as a reference to that name: so
-// the thousand nodes of a pool share one list, where each had a map of a
-// kilobyte. Labels implements labels.Labels for selectors; the zero value
-// has none. Build them with LabelsOf or a LabelBuilder.
+// same labels built through one LabelTable share one immutable list, and a
+// value equal to the node's own name, as the hostname label has, is kept
+// as a reference to that name: so the thousand nodes of a pool share one
+// list, where each had a map of a kilobyte. Labels implements labels.Labels
+// for selectors; the zero value has none. Build them with LabelsOf or a
+// LabelBuilder.
 type Labels struct {
 	// nodeLabels is one pointer, so that a Labels passed as labels.Labels to a
 	// selector allocates nothing; nil without labels.
@@ -34,7 +35,8 @@ type nodeLabels struct {
 // labelList is one set of labels, by ascending key.
 type labelList struct {
 	pairs []labelPair
-	// encoded is the canonical encoding the table finds the list by.
+	// encoded is the canonical encoding the table finds the list by, and
+	// equal labels are equal by.
 	encoded string
 	// refersToName tells whether a value is the node's name.
 	refersToName bool
@@ -75,13 +77,17 @@ func (l Labels) Has(key string) bool {
 	return ok
 }
 
-// Equal tells whether two nodes' labels are equal. Equal lists are one
-// list, so it compares no pair.
+// Equal tells whether two nodes' labels are equal. Equal lists of one table
+// are one list, so it compares no pair; those of two tables compare their
+// encodings.
 func (l Labels) Equal(other Labels) bool {
 	if l.nodeLabels == other.nodeLabels {
 		return true
 	}
-	return l.nodeLabels != nil && other.nodeLabels != nil && l.list == other.list && (!l.list.refersToName || l.name == other.name)
+	if l.nodeLabels == nil || other.nodeLabels == nil {
+		return false
+	}
+	return (l.list == other.list || l.list.encoded == other.list.encoded) && (!l.list.refersToName || l.name == other.name)
 }
 
 // DeepCopyInto copies the labels; they are immutable and stay shared.
@@ -89,14 +95,15 @@ func (l *Labels) DeepCopyInto(out *Labels) {
 	*out = *l
 }
 
-// LabelsOf returns the labels of the node of that name.
-func LabelsOf(name string, labels map[string]string) Labels {
+// LabelsOf returns the labels of the node of that name, shared through
+// table (nil: with no other node).
+func LabelsOf(name string, labels map[string]string, table *LabelTable) Labels {
 	var b LabelBuilder
 	b.Reset(name)
 	for _, key := range slices.Sorted(maps.Keys(labels)) {
 		b.Add([]byte(key), []byte(labels[key]))
 	}
-	labelsOf, _ := b.Labels(Labels{})
+	labelsOf, _ := b.Labels(Labels{}, table)
 	return labelsOf
 }
 
@@ -132,9 +139,10 @@ func (b *LabelBuilder) Add(key, value []byte) {
 	b.encoded = append(b.encoded, value...)
 }
 
-// Labels returns the labels added, previous itself when they equal it,
-// and false when the keys were not in ascending order.
-func (b *LabelBuilder) Labels(previous Labels) (Labels, bool) {
+// Labels returns the labels added, shared through table (nil: with no
+// other node), previous itself when they equal it, and false when the keys
+// were not in ascending order.
+func (b *LabelBuilder) Labels(previous Labels, table *LabelTable) (Labels, bool) {
 	if b.unordered {
 		return Labels{}, false
 	}
@@ -144,24 +152,32 @@ func (b *LabelBuilder) Labels(previous Labels) (Labels, bool) {
 	if previous.nodeLabels != nil && previous.name == b.name && previous.list.encoded == string(b.encoded) {
 		return previous, true
 	}
-	return Labels{&nodeLabels{list: labelTable.intern(b.encoded), name: b.name}}, true
+	return Labels{&nodeLabels{list: table.intern(b.encoded), name: b.name}}, true
 }
 
 // nameLength marks a pair whose value is the node's name: the largest
 // uvarint, longer than any value can be.
 const nameLength = ^uint64(0)
 
-// labelTable finds the list of an encoding while a node holds it. It holds
-// its lists weakly: a list no node holds any more is dropped.
-var labelTable = &labelLists{lists: map[string]weak.Pointer[labelList]{}}
-
-type labelLists struct {
+// LabelTable finds the list of an encoding while a node holds it, so that
+// the nodes it builds with equal labels share one. It holds its lists
+// weakly: a list no node holds any more is dropped. The node cache owns
+// one; a nil table shares nothing.
+type LabelTable struct {
 	mu    sync.Mutex
 	lists map[string]weak.Pointer[labelList]
 }
 
+// NewLabelTable returns an empty table.
+func NewLabelTable() *LabelTable {
+	return &LabelTable{lists: map[string]weak.Pointer[labelList]{}}
+}
+
 // intern returns the list of an encoding, the one already held when any.
-func (t *labelLists) intern(encoded []byte) *labelList {
+func (t *LabelTable) intern(encoded []byte) *labelList {
+	if t == nil {
+		return decodeLabelList(encoded)
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if list := t.lists[string(encoded)].Value(); list != nil {
@@ -175,7 +191,7 @@ func (t *labelLists) intern(encoded []byte) *labelList {
 
 // drop forgets an encoding whose list was collected, unless it was
 // interned again since.
-func (t *labelLists) drop(encoded string) {
+func (t *LabelTable) drop(encoded string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.lists[encoded].Value() == nil {
