@@ -18,7 +18,7 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/gather/listing"
 	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
-	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 // What to do about the errors users meet first.
@@ -77,26 +77,26 @@ func (c *cluster) nodeHealthChecks(ctx context.Context, name string) ([]v1alpha1
 }
 
 // nodes lists every node, as the controller keeps them.
-func (c *cluster) nodes(ctx context.Context) ([]*health.Node, error) {
+func (c *cluster) nodes(ctx context.Context) ([]*nodeview.Node, error) {
 	list, err := c.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, readError(err, "list", "nodes")
 	}
-	nodes := make([]*health.Node, len(list.Items))
+	nodes := make([]*nodeview.Node, len(list.Items))
 	for i := range list.Items {
-		nodes[i] = nodecache.NodeOf(&list.Items[i])
+		nodes[i] = nodeview.Of(&list.Items[i], nil)
 	}
 	return nodes, nil
 }
 
 // selects returns the nodes a NodeHealthCheck's selector matches; an
 // invalid selector matches none.
-func selects(nhc *v1alpha1.NodeHealthCheck, nodes []*health.Node) []*health.Node {
+func selects(nhc *v1alpha1.NodeHealthCheck, nodes []*nodeview.Node) []*nodeview.Node {
 	selector, problem := health.ParseSelector(&nhc.Spec.Selector)
 	if problem != nil {
 		return nil
 	}
-	var selected []*health.Node
+	var selected []*nodeview.Node
 	for _, node := range nodes {
 		if selector.Matches(node.Labels) {
 			selected = append(selected, node)
@@ -112,7 +112,7 @@ func selects(nhc *v1alpha1.NodeHealthCheck, nodes []*health.Node) []*health.Node
 // gone, and the other NodeHealthChecks that claim its nodes. Nothing of
 // this process is under way, and its creates are bounded by the stored
 // status alone.
-func (c *cluster) input(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, nodes []*health.Node, now time.Time) (health.Input, error) {
+func (c *cluster) input(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, nodes []*nodeview.Node, now time.Time) (health.Input, error) {
 	if c.listed == nil {
 		all := make([]*v1alpha1.NodeHealthCheck, len(c.all))
 		for i := range c.all {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 // The words of kubectl nhc why.
@@ -177,7 +178,7 @@ func olderThatCannotAct(in *health.Input, node string, by health.Claim) (string,
 	return "", ""
 }
 
-func selectsNode(nhc *v1alpha1.NodeHealthCheck, nodes []*health.Node, name string) bool {
+func selectsNode(nhc *v1alpha1.NodeHealthCheck, nodes []*nodeview.Node, name string) bool {
 	for _, node := range selects(nhc, nodes) {
 		if node.Name == name {
 			return true

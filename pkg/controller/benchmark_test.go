@@ -35,7 +35,7 @@ var nodeUpdates = []struct {
 
 // cachedUpdate is a realistic node of role-3 and its update, both as the
 // informer caches them, their labels shared through its table.
-func cachedUpdate(change func(*corev1.Node)) (old, updated *health.Node) {
+func cachedUpdate(change func(*corev1.Node)) (old, updated *nodeview.Node) {
 	node := realisticNode(1)
 	node.Labels["role"] = "role-3"
 	next := node.DeepCopy()
@@ -79,7 +79,7 @@ func BenchmarkUpdateNode(b *testing.B) {
 // NodeHealthChecks that select it, among 10.
 func BenchmarkEnqueueSelecting(b *testing.B) {
 	c := controllerWithNHCs(b)
-	labels := health.LabelsOf("worker-1", map[string]string{"role": "role-3", "kubernetes.io/hostname": "worker-1", v1alpha1.ControlPlaneRoleLabel: ""})
+	labels := nodeview.LabelsOf("worker-1", map[string]string{"role": "role-3", "kubernetes.io/hostname": "worker-1", v1alpha1.ControlPlaneRoleLabel: ""}, nil)
 	b.ReportAllocs()
 	for b.Loop() {
 		c.enqueueSelecting(labels)

@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 // creationCheck checks each of a sync's creates before it is sent, twice:
@@ -75,7 +76,7 @@ func (c *Controller) confirmation(ctx context.Context, name string, plan *health
 		// load each read is a wait at the API server, and a create would
 		// wait for both one after the other.
 		type nodeRead struct {
-			node *health.Node
+			node *nodeview.Node
 			err  error
 		}
 		nodeDone := make(chan nodeRead, 1)
@@ -131,7 +132,7 @@ type nodeReads struct {
 	// read is answered: node, revision and err.
 	firstNode string
 	answered  chan struct{}
-	node      *health.Node
+	node      *nodeview.Node
 	revision  string
 	err       error
 }
@@ -139,7 +140,7 @@ type nodeReads struct {
 // cachedNodes is the node cache, read once it holds a revision.
 type cachedNodes interface {
 	HoldsVersion(resourceVersion string) bool
-	Get(name string) (*health.Node, error)
+	Get(name string) (*nodeview.Node, error)
 }
 
 // cacheCatchUp bounds how long a create waits for the node cache to hold
@@ -162,7 +163,7 @@ func newNodeReads(ctx context.Context, live liveNodes, cache cachedNodes, firstN
 // read reads a node, after the first read is answered: that answer for the
 // first node, else the cache once it holds that revision, else a read at
 // the API server at least as new, or a consistent one if the first failed.
-func (r *nodeReads) read(ctx context.Context, name string) (*health.Node, error) {
+func (r *nodeReads) read(ctx context.Context, name string) (*nodeview.Node, error) {
 	select {
 	case <-r.answered:
 	case <-ctx.Done():

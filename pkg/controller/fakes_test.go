@@ -26,6 +26,7 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/generated/informers/externalversions"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
@@ -91,7 +92,7 @@ type fakeLiveNodes struct {
 // fakeRevision is the resourceVersion of every read of fakeLiveNodes.
 const fakeRevision = "77"
 
-func (f *fakeLiveNodes) Node(_ context.Context, name, notOlderThan string) (*health.Node, string, error) {
+func (f *fakeLiveNodes) Node(_ context.Context, name, notOlderThan string) (*nodeview.Node, string, error) {
 	f.readsMu.Lock()
 	f.reads++
 	f.notOlderThan = append(f.notOlderThan, notOlderThan)
@@ -104,7 +105,7 @@ func (f *fakeLiveNodes) Node(_ context.Context, name, notOlderThan string) (*hea
 	}
 	if f.live != nil {
 		if node, ok := f.live[name]; ok {
-			return nodecache.NodeOf(node), fakeRevision, nil
+			return nodeview.Of(node, nil), fakeRevision, nil
 		}
 		return nil, fakeRevision, apierrors.NewNotFound(corev1.Resource("nodes"), name)
 	}
@@ -112,7 +113,7 @@ func (f *fakeLiveNodes) Node(_ context.Context, name, notOlderThan string) (*hea
 	if !ok {
 		return nil, fakeRevision, apierrors.NewNotFound(corev1.Resource("nodes"), name)
 	}
-	return obj.(*health.Node), fakeRevision, nil
+	return obj.(*nodeview.Node), fakeRevision, nil
 }
 
 func (f *fakeLiveNodes) Versions(_ context.Context, selector labels.Selector) (map[string]string, error) {
@@ -122,7 +123,7 @@ func (f *fakeLiveNodes) Versions(_ context.Context, selector labels.Selector) (m
 	}
 	versions := map[string]string{}
 	for _, obj := range f.nodes.List() {
-		if node := obj.(*health.Node); selector.Matches(node.Labels) {
+		if node := obj.(*nodeview.Node); selector.Matches(node.Labels) {
 			versions[node.Name] = node.ResourceVersion
 		}
 	}
@@ -236,7 +237,7 @@ func (n fakedNodeReads) Versions(ctx context.Context, selector labels.Selector) 
 	return n.live.Versions(ctx, selector)
 }
 
-func (n fakedNodeReads) Node(ctx context.Context, name, notOlderThan string) (*health.Node, string, error) {
+func (n fakedNodeReads) Node(ctx context.Context, name, notOlderThan string) (*nodeview.Node, string, error) {
 	return n.live.Node(ctx, name, notOlderThan)
 }
 
@@ -252,7 +253,7 @@ func (f *syncFixture) setNHC(t testing.TB, nhc *v1alpha1.NodeHealthCheck) {
 // setNode puts the node in the cache as the informer keeps it.
 func (f *syncFixture) setNode(t testing.TB, node *corev1.Node) {
 	t.Helper()
-	cached := nodecache.NodeOf(node)
+	cached := nodeview.Of(node, nil)
 	if err := f.nodes.Update(cached); err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/generated/informers/externalversions"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
 )
@@ -110,7 +111,7 @@ func (c oneCluster) gatheredBySync(t *testing.T, nhc *v1alpha1.NodeHealthCheck, 
 		require.NoError(t, nhcInformer.Informer().GetIndexer().Add(n))
 	}
 	for _, n := range c.nodes {
-		cached := nodecache.NodeOf(n)
+		cached := nodeview.Of(n, nil)
 		require.NoError(t, nodeInformer.Informer().GetIndexer().Add(cached))
 		ctrl.members.update(cached.Name, cached)
 	}
@@ -128,9 +129,9 @@ func (c oneCluster) gatheredBySync(t *testing.T, nhc *v1alpha1.NodeHealthCheck, 
 // gatheredByListing is what kubectl nhc gathers for nhc.
 func (c oneCluster) gatheredByListing(t *testing.T, nhc *v1alpha1.NodeHealthCheck, now time.Time) health.Input {
 	t.Helper()
-	nodes := make([]*health.Node, len(c.nodes))
+	nodes := make([]*nodeview.Node, len(c.nodes))
 	for i, n := range c.nodes {
-		nodes[i] = nodecache.NodeOf(n)
+		nodes[i] = nodeview.Of(n, nil)
 	}
 	clients := listing.Clients{Kube: kubefake.NewClientset(c.leases...), Dynamic: c.dynamic(), Mapper: snrMapper(), LeaseNamespace: leaseNamespace}
 	cluster := listing.New(clients, c.nhcs, nodes, func(warning string) { t.Errorf("warned: %s", warning) })
@@ -148,7 +149,7 @@ func (c oneCluster) dynamic() *dynamicfake.FakeDynamicClient {
 // in their own.
 func comparable(in health.Input) health.Input {
 	in.Nodes = slices.Clone(in.Nodes)
-	slices.SortFunc(in.Nodes, func(a, b *health.Node) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(in.Nodes, func(a, b *nodeview.Node) int { return strings.Compare(a.Name, b.Name) })
 	for node, claims := range in.Claims {
 		claims = slices.Clone(claims)
 		slices.SortFunc(claims, func(a, b health.Claim) int { return strings.Compare(a.Name, b.Name) })

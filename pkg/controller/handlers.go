@@ -162,7 +162,7 @@ func (c *Controller) enqueueOthers(name string) {
 // the node cache has synced, sees them all, and thousands of them would
 // each sync their NodeHealthCheck again.
 func (c *Controller) addNode(obj any, isInInitialList bool) {
-	if node, ok := obj.(*health.Node); ok {
+	if node, ok := obj.(*nodeview.Node); ok {
 		c.members.update(node.Name, node)
 		if !isInInitialList {
 			c.enqueueSelecting(node.Labels)
@@ -174,8 +174,8 @@ func (c *Controller) addNode(obj any, isInInitialList bool) {
 // after the update, when the update can change a decision: the one a label
 // change takes the node from hears of it too.
 func (c *Controller) updateNode(logger klog.Logger, oldObj, newObj any) {
-	old, ok1 := oldObj.(*health.Node)
-	updated, ok2 := newObj.(*health.Node)
+	old, ok1 := oldObj.(*nodeview.Node)
+	updated, ok2 := newObj.(*nodeview.Node)
 	if !ok1 || !ok2 || old.ResourceVersion == updated.ResourceVersion {
 		return
 	}
@@ -195,7 +195,7 @@ func (c *Controller) deleteNode(logger klog.Logger, obj any) {
 	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tombstone.Obj
 	}
-	if node, ok := obj.(*health.Node); ok {
+	if node, ok := obj.(*nodeview.Node); ok {
 		logger.V(6).Info("Node deleted", "node", klog.KObj(node))
 		c.members.update(node.Name, nil)
 		c.enqueueSelecting(node.Labels)
@@ -204,14 +204,14 @@ func (c *Controller) deleteNode(logger klog.Logger, obj any) {
 
 // enqueueSelecting enqueues the NodeHealthChecks whose selector matches any
 // of the label sets.
-func (c *Controller) enqueueSelecting(labelSets ...health.Labels) {
+func (c *Controller) enqueueSelecting(labelSets ...nodeview.Labels) {
 	c.enqueueSelectingBut(nil, labelSets...)
 }
 
 // enqueueSelectingNodes enqueues the NodeHealthChecks but those named that
 // select any of the nodes, by their labels in the node cache.
 func (c *Controller) enqueueSelectingNodes(but []string, nodes ...string) {
-	var labelSets []health.Labels
+	var labelSets []nodeview.Labels
 	for _, name := range nodes {
 		if n, err := c.nodeLister.Get(name); err == nil {
 			labelSets = append(labelSets, n.Labels)
@@ -224,7 +224,7 @@ func (c *Controller) enqueueSelectingNodes(but []string, nodes ...string) {
 
 // enqueueSelectingBut enqueues the NodeHealthChecks but those named whose
 // selector matches any of the label sets.
-func (c *Controller) enqueueSelectingBut(but []string, labelSets ...health.Labels) {
+func (c *Controller) enqueueSelectingBut(but []string, labelSets ...nodeview.Labels) {
 	for _, s := range c.selectors.get(c.nhcLister).entries {
 		if slices.Contains(but, s.name) {
 			continue

@@ -26,6 +26,7 @@ import (
 	nhcfake "github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned/fake"
 	"github.com/nodehealthcheck/nhc-controller/pkg/generated/informers/externalversions"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
@@ -112,12 +113,12 @@ func TestNodeEventsEnqueueTheSelectingNodeHealthChecks(t *testing.T) {
 			c := newTestController(t, selectingNHC("workers", "worker"), selectingNHC("infra", "infra"))
 			switch {
 			case tc.deleted:
-				c.deleteNode(klog.Background(), nodecache.NodeOf(tc.old))
+				c.deleteNode(klog.Background(), nodeview.Of(tc.old, nil))
 			default:
 				updated := tc.old.DeepCopy()
 				updated.ResourceVersion = "2"
 				tc.change(updated)
-				c.updateNode(klog.Background(), nodecache.NodeOf(tc.old), nodecache.NodeOf(updated))
+				c.updateNode(klog.Background(), nodeview.Of(tc.old, nil), nodeview.Of(updated, nil))
 			}
 			assert.Equal(t, tc.want, queued(c))
 		})
@@ -203,7 +204,7 @@ func TestARemediationResourceWakesTheNodeHealthChecksItHeldBack(t *testing.T) {
 	c.nodeLister = nodecache.NewLister(nodes)
 	worker := nodeWithRole("worker")
 	worker.Name = "worker-1"
-	require.NoError(t, nodes.Add(nodecache.NodeOf(worker)))
+	require.NoError(t, nodes.Add(nodeview.Of(worker, nil)))
 
 	// Someone else's resource for worker-1 goes: "workers" may remediate it now.
 	theirs := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "self-node-remediation.medik8s.io/v1alpha1", "kind": "SelfNodeRemediation"}}
@@ -243,7 +244,7 @@ func TestAStatusThatLetsGoOfASharedNodeWakesTheOthers(t *testing.T) {
 	nodes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	c.nodeLister = nodecache.NewLister(nodes)
 	worker := nodeWithRole("worker")
-	require.NoError(t, nodes.Add(nodecache.NodeOf(worker)))
+	require.NoError(t, nodes.Add(nodeview.Of(worker, nil)))
 
 	counted := holding.DeepCopy()
 	counted.Status.ObservedNodes = ptr.To[int32](2)
@@ -263,7 +264,7 @@ func TestAStatusThatLetsGoOfASharedNodeWakesTheOthers(t *testing.T) {
 	// Relabelled, the node is no longer the holder's: the one that selects
 	// it now wakes, though the two selectors share no node.
 	relabelled := nodeWithRole("infra")
-	require.NoError(t, nodes.Update(nodecache.NodeOf(relabelled)))
+	require.NoError(t, nodes.Update(nodeview.Of(relabelled, nil)))
 	c.updateNHC(klog.Background(), holding, gone)
 	assert.Equal(t, []string{"infra"}, queued(c), "the one that selects the node now")
 }
@@ -283,7 +284,7 @@ func TestAStatusThatDropsARecordedControlPlaneRemediationWakesEveryOther(t *test
 	master := nodeWithRole("master")
 	master.Name = "master-1"
 	master.Labels[v1alpha1.ControlPlaneRoleLabel] = ""
-	require.NoError(t, nodes.Add(nodecache.NodeOf(master)))
+	require.NoError(t, nodes.Add(nodeview.Of(master, nil)))
 
 	dropped := disabled.DeepCopy()
 	dropped.Status.UnhealthyNodes[0].Remediations = nil
@@ -291,7 +292,7 @@ func TestAStatusThatDropsARecordedControlPlaneRemediationWakesEveryOther(t *test
 	assert.Equal(t, []string{"masters", "workers"}, queued(c), "a control-plane node let go of wakes every other NodeHealthCheck")
 
 	master.Labels = map[string]string{"role": "master"}
-	require.NoError(t, nodes.Update(nodecache.NodeOf(master)))
+	require.NoError(t, nodes.Update(nodeview.Of(master, nil)))
 	c.updateNHC(klog.Background(), disabled, dropped)
 	assert.Equal(t, []string{"masters"}, queued(c), "a worker let go of wakes those that select it")
 }

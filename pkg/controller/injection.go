@@ -18,6 +18,7 @@ import (
 	remediationclient "github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned/typed/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
 )
@@ -109,7 +110,7 @@ type liveNodes interface {
 	// least as new as that resourceVersion of an earlier read; it returns
 	// the read's resourceVersion, also with a NotFound error when the node
 	// is gone.
-	Node(ctx context.Context, name, notOlderThan string) (*health.Node, string, error)
+	Node(ctx context.Context, name, notOlderThan string) (*nodeview.Node, string, error)
 	// InitialListVersion is the resourceVersion of the list the node cache
 	// started from, once it holds it; "" when unknown.
 	InitialListVersion() string

@@ -5,8 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 // membership keeps, per NodeHealthCheck, the nodes its selector matches, so
@@ -25,9 +25,9 @@ type memberSet struct {
 	key string
 	// nodes holds, by name, the labels each member was matched with: a
 	// member whose node still has equal labels (one comparison, see
-	// health.Labels.Equal) needs no match again. Holding the labels rather
+	// nodeview.Labels.Equal) needs no match again. Holding the labels rather
 	// than the node keeps no replaced node alive.
-	nodes map[string]health.Labels
+	nodes map[string]nodeview.Labels
 }
 
 func newMembership() *membership {
@@ -38,14 +38,14 @@ func newMembership() *membership {
 // has them now. A member whose labels are not the ones it was matched with
 // is matched again, so a label change whose event has not
 // reached the handlers yet never makes a node selected that is not.
-func (m *membership) nodes(nhc string, selector labels.Selector, lister nodecache.Lister) ([]*health.Node, error) {
+func (m *membership) nodes(nhc string, selector labels.Selector, lister nodecache.Lister) ([]*nodeview.Node, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	set, err := m.set(nhc, selector, lister)
 	if err != nil {
 		return nil, err
 	}
-	nodes := make([]*health.Node, 0, len(set.nodes))
+	nodes := make([]*nodeview.Node, 0, len(set.nodes))
 	for name, matched := range set.nodes {
 		node, err := lister.Get(name)
 		if err != nil {
@@ -76,7 +76,7 @@ func (m *membership) set(nhc string, selector labels.Selector, lister nodecache.
 	if err != nil {
 		return nil, err
 	}
-	set = &memberSet{selector: selector, key: selector.String(), nodes: make(map[string]health.Labels, len(matching))}
+	set = &memberSet{selector: selector, key: selector.String(), nodes: make(map[string]nodeview.Labels, len(matching))}
 	for _, node := range matching {
 		set.nodes[node.Name] = node.Labels
 	}
@@ -87,7 +87,7 @@ func (m *membership) set(nhc string, selector labels.Selector, lister nodecache.
 // update places a node, the object the cache holds, in the sets whose
 // selector matches its labels, and takes it out of the others; a nil node
 // takes it out of all, for a deleted node.
-func (m *membership) update(name string, node *health.Node) {
+func (m *membership) update(name string, node *nodeview.Node) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, set := range m.byNHC {

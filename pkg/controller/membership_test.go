@@ -13,15 +13,15 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
-func labelledNode(name, pool string) *health.Node {
-	return &health.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Labels: health.LabelsOf(name, map[string]string{"pool": pool})}
+func labelledNode(name, pool string) *nodeview.Node {
+	return &nodeview.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Labels: nodeview.LabelsOf(name, map[string]string{"pool": pool}, nil)}
 }
 
-func names(nodes []*health.Node) []string {
+func names(nodes []*nodeview.Node) []string {
 	var n []string
 	for _, node := range nodes {
 		n = append(n, node.Name)
@@ -36,7 +36,7 @@ func TestMembershipFollowsNodesAndSelectors(t *testing.T) {
 	m := newMembership()
 	// set changes a node in the cache, then tells the membership, as the
 	// informer and the node handlers do.
-	set := func(node *health.Node) {
+	set := func(node *nodeview.Node) {
 		require.NoError(t, store.Update(node))
 		m.update(node.Name, node)
 	}
@@ -60,7 +60,7 @@ func TestMembershipFollowsNodesAndSelectors(t *testing.T) {
 
 	// An update the handlers pass over (a condition): the cache's object is read.
 	changed := labelledNode("b-1", "a")
-	changed.Conditions = []health.NodeCondition{health.NewNodeCondition(corev1.NodeReady, corev1.ConditionFalse, time.Time{})}
+	changed.Conditions = []nodeview.Condition{nodeview.NewCondition(corev1.NodeReady, corev1.ConditionFalse, time.Time{})}
 	require.NoError(t, store.Update(changed))
 	for range 2 {
 		nodes, _ = m.nodes("nhc", poolA, lister)

@@ -18,7 +18,7 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/gather"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
-	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
@@ -265,14 +265,14 @@ func TestOverlapsWakeEveryNodeHealthCheck(t *testing.T) {
 // remediation resources show nothing, and whose nodes are given.
 type claimsSource struct {
 	*cacheSource
-	nodes []*health.Node
+	nodes []*nodeview.Node
 }
 
 func (s claimsSource) Remediations(context.Context, *v1alpha1.NodeHealthCheck) (remediation.Seen, error) {
 	return remediation.Seen{Ready: true}, nil
 }
 
-func (s claimsSource) Selected(context.Context, *v1alpha1.NodeHealthCheck, labels.Selector) ([]*health.Node, bool, error) {
+func (s claimsSource) Selected(context.Context, *v1alpha1.NodeHealthCheck, labels.Selector) ([]*nodeview.Node, bool, error) {
 	return s.nodes, true, nil
 }
 
@@ -282,12 +282,12 @@ func (s claimsSource) Selected(context.Context, *v1alpha1.NodeHealthCheck, label
 // per node against each of the others.
 func BenchmarkClaims(b *testing.B) {
 	const nodeCount, nhcCount = 10000, 10
-	nodes := make([]*health.Node, nodeCount)
+	nodes := make([]*nodeview.Node, nodeCount)
 	for i := range nodes {
 		node := healthyNode(fmt.Sprintf("worker-%05d", i))
 		node.Labels["pool"] = "pool-0"
 		node.Labels["kubernetes.io/hostname"] = node.Name
-		nodes[i] = nodecache.NodeOf(node)
+		nodes[i] = nodeview.Of(node, nil)
 	}
 	// shared is how many other NodeHealthChecks select the same nodes; the
 	// rest select pools of their own.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
@@ -51,7 +52,7 @@ func (s *cacheSource) Remediations(_ context.Context, nhc *v1alpha1.NodeHealthCh
 
 // Selected reads the nodes from the membership index once the node cache
 // shows them as the API server does (catchup.go).
-func (s *cacheSource) Selected(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, selector labels.Selector) ([]*health.Node, bool, error) {
+func (s *cacheSource) Selected(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, selector labels.Selector) ([]*nodeview.Node, bool, error) {
 	caughtUp, err := s.c.nodesCaughtUp(ctx, nhc, selector)
 	if err != nil {
 		return nil, false, fmt.Errorf("listing the selected nodes at the API server: %w", err)
@@ -66,7 +67,7 @@ func (s *cacheSource) Selected(ctx context.Context, nhc *v1alpha1.NodeHealthChec
 	return nodes, true, nil
 }
 
-func (s *cacheSource) Node(name string) (*health.Node, error) {
+func (s *cacheSource) Node(name string) (*nodeview.Node, error) {
 	return s.c.nodeLister.Get(name)
 }
 

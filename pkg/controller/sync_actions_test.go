@@ -12,7 +12,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
-	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 func TestSyncForgetsAGoneNodeHealthCheck(t *testing.T) {
@@ -182,7 +182,7 @@ func TestSyncRechecksEachCreateAgainstTheCachesOfThatMoment(t *testing.T) {
 		{"the node got the exclude label", func(t *testing.T, f *syncFixture) { f.setNode(t, excluded) }},
 		{"the NodeHealthCheck was paused", func(t *testing.T, f *syncFixture) { f.setNHC(t, paused) }},
 		{"the node was deleted", func(t *testing.T, f *syncFixture) {
-			require.NoError(t, f.nodes.Delete(nodecache.NodeOf(healthyNode("worker-1"))))
+			require.NoError(t, f.nodes.Delete(nodeview.Of(healthyNode("worker-1"), nil)))
 			f.c.members.update("worker-1", nil)
 		}},
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
@@ -18,7 +19,7 @@ import (
 // (Seen.ControlPlaneUnknown: after a start, the kinds of every
 // NodeHealthCheck are not all watched and synced): meanwhile any
 // NodeHealthCheck may be remediating the nodes it selects.
-func claims(nodes []*health.Node, others []*v1alpha1.NodeHealthCheck, selecting []health.SelectingPeer, owners map[string][]resource.Owner, unknown bool) map[string][]health.Claim {
+func claims(nodes []*nodeview.Node, others []*v1alpha1.NodeHealthCheck, selecting []health.SelectingPeer, owners map[string][]resource.Owner, unknown bool) map[string][]health.Claim {
 	byUID := make(map[types.UID]*v1alpha1.NodeHealthCheck, len(others))
 	for _, other := range others {
 		byUID[other.UID] = other

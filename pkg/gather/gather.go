@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
@@ -29,9 +30,9 @@ type Source interface {
 	// Selected lists the nodes a valid selector of nhc matches; caughtUp
 	// false says that they cannot be known yet (the node cache is behind
 	// the API server for a first evaluation), and then lists none.
-	Selected(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, selector labels.Selector) (nodes []*health.Node, caughtUp bool, err error)
+	Selected(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, selector labels.Selector) (nodes []*nodeview.Node, caughtUp bool, err error)
 	// Node reads a node; a NotFound error when it is gone.
-	Node(name string) (*health.Node, error)
+	Node(name string) (*nodeview.Node, error)
 }
 
 // Gathered is what a decision sees, with what tells when to look again.
@@ -85,11 +86,11 @@ func Gather(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, src Source, now 
 // stored before validation could catch it, and reported by Evaluate)
 // selects the nodes under remediation, so that their resources are not
 // taken for orphans.
-func selected(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, selector labels.Selector, remediations map[string][]health.Remediation, src Source) ([]*health.Node, bool, error) {
+func selected(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, selector labels.Selector, remediations map[string][]health.Remediation, src Source) ([]*nodeview.Node, bool, error) {
 	if selector != nil {
 		return src.Selected(ctx, nhc, selector)
 	}
-	var nodes []*health.Node
+	var nodes []*nodeview.Node
 	for name := range remediations {
 		if node, err := src.Node(name); err == nil {
 			nodes = append(nodes, node)

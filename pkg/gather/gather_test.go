@@ -16,6 +16,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
@@ -30,7 +31,7 @@ var (
 // resources given; every valid selector of another may share nodes.
 type fakeSource struct {
 	nhcs   []*v1alpha1.NodeHealthCheck
-	nodes  []*health.Node
+	nodes  []*nodeview.Node
 	seen   remediation.Seen
 	behind bool
 }
@@ -58,11 +59,11 @@ func (f *fakeSource) Remediations(context.Context, *v1alpha1.NodeHealthCheck) (r
 	return f.seen, nil
 }
 
-func (f *fakeSource) Selected(_ context.Context, _ *v1alpha1.NodeHealthCheck, selector labels.Selector) ([]*health.Node, bool, error) {
+func (f *fakeSource) Selected(_ context.Context, _ *v1alpha1.NodeHealthCheck, selector labels.Selector) ([]*nodeview.Node, bool, error) {
 	if f.behind {
 		return nil, false, nil
 	}
-	var nodes []*health.Node
+	var nodes []*nodeview.Node
 	for _, node := range f.nodes {
 		if selector.Matches(node.Labels) {
 			nodes = append(nodes, node)
@@ -71,7 +72,7 @@ func (f *fakeSource) Selected(_ context.Context, _ *v1alpha1.NodeHealthCheck, se
 	return nodes, true, nil
 }
 
-func (f *fakeSource) Node(name string) (*health.Node, error) {
+func (f *fakeSource) Node(name string) (*nodeview.Node, error) {
 	for _, node := range f.nodes {
 		if node.Name == name {
 			return node, nil
@@ -80,12 +81,12 @@ func (f *fakeSource) Node(name string) (*health.Node, error) {
 	return nil, apierrors.NewNotFound(corev1.Resource("nodes"), name)
 }
 
-func node(name string, extra map[string]string) *health.Node {
+func node(name string, extra map[string]string) *nodeview.Node {
 	l := map[string]string{"role": "worker"}
 	for k, v := range extra {
 		l[k] = v
 	}
-	return &health.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Labels: health.LabelsOf(name, l)}
+	return &nodeview.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Labels: nodeview.LabelsOf(name, l, nil)}
 }
 
 func nhcNamed(name string, created time.Time) *v1alpha1.NodeHealthCheck {
@@ -129,7 +130,7 @@ func TestARecordedRemediationOfAnUnreadableKindHoldsItsNode(t *testing.T) {
 			other := recording("other", tt.node)
 			src := &fakeSource{
 				nhcs:  []*v1alpha1.NodeHealthCheck{other},
-				nodes: []*health.Node{node("cp-0", map[string]string{v1alpha1.ControlPlaneRoleLabel: ""}), node("worker-2", nil)},
+				nodes: []*nodeview.Node{node("cp-0", map[string]string{v1alpha1.ControlPlaneRoleLabel: ""}), node("worker-2", nil)},
 				seen:  remediation.Seen{Ready: true},
 			}
 			if tt.unreadable {
@@ -194,7 +195,7 @@ func TestGather(t *testing.T) {
 			nhc := nhcNamed("workers", now)
 			nhc.Spec.Selector = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "role", Operator: metav1.LabelSelectorOpIn, Values: []string{tt.selector}}}}
 			older := nhcNamed("older", now.Add(-time.Hour))
-			src := &fakeSource{nhcs: []*v1alpha1.NodeHealthCheck{nhc, older}, nodes: []*health.Node{node("worker-1", nil), node("worker-2", nil)}, seen: tt.seen, behind: tt.behind}
+			src := &fakeSource{nhcs: []*v1alpha1.NodeHealthCheck{nhc, older}, nodes: []*nodeview.Node{node("worker-1", nil), node("worker-2", nil)}, seen: tt.seen, behind: tt.behind}
 			g, err := Gather(context.Background(), nhc, src, now)
 			require.NoError(t, err)
 			assert.Equal(t, now, g.Now)
@@ -209,7 +210,7 @@ func TestGather(t *testing.T) {
 func TestClaims(t *testing.T) {
 	paused := nhcNamed("paused", now.Add(-time.Hour))
 	paused.Spec.PauseRequests = []string{"upgrade"}
-	nodes := []*health.Node{node("worker-1", nil)}
+	nodes := []*nodeview.Node{node("worker-1", nil)}
 	selector, _ := health.ParseSelector(&paused.Spec.Selector)
 	selecting := []health.SelectingPeer{{Peer: health.Peer{Name: paused.Name, UID: paused.UID, Created: paused.CreationTimestamp.Time}, Selector: selector}}
 	for _, tt := range []struct {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
@@ -32,7 +33,7 @@ type holders struct {
 
 // nodeReader reads a node; a NotFound error when it is gone.
 type nodeReader interface {
-	Node(name string) (*health.Node, error)
+	Node(name string) (*nodeview.Node, error)
 }
 
 // holdersOf reads who holds nodes from what the remediation resources show

@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 // benchmarkInput is a cluster of n nodes in a bad hour: 2% unhealthy with a
@@ -16,7 +18,7 @@ func benchmarkInput(n int) Input {
 	in := Input{NHC: testNHC(minHealthy(intstr.FromString("51%")), stormThreshold(int32(n/10))), Remediations: map[string][]Remediation{}, Now: now}
 	for i := range n {
 		name := fmt.Sprintf("node-%05d", i)
-		var node *Node
+		var node *nodeview.Node
 		switch i % 100 {
 		case 0, 1:
 			node = testNode(name, unhealthy)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 // conditionMatch is how a node's conditions compare with the unhealthy conditions.
@@ -22,7 +23,7 @@ type conditionMatch struct {
 
 // matchConditions compares a node's conditions with the unhealthy conditions.
 // It allocates nothing: both lists are short.
-func matchConditions(node *Node, unhealthy []v1alpha1.UnhealthyCondition, now time.Time) conditionMatch {
+func matchConditions(node *nodeview.Node, unhealthy []v1alpha1.UnhealthyCondition, now time.Time) conditionMatch {
 	var m conditionMatch
 	for i := range unhealthy {
 		uc := &unhealthy[i]

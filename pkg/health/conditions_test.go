@@ -6,18 +6,20 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 func TestNodeStateFromConditions(t *testing.T) {
 	cases := []struct {
 		name         string
-		node         *Node
+		node         *nodeview.Node
 		wantState    NodeState
 		wantDeadline time.Time
 		wantType     corev1.NodeConditionType
 	}{
 		{"ready", testNode("n"), StateHealthy, time.Time{}, ""},
-		{"no conditions at all", testNode("n", func(n *Node) { n.Conditions = nil }), StateHealthy, time.Time{}, ""},
+		{"no conditions at all", testNode("n", func(n *nodeview.Node) { n.Conditions = nil }), StateHealthy, time.Time{}, ""},
 		{"not ready just before the duration", testNode("n", notReady(conditionDuration-time.Nanosecond)), StateSoonUnhealthy, now.Add(time.Nanosecond), corev1.NodeReady},
 		{"not ready exactly for the duration", testNode("n", notReady(conditionDuration)), StateUnhealthy, time.Time{}, corev1.NodeReady},
 		{"not ready just after the duration", testNode("n", notReady(conditionDuration+time.Nanosecond)), StateUnhealthy, time.Time{}, corev1.NodeReady},
@@ -34,7 +36,7 @@ func TestNodeStateFromConditions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			nhc := testNHC()
 			nhc.Spec.UnhealthyConditions = append(nhc.Spec.UnhealthyConditions, unhealthyCondition("KernelDeadlock", corev1.ConditionTrue, time.Minute))
-			d := evaluate(nhc, []*Node{tc.node}, nil)
+			d := evaluate(nhc, []*nodeview.Node{tc.node}, nil)
 			v := d.Nodes[0]
 			assert.Equal(t, tc.wantState, v.State)
 			assert.Equal(t, tc.wantDeadline, d.NextDeadline, "next deadline")

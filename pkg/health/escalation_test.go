@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 var (
@@ -32,7 +33,7 @@ func threeSteps() nhcOption {
 }
 
 // oneSick is two healthy nodes and an unhealthy "sick" one.
-func oneSick() []*Node {
+func oneSick() []*nodeview.Node {
 	return append(nodes("healthy", 2), testNode("sick", unhealthy))
 }
 

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 func explain(in Input) map[string]Explanation {
@@ -54,7 +55,7 @@ func TestExplainSaysWhatHappensNextAndWhy(t *testing.T) {
 	held := explain(Input{NHC: testNHC(minHealthy(intstr.FromInt32(5))), Nodes: append(nodes("healthy", 4), testNode("sick", unhealthy)), Now: now})
 	assert.Equal(t, "only 4 of 5 nodes are healthy and 5 must be", held["sick"].Because)
 
-	confirm := explain(Input{NHC: testNHC(healthyDelay(-time.Second)), Nodes: []*Node{testNode("back")}, Remediations: remediations(snrRemediation("back", time.Hour)), Now: now})
+	confirm := explain(Input{NHC: testNHC(healthyDelay(-time.Second)), Nodes: []*nodeview.Node{testNode("back")}, Remediations: remediations(snrRemediation("back", time.Hour)), Now: now})
 	assert.True(t, confirm["back"].NeedsConfirmation)
 }
 

@@ -1,6 +1,9 @@
 package health
 
-import "github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+import (
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
+)
 
 // The gates: why a node that needs a new resource does not get one now.
 
@@ -76,6 +79,6 @@ func (e *evaluation) deferToNextPlan(v *NodeVerdict) bool {
 
 // excluded tells whether a node carries the exclude label with "true": it
 // gets no new remediation, neither planned nor sent.
-func excluded(l Labels) bool {
+func excluded(l nodeview.Labels) bool {
 	return l.Get(v1alpha1.ExcludeFromRemediationLabel) == "true"
 }

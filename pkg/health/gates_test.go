@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 func TestPause(t *testing.T) {
@@ -102,59 +103,59 @@ func TestControlPlaneNodesOneAtATime(t *testing.T) {
 	healthyWorkers := nodes("worker", 6)
 	cases := []struct {
 		name        string
-		nodes       []*Node
+		nodes       []*nodeview.Node
 		resources   map[string][]Remediation
 		busy        map[string]bool
 		wantCreated []string
 	}{
 		{
 			name:        "of two unhealthy control-plane nodes, the one unhealthy longer goes first",
-			nodes:       []*Node{testNode("cp-b", controlPlane, notReady(time.Hour)), testNode("cp-a", controlPlane, notReady(30*time.Minute)), testNode("worker-sick", unhealthy)},
+			nodes:       []*nodeview.Node{testNode("cp-b", controlPlane, notReady(time.Hour)), testNode("cp-a", controlPlane, notReady(30*time.Minute)), testNode("worker-sick", unhealthy)},
 			wantCreated: []string{"cp-b", "worker-sick"},
 		},
 		{
 			name:        "unhealthy since the same instant: by name",
-			nodes:       []*Node{testNode("cp-c", controlPlane, unhealthy), testNode("cp-a", controlPlane, unhealthy), testNode("cp-b", controlPlane, unhealthy)},
+			nodes:       []*nodeview.Node{testNode("cp-c", controlPlane, unhealthy), testNode("cp-a", controlPlane, unhealthy), testNode("cp-b", controlPlane, unhealthy)},
 			wantCreated: []string{"cp-a"},
 		},
 		{
 			name:        "the master label counts too",
-			nodes:       []*Node{testNode("m-1", label(v1alpha1.MasterRoleLabel, ""), unhealthy), testNode("m-2", label(v1alpha1.MasterRoleLabel, ""), notReady(2*time.Hour))},
+			nodes:       []*nodeview.Node{testNode("m-1", label(v1alpha1.MasterRoleLabel, ""), unhealthy), testNode("m-2", label(v1alpha1.MasterRoleLabel, ""), notReady(2*time.Hour))},
 			wantCreated: []string{"m-2"},
 		},
 		{
 			name:        "another control-plane node under our remediation blocks",
-			nodes:       []*Node{testNode("cp-a", controlPlane, unhealthy), testNode("cp-b", controlPlane, notReady(time.Minute))},
+			nodes:       []*nodeview.Node{testNode("cp-a", controlPlane, unhealthy), testNode("cp-b", controlPlane, notReady(time.Minute))},
 			resources:   remediations(snrRemediation("cp-b", time.Minute, controlPlaneLabel)),
 			wantCreated: nil,
 		},
 		{
 			name:        "a control-plane remediation pending deletion still blocks",
-			nodes:       []*Node{testNode("cp-a", controlPlane, unhealthy), testNode("cp-b", controlPlane)},
+			nodes:       []*nodeview.Node{testNode("cp-a", controlPlane, unhealthy), testNode("cp-b", controlPlane)},
 			resources:   remediations(snrRemediation("cp-b", time.Minute, controlPlaneLabel, deleting)),
 			wantCreated: nil,
 		},
 		{
 			name:        "a control-plane orphan blocks",
-			nodes:       []*Node{testNode("cp-a", controlPlane, unhealthy)},
+			nodes:       []*nodeview.Node{testNode("cp-a", controlPlane, unhealthy)},
 			resources:   remediations(snrRemediation("cp-gone", time.Minute, controlPlaneLabel, permanentNodeDeletion)),
 			wantCreated: nil,
 		},
 		{
 			name:        "another owner's control-plane remediation blocks",
-			nodes:       []*Node{testNode("cp-a", controlPlane, unhealthy)},
+			nodes:       []*nodeview.Node{testNode("cp-a", controlPlane, unhealthy)},
 			busy:        map[string]bool{"cp-z": true},
 			wantCreated: nil,
 		},
 		{
 			name:        "another owner's remediation of the same node is no other node",
-			nodes:       []*Node{testNode("cp-a", controlPlane, unhealthy)},
+			nodes:       []*nodeview.Node{testNode("cp-a", controlPlane, unhealthy)},
 			busy:        map[string]bool{"cp-a": true},
 			wantCreated: []string{"cp-a"},
 		},
 		{
 			name:        "workers are not limited",
-			nodes:       []*Node{testNode("worker-sick-1", unhealthy), testNode("worker-sick-2", unhealthy), testNode("cp-a", controlPlane, unhealthy)},
+			nodes:       []*nodeview.Node{testNode("worker-sick-1", unhealthy), testNode("worker-sick-2", unhealthy), testNode("cp-a", controlPlane, unhealthy)},
 			busy:        map[string]bool{"cp-z": true},
 			wantCreated: []string{"worker-sick-1", "worker-sick-2"},
 		},
@@ -234,42 +235,42 @@ func TestTheControlPlaneRuleHoldsEscalationsToo(t *testing.T) {
 	cases := []controlPlaneEscalationCase{
 		{
 			name:     "a lost step's next one waits for another control-plane node's remediation",
-			nodes:    []*Node{testNode("cp-a", controlPlane, unhealthy)},
+			nodes:    []*nodeview.Node{testNode("cp-a", controlPlane, unhealthy)},
 			status:   []*v1alpha1.UnhealthyNode{lostStep("cp-a")},
 			busy:     map[string]bool{"cp-z": true},
 			wantWait: map[string]WaitReason{"cp-a": WaitControlPlane},
 		},
 		{
 			name:      "a running step's time-out and next step wait for another control-plane node's remediation",
-			nodes:     []*Node{testNode("cp-a", controlPlane, unhealthy)},
+			nodes:     []*nodeview.Node{testNode("cp-a", controlPlane, unhealthy)},
 			resources: remediations(remediationOf(templateA, "cp-a", 6*time.Minute, controlPlaneLabel)),
 			busy:      map[string]bool{"cp-z": true},
 			wantWait:  map[string]WaitReason{"cp-a": WaitControlPlane},
 		},
 		{
 			name:      "while control-plane remediations are unknown, a time-out and next step wait",
-			nodes:     []*Node{testNode("cp-a", controlPlane, unhealthy)},
+			nodes:     []*nodeview.Node{testNode("cp-a", controlPlane, unhealthy)},
 			resources: remediations(remediationOf(templateA, "cp-a", 6*time.Minute, controlPlaneLabel)),
 			unknown:   why,
 			wantWait:  map[string]WaitReason{"cp-a": WaitControlPlaneUnknown},
 		},
 		{
 			name:        "a planned escalation holds back a first remediation of another control-plane node",
-			nodes:       []*Node{testNode("cp-b", controlPlane, notReady(2*time.Hour)), testNode("cp-a", controlPlane, unhealthy)},
+			nodes:       []*nodeview.Node{testNode("cp-b", controlPlane, notReady(2*time.Hour)), testNode("cp-a", controlPlane, unhealthy)},
 			status:      []*v1alpha1.UnhealthyNode{lostStep("cp-a")},
 			wantCreated: []string{"cp-a"},
 			wantWait:    map[string]WaitReason{"cp-b": WaitControlPlane},
 		},
 		{
 			name:        "of two control-plane escalations, one goes",
-			nodes:       []*Node{testNode("cp-a", controlPlane, unhealthy), testNode("cp-b", controlPlane, unhealthy)},
+			nodes:       []*nodeview.Node{testNode("cp-a", controlPlane, unhealthy), testNode("cp-b", controlPlane, unhealthy)},
 			status:      []*v1alpha1.UnhealthyNode{lostStep("cp-a"), lostStep("cp-b")},
 			wantCreated: []string{"cp-a"},
 			wantWait:    map[string]WaitReason{"cp-b": WaitControlPlane},
 		},
 		{
 			name:        "its own remediation is no other node",
-			nodes:       []*Node{testNode("cp-a", controlPlane, unhealthy)},
+			nodes:       []*nodeview.Node{testNode("cp-a", controlPlane, unhealthy)},
 			resources:   remediations(remediationOf(templateA, "cp-a", 6*time.Minute, controlPlaneLabel)),
 			busy:        map[string]bool{"cp-a": true},
 			wantCreated: []string{"cp-a"},
@@ -277,7 +278,7 @@ func TestTheControlPlaneRuleHoldsEscalationsToo(t *testing.T) {
 		},
 		{
 			name:        "a worker's escalation is not held",
-			nodes:       []*Node{testNode("worker-sick", unhealthy)},
+			nodes:       []*nodeview.Node{testNode("worker-sick", unhealthy)},
 			status:      []*v1alpha1.UnhealthyNode{lostStep("worker-sick")},
 			busy:        map[string]bool{"cp-z": true},
 			unknown:     why,
@@ -295,7 +296,7 @@ func TestTheControlPlaneRuleHoldsEscalationsToo(t *testing.T) {
 // that get a resource, time out and wait.
 type controlPlaneEscalationCase struct {
 	name        string
-	nodes       []*Node
+	nodes       []*nodeview.Node
 	resources   map[string][]Remediation
 	status      []*v1alpha1.UnhealthyNode
 	busy        map[string]bool
@@ -307,7 +308,7 @@ type controlPlaneEscalationCase struct {
 
 // check decides the case, with workers beside its nodes, and asserts its
 // creations, time-outs and waits.
-func (tc controlPlaneEscalationCase) check(t *testing.T, workers []*Node) {
+func (tc controlPlaneEscalationCase) check(t *testing.T, workers []*nodeview.Node) {
 	nhc := testNHC(threeSteps(), minHealthy(intstr.FromInt32(1)), withStatus(v1alpha1.NodeHealthCheckStatus{UnhealthyNodes: tc.status}))
 	d := decide(Input{
 		NHC: nhc, Nodes: append(tc.nodes, workers...), Remediations: tc.resources,

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 // now is the fixed time every test evaluates at.
@@ -18,13 +19,13 @@ var now = time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC)
 
 const conditionDuration = 300 * time.Second
 
-type nodeOption func(*Node)
+type nodeOption func(*nodeview.Node)
 
 // testNode returns a node that has been Ready for an hour.
-func testNode(name string, opts ...nodeOption) *Node {
-	n := &Node{
+func testNode(name string, opts ...nodeOption) *nodeview.Node {
+	n := &nodeview.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{}},
-		Conditions: []NodeCondition{NewNodeCondition(corev1.NodeReady, corev1.ConditionTrue, now.Add(-time.Hour))},
+		Conditions: []nodeview.Condition{nodeview.NewCondition(corev1.NodeReady, corev1.ConditionTrue, now.Add(-time.Hour))},
 	}
 	for _, opt := range opts {
 		opt(n)
@@ -34,8 +35,8 @@ func testNode(name string, opts ...nodeOption) *Node {
 
 // condition sets a node condition that changed to status `ago` before now.
 func condition(conditionType corev1.NodeConditionType, status corev1.ConditionStatus, ago time.Duration) nodeOption {
-	return func(n *Node) {
-		c := NewNodeCondition(conditionType, status, now.Add(-ago))
+	return func(n *nodeview.Node) {
+		c := nodeview.NewCondition(conditionType, status, now.Add(-ago))
 		for i := range n.Conditions {
 			if n.Conditions[i].Type() == conditionType {
 				n.Conditions[i] = c
@@ -57,26 +58,26 @@ var unhealthy = notReady(time.Hour)
 // label sets a label. The map the labels are built from stays in the
 // metadata, whose labels no decision reads: Labels shadows them.
 func label(key, value string) nodeOption {
-	return func(n *Node) {
+	return func(n *nodeview.Node) {
 		if n.ObjectMeta.Labels == nil {
 			n.ObjectMeta.Labels = map[string]string{}
 		}
 		n.ObjectMeta.Labels[key] = value
-		n.Labels = LabelsOf(n.Name, n.ObjectMeta.Labels)
+		n.Labels = nodeview.LabelsOf(n.Name, n.ObjectMeta.Labels, nil)
 	}
 }
 
 var controlPlane = label(v1alpha1.ControlPlaneRoleLabel, "")
 
 func annotate(key, value string) nodeOption {
-	return func(n *Node) { n.Annotations[key] = value }
+	return func(n *nodeview.Node) { n.Annotations[key] = value }
 }
 
 var confirmedHealthy = annotate(v1alpha1.ManuallyConfirmedHealthyAnnotation, "true")
 
 // nodes returns count nodes named prefix-0, prefix-1, ...
-func nodes(prefix string, count int, opts ...nodeOption) []*Node {
-	list := make([]*Node, count)
+func nodes(prefix string, count int, opts ...nodeOption) []*nodeview.Node {
+	list := make([]*nodeview.Node, count)
 	for i := range list {
 		list[i] = testNode(fmt.Sprintf("%s-%d", prefix, i), opts...)
 	}
@@ -263,7 +264,7 @@ func eventReasons(events []Event) []string {
 	return reasons
 }
 
-func evaluate(nhc *v1alpha1.NodeHealthCheck, nodeList []*Node, resources map[string][]Remediation) result {
+func evaluate(nhc *v1alpha1.NodeHealthCheck, nodeList []*nodeview.Node, resources map[string][]Remediation) result {
 	return decide(Input{NHC: nhc, Nodes: nodeList, Remediations: resources, Now: now})
 }
 

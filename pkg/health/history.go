@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 // historyBudget bounds the estimated bytes of status.remediationHistory, so
@@ -157,7 +158,7 @@ func mergeStep(r *v1alpha1.RemediationRecord, rem *v1alpha1.Remediation) {
 
 // outOfServiceSince is when the node got the out-of-service taint: its
 // timeAdded, not before the remediation started, else now. Nil without it.
-func outOfServiceSince(node *Node, started, now time.Time) *metav1.Time {
+func outOfServiceSince(node *nodeview.Node, started, now time.Time) *metav1.Time {
 	taint := node.OutOfService
 	if taint == nil {
 		return nil

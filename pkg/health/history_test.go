@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 // historyNHC is an NHC that remediates with one healthy node of three.
@@ -168,13 +169,13 @@ func TestHistoryOutcomeOfANodeThatLeftTheSelection(t *testing.T) {
 func TestHistoryFencedByTheOutOfServiceTaint(t *testing.T) {
 	resources := remediations(snrRemediation("sick", 10*time.Minute))
 	taint := func(added *metav1.Time) nodeOption {
-		return func(n *Node) {
+		return func(n *nodeview.Node) {
 			n.OutOfService = &corev1.Taint{Key: corev1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute, TimeAdded: added}
 		}
 	}
 	cases := []struct {
 		name string
-		node *Node
+		node *nodeview.Node
 		want *metav1.Time
 	}{
 		{"no taint", testNode("sick", unhealthy), nil},

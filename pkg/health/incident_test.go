@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 // An incident lasts while a node stays unhealthy, whichever unhealthy
@@ -198,7 +199,7 @@ func TestANodeSelectedAgainWaitsForWhatItsEndedIncidentLeft(t *testing.T) {
 		{Resource: old.Ref, Started: metav1.NewTime(old.Created), TemplateName: templateA.Name},
 	}}
 	nhc := testNHC(threeSteps(), withStatus(v1alpha1.NodeHealthCheckStatus{UnhealthyNodes: []*v1alpha1.UnhealthyNode{entry}}))
-	d := decide(Input{NHC: nhc, Nodes: []*Node{testNode("sick", notReady(time.Hour))}, Remediations: map[string][]Remediation{"sick": {old}}, Now: now})
+	d := decide(Input{NHC: nhc, Nodes: []*nodeview.Node{testNode("sick", notReady(time.Hour))}, Remediations: map[string][]Remediation{"sick": {old}}, Now: now})
 	assert.Empty(t, d.TimeOut, "the old step's clock is not this incident's")
 	assert.Empty(t, d.Create)
 	assert.Empty(t, d.Delete, "nothing is deleted while the node is unhealthy")

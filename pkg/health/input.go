@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 // Input is everything Evaluate looks at.
@@ -16,7 +17,7 @@ type Input struct {
 	// modifies it.
 	NHC *v1alpha1.NodeHealthCheck
 	// Nodes are the nodes the selector matches, in any order.
-	Nodes []*Node
+	Nodes []*nodeview.Node
 	// Remediations are this NodeHealthCheck's remediation resources, keyed by
 	// the name of the node they remediate. Resources of nodes that are not in
 	// Nodes (deleted or no longer selected) are orphans.

@@ -11,12 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 const ourHolder = "NodeHealthCheck-test"
 
 // withLeases evaluates with node leases, at upstream's default durations.
-func withLeases(nhc nhcOption, nodeList []*Node, resources map[string][]Remediation, leases map[string]NodeLease) result {
+func withLeases(nhc nhcOption, nodeList []*nodeview.Node, resources map[string][]Remediation, leases map[string]NodeLease) result {
 	return decide(Input{
 		NHC: testNHC(nhc), Nodes: nodeList, Remediations: resources, Now: now,
 		Leases: &Leases{ByNode: leases, Duration: DefaultLeaseDuration, Buffer: DefaultLeaseBuffer},
@@ -130,7 +131,7 @@ func TestLeaseRenewalAndRelease(t *testing.T) {
 	running := remediationsFor("sick", snrRemediation("sick", 3*time.Minute))
 	cases := []struct {
 		name         string
-		nodes        []*Node
+		nodes        []*nodeview.Node
 		resources    map[string][]Remediation
 		leases       map[string]NodeLease
 		wantRenew    []string
@@ -309,7 +310,7 @@ func TestALeaseLapsesWhenTheNodeIsNoLongerActedOn(t *testing.T) {
 	cases := []struct {
 		name      string
 		nhc       nhcOption
-		nodes     []*Node
+		nodes     []*nodeview.Node
 		resources map[string][]Remediation
 		wantWhy   string
 	}{
@@ -325,11 +326,11 @@ func TestALeaseLapsesWhenTheNodeIsNoLongerActedOn(t *testing.T) {
 			remediationsFor("sick", remediationOf(templateA, "sick", 6*time.Minute)), lapseTimedOut},
 		{"the step failed, the next one waits", func(n *v1alpha1.NodeHealthCheck) { twoSteps(n); paused(n) }, oneSick(),
 			remediationsFor("sick", remediationOf(templateA, "sick", time.Minute, succeeded(metav1.ConditionFalse))), lapseFailed},
-		{"recovered, waiting for healthyDelay", healthyDelay(time.Hour), []*Node{testNode("sick")},
+		{"recovered, waiting for healthyDelay", healthyDelay(time.Hour), []*nodeview.Node{testNode("sick")},
 			remediationsFor("sick", snrRemediation("sick", 4*time.Minute, healthyDelayAnnotation(now.Add(-time.Minute)))), lapseHealthyDelay},
-		{"recovered, waiting for a manual confirmation", healthyDelay(-1), []*Node{testNode("sick")},
+		{"recovered, waiting for a manual confirmation", healthyDelay(-1), []*nodeview.Node{testNode("sick")},
 			remediationsFor("sick", snrRemediation("sick", 4*time.Minute)), lapseHealthyDelay},
-		{"recovered and excluded", healthyDelay(-1), []*Node{testNode("sick", label(v1alpha1.ExcludeFromRemediationLabel, "true"))},
+		{"recovered and excluded", healthyDelay(-1), []*nodeview.Node{testNode("sick", label(v1alpha1.ExcludeFromRemediationLabel, "true"))},
 			remediationsFor("sick", snrRemediation("sick", 4*time.Minute)), lapseExcluded},
 		{"no longer selected, its remediator deletes the node", asIs, nodes("healthy", 3),
 			remediationsFor("sick", snrRemediation("sick", 4*time.Minute, permanentNodeDeletion)), lapseNotSelected},

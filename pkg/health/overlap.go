@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 // Overlapping NodeHealthChecks. The spec says that two NodeHealthChecks must
@@ -143,7 +144,7 @@ func remediatesFirst(a, b *Claim) bool {
 // ClaimsOn finds, by node, the claims of other NodeHealthChecks on nodes:
 // the peers whose selector matches a node, and owners, the other
 // NodeHealthChecks with remediation resources for a node, by node.
-func ClaimsOn(nodes []*Node, peers []SelectingPeer, owners map[string][]Peer) map[string][]Claim {
+func ClaimsOn(nodes []*nodeview.Node, peers []SelectingPeer, owners map[string][]Peer) map[string][]Claim {
 	if len(peers) == 0 && len(owners) == 0 {
 		// Disjoint NodeHealthChecks, the usual case: no pass over the nodes,
 		// which at thousands of nodes is mostly cache misses.
@@ -193,8 +194,8 @@ type Overlap struct {
 // RemediatorOf says which NodeHealthCheck remediates a node that this one
 // selects, and whether it is this one.
 func (in *Input) RemediatorOf(node string) (by Claim, self bool) {
-	var selected *Node
-	if i := slices.IndexFunc(in.Nodes, func(n *Node) bool { return n.Name == node }); i >= 0 {
+	var selected *nodeview.Node
+	if i := slices.IndexFunc(in.Nodes, func(n *nodeview.Node) bool { return n.Name == node }); i >= 0 {
 		selected = in.Nodes[i]
 	}
 	all := append([]Claim{in.selfClaim(node, selected, statusEntry(&in.NHC.Status, node))}, in.Claims[node]...)
@@ -204,7 +205,7 @@ func (in *Input) RemediatorOf(node string) (by Claim, self bool) {
 
 // selfClaim is this NodeHealthCheck's claim on a node it selects, with the
 // node's entry in its status (nil when none); a nil node holds no condition.
-func (in *Input) selfClaim(name string, node *Node, entry *v1alpha1.UnhealthyNode) Claim {
+func (in *Input) selfClaim(name string, node *nodeview.Node, entry *v1alpha1.UnhealthyNode) Claim {
 	nhc := in.NHC
 	return Claim{Peer: Peer{Name: nhc.Name, UID: nhc.UID, Created: nhc.CreationTimestamp.Time}, Selects: true,
 		Remediating:    len(in.Remediations[name]) > 0 || HoldsOnRecord(nhc, entry),
@@ -214,7 +215,7 @@ func (in *Input) selfClaim(name string, node *Node, entry *v1alpha1.UnhealthyNod
 
 // conditionsHold tells whether one of the unhealthy conditions matches a
 // node's conditions, whether its duration has passed or not.
-func conditionsHold(node *Node, unhealthy []v1alpha1.UnhealthyCondition) bool {
+func conditionsHold(node *nodeview.Node, unhealthy []v1alpha1.UnhealthyCondition) bool {
 	m := matchConditions(node, unhealthy, time.Time{})
 	return m.expired != nil || m.pending != nil
 }

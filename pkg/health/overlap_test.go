@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 // created is when the test NodeHealthCheck was created; peers are older or
@@ -72,7 +73,7 @@ func TestClaimsOn(t *testing.T) {
 	conditions := testNHC(asIs).Spec.UnhealthyConditions
 	peers := []SelectingPeer{{Peer: peer("workers", time.Hour), Selector: workers, Conditions: conditions}, {Peer: peer("broken", 0)}}
 	owners := map[string][]Peer{"w-0": {peer("workers", time.Hour)}, "infra-0": {peer("infra", 0)}}
-	list := []*Node{testNode("w-0", label("role", "worker")), testNode("w-1", label("role", "worker"), unhealthy), testNode("infra-0"), testNode("alone")}
+	list := []*nodeview.Node{testNode("w-0", label("role", "worker")), testNode("w-1", label("role", "worker"), unhealthy), testNode("infra-0"), testNode("alone")}
 
 	claims := ClaimsOn(list, peers, owners)
 	assert.Equal(t, map[string][]Claim{
@@ -337,6 +338,6 @@ func TestAYoungerNodeHealthCheckRemediatesWhatAnOlderOneCannot(t *testing.T) {
 func TestClaimsOnCarriesWhetherAPeerCanAct(t *testing.T) {
 	workers := labels.SelectorFromSet(labels.Set{"role": "worker"})
 	peers := []SelectingPeer{{Peer: peer("paused", time.Hour), Selector: workers, CannotAct: cannotActPaused}}
-	claims := ClaimsOn([]*Node{testNode("w-0", label("role", "worker"))}, peers, nil)
+	claims := ClaimsOn([]*nodeview.Node{testNode("w-0", label("role", "worker"))}, peers, nil)
 	assert.Equal(t, cannotActPaused, claims["w-0"][0].CannotAct)
 }

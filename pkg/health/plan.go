@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 // Plan is what the controller should do for one NodeHealthCheck now, and
@@ -149,7 +150,7 @@ const (
 
 // NodeVerdict is the evaluation of one selected node.
 type NodeVerdict struct {
-	Node  *Node
+	Node  *nodeview.Node
 	State NodeState
 	// Condition is the unhealthy condition that matches: the expired one for
 	// StateUnhealthy, the one that expires first for StateSoonUnhealthy.

@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 // Why a planned creation is withdrawn just before it is sent.
@@ -27,7 +28,7 @@ const (
 // be paused, edited or deleted (any spec change is a new generation). Of
 // the NodeHealthCheck, its metadata tells (nil: it is gone), which the
 // API server can send alone.
-func (p *Plan) Recheck(nhc *metav1.ObjectMeta, node *Node, c Creation, now time.Time) string {
+func (p *Plan) Recheck(nhc *metav1.ObjectMeta, node *nodeview.Node, c Creation, now time.Time) string {
 	switch {
 	case nhc == nil || nhc.UID != p.decidedFrom.UID:
 		return withdrawnNHCGone

@@ -12,13 +12,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 func TestRecheckJustBeforeTheCreate(t *testing.T) {
 	nhc := testNHC(minHealthy(intstr.FromInt32(0)))
 	nhc.Spec.Selector.MatchLabels = nil
 	sick := testNode("sick", unhealthy)
-	p := Evaluate(Input{NHC: nhc, Nodes: []*Node{sick}, Now: now})
+	p := Evaluate(Input{NHC: nhc, Nodes: []*nodeview.Node{sick}, Now: now})
 	require.Len(t, p.Create, 1)
 	c := p.Create[0]
 	edited := nhc.DeepCopy()
@@ -28,7 +29,7 @@ func TestRecheckJustBeforeTheCreate(t *testing.T) {
 	cases := []struct {
 		name string
 		nhc  *v1alpha1.NodeHealthCheck
-		node *Node
+		node *nodeview.Node
 		want string
 	}{
 		{"nothing changed", nhc, sick, ""},
@@ -52,7 +53,7 @@ func TestRecheckJustBeforeTheCreate(t *testing.T) {
 
 	selecting := testNHC(minHealthy(intstr.FromInt32(0)))
 	worker := testNode("sick", unhealthy, label("role", "worker"))
-	p = Evaluate(Input{NHC: selecting, Nodes: []*Node{worker}, Now: now})
+	p = Evaluate(Input{NHC: selecting, Nodes: []*nodeview.Node{worker}, Now: now})
 	require.Len(t, p.Create, 1)
 	assert.Equal(t, withdrawnDeselected, p.Recheck(&selecting.ObjectMeta, testNode("sick", unhealthy, label("role", "infra")), p.Create[0], now))
 }

@@ -12,10 +12,11 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 // recovered is two healthy nodes and "back", which is Ready again.
-func recovered(opts ...nodeOption) []*Node {
+func recovered(opts ...nodeOption) []*nodeview.Node {
 	return append(nodes("healthy", 2), testNode("back", opts...))
 }
 

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 // simulation applies decisions the way the controller does, so that tests
@@ -16,7 +17,7 @@ import (
 // resources disappear at once, as without remediator finalizers.
 type simulation struct {
 	nhc       *v1alpha1.NodeHealthCheck
-	nodes     []*Node
+	nodes     []*nodeview.Node
 	resources map[string][]Remediation
 	clock     time.Time
 	created   int
@@ -38,7 +39,7 @@ func newSimulation(nhc *v1alpha1.NodeHealthCheck, nodeCount int) *simulation {
 	return s
 }
 
-func (s *simulation) node(name string) *Node {
+func (s *simulation) node(name string) *nodeview.Node {
 	for _, n := range s.nodes {
 		if n.Name == name {
 			return n
@@ -50,7 +51,7 @@ func (s *simulation) node(name string) *Node {
 // setReady sets a node's Ready condition, as of `ago` before the clock.
 func (s *simulation) setReady(name string, status corev1.ConditionStatus, ago time.Duration) {
 	n := s.node(name).DeepCopy()
-	n.Conditions = []NodeCondition{NewNodeCondition(corev1.NodeReady, status, s.clock.Add(-ago))}
+	n.Conditions = []nodeview.Condition{nodeview.NewCondition(corev1.NodeReady, status, s.clock.Add(-ago))}
 	s.nodes[slices.Index(s.nodes, s.node(name))] = n
 }
 

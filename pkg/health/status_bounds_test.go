@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 // massFailure is 10,000 selected nodes, all unhealthy; with remediated, each
@@ -78,7 +79,7 @@ func TestTheStatusBoundKeepsEveryIncidentsMemory(t *testing.T) {
 	stepA, stepB := template("AlphaTemplate", "alpha"), template("BetaTemplate", "beta")
 	steps := escalating(escalationStep(stepA, 1, 2*time.Minute), escalationStep(stepB, 2, 10*time.Minute))
 	const count = 3000
-	var nodeList []*Node
+	var nodeList []*nodeview.Node
 	resources := map[string][]Remediation{}
 	for i := range count {
 		node := fmt.Sprintf("worker-%04d", i)
@@ -112,7 +113,7 @@ func TestANewIncidentWaitsWhileTheStatusCannotRememberIt(t *testing.T) {
 	stepA, stepB := template("AlphaTemplate", "alpha"), template("BetaTemplate", "beta")
 	steps := escalating(escalationStep(stepA, 1, 2*time.Minute), escalationStep(stepB, 2, 10*time.Minute))
 	const count, statusBytes = 100, 4000
-	var nodeList []*Node
+	var nodeList []*nodeview.Node
 	for i := range count {
 		nodeList = append(nodeList, testNode(fmt.Sprintf("worker-%03d", i), notReady(time.Hour)))
 	}
@@ -161,7 +162,7 @@ func TestANewIncidentWaitsWhileTheStatusCannotRememberIt(t *testing.T) {
 func TestACompactedEntryKeepsTheRecordsOfResourcesThatExist(t *testing.T) {
 	stepA, stepB, stepC := template("AlphaTemplate", "alpha"), template("BetaTemplate", "beta"), template("GammaTemplate", "gamma")
 	steps := escalating(escalationStep(stepA, 1, time.Minute), escalationStep(stepB, 2, time.Minute), escalationStep(stepC, 3, 10*time.Minute))
-	nodeList := []*Node{testNode("worker-0", notReady(time.Hour)), testNode("worker-1", notReady(time.Hour))}
+	nodeList := []*nodeview.Node{testNode("worker-0", notReady(time.Hour)), testNode("worker-1", notReady(time.Hour))}
 	resources := map[string][]Remediation{}
 	var entries []*v1alpha1.UnhealthyNode
 	for i, node := range []string{"worker-0", "worker-1"} {
@@ -195,7 +196,7 @@ func TestACompactedEntryKeepsTheRecordsOfResourcesThatExist(t *testing.T) {
 // A paused or disabled NodeHealthCheck's reason still says how many nodes
 // the bound leaves out of unhealthyNodes.
 func TestThePausedReasonCountsTheUnlistedNodes(t *testing.T) {
-	var nodeList []*Node
+	var nodeList []*nodeview.Node
 	for i := range 50 {
 		nodeList = append(nodeList, testNode(fmt.Sprintf("worker-%02d", i), notReady(time.Hour)))
 	}
@@ -214,7 +215,7 @@ func TestAnEndedIncidentLeavesRoomForTheNext(t *testing.T) {
 	const statusBytes = 400
 	ended := &v1alpha1.UnhealthyNode{Name: "recovered", ConditionsHealthyTimestamp: ptr.To(metav1.NewTime(now.Add(-30 * time.Second))),
 		Remediations: []*v1alpha1.Remediation{{Resource: remediationOf(stepA, "recovered", time.Minute).Ref, Started: metav1.NewTime(now.Add(-time.Minute)), TemplateName: "alpha"}}}
-	nodeList := []*Node{testNode("recovered"), testNode("sick", notReady(time.Hour))}
+	nodeList := []*nodeview.Node{testNode("recovered"), testNode("sick", notReady(time.Hour))}
 
 	alone := decide(Input{NHC: testNHC(maxUnhealthy(intstr.FromInt32(1)), steps), Nodes: nodeList, Remediations: map[string][]Remediation{}, StatusBytes: statusBytes, Now: now})
 	require.Len(t, alone.Create, 1, "the status has room for one incident")

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 func TestPhasePriority(t *testing.T) {
@@ -122,7 +123,7 @@ func TestEvaluateDoesNotModifyItsInput(t *testing.T) {
 	s.evaluate()
 	s.recover(s.nodeNames(0, 3)...)
 	nhc := s.nhc.DeepCopy()
-	nodesBefore := make([]*Node, len(s.nodes))
+	nodesBefore := make([]*nodeview.Node, len(s.nodes))
 	for i, n := range s.nodes {
 		nodesBefore[i] = n.DeepCopy()
 	}
@@ -252,7 +253,7 @@ func TestStatusWaitsToSeeADeletion(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			d := evaluate(tc.nhc, []*Node{testNode("node-00")}, resources)
+			d := evaluate(tc.nhc, []*nodeview.Node{testNode("node-00")}, resources)
 			require.Len(t, d.Delete, 1)
 			assert.Equal(t, tc.want, entryOf(d, "node-00"))
 		})

@@ -25,8 +25,8 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/controller"
 	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
 	nhclisters "github.com/nodehealthcheck/nhc-controller/pkg/generated/listers/remediation/v1alpha1"
-	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
@@ -324,13 +324,13 @@ func unhealthyNode(t *testing.T, scenario, name string, ready corev1.ConditionSt
 
 // selectedNodes lists the nodes a NodeHealthCheck selects, as the API
 // server has them.
-func selectedNodes(t *testing.T, nhc *v1alpha1.NodeHealthCheck) []*health.Node {
+func selectedNodes(t *testing.T, nhc *v1alpha1.NodeHealthCheck) []*nodeview.Node {
 	t.Helper()
 	list, err := kubeClient.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{LabelSelector: framework.ScenarioLabel + "=" + nhc.Name})
 	require.NoError(t, err)
-	nodes := make([]*health.Node, len(list.Items))
+	nodes := make([]*nodeview.Node, len(list.Items))
 	for i := range list.Items {
-		nodes[i] = nodecache.NodeOf(&list.Items[i])
+		nodes[i] = nodeview.Of(&list.Items[i], nil)
 	}
 	return nodes
 }

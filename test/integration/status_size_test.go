@@ -17,6 +17,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
 
@@ -32,9 +33,9 @@ func TestAMassFailureStatusIsWritable(t *testing.T) {
 	in := health.Input{NHC: nhc, Remediations: map[string][]health.Remediation{}, Now: now}
 	for i := range 10000 {
 		name := fmt.Sprintf("massfailure-worker-%05d.cluster.example.com", i)
-		in.Nodes = append(in.Nodes, &health.Node{
+		in.Nodes = append(in.Nodes, &nodeview.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Conditions: []health.NodeCondition{health.NewNodeCondition(corev1.NodeReady, corev1.ConditionFalse, now.Add(-time.Hour))},
+			Conditions: []nodeview.Condition{nodeview.NewCondition(corev1.NodeReady, corev1.ConditionFalse, now.Add(-time.Hour))},
 		})
 		in.Remediations[name] = []health.Remediation{{
 			Ref: corev1.ObjectReference{APIVersion: template.APIVersion, Kind: "TestRemediation", Namespace: template.Namespace, Name: name,

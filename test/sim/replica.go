@@ -60,7 +60,7 @@ func (s *sim) startReplica() (*replica, error) {
 	s.replicaCount++
 	r := &replica{name: fmt.Sprintf("replica-%d", s.replicaCount), stopped: make(chan struct{})}
 	// JSON only: the simulated API server speaks no protobuf (the node
-	// cache falls back to JSON, decoded into the same health.Node).
+	// cache falls back to JSON, decoded into the same nodeview.Node).
 	config := &rest.Config{Host: "http://kube-apiserver.sim", Transport: s.server.Transport(r.name), QPS: 100, Burst: 2000,
 		ContentConfig: rest.ContentConfig{ContentType: "application/json", AcceptContentTypes: "application/json"}}
 	kube, err := kubeclient.New(config)

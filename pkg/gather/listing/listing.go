@@ -23,6 +23,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
@@ -53,8 +54,8 @@ type Cluster struct {
 	clients Clients
 	nhcs    []*v1alpha1.NodeHealthCheck
 	// nodes are in the order listed; byName finds them.
-	nodes  []*health.Node
-	byName map[string]*health.Node
+	nodes  []*nodeview.Node
+	byName map[string]*nodeview.Node
 	warn   func(string)
 	// kinds are the remediation kinds every NodeHealthCheck uses, by kind:
 	// those its templates generate and those its status records.
@@ -69,8 +70,8 @@ type Cluster struct {
 
 // New returns the cluster of these NodeHealthChecks and nodes; warn hears
 // of what cannot be read, once each.
-func New(clients Clients, nhcs []*v1alpha1.NodeHealthCheck, nodes []*health.Node, warn func(string)) *Cluster {
-	byName := make(map[string]*health.Node, len(nodes))
+func New(clients Clients, nhcs []*v1alpha1.NodeHealthCheck, nodes []*nodeview.Node, warn func(string)) *Cluster {
+	byName := make(map[string]*nodeview.Node, len(nodes))
 	for _, node := range nodes {
 		byName[node.Name] = node
 	}
@@ -98,8 +99,8 @@ func (c *Cluster) Peers(nhc *v1alpha1.NodeHealthCheck) []health.SelectingPeer {
 }
 
 // Selected lists the nodes the selector matches, in the order listed.
-func (c *Cluster) Selected(_ context.Context, _ *v1alpha1.NodeHealthCheck, selector labels.Selector) ([]*health.Node, bool, error) {
-	var selected []*health.Node
+func (c *Cluster) Selected(_ context.Context, _ *v1alpha1.NodeHealthCheck, selector labels.Selector) ([]*nodeview.Node, bool, error) {
+	var selected []*nodeview.Node
 	for _, node := range c.nodes {
 		if selector.Matches(node.Labels) {
 			selected = append(selected, node)
@@ -109,7 +110,7 @@ func (c *Cluster) Selected(_ context.Context, _ *v1alpha1.NodeHealthCheck, selec
 }
 
 // Node reads a listed node.
-func (c *Cluster) Node(name string) (*health.Node, error) {
+func (c *Cluster) Node(name string) (*nodeview.Node, error) {
 	if node, ok := c.byName[name]; ok {
 		return node, nil
 	}
