@@ -49,10 +49,10 @@ var mutations = []mutation{
 	},
 	{
 		Name: "no-confirmation", Rule: "never create from a stale picture: the node is confirmed before a create",
-		File: "pkg/controller/act.go",
+		File: "pkg/controller/creates.go",
 		Edits: []edit{
 			{Old: "live := <-confirmed\n", New: "<-confirmed\n\tlive := verdict{}\n"},
-			{Old: "if why := check.caches(cr); why != \"\" {", New: "if why := \"\"; why != \"\" {"},
+			{Old: "if why := check.inCaches(cr); why != \"\" {", New: "if why := \"\"; why != \"\" {"},
 		},
 	},
 	{

@@ -30,8 +30,8 @@ func TestCreationsGoOutTogetherAndAreReportedInPlanOrder(t *testing.T) {
 	for _, node := range nodes {
 		creations = append(creations, health.Creation{Node: node, Template: snrTemplate})
 	}
-	check := creationCheck{
-		live: func(_ context.Context, c health.Creation) (string, error) {
+	check := recheck{
+		atAPIServer: func(_ context.Context, c health.Creation) (string, error) {
 			switch c.Node {
 			case "worker-09":
 				return "the node is healthy", nil
@@ -40,7 +40,7 @@ func TestCreationsGoOutTogetherAndAreReportedInPlanOrder(t *testing.T) {
 			}
 			return "", nil
 		},
-		caches: func(c health.Creation) string {
+		inCaches: func(c health.Creation) string {
 			if c.Node == "worker-07" {
 				return "the node recovered"
 			}
@@ -48,7 +48,7 @@ func TestCreationsGoOutTogetherAndAreReportedInPlanOrder(t *testing.T) {
 		},
 	}
 	var out health.Outcome
-	f.c.createAll(context.Background(), workersNHC(), creations, &remediation.Watched{}, check, &out)
+	f.c.actor.creates.Send(context.Background(), workersNHC(), creations, &remediation.Watched{}, check, &out)
 	require.Len(t, out.Errors, 1, "the check that could not be made")
 	assert.ErrorIs(t, out.Errors[0], assert.AnError)
 	var created []string
@@ -75,14 +75,14 @@ func (f failingDeletes) Delete(_ context.Context, _ string, _ *remediation.Watch
 
 func TestDeletionsGoOutTogetherAndAreReportedInPlanOrder(t *testing.T) {
 	f := newSyncFixture(t, workersNHC())
-	f.c.writer = failingDeletes{fakeRemediations: f.remediations, node: "worker-07"}
+	f.c.api.writer = failingDeletes{fakeRemediations: f.remediations, node: "worker-07"}
 	nodes := fortyWorkers()
 	var deletions []health.Deletion
 	for _, node := range nodes {
 		deletions = append(deletions, health.Deletion{Node: node, Resource: corev1.ObjectReference{Kind: "SelfNodeRemediation", Name: node}})
 	}
 	var out health.Outcome
-	f.c.deleteAll(context.Background(), "workers", deletions, &remediation.Watched{}, &out)
+	f.c.actor.deleteAll(context.Background(), "workers", deletions, &remediation.Watched{}, &out)
 	require.Len(t, out.Errors, 1)
 	assert.Contains(t, out.Errors[0].Error(), "worker-07")
 	var deleted []string

@@ -69,7 +69,7 @@ func BenchmarkUpdateNode(b *testing.B) {
 			old, updated := cachedUpdate(u.change)
 			b.ReportAllocs()
 			for b.Loop() {
-				c.updateNode(klog.Background(), old, updated)
+				c.handlers.updateNode(klog.Background(), old, updated)
 			}
 		})
 	}
@@ -82,7 +82,7 @@ func BenchmarkEnqueueSelecting(b *testing.B) {
 	labels := nodeview.LabelsOf("worker-1", map[string]string{"role": "role-3", "kubernetes.io/hostname": "worker-1", v1alpha1.ControlPlaneRoleLabel: ""}, nil)
 	b.ReportAllocs()
 	for b.Loop() {
-		c.enqueueSelecting(labels)
+		c.handlers.enqueueSelecting(labels)
 	}
 }
 
@@ -107,7 +107,7 @@ func BenchmarkSync(b *testing.B) {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
 			f := newSyncFixture(b, nil)
 			pools := poolRemediations{}
-			f.c.observer, f.c.writer = pools, pools
+			f.c.observer, f.c.api.writer = pools, pools
 			nhcs := make([]string, benchmarkNHCs)
 			for i := range nhcs {
 				nhc := workersNHC()

@@ -8,16 +8,12 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"k8s.io/utils/clock"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 )
 
-// A NodeHealthCheck created a moment after its nodes may be synced before
-// the node cache shows them all. Evaluated on part of its nodes, it counts
-// too few healthy ones: a storm that never was starts (and with a threshold
-// may not end), and a percentage budget is taken of the wrong total. So its
-// first evaluation waits until the cache shows every node the API server
-// selected for it at that moment, at least as new as the API server had it.
 const (
 	// catchUpRequeue is how soon a NodeHealthCheck whose nodes the cache
 	// does not show yet is tried again: the watch is usually milliseconds
@@ -29,62 +25,75 @@ const (
 	catchUpRenew = 10 * time.Second
 )
 
-// catchUps holds, by NodeHealthCheck name, the nodes that the cache did not
-// show when its first evaluation was due.
-type catchUps struct {
-	mu     sync.Mutex
-	byName map[string]catchUp
+// nodeCatchUp holds a NodeHealthCheck's first evaluation until the node
+// cache shows every node the API server selected for it at that moment, at
+// least as new as the API server had it. A NodeHealthCheck created a moment
+// after its nodes may be synced before the node cache shows them all.
+// Evaluated on part of its nodes, it counts too few healthy ones: a storm
+// that never was starts (and with a threshold may not end), and a
+// percentage budget is taken of the wrong total.
+type nodeCatchUp struct {
+	live  liveNodes
+	cache nodecache.Lister
+	clock clock.PassiveClock
+
+	mu sync.Mutex
+	// behind holds, by NodeHealthCheck name, the nodes that the cache did
+	// not show when its first evaluation was due.
+	behind map[string]nodesBehind
 }
 
-type catchUp struct {
+type nodesBehind struct {
 	uid types.UID
-	// behind are, by name, the nodes the cache did not show as new as this
-	// resourceVersion.
-	behind map[string]string
-	listed time.Time
+	// versions are, by name, the nodes the cache did not show as new as
+	// this resourceVersion.
+	versions map[string]string
+	listed   time.Time
 }
 
-func newCatchUps() *catchUps { return &catchUps{byName: map[string]catchUp{}} }
+func newNodeCatchUp(live liveNodes, cache nodecache.Lister, clock clock.PassiveClock) *nodeCatchUp {
+	return &nodeCatchUp{live: live, cache: cache, clock: clock, behind: map[string]nodesBehind{}}
+}
 
-// nodesCaughtUp tells whether a NodeHealthCheck may be evaluated: one that
-// has been (its status counts observed nodes) may, and so may one whose
-// nodes the cache shows as the API server did when it was first due.
-func (c *Controller) nodesCaughtUp(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, selector labels.Selector) (bool, error) {
+// CaughtUp tells whether a NodeHealthCheck may be evaluated: one that has
+// been (its status counts observed nodes) may, and so may one whose nodes
+// the cache shows as the API server did when it was first due.
+func (u *nodeCatchUp) CaughtUp(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, selector labels.Selector) (bool, error) {
 	if nhc.Status.ObservedNodes != nil {
-		c.catchUps.forget(nhc.Name)
+		u.Forget(nhc.Name)
 		return true, nil
 	}
 	if selector == nil {
 		// Evaluate reports the selector; no node is selected.
 		return true, nil
 	}
-	if c.olderThanTheCache(nhc) {
-		c.catchUps.forget(nhc.Name)
+	if u.olderThanTheCache(nhc) {
+		u.Forget(nhc.Name)
 		return true, nil
 	}
-	now := c.clock.Now()
-	c.catchUps.mu.Lock()
-	pending, ok := c.catchUps.byName[nhc.Name]
-	c.catchUps.mu.Unlock()
+	now := u.clock.Now()
+	u.mu.Lock()
+	pending, ok := u.behind[nhc.Name]
+	u.mu.Unlock()
 	if !ok || pending.uid != nhc.UID || now.Sub(pending.listed) >= catchUpRenew {
-		versions, err := c.liveNodes.Versions(ctx, selector)
+		versions, err := u.live.Versions(ctx, selector)
 		if err != nil {
 			return false, err
 		}
-		pending = catchUp{uid: nhc.UID, behind: versions, listed: now}
+		pending = nodesBehind{uid: nhc.UID, versions: versions, listed: now}
 	}
-	for name, version := range pending.behind {
-		if c.cacheShows(name, version) {
-			delete(pending.behind, name)
+	for name, version := range pending.versions {
+		if u.cacheShows(name, version) {
+			delete(pending.versions, name)
 		}
 	}
-	c.catchUps.mu.Lock()
-	defer c.catchUps.mu.Unlock()
-	if len(pending.behind) == 0 {
-		delete(c.catchUps.byName, nhc.Name)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(pending.versions) == 0 {
+		delete(u.behind, nhc.Name)
 		return true, nil
 	}
-	c.catchUps.byName[nhc.Name] = pending
+	u.behind[nhc.Name] = pending
 	return false, nil
 }
 
@@ -94,8 +103,8 @@ func (c *Controller) nodesCaughtUp(ctx context.Context, nhc *v1alpha1.NodeHealth
 // list is needed. At a start, that is every NodeHealthCheck but one
 // created in the last moments. Without it, 10 NodeHealthChecks at 10,000
 // nodes cost 29 lists of 110 MB and 2.4 s of start-up.
-func (c *Controller) olderThanTheCache(nhc *v1alpha1.NodeHealthCheck) bool {
-	started := c.liveNodes.InitialListVersion()
+func (u *nodeCatchUp) olderThanTheCache(nhc *v1alpha1.NodeHealthCheck) bool {
+	started := u.live.InitialListVersion()
 	if started == "" {
 		return false
 	}
@@ -105,8 +114,8 @@ func (c *Controller) olderThanTheCache(nhc *v1alpha1.NodeHealthCheck) bool {
 
 // cacheShows tells whether the node cache holds a node at least as new as
 // a resourceVersion.
-func (c *Controller) cacheShows(name, version string) bool {
-	current, err := c.nodeLister.CurrentVersion(name)
+func (u *nodeCatchUp) cacheShows(name, version string) bool {
+	current, err := u.cache.CurrentVersion(name)
 	if err != nil {
 		return false
 	}
@@ -115,8 +124,9 @@ func (c *Controller) cacheShows(name, version string) bool {
 	return err != nil || order >= 0
 }
 
-func (u *catchUps) forget(name string) {
+// Forget drops what is kept of a NodeHealthCheck.
+func (u *nodeCatchUp) Forget(name string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	delete(u.byName, name)
+	delete(u.behind, name)
 }

@@ -8,110 +8,144 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
-// creationCheck checks each of a sync's creates before it is sent, twice:
-// at the API server while its lease is taken, and then against the caches
-// of the moment just before the send.
-type creationCheck struct {
-	// live says why the create must not be sent after all, from the node
-	// and the NodeHealthCheck as the API server has them, or ""; an error
-	// is a check that could not be made: the create is not sent, and the
-	// sync retried.
-	live func(ctx context.Context, c health.Creation) (why string, err error)
-	// caches says why the caches no longer show the need, or "".
-	caches func(c health.Creation) string
+// recheck is one sync's recheck of each of its creates before it is
+// sent, twice: at the API server while its lease is taken, and then
+// against the caches of the moment just before the send.
+type recheck struct {
+	// atAPIServer says why the create must not be sent after all, from
+	// the node and the NodeHealthCheck as the API server has them, or "";
+	// an error is a check that could not be made: the create is not sent,
+	// and the sync retried.
+	atAPIServer func(ctx context.Context, c health.Creation) (why string, err error)
+	// inCaches says why the caches no longer show the need, or "".
+	inCaches func(c health.Creation) string
 }
 
-// confirmation returns the checks of one sync's creates, for Plan.Recheck.
-// Every create, a first remediation or an escalation step, reboots, fences,
-// powers off or deletes a machine, and a lagging or silent watch must not
-// hold it back (an overloaded API server's watches can be tens of seconds
-// behind; a paused or edited NodeHealthCheck must not remediate from its
-// old spec). The NodeHealthCheck is read at the API server once a sync, the
-// node once a create; firstNode, the node of the sync's first create, is
-// read at once, before the leases are taken.
-func (c *Controller) confirmation(ctx context.Context, name string, plan *health.Plan, firstNode string) creationCheck {
-	// Creates are checked in parallel and share one read of the
-	// NodeHealthCheck. It starts with the sync's creates, beside their
-	// leases, rather than after the first, which would wait for it. A
-	// failed read is not kept: the next create reads again. The read is
-	// one at a time, behind a channel rather than a mutex, so that a create
-	// waiting for it gives up with its context.
-	var (
-		reading = make(chan struct{}, 1)
-		liveNHC *metav1.ObjectMeta
-		nhcRead bool
-	)
-	readNHC := func(ctx context.Context) (*metav1.ObjectMeta, error) {
-		select {
-		case reading <- struct{}{}:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		defer func() { <-reading }()
-		if nhcRead {
-			return liveNHC, nil
-		}
-		live, err := c.liveNHCs.Metadata(ctx, name)
-		switch {
-		case apierrors.IsNotFound(err):
-			live = nil
-		case err != nil:
-			return nil, err
-		}
-		liveNHC, nhcRead = live, true
-		return live, nil
+// rechecker reads what a sync's creates are rechecked against
+// (Plan.Recheck). Every create, a first remediation or an escalation step,
+// reboots, fences, powers off or deletes a machine, and a lagging or silent
+// watch must not hold it back (an overloaded API server's watches can be
+// tens of seconds behind; a paused or edited NodeHealthCheck must not
+// remediate from its old spec). So the NodeHealthCheck is read at the API
+// server once a sync, and the node once a create (nodeReads).
+type rechecker struct {
+	api       *apiServer
+	liveNodes liveNodes
+	nodes     nodecache.Lister
+	nhcs      *nodeHealthChecks
+	clock     clock.PassiveClock
+}
+
+// startReads starts one sync's reads at the API server, of the
+// NodeHealthCheck and of firstNode, the node of its first create, before
+// the leases are taken, and returns the sync's recheck.
+func (r *rechecker) startReads(ctx context.Context, name string, plan *health.Plan, firstNode string) recheck {
+	nhc := newNHCRead(ctx, r.api.liveNHCs, name)
+	nodes := newNodeReads(ctx, r.liveNodes, r.nodes, firstNode)
+	return recheck{
+		atAPIServer: func(ctx context.Context, cr health.Creation) (string, error) {
+			return r.atAPIServer(ctx, plan, nhc, nodes, cr)
+		},
+		inCaches: func(cr health.Creation) string { return r.inCaches(name, plan, cr) },
 	}
-	go func() { _, _ = readNHC(ctx) }()
-	nodes := newNodeReads(ctx, c.liveNodes, c.nodeLister, firstNode)
-	live := func(ctx context.Context, cr health.Creation) (string, error) {
-		if _, err := c.writesUntil(); err != nil {
-			return "", fmt.Errorf("not acting: %w", err)
-		}
-		// The node is read beside the NodeHealthCheck, not after it: under
-		// load each read is a wait at the API server, and a create would
-		// wait for both one after the other.
-		type nodeRead struct {
-			node *nodeview.Node
-			err  error
-		}
-		nodeDone := make(chan nodeRead, 1)
-		go func() {
-			node, err := nodes.read(ctx, cr.Node)
-			nodeDone <- nodeRead{node: node, err: err}
-		}()
-		liveNHC, nhcErr := readNHC(ctx)
-		read := <-nodeDone
-		if nhcErr != nil {
-			return "", nhcErr
-		}
-		node := read.node
-		switch {
-		case apierrors.IsNotFound(read.err):
-			node = nil
-		case read.err != nil:
-			return "", read.err
-		}
-		why := plan.Recheck(liveNHC, node, cr, c.clock.Now())
-		klog.FromContext(ctx).V(4).Info("Node confirmed at the API server", "node", klog.KRef("", cr.Node), "withdrawn", why)
-		return why, nil
+}
+
+// atAPIServer rechecks a create with its node and the NodeHealthCheck as
+// the API server has them. The node is read beside the NodeHealthCheck, not
+// after it: under load each read is a wait at the API server, and a create
+// would wait for both one after the other.
+func (r *rechecker) atAPIServer(ctx context.Context, plan *health.Plan, nhc *nhcRead, nodes *nodeReads, cr health.Creation) (string, error) {
+	if _, err := r.api.writesUntil(); err != nil {
+		return "", fmt.Errorf("not acting: %w", err)
 	}
-	caches := func(cr health.Creation) string {
-		var nhc *metav1.ObjectMeta
-		if cached, err := c.nhcLister.Get(name); err == nil {
-			nhc = &c.latest(cached).ObjectMeta
-		}
-		node, err := c.nodeLister.Get(cr.Node)
-		if err != nil {
-			node = nil
-		}
-		return plan.Recheck(nhc, node, cr, c.clock.Now())
+	type nodeRead struct {
+		node *nodeview.Node
+		err  error
 	}
-	return creationCheck{live: live, caches: caches}
+	nodeDone := make(chan nodeRead, 1)
+	go func() {
+		node, err := nodes.read(ctx, cr.Node)
+		nodeDone <- nodeRead{node: node, err: err}
+	}()
+	liveNHC, nhcErr := nhc.get(ctx)
+	read := <-nodeDone
+	if nhcErr != nil {
+		return "", nhcErr
+	}
+	node := read.node
+	switch {
+	case apierrors.IsNotFound(read.err):
+		node = nil
+	case read.err != nil:
+		return "", read.err
+	}
+	why := plan.Recheck(liveNHC, node, cr, r.clock.Now())
+	klog.FromContext(ctx).V(4).Info("Node confirmed at the API server", "node", klog.KRef("", cr.Node), "withdrawn", why)
+	return why, nil
+}
+
+// inCaches rechecks a create with its node and the NodeHealthCheck as the
+// caches show them now.
+func (r *rechecker) inCaches(name string, plan *health.Plan, cr health.Creation) string {
+	var nhc *metav1.ObjectMeta
+	if _, cached, err := r.nhcs.Get(name); err == nil {
+		nhc = &cached.ObjectMeta
+	}
+	node, err := r.nodes.Get(cr.Node)
+	if err != nil {
+		node = nil
+	}
+	return plan.Recheck(nhc, node, cr, r.clock.Now())
+}
+
+// nhcRead is the one read of a NodeHealthCheck at the API server that a
+// sync's creates share, checked in parallel. It starts with the sync's
+// creates, beside their leases, rather than after the first, which would
+// wait for it. A failed read is not kept: the next create reads again. The
+// read is one at a time, behind a channel rather than a mutex, so that a
+// create waiting for it gives up with its context.
+type nhcRead struct {
+	live    liveNHCs
+	name    string
+	reading chan struct{}
+	meta    *metav1.ObjectMeta
+	read    bool
+}
+
+func newNHCRead(ctx context.Context, live liveNHCs, name string) *nhcRead {
+	r := &nhcRead{live: live, name: name, reading: make(chan struct{}, 1)}
+	go func() { _, _ = r.get(ctx) }()
+	return r
+}
+
+// get returns the NodeHealthCheck's metadata, nil when it is gone,
+// reading it unless a read succeeded.
+func (r *nhcRead) get(ctx context.Context) (*metav1.ObjectMeta, error) {
+	select {
+	case r.reading <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-r.reading }()
+	if r.read {
+		return r.meta, nil
+	}
+	live, err := r.live.Metadata(ctx, r.name)
+	switch {
+	case apierrors.IsNotFound(err):
+		live = nil
+	case err != nil:
+		return nil, err
+	}
+	r.meta, r.read = live, true
+	return live, nil
 }
 
 // nodeReads reads the nodes of one sync's creates as the API server has

@@ -6,13 +6,10 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -21,7 +18,6 @@ import (
 	"k8s.io/utils/clock"
 
 	remediationclient "github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned/typed/remediation/v1alpha1"
-	nhclisters "github.com/nodehealthcheck/nhc-controller/pkg/generated/listers/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 )
 
@@ -67,70 +63,52 @@ const maxCreationsPerSync = 300
 // syncTimeout bounds the API calls of one sync.
 const syncTimeout = time.Minute
 
-// Controller runs NodeHealthChecks.
+// Controller runs NodeHealthChecks. What makes a sync fast at scale and
+// in a storm stands each in a small type of its own, a field below.
 type Controller struct {
-	// nhcLister reads NodeHealthChecks from the shared informer's cache.
-	nhcLister nhclisters.NodeHealthCheckLister
-	// nhcIndexer finds NodeHealthChecks by the templates they reference.
-	nhcIndexer cache.Indexer
-	// nhcSynced tells whether the NodeHealthCheck cache has synced.
-	nhcSynced cache.InformerSynced
-	// nodeLister reads nodes from the shared informer's cache, as health.Nodes.
-	nodeLister nodecache.Lister
-	// nodeSynced tells whether the node cache has synced.
-	nodeSynced cache.InformerSynced
-	// liveNodes lists nodes at the API server, for a NodeHealthCheck's
-	// first evaluation (catchup.go).
-	liveNodes liveNodes
-	// catchUps are the nodes the cache must show before a NodeHealthCheck's
-	// first evaluation.
-	catchUps *catchUps
+	// queue holds the names of the NodeHealthChecks to sync, which the
+	// handlers enqueue (handlers.go).
+	queue    workqueue.TypedRateLimitingInterface[string]
+	handlers *handlers
+	// nhcSynced and nodeSynced tell whether the NodeHealthCheck and node
+	// caches have synced.
+	nhcSynced, nodeSynced cache.InformerSynced
 
-	// observer keeps the remediation kinds watched and reads them; writer
-	// writes remediation resources; leases takes node leases, nil when the
-	// controller takes none.
+	// nhcs are the NodeHealthChecks as syncs read and write them: the
+	// informer's, shadowed by this controller's own last status write
+	// until the informer shows it, and with the status a sync deferred to
+	// the next (status.go).
+	nhcs *nodeHealthChecks
+	// nodeLister reads nodes from the shared informer's cache.
+	nodeLister nodecache.Lister
+	// selectors are the parsed selectors of all NodeHealthChecks
+	// (selectors.go).
+	selectors *selectorCache
+	// members is the index of the nodes each NodeHealthCheck selects
+	// (membership.go).
+	members *membership
+	// catchUp holds a NodeHealthCheck's first evaluation until the node
+	// cache shows the nodes the API server selects for it (catchup.go).
+	catchUp *nodeCatchUp
+	// observer keeps the remediation kinds watched and reads them.
 	observer remediationObserver
-	writer   remediationWriter
-	leases   nodeLeases
-	// statuses writes NodeHealthCheck statuses.
-	statuses statusWriter
-	// liveNHCs reads NodeHealthChecks at the API server, to confirm a
-	// create against the spec as it is, whatever the watch lags.
-	liveNHCs liveNHCs
-	// recorder records events on NodeHealthChecks.
-	recorder record.EventRecorder
+
+	// api is what a sync sends past the caches (injection.go).
+	api *apiServer
+	// actor carries out a plan: its creates fanned out (creates.go), each
+	// rechecked just before it is sent (confirm.go).
+	actor *actor
+	// events records events on NodeHealthChecks.
+	events *eventRecorder
 	// metrics are the Prometheus metrics; nil records none.
 	metrics *Metrics
 	// clock is the time every decision is made at.
 	clock clock.Clock
-	// yield holds back deletes while creates are in flight; nil: none.
-	yield *Yield
 	// statusBytes bounds a status's unhealthyNodes (health.Input.StatusBytes).
 	statusBytes int
-
-	// queue holds the names of the NodeHealthChecks to sync.
-	queue workqueue.TypedRateLimitingInterface[string]
-	// selectors are the parsed selectors of all NodeHealthChecks, for
-	// routing node events.
-	selectors *selectorCache
-	// members are the nodes each NodeHealthCheck selects, kept by the node
-	// handlers, so that a sync does not match every node of the cluster.
-	members *membership
-	// written holds the NodeHealthChecks as this controller last wrote them,
-	// for syncs that run before the informer shows the write.
-	written sync.Map
-	// unwritten holds, by name, the status a sync left to the next sync of
-	// its NodeHealthCheck (status.go).
-	unwritten sync.Map
-	// skips remembers which lasting events were recorded, to record each once.
-	skips *skipMemory
 	// pacing is told which NodeHealthChecks have a node that is not
 	// healthy; while one has, the node cache reads updates as they arrive.
 	pacing nodePacing
-	// writesUntil says until when this replica may write (zero: no end),
-	// or why it may not write now: with leader election, whether and how
-	// long it can show that it still holds the lease.
-	writesUntil func() (time.Time, error)
 }
 
 // Config is what a controller works with, each seam of one role.
@@ -176,64 +154,47 @@ type Config struct {
 // New returns a controller: the one construction path, for the binary and
 // the tests alike (which hand it fakes of the seams, injection.go).
 func New(ctx context.Context, cfg Config) (*Controller, error) {
-	logger := klog.FromContext(ctx)
-	nodeInformer, nhcInformer := cfg.Nodes, cfg.NodeHealthChecks
+	nhcLister, nodeLister := cfg.NodeHealthChecks.Lister(), cfg.Nodes.Lister()
+	api := &apiServer{
+		writer: cfg.Writer, leases: cfg.Leases,
+		statuses: clientNHCs{client: cfg.Client}, liveNHCs: clientNHCs{client: cfg.Client},
+		writesUntil: cfg.WritesUntil,
+	}
+	if api.writesUntil == nil {
+		api.writesUntil = func() (time.Time, error) { return time.Time{}, nil }
+	}
+	nhcs := newNodeHealthChecks(nhcLister, api)
 	c := &Controller{
-		nhcLister:   nhcInformer.Lister(),
-		nhcIndexer:  nhcInformer.Informer().GetIndexer(),
-		nhcSynced:   nhcInformer.Informer().HasSynced,
-		nodeLister:  nodeInformer.Lister(),
-		nodeSynced:  nodeInformer.Informer().HasSynced,
-		liveNodes:   nodeInformer,
-		catchUps:    newCatchUps(),
-		observer:    cfg.Observer,
-		writer:      cfg.Writer,
-		leases:      cfg.Leases,
-		statuses:    clientNHCs{client: cfg.Client},
-		liveNHCs:    clientNHCs{client: cfg.Client},
-		recorder:    cfg.Recorder,
-		metrics:     cfg.Metrics,
-		clock:       cfg.Clock,
-		yield:       cfg.Yield,
-		statusBytes: cfg.StatusBytes,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			retryLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: QueueName, Clock: cfg.Clock},
 		),
-		selectors:   newSelectorCache(),
-		members:     newMembership(),
-		skips:       newSkipMemory(),
-		pacing:      nodeInformer,
-		writesUntil: cfg.WritesUntil,
+		nhcSynced:   cfg.NodeHealthChecks.Informer().HasSynced,
+		nodeSynced:  cfg.Nodes.Informer().HasSynced,
+		nhcs:        nhcs,
+		nodeLister:  nodeLister,
+		selectors:   newSelectorCache(nhcLister),
+		members:     newMembership(nodeLister),
+		catchUp:     newNodeCatchUp(cfg.Nodes, nodeLister, cfg.Clock),
+		observer:    cfg.Observer,
+		api:         api,
+		events:      newEventRecorder(cfg.Recorder),
+		metrics:     cfg.Metrics,
+		clock:       cfg.Clock,
+		statusBytes: cfg.StatusBytes,
+		pacing:      cfg.Nodes,
 	}
-	if c.writesUntil == nil {
-		c.writesUntil = func() (time.Time, error) { return time.Time{}, nil }
+	c.actor = &actor{
+		api: api, yield: cfg.Yield,
+		creates:  &createFanOut{api: api, yield: cfg.Yield},
+		rechecks: &rechecker{api: api, liveNodes: cfg.Nodes, nodes: nodeLister, nhcs: nhcs, clock: cfg.Clock},
 	}
-	if err := nhcInformer.Informer().AddIndexers(cache.Indexers{templateIndex: indexByTemplate}); err != nil {
-		return nil, fmt.Errorf("adding the template index: %w", err)
+	c.handlers = &handlers{
+		queue: c.queue, byTemplate: cfg.NodeHealthChecks.Informer().GetIndexer(),
+		nodes: nodeLister, selectors: c.selectors, members: c.members,
 	}
-	if _, err := nhcInformer.Informer().AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.addNHC(logger, obj) },
-		UpdateFunc: func(oldObj, newObj any) { c.updateNHC(logger, oldObj, newObj) },
-		DeleteFunc: func(obj any) { c.deleteNHC(logger, obj) },
-	}, cache.HandlerOptions{Logger: &logger}); err != nil {
+	if err := c.handlers.register(klog.FromContext(ctx), cfg); err != nil {
 		return nil, err
-	}
-	if _, err := nodeInformer.Informer().AddEventHandlerWithOptions(cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc:    func(obj any, isInInitialList bool) { c.addNode(obj, isInInitialList) },
-		UpdateFunc: func(oldObj, newObj any) { c.updateNode(logger, oldObj, newObj) },
-		DeleteFunc: func(obj any) { c.deleteNode(logger, obj) },
-	}, cache.HandlerOptions{Logger: &logger}); err != nil {
-		return nil, err
-	}
-	cfg.Changes.AddChangeHandler(func(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool, confirmed []string) {
-		c.remediationChanged(logger, gvr, obj, deleted, confirmed)
-	})
-	cfg.Changes.AddKindChangeHandler(func(gvr schema.GroupVersionResource, users []string) { c.kindChanged(logger, gvr, users) })
-	if cfg.LeaseChanges != nil {
-		if err := cfg.LeaseChanges.AddChangeHandler(func(node string, own bool, holders ...string) { c.leaseChanged(logger, node, own, holders) }); err != nil {
-			return nil, fmt.Errorf("adding the node lease handler: %w", err)
-		}
 	}
 	return c, nil
 }
@@ -298,14 +259,13 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	return true
 }
 
-// nhcGone forgets what the controller kept about a deleted NodeHealthCheck.
-func (c *Controller) nhcGone(name string) {
+// forget forgets what the controller kept about a deleted NodeHealthCheck.
+func (c *Controller) forget(name string) {
 	c.pacing.ReadAtOnceFrom(name, time.Time{})
-	c.catchUps.forget(name)
+	c.catchUp.Forget(name)
 	c.observer.Forget(name)
-	c.members.forget(name)
-	c.written.Delete(name)
-	c.unwritten.Delete(name)
-	c.skips.forget(name)
+	c.members.Forget(name)
+	c.nhcs.Forget(name)
+	c.events.forget(name)
 	c.metrics.forget(name)
 }

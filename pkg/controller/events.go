@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
@@ -13,12 +14,25 @@ import (
 // eventPrefix starts every event message, as upstream's do.
 const eventPrefix = "[remediation] "
 
-// recordEvents records the plan's transitions and the outcome's actions as
-// events on the NodeHealthCheck, and logs them.
-func (c *Controller) recordEvents(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, p *health.Plan, out *health.Outcome) {
+// eventRecorder records a sync's events on its NodeHealthCheck, and logs
+// them.
+type eventRecorder struct {
+	recorder record.EventRecorder
+	mu       sync.Mutex
+	// lasting holds, per NodeHealthCheck, the keys of the lasting events
+	// its last sync showed: each is recorded once while it lasts.
+	lasting map[string]map[string]bool
+}
+
+func newEventRecorder(recorder record.EventRecorder) *eventRecorder {
+	return &eventRecorder{recorder: recorder, lasting: map[string]map[string]bool{}}
+}
+
+// record records the plan's transitions and the outcome's actions.
+func (r *eventRecorder) record(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, p *health.Plan, out *health.Outcome) {
 	logger := klog.FromContext(ctx)
 	for _, e := range p.Events {
-		c.event(nhc, e)
+		r.event(nhc, e)
 		if e.Reason == health.EventDetectedUnhealthy {
 			logger.V(2).Info("Node detected unhealthy", "node", klog.KRef("", e.Node), "message", e.Message)
 		} else {
@@ -26,7 +40,7 @@ func (c *Controller) recordEvents(ctx context.Context, nhc *v1alpha1.NodeHealthC
 		}
 	}
 	for _, e := range out.Events() {
-		c.event(nhc, e)
+		r.event(nhc, e)
 	}
 	for _, created := range out.Created {
 		logger.Info("Created remediation", "node", klog.KRef("", created.Node), "kind", created.Resource.Kind,
@@ -40,49 +54,39 @@ func (c *Controller) recordEvents(ctx context.Context, nhc *v1alpha1.NodeHealthC
 	}
 }
 
-// recordLastingEvents records the skip reasons and warnings that appeared:
-// they last, and each is recorded once while it lasts.
-func (c *Controller) recordLastingEvents(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, p *health.Plan, out *health.Outcome) {
+// recordLasting records the skip reasons and warnings that appeared since
+// the last sync: they last, and each is recorded once while it lasts.
+func (r *eventRecorder) recordLasting(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, p *health.Plan, out *health.Outcome) {
 	logger := klog.FromContext(ctx)
-	for _, e := range c.skips.appeared(nhc.Name, p.LastingEvents(out)) {
-		c.event(nhc, e)
+	for _, e := range r.appeared(nhc.Name, p.LastingEvents(out)) {
+		r.event(nhc, e)
 		logger.V(2).Info("Remediation held back or warned", "reason", e.Reason, "node", e.Node, "message", e.Message)
 	}
 }
 
-func (c *Controller) event(nhc *v1alpha1.NodeHealthCheck, e health.Event) {
-	c.recorder.Event(nhc, e.Type, e.Reason, eventPrefix+e.Message)
+func (r *eventRecorder) event(nhc *v1alpha1.NodeHealthCheck, e health.Event) {
+	r.recorder.Event(nhc, e.Type, e.Reason, eventPrefix+e.Message)
 }
 
-// skipMemory remembers, per NodeHealthCheck, which lasting events were recorded.
-type skipMemory struct {
-	mu     sync.Mutex
-	active map[string]map[string]bool
-}
-
-func newSkipMemory() *skipMemory {
-	return &skipMemory{active: map[string]map[string]bool{}}
-}
-
-// appeared returns the events that were not active at the last sync, and
-// remembers the current ones.
-func (s *skipMemory) appeared(nhc string, current map[string]health.Event) []health.Event {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// appeared returns the lasting events that the last sync did not show, and
+// keeps the current ones.
+func (r *eventRecorder) appeared(nhc string, current map[string]health.Event) []health.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	var appeared []health.Event
-	active := make(map[string]bool, len(current))
+	lasting := make(map[string]bool, len(current))
 	for key, e := range current {
-		if !s.active[nhc][key] {
+		if !r.lasting[nhc][key] {
 			appeared = append(appeared, e)
 		}
-		active[key] = true
+		lasting[key] = true
 	}
-	s.active[nhc] = active
+	r.lasting[nhc] = lasting
 	return appeared
 }
 
-func (s *skipMemory) forget(nhc string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.active, nhc)
+func (r *eventRecorder) forget(nhc string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.lasting, nhc)
 }

@@ -210,9 +210,9 @@ func newSyncFixture(t testing.TB, nhc *v1alpha1.NodeHealthCheck, nodes ...*corev
 	t.Cleanup(f.c.queue.ShutDown)
 	// As cronjob's tests replace its job control: the status writes are
 	// recorded instead of sent.
-	f.c.statuses = f.statuses
+	f.c.api.statuses = f.statuses
 	f.liveNHCs = &fakeLiveNHCs{nhcs: f.nhcs}
-	f.c.liveNHCs = f.liveNHCs
+	f.c.api.liveNHCs = f.liveNHCs
 	if nhc != nil {
 		f.setNHC(t, nhc)
 	}
@@ -258,21 +258,21 @@ func (f *syncFixture) setNode(t testing.TB, node *corev1.Node) {
 		t.Fatal(err)
 	}
 	// As the node handlers do.
-	f.c.members.update(cached.Name, cached)
+	f.c.members.Update(cached.Name, cached)
 }
 
 // takeLeases makes the controller take node leases, with beforeAcquire
 // run before each: the cluster changing while a sync takes them.
 func (f *syncFixture) takeLeases(beforeAcquire func()) *fakeLeases {
 	leases := &fakeLeases{beforeAcquire: beforeAcquire}
-	f.c.leases = leases
+	f.c.api.leases = leases
 	f.remediations.seen.Leases = &health.Leases{ByNode: map[string]health.NodeLease{}, Duration: time.Hour}
 	return leases
 }
 
 // guardWrites bounds the controller's writes, as leader election does.
 func (f *syncFixture) guardWrites(writesUntil func() (time.Time, error)) {
-	f.c.writesUntil = writesUntil
+	f.c.api.writesUntil = writesUntil
 }
 
 func (f *syncFixture) sync() (time.Duration, error) {

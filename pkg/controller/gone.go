@@ -22,7 +22,7 @@ const logReleasedLeft = "Released the node lease of a deleted NodeHealthCheck"
 // resources is not known yet, or it keeps a lease on a node still busy, it
 // is tried again.
 func (c *Controller) releaseLeasesLeft(ctx context.Context, name string) (time.Duration, error) {
-	if c.leases == nil {
+	if c.api.leases == nil {
 		return 0, nil
 	}
 	// The kinds that may hold its resources are looked at once after a
@@ -30,7 +30,7 @@ func (c *Controller) releaseLeasesLeft(ctx context.Context, name string) (time.D
 	// no informer showed are looked up as a sync's are: with no
 	// NodeHealthCheck left to sync, nothing else would, and they hold its
 	// nodes.
-	c.writer.LookUpLapsed(ctx)
+	c.api.writer.LookUpLapsed(ctx)
 	c.watchEveryKind(ctx)
 	left, err := c.observer.WatchLeft(name)
 	if err != nil {
@@ -55,12 +55,12 @@ func (c *Controller) releaseLeasesLeft(ctx context.Context, name string) (time.D
 	if len(nodes) == 0 {
 		return requeueAfter, nil
 	}
-	actCtx, cancel, err := c.writeContext(ctx)
+	actCtx, cancel, err := c.api.writesUntil.context(ctx)
 	if err != nil {
 		return 0, err
 	}
 	defer cancel()
-	errs := inParallel(actCtx, len(nodes), func(i int) error { return c.leases.Release(actCtx, nodes[i], holder) })
+	errs := inParallel(actCtx, len(nodes), func(i int) error { return c.api.leases.Release(actCtx, nodes[i], holder) })
 	logger := klog.FromContext(ctx)
 	for i, err := range errs {
 		if err != nil {

@@ -1,19 +1,68 @@
 package controller
 
 import (
+	"fmt"
 	"slices"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
+
+// handlers hear of the informers' changes and enqueue the
+// NodeHealthChecks whose decision a change may alter: which change wakes
+// which NodeHealthCheck. They do nothing else, but keep the membership
+// index current for the node changes they hear of.
+type handlers struct {
+	queue workqueue.TypedRateLimitingInterface[string]
+	// byTemplate finds NodeHealthChecks by the templates they reference.
+	byTemplate cache.Indexer
+	nodes      nodecache.Lister
+	selectors  *selectorCache
+	members    *membership
+}
+
+// register adds the handlers to the informers and to the remediation
+// resources' and node leases' changes, and the template index to the
+// NodeHealthCheck informer.
+func (h *handlers) register(logger klog.Logger, cfg Config) error {
+	if err := cfg.NodeHealthChecks.Informer().AddIndexers(cache.Indexers{templateIndex: indexByTemplate}); err != nil {
+		return fmt.Errorf("adding the template index: %w", err)
+	}
+	if _, err := cfg.NodeHealthChecks.Informer().AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { h.addNHC(logger, obj) },
+		UpdateFunc: func(oldObj, newObj any) { h.updateNHC(logger, oldObj, newObj) },
+		DeleteFunc: func(obj any) { h.deleteNHC(logger, obj) },
+	}, cache.HandlerOptions{Logger: &logger}); err != nil {
+		return err
+	}
+	if _, err := cfg.Nodes.Informer().AddEventHandlerWithOptions(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    func(obj any, isInInitialList bool) { h.addNode(obj, isInInitialList) },
+		UpdateFunc: func(oldObj, newObj any) { h.updateNode(logger, oldObj, newObj) },
+		DeleteFunc: func(obj any) { h.deleteNode(logger, obj) },
+	}, cache.HandlerOptions{Logger: &logger}); err != nil {
+		return err
+	}
+	cfg.Changes.AddChangeHandler(func(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool, confirmed []string) {
+		h.remediationChanged(logger, gvr, obj, deleted, confirmed)
+	})
+	cfg.Changes.AddKindChangeHandler(func(gvr schema.GroupVersionResource, users []string) { h.kindChanged(logger, gvr, users) })
+	if cfg.LeaseChanges != nil {
+		if err := cfg.LeaseChanges.AddChangeHandler(func(node string, own bool, holders ...string) { h.leaseChanged(logger, node, own, holders) }); err != nil {
+			return fmt.Errorf("adding the node lease handler: %w", err)
+		}
+	}
+	return nil
+}
 
 // templateIndex keys NodeHealthChecks by the templates they reference.
 const templateIndex = "template"
@@ -44,11 +93,11 @@ func indexByTemplate(obj any) ([]string, error) {
 
 // addNHC enqueues every NodeHealthCheck: the new one may share nodes with
 // any of them.
-func (c *Controller) addNHC(logger klog.Logger, obj any) {
+func (h *handlers) addNHC(logger klog.Logger, obj any) {
 	if nhc, ok := obj.(*v1alpha1.NodeHealthCheck); ok {
 		logger.V(6).Info("NodeHealthCheck added", "nodeHealthCheck", klog.KObj(nhc))
-		c.queue.Add(nhc.Name)
-		c.enqueueOthers(nhc.Name)
+		h.queue.Add(nhc.Name)
+		h.enqueueOthers(nhc.Name)
 	}
 }
 
@@ -59,7 +108,7 @@ func (c *Controller) addNHC(logger klog.Logger, obj any) {
 // resumed, being deleted), may hand shared nodes over or take them back: it
 // and those that may share its nodes are enqueued; so are they when a
 // status write lets go of a node it held on its record.
-func (c *Controller) updateNHC(logger klog.Logger, oldObj, newObj any) {
+func (h *handlers) updateNHC(logger klog.Logger, oldObj, newObj any) {
 	old, ok1 := oldObj.(*v1alpha1.NodeHealthCheck)
 	updated, ok2 := newObj.(*v1alpha1.NodeHealthCheck)
 	if !ok1 || !ok2 {
@@ -68,38 +117,38 @@ func (c *Controller) updateNHC(logger klog.Logger, oldObj, newObj any) {
 	if old.UID != updated.UID {
 		// Deleted and created again while the watch missed both: a new
 		// object, whatever its generation says.
-		c.addNHC(logger, updated)
+		h.addNHC(logger, updated)
 		return
 	}
 	if old.Generation != updated.Generation {
 		logger.V(6).Info("NodeHealthCheck spec changed", "nodeHealthCheck", klog.KObj(updated), "generation", updated.Generation)
-		c.queue.Add(updated.Name)
+		h.queue.Add(updated.Name)
 		if !apiequality.Semantic.DeepEqual(old.Spec.Selector, updated.Spec.Selector) {
-			c.enqueueOthers(updated.Name)
+			h.enqueueOthers(updated.Name)
 			return
 		}
 	}
 	if health.CannotAct(old) != health.CannotAct(updated) {
 		logger.V(6).Info("NodeHealthCheck can act or no longer", "nodeHealthCheck", klog.KObj(updated), "cannotAct", health.CannotAct(updated))
-		c.queue.Add(updated.Name)
-		c.enqueueSharing(updated)
+		h.queue.Add(updated.Name)
+		h.enqueueSharing(updated)
 	}
 	if released := releasedOnRecord(old, updated); len(released) > 0 {
 		logger.V(6).Info("NodeHealthCheck no longer holds nodes on its record", "nodeHealthCheck", klog.KObj(updated), "nodes", released)
-		if c.anyMayBeControlPlane(released) {
+		if h.anyMayBeControlPlane(released) {
 			// It held back every control-plane node.
-			c.enqueueOthers(updated.Name)
+			h.enqueueOthers(updated.Name)
 			return
 		}
-		c.enqueueSelectingNodes([]string{updated.Name}, released...)
+		h.enqueueSelectingNodes([]string{updated.Name}, released...)
 	}
 }
 
 // anyMayBeControlPlane tells whether any of the nodes is a control-plane
 // node in the node cache, or is gone and may have been one.
-func (c *Controller) anyMayBeControlPlane(nodes []string) bool {
+func (h *handlers) anyMayBeControlPlane(nodes []string) bool {
 	for _, name := range nodes {
-		n, err := c.nodeLister.Get(name)
+		n, err := h.nodes.Get(name)
 		if err != nil || v1alpha1.IsControlPlane(n.Labels) {
 			return true
 		}
@@ -134,24 +183,32 @@ func dropped(before, after []string) []string {
 	return slices.DeleteFunc(before, func(node string) bool { return kept[node] })
 }
 
-func (c *Controller) deleteNHC(logger klog.Logger, obj any) {
+func (h *handlers) deleteNHC(logger klog.Logger, obj any) {
 	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tombstone.Obj
 	}
 	if nhc, ok := obj.(*v1alpha1.NodeHealthCheck); ok {
 		logger.V(6).Info("NodeHealthCheck deleted", "nodeHealthCheck", klog.KObj(nhc))
-		c.queue.Add(nhc.Name)
-		c.enqueueOthers(nhc.Name)
+		h.queue.Add(nhc.Name)
+		h.enqueueOthers(nhc.Name)
+	}
+}
+
+// enqueueSharing enqueues the NodeHealthChecks that may share nodes with
+// one: who remediates a shared node may have changed.
+func (h *handlers) enqueueSharing(nhc *v1alpha1.NodeHealthCheck) {
+	for _, peer := range h.selectors.get().peersOf(nhc) {
+		h.queue.Add(peer.Name)
 	}
 }
 
 // enqueueOthers enqueues every NodeHealthCheck but one, whose selector
 // appeared, changed or went: the overlaps of any of them may have changed.
 // Such changes are rare; a node event wakes only the selecting ones.
-func (c *Controller) enqueueOthers(name string) {
-	for _, s := range c.selectors.get(c.nhcLister).entries {
+func (h *handlers) enqueueOthers(name string) {
+	for _, s := range h.selectors.get().entries {
 		if s.name != name {
-			c.queue.Add(s.name)
+			h.queue.Add(s.name)
 		}
 	}
 }
@@ -161,11 +218,11 @@ func (c *Controller) enqueueOthers(name string) {
 // the initial list wake nobody: every NodeHealthCheck's first sync, after
 // the node cache has synced, sees them all, and thousands of them would
 // each sync their NodeHealthCheck again.
-func (c *Controller) addNode(obj any, isInInitialList bool) {
+func (h *handlers) addNode(obj any, isInInitialList bool) {
 	if node, ok := obj.(*nodeview.Node); ok {
-		c.members.update(node.Name, node)
+		h.members.Update(node.Name, node)
 		if !isInInitialList {
-			c.enqueueSelecting(node.Labels)
+			h.enqueueSelecting(node.Labels)
 		}
 	}
 }
@@ -173,65 +230,65 @@ func (c *Controller) addNode(obj any, isInInitialList bool) {
 // updateNode enqueues the NodeHealthChecks that select the node before or
 // after the update, when the update can change a decision: the one a label
 // change takes the node from hears of it too.
-func (c *Controller) updateNode(logger klog.Logger, oldObj, newObj any) {
+func (h *handlers) updateNode(logger klog.Logger, oldObj, newObj any) {
 	old, ok1 := oldObj.(*nodeview.Node)
 	updated, ok2 := newObj.(*nodeview.Node)
 	if !ok1 || !ok2 || old.ResourceVersion == updated.ResourceVersion {
 		return
 	}
-	if !nodeview.Matters(old, updated, func() map[string]bool { return c.selectors.get(c.nhcLister).keys }) {
+	if !nodeview.Matters(old, updated, func() map[string]bool { return h.selectors.get().keys }) {
 		return
 	}
 	// Membership follows the labels selectors use, which nodeview.Matters
 	// looks at: a heartbeat compares no labels twice.
 	if !old.Labels.Equal(updated.Labels) {
-		c.members.update(updated.Name, updated)
+		h.members.Update(updated.Name, updated)
 	}
 	logger.V(6).Info("Node changed", "node", klog.KObj(updated))
-	c.enqueueSelecting(old.Labels, updated.Labels)
+	h.enqueueSelecting(old.Labels, updated.Labels)
 }
 
-func (c *Controller) deleteNode(logger klog.Logger, obj any) {
+func (h *handlers) deleteNode(logger klog.Logger, obj any) {
 	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tombstone.Obj
 	}
 	if node, ok := obj.(*nodeview.Node); ok {
 		logger.V(6).Info("Node deleted", "node", klog.KObj(node))
-		c.members.update(node.Name, nil)
-		c.enqueueSelecting(node.Labels)
+		h.members.Update(node.Name, nil)
+		h.enqueueSelecting(node.Labels)
 	}
 }
 
 // enqueueSelecting enqueues the NodeHealthChecks whose selector matches any
 // of the label sets.
-func (c *Controller) enqueueSelecting(labelSets ...nodeview.Labels) {
-	c.enqueueSelectingBut(nil, labelSets...)
+func (h *handlers) enqueueSelecting(labelSets ...nodeview.Labels) {
+	h.enqueueSelectingBut(nil, labelSets...)
 }
 
 // enqueueSelectingNodes enqueues the NodeHealthChecks but those named that
 // select any of the nodes, by their labels in the node cache.
-func (c *Controller) enqueueSelectingNodes(but []string, nodes ...string) {
+func (h *handlers) enqueueSelectingNodes(but []string, nodes ...string) {
 	var labelSets []nodeview.Labels
 	for _, name := range nodes {
-		if n, err := c.nodeLister.Get(name); err == nil {
+		if n, err := h.nodes.Get(name); err == nil {
 			labelSets = append(labelSets, n.Labels)
 		}
 	}
 	if len(labelSets) > 0 {
-		c.enqueueSelectingBut(but, labelSets...)
+		h.enqueueSelectingBut(but, labelSets...)
 	}
 }
 
 // enqueueSelectingBut enqueues the NodeHealthChecks but those named whose
 // selector matches any of the label sets.
-func (c *Controller) enqueueSelectingBut(but []string, labelSets ...nodeview.Labels) {
-	for _, s := range c.selectors.get(c.nhcLister).entries {
+func (h *handlers) enqueueSelectingBut(but []string, labelSets ...nodeview.Labels) {
+	for _, s := range h.selectors.get().entries {
 		if slices.Contains(but, s.name) {
 			continue
 		}
 		for _, l := range labelSets {
 			if s.selector.Matches(l) {
-				c.queue.Add(s.name)
+				h.queue.Add(s.name)
 				break
 			}
 		}
@@ -246,29 +303,29 @@ func (c *Controller) enqueueSelectingBut(but []string, labelSets ...nodeview.Lab
 // NodeHealthChecks that reference a template. A NodeHealthCheck whose own
 // create the change confirms is not woken: the sync that sent it recorded
 // it, and requeues itself for anything left.
-func (c *Controller) remediationChanged(logger klog.Logger, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool, confirmed []string) {
+func (h *handlers) remediationChanged(logger klog.Logger, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool, confirmed []string) {
 	for _, owner := range resource.OwnerNames(obj) {
 		if slices.Contains(confirmed, owner) {
 			continue
 		}
 		logger.V(6).Info("Remediation resource changed", "resource", gvr, "object", klog.KObj(obj), "deleted", deleted, "nodeHealthCheck", klog.KRef("", owner))
-		c.queue.Add(owner)
+		h.queue.Add(owner)
 	}
 	if resource.ForControlPlaneNode(obj) {
-		for _, s := range c.selectors.get(c.nhcLister).entries {
+		for _, s := range h.selectors.get().entries {
 			if !slices.Contains(confirmed, s.name) {
-				c.queue.Add(s.name)
+				h.queue.Add(s.name)
 			}
 		}
 	} else {
-		c.enqueueSelectingNodes(confirmed, resource.TargetNode(obj))
+		h.enqueueSelectingNodes(confirmed, resource.TargetNode(obj))
 	}
 	key := templateIndexKey(gvr.Group, obj.GetKind(), obj.GetNamespace(), obj.GetName())
-	referencing, _ := c.nhcIndexer.ByIndex(templateIndex, key)
+	referencing, _ := h.byTemplate.ByIndex(templateIndex, key)
 	for _, o := range referencing {
 		if nhc, ok := o.(*v1alpha1.NodeHealthCheck); ok {
 			logger.V(6).Info("Template changed", "resource", gvr, "object", klog.KObj(obj), "nodeHealthCheck", klog.KObj(nhc))
-			c.queue.Add(nhc.Name)
+			h.queue.Add(nhc.Name)
 		}
 	}
 }
@@ -277,16 +334,16 @@ func (c *Controller) remediationChanged(logger klog.Logger, gvr schema.GroupVers
 // NodeHealthChecks that use it read changed, and a control-plane
 // remediation of it may hold back the control-plane nodes of any. A retry
 // that failed as before concerns its users alone (users not nil).
-func (c *Controller) kindChanged(logger klog.Logger, gvr schema.GroupVersionResource, users []string) {
+func (h *handlers) kindChanged(logger klog.Logger, gvr schema.GroupVersionResource, users []string) {
 	if users != nil {
 		logger.V(4).Info("Remediation kind failed again", "resource", gvr, "nodeHealthChecks", users)
 		for _, nhc := range users {
-			c.queue.Add(nhc)
+			h.queue.Add(nhc)
 		}
 		return
 	}
 	logger.V(4).Info("Remediation kind synced or failed", "resource", gvr)
-	c.enqueueOthers("")
+	h.enqueueOthers("")
 }
 
 // leaseChanged hears of a node lease that was taken, released or changed
@@ -294,7 +351,7 @@ func (c *Controller) kindChanged(logger klog.Logger, gvr schema.GroupVersionReso
 // a NodeHealthCheck that held it may have to release it. A lease this
 // process took wakes not the NodeHealthCheck it took it for: that sync
 // records the outcome, and requeues itself for anything left.
-func (c *Controller) leaseChanged(logger klog.Logger, node string, own bool, holders []string) {
+func (h *handlers) leaseChanged(logger klog.Logger, node string, own bool, holders []string) {
 	logger.V(6).Info("Node lease changed", "node", klog.KRef("", node), "own", own, "holders", holders)
 	var taker []string
 	if own && len(holders) > 0 {
@@ -304,8 +361,8 @@ func (c *Controller) leaseChanged(logger klog.Logger, node string, own bool, hol
 	}
 	for _, holder := range holders {
 		if nhc, ok := health.LeaseHolderNHC(holder); ok && !slices.Contains(taker, nhc) {
-			c.queue.Add(nhc)
+			h.queue.Add(nhc)
 		}
 	}
-	c.enqueueSelectingNodes(taker, node)
+	h.enqueueSelectingNodes(taker, node)
 }

@@ -113,12 +113,12 @@ func TestNodeEventsEnqueueTheSelectingNodeHealthChecks(t *testing.T) {
 			c := newTestController(t, selectingNHC("workers", "worker"), selectingNHC("infra", "infra"))
 			switch {
 			case tc.deleted:
-				c.deleteNode(klog.Background(), nodeview.Of(tc.old, nil))
+				c.handlers.deleteNode(klog.Background(), nodeview.Of(tc.old, nil))
 			default:
 				updated := tc.old.DeepCopy()
 				updated.ResourceVersion = "2"
 				tc.change(updated)
-				c.updateNode(klog.Background(), nodeview.Of(tc.old, nil), nodeview.Of(updated, nil))
+				c.handlers.updateNode(klog.Background(), nodeview.Of(tc.old, nil), nodeview.Of(updated, nil))
 			}
 			assert.Equal(t, tc.want, queued(c))
 		})
@@ -128,20 +128,20 @@ func TestNodeEventsEnqueueTheSelectingNodeHealthChecks(t *testing.T) {
 func TestNodeHealthCheckEventsEnqueueSpecChangesOnly(t *testing.T) {
 	c := newTestController(t)
 	nhc := selectingNHC("workers", "worker")
-	c.addNHC(klog.Background(), nhc)
+	c.handlers.addNHC(klog.Background(), nhc)
 	assert.Equal(t, []string{"workers"}, queued(c))
 
 	statusOnly := nhc.DeepCopy()
 	statusOnly.Status.Phase = v1alpha1.PhaseRemediating
-	c.updateNHC(klog.Background(), nhc, statusOnly)
+	c.handlers.updateNHC(klog.Background(), nhc, statusOnly)
 	assert.Empty(t, queued(c), "status writes, ours included, need no sync")
 
 	specChange := nhc.DeepCopy()
 	specChange.Generation = 2
-	c.updateNHC(klog.Background(), nhc, specChange)
+	c.handlers.updateNHC(klog.Background(), nhc, specChange)
 	assert.Equal(t, []string{"workers"}, queued(c))
 
-	c.deleteNHC(klog.Background(), nhc)
+	c.handlers.deleteNHC(klog.Background(), nhc)
 	assert.Equal(t, []string{"workers"}, queued(c))
 }
 
@@ -156,7 +156,7 @@ func TestANodeHealthCheckCreatedAgainUnderItsNameIsSynced(t *testing.T) {
 	old.UID, old.Generation = "old", 1
 	again := selectingNHC("workers", "infra")
 	again.UID, again.Generation = "new", 1
-	c.updateNHC(klog.Background(), old, again)
+	c.handlers.updateNHC(klog.Background(), old, again)
 	assert.Equal(t, []string{"infra", "workers"}, queued(c))
 }
 
@@ -166,20 +166,20 @@ func TestRemediatorEventsEnqueueOwnersAndTemplateUsers(t *testing.T) {
 	owned.SetName("worker-1")
 	owned.SetNamespace("snr")
 	owned.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "remediation.medik8s.io/v1alpha1", Kind: "NodeHealthCheck", Name: "infra", UID: "x"}})
-	c.remediationChanged(klog.Background(), snrResource, owned, false, nil)
+	c.handlers.remediationChanged(klog.Background(), snrResource, owned, false, nil)
 	assert.Equal(t, []string{"infra"}, queued(c), "a remediation resource wakes its owner")
-	c.remediationChanged(klog.Background(), snrResource, owned, false, []string{"infra"})
+	c.handlers.remediationChanged(klog.Background(), snrResource, owned, false, []string{"infra"})
 	assert.Empty(t, queued(c), "but not when it confirms the owner's own create: that sync recorded it")
 
 	template := &unstructured.Unstructured{Object: map[string]any{"apiVersion": snrTemplate.APIVersion, "kind": snrTemplate.Kind}}
 	template.SetName(snrTemplate.Name)
 	template.SetNamespace(snrTemplate.Namespace)
-	c.remediationChanged(klog.Background(), schema.GroupVersionResource{Group: "self-node-remediation.medik8s.io", Version: "v1alpha1", Resource: "selfnoderemediationtemplates"}, template, true, nil)
+	c.handlers.remediationChanged(klog.Background(), schema.GroupVersionResource{Group: "self-node-remediation.medik8s.io", Version: "v1alpha1", Resource: "selfnoderemediationtemplates"}, template, true, nil)
 	assert.Equal(t, []string{"infra", "workers"}, queued(c), "a template wakes every NodeHealthCheck that references it")
 
 	other := template.DeepCopy()
 	other.SetName("manual")
-	c.remediationChanged(klog.Background(), schema.GroupVersionResource{Group: "self-node-remediation.medik8s.io", Version: "v1alpha1", Resource: "selfnoderemediationtemplates"}, other, false, nil)
+	c.handlers.remediationChanged(klog.Background(), schema.GroupVersionResource{Group: "self-node-remediation.medik8s.io", Version: "v1alpha1", Resource: "selfnoderemediationtemplates"}, other, false, nil)
 	assert.Empty(t, queued(c), "another template wakes nobody")
 }
 
@@ -194,14 +194,14 @@ func TestAClusterScopedTemplateWakesTheNodeHealthChecksThatReferenceIt(t *testin
 	template := &unstructured.Unstructured{Object: map[string]any{"apiVersion": fence.APIVersion, "kind": fence.Kind}}
 	template.SetName(fence.Name)
 	resource := schema.GroupVersionResource{Group: "fence-agents-remediation.medik8s.io", Version: "v1alpha1", Resource: "fenceagentsremediationtemplates"}
-	c.remediationChanged(klog.Background(), resource, template, false, nil)
+	c.handlers.remediationChanged(klog.Background(), resource, template, false, nil)
 	assert.Equal(t, []string{"fencing"}, queued(c))
 }
 
 func TestARemediationResourceWakesTheNodeHealthChecksItHeldBack(t *testing.T) {
 	c := newTestController(t, selectingNHC("workers", "worker"), selectingNHC("infra", "infra"))
 	nodes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	c.nodeLister = nodecache.NewLister(nodes)
+	c.handlers.nodes = nodecache.NewLister(nodes)
 	worker := nodeWithRole("worker")
 	worker.Name = "worker-1"
 	require.NoError(t, nodes.Add(nodeview.Of(worker, nil)))
@@ -210,25 +210,25 @@ func TestARemediationResourceWakesTheNodeHealthChecksItHeldBack(t *testing.T) {
 	theirs := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "self-node-remediation.medik8s.io/v1alpha1", "kind": "SelfNodeRemediation"}}
 	theirs.SetName("worker-1")
 	theirs.SetNamespace("snr")
-	c.remediationChanged(klog.Background(), snrResource, theirs, true, nil)
+	c.handlers.remediationChanged(klog.Background(), snrResource, theirs, true, nil)
 	assert.Equal(t, []string{"workers"}, queued(c), "the NodeHealthCheck that selects its node")
 
 	// A node lease: its holders and the NodeHealthChecks that select the
 	// node, but not the one this process took it for.
-	c.leaseChanged(klog.Background(), "worker-1", false, []string{"NodeHealthCheck-infra"})
+	c.handlers.leaseChanged(klog.Background(), "worker-1", false, []string{"NodeHealthCheck-infra"})
 	assert.Equal(t, []string{"infra", "workers"}, queued(c), "a lease someone took wakes its holder and those that select the node")
-	c.leaseChanged(klog.Background(), "worker-1", true, []string{"NodeHealthCheck-workers"})
+	c.handlers.leaseChanged(klog.Background(), "worker-1", true, []string{"NodeHealthCheck-workers"})
 	assert.Empty(t, queued(c), "a lease this process took for workers: its sync records the outcome")
-	c.leaseChanged(klog.Background(), "worker-1", true, []string{"NodeHealthCheck-infra", "NodeHealthCheck-workers"})
+	c.handlers.leaseChanged(klog.Background(), "worker-1", true, []string{"NodeHealthCheck-infra", "NodeHealthCheck-workers"})
 	assert.Equal(t, []string{"infra"}, queued(c), "taken over from infra: infra hears of it")
 
 	// A control-plane remediation going frees every control-plane node.
 	controlPlane := theirs.DeepCopy()
 	controlPlane.SetName("master-0")
 	controlPlane.SetLabels(map[string]string{v1alpha1.ControlPlaneNodeLabel: ""})
-	c.remediationChanged(klog.Background(), snrResource, controlPlane, true, nil)
+	c.handlers.remediationChanged(klog.Background(), snrResource, controlPlane, true, nil)
 	assert.Equal(t, []string{"infra", "workers"}, queued(c))
-	c.remediationChanged(klog.Background(), snrResource, controlPlane, false, []string{"workers"})
+	c.handlers.remediationChanged(klog.Background(), snrResource, controlPlane, false, []string{"workers"})
 	assert.Equal(t, []string{"infra"}, queued(c), "a control-plane remediation workers created itself wakes the others")
 }
 
@@ -242,30 +242,30 @@ func TestAStatusThatLetsGoOfASharedNodeWakesTheOthers(t *testing.T) {
 	holding.Status.UnhealthyNodes = []*v1alpha1.UnhealthyNode{{Name: "worker-1", Remediations: []*v1alpha1.Remediation{{Started: metav1.Now()}}}}
 	c := newTestController(t, holding, other, selectingNHC("infra", "infra"))
 	nodes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	c.nodeLister = nodecache.NewLister(nodes)
+	c.handlers.nodes = nodecache.NewLister(nodes)
 	worker := nodeWithRole("worker")
 	require.NoError(t, nodes.Add(nodeview.Of(worker, nil)))
 
 	counted := holding.DeepCopy()
 	counted.Status.ObservedNodes = ptr.To[int32](2)
-	c.updateNHC(klog.Background(), holding, counted)
+	c.handlers.updateNHC(klog.Background(), holding, counted)
 	assert.Empty(t, queued(c), "still held")
 
 	recovered := holding.DeepCopy()
 	recovered.Status.UnhealthyNodes[0].ConditionsHealthyTimestamp = ptr.To(metav1.Now())
-	c.updateNHC(klog.Background(), holding, recovered)
+	c.handlers.updateNHC(klog.Background(), holding, recovered)
 	assert.Equal(t, []string{"old"}, queued(c), "the node is let go")
 
 	gone := holding.DeepCopy()
 	gone.Status.UnhealthyNodes = nil
-	c.updateNHC(klog.Background(), holding, gone)
+	c.handlers.updateNHC(klog.Background(), holding, gone)
 	assert.Equal(t, []string{"old"}, queued(c), "the entry is gone")
 
 	// Relabelled, the node is no longer the holder's: the one that selects
 	// it now wakes, though the two selectors share no node.
 	relabelled := nodeWithRole("infra")
 	require.NoError(t, nodes.Update(nodeview.Of(relabelled, nil)))
-	c.updateNHC(klog.Background(), holding, gone)
+	c.handlers.updateNHC(klog.Background(), holding, gone)
 	assert.Equal(t, []string{"infra"}, queued(c), "the one that selects the node now")
 }
 
@@ -280,7 +280,7 @@ func TestAStatusThatDropsARecordedControlPlaneRemediationWakesEveryOther(t *test
 	disabled.Status.UnhealthyNodes = []*v1alpha1.UnhealthyNode{{Name: "master-1", Remediations: []*v1alpha1.Remediation{{Started: metav1.Now()}}}}
 	c := newTestController(t, disabled, selectingNHC("masters", "master"), selectingNHC("workers", "worker"))
 	nodes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	c.nodeLister = nodecache.NewLister(nodes)
+	c.handlers.nodes = nodecache.NewLister(nodes)
 	master := nodeWithRole("master")
 	master.Name = "master-1"
 	master.Labels[v1alpha1.ControlPlaneRoleLabel] = ""
@@ -288,11 +288,11 @@ func TestAStatusThatDropsARecordedControlPlaneRemediationWakesEveryOther(t *test
 
 	dropped := disabled.DeepCopy()
 	dropped.Status.UnhealthyNodes[0].Remediations = nil
-	c.updateNHC(klog.Background(), disabled, dropped)
+	c.handlers.updateNHC(klog.Background(), disabled, dropped)
 	assert.Equal(t, []string{"masters", "workers"}, queued(c), "a control-plane node let go of wakes every other NodeHealthCheck")
 
 	master.Labels = map[string]string{"role": "master"}
 	require.NoError(t, nodes.Update(nodeview.Of(master, nil)))
-	c.updateNHC(klog.Background(), disabled, dropped)
+	c.handlers.updateNHC(klog.Background(), disabled, dropped)
 	assert.Equal(t, []string{"masters"}, queued(c), "a worker let go of wakes those that select it")
 }

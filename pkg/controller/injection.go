@@ -23,6 +23,38 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
 )
 
+// apiServer is what a sync sends to the API server past its caches, one
+// seam a role, and the window its writes must land in. The parts of a sync
+// that send share the one value.
+type apiServer struct {
+	writer remediationWriter
+	// leases takes node leases; nil when the controller takes none.
+	leases   nodeLeases
+	statuses statusWriter
+	liveNHCs liveNHCs
+	// writesUntil bounds every write (Config.WritesUntil).
+	writesUntil writesUntil
+}
+
+// writesUntil says until when this replica may write (zero: no end), or
+// why it may not write now.
+type writesUntil func() (time.Time, error)
+
+// context is ctx, ending when this replica may no longer write (the client
+// tells the API server, so that a write sent never lands later), or why it
+// may not write now.
+func (w writesUntil) context(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	until, err := w()
+	switch {
+	case err != nil:
+		return nil, nil, fmt.Errorf("not acting: %w", err)
+	case until.IsZero():
+		return ctx, func() {}, nil
+	}
+	ctx, cancel := context.WithDeadline(ctx, until)
+	return ctx, cancel, nil
+}
+
 // remediationObserver keeps the kinds of NodeHealthChecks' templates and
 // remediation resources watched, and reads them from the caches:
 // *remediation.Observer, or a fake in tests.

@@ -9,12 +9,14 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
-// membership keeps, per NodeHealthCheck, the nodes its selector matches, so
-// that a sync reads its own nodes instead of matching every node of the
-// cluster. The node handlers keep it current; a set is built from the node
-// cache the first time a selector is asked for.
+// membership is an index of the nodes each NodeHealthCheck's selector
+// matches, so that a sync reads its own nodes instead of matching every
+// node of the cluster against its selector. The node handlers keep it
+// current; a set is built from the node cache the first time a selector is
+// asked for.
 type membership struct {
-	mu sync.Mutex
+	cache nodecache.Lister
+	mu    sync.Mutex
 	// byNHC holds each NodeHealthCheck's set, with the selector it was built for.
 	byNHC map[string]*memberSet
 }
@@ -30,24 +32,24 @@ type memberSet struct {
 	nodes map[string]nodeview.Labels
 }
 
-func newMembership() *membership {
-	return &membership{byNHC: map[string]*memberSet{}}
+func newMembership(cache nodecache.Lister) *membership {
+	return &membership{cache: cache, byNHC: map[string]*memberSet{}}
 }
 
-// nodes returns the nodes a NodeHealthCheck's selector matches, as the cache
+// Nodes returns the nodes a NodeHealthCheck's selector matches, as the cache
 // has them now. A member whose labels are not the ones it was matched with
 // is matched again, so a label change whose event has not
 // reached the handlers yet never makes a node selected that is not.
-func (m *membership) nodes(nhc string, selector labels.Selector, lister nodecache.Lister) ([]*nodeview.Node, error) {
+func (m *membership) Nodes(nhc string, selector labels.Selector) ([]*nodeview.Node, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	set, err := m.set(nhc, selector, lister)
+	set, err := m.set(nhc, selector)
 	if err != nil {
 		return nil, err
 	}
 	nodes := make([]*nodeview.Node, 0, len(set.nodes))
 	for name, matched := range set.nodes {
-		node, err := lister.Get(name)
+		node, err := m.cache.Get(name)
 		if err != nil {
 			continue
 		}
@@ -67,12 +69,12 @@ func (m *membership) nodes(nhc string, selector labels.Selector, lister nodecach
 // new. Building and the handlers' updates hold the same lock, and the cache
 // changes before its handlers run, so a set never misses a change: built
 // before an update, the update fixes it; built after, it reads the change.
-func (m *membership) set(nhc string, selector labels.Selector, lister nodecache.Lister) (*memberSet, error) {
+func (m *membership) set(nhc string, selector labels.Selector) (*memberSet, error) {
 	set, ok := m.byNHC[nhc]
 	if ok && set.key == selector.String() {
 		return set, nil
 	}
-	matching, err := lister.List(selector)
+	matching, err := m.cache.List(selector)
 	if err != nil {
 		return nil, err
 	}
@@ -84,10 +86,10 @@ func (m *membership) set(nhc string, selector labels.Selector, lister nodecache.
 	return set, nil
 }
 
-// update places a node, the object the cache holds, in the sets whose
+// Update places a node, the object the cache holds, in the sets whose
 // selector matches its labels, and takes it out of the others; a nil node
 // takes it out of all, for a deleted node.
-func (m *membership) update(name string, node *nodeview.Node) {
+func (m *membership) Update(name string, node *nodeview.Node) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, set := range m.byNHC {
@@ -99,8 +101,8 @@ func (m *membership) update(name string, node *nodeview.Node) {
 	}
 }
 
-// forget drops a deleted NodeHealthCheck's set.
-func (m *membership) forget(nhc string) {
+// Forget drops a deleted NodeHealthCheck's set.
+func (m *membership) Forget(nhc string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.byNHC, nhc)

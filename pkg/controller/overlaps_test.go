@@ -210,20 +210,20 @@ func TestANodeHealthCheckThatCanNoLongerActWakesItsPeers(t *testing.T) {
 	c := newTestController(t, workers, older, infra)
 	disabled := older.DeepCopy()
 	disabled.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionDisabled, Status: metav1.ConditionTrue}}
-	c.updateNHC(klog.Background(), older, disabled)
+	c.handlers.updateNHC(klog.Background(), older, disabled)
 	assert.Equal(t, []string{"older", "workers"}, queued(c), "a status write that disables it")
 
-	c.updateNHC(klog.Background(), disabled, older)
+	c.handlers.updateNHC(klog.Background(), disabled, older)
 	assert.Equal(t, []string{"older", "workers"}, queued(c), "and one that enables it again: it may take a node back")
 
 	deleting := older.DeepCopy()
 	deleting.DeletionTimestamp = ptr.To(metav1.NewTime(t0.Time))
-	c.updateNHC(klog.Background(), older, deleting)
+	c.handlers.updateNHC(klog.Background(), older, deleting)
 	assert.Equal(t, []string{"older", "workers"}, queued(c), "being deleted")
 
 	written := older.DeepCopy()
 	written.Status.ObservedNodes = ptr.To[int32](3)
-	c.updateNHC(klog.Background(), older, written)
+	c.handlers.updateNHC(klog.Background(), older, written)
 	assert.Empty(t, queued(c), "another status write wakes nobody")
 }
 
@@ -231,33 +231,33 @@ func TestOverlapsWakeEveryNodeHealthCheck(t *testing.T) {
 	workers, infra := selectingNHC("workers", "worker"), selectingNHC("infra", "infra")
 	c := newTestController(t, workers, infra)
 	added := selectingNHC("new", "worker")
-	require.NoError(t, c.nhcIndexer.Add(added))
-	c.addNHC(klog.Background(), added)
+	require.NoError(t, c.handlers.byTemplate.Add(added))
+	c.handlers.addNHC(klog.Background(), added)
 	assert.Equal(t, []string{"infra", "new", "workers"}, queued(c))
 
 	moved := added.DeepCopy()
 	moved.Generation = 2
 	moved.Spec.Selector.MatchLabels["role"] = "infra"
-	c.updateNHC(klog.Background(), added, moved)
+	c.handlers.updateNHC(klog.Background(), added, moved)
 	assert.Equal(t, []string{"infra", "new", "workers"}, queued(c), "a new selector")
 
 	paused := moved.DeepCopy()
 	paused.Generation = 3
 	paused.Spec.PauseRequests = []string{"upgrade"}
 	// The informer stores the object before it calls the handlers.
-	require.NoError(t, c.nhcIndexer.Update(paused))
-	c.updateNHC(klog.Background(), moved, paused)
+	require.NoError(t, c.handlers.byTemplate.Update(paused))
+	c.handlers.updateNHC(klog.Background(), moved, paused)
 	assert.Equal(t, []string{"infra", "new"}, queued(c), "a pause wakes itself and those that may share its nodes")
 
 	edited := paused.DeepCopy()
 	edited.Generation = 4
 	edited.Spec.HealthyDelay = &metav1.Duration{Duration: time.Minute}
-	require.NoError(t, c.nhcIndexer.Update(edited))
-	c.updateNHC(klog.Background(), paused, edited)
+	require.NoError(t, c.handlers.byTemplate.Update(edited))
+	c.handlers.updateNHC(klog.Background(), paused, edited)
 	assert.Equal(t, []string{"new"}, queued(c), "another spec change wakes itself only")
 
-	require.NoError(t, c.nhcIndexer.Delete(paused))
-	c.deleteNHC(klog.Background(), paused)
+	require.NoError(t, c.handlers.byTemplate.Delete(paused))
+	c.handlers.deleteNHC(klog.Background(), paused)
 	assert.Equal(t, []string{"infra", "new", "workers"}, queued(c))
 }
 
@@ -302,7 +302,7 @@ func BenchmarkClaims(b *testing.B) {
 				}
 			}
 			c := newTestController(b, nhcs...)
-			src := claimsSource{cacheSource: &cacheSource{c: c, others: c.otherNHCs(nhcs[0])}, nodes: nodes}
+			src := claimsSource{cacheSource: &cacheSource{c: c, others: c.nhcs.Others(nhcs[0])}, nodes: nodes}
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {

@@ -15,6 +15,7 @@ import (
 // selectorCache keeps the parsed selectors of all NodeHealthChecks, rebuilt
 // when one changes, so that node events and syncs do not parse selectors.
 type selectorCache struct {
+	nhcs    nhclisters.NodeHealthCheckLister
 	mu      sync.Mutex
 	version map[types.UID]int64
 	current selectors
@@ -40,12 +41,13 @@ type selectorEntry struct {
 	conditions []v1alpha1.UnhealthyCondition
 }
 
-func newSelectorCache() *selectorCache {
-	return &selectorCache{version: map[types.UID]int64{}}
+func newSelectorCache(nhcs nhclisters.NodeHealthCheckLister) *selectorCache {
+	return &selectorCache{nhcs: nhcs, version: map[types.UID]int64{}}
 }
 
-func (s *selectorCache) get(lister nhclisters.NodeHealthCheckLister) selectors {
-	nhcs, _ := lister.List(labels.Everything())
+// get returns the selectors of the NodeHealthChecks the cache has now.
+func (s *selectorCache) get() selectors {
+	nhcs, _ := s.nhcs.List(labels.Everything())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.unchanged(nhcs) {
@@ -118,12 +120,4 @@ func (s *selectorCache) unchanged(nhcs []*v1alpha1.NodeHealthCheck) bool {
 		}
 	}
 	return true
-}
-
-// enqueueSharing enqueues the NodeHealthChecks that may share nodes with
-// one: who remediates a shared node may have changed.
-func (c *Controller) enqueueSharing(nhc *v1alpha1.NodeHealthCheck) {
-	for _, peer := range c.selectors.get(c.nhcLister).peersOf(nhc) {
-		c.queue.Add(peer.Name)
-	}
 }

@@ -27,9 +27,9 @@ type cacheSource struct {
 // informers have not shown in time are looked up first, so that the
 // ledger read is current.
 func (c *Controller) watch(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (*cacheSource, error) {
-	c.writer.LookUpLapsed(ctx)
+	c.api.writer.LookUpLapsed(ctx)
 	c.watchEveryKind(ctx)
-	others := c.otherNHCs(nhc)
+	others := c.nhcs.Others(nhc)
 	watched, err := c.observer.Watch(ctx, nhc, others)
 	if err != nil {
 		return nil, fmt.Errorf("watching remediation kinds: %w", err)
@@ -42,7 +42,7 @@ func (s *cacheSource) Others(*v1alpha1.NodeHealthCheck) []*v1alpha1.NodeHealthCh
 }
 
 func (s *cacheSource) Peers(nhc *v1alpha1.NodeHealthCheck) []health.SelectingPeer {
-	return s.c.selectors.get(s.c.nhcLister).peersOf(nhc)
+	return s.c.selectors.get().peersOf(nhc)
 }
 
 // Remediations reads the caches alone.
@@ -53,14 +53,14 @@ func (s *cacheSource) Remediations(_ context.Context, nhc *v1alpha1.NodeHealthCh
 // Selected reads the nodes from the membership index once the node cache
 // shows them as the API server does (catchup.go).
 func (s *cacheSource) Selected(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, selector labels.Selector) ([]*nodeview.Node, bool, error) {
-	caughtUp, err := s.c.nodesCaughtUp(ctx, nhc, selector)
+	caughtUp, err := s.c.catchUp.CaughtUp(ctx, nhc, selector)
 	if err != nil {
 		return nil, false, fmt.Errorf("listing the selected nodes at the API server: %w", err)
 	}
 	if !caughtUp {
 		return nil, false, nil
 	}
-	nodes, err := s.c.members.nodes(nhc.Name, selector, s.c.nodeLister)
+	nodes, err := s.c.members.Nodes(nhc.Name, selector)
 	if err != nil {
 		return nil, false, fmt.Errorf("listing the selected nodes: %w", err)
 	}
@@ -69,19 +69,4 @@ func (s *cacheSource) Selected(ctx context.Context, nhc *v1alpha1.NodeHealthChec
 
 func (s *cacheSource) Node(name string) (*nodeview.Node, error) {
 	return s.c.nodeLister.Get(name)
-}
-
-// otherNHCs lists the NodeHealthChecks but nhc, as syncs see them.
-func (c *Controller) otherNHCs(nhc *v1alpha1.NodeHealthCheck) []*v1alpha1.NodeHealthCheck {
-	all, err := c.nhcLister.List(labels.Everything())
-	if err != nil {
-		return nil
-	}
-	others := make([]*v1alpha1.NodeHealthCheck, 0, len(all))
-	for _, other := range all {
-		if other.UID != nhc.UID {
-			others = append(others, c.latest(other))
-		}
-	}
-	return others
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
@@ -32,17 +31,15 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	ctx = klog.NewContext(ctx, logger)
 	started := c.clock.Now()
 
-	nhc, err := c.nhcLister.Get(name)
+	stored, nhc, err := c.nhcs.Get(name)
 	if apierrors.IsNotFound(err) {
 		logger.V(2).Info("NodeHealthCheck is gone; forgetting it")
-		c.nhcGone(name)
+		c.forget(name)
 		return c.releaseLeasesLeft(ctx, name)
 	}
 	if err != nil {
 		return 0, err
 	}
-	stored := c.stored(nhc)
-	nhc = c.withUnwritten(stored)
 	if why, bad := unreadable(nhc); bad {
 		return 0, c.reportUnreadable(ctx, nhc, why)
 	}
@@ -73,26 +70,26 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	}
 
 	// Act.
-	actCtx, cancel, err := c.writeContext(ctx)
+	actCtx, cancel, err := c.api.writesUntil.context(ctx)
 	if err != nil {
 		return 0, err
 	}
-	out := c.act(actCtx, nhc, &plan, src.watched)
+	out := c.actor.carryOut(actCtx, nhc, &plan, src.watched)
 	cancel()
 
 	// Record.
 	status := health.Status(in, &plan, &out)
 	if in.ResourcesUnknown {
-		_, statusErr := c.recordStatus(ctx, stored, status, false)
-		c.recordEvents(ctx, nhc, &plan, &out)
+		_, statusErr := c.nhcs.RecordStatus(ctx, stored, status, false)
+		c.events.record(ctx, nhc, &plan, &out)
 		c.metrics.setDisabled(name, true)
 		logger.V(2).Info("Cannot evaluate", "reason", plan.Problem.Reason, "message", plan.Problem.Message)
 		return health.Sooner(problemRequeue, g.RefreshAfter), statusErr
 	}
-	requeueAfter := c.requeueAfter(&plan, &out, g.RefreshAfter, in.CreatesHeld)
-	written, statusErr := c.recordStatus(ctx, stored, status, leavesStatus(stored, &status, &out, requeueAfter))
-	c.recordEvents(ctx, nhc, &plan, &out)
-	c.recordLastingEvents(ctx, nhc, &plan, &out)
+	requeueAfter := requeueDelay(&plan, &out, g.RefreshAfter, in.CreatesHeld, c.clock.Now())
+	written, statusErr := c.nhcs.RecordStatus(ctx, stored, status, leavesStatus(stored, &status, &out, requeueAfter))
+	c.events.record(ctx, nhc, &plan, &out)
+	c.events.recordLasting(ctx, nhc, &plan, &out)
 	c.metrics.record(stored, &plan, &out, status, written, in.Now)
 
 	logVerdicts(logger, &plan)
@@ -108,25 +105,25 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 // control-plane remediation starts (remediation.Observer.WatchAll), and no
 // lease of a deleted NodeHealthCheck is released (WatchLeft).
 func (c *Controller) watchEveryKind(ctx context.Context) {
-	if err := c.observer.WatchAll(ctx, c.readableNHCs); err != nil {
+	if err := c.observer.WatchAll(ctx, c.nhcs.Readable); err != nil {
 		klog.FromContext(ctx).V(2).Info(logCannotWatchEveryKind, "err", err)
 	}
 }
 
-// requeueAfter is how soon the plan can change without any object
-// changing: at once for the rest of the work, else the next deadline, a
-// retry of what was blocked, held or not confirmed, or a read's refresh
-// (refreshAfter).
+// requeueDelay is how soon after now the plan can change without any
+// object changing: at once for the rest of the work, else the next
+// deadline, a retry of what was blocked, held or not confirmed, or a read's
+// refresh (refreshAfter).
 // Held creates wait for a status write that failed, or for this
 // controller's writes to show; the events of both usually come first.
-func (c *Controller) requeueAfter(plan *health.Plan, out *health.Outcome, refreshAfter time.Duration, held bool) time.Duration {
+func requeueDelay(plan *health.Plan, out *health.Outcome, refreshAfter time.Duration, held bool, now time.Time) time.Duration {
 	var requeueAfter time.Duration
 	switch {
 	case (plan.Deferred > 0 && !held) || len(out.Withdrawn) > 0:
 		// The rest of the work, from a fresh snapshot.
 		requeueAfter = time.Millisecond
 	case !plan.NextDeadline.IsZero():
-		requeueAfter = max(plan.NextDeadline.Sub(c.clock.Now()), time.Millisecond)
+		requeueAfter = max(plan.NextDeadline.Sub(now), time.Millisecond)
 	}
 	if len(out.Blocked) > 0 {
 		requeueAfter = health.Sooner(requeueAfter, health.WaitRetry)
@@ -138,21 +135,6 @@ func (c *Controller) requeueAfter(plan *health.Plan, out *health.Outcome, refres
 	return health.Sooner(requeueAfter, refreshAfter)
 }
 
-// writeContext is ctx, ending when this replica may no longer write (the
-// client tells the API server, so that a write sent never lands later), or
-// why it may not write now.
-func (c *Controller) writeContext(ctx context.Context) (context.Context, context.CancelFunc, error) {
-	until, err := c.writesUntil()
-	switch {
-	case err != nil:
-		return nil, nil, fmt.Errorf("not acting: %w", err)
-	case until.IsZero():
-		return ctx, func() {}, nil
-	}
-	ctx, cancel := context.WithDeadline(ctx, until)
-	return ctx, cancel, nil
-}
-
 // reportUnreadable disables a NodeHealthCheck that the API server stored but
 // that cannot be decoded, on that object alone: nothing else is known of it,
 // so nothing is done for its nodes, and the others go on.
@@ -162,35 +144,13 @@ func (c *Controller) reportUnreadable(ctx context.Context, nhc *v1alpha1.NodeHea
 	}}
 	plan := health.Evaluate(in)
 	status := health.Status(in, &plan, &health.Outcome{})
-	c.unwritten.Delete(nhc.Name)
-	ctx, cancel, err := c.writeContext(ctx)
-	if err != nil {
+	if err := c.nhcs.PatchUnreadable(ctx, nhc, status); err != nil {
 		return err
 	}
-	defer cancel()
-	if err := c.statuses.PatchStatus(ctx, nhc.Name, nhc.ResourceVersion, status); err != nil {
-		return fmt.Errorf("writing the status: %w", err)
-	}
-	c.recordEvents(ctx, nhc, &plan, &health.Outcome{})
+	c.events.record(ctx, nhc, &plan, &health.Outcome{})
 	c.metrics.setDisabled(nhc.Name, true)
 	klog.FromContext(ctx).V(2).Info("Cannot read the stored NodeHealthCheck", "error", why)
 	return nil
-}
-
-// readableNHCs lists the NodeHealthChecks that can be read, as syncs see them.
-func (c *Controller) readableNHCs() ([]*v1alpha1.NodeHealthCheck, error) {
-	all, err := c.nhcLister.List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	readable := make([]*v1alpha1.NodeHealthCheck, 0, len(all))
-	for _, nhc := range all {
-		nhc = c.latest(nhc)
-		if _, bad := unreadable(nhc); !bad {
-			readable = append(readable, nhc)
-		}
-	}
-	return readable, nil
 }
 
 // logVerdicts logs the verdict of every node that is not healthy, at level 4.

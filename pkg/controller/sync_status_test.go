@@ -222,5 +222,5 @@ func TestSyncReportsAnUnreadableNodeHealthCheckOnItsOwn(t *testing.T) {
 	assert.Contains(t, c.Message, `invalid duration "9999999h"`)
 	assert.Equal(t, int64(2), status.ObservedGeneration)
 	assert.Len(t, withReason(f.events(), health.EventDisabled), 1)
-	assert.Empty(t, f.c.selectors.get(f.c.nhcLister).entries, "its selector is unknown: node events do not wake it")
+	assert.Empty(t, f.c.selectors.get().entries, "its selector is unknown: node events do not wake it")
 }
