@@ -35,9 +35,9 @@ const logCreateUnseen = "Created remediation not shown by its informer yet; its 
 func (w *Writer) LookUpLapsed(ctx context.Context) {
 	for _, l := range w.ledger.Lapsed() {
 		switch {
-		case !l.Shown && w.unseen(ctx, l.Resource, l.Namespace, l.Name, l.NHC):
+		case !l.Shown && w.mayExistUnshown(ctx, l.Resource, l.Namespace, l.Name, l.NHC):
 			klog.FromContext(ctx).V(2).Info(logCreateUnseen, "nodeHealthCheck", l.NHC, "node", l.Node, "resource", l.Resource, "name", l.Name)
-		case l.ControlPlane && w.unseen(ctx, l.Resource, l.Namespace, l.Name, ""):
+		case l.ControlPlane && w.mayExistUnshown(ctx, l.Resource, l.Namespace, l.Name, ""):
 			w.ledger.KeepSlot(l)
 		default:
 			w.ledger.Drop(l)
@@ -45,17 +45,18 @@ func (w *Writer) LookUpLapsed(ctx context.Context) {
 	}
 }
 
-// unseen tells whether a resource may exist at the API server, owned by the
-// NodeHealthCheck owner names unless it is empty, without its informer
-// showing it: found and not in the cache, or not known (any error but 404).
-func (w *Writer) unseen(ctx context.Context, gvr schema.GroupVersionResource, namespace, name, owner string) bool {
+// mayExistUnshown tells whether a resource may exist at the API server,
+// owned by the NodeHealthCheck owner names unless it is empty, without its
+// informer showing it: found and not in the cache, or not known (any error
+// but 404).
+func (w *Writer) mayExistUnshown(ctx context.Context, gvr schema.GroupVersionResource, namespace, name, owner string) bool {
 	obj, err := w.client.get(ctx, gvr, namespace, name)
 	switch {
 	case apierrors.IsNotFound(err), err == nil && owner != "" && !slices.Contains(resource.OwnerNames(obj), owner):
 		return false
 	case apierrors.IsForbidden(err) && !w.templates.served(ctx, gvr):
 		// Uninstalled with its role: its resources went with its CRD,
-		// and counting them unseen would hold their nodes, or the
+		// and counting them as there would hold their nodes, or the
 		// control-plane slot, for good.
 		return false
 	case err == nil:

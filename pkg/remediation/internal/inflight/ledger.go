@@ -318,16 +318,16 @@ func (f *Ledger) Lapsed() []Lapsed {
 func (f *Ledger) KeepSlot(l Lapsed) {
 	slot := l.write
 	slot.shown = true
-	f.lookedUp(l, &slot)
+	f.endLookup(l, &slot)
 }
 
 // Drop ends a lapsed create's lookup that found it gone, unless the
 // informers settled it meanwhile.
-func (f *Ledger) Drop(l Lapsed) { f.lookedUp(l, nil) }
+func (f *Ledger) Drop(l Lapsed) { f.endLookup(l, nil) }
 
-// lookedUp ends a lapsed create's lookup: it is held on as kept, or goes
+// endLookup ends a lapsed create's lookup: it is held on as kept, or goes
 // when kept is nil, unless the informers settled it meanwhile.
-func (f *Ledger) lookedUp(l Lapsed, kept *write) {
+func (f *Ledger) endLookup(l Lapsed, kept *write) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if current, ok := f.writes[l.key]; !ok || current != l.write {
