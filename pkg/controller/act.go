@@ -28,8 +28,8 @@ type actor struct {
 	rechecks *rechecker
 }
 
-// carryOut carries out a plan.
-func (a *actor) carryOut(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, watched *remediation.Watched) health.Outcome {
+// CarryOut carries out a plan.
+func (a *actor) CarryOut(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, watched *remediation.Watched) health.Outcome {
 	var out health.Outcome
 	failedTimeOut := map[string]bool{}
 	for _, to := range plan.TimeOut {
@@ -50,7 +50,7 @@ func (a *actor) carryOut(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, pla
 		}
 	}
 	if len(creations) > 0 {
-		a.creates.Send(ctx, nhc, creations, watched, a.rechecks.startReads(ctx, nhc.Name, plan, creations[0].Node), &out)
+		a.creates.Send(ctx, nhc, creations, watched, a.rechecks.StartReads(ctx, nhc.Name, plan, creations[0].Node), &out)
 	}
 	a.deleteAll(ctx, nhc.Name, plan.Delete, watched, &out)
 	out.Errors = append(out.Errors, a.keepLeases(ctx, nhc.Name, plan)...)

@@ -43,10 +43,10 @@ type rechecker struct {
 	clock     clock.PassiveClock
 }
 
-// startReads starts one sync's reads at the API server, of the
+// StartReads starts one sync's reads at the API server, of the
 // NodeHealthCheck and of firstNode, the node of its first create, before
 // the leases are taken, and returns the sync's recheck.
-func (r *rechecker) startReads(ctx context.Context, name string, plan *health.Plan, firstNode string) recheck {
+func (r *rechecker) StartReads(ctx context.Context, name string, plan *health.Plan, firstNode string) recheck {
 	nhc := newNHCRead(ctx, r.api.liveNHCs, name)
 	nodes := newNodeReads(ctx, r.liveNodes, r.nodes, firstNode)
 	return recheck{

@@ -1,7 +1,8 @@
 // Package controller runs NodeHealthChecks: shared informers for Nodes and
-// NodeHealthChecks, and a rate-limited workqueue of NodeHealthCheck names
-// whose sync decides with pkg/health, acts with pkg/remediation, and records
-// the status, events and metrics.
+// NodeHealthChecks, handlers that enqueue the NodeHealthChecks a change
+// concerns, and a rate-limited workqueue whose sync runs one way: it
+// decides (pkg/gather, pkg/health), acts (pkg/remediation, the node
+// leases), and records the status, events and metrics.
 package controller
 
 import (
@@ -193,7 +194,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		queue: c.queue, byTemplate: cfg.NodeHealthChecks.Informer().GetIndexer(),
 		nodes: nodeLister, selectors: c.selectors, members: c.members,
 	}
-	if err := c.handlers.register(klog.FromContext(ctx), cfg); err != nil {
+	if err := c.handlers.Register(klog.FromContext(ctx), cfg); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -266,6 +267,6 @@ func (c *Controller) forget(name string) {
 	c.observer.Forget(name)
 	c.members.Forget(name)
 	c.nhcs.Forget(name)
-	c.events.forget(name)
+	c.events.Forget(name)
 	c.metrics.forget(name)
 }

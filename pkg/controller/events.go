@@ -28,8 +28,8 @@ func newEventRecorder(recorder record.EventRecorder) *eventRecorder {
 	return &eventRecorder{recorder: recorder, lasting: map[string]map[string]bool{}}
 }
 
-// record records the plan's transitions and the outcome's actions.
-func (r *eventRecorder) record(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, p *health.Plan, out *health.Outcome) {
+// Record records the plan's transitions and the outcome's actions.
+func (r *eventRecorder) Record(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, p *health.Plan, out *health.Outcome) {
 	logger := klog.FromContext(ctx)
 	for _, e := range p.Events {
 		r.event(nhc, e)
@@ -54,9 +54,9 @@ func (r *eventRecorder) record(ctx context.Context, nhc *v1alpha1.NodeHealthChec
 	}
 }
 
-// recordLasting records the skip reasons and warnings that appeared since
+// RecordLasting records the skip reasons and warnings that appeared since
 // the last sync: they last, and each is recorded once while it lasts.
-func (r *eventRecorder) recordLasting(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, p *health.Plan, out *health.Outcome) {
+func (r *eventRecorder) RecordLasting(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, p *health.Plan, out *health.Outcome) {
 	logger := klog.FromContext(ctx)
 	for _, e := range r.appeared(nhc.Name, p.LastingEvents(out)) {
 		r.event(nhc, e)
@@ -85,7 +85,7 @@ func (r *eventRecorder) appeared(nhc string, current map[string]health.Event) []
 	return appeared
 }
 
-func (r *eventRecorder) forget(nhc string) {
+func (r *eventRecorder) Forget(nhc string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.lasting, nhc)

@@ -31,10 +31,10 @@ type handlers struct {
 	members    *membership
 }
 
-// register adds the handlers to the informers and to the remediation
+// Register adds the handlers to the informers and to the remediation
 // resources' and node leases' changes, and the template index to the
 // NodeHealthCheck informer.
-func (h *handlers) register(logger klog.Logger, cfg Config) error {
+func (h *handlers) Register(logger klog.Logger, cfg Config) error {
 	if err := cfg.NodeHealthChecks.Informer().AddIndexers(cache.Indexers{templateIndex: indexByTemplate}); err != nil {
 		return fmt.Errorf("adding the template index: %w", err)
 	}

@@ -74,22 +74,22 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	if err != nil {
 		return 0, err
 	}
-	out := c.actor.carryOut(actCtx, nhc, &plan, src.watched)
+	out := c.actor.CarryOut(actCtx, nhc, &plan, src.watched)
 	cancel()
 
 	// Record.
 	status := health.Status(in, &plan, &out)
 	if in.ResourcesUnknown {
 		_, statusErr := c.nhcs.RecordStatus(ctx, stored, status, false)
-		c.events.record(ctx, nhc, &plan, &out)
+		c.events.Record(ctx, nhc, &plan, &out)
 		c.metrics.setDisabled(name, true)
 		logger.V(2).Info("Cannot evaluate", "reason", plan.Problem.Reason, "message", plan.Problem.Message)
 		return health.Sooner(problemRequeue, g.RefreshAfter), statusErr
 	}
 	requeueAfter := requeueDelay(&plan, &out, g.RefreshAfter, in.CreatesHeld, c.clock.Now())
 	written, statusErr := c.nhcs.RecordStatus(ctx, stored, status, leavesStatus(stored, &status, &out, requeueAfter))
-	c.events.record(ctx, nhc, &plan, &out)
-	c.events.recordLasting(ctx, nhc, &plan, &out)
+	c.events.Record(ctx, nhc, &plan, &out)
+	c.events.RecordLasting(ctx, nhc, &plan, &out)
 	c.metrics.record(stored, &plan, &out, status, written, in.Now)
 
 	logVerdicts(logger, &plan)
@@ -147,7 +147,7 @@ func (c *Controller) reportUnreadable(ctx context.Context, nhc *v1alpha1.NodeHea
 	if err := c.nhcs.PatchUnreadable(ctx, nhc, status); err != nil {
 		return err
 	}
-	c.events.record(ctx, nhc, &plan, &health.Outcome{})
+	c.events.Record(ctx, nhc, &plan, &health.Outcome{})
 	c.metrics.setDisabled(nhc.Name, true)
 	klog.FromContext(ctx).V(2).Info("Cannot read the stored NodeHealthCheck", "error", why)
 	return nil
