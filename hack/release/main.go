@@ -100,6 +100,26 @@ func release(ctx context.Context, o options, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	output := o.output
+	if err := os.RemoveAll(output); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(output, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(output, "release-notes.md"), []byte(notes), 0o644); err != nil {
+		return err
+	}
+	tasks := releaseTasks(o, r)
+	fmt.Fprintf(w, "release: %s from %.12s with %s into %s: %d tasks, %d builds at a time\n", r.Version, r.Commit, r.Toolchain, output, len(tasks), buildSlots)
+	if err := runTasks(ctx, tasks, buildSlots, w); err != nil {
+		return err
+	}
+	return checksums(output)
+}
+
+// releaseTasks are the tasks that build a release's files into o.output.
+func releaseTasks(o options, r gate.Release) []task {
 	version, output := r.Version, o.output
 	repository := o.repository
 	if repository == "" {
@@ -111,41 +131,13 @@ func release(ctx context.Context, o options, w io.Writer) error {
 		ref = r.Commit
 	}
 	image := repository + ":" + version
-	if err := os.RemoveAll(output); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(output, 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(output, "release-notes.md"), []byte(notes), 0o644); err != nil {
-		return err
-	}
 	// Filled in by the tasks that need them first.
 	helm, pinned := o.helm, ""
-	archives := map[[2]string]string{}
 	tasks := []task{
+		// Helm first: from source, it takes longest.
+		helmTask(&helm),
 		{name: "image linux/amd64+arm64", build: true, run: func(ctx context.Context, out io.Writer) error {
-			args := []string{"run", "./hack/image", "--output", output, "--arch", "amd64,arm64", "--tag", image, "--version", version}
-			if o.push {
-				args = append(args, "--push")
-			}
-			if err := command(ctx, out, nil, "go", args...); err != nil {
-				return err
-			}
-			// The install file and the chart name the image by digest,
-			// pushed or not: the index's digest is its content's, the same
-			// once pushed, and a moved tag cannot change what runs.
-			digest, err := indexDigest(filepath.Join(output, "oci"))
-			if err != nil {
-				return err
-			}
-			pinned = image + "@" + digest
-			// The workflow signs by digest, never by tag: a tag can move
-			// between the push and the signature.
-			if err := os.WriteFile(filepath.Join(output, digestFile), []byte(digest+"\n"), 0o644); err != nil {
-				return err
-			}
-			return ociArchive(filepath.Join(output, "oci"), filepath.Join(output, "nhc-controller-"+version+"-oci.tar"))
+			return imageTask(ctx, out, o.push, image, version, output, &pinned)
 		}},
 		{name: "install file", needs: []string{"image linux/amd64+arm64"}, run: func(context.Context, io.Writer) error {
 			return installYAML(pinned, filepath.Join(output, "nhc-controller.yaml"))
@@ -165,22 +157,57 @@ func release(ctx context.Context, o options, w io.Writer) error {
 			return sbom(r, filepath.Join(output, "oci"), filepath.Join(output, "nhc-controller.sbom.cdx.json"))
 		}},
 	}
-	helmTask := task{name: "helm", run: func(context.Context, io.Writer) error { return nil }}
-	if helm == "" {
-		helmTask.build = true
-		helmTask.run = func(ctx context.Context, out io.Writer) error {
-			var built strings.Builder
-			if err := command(ctx, io.MultiWriter(out, &built), nil, "hack/build-helm.sh"); err != nil {
-				return err
-			}
-			lines := strings.Split(strings.TrimSpace(built.String()), "\n")
-			helm = lines[len(lines)-1]
-			return nil
-		}
+	return append(tasks, pluginTasks(version, output)...)
+}
+
+// helmTask builds Helm from source into *helm, unless it names one.
+func helmTask(helm *string) task {
+	if *helm != "" {
+		return task{name: "helm", run: func(context.Context, io.Writer) error { return nil }}
 	}
-	// Helm first: from source, it takes longest.
-	tasks = append([]task{helmTask}, tasks...)
+	return task{name: "helm", build: true, run: func(ctx context.Context, out io.Writer) error {
+		var built strings.Builder
+		if err := command(ctx, io.MultiWriter(out, &built), nil, "hack/build-helm.sh"); err != nil {
+			return err
+		}
+		lines := strings.Split(strings.TrimSpace(built.String()), "\n")
+		*helm = lines[len(lines)-1]
+		return nil
+	}}
+}
+
+// imageTask builds the image for both architectures, pushed or not, and
+// sets *pinned to it by digest.
+func imageTask(ctx context.Context, out io.Writer, push bool, image, version, output string, pinned *string) error {
+	args := []string{"run", "./hack/image", "--output", output, "--arch", "amd64,arm64", "--tag", image, "--version", version}
+	if push {
+		args = append(args, "--push")
+	}
+	if err := command(ctx, out, nil, "go", args...); err != nil {
+		return err
+	}
+	// The install file and the chart name the image by digest,
+	// pushed or not: the index's digest is its content's, the same
+	// once pushed, and a moved tag cannot change what runs.
+	digest, err := indexDigest(filepath.Join(output, "oci"))
+	if err != nil {
+		return err
+	}
+	*pinned = image + "@" + digest
+	// The workflow signs by digest, never by tag: a tag can move
+	// between the push and the signature.
+	if err := os.WriteFile(filepath.Join(output, digestFile), []byte(digest+"\n"), 0o644); err != nil {
+		return err
+	}
+	return ociArchive(filepath.Join(output, "oci"), filepath.Join(output, "nhc-controller-"+version+"-oci.tar"))
+}
+
+// pluginTasks archive kubectl nhc for each platform, and write the krew
+// manifest that names the archives.
+func pluginTasks(version, output string) []task {
+	var tasks []task
 	var plugins []string
+	archives := map[[2]string]string{}
 	for _, platform := range pluginPlatforms {
 		name := "kubectl-nhc " + platform[0] + "/" + platform[1]
 		plugins = append(plugins, name)
@@ -190,14 +217,9 @@ func release(ctx context.Context, o options, w io.Writer) error {
 			return pluginArchive(ctx, out, version, platform, filepath.Join(output, archive))
 		}})
 	}
-	tasks = append(tasks, task{name: "krew manifest", needs: plugins, run: func(context.Context, io.Writer) error {
+	return append(tasks, task{name: "krew manifest", needs: plugins, run: func(context.Context, io.Writer) error {
 		return krewManifest(version, archives, filepath.Join(output, "nhc.yaml"))
 	}})
-	fmt.Fprintf(w, "release: %s from %.12s with %s into %s: %d tasks, %d builds at a time\n", version, r.Commit, r.Toolchain, output, len(tasks), buildSlots)
-	if err := runTasks(ctx, tasks, buildSlots, w); err != nil {
-		return err
-	}
-	return checksums(output)
 }
 
 // sbom writes the SBOM of the controller the image ships, after checking

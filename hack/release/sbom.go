@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -131,21 +132,50 @@ func writeSBOM(out string, in sbomInput) error {
 	if len(in.binaries) == 0 {
 		return errors.New("no binary to describe")
 	}
-	goVersion := in.binaries[0].GoVersion
+	main, modules, err := mainComponent(in)
+	if err != nil {
+		return err
+	}
+	components, deps, err := libraries(in, main, modules)
+	if err != nil {
+		return err
+	}
+	b := bom{BOMFormat: "CycloneDX", SpecVersion: "1.6", Version: 1, Components: components, Dependencies: []dependency{deps}}
+	b.Metadata.Timestamp = in.time.UTC().Format(time.RFC3339)
+	b.Metadata.Lifecycles = []map[string]string{{"phase": "build"}}
+	b.Metadata.Tools.Components = []component{{Type: "application", Group: "github.com/nodehealthcheck/nhc-controller", Name: "hack/release", Version: in.version}}
+	b.Metadata.Component = main
+	// The serial number is the content's: the same SBOM, the same number.
+	unnumbered, err := encodeJSON(b)
+	if err != nil {
+		return err
+	}
+	b.SerialNumber = "urn:uuid:" + uuid.NewSHA1(uuid.NameSpaceURL, unnumbered).String()
+	data, err := encodeJSON(b)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(out, data, 0o644)
+}
+
+// mainComponent describes the controller, with the build settings of its
+// binaries, and returns the modules they are built of, by path@version.
+func mainComponent(in sbomInput) (component, map[string]component, error) {
+	first := in.binaries[0]
 	main := component{
-		Type: "application", Name: in.binaries[0].Main.Path, Version: in.version,
-		PURL: "pkg:golang/" + in.binaries[0].Main.Path + "@" + in.version + "?type=module#" + strings.TrimPrefix(in.binaries[0].Path, in.binaries[0].Main.Path+"/"),
+		Type: "application", Name: first.Main.Path, Version: in.version,
+		PURL: "pkg:golang/" + first.Main.Path + "@" + in.version + "?type=module#" + strings.TrimPrefix(first.Path, first.Main.Path+"/"),
 	}
 	main.BOMRef = main.PURL
 	var err error
 	if main.Licenses, err = licenseChoices(in.mainDir); err != nil {
-		return fmt.Errorf("the controller's licence: %w", err)
+		return component{}, nil, fmt.Errorf("the controller's licence: %w", err)
 	}
 	main.Properties = append(main.Properties, property{"cdx:gomod:build:vcs:revision", in.commit})
 	modules := map[string]component{}
 	for _, bi := range in.binaries {
-		if bi.GoVersion != goVersion {
-			return fmt.Errorf("the binaries are built with %s and %s", goVersion, bi.GoVersion)
+		if bi.GoVersion != first.GoVersion {
+			return component{}, nil, fmt.Errorf("the binaries are built with %s and %s", first.GoVersion, bi.GoVersion)
 		}
 		for _, s := range bi.Settings {
 			name := "cdx:gomod:build:env:" + s.Key
@@ -167,19 +197,19 @@ func writeSBOM(out string, in sbomInput) error {
 		}
 	}
 	slices.SortFunc(main.Properties, func(a, b property) int { return strings.Compare(a.Name+"="+a.Value, b.Name+"="+b.Value) })
+	return main, modules, nil
+}
 
+// libraries lists the standard library and the modules, in order, each
+// with its licences, and the controller's dependency on each.
+func libraries(in sbomInput, main component, modules map[string]component) ([]component, dependency, error) {
+	goVersion := in.binaries[0].GoVersion
 	std := strings.TrimPrefix(goVersion, "go")
 	components := []component{{
 		Type: "library", Name: "stdlib", Version: goVersion, Scope: "required",
 		PURL: "pkg:golang/stdlib@" + std, CPE: "cpe:2.3:a:golang:go:" + std + ":-:*:*:*:*:*:*",
 	}}
-	for _, key := range slices.Sorted(func(yield func(string) bool) {
-		for k := range modules {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, key := range slices.Sorted(maps.Keys(modules)) {
 		components = append(components, modules[key])
 	}
 	deps := dependency{Ref: main.BOMRef, DependsOn: []string{}}
@@ -192,30 +222,14 @@ func writeSBOM(out string, in sbomInput) error {
 		}
 		dir, err := in.moduleDir(path, version)
 		if err != nil {
-			return err
+			return nil, dependency{}, err
 		}
 		if c.Licenses, err = licenseChoices(dir); err != nil {
-			return fmt.Errorf("the licence of %s@%s: %w", path, version, err)
+			return nil, dependency{}, fmt.Errorf("the licence of %s@%s: %w", path, version, err)
 		}
 		deps.DependsOn = append(deps.DependsOn, c.BOMRef)
 	}
-
-	b := bom{BOMFormat: "CycloneDX", SpecVersion: "1.6", Version: 1, Components: components, Dependencies: []dependency{deps}}
-	b.Metadata.Timestamp = in.time.UTC().Format(time.RFC3339)
-	b.Metadata.Lifecycles = []map[string]string{{"phase": "build"}}
-	b.Metadata.Tools.Components = []component{{Type: "application", Group: "github.com/nodehealthcheck/nhc-controller", Name: "hack/release", Version: in.version}}
-	b.Metadata.Component = main
-	// The serial number is the content's: the same SBOM, the same number.
-	unnumbered, err := encodeJSON(b)
-	if err != nil {
-		return err
-	}
-	b.SerialNumber = "urn:uuid:" + uuid.NewSHA1(uuid.NameSpaceURL, unnumbered).String()
-	data, err := encodeJSON(b)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(out, data, 0o644)
+	return components, deps, nil
 }
 
 func encodeJSON(v any) ([]byte, error) {

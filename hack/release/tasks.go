@@ -35,100 +35,122 @@ const progressEvery = 30 * time.Second
 func runTasks(ctx context.Context, tasks []task, slots int, w io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	done := map[string]chan struct{}{}
+	r := &taskRun{
+		w: w, total: len(tasks), cancel: cancel,
+		done: map[string]chan struct{}{}, slots: make(chan struct{}, slots), running: map[string]time.Time{},
+	}
 	for _, t := range tasks {
-		done[t.name] = make(chan struct{})
+		r.done[t.name] = make(chan struct{})
 	}
 	for _, t := range tasks {
 		for _, n := range t.needs {
-			if done[n] == nil {
+			if r.done[n] == nil {
 				return fmt.Errorf("task %s needs %s, which is not a task", t.name, n)
 			}
 		}
 	}
-	var (
-		mu       sync.Mutex
-		firstErr error
-		running  = map[string]time.Time{}
-		finished int
-		wg       sync.WaitGroup
-	)
-	start := time.Now()
-	sem := make(chan struct{}, slots)
-	fail := func(err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if firstErr == nil {
-			firstErr = err
-			cancel()
-		}
-	}
+	r.start = time.Now()
+	var wg sync.WaitGroup
 	for _, t := range tasks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer close(done[t.name])
-			for _, n := range t.needs {
-				select {
-				case <-done[n]:
-				case <-ctx.Done():
-					return
-				}
-			}
-			if ctx.Err() != nil {
-				return
-			}
-			if t.build {
-				select {
-				case sem <- struct{}{}:
-					defer func() { <-sem }()
-				case <-ctx.Done():
-					return
-				}
-			}
-			mu.Lock()
-			running[t.name] = time.Now()
-			mu.Unlock()
-			var out strings.Builder
-			err := t.run(ctx, &out)
-			mu.Lock()
-			took := time.Since(running[t.name]).Round(time.Second)
-			delete(running, t.name)
-			finished++
-			n := finished
-			mu.Unlock()
-			if err != nil {
-				fail(fmt.Errorf("%s: %w\n%s", t.name, err, out.String()))
-				return
-			}
-			fmt.Fprintf(w, "release: [%d/%d] %s (%s)\n", n, len(tasks), t.name, took)
-		}()
+		wg.Go(func() { r.run(ctx, t) })
 	}
 	stop := make(chan struct{})
-	go func() {
-		tick := time.NewTicker(progressEvery)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				mu.Lock()
-				var names []string
-				for name, since := range running {
-					names = append(names, fmt.Sprintf("%s for %s", name, time.Since(since).Round(time.Second)))
-				}
-				mu.Unlock()
-				slices.Sort(names)
-				if len(names) > 0 {
-					fmt.Fprintf(w, "release: %s in, running: %s\n", time.Since(start).Round(time.Second), strings.Join(names, ", "))
-				}
-			}
-		}
-	}()
+	go r.reportProgress(stop)
 	wg.Wait()
 	close(stop)
-	return firstErr
+	return r.firstErr
+}
+
+// taskRun is one run of a release's tasks.
+type taskRun struct {
+	w      io.Writer
+	total  int
+	cancel context.CancelFunc
+	start  time.Time
+	// done is closed, by task name, once the task ended.
+	done map[string]chan struct{}
+	// slots holds a token for each build running.
+	slots chan struct{}
+
+	mu       sync.Mutex
+	firstErr error
+	// running holds when each task running began.
+	running  map[string]time.Time
+	finished int
+}
+
+// run runs a task once those it needs are done, in a build slot if it
+// builds, unless the run is cancelled first.
+func (r *taskRun) run(ctx context.Context, t task) {
+	defer close(r.done[t.name])
+	for _, n := range t.needs {
+		select {
+		case <-r.done[n]:
+		case <-ctx.Done():
+			return
+		}
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	if t.build {
+		select {
+		case r.slots <- struct{}{}:
+			defer func() { <-r.slots }()
+		case <-ctx.Done():
+			return
+		}
+	}
+	r.mu.Lock()
+	r.running[t.name] = time.Now()
+	r.mu.Unlock()
+	var out strings.Builder
+	err := t.run(ctx, &out)
+	r.mu.Lock()
+	took := time.Since(r.running[t.name]).Round(time.Second)
+	delete(r.running, t.name)
+	r.finished++
+	n := r.finished
+	r.mu.Unlock()
+	if err != nil {
+		r.fail(fmt.Errorf("%s: %w\n%s", t.name, err, out.String()))
+		return
+	}
+	fmt.Fprintf(r.w, "release: [%d/%d] %s (%s)\n", n, r.total, t.name, took)
+}
+
+// fail keeps the first error and cancels the tasks left.
+func (r *taskRun) fail(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.firstErr == nil {
+		r.firstErr = err
+		r.cancel()
+	}
+}
+
+// reportProgress names the tasks still running every progressEvery, until
+// stop is closed.
+func (r *taskRun) reportProgress(stop <-chan struct{}) {
+	tick := time.NewTicker(progressEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+			r.mu.Lock()
+			var names []string
+			for name, since := range r.running {
+				names = append(names, fmt.Sprintf("%s for %s", name, time.Since(since).Round(time.Second)))
+			}
+			r.mu.Unlock()
+			slices.Sort(names)
+			if len(names) > 0 {
+				fmt.Fprintf(r.w, "release: %s in, running: %s\n", time.Since(r.start).Round(time.Second), strings.Join(names, ", "))
+			}
+		}
+	}
 }
 
 // command runs a command for a task, its output into the task's.
