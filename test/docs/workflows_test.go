@@ -221,6 +221,16 @@ func TestTheReleaseIsBuiltReadOnlyAndPublishedSigned(t *testing.T) {
 
 	build, ok := release.Jobs["build"]
 	require.True(t, ok, "the build job")
+	checkTheBuildIsReadOnly(t, build)
+	publish, ok := release.Jobs["publish"]
+	require.True(t, ok, "the publish job")
+	checkThePublishSignsBeforeItPublishes(t, publish)
+}
+
+// checkTheBuildIsReadOnly checks the release's build job: after CI, with no
+// write right and no secret, on main's history, compiled afresh.
+func checkTheBuildIsReadOnly(t *testing.T, build job) {
+	t.Helper()
 	assert.Contains(t, build.needs(), "ci")
 	assert.Equal(t, map[string]string{"contents": "read"}, build.Permissions, "the build has no write right")
 	onMain := build.stepAt(0, func(s step) bool {
@@ -239,9 +249,13 @@ func TestTheReleaseIsBuiltReadOnlyAndPublishedSigned(t *testing.T) {
 			assert.True(t, strings.HasPrefix(s.Uses, "actions/cache/restore@"), "the build restores bin/, and saves nothing")
 		}
 	}
+}
 
-	publish, ok := release.Jobs["publish"]
-	require.True(t, ok, "the publish job")
+// checkThePublishSignsBeforeItPublishes checks the release's publish job:
+// it builds nothing, checks the build's files, then pushes, signs and
+// attests them by digest, and publishes the assets last.
+func checkThePublishSignsBeforeItPublishes(t *testing.T, publish job) {
+	t.Helper()
 	assert.Equal(t, []any{"build"}, publish.needs())
 	assert.Equal(t, "release", publish.Environment, "behind the protected environment")
 	assert.Equal(t, map[string]string{"contents": "write", "packages": "write", "id-token": "write", "attestations": "write"}, publish.Permissions)

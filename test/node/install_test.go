@@ -269,7 +269,50 @@ func (c *cluster) theWorkersKubeletStopsAndItIsRemediated(t *testing.T, nhc *v1a
 	c.step(t, "the worker's kubelet stops (the controller's replica there, %s, keeps running)", onWorker)
 	stopped := time.Now()
 	c.script(t, "kubelet", "stop", worker)
+	ready, noExecuteAdded := c.theWorkerIsUnreachable(t, stopped)
 
+	var remediation time.Time
+	eventually(t, unhealthyFor+time.Minute, "the remediation of the worker", func() bool {
+		remediations := c.env.Remediations(t, nhc.Name)[worker]
+		if len(remediations) == 1 {
+			remediation = remediations[0].GetCreationTimestamp().Time
+		}
+		return len(remediations) == 1
+	})
+	c.step(t, "the remediation is created, %v after Ready=Unknown (the NodeHealthCheck waits %v)",
+		remediation.Sub(ready.LastTransitionTime.Time).Round(time.Second), unhealthyFor)
+	assert.GreaterOrEqual(t, remediation.Sub(ready.LastTransitionTime.Time), unhealthyFor-time.Second, "not before the condition's duration")
+	if onWorker != "" {
+		c.theReplicaOnTheWorkerIsEvicted(t, onWorker, noExecuteAdded)
+	}
+
+	c.step(t, "the worker's kubelet starts again")
+	c.script(t, "kubelet", "start", worker)
+	eventually(t, 2*time.Minute, "the worker Ready again", func() bool {
+		return condition(c.node(t, worker), corev1.NodeReady).Status == corev1.ConditionTrue
+	})
+	c.step(t, "the worker is Ready")
+	eventually(t, time.Minute, "the remediation to be deleted", func() bool {
+		return len(c.env.Remediations(t, nhc.Name)[worker]) == 0
+	})
+	c.step(t, "the remediation is deleted")
+	eventually(t, 3*time.Minute, "both replicas Ready again", func() bool {
+		var ready int
+		for _, pod := range c.controllerPods(t) {
+			if pod.DeletionTimestamp == nil && podReady(&pod) {
+				ready++
+			}
+		}
+		return ready == 2
+	})
+	c.step(t, "both replicas are Ready again")
+}
+
+// theWorkerIsUnreachable waits for the node lifecycle controller to set the
+// worker Ready=Unknown and to taint it unreachable, and returns its Ready
+// condition and when the NoExecute taint was added.
+func (c *cluster) theWorkerIsUnreachable(t *testing.T, stopped time.Time) (corev1.NodeCondition, time.Time) {
+	t.Helper()
 	var ready corev1.NodeCondition
 	eventually(t, 3*time.Minute, "the node lifecycle controller to set the worker Ready=Unknown", func() bool {
 		ready = condition(c.node(t, worker), corev1.NodeReady)
@@ -294,74 +337,46 @@ func (c *cluster) theWorkersKubeletStopsAndItIsRemediated(t *testing.T, nhc *v1a
 			noExecuteAdded = taint.TimeAdded.Time
 		}
 	}
+	return ready, noExecuteAdded
+}
 
-	var remediation time.Time
-	eventually(t, unhealthyFor+time.Minute, "the remediation of the worker", func() bool {
-		remediations := c.env.Remediations(t, nhc.Name)[worker]
-		if len(remediations) == 1 {
-			remediation = remediations[0].GetCreationTimestamp().Time
+// theReplicaOnTheWorkerIsEvicted waits for the controller's replica on the
+// unreachable worker to be evicted, and for its replacement to be left
+// Pending.
+func (c *cluster) theReplicaOnTheWorkerIsEvicted(t *testing.T, onWorker string, noExecuteAdded time.Time) {
+	t.Helper()
+	// Its toleration of the unreachable taint is 30 s: the taint
+	// manager deletes it then. Without a kubelet it stays
+	// Terminating, and its container runs on.
+	var deleted time.Time
+	eventually(t, 2*time.Minute, "the replica on the worker to be evicted", func() bool {
+		pod, err := c.kube.CoreV1().Pods(framework.InstallNamespace).Get(t.Context(), onWorker, metav1.GetOptions{})
+		if err == nil && pod.DeletionTimestamp != nil {
+			// The deletion timestamp is when its grace period ends.
+			deleted = pod.DeletionTimestamp.Add(-time.Duration(ptr.Deref(pod.DeletionGracePeriodSeconds, 0)) * time.Second)
+			return true
 		}
-		return len(remediations) == 1
+		return apierrors.IsNotFound(err)
 	})
-	c.step(t, "the remediation is created, %v after Ready=Unknown (the NodeHealthCheck waits %v)",
-		remediation.Sub(ready.LastTransitionTime.Time).Round(time.Second), unhealthyFor)
-	assert.GreaterOrEqual(t, remediation.Sub(ready.LastTransitionTime.Time), unhealthyFor-time.Second, "not before the condition's duration")
-
-	if onWorker != "" {
-		// Its toleration of the unreachable taint is 30 s: the taint
-		// manager deletes it then. Without a kubelet it stays
-		// Terminating, and its container runs on.
-		var deleted time.Time
-		eventually(t, 2*time.Minute, "the replica on the worker to be evicted", func() bool {
-			pod, err := c.kube.CoreV1().Pods(framework.InstallNamespace).Get(t.Context(), onWorker, metav1.GetOptions{})
-			if err == nil && pod.DeletionTimestamp != nil {
-				// The deletion timestamp is when its grace period ends.
-				deleted = pod.DeletionTimestamp.Add(-time.Duration(ptr.Deref(pod.DeletionGracePeriodSeconds, 0)) * time.Second)
-				return true
-			}
-			return apierrors.IsNotFound(err)
-		})
-		c.step(t, "the replica on the worker is evicted, %v after the NoExecute taint; it stays Terminating, its container running, until a kubelet confirms",
-			deleted.Sub(noExecuteAdded).Round(time.Second))
-		// The Deployment's toleration of the unreachable taint: 30 s.
-		assert.InDelta(t, 30, deleted.Sub(noExecuteAdded).Seconds(), 10, "evicted after the Deployment's 30 s toleration")
-		var why string
-		eventually(t, time.Minute, "its replacement to be created and left Pending", func() bool {
-			for _, pod := range c.controllerPods(t) {
-				if pod.DeletionTimestamp == nil && pod.Status.Phase == corev1.PodPending {
-					for _, cond := range pod.Status.Conditions {
-						if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse {
-							why = cond.Message
-							return true
-						}
+	c.step(t, "the replica on the worker is evicted, %v after the NoExecute taint; it stays Terminating, its container running, until a kubelet confirms",
+		deleted.Sub(noExecuteAdded).Round(time.Second))
+	// The Deployment's toleration of the unreachable taint: 30 s.
+	assert.InDelta(t, 30, deleted.Sub(noExecuteAdded).Seconds(), 10, "evicted after the Deployment's 30 s toleration")
+	var why string
+	eventually(t, time.Minute, "its replacement to be created and left Pending", func() bool {
+		for _, pod := range c.controllerPods(t) {
+			if pod.DeletionTimestamp == nil && pod.Status.Phase == corev1.PodPending {
+				for _, cond := range pod.Status.Conditions {
+					if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse {
+						why = cond.Message
+						return true
 					}
 				}
 			}
-			return false
-		})
-		t.Logf("the replacement is Pending: %s", why)
-	}
-
-	c.step(t, "the worker's kubelet starts again")
-	c.script(t, "kubelet", "start", worker)
-	eventually(t, 2*time.Minute, "the worker Ready again", func() bool {
-		return condition(c.node(t, worker), corev1.NodeReady).Status == corev1.ConditionTrue
-	})
-	c.step(t, "the worker is Ready")
-	eventually(t, time.Minute, "the remediation to be deleted", func() bool {
-		return len(c.env.Remediations(t, nhc.Name)[worker]) == 0
-	})
-	c.step(t, "the remediation is deleted")
-	eventually(t, 3*time.Minute, "both replicas Ready again", func() bool {
-		var ready int
-		for _, pod := range c.controllerPods(t) {
-			if pod.DeletionTimestamp == nil && podReady(&pod) {
-				ready++
-			}
 		}
-		return ready == 2
+		return false
 	})
-	c.step(t, "both replicas are Ready again")
+	t.Logf("the replacement is Pending: %s", why)
 }
 
 // rollingUpdate restarts the Deployment's pods as an upgrade does and
