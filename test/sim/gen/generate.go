@@ -53,7 +53,12 @@ type generator struct {
 	// of its own too; pools are the nodes' pools as drawn so far.
 	returns *rand.Rand
 	pools   map[string]string
-	focus   Focus
+	// holds draws an operator's relabelling of an unhealthy node out and
+	// back while its remediator holds its resource, on a stream of its
+	// own too; specs are the NodeHealthChecks as drawn so far.
+	holds *rand.Rand
+	specs map[string]*NHCSpec
+	focus Focus
 }
 
 // Generate returns the history of a seed, of about n steps after the
@@ -61,7 +66,8 @@ type generator struct {
 func Generate(seed uint64, n int, focus Focus) History {
 	g := &generator{rng: rand.New(rand.NewPCG(seed, 0x5eed)), budgets: rand.New(rand.NewPCG(seed, 0xb0d9e7)),
 		relapses: rand.New(rand.NewPCG(seed, 0x4e1a95e)), bounds: rand.New(rand.NewPCG(seed, 0x57a7b5)),
-		returns: rand.New(rand.NewPCG(seed, 0x2e7b2d)), pools: map[string]string{}, focus: focus}
+		returns: rand.New(rand.NewPCG(seed, 0x2e7b2d)), pools: map[string]string{},
+		holds: rand.New(rand.NewPCG(seed, 0x4e1d)), specs: map[string]*NHCSpec{}, focus: focus}
 	if focus == FocusNone && g.budgets.IntN(4) == 0 {
 		// One history in four is drawn as FOCUS=control-plane draws it:
 		// where quorum and escalations meet is rare in the even mix.
@@ -78,7 +84,9 @@ func Generate(seed uint64, n int, focus Focus) History {
 		}
 	}
 	for i := range 1 + g.rng.IntN(3) {
-		h.Steps = append(h.Steps, Step{Op: OpCreateNHC, NHC: nhcNames[i], Spec: g.spec()})
+		s := Step{Op: OpCreateNHC, NHC: nhcNames[i], Spec: g.spec()}
+		h.Steps = append(h.Steps, s)
+		g.track(s)
 	}
 	for range n {
 		s := g.step()
@@ -89,6 +97,8 @@ func Generate(seed uint64, n int, focus Focus) History {
 		if back, ok := g.relabelBack(s); ok {
 			h.Steps = append(h.Steps, back)
 		}
+		g.track(s)
+		h.Steps = append(h.Steps, g.relabelWhileHeld(s)...)
 	}
 	return h
 }
@@ -224,27 +234,6 @@ func (g *generator) relapse(s Step) (Step, bool) {
 	after := []time.Duration{2 * time.Second, 10 * time.Second, 20 * time.Second, 45 * time.Second}[g.relapses.IntN(4)]
 	status := []string{"False", "Unknown"}[g.relapses.IntN(2)]
 	return Step{After: after, Op: OpCondition, Node: s.Node, Condition: "Ready", Status: status}, true
-}
-
-// relabelBack draws, after a node is relabelled to another pool, whether
-// it is relabelled back soon: its incident ended when its NodeHealthCheck
-// stopped selecting it, while the resources deleted then may still be
-// held, and a node selected again starts afresh.
-func (g *generator) relabelBack(s Step) (Step, bool) {
-	if s.Op == OpAddNode {
-		g.pools[s.Node] = s.Pool
-	}
-	if s.Op != OpRelabel {
-		return Step{}, false
-	}
-	from, known := g.pools[s.Node]
-	g.pools[s.Node] = s.Pool
-	if !known || from == s.Pool || g.returns.IntN(2) != 0 {
-		return Step{}, false
-	}
-	after := []time.Duration{5 * time.Second, 20 * time.Second, time.Minute}[g.returns.IntN(3)]
-	g.pools[s.Node] = from
-	return Step{After: after, Op: OpRelabel, Node: s.Node, Pool: from}, true
 }
 
 // step draws one step, weighted towards what happens most: nodes failing

@@ -1,0 +1,107 @@
+package gen
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/nodehealthcheck/nhc-controller/test/sim/cluster"
+)
+
+// heldRelabelOdds is one in how many unhealthy nodes an operator
+// relabels out of their NodeHealthChecks and back in while a remediator
+// holds their resource: rarer than a relabelling, common enough that an
+// incident's end at a deselection meets every escalation rule.
+const heldRelabelOdds = 40
+
+// relabelBack draws, after a node is relabelled to another pool, whether
+// it is relabelled back soon: its incident ended when its NodeHealthCheck
+// stopped selecting it, while the resources deleted then may still be
+// held, and a node selected again starts afresh.
+func (g *generator) relabelBack(s Step) (Step, bool) {
+	if s.Op == OpAddNode {
+		g.pools[s.Node] = s.Pool
+	}
+	if s.Op != OpRelabel {
+		return Step{}, false
+	}
+	from, known := g.pools[s.Node]
+	g.pools[s.Node] = s.Pool
+	if !known || from == s.Pool || g.returns.IntN(2) != 0 {
+		return Step{}, false
+	}
+	after := []time.Duration{5 * time.Second, 20 * time.Second, time.Minute}[g.returns.IntN(3)]
+	g.pools[s.Node] = from
+	return Step{After: after, Op: OpRelabel, Node: s.Node, Pool: from}, true
+}
+
+// track keeps the NodeHealthChecks' specs as the cluster will have them:
+// a create of one that exists and an edit of one that does not change
+// nothing.
+func (g *generator) track(s Step) {
+	_, exists := g.specs[s.NHC]
+	switch {
+	case s.Op == OpCreateNHC && !exists, s.Op == OpEditNHC && exists:
+		g.specs[s.NHC] = s.Spec
+	case s.Op == OpDeleteNHC:
+		delete(g.specs, s.NHC)
+	}
+}
+
+// relabelWhileHeld draws, after a node turns unhealthy, whether an
+// operator moves it out of its pool for a while (to look at it, or to
+// keep other automation off it) and back in while it is still unhealthy,
+// as its remediators hold their resources with a finalizer the way
+// self-node-remediation and fence-agents-remediation do. The incident
+// ended at the relabelling, the held resource stays being deleted, and
+// the node selected again must start at its first step on a fresh clock.
+// Sometimes the remediators let go of their resources a while later.
+func (g *generator) relabelWhileHeld(s Step) []Step {
+	pool, known := g.pools[s.Node]
+	if s.Op != OpCondition || s.Status == "True" || !known || g.holds.IntN(heldRelabelOdds) != 0 {
+		return nil
+	}
+	kinds, away := g.remediatorsOf(pool)
+	if len(kinds) == 0 {
+		return nil
+	}
+	var steps []Step
+	after := []time.Duration{45 * time.Second, 90 * time.Second, 2 * time.Minute}[g.holds.IntN(3)]
+	for _, k := range kinds {
+		steps = append(steps, Step{After: after, Op: OpRemediator, Kind: k, Behaviour: BehaveFinalize})
+		after = 0
+	}
+	steps = append(steps,
+		Step{After: []time.Duration{0, 10 * time.Second, 30 * time.Second}[g.holds.IntN(3)], Op: OpRelabel, Node: s.Node, Pool: away[g.holds.IntN(len(away))]},
+		Step{After: []time.Duration{5 * time.Second, 20 * time.Second, time.Minute, 2 * time.Minute}[g.holds.IntN(4)], Op: OpRelabel, Node: s.Node, Pool: pool})
+	if g.holds.IntN(2) == 0 {
+		after := []time.Duration{30 * time.Second, 2 * time.Minute, 5 * time.Minute}[g.holds.IntN(3)]
+		for _, k := range kinds {
+			steps = append(steps, Step{After: after, Op: OpRemediator, Kind: k, Behaviour: BehaveRelease})
+			after = 0
+		}
+	}
+	return steps
+}
+
+// remediatorsOf is the kinds of the first steps of the NodeHealthChecks
+// that select a pool, and the other pools, those none of them selects
+// when there are such.
+func (g *generator) remediatorsOf(pool string) ([]cluster.Kind, []string) {
+	var kinds []cluster.Kind
+	away := slices.DeleteFunc(slices.Clone(pools), func(p string) bool { return p == pool })
+	for _, name := range slices.Sorted(maps.Keys(g.specs)) {
+		spec := g.specs[name]
+		if !slices.Contains(spec.Pools, pool) {
+			continue
+		}
+		if k := spec.Steps[0].Kind; !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+		unselected := slices.DeleteFunc(slices.Clone(away), func(p string) bool { return slices.Contains(spec.Pools, p) })
+		if len(unselected) > 0 {
+			away = unselected
+		}
+	}
+	return kinds, away
+}
