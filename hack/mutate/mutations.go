@@ -136,6 +136,11 @@ var mutations = []mutation{
 		Edits: []edit{{Old: "if gone && rem.TimedOut != nil && stepOf(steps, &rem.Resource, rem.TemplateName) < lastTimedOut {", New: "if (gone || true) && rem.TimedOut != nil && stepOf(steps, &rem.Resource, rem.TemplateName) < lastTimedOut {"}},
 	},
 	{
+		Name: "reselected-continues", Rule: "a node selected again starts at the first step, on a fresh clock",
+		File:  "pkg/health/status.go",
+		Edits: []edit{{Old: "entry.ConditionsHealthyTimestamp = orphanEnd(l.previous[node], b.in.Now)", New: "entry.ConditionsHealthyTimestamp = endedAt(l.previous[node])"}},
+	},
+	{
 		Name: "healthy-delay-from-creation", Rule: "a remediation is deleted only once its node has been healthy for the whole healthyDelay",
 		File:  "pkg/health/recovery.go",
 		Edits: []edit{{Old: "if ends := start.Add(delay); e.now.Before(ends) {", New: "if ends := resources[0].Created.Add(delay); e.now.Before(ends) {"}},

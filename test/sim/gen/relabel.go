@@ -14,6 +14,10 @@ import (
 // incident's end at a deselection meets every escalation rule.
 const heldRelabelOdds = 40
 
+// parkedPool is the pool of nodes an operator took out of every
+// NodeHealthCheck: none selects it.
+const parkedPool = "parked"
+
 // relabelBack draws, after a node is relabelled to another pool, whether
 // it is relabelled back soon: its incident ended when its NodeHealthCheck
 // stopped selecting it, while the resources deleted then may still be
@@ -84,24 +88,23 @@ func (g *generator) relabelWhileHeld(s Step) []Step {
 	return steps
 }
 
-// remediatorsOf is the kinds of the first steps of the NodeHealthChecks
-// that select a pool, and the other pools, those none of them selects
-// when there are such.
+// remediatorsOf is the kinds of the steps of the NodeHealthChecks that
+// select a pool, and where an operator takes a node out of them: the
+// other pools none of them selects, and one no NodeHealthCheck selects.
 func (g *generator) remediatorsOf(pool string) ([]cluster.Kind, []string) {
 	var kinds []cluster.Kind
-	away := slices.DeleteFunc(slices.Clone(pools), func(p string) bool { return p == pool })
+	away := append(slices.DeleteFunc(slices.Clone(pools), func(p string) bool { return p == pool }), parkedPool)
 	for _, name := range slices.Sorted(maps.Keys(g.specs)) {
 		spec := g.specs[name]
 		if !slices.Contains(spec.Pools, pool) {
 			continue
 		}
-		if k := spec.Steps[0].Kind; !slices.Contains(kinds, k) {
-			kinds = append(kinds, k)
+		for _, step := range spec.Steps {
+			if !slices.Contains(kinds, step.Kind) {
+				kinds = append(kinds, step.Kind)
+			}
 		}
-		unselected := slices.DeleteFunc(slices.Clone(away), func(p string) bool { return slices.Contains(spec.Pools, p) })
-		if len(unselected) > 0 {
-			away = unselected
-		}
+		away = slices.DeleteFunc(away, func(p string) bool { return slices.Contains(spec.Pools, p) })
 	}
 	return kinds, away
 }
