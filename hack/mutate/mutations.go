@@ -67,7 +67,7 @@ var mutations = []mutation{
 	},
 	{
 		Name: "exclusion-ignored", Rule: "no new remediation of an excluded node",
-		File:  "pkg/health/gates.go",
+		File:  "pkg/health/conditions.go",
 		Edits: []edit{{Old: "return l.Get(v1alpha1.ExcludeFromRemediationLabel) == \"true\"", New: "return l.Get(v1alpha1.ExcludeFromRemediationLabel) == \"never\""}},
 	},
 	{
@@ -92,12 +92,12 @@ var mutations = []mutation{
 	},
 	{
 		Name: "deleted-lease-kept", Rule: "a deleted NodeHealthCheck's node lease is released once no remediation is on the node",
-		File:  "pkg/health/lease.go",
+		File:  "pkg/health/nodelease.go",
 		Edits: []edit{{Old: "if !busy[node] {", New: "if false && !busy[node] {"}},
 	},
 	{
 		Name: "deleted-lease-released-busy", Rule: "a deleted NodeHealthCheck's node lease holds while its remediation runs",
-		File:  "pkg/health/lease.go",
+		File:  "pkg/health/nodelease.go",
 		Edits: []edit{{Old: "if !busy[node] {", New: "if true {"}},
 	},
 	{
@@ -152,7 +152,7 @@ var mutations = []mutation{
 	},
 	{
 		Name: "storm-threshold-ignored", Rule: "storm recovery holds until at most stormRecoveryThreshold nodes are unhealthy",
-		File:  "pkg/health/storm.go",
+		File:  "pkg/health/budget.go",
 		Edits: []edit{{Old: "r := stormRules{threshold: spec.StormRecoveryThreshold}", New: "r := stormRules{}"}},
 	},
 	{

@@ -43,3 +43,16 @@ func matchConditions(node *nodeview.Node, unhealthy []v1alpha1.UnhealthyConditio
 	}
 	return m
 }
+
+// conditionsHold tells whether one of the unhealthy conditions matches a
+// node's conditions, whether its duration has passed or not.
+func conditionsHold(node *nodeview.Node, unhealthy []v1alpha1.UnhealthyCondition) bool {
+	m := matchConditions(node, unhealthy, time.Time{})
+	return m.expired != nil || m.pending != nil
+}
+
+// excluded tells whether a node carries the exclude label with "true": it
+// gets no new remediation, neither planned nor sent.
+func excluded(l nodeview.Labels) bool {
+	return l.Get(v1alpha1.ExcludeFromRemediationLabel) == "true"
+}

@@ -1,10 +1,5 @@
 package health
 
-import (
-	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
-	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
-)
-
 // The gates: why a node that needs a new resource does not get one now.
 
 // resourceGate says why a node may not get any new resource now: neither a
@@ -75,10 +70,4 @@ func (e *evaluation) deferToNextPlan(v *NodeVerdict) bool {
 	}
 	e.p.Deferred++
 	return true
-}
-
-// excluded tells whether a node carries the exclude label with "true": it
-// gets no new remediation, neither planned nor sent.
-func excluded(l nodeview.Labels) bool {
-	return l.Get(v1alpha1.ExcludeFromRemediationLabel) == "true"
 }

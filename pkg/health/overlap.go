@@ -213,13 +213,6 @@ func (in *Input) selfClaim(name string, node *nodeview.Node, entry *v1alpha1.Unh
 		CannotAct:      CannotAct(nhc)}
 }
 
-// conditionsHold tells whether one of the unhealthy conditions matches a
-// node's conditions, whether its duration has passed or not.
-func conditionsHold(node *nodeview.Node, unhealthy []v1alpha1.UnhealthyCondition) bool {
-	m := matchConditions(node, unhealthy, time.Time{})
-	return m.expired != nil || m.pending != nil
-}
-
 // overlaps decides which selected nodes another NodeHealthCheck remediates,
 // and sums up the overlap, with an event when it starts.
 func (e *evaluation) overlaps() {

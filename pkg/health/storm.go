@@ -9,57 +9,6 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
 
-// Storm recovery holds back new remediations during a mass failure.
-//
-// With stormRecoveryThreshold (the spec's feature), a storm starts when the
-// remediation limit is reached: after the remediations this evaluation still
-// allows, at least one node is unhealthy and healthy <= minHealthy. It ends when
-// at most stormRecoveryThreshold nodes are unhealthy. A storm also needs more
-// unhealthy nodes than the threshold to start: with a threshold below
-// observed-minHealthy, as the spec asks, that always holds; with a larger one
-// it keeps the storm from ending and starting again on every evaluation.
-//
-// With only stormCooldownDuration (upstream's feature, kept for its objects), a
-// storm starts when healthy < minHealthy and ends when that no longer holds.
-//
-// With a cooldown, the end also waits for stormCooldownDuration after the end
-// condition starts to hold; the cooldown restarts when the condition breaks.
-type stormRules struct {
-	threshold *int32
-	cooldown  time.Duration
-}
-
-func stormRulesOf(spec *v1alpha1.NodeHealthCheckSpec) stormRules {
-	r := stormRules{threshold: spec.StormRecoveryThreshold}
-	if spec.StormCooldownDuration != nil {
-		r.cooldown = spec.StormCooldownDuration.Duration
-	}
-	return r
-}
-
-func (r stormRules) configured() bool {
-	return r.threshold != nil || r.cooldown > 0
-}
-
-// canEnd tells whether the storm's end condition holds.
-func (r stormRules) canEnd(healthy, unhealthy, minHealthy int) bool {
-	if r.threshold != nil {
-		return unhealthy <= int(*r.threshold)
-	}
-	return healthy >= minHealthy
-}
-
-// starts tells whether a storm starts.
-func (r stormRules) starts(healthy, unhealthy, minHealthy int) bool {
-	if unhealthy == 0 {
-		return false
-	}
-	if r.threshold != nil {
-		return healthy <= minHealthy && unhealthy > int(*r.threshold)
-	}
-	return healthy < minHealthy
-}
-
 // previousStorm reads the storm state from the last written status.
 func previousStorm(status *v1alpha1.NodeHealthCheckStatus) (active bool, since, cooldownStart time.Time) {
 	if c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionStormActive); c != nil {
