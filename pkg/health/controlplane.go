@@ -30,13 +30,6 @@ func AnotherControlPlaneNode(busy iter.Seq[string], node string) bool {
 	return false
 }
 
-// busyControlPlane is the busy set an evaluation starts from: the cluster's.
-func busyControlPlane(in Input) map[string]bool {
-	busy := make(map[string]bool, len(in.BusyControlPlaneNodes)+1)
-	maps.Copy(busy, in.BusyControlPlaneNodes)
-	return busy
-}
-
 // noteControlPlane adds a node under remediation to the busy set when it is
 // a control-plane node, or any of its resources says it is one (a node that
 // lost its label, or is gone, may still be fenced).

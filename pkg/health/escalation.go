@@ -2,24 +2,9 @@ package health
 
 import (
 	"fmt"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
-
-// pending counts a node whose last write the caches do not show yet, and
-// plans nothing for it: its status entry stays as it was.
-func (e *evaluation) pending(v *NodeVerdict, resources []Remediation, previous *v1alpha1.UnhealthyNode) {
-	v.Waiting, v.Listed = WaitOwnWrite, previous != nil
-	if len(resources) > 0 || (previous != nil && len(previous.Remediations) > 0) {
-		e.p.Remediating++
-		e.withResources[v.Node.Name] = true
-		e.noteControlPlane(v.Node.Name, v.ControlPlane, resources)
-	}
-}
 
 // remediate moves an unhealthy node's incident along: the escalation of a
 // running or held step, or after one that timed out; a wait for a pending
@@ -133,25 +118,4 @@ func (e *evaluation) exhausted(v *NodeVerdict, p *incident, overdue bool) {
 		e.p.ReleaseLeases = append(e.p.ReleaseLeases, v.Node.Name)
 	}
 	e.p.Events = append(e.p.Events, warning(EventNoTemplateLeft, v.Node.Name, fmt.Sprintf(messageNoTemplateLeft, e.in.NHC.Name, v.Node.Name)))
-}
-
-// superseded finds the resources of steps before the running one that
-// neither the last status nor an annotation shows as timed out (a lost
-// status write of a Succeeded=True step, which has no annotation): they were
-// given up when the running step started.
-func superseded(steps []step, p *incident, resources []Remediation) map[types.UID]time.Time {
-	if p.currentStep < 0 {
-		return nil
-	}
-	var found map[types.UID]time.Time
-	for i := range resources {
-		r := &resources[i]
-		if r.Ref.UID != p.current.Ref.UID && timedOutAt(r, p.record) == nil && stepOf(steps, &r.Ref, r.TemplateName) < p.currentStep {
-			if found == nil {
-				found = map[types.UID]time.Time{}
-			}
-			found[r.Ref.UID] = p.current.Created
-		}
-	}
-	return found
 }

@@ -18,30 +18,6 @@ import (
 // that ends the wait never come.
 const WaitRetry = time.Minute
 
-// evaluation holds the state of one Evaluate call.
-type evaluation struct {
-	in    Input
-	rules *rules
-	now   time.Time
-	// previous status entries by node name.
-	previous map[string]*v1alpha1.UnhealthyNode
-	// candidates index p.Nodes entries that need their first remediation.
-	candidates []int
-	// escalations are the nodes whose remediation may move to its next step,
-	// decided once the budget and storm state are known.
-	escalations []*NodeVerdict
-	// withResources holds the selected nodes that have resources.
-	withResources map[string]bool
-	// busyControlPlane is the one busy set of "one control-plane node at a
-	// time": the cluster's (Input.BusyControlPlaneNodes) and the nodes this
-	// evaluation finds or starts under remediation.
-	busyControlPlane map[string]bool
-	// remembered estimates the compacted status bytes of the incidents
-	// under way and planned (remembers); -1 until counted.
-	remembered int
-	p          Plan
-}
-
 // Evaluate decides what to do for one NodeHealthCheck. It is pure: it reads
 // its input, modifies nothing, and calls no API.
 func Evaluate(in Input) Plan {
@@ -166,6 +142,17 @@ func (e *evaluation) evaluateNode(i int) {
 	}
 }
 
+// pending counts a node whose last write the caches do not show yet, and
+// plans nothing for it: its status entry stays as it was.
+func (e *evaluation) pending(v *NodeVerdict, resources []Remediation, previous *v1alpha1.UnhealthyNode) {
+	v.Waiting, v.Listed = WaitOwnWrite, previous != nil
+	if len(resources) > 0 || (previous != nil && len(previous.Remediations) > 0) {
+		e.p.Remediating++
+		e.withResources[v.Node.Name] = true
+		e.noteControlPlane(v.Node.Name, v.ControlPlane, resources)
+	}
+}
+
 // startRemediations gives candidates their first remediation, as far as
 // the gates allow. Of several control-plane candidates, the one unhealthy
 // longest goes first, then by name.
@@ -191,21 +178,6 @@ func (e *evaluation) startRemediations() {
 	slices.SortFunc(e.p.Create, func(a, b Creation) int { return strings.Compare(a.Node, b.Node) })
 }
 
-// create plans a resource, with the node lease it needs, unless this plan
-// created as many as it may. A first resource takes the lease anew, so that
-// an old lease of ours does not make the new remediation overdue.
-func (e *evaluation) create(v *NodeVerdict, stepIndex int, escalation, restartLease bool) {
-	if e.deferToNextPlan(v) {
-		return
-	}
-	s := e.rules.steps[stepIndex]
-	e.p.Create = append(e.p.Create, Creation{
-		Node: v.Node.Name, Template: s.template, Step: stepIndex, Timeout: s.timeout,
-		ControlPlane: v.ControlPlane, Escalation: escalation, Lease: e.leaseRequest(v, stepIndex, restartLease || v.Remediations == 0),
-		FirstResource: v.Remediations == 0,
-	})
-}
-
 // enablementEvent records the Disabled or Enabled transition: the problem
 // against the last status's Disabled condition. With the resources unknown
 // and no problem, nothing is known to have changed.
@@ -219,20 +191,5 @@ func (e *evaluation) enablementEvent() {
 	}
 	if !e.in.ResourcesUnknown && (was == nil || was.Status != metav1.ConditionFalse) {
 		e.p.Events = append(e.p.Events, normal(EventEnabled, "", messageEnabled))
-	}
-}
-
-// createsFrom records an instant from which a remediation may be created
-// (Plan.CreatesFrom).
-func (e *evaluation) createsFrom(t time.Time) {
-	if e.p.CreatesFrom.IsZero() || t.Before(e.p.CreatesFrom) {
-		e.p.CreatesFrom = t
-	}
-}
-
-// deadline records a future instant at which the plan changes.
-func (e *evaluation) deadline(t time.Time) {
-	if t.After(e.now) && (e.p.NextDeadline.IsZero() || t.Before(e.p.NextDeadline)) {
-		e.p.NextDeadline = t
 	}
 }

@@ -359,6 +359,27 @@ func (e *evaluation) stepEnd(node string, inc *incident) stepEnd {
 	return end
 }
 
+// superseded finds the resources of steps before the running one that
+// neither the last status nor an annotation shows as timed out (a lost
+// status write of a Succeeded=True step, which has no annotation): they were
+// given up when the running step started.
+func superseded(steps []step, p *incident, resources []Remediation) map[types.UID]time.Time {
+	if p.currentStep < 0 {
+		return nil
+	}
+	var found map[types.UID]time.Time
+	for i := range resources {
+		r := &resources[i]
+		if r.Ref.UID != p.current.Ref.UID && timedOutAt(r, p.record) == nil && stepOf(steps, &r.Ref, r.TemplateName) < p.currentStep {
+			if found == nil {
+				found = map[types.UID]time.Time{}
+			}
+			found[r.Ref.UID] = p.current.Created
+		}
+	}
+	return found
+}
+
 // recordOf is the record a node's incident leaves in its status entry: its
 // resources, each with its step's first start, and the steps that timed out
 // and whose resources are gone since. A resource is timed out as the last

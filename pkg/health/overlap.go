@@ -191,75 +191,6 @@ type Overlap struct {
 	ByOther map[string]int
 }
 
-// RemediatorOf says which NodeHealthCheck remediates a node that this one
-// selects, and whether it is this one.
-func (in *Input) RemediatorOf(node string) (by Claim, self bool) {
-	var selected *nodeview.Node
-	if i := slices.IndexFunc(in.Nodes, func(n *nodeview.Node) bool { return n.Name == node }); i >= 0 {
-		selected = in.Nodes[i]
-	}
-	all := append([]Claim{in.selfClaim(node, selected, statusEntry(&in.NHC.Status, node))}, in.Claims[node]...)
-	i := Remediator(all)
-	return all[i], i == 0
-}
-
-// selfClaim is this NodeHealthCheck's claim on a node it selects, with the
-// node's entry in its status (nil when none); a nil node holds no condition.
-func (in *Input) selfClaim(name string, node *nodeview.Node, entry *v1alpha1.UnhealthyNode) Claim {
-	nhc := in.NHC
-	return Claim{Peer: Peer{Name: nhc.Name, UID: nhc.UID, Created: nhc.CreationTimestamp.Time}, Selects: true,
-		Remediating:    len(in.Remediations[name]) > 0 || HoldsOnRecord(nhc, entry),
-		ConditionsHold: node != nil && conditionsHold(node, nhc.Spec.UnhealthyConditions),
-		CannotAct:      CannotAct(nhc)}
-}
-
-// overlaps decides which selected nodes another NodeHealthCheck remediates,
-// and sums up the overlap, with an event when it starts.
-func (e *evaluation) overlaps() {
-	if len(e.in.Claims) == 0 {
-		return
-	}
-	o := Overlap{ByOther: map[string]int{}}
-	others := map[string]bool{}
-	var all []Claim
-	for i := range e.p.Nodes {
-		v := &e.p.Nodes[i]
-		claims := e.in.Claims[v.Node.Name]
-		if len(claims) == 0 {
-			continue
-		}
-		all = append(append(all[:0], e.in.selfClaim(v.Node.Name, v.Node, e.previous[v.Node.Name])), claims...)
-		winner := Remediator(all)
-		if winner > 0 {
-			by := all[winner]
-			v.RemediatedBy = &by
-		}
-		shared := false
-		for _, c := range claims {
-			if c.Selects {
-				shared, others[c.Name] = true, true
-			}
-		}
-		switch {
-		case !shared:
-		case winner == 0:
-			o.Shared++
-			o.Self++
-		default:
-			o.Shared++
-			o.ByOther[all[winner].Name]++
-		}
-	}
-	if o.Shared == 0 {
-		return
-	}
-	o.Others = slices.Sorted(maps.Keys(others))
-	e.p.Overlap = &o
-	if was := meta.FindStatusCondition(e.in.NHC.Status.Conditions, v1alpha1.ConditionNodesOverlap); was == nil || was.Status != metav1.ConditionTrue {
-		e.p.Events = append(e.p.Events, warning(EventNodesOverlap, "", o.message()))
-	}
-}
-
 // message says who shares nodes with this NodeHealthCheck and who
 // remediates them, naming at most maxNamed NodeHealthChecks each time.
 func (o *Overlap) message() string {
@@ -322,14 +253,4 @@ func bounded(items []string) string {
 		return strings.Join(items, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(items[:maxNamed], ", "), len(items)-maxNamed)
-}
-
-// statusEntry is a node's entry in a status, or nil.
-func statusEntry(status *v1alpha1.NodeHealthCheckStatus, node string) *v1alpha1.UnhealthyNode {
-	for _, entry := range status.UnhealthyNodes {
-		if entry != nil && entry.Name == node {
-			return entry
-		}
-	}
-	return nil
 }

@@ -47,32 +47,6 @@ func entryRemediation(entry *v1alpha1.UnhealthyNode, uid types.UID) *v1alpha1.Re
 	return nil
 }
 
-// HoldsOnRecord tells whether a NodeHealthCheck's status entry for a node
-// records an incident under way (a step that never timed out, no end
-// marked since) that it can go on with (CannotAct). Its step's resource may
-// be gone (its remediator deleted it): the step is created again on its
-// first clock, so the NodeHealthCheck still remediates the node, and no
-// other one that selects it takes it over (Remediator). One that cannot act
-// holds a node only by resources that exist.
-func HoldsOnRecord(nhc *v1alpha1.NodeHealthCheck, entry *v1alpha1.UnhealthyNode) bool {
-	if entry == nil || endedAt(entry) != nil || CannotAct(nhc) != "" {
-		return false
-	}
-	return slices.ContainsFunc(entry.Remediations, func(rem *v1alpha1.Remediation) bool { return rem != nil && rem.TimedOut == nil })
-}
-
-// NodesHeldOnRecord are the nodes a NodeHealthCheck holds by its status
-// (HoldsOnRecord).
-func NodesHeldOnRecord(nhc *v1alpha1.NodeHealthCheck) []string {
-	var nodes []string
-	for _, entry := range nhc.Status.UnhealthyNodes {
-		if entry != nil && HoldsOnRecord(nhc, entry) {
-			nodes = append(nodes, entry.Name)
-		}
-	}
-	return nodes
-}
-
 // NodesRecordingRemediations are the nodes whose status entry records a
 // remediation resource, whatever its state: while its kind cannot be read,
 // such a record keeps the node busy for every other NodeHealthCheck.

@@ -1,9 +1,10 @@
 package health
 
 import (
-	corev1 "k8s.io/api/core/v1"
 	"slices"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
@@ -125,55 +126,6 @@ func entryBytes(node string) int { return len(node) + 20 }
 // recordBytes estimates the bytes of one record of a step in JSON.
 func recordBytes(r *corev1.ObjectReference, template string) int {
 	return len(r.APIVersion) + len(r.Kind) + len(r.Namespace) + len(r.Name) + len(r.UID) + len(template) + 140
-}
-
-// remembers tells whether the status can hold one more node's incident,
-// and counts it: the compacted entries of every node under remediation
-// must fit memoryFactor times the status's bytes, or the bound would leave
-// some out and cost them their steps' clocks. An incident is counted at
-// the most its entry can grow to: a compact record of each of the spec's
-// steps.
-func (e *evaluation) remembers(node string) bool {
-	if e.remembered < 0 {
-		e.remembered = e.incidentBytes()
-	}
-	add := entryBytes(node) + max(1, len(e.rules.steps))*e.rules.largestRecord()
-	if e.remembered+add > memoryFactor*e.in.statusBytes() {
-		return false
-	}
-	e.remembered += add
-	return true
-}
-
-// incidentBytes estimates the most the compacted entries of the nodes
-// under remediation can grow to: their resources' records, and one of the
-// spec's largest step for each step to come or the last that timed out
-// and is gone; and the records of listed nodes whose incidents go on
-// though their resources are gone. An ended incident's record is not
-// counted: the status this plan writes drops it, and a node waiting for
-// room (StatusFull) would wait for an end that already came.
-func (e *evaluation) incidentBytes() int {
-	size := 0
-	for node, resources := range e.in.Remediations {
-		if len(resources) == 0 {
-			continue
-		}
-		size += entryBytes(node) + max(1, len(e.rules.steps)-len(resources))*e.rules.largestRecord()
-		for i := range resources {
-			r := &resources[i]
-			size += recordBytes(&r.Ref, r.TemplateName) - len(r.Ref.Name)
-		}
-	}
-	for i := range e.p.Nodes {
-		v := &e.p.Nodes[i]
-		if !v.Listed || v.incident == nil || v.incident.record == nil || len(e.in.Remediations[v.Node.Name]) > 0 {
-			continue
-		}
-		if entry := v.incident.record; len(entry.Remediations) > 0 {
-			size += entrySize(entry, false) + max(0, len(e.rules.steps)-len(entry.Remediations))*e.rules.largestRecord()
-		}
-	}
-	return size
 }
 
 // largestRecord is the bytes of a compact record of the spec's largest step.
