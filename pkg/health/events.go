@@ -44,40 +44,12 @@ const (
 	messageDetectedUnhealthy = "Node matches unhealthy condition. Node %q, condition type %q, condition status %q"
 	messageInvalidNodeLabel  = "Node %s has exclude-from-remediation label with empty value, label will be ignored. Set value to 'true' to exclude node from remediation"
 	messageNoTemplateLeft    = "Remediation timed out, and no template left to try. didn't find a template to use for NHC %s and node %s"
-	messageStormStarted      = "Storm recovery mode activated - delaying remediation until threshold is reached"
-	messageStormCooldown     = "Storm recovery mode will exit after cooldown delay"
-	messageStormEnded        = "Storm recovery mode deactivated - normal remediation resumed"
 	messageCreated           = "Created remediation object for node %s"
 	messageRemoved           = "Deleted remediation CR of kind %s with name %s"
 	messageTimedOut          = "Remediation %s %s of node %s timed out: %s"
 	messageTimeoutPassed     = "its timeout passed"
 	messageRemediatorFailed  = "its remediator reported Succeeded=False"
 	messageLeaseOverdue      = "its node lease is overdue"
-	messageBlocked           = "Skipped remediation: %s"
-
-	messageWaitMinHealthy   = "Skipped remediation because the number of healthy nodes selected by the selector is %d and should equal or exceed %d"
-	messageWaitStorm        = "Storm recovery active: skipping creation of new remediations"
-	messageWaitPaused       = "Postponing potential remediations because of pause requests"
-	messageWaitExcluded     = "Remediation skipped on node %s: node has Exclude from Remediation label"
-	messageWaitControlPlane = "Skipping remediation of %s for preventing control plane / etcd quorum loss, going to retry in a minute"
-	messageWaitLeaseHeld    = "Skipped remediation of node: %s, because node lease is already taken"
-)
-
-// How the status reason counts the nodes that wait, next to the events that
-// say why they wait.
-const summaryMinHealthy = "%d because " + becauseMinHealthy
-
-var (
-	waitSummaryOrder = []WaitReason{WaitStorm, WaitControlPlane, WaitLeaseHeld, WaitStatusFull, WaitExcluded, WaitDeletion, WaitNoTemplate}
-	waitSummaries    = map[WaitReason]string{
-		WaitStorm:        "for storm recovery to end",
-		WaitControlPlane: "for another control-plane node's remediation",
-		WaitLeaseHeld:    "for their node lease, which someone else holds (node maintenance or another remediation)",
-		WaitStatusFull:   "for a remediation to end: the status remembers no more at once",
-		WaitExcluded:     "excluded from remediation",
-		WaitDeletion:     "for their remediation's deletion",
-		WaitNoTemplate:   "with no remediation template left to try",
-	}
 )
 
 // eventMessageLimit keeps event messages within the 1024 bytes the API
@@ -105,39 +77,6 @@ func truncate(s string, limit int) string {
 		cut--
 	}
 	return s[:cut] + ellipsis
-}
-
-// LastingEvents are the events of states that last: why nodes wait, the
-// warnings, and creations that someone else's resource blocks. They are keyed,
-// so that the controller records each once while it lasts.
-func (p *Plan) LastingEvents(out *Outcome) map[string]Event {
-	events := map[string]Event{}
-	for i := range p.Nodes {
-		v := &p.Nodes[i]
-		switch v.Waiting {
-		case WaitMinHealthy:
-			events["minHealthy"] = warning(EventRemediationSkipped, "", fmt.Sprintf(messageWaitMinHealthy, p.Healthy, p.Budget.MinHealthy))
-		case WaitStorm:
-			events["storm"] = warning(EventRemediationSkipped, "", messageWaitStorm)
-		case WaitPaused:
-			events["paused"] = normal(EventRemediationSkipped, "", messageWaitPaused)
-		case WaitExcluded:
-			events["excluded/"+v.Node.Name] = warning(EventRemediationSkipped, v.Node.Name, fmt.Sprintf(messageWaitExcluded, v.Node.Name))
-		case WaitControlPlane:
-			events["controlPlane/"+v.Node.Name] = warning(EventRemediationSkipped, v.Node.Name, fmt.Sprintf(messageWaitControlPlane, v.Node.Name))
-		case WaitControlPlaneUnknown:
-			events["controlPlaneUnknown/"+v.Node.Name] = warning(EventRemediationSkipped, v.Node.Name, fmt.Sprintf(messageWaitControlPlaneUnknown, v.Node.Name, p.ControlPlaneUnknown))
-		case WaitLeaseHeld:
-			events["lease/"+v.Node.Name] = warning(EventRemediationSkipped, v.Node.Name, fmt.Sprintf(messageWaitLeaseHeld, v.Node.Name))
-		}
-	}
-	for _, w := range p.Warnings {
-		events["warning/"+w.Reason+"/"+w.Node] = w
-	}
-	for _, b := range out.Blocked {
-		events["blocked/"+b.Node+"/"+b.Message] = warning(EventRemediationSkipped, b.Node, fmt.Sprintf(messageBlocked, b.Message))
-	}
-	return events
 }
 
 // Events are the events of what the outcome did: a time-out before the
@@ -174,10 +113,6 @@ const (
 	ReasonRemediationNotConfirmed = "RemediationNotConfirmed"
 	messageNotConfirmed           = "Remediation of node %s not started: at the API server, %s; the controller's node cache had not caught up"
 )
-
-// messageWaitControlPlaneUnknown (node, why) is WaitControlPlaneUnknown's
-// event.
-const messageWaitControlPlaneUnknown = "Skipping remediation of %s for preventing control plane / etcd quorum loss: not every control-plane remediation is known yet (%s)"
 
 // ReasonLeaseLapsing and messageLeaseLapsing (node, why, when) say that a
 // node's lease is no longer renewed, as no step of this NodeHealthCheck runs

@@ -1,33 +1,11 @@
 package health
 
 import (
-	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
-)
-
-// Why a node waits, in words, for kubectl nhc. The status reason's summary
-// and the events say the same in their own grammar.
-const (
-	becauseMinHealthy   = "only %d of %d nodes are healthy and %d must be"
-	becauseStorm        = "storm recovery holds back new remediations"
-	becausePaused       = "the NodeHealthCheck is paused: %s"
-	becauseExcluded     = "the node has the label " + v1alpha1.ExcludeFromRemediationLabel + "=true"
-	becauseControlPlane = "another control-plane node is under remediation, and only one at a time may be"
-	// becauseControlPlaneUnknown (why) is Input.ControlPlaneUnknown's wait.
-	becauseControlPlaneUnknown = "only one control-plane node at a time may be under remediation, and not all of those under remediation are known yet: %s"
-	becauseDisabled            = "the NodeHealthCheck is disabled: %s: %s"
-	becauseDeletion            = "its previous remediation resource is still being deleted"
-	becauseNoTemplate          = "every remediation step timed out or failed, and none is left to try"
-	becauseOwnWrite            = "the controller's last write for this node is not visible yet"
-	becauseNextBatch           = "the controller creates remediations in batches, and this one is in the next"
-	becauseStatusWrite         = "the remediations created so far are not in the stored status yet, which the remediation guard reads; the next one waits for that status write"
-	becauseStatusFull          = "the status remembers the remediations of %d nodes, as many as it can hold, and a new one starts when one of them ends"
-	becauseLeaseHeld           = "its node lease %s is held by %s until %s (node maintenance or another remediation); it is remediated when the lease is released or expires"
 )
 
 // Explanation is what the engine says about one selected node: its state,
@@ -106,47 +84,4 @@ func (p *Plan) Explain() []Explanation {
 		explained = append(explained, x)
 	}
 	return explained
-}
-
-// because says why a node waits.
-func (p *Plan) because(v *NodeVerdict) string {
-	switch v.Waiting {
-	case WaitMinHealthy:
-		return fmt.Sprintf(becauseMinHealthy, p.Healthy, p.Observed, p.Budget.MinHealthy)
-	case WaitStorm:
-		return becauseStorm
-	case WaitPaused:
-		return fmt.Sprintf(becausePaused, strings.Join(p.rules.pauseRequests, ", "))
-	case WaitExcluded:
-		return becauseExcluded
-	case WaitControlPlane:
-		return becauseControlPlane
-	case WaitControlPlaneUnknown:
-		return fmt.Sprintf(becauseControlPlaneUnknown, p.ControlPlaneUnknown)
-	case WaitDisabled:
-		if p.Problem != nil {
-			return fmt.Sprintf(becauseDisabled, p.Problem.Reason, p.Problem.Message)
-		}
-	case WaitDeletion:
-		return becauseDeletion
-	case WaitNoTemplate:
-		return becauseNoTemplate
-	case WaitOwnWrite:
-		return becauseOwnWrite
-	case WaitNextBatch:
-		return becauseNextBatch
-	case WaitStatusWrite:
-		return becauseStatusWrite
-	case WaitStatusFull:
-		return fmt.Sprintf(becauseStatusFull, p.Remediating)
-	case WaitOverlap:
-		if v.RemediatedBy != nil {
-			return p.becauseOverlap(v.RemediatedBy, v.State == StateUnhealthy || v.State == StateSoonUnhealthy)
-		}
-	case WaitLeaseHeld:
-		if v.Lease != nil {
-			return fmt.Sprintf(becauseLeaseHeld, LeaseName(v.Node.Name), v.Lease.Holder, v.Lease.Expires().UTC().Format(time.RFC3339))
-		}
-	}
-	return ""
 }

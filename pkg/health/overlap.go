@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -28,15 +27,6 @@ const (
 		"the one already remediating it, else one that can act (not disabled, paused or deleting), the oldest whose unhealthy conditions hold on it: %s. Make the selectors disjoint"
 	messageRemediatesSelf  = "this one remediates %d"
 	messageRemediatesOther = "%s remediates %d"
-	messageNoOverlap       = "No selected node is selected by another NodeHealthCheck"
-	summaryOverlap         = "%d left to the NodeHealthChecks that remediate them (%s)"
-
-	becauseOverlapOlder       = "NodeHealthCheck %s selects it too and remediates it, being older; make the selectors disjoint"
-	becauseOverlapFirstByName = "NodeHealthCheck %s selects it too and remediates it: both were created in the same second, and its name comes first; make the selectors disjoint"
-	becauseOverlapRemediating = "NodeHealthCheck %s is remediating it (remediation resources, or a step under way in its status), and this one leaves it alone until that ends; make the selectors disjoint"
-	becauseOverlapConditions  = "NodeHealthCheck %s selects it too and remediates it: its unhealthy conditions hold on the node, and this one's do not; make the selectors disjoint"
-	// becauseOverlapCannotAct (other, why this one cannot act).
-	becauseOverlapCannotAct = "NodeHealthCheck %s selects it too and remediates it: this one cannot act (%s), and it can; make the selectors disjoint"
 
 	// maxNamed bounds the NodeHealthChecks a message names.
 	maxNamed = 10
@@ -207,44 +197,6 @@ func (o *Overlap) message() string {
 		}
 	}
 	return fmt.Sprintf(messageNodesOverlap, o.Shared, bounded(o.Others), bounded(parts))
-}
-
-// setOverlap records the overlap in the NodesOverlap condition. Like
-// StormActive, it appears with the first overlap and then stays, False, so
-// that its lastTransitionTime says when the overlap ended.
-func (b *statusBuilder) setOverlap(status *v1alpha1.NodeHealthCheckStatus) {
-	if o := b.p.Overlap; o != nil {
-		b.setCondition(status, v1alpha1.ConditionNodesOverlap, v1alpha1.ReasonNodesOverlap, metav1.ConditionTrue, b.in.Now, o.message())
-	} else if meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionNodesOverlap) != nil {
-		b.setCondition(status, v1alpha1.ConditionNodesOverlap, v1alpha1.ReasonNoOverlap, metav1.ConditionFalse, b.in.Now, messageNoOverlap)
-	}
-}
-
-// overlapSummary counts, for the status reason, the nodes left to the
-// NodeHealthChecks that remediate them.
-func (p *Plan) overlapSummary(n int) string {
-	names := map[string]bool{}
-	for i := range p.Nodes {
-		if v := &p.Nodes[i]; v.Waiting == WaitOverlap && v.RemediatedBy != nil {
-			names[v.RemediatedBy.Name] = true
-		}
-	}
-	return fmt.Sprintf(summaryOverlap, n, bounded(slices.Sorted(maps.Keys(names))))
-}
-
-// becauseOverlap says why a node waits for another NodeHealthCheck, naming it.
-func (p *Plan) becauseOverlap(by *Claim, selfHolds bool) string {
-	switch {
-	case by.Remediating:
-		return fmt.Sprintf(becauseOverlapRemediating, by.Name)
-	case by.CannotAct == "" && CannotAct(p.decidedFrom) != "":
-		return fmt.Sprintf(becauseOverlapCannotAct, by.Name, CannotAct(p.decidedFrom))
-	case by.ConditionsHold && !selfHolds:
-		return fmt.Sprintf(becauseOverlapConditions, by.Name)
-	case by.Created.Equal(p.decidedFrom.CreationTimestamp.Time):
-		return fmt.Sprintf(becauseOverlapFirstByName, by.Name)
-	}
-	return fmt.Sprintf(becauseOverlapOlder, by.Name)
 }
 
 // bounded joins at most maxNamed items, and says how many more there are.

@@ -1,13 +1,14 @@
 package health
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
@@ -70,16 +71,6 @@ func stampUpdate(status, previous *v1alpha1.NodeHealthCheckStatus, now time.Time
 	}
 }
 
-type statusBuilder struct {
-	in  Input
-	p   *Plan
-	out *Outcome
-	// unlisted counts the nodes the bounds left out of unhealthyNodes.
-	unlisted int
-	// verdicts are the verdicts of the listed nodes, by name.
-	verdicts map[string]*NodeVerdict
-}
-
 // newlyRemediating counts the nodes whose first resource was created.
 func newlyRemediating(out *Outcome) int {
 	n := 0
@@ -91,130 +82,132 @@ func newlyRemediating(out *Outcome) int {
 	return n
 }
 
-// entries lists the nodes the plan lists and the orphans, by name, each with
-// its resources, the created ones included, before the bounds apply; a node
-// with a write not yet seen keeps its last entry. It keeps the listed
-// verdicts for the history.
-func (b *statusBuilder) entries() []*v1alpha1.UnhealthyNode {
-	l := newEntryList(b)
-	for i := range b.p.Nodes {
-		if v := &b.p.Nodes[i]; v.Listed {
-			l.addVerdict(v)
-			b.verdicts[v.Node.Name] = v
+// Status condition messages and phase reasons, with upstream's wording where
+// upstream has them.
+const (
+	messageStormActiveThreshold = "Storm recovery is active - no new remediation starts until at most %d selected nodes are unhealthy"
+	messageStormActiveCooldown  = "Storm mode is activated - preventing any new remediation until the storm is over and cooldown duration expired"
+	messageStormInactive        = "Storm mode is deactivated, remediation can occur normally"
+	messageCooldownStarted      = "Storm cooldown delay started - waiting before resuming normal remediation"
+	messageCooldownCleared      = "Cooldown cleared - storm threshold triggered"
+	messageCooldownCompleted    = "Storm cooldown completed"
+	messageNoOverlap            = "No selected node is selected by another NodeHealthCheck"
+
+	reasonPhaseDisabled    = "NHC is disabled: %s: %s"
+	reasonPhasePaused      = "NHC is paused: "
+	reasonPhaseRemediating = "NHC is remediating %d nodes"
+	reasonPhaseEnabled     = "NHC is enabled, no ongoing remediation"
+	reasonUnlisted         = "; %d nodes not listed in unhealthyNodes, which is bounded"
+
+	// conditionMessageLimit is the maxLength of a condition's message.
+	conditionMessageLimit = 32768
+	// phaseReasonLimit keeps status.reason, a printer column, short.
+	phaseReasonLimit = 1024
+)
+
+// setDisabled records the problem, or its absence, in the Disabled condition.
+func (b *statusBuilder) setDisabled(status *v1alpha1.NodeHealthCheckStatus) {
+	if p := b.p.Problem; p != nil {
+		b.setCondition(status, v1alpha1.ConditionDisabled, p.Reason, metav1.ConditionTrue, b.in.Now, p.Message)
+		return
+	}
+	b.setCondition(status, v1alpha1.ConditionDisabled, v1alpha1.ReasonEnabled, metav1.ConditionFalse, b.in.Now, messageEnabled)
+}
+
+// setStorm records the storm state: the conditions in both modes, and
+// stormRecoveryActive/stormRecoveryStartTime when a threshold is set, as the
+// spec says.
+func (b *statusBuilder) setStorm(status *v1alpha1.NodeHealthCheckStatus) {
+	s, rules, now := b.p.Storm, b.p.rules.storm, b.in.Now
+	if !s.Configured {
+		meta.RemoveStatusCondition(&status.Conditions, v1alpha1.ConditionStormActive)
+		meta.RemoveStatusCondition(&status.Conditions, v1alpha1.ConditionStormCooldownActive)
+		status.StormRecoveryActive, status.StormRecoveryStartTime = nil, nil
+		return
+	}
+	status.StormRecoveryActive, status.StormRecoveryStartTime = nil, nil
+	if rules.threshold != nil {
+		status.StormRecoveryActive = ptr.To(s.Active)
+		if s.Active {
+			status.StormRecoveryStartTime = ptr.To(metav1.NewTime(s.Since))
 		}
 	}
-	for _, node := range b.p.Orphans {
-		entry, _ := l.add(node, nil)
-		entry.ConditionsHealthyTimestamp = orphanEnd(l.previous[node], b.in.Now)
-	}
-	for _, c := range b.out.Created {
-		entry := l.byNode[c.Node]
-		if entry == nil {
-			entry, _ = l.add(c.Node, nil)
+	// Like upstream, StormActive appears with the first storm.
+	if s.Active {
+		message := messageStormActiveCooldown
+		if rules.threshold != nil {
+			message = fmt.Sprintf(messageStormActiveThreshold, *rules.threshold)
 		}
-		entry.Remediations = append(entry.Remediations, &v1alpha1.Remediation{
-			Resource: c.Resource, Started: metav1.NewTime(c.CreationTime), TemplateName: c.Template.Name,
-		})
+		b.setCondition(status, v1alpha1.ConditionStormActive, v1alpha1.ReasonStormThresholdChange, metav1.ConditionTrue, s.Since, message)
+	} else if meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionStormActive) != nil {
+		b.setCondition(status, v1alpha1.ConditionStormActive, v1alpha1.ReasonStormThresholdChange, metav1.ConditionFalse, now, messageStormInactive)
 	}
-	l.orderSteps()
-	slices.SortFunc(l.entries, func(a, b *v1alpha1.UnhealthyNode) int { return strings.Compare(a.Name, b.Name) })
-	return l.entries
+	if rules.cooldown <= 0 {
+		meta.RemoveStatusCondition(&status.Conditions, v1alpha1.ConditionStormCooldownActive)
+		return
+	}
+	switch {
+	case !s.CooldownEnds.IsZero():
+		b.setCondition(status, v1alpha1.ConditionStormCooldownActive, v1alpha1.ReasonStormThresholdChange, metav1.ConditionTrue, s.CooldownStarted, messageCooldownStarted)
+	case s.Active:
+		b.setCondition(status, v1alpha1.ConditionStormCooldownActive, v1alpha1.ReasonStormThresholdChange, metav1.ConditionFalse, now, messageCooldownCleared)
+	case meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionStormCooldownActive) != nil:
+		b.setCondition(status, v1alpha1.ConditionStormCooldownActive, v1alpha1.ReasonStormThresholdChange, metav1.ConditionFalse, now, messageCooldownCompleted)
+	}
 }
 
-// entryList collects the status's entries of one sync.
-type entryList struct {
-	b        *statusBuilder
-	previous map[string]*v1alpha1.UnhealthyNode
-	timedOut map[types.UID]time.Time
-	deleted  map[string]bool
-	entries  []*v1alpha1.UnhealthyNode
-	byNode   map[string]*v1alpha1.UnhealthyNode
+// setOverlap records the overlap in the NodesOverlap condition. Like
+// StormActive, it appears with the first overlap and then stays, False, so
+// that its lastTransitionTime says when the overlap ended.
+func (b *statusBuilder) setOverlap(status *v1alpha1.NodeHealthCheckStatus) {
+	if o := b.p.Overlap; o != nil {
+		b.setCondition(status, v1alpha1.ConditionNodesOverlap, v1alpha1.ReasonNodesOverlap, metav1.ConditionTrue, b.in.Now, o.message())
+	} else if meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionNodesOverlap) != nil {
+		b.setCondition(status, v1alpha1.ConditionNodesOverlap, v1alpha1.ReasonNoOverlap, metav1.ConditionFalse, b.in.Now, messageNoOverlap)
+	}
 }
 
-func newEntryList(b *statusBuilder) *entryList {
-	l := &entryList{
-		b:        b,
-		previous: make(map[string]*v1alpha1.UnhealthyNode, len(b.in.NHC.Status.UnhealthyNodes)),
-		timedOut: make(map[types.UID]time.Time, len(b.out.TimedOut)),
-		deleted:  make(map[string]bool, len(b.out.Deleted)),
-		byNode:   map[string]*v1alpha1.UnhealthyNode{},
-	}
-	for _, entry := range b.in.NHC.Status.UnhealthyNodes {
-		if entry != nil {
-			l.previous[entry.Name] = entry
+// setCondition sets a condition; its lastTransitionTime changes only when
+// its status does.
+func (b *statusBuilder) setCondition(status *v1alpha1.NodeHealthCheckStatus, conditionType, reason string, conditionStatus metav1.ConditionStatus, transition time.Time, message string) {
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+		Type: conditionType, Status: conditionStatus, Reason: reason, Message: truncate(message, conditionMessageLimit),
+		LastTransitionTime: metav1.NewTime(transition), ObservedGeneration: b.in.NHC.Generation,
+	})
+}
+
+// setPhase sets the phase and reason: Disabled, then Paused, then
+// Remediating, then Enabled; and why unhealthy nodes wait.
+func (b *statusBuilder) setPhase(status *v1alpha1.NodeHealthCheckStatus) {
+	remediating := 0
+	for _, entry := range status.UnhealthyNodes {
+		if len(entry.Remediations) > 0 {
+			remediating++
 		}
 	}
-	for _, to := range b.out.TimedOut {
-		l.timedOut[to.Resource.UID] = to.At
+	// Disabled and Paused say why nothing is done, not why nodes wait.
+	summary := ""
+	switch {
+	case b.p.Problem != nil:
+		status.Phase, status.Reason = v1alpha1.PhaseDisabled, fmt.Sprintf(reasonPhaseDisabled, b.p.Problem.Reason, b.p.Problem.Message)
+	case b.p.rules.paused():
+		status.Phase, status.Reason = v1alpha1.PhasePaused, reasonPhasePaused+strings.Join(b.p.rules.pauseRequests, ",")
+	case remediating > 0:
+		status.Phase, status.Reason = v1alpha1.PhaseRemediating, fmt.Sprintf(reasonPhaseRemediating, remediating)
+		summary = b.p.waitSummary()
+	default:
+		status.Phase, status.Reason = v1alpha1.PhaseEnabled, reasonPhaseEnabled
+		summary = b.p.waitSummary()
 	}
-	for _, del := range b.out.Deleted {
-		l.deleted[del.Node] = true
+	unlisted := ""
+	if b.unlisted > 0 {
+		unlisted = fmt.Sprintf(reasonUnlisted, b.unlisted)
 	}
-	return l
-}
-
-// add returns the node's entry, and whether it is the last status's.
-func (l *entryList) add(node string, superseded map[types.UID]time.Time) (*v1alpha1.UnhealthyNode, bool) {
-	// The caches do not show the last write yet, or this sync's deletion:
-	// the entry that recorded the node stays until a sync sees the result,
-	// usually the resource gone and the entry with it, in one write.
-	kept := (l.b.in.PendingNodes[node] || l.deleted[node]) && l.previous[node] != nil
-	var entry *v1alpha1.UnhealthyNode
-	if kept {
-		entry = l.previous[node].DeepCopy()
-	} else {
-		entry = recordOf(node, l.b.in.Remediations[node], l.previous[node], superseded, l.timedOut)
+	if summary != "" {
+		summary = "; " + summary
 	}
-	l.entries = append(l.entries, entry)
-	l.byNode[node] = entry
-	return entry, kept
-}
-
-// addVerdict adds a listed node's entry with its incident's marks.
-func (l *entryList) addVerdict(v *NodeVerdict) {
-	name := v.Node.Name
-	inc := v.incident
-	if inc.record == nil {
-		// Its last incident ended and left nothing: a relapse starts afresh.
-		delete(l.previous, name)
-	}
-	entry, kept := l.add(name, v.Superseded)
-	// A kept entry has its mark already, but for the recovery whose
-	// deletion this sync sends: from now on it says so, should the node
-	// relapse before the resources are gone.
-	if inc.endedAt != nil && (!kept || (v.State == StateRecovering && l.deleted[name])) {
-		entry.ConditionsHealthyTimestamp = inc.endedAt.DeepCopy()
-	}
-	if v.State == StateRecovering && !kept && v.HealthyDelayed {
-		entry.HealthyDelayed = ptr.To(true)
-	}
-}
-
-// orderSteps resumes each entry's steps and puts them in the order they
-// started.
-func (l *entryList) orderSteps() {
-	steps := l.b.p.rules.steps
-	created := make(map[types.UID]bool, len(l.b.out.Created))
-	for _, c := range l.b.out.Created {
-		created[c.Resource.UID] = true
-	}
-	for _, entry := range l.entries {
-		resources := l.b.in.Remediations[entry.Name]
-		entry.Remediations = resumeSteps(steps, entry.Remediations, func(uid types.UID) bool {
-			return created[uid] || hasResource(resources, uid)
-		})
-		// Creation times have one-second precision: within a second, the
-		// escalation order decides.
-		slices.SortStableFunc(entry.Remediations, func(a, b *v1alpha1.Remediation) int {
-			if c := a.Started.Compare(b.Started.Time); c != 0 {
-				return c
-			}
-			if c := stepOf(steps, &a.Resource, a.TemplateName) - stepOf(steps, &b.Resource, b.TemplateName); c != 0 {
-				return c
-			}
-			return strings.Compare(a.Resource.Name, b.Resource.Name)
-		})
-	}
+	// The count of unlisted nodes survives a long reason's truncation.
+	status.Reason = truncate(status.Reason+summary, phaseReasonLimit-len(unlisted)) + unlisted
 }
 
 // ShowsRemediation says whether a status lists a node with a remediation:

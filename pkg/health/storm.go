@@ -9,6 +9,12 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
 
+const (
+	messageStormStarted  = "Storm recovery mode activated - delaying remediation until threshold is reached"
+	messageStormCooldown = "Storm recovery mode will exit after cooldown delay"
+	messageStormEnded    = "Storm recovery mode deactivated - normal remediation resumed"
+)
+
 // previousStorm reads the storm state from the last written status.
 func previousStorm(status *v1alpha1.NodeHealthCheckStatus) (active bool, since, cooldownStart time.Time) {
 	if c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionStormActive); c != nil {
