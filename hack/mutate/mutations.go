@@ -113,7 +113,7 @@ var mutations = []mutation{
 	{
 		Name: "failure-ignored", Rule: "a step whose remediator reports Succeeded=False is followed at once",
 		File:  "pkg/health/incident.go",
-		Edits: []edit{{Old: "end.failed = !end.at.IsZero() && inc.current.Succeeded == metav1.ConditionFalse", New: "end.failed = false && inc.current.Succeeded == metav1.ConditionFalse"}},
+		Edits: []edit{{Old: "end.failed = !end.at.IsZero() && inc.current != nil && inc.current.Succeeded == metav1.ConditionFalse", New: "end.failed = false && inc.current != nil && inc.current.Succeeded == metav1.ConditionFalse"}},
 	},
 	{
 		Name: "relapse-continues", Rule: "a node that recovered starts again at the first step",

@@ -44,10 +44,7 @@ func (e *evaluation) escalate(v *NodeVerdict) {
 		// clock, unless its time ran out meanwhile.
 		e.createsFrom(e.now)
 		next := p.next
-		end := p.timesOutAt(steps)
-		if overdue := e.resumedLeaseOverdue(p); !overdue.IsZero() && (end.IsZero() || overdue.Before(end)) {
-			end = overdue
-		}
+		end := p.end(steps, e.resumedLeaseOverdue(p)).at
 		if !end.IsZero() {
 			if e.now.Before(end) {
 				e.deadline(end)
@@ -71,7 +68,7 @@ func (e *evaluation) escalate(v *NodeVerdict) {
 		// A step the spec no longer has: it runs until the node is healthy.
 		return
 	}
-	end := e.stepEnd(v.Node.Name, p)
+	end := p.end(steps, e.leaseOverdue(v.Node.Name, p.currentStep))
 	if end.at.IsZero() {
 		return
 	}

@@ -106,7 +106,7 @@ func (e *evaluation) evaluateNode(i int) {
 	v.Excluded = excluded(node.Labels)
 	v.Since, v.Expires = m.since, m.expires
 	previous := e.previous[node.Name]
-	v.incident = e.incidentOf(v, resources, previous)
+	v.incident = incidentOf(e.rules, e.now, v.State == StateRecovering, v.Since, resources, previous)
 	if e.in.PendingNodes[node.Name] {
 		e.pending(v, resources, previous)
 		return

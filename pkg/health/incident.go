@@ -82,18 +82,19 @@ type incident struct {
 }
 
 // incidentOf is the transition: from a node's record and what the cluster
-// shows now (its verdict and its resources), the incident now.
-func (e *evaluation) incidentOf(v *NodeVerdict, resources []Remediation, record *v1alpha1.UnhealthyNode) *incident {
-	if v.State == StateRecovering {
+// shows now (whether the node is healthy with resources left, since when
+// its unhealthy condition holds, its resources), the incident now.
+func incidentOf(r *rules, now time.Time, recovering bool, since time.Time, resources []Remediation, record *v1alpha1.UnhealthyNode) *incident {
+	if recovering {
 		return &incident{state: incidentRecovering, record: record, currentStep: -1,
-			endedAt: ptr.To(metav1.NewTime(healthyDelayStart(resources, record, e.now)))}
+			endedAt: ptr.To(metav1.NewTime(healthyDelayStart(resources, record, now)))}
 	}
 	if endedAt(record) != nil && len(resources) == 0 {
 		// A relapse after the last incident's resources are gone.
 		record = nil
 	}
-	inc := progressOf(e.rules.steps, resources, record)
-	deleting, undeleted := e.leftOver(v, resources, record)
+	inc := progressOf(r.steps, resources, record)
+	deleting, undeleted := leftOver(r.healthyDelay, now, since, resources, record)
 	if deleting || undeleted {
 		inc.endedAt = endedAt(record).DeepCopy()
 	}
@@ -102,11 +103,11 @@ func (e *evaluation) incidentOf(v *NodeVerdict, resources []Remediation, record 
 		inc.state = incidentBlocked
 	case inc.current != nil:
 		inc.state = incidentRunning
-	case inc.deleting && e.heldStep(v, resources, inc):
+	case inc.deleting && heldStep(r.steps, since, resources, inc):
 		inc.state = incidentHeld
-	case inc.deleting && !e.goesOnBeside(v, resources, inc):
+	case inc.deleting && !goesOnBeside(r.steps, since, resources, inc):
 		inc.state = incidentBlocked
-	case inc.started && inc.next >= len(e.rules.steps):
+	case inc.started && inc.next >= len(r.steps):
 		inc.state = incidentExhausted
 	case inc.started:
 		inc.state = incidentNextStep
@@ -125,15 +126,15 @@ func (e *evaluation) incidentOf(v *NodeVerdict, resources []Remediation, record 
 // delete while the node is unhealthy, and the node waits (incidentBlocked)
 // until it recovers, or someone deletes it. Within a positive healthyDelay
 // the old resources are kept, and the relapse goes on with them.
-func (e *evaluation) leftOver(v *NodeVerdict, resources []Remediation, record *v1alpha1.UnhealthyNode) (deleting, undeleted bool) {
+func leftOver(healthyDelay time.Duration, now, since time.Time, resources []Remediation, record *v1alpha1.UnhealthyNode) (deleting, undeleted bool) {
 	ended := endedAt(record)
 	if ended == nil {
 		return false, false
 	}
-	due := e.rules.healthyDelay >= 0 && !ended.Add(e.rules.healthyDelay).After(e.now)
+	due := healthyDelay >= 0 && !ended.Add(healthyDelay).After(now)
 	for i := range resources {
 		r := &resources[i]
-		deleting = deleting || (r.Deleting && !ofThisIncident(r, v, record))
+		deleting = deleting || (r.Deleting && !ofThisIncident(r, since, record))
 		undeleted = undeleted || (due && !r.Deleting && !r.Created.After(ended.Time))
 	}
 	return deleting, undeleted
@@ -203,13 +204,12 @@ func resumedRecord(steps []step, resources []Remediation, inc *incident) *v1alph
 // deleted the deleting resource of the highest step with a timeout that
 // never timed out and is of this incident: deleted by its remediator or a
 // user while the node stayed unhealthy, and held by a finalizer.
-func (e *evaluation) heldStep(v *NodeVerdict, resources []Remediation, inc *incident) bool {
-	steps := e.rules.steps
+func heldStep(steps []step, since time.Time, resources []Remediation, inc *incident) bool {
 	held, heldStep := (*Remediation)(nil), -1
 	for i := range resources {
 		r := &resources[i]
 		idx := stepOf(steps, &r.Ref, r.TemplateName)
-		if !r.Deleting || idx < 0 || steps[idx].timeout <= 0 || timedOutAt(r, inc.record) != nil || !ofThisIncident(r, v, inc.record) {
+		if !r.Deleting || idx < 0 || steps[idx].timeout <= 0 || timedOutAt(r, inc.record) != nil || !ofThisIncident(r, since, inc.record) {
 			continue
 		}
 		if idx > heldStep {
@@ -231,8 +231,7 @@ func (e *evaluation) heldStep(v *NodeVerdict, resources []Remediation, inc *inci
 // out, and none has the kind and namespace of the step created next (the
 // step resumed, or the one after it, or the next), so none can have its
 // name.
-func (e *evaluation) goesOnBeside(v *NodeVerdict, resources []Remediation, inc *incident) bool {
-	steps := e.rules.steps
+func goesOnBeside(steps []step, since time.Time, resources []Remediation, inc *incident) bool {
 	next := inc.next
 	if inc.resumed != nil {
 		next = stepOf(steps, &inc.resumed.Resource, inc.resumed.TemplateName)
@@ -246,7 +245,7 @@ func (e *evaluation) goesOnBeside(v *NodeVerdict, resources []Remediation, inc *
 		if !r.Deleting {
 			continue
 		}
-		if !ofThisIncident(r, v, inc.record) || timedOutAt(r, inc.record) == nil || slices.ContainsFunc(upcoming, func(s step) bool {
+		if !ofThisIncident(r, since, inc.record) || timedOutAt(r, inc.record) == nil || slices.ContainsFunc(upcoming, func(s step) bool {
 			return s.kind == r.Ref.Kind && s.template.Namespace == r.Ref.Namespace
 		}) {
 			return false
@@ -257,14 +256,14 @@ func (e *evaluation) goesOnBeside(v *NodeVerdict, resources []Remediation, inc *
 
 // ofThisIncident tells whether a resource of an unhealthy node belongs to
 // its incident, whichever unhealthy condition it shows now, so the
-// condition's start alone cannot tell. One created no later than the last
-// incident's end (endedAt) is of none after it; else one created since the
-// condition started is of it, and so is one the record keeps.
-func ofThisIncident(r *Remediation, v *NodeVerdict, record *v1alpha1.UnhealthyNode) bool {
+// condition's start (since) alone cannot tell. One created no later than
+// the last incident's end (endedAt) is of none after it; else one created
+// since the condition started is of it, and so is one the record keeps.
+func ofThisIncident(r *Remediation, since time.Time, record *v1alpha1.UnhealthyNode) bool {
 	if ended := endedAt(record); ended != nil && !r.Created.After(ended.Time) {
 		return false
 	}
-	if !v.Since.IsZero() && !r.Created.Before(v.Since) {
+	if !since.IsZero() && !r.Created.Before(since) {
 		return true
 	}
 	return entryRemediation(record, r.Ref.UID) != nil
@@ -348,12 +347,12 @@ type stepEnd struct {
 	failed bool
 }
 
-// stepEnd says when the running step of a node ends; inc.current must be
-// set and its step known (inc.currentStep >= 0).
-func (e *evaluation) stepEnd(node string, inc *incident) stepEnd {
-	end := stepEnd{at: inc.timesOutAt(e.rules.steps)}
-	end.failed = !end.at.IsZero() && inc.current.Succeeded == metav1.ConditionFalse
-	if overdueAt := e.leaseOverdue(node, inc.currentStep); !overdueAt.IsZero() && (end.at.IsZero() || overdueAt.Before(end.at)) {
+// end says when the step that runs, or the resumed step that runs next,
+// ends, given when its node lease is overdue (zero: it holds none).
+func (inc *incident) end(steps []step, overdueAt time.Time) stepEnd {
+	end := stepEnd{at: inc.timesOutAt(steps)}
+	end.failed = !end.at.IsZero() && inc.current != nil && inc.current.Succeeded == metav1.ConditionFalse
+	if !overdueAt.IsZero() && (end.at.IsZero() || overdueAt.Before(end.at)) {
 		end.at, end.overdue = overdueAt, true
 	}
 	return end
@@ -363,18 +362,18 @@ func (e *evaluation) stepEnd(node string, inc *incident) stepEnd {
 // neither the last status nor an annotation shows as timed out (a lost
 // status write of a Succeeded=True step, which has no annotation): they were
 // given up when the running step started.
-func superseded(steps []step, p *incident, resources []Remediation) map[types.UID]time.Time {
-	if p.currentStep < 0 {
+func superseded(steps []step, inc *incident, resources []Remediation) map[types.UID]time.Time {
+	if inc.currentStep < 0 {
 		return nil
 	}
 	var found map[types.UID]time.Time
 	for i := range resources {
 		r := &resources[i]
-		if r.Ref.UID != p.current.Ref.UID && timedOutAt(r, p.record) == nil && stepOf(steps, &r.Ref, r.TemplateName) < p.currentStep {
+		if r.Ref.UID != inc.current.Ref.UID && timedOutAt(r, inc.record) == nil && stepOf(steps, &r.Ref, r.TemplateName) < inc.currentStep {
 			if found == nil {
 				found = map[types.UID]time.Time{}
 			}
-			found[r.Ref.UID] = p.current.Created
+			found[r.Ref.UID] = inc.current.Created
 		}
 	}
 	return found

@@ -220,7 +220,7 @@ func (e *evaluation) leaseLapses(v *NodeVerdict) string {
 		// A step the spec no longer has runs until the node is healthy.
 		return ""
 	}
-	switch end := e.stepEnd(v.Node.Name, p); {
+	switch end := p.end(e.rules.steps, e.leaseOverdue(v.Node.Name, p.currentStep)); {
 	case end.failed:
 		return lapseFailed
 	case end.at.IsZero() || e.now.Before(end.at):
