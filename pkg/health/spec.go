@@ -6,19 +6,11 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
-
-// defaultConditions apply when the spec has none; the CRD defaults the field,
-// so only objects that bypassed the API server lack it.
-var defaultConditions = []v1alpha1.UnhealthyCondition{
-	{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Duration: metav1.Duration{Duration: 300 * time.Second}},
-	{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Duration: metav1.Duration{Duration: 300 * time.Second}},
-}
 
 // rules is a spec parsed once, for one evaluation and the status built from it.
 type rules struct {
@@ -51,7 +43,9 @@ func parseSpec(spec *v1alpha1.NodeHealthCheckSpec, selector labels.Selector) (*r
 		selector:      selector,
 	}
 	if len(r.conditions) == 0 {
-		r.conditions = defaultConditions
+		// Only an object that bypassed the API server, which defaults the
+		// field, has none.
+		r.conditions = v1alpha1.DefaultUnhealthyConditions()
 	}
 	if spec.HealthyDelay != nil {
 		r.healthyDelay = spec.HealthyDelay.Duration

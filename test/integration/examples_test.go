@@ -34,11 +34,6 @@ func createFromFile(t *testing.T, path string) *v1alpha1.NodeHealthCheck {
 	return created
 }
 
-var defaultConditions = []v1alpha1.UnhealthyCondition{
-	{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Duration: metav1.Duration{Duration: 300 * time.Second}},
-	{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Duration: metav1.Duration{Duration: 300 * time.Second}},
-}
-
 func TestSpecExamplesAreAccepted(t *testing.T) {
 	samples, err := filepath.Glob(filepath.Join(controlplane.RepoRoot(), "manifests", "samples", "*.yaml"))
 	require.NoError(t, err)
@@ -46,7 +41,7 @@ func TestSpecExamplesAreAccepted(t *testing.T) {
 	for _, sample := range samples {
 		t.Run(filepath.Base(sample), func(t *testing.T) {
 			nhc := createFromFile(t, sample)
-			assert.Equal(t, defaultConditions, nhc.Spec.UnhealthyConditions)
+			assert.Equal(t, v1alpha1.DefaultUnhealthyConditions(), nhc.Spec.UnhealthyConditions)
 		})
 	}
 }
@@ -81,6 +76,6 @@ func TestUpstreamObjectsAreAccepted(t *testing.T) {
 		nhc := createFromFile(t, filepath.Join("testdata", "upstream-nhc-maxunhealthy.yaml"))
 		assert.Equal(t, intstr.FromString("49%"), *nhc.Spec.MaxUnhealthy)
 		assert.Len(t, nhc.Spec.EscalatingRemediations, 2)
-		assert.Equal(t, defaultConditions, nhc.Spec.UnhealthyConditions)
+		assert.Equal(t, v1alpha1.DefaultUnhealthyConditions(), nhc.Spec.UnhealthyConditions)
 	})
 }

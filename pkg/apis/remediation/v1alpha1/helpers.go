@@ -3,8 +3,10 @@ package v1alpha1
 import (
 	"iter"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
@@ -30,6 +32,15 @@ func (s *NodeHealthCheckSpec) TemplateRefs() []corev1.ObjectReference {
 		refs[i] = steps[i].RemediationTemplate
 	}
 	return refs
+}
+
+// DefaultUnhealthyConditions are the unhealthyConditions the CRD defaults
+// the field to (the kubebuilder:default marker of UnhealthyConditions).
+func DefaultUnhealthyConditions() []UnhealthyCondition {
+	return []UnhealthyCondition{
+		{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Duration: metav1.Duration{Duration: 300 * time.Second}},
+		{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Duration: metav1.Duration{Duration: 300 * time.Second}},
+	}
 }
 
 // IsControlPlane tells whether a node's labels carry a control-plane role:
