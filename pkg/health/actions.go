@@ -6,6 +6,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
+// What a plan asks the controller to do with remediation resources; the
+// Outcome says which of it was done.
+
 // Creation is a remediation resource to create.
 type Creation struct {
 	Node string

@@ -11,6 +11,11 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
 
+// How many nodes may be under remediation at once: the budget (minHealthy
+// or maxUnhealthy), and storm recovery, which holds back new remediations
+// while the budget is spent. Both are read from the spec; the storm's
+// state is kept in storm.go.
+
 // budgetRule is minHealthy or maxUnhealthy, parsed once.
 //
 // minHealthy is used as is; maxUnhealthy becomes observed-maxUnhealthy, and a
@@ -80,7 +85,8 @@ func (r budgetRule) minHealthy(observed int) int {
 	return value
 }
 
-// Storm recovery holds back new remediations during a mass failure.
+// stormRules says when a storm starts and ends. Storm recovery holds back
+// new remediations during a mass failure.
 //
 // With stormRecoveryThreshold (the spec's feature), a storm starts when the
 // remediation limit is reached: after the remediations this evaluation still

@@ -11,6 +11,11 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
+// This NodeHealthCheck's claim on the nodes it selects, weighed against the
+// others' by the overlap rule (overlap.go): which of them remediates a node,
+// what a status holds by its records, and the evaluation's pass over the
+// shared nodes.
+
 // RemediatorOf says which NodeHealthCheck remediates a node that this one
 // selects, and whether it is this one.
 func (in *Input) RemediatorOf(node string) (by Claim, self bool) {

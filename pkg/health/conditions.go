@@ -7,6 +7,9 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
+// What a decision reads of a node: its conditions against the unhealthy
+// ones, and its exclude label.
+
 // conditionMatch is how a node's conditions compare with the unhealthy conditions.
 type conditionMatch struct {
 	// expired is the first unhealthy condition, in spec order, that the node

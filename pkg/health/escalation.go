@@ -6,6 +6,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// An unhealthy node's incident moved along, as far as the gates allow:
+// where it stands and when a step ends is the incident's (incident.go).
+
 // remediate moves an unhealthy node's incident along: the escalation of a
 // running or held step, or after one that timed out; a wait for a pending
 // deletion; or its first remediation.

@@ -7,7 +7,9 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
 
-// evaluation holds the state of one Evaluate call.
+// evaluation holds the state of one Evaluate call. Its methods stand
+// beside the rule each applies (gates.go, escalation.go, lease.go, ...),
+// and Evaluate (evaluate.go) calls them in turn.
 type evaluation struct {
 	in    Input
 	rules *rules

@@ -1,6 +1,8 @@
 package health
 
-// The gates: why a node that needs a new resource does not get one now.
+// The gates: why a node that needs a new resource does not get one now,
+// room in the status for its incident included; and the create of one
+// that passes them.
 
 // resourceGate says why a node may not get any new resource now: neither a
 // first remediation nor its next escalation step. A node that another

@@ -7,6 +7,10 @@ import (
 	"time"
 )
 
+// What this NodeHealthCheck does with node leases (nodelease.go): which
+// lease a create takes, when a step's lease is overdue, and which leases
+// it renews, releases or lets lapse.
+
 // foreignLease returns the lease of a node that someone other than this
 // NodeHealthCheck holds now, or nil.
 func (e *evaluation) foreignLease(node string) *NodeLease {

@@ -12,6 +12,11 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
 
+// The status's entries: one for each node the plan lists and each orphan,
+// from its incident's record (recordOf), with this sync's creates.
+
+// statusBuilder builds one status (Status): its entries first, then the
+// history, the bounds and the conditions.
 type statusBuilder struct {
 	in  Input
 	p   *Plan

@@ -9,6 +9,11 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
 
+// Storm recovery's state: read from the last status, ended or cooled down
+// before new remediations are planned, started after them. When a storm
+// starts and ends is stormRules (budget.go).
+
+// The storm's events, in upstream's words.
 const (
 	messageStormStarted  = "Storm recovery mode activated - delaying remediation until threshold is reached"
 	messageStormCooldown = "Storm recovery mode will exit after cooldown delay"

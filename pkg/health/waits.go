@@ -10,8 +10,12 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
 
-// Why a node waits, in words, for kubectl nhc. The status reason's summary
-// and the events say the same in their own grammar.
+// Why a node waits, in the three grammars that say it: the events that
+// last while it waits (LastingEvents), the status reason, which counts the
+// nodes that wait (waitSummary), and kubectl nhc's words for one node
+// (because). They stand side by side so that they say the same.
+
+// Why a node waits, in words, for kubectl nhc.
 const (
 	becauseMinHealthy   = "only %d of %d nodes are healthy and %d must be"
 	becauseStorm        = "storm recovery holds back new remediations"
@@ -39,6 +43,7 @@ const (
 	becauseOverlapCannotAct = "NodeHealthCheck %s selects it too and remediates it: this one cannot act (%s), and it can; make the selectors disjoint"
 )
 
+// The events of a wait, with upstream's wording where upstream has the event.
 const (
 	messageWaitMinHealthy   = "Skipped remediation because the number of healthy nodes selected by the selector is %d and should equal or exceed %d"
 	messageWaitStorm        = "Storm recovery active: skipping creation of new remediations"
