@@ -334,7 +334,8 @@ func (inc *incident) timesOutAt(steps []step) time.Time {
 	return time.Time{}
 }
 
-// stepEnd is when and how a node's running step ends.
+// stepEnd is when and how a node's step ends: the one that runs, or the
+// resumed one that runs next.
 type stepEnd struct {
 	// at is when it times out: its timeout, or its node lease's overdue
 	// time when that comes first; zero when it runs until the node is
