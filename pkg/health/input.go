@@ -59,7 +59,7 @@ type Input struct {
 	RemediationProblem *Problem
 	// ResourcesUnknown is true when the remediation resources cannot be read
 	// at all, for example because their informers may not list them, and
-	// TemplateProblem says why. Deciding without them could lose
+	// RemediationProblem says why. Deciding without them could lose
 	// remediations: the plan does nothing, and the status keeps its entries.
 	ResourcesUnknown bool
 	// Leases are the node leases, shared with other operators; nil when the

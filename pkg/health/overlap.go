@@ -18,10 +18,10 @@ import (
 // Overlapping NodeHealthChecks. The spec says that two NodeHealthChecks must
 // not select the same node; when they do, one rule (Remediator) says which
 // of them remediates it, the others leave the node alone, and each reports
-// the overlap.
+// the overlap. This NodeHealthCheck's own claim is weighed in claims.go.
 
-// The words of an overlap: the NodesOverlap condition and event, the status
-// reason's summary, and why a node waits.
+// The words of an overlap, for the NodesOverlap condition and event; why a
+// node waits for another NodeHealthCheck is said in waits.go.
 const (
 	messageNodesOverlap = "%d selected nodes are also selected by NodeHealthChecks %s; only one NodeHealthCheck remediates a node, " +
 		"the one already remediating it, else one that can act (not disabled, paused or deleting), the oldest whose unhealthy conditions hold on it: %s. Make the selectors disjoint"

@@ -15,7 +15,7 @@ import (
 // plan and the outcome of carrying the plan out.
 type Plan struct {
 	// Problem is why the NodeHealthCheck is disabled: a problem of its spec,
-	// or Input.TemplateProblem. Nil when it is enabled.
+	// or Input.RemediationProblem. Nil when it is enabled.
 	Problem *Problem
 
 	// Nodes holds one verdict per selected node, in input order.
