@@ -54,12 +54,13 @@ integration: k8s-binaries helm ## Run the tests against a real kube-apiserver an
 	KUBEBUILDER_ASSETS="$(K8S_BINARIES)" HELM="$(HELM)" go test -count=1 -timeout 45m ./test/...
 
 # The simulation's parameters: SEEDS histories from seed FIRST, STEPS steps
-# each; SEED replays one seed with its trace and shrinks it.
+# each; SEED replays one seed with its trace and shrinks it (DRAWING=
+# before-held-relabels replays a found seed as it was drawn then).
 SIM_FLAGS = -sim.seeds $(or $(SEEDS),1000) -sim.first $(or $(FIRST),1) -sim.steps $(or $(STEPS),40) \
-	$(if $(SEED),-sim.seed $(SEED) -test.v,-sim.progress) $(if $(KEEP_GOING),-sim.keep-going) $(if $(FOCUS),-sim.focus $(FOCUS))
+	$(if $(SEED),-sim.seed $(SEED) -test.v,-sim.progress) $(if $(KEEP_GOING),-sim.keep-going) $(if $(FOCUS),-sim.focus $(FOCUS)) $(if $(DRAWING),-sim.drawing $(DRAWING))
 
 .PHONY: sim
-sim: ## Play generated histories (restarts, faults, features meeting) against the real controller in a simulated cluster, checking every invariant (SEEDS, FIRST, STEPS, SEED to replay one, KEEP_GOING=1, FOCUS=control-plane).
+sim: ## Play generated histories (restarts, faults, features meeting) against the real controller in a simulated cluster, checking every invariant (SEEDS, FIRST, STEPS, SEED to replay one, DRAWING for a found seed, KEEP_GOING=1, FOCUS=control-plane).
 	go test -c -o _output/sim.test ./test/sim
 	cd test/sim && ../../_output/sim.test -test.run TestHistories -test.timeout 0 $(SIM_FLAGS)
 

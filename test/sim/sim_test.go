@@ -26,6 +26,7 @@ var (
 	all       = flag.Bool("sim.all", false, "report every seed that breaks an invariant, unshrunk, and go on")
 	focus     = flag.String("sim.focus", "", "weight the histories towards features meeting: control-plane (quorum and escalations)")
 	withFound = flag.Bool("sim.found", true, "play the seeds that once broke an invariant too (make mutate plays generated seeds alone)")
+	drawing   = flag.String("sim.drawing", string(gen.DrawnToday), "the generator's draws a replayed seed has: a found seed's (before-held-relabels) replays the history that broke an invariant then")
 )
 
 // replays is how often a shrunk history is played again to say how often
@@ -38,7 +39,7 @@ const replays = 3
 // steps that still break it.
 func TestHistories(t *testing.T) {
 	if *seed != 0 {
-		replay(t, *seed)
+		replay(t, seeded{seed: *seed, drawing: gen.Drawing(*drawing)})
 		return
 	}
 	if testing.Short() {
@@ -63,8 +64,9 @@ func TestHistories(t *testing.T) {
 					if i >= int64(len(list)) || stop.Load() {
 						return
 					}
-					s := list[i]
-					h := gen.Generate(s, *steps, gen.Focus(*focus))
+					p := list[i]
+					s := p.seed
+					h := p.history()
 					stats := &Stats{}
 					v := playWith(t, h, nil, stats)
 					played.Add(1)
@@ -86,7 +88,7 @@ func TestHistories(t *testing.T) {
 					}
 					shrunk, sv := Shrink(t, h, v)
 					t.Errorf("seed %d: %v\nreplay: make sim SEED=%d%s\nshrunk to the fewest steps that still break %s (in %d of %d replays):\n%v\n%s",
-						s, v, s, focusArg(), v.Invariant, Reproduces(t, shrunk, v.Invariant, replays), replays, sv, shrunk)
+						s, v, s, p.replayArgs(), v.Invariant, Reproduces(t, shrunk, v.Invariant, replays), replays, sv, shrunk)
 					if !*keepGoing {
 						stop.Store(true)
 						return
@@ -99,23 +101,51 @@ func TestHistories(t *testing.T) {
 	t.Logf("%d histories, %d steps, %d invariant checks; broken: %v", played.Load(), stepsPlayed.Load(), checks.Load(), slices.Sorted(maps.Keys(broken)))
 }
 
-// found are seeds beyond the default range whose histories once broke an
-// invariant: every run plays them again.
-var found = []uint64{309, 354, 676, 873, 880, 896, 998, 1009, 1032, 1052, 1129, 1315, 1530, 1573, 1588, 1661, 1711, 1749, 2397, 2544, 2588, 2845, 3557, 3683, 3982, 4234, 5062, 6273, 7025, 7346, 17340, 24316, 30186, 30335, 31303, 32535, 33830, 35924, 36125, 40172, 40859, 40946, 47015, 47932, 48370, 50035, 50511, 50562, 54422, 59396, 60187, 60333, 67552, 102762, 103126, 104171, 105633, 106464, 109151, 110036, 110999, 118367, 120232, 124923, 130505, 140719, 163004, 174264, 177999, 186040, 207841, 235312, 302886, 308638, 386075, 415587, 494795}
+// found are seeds whose histories once broke an invariant, by the
+// drawing of the day they were found: every run plays them again, as they
+// were drawn then. A seed found with today's drawing goes under
+// gen.DrawnToday.
+var found = map[gen.Drawing][]uint64{
+	gen.DrawnBeforeHeldRelabels: {309, 354, 676, 873, 880, 896, 998, 1009, 1032, 1052, 1129, 1315, 1530, 1573, 1588, 1661, 1711, 1749, 2397, 2544, 2588, 2845, 3557, 3683, 3982, 4234, 5062, 6273, 7025, 7346, 17340, 24316, 30186, 30335, 31303, 32535, 33830, 35924, 36125, 40172, 40859, 40946, 47015, 47932, 48370, 50035, 50511, 50562, 54422, 59396, 60187, 60333, 67552, 102762, 103126, 104171, 105633, 106464, 109151, 110036, 110999, 118367, 120232, 124923, 130505, 140719, 163004, 174264, 177999, 186040, 207841, 235312, 302886, 308638, 386075, 415587, 494795},
+}
 
-// playList is the seeds to play: count from first on, then, withFound,
-// those found outside that range.
-func playList(first uint64, count int, withFound bool) []uint64 {
-	var list []uint64
+// seeded is one history to play: a seed, drawn with a drawing.
+type seeded struct {
+	seed    uint64
+	drawing gen.Drawing
+}
+
+func (p seeded) history() gen.History {
+	return gen.Generate(p.seed, *steps, gen.Focus(*focus), p.drawing)
+}
+
+// replayArgs are the make arguments besides SEED that replay it.
+func (p seeded) replayArgs() string {
+	args := focusArg()
+	if p.drawing != gen.DrawnToday {
+		args += " DRAWING=" + string(p.drawing)
+	}
+	return args
+}
+
+// playList is the seeds to play: count from first on, drawn today, then,
+// withFound, those found, as they were drawn then, unless the range plays
+// the same history.
+func playList(first uint64, count int, withFound bool) []seeded {
+	var list []seeded
 	for s := first; s < first+uint64(count); s++ {
-		list = append(list, s)
+		list = append(list, seeded{seed: s, drawing: gen.DrawnToday})
 	}
 	if !withFound {
 		return list
 	}
-	for _, s := range found {
-		if s < first || s >= first+uint64(count) {
-			list = append(list, s)
+	for _, d := range slices.Sorted(maps.Keys(found)) {
+		for _, s := range found[d] {
+			p := seeded{seed: s, drawing: d}
+			inRange := s >= first && s < first+uint64(count)
+			if !inRange || (d != gen.DrawnToday && len(p.history().Steps) != len(seeded{seed: s, drawing: gen.DrawnToday}.history().Steps)) {
+				list = append(list, p)
+			}
 		}
 	}
 	return list
@@ -131,8 +161,9 @@ func focusArg() string {
 	return " FOCUS=" + *focus
 }
 
-func replay(t *testing.T, s uint64) {
-	h := gen.Generate(s, *steps, gen.Focus(*focus))
+func replay(t *testing.T, p seeded) {
+	s := p.seed
+	h := p.history()
 	v := playWith(t, h, t.Logf, nil)
 	if v == nil {
 		t.Logf("seed %d breaks no invariant:\n%s", s, h)

@@ -13,7 +13,7 @@ func TestAnOperatorRelabelsAHeldNodeOutAndBack(t *testing.T) {
 	const seeds = 2000
 	with := 0
 	for seed := uint64(1); seed <= seeds; seed++ {
-		h := Generate(seed, 40, FocusNone)
+		h := Generate(seed, 40, FocusNone, DrawnToday)
 		at := map[string]string{}
 		drawn := false
 		for i, s := range h.Steps {
