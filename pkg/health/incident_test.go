@@ -21,98 +21,104 @@ import (
 // for its deletion, however many syncs that takes, then starts at the
 // first step.
 func TestAnIncidentLastsWhileTheNodeStaysUnhealthy(t *testing.T) {
-	sick := func() *simulation {
-		s := newSimulation(testNHC(threeSteps()), 3)
-		s.finalizers = true
-		s.setReady("node-00", corev1.ConditionUnknown, time.Hour)
+	t.Run("the remediator deleted the step, and the condition changed", stepDeletedByItsRemediator)
+	t.Run("the controller deleted the step when the node recovered", stepDeletedAtRecovery)
+	t.Run("the node relapsed, seen before its condition's duration passed", relapseBeforeItsDuration)
+	t.Run("the node relapsed after its first step failed", relapseAfterAFailedStep)
+}
+
+// sickWithStepA is a node unhealthy for an hour, its first step created.
+func sickWithStepA(t *testing.T) *simulation {
+	s := newSimulation(testNHC(threeSteps()), 3)
+	s.finalizers = true
+	s.setReady("node-00", corev1.ConditionUnknown, time.Hour)
+	d := s.evaluate()
+	require.Len(t, d.Create, 1)
+	require.Equal(t, templateA, d.Create[0].Template)
+	return s
+}
+
+func stepDeletedByItsRemediator(t *testing.T) {
+	s := sickWithStepA(t)
+	s.advance(time.Minute)
+	s.remove("node-00", s.resources["node-00"][0].Ref.UID)
+	s.evaluate()
+	s.advance(time.Minute)
+	// Unknown became False 30 s ago: the condition now starts after
+	// the step did, and holds its 5 minutes from 00:06:30.
+	s.setReady("node-00", corev1.ConditionFalse, 30*time.Second)
+	for range 5 {
 		d := s.evaluate()
-		require.Len(t, d.Create, 1)
-		require.Equal(t, templateA, d.Create[0].Template)
-		return s
+		assert.Empty(t, d.Create, "until the node is unhealthy again, past step A's timeout")
+		s.advance(time.Minute)
 	}
+	d := s.evaluate()
+	require.Len(t, d.TimeOut, 1, "step A timed out on its clock")
+	require.Len(t, d.Create, 1)
+	assert.Equal(t, multiOne, d.Create[0].Template, "the next step")
+}
 
-	t.Run("the remediator deleted the step, and the condition changed", func(t *testing.T) {
-		s := sick()
-		s.advance(time.Minute)
-		s.remove("node-00", s.resources["node-00"][0].Ref.UID)
-		s.evaluate()
-		s.advance(time.Minute)
-		// Unknown became False 30 s ago: the condition now starts after
-		// the step did, and holds its 5 minutes from 00:06:30.
-		s.setReady("node-00", corev1.ConditionFalse, 30*time.Second)
-		for range 5 {
-			d := s.evaluate()
-			assert.Empty(t, d.Create, "until the node is unhealthy again, past step A's timeout")
-			s.advance(time.Minute)
-		}
+func stepDeletedAtRecovery(t *testing.T) {
+	s := sickWithStepA(t)
+	s.advance(time.Minute)
+	s.recover("node-00")
+	d := s.evaluate()
+	require.Len(t, d.Delete, 1)
+	s.advance(time.Minute)
+	s.setReady("node-00", corev1.ConditionFalse, 0)
+	s.advance(10 * time.Minute)
+	for range 4 {
 		d := s.evaluate()
-		require.Len(t, d.TimeOut, 1, "step A timed out on its clock")
-		require.Len(t, d.Create, 1)
-		assert.Equal(t, multiOne, d.Create[0].Template, "the next step")
-	})
+		assert.Empty(t, d.Create, "the relapse waits for the deletion")
+		assert.Empty(t, d.TimeOut)
+		assert.Equal(t, WaitDeletion, verdictOf(d, "node-00").Waiting)
+		s.advance(time.Minute)
+	}
+	s.finishDeletions("node-00")
+	d = s.evaluate()
+	assert.Empty(t, d.TimeOut, "nothing of the incident before times out")
+	require.Len(t, d.Create, 1)
+	assert.Equal(t, templateA, d.Create[0].Template, "the first step again")
+}
 
-	t.Run("the controller deleted the step when the node recovered", func(t *testing.T) {
-		s := sick()
-		s.advance(time.Minute)
-		s.recover("node-00")
+func relapseBeforeItsDuration(t *testing.T) {
+	s := sickWithStepA(t)
+	s.recover("node-00")
+	require.Len(t, s.evaluate().Delete, 1)
+	s.advance(10 * time.Second)
+	s.setReady("node-00", corev1.ConditionFalse, 0)
+	for range 12 {
 		d := s.evaluate()
-		require.Len(t, d.Delete, 1)
+		assert.Empty(t, d.Create, "the relapse waits for its duration, then for the deletion")
+		assert.Empty(t, d.TimeOut, "step A is of the incident before")
 		s.advance(time.Minute)
-		s.setReady("node-00", corev1.ConditionFalse, 0)
-		s.advance(10 * time.Minute)
-		for range 4 {
-			d := s.evaluate()
-			assert.Empty(t, d.Create, "the relapse waits for the deletion")
-			assert.Empty(t, d.TimeOut)
-			assert.Equal(t, WaitDeletion, verdictOf(d, "node-00").Waiting)
-			s.advance(time.Minute)
-		}
-		s.finishDeletions("node-00")
+	}
+	s.finishDeletions("node-00")
+	d := s.evaluate()
+	require.Len(t, d.Create, 1)
+	assert.Equal(t, templateA, d.Create[0].Template, "the first step again")
+}
+
+func relapseAfterAFailedStep(t *testing.T) {
+	s := sickWithStepA(t)
+	s.setOnResource(s.resources["node-00"][0].Ref.UID, func(r *Remediation) { r.Succeeded = metav1.ConditionFalse })
+	d := s.evaluate()
+	require.Len(t, d.Create, 1)
+	require.Equal(t, multiOne, d.Create[0].Template, "the failed step is followed at once")
+	s.recover("node-00")
+	require.NotEmpty(t, s.evaluate().Delete)
+	s.advance(5 * time.Second)
+	s.setReady("node-00", corev1.ConditionUnknown, 0)
+	s.evaluate()
+	s.finishDeletions("node-00")
+	for range 5 {
 		d = s.evaluate()
-		assert.Empty(t, d.TimeOut, "nothing of the incident before times out")
-		require.Len(t, d.Create, 1)
-		assert.Equal(t, templateA, d.Create[0].Template, "the first step again")
-	})
-
-	t.Run("the node relapsed, seen before its condition's duration passed", func(t *testing.T) {
-		s := sick()
-		s.recover("node-00")
-		require.Len(t, s.evaluate().Delete, 1)
-		s.advance(10 * time.Second)
-		s.setReady("node-00", corev1.ConditionFalse, 0)
-		for range 12 {
-			d := s.evaluate()
-			assert.Empty(t, d.Create, "the relapse waits for its duration, then for the deletion")
-			assert.Empty(t, d.TimeOut, "step A is of the incident before")
-			s.advance(time.Minute)
-		}
-		s.finishDeletions("node-00")
-		d := s.evaluate()
-		require.Len(t, d.Create, 1)
-		assert.Equal(t, templateA, d.Create[0].Template, "the first step again")
-	})
-
-	t.Run("the node relapsed after its first step failed", func(t *testing.T) {
-		s := sick()
-		s.setOnResource(s.resources["node-00"][0].Ref.UID, func(r *Remediation) { r.Succeeded = metav1.ConditionFalse })
-		d := s.evaluate()
-		require.Len(t, d.Create, 1)
-		require.Equal(t, multiOne, d.Create[0].Template, "the failed step is followed at once")
-		s.recover("node-00")
-		require.NotEmpty(t, s.evaluate().Delete)
-		s.advance(5 * time.Second)
-		s.setReady("node-00", corev1.ConditionUnknown, 0)
-		s.evaluate()
-		s.finishDeletions("node-00")
-		for range 5 {
-			d = s.evaluate()
-			assert.Empty(t, d.Create, "the relapse waits for its condition's duration")
-			s.advance(time.Minute)
-		}
-		d = s.evaluate()
-		require.Len(t, d.Create, 1)
-		assert.Equal(t, templateA, d.Create[0].Template, "the first step again, not the one after the failed step")
-	})
+		assert.Empty(t, d.Create, "the relapse waits for its condition's duration")
+		s.advance(time.Minute)
+	}
+	d = s.evaluate()
+	require.Len(t, d.Create, 1)
+	assert.Equal(t, templateA, d.Create[0].Template, "the first step again, not the one after the failed step")
 }
 
 // A step whose resource its remediator deleted outright is created again on
