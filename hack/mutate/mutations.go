@@ -137,7 +137,7 @@ var mutations = []mutation{
 	},
 	{
 		Name: "reselected-continues", Rule: "a node selected again starts at the first step, on a fresh clock",
-		File:  "pkg/health/status.go",
+		File:  "pkg/health/status_entries.go",
 		Edits: []edit{{Old: "entry.ConditionsHealthyTimestamp = orphanEnd(l.previous[node], b.in.Now)", New: "entry.ConditionsHealthyTimestamp = endedAt(l.previous[node])"}},
 	},
 	{
