@@ -238,8 +238,10 @@ func (c *Checker) changesOf(life *resourceLife, t time.Time) []time.Time {
 
 // orphans checks that the remediation resources of nodes gone, or no
 // longer selected by their NodeHealthCheck, are deleted within
-// deletionBound of the later of that and the calm's start, while every
-// kind their NodeHealthCheck reads is readable. A disabled NodeHealthCheck
+// deletionBound of the latest of that, the calm's start and the instant
+// every kind their NodeHealthCheck reads could be read again, or it no
+// longer read the one that could not be (countdownReadable): while one
+// cannot, it decides nothing. A disabled NodeHealthCheck
 // still cleans up (docs/decisions.md); a resource held by a remediator's
 // finalizer counts as deleted once it is being deleted.
 func (c *Checker) orphans(all []remediationObj, calm bool) {
@@ -256,6 +258,7 @@ func (c *Checker) orphans(all []remediationObj, calm bool) {
 		}
 		key := runKey{nhc: r.ownerName, node: r.node}
 		seen[key] = true
+		c.countdownReadable(c.orphanSince, key, nhc, r.obj.GetKind())
 		if since, late := c.cleanupOverdue(c.orphanSince, key, nhc, calm, deletionBound); late {
 			why := "is gone"
 			if node != nil {

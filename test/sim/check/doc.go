@@ -68,10 +68,10 @@
 //     NodeHealthCheck uses is unreadable, or was within statusBound
 //     (unreadableLately), its status need not list every resource, and no
 //     deletion, release or escalation of its is due; a recovery's
-//     healthyDelay counts from when all can be read again, or it no longer
-//     reads the one that could not be, its spec edited
-//     (countdownReadable): the controller starts it by stamping the
-//     resource, which it can do only then.
+//     healthyDelay, and an orphan's deletion, count from when all can be
+//     read again, or it no longer reads the one that could not be, its
+//     spec edited (countdownReadable): the controller stamps the resource,
+//     or deletes it, only then.
 //   - A create whose answer was lost (uncertain), or that the replica's
 //     informer has not shown (unseen.go), holds its node while its kind
 //     cannot be read: the controller cannot look it up. The checker does

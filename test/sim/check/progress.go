@@ -61,7 +61,7 @@ func (c *Checker) recoveries(all []remediationObj, calm bool) {
 			continue
 		}
 		seen[key] = true
-		c.countdownReadable(key, nhc, r.obj.GetKind())
+		c.countdownReadable(c.healthySince, key, nhc, r.obj.GetKind())
 		if since, late := c.cleanupOverdue(c.healthySince, key, nhc, calm, delay+deletionBound); late {
 			c.fail(InvDeletedWhenHealthy, "%s of NodeHealthCheck %s still exists, its node %s healthy since %s (healthyDelay %s): %s",
 				describe(r.obj), nhc.Name, r.node, since.Format("15:04:05"), delay, conditionsOf(node))
@@ -70,16 +70,17 @@ func (c *Checker) recoveries(all []remediationObj, calm bool) {
 	forgetUnseen(c.healthySince, seen)
 }
 
-// countdownReadable moves the start of a node's recovery to the instant
-// its NodeHealthCheck, and the kind of its resource, could all be read
-// again, if that is later: healthyDelay counts from the stamp the
-// controller puts on the resource, and it stamps nothing while one of them
-// is forbidden (the NodeHealthCheck stays disabled, whole, meanwhile). A
+// countdownReadable moves the instant a deletion became due (a node's
+// recovery, an orphan's deselection) to the instant its NodeHealthCheck,
+// and the kind of its resource, could all be read again, if that is
+// later: healthyDelay counts from the stamp the controller puts on the
+// resource, and it stamps and deletes nothing while one of them is
+// forbidden (the NodeHealthCheck stays disabled, whole, meanwhile). A
 // NodeHealthCheck also reads them all again when it stops reading the one
 // that could not be read (lastReadUnreadable): its spec edited to drop the
 // kind's template, or its status no longer listing its resources.
-func (c *Checker) countdownReadable(key runKey, nhc *v1alpha1.NodeHealthCheck, kind string) {
-	since, ok := c.healthySince[key]
+func (c *Checker) countdownReadable(dueSince map[runKey]time.Time, key runKey, nhc *v1alpha1.NodeHealthCheck, kind string) {
+	since, ok := dueSince[key]
 	if !ok {
 		return
 	}
@@ -88,7 +89,7 @@ func (c *Checker) countdownReadable(key runKey, nhc *v1alpha1.NodeHealthCheck, k
 		again = stopped
 	}
 	if again.After(since) {
-		c.healthySince[key] = again
+		dueSince[key] = again
 	}
 }
 
