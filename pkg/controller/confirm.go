@@ -39,8 +39,11 @@ type rechecker struct {
 	api       *apiServer
 	liveNodes liveNodes
 	nodes     nodecache.Lister
-	nhcs      *nodeHealthChecks
-	clock     clock.PassiveClock
+	// newer keeps the nodes that confirm a create, for the syncs until
+	// the cache shows them.
+	newer *newerNodes
+	nhcs  *nodeHealthChecks
+	clock clock.PassiveClock
 }
 
 // StartReads starts one sync's reads at the API server, of the
@@ -88,6 +91,9 @@ func (r *rechecker) atAPIServer(ctx context.Context, plan *health.Plan, nhc *nhc
 	}
 	why := plan.Recheck(liveNHC, node, cr, r.clock.Now())
 	klog.FromContext(ctx).V(4).Info("Node confirmed at the API server", "node", klog.KRef("", cr.Node), "withdrawn", why)
+	if why == "" {
+		r.newer.Confirmed(node)
+	}
 	return why, nil
 }
 

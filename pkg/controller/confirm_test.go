@@ -216,3 +216,42 @@ func TestASyncsNodeReadsAreAtLeastAsNewAsItsFirst(t *testing.T) {
 		})
 	}
 }
+
+// A node that confirmed a create at the API server is decided from as
+// confirmed while the node cache shows it older: a watch that went silent
+// and then delivers its backlog one event at a time shows, between two,
+// a recovery that ended before the create, and the remediation just
+// confirmed must not be deleted for it (and its incident started over).
+// Once the cache shows the node as new, or newer, the cache decides.
+func TestANodeThatConfirmedACreateIsNotSeenOlder(t *testing.T) {
+	const condition = 300 * time.Second
+	version := func(n *corev1.Node, rv string) *corev1.Node {
+		n.ResourceVersion = rv
+		return n
+	}
+	nhc := workersNHC()
+	f := newSyncFixture(t, nhc, version(notReady("worker-1", t0.Add(-condition)), "10"))
+	f.liveNodes.live = map[string]*corev1.Node{"worker-1": version(notReady("worker-1", t0.Add(-condition)), "20")}
+	_, err := f.sync()
+	require.NoError(t, err)
+	require.Len(t, f.remediations.creates(), 1, "confirmed at the API server")
+	f.remediations.seen.Remediations["worker-1"] = []health.Remediation{{Ref: snrOfWorker, TemplateName: snrTemplate.Name, Created: t0.Time}}
+
+	// The backlog: the node healthy, before the version that confirmed
+	// the create.
+	f.setNode(t, version(healthyNode("worker-1"), "15"))
+	f.clock.Step(time.Second)
+	_, err = f.sync()
+	require.NoError(t, err)
+	assert.Empty(t, withReason(f.events(), health.EventRemediationRemoved), "a recovery older than the create")
+	entry := entryOf(f.lastStatus(t), "worker-1")
+	require.NotNil(t, entry)
+	assert.Nil(t, entry.ConditionsHealthyTimestamp, "no recovery is marked")
+
+	// The node recovers after the create.
+	f.setNode(t, version(healthyNode("worker-1"), "25"))
+	f.clock.Step(time.Second)
+	_, err = f.sync()
+	require.NoError(t, err)
+	assert.Len(t, withReason(f.events(), health.EventRemediationRemoved), 1, "the recovery the cache shows newer")
+}

@@ -91,6 +91,9 @@ type Controller struct {
 	// catchUp holds a NodeHealthCheck's first evaluation until the node
 	// cache shows the nodes the API server selects for it (catchup.go).
 	catchUp *nodeCatchUp
+	// newer are the nodes creates confirmed at the API server, newer than
+	// the cache shows them (newernodes.go).
+	newer *newerNodes
 	// observer keeps the remediation kinds watched and reads them.
 	observer remediationObserver
 
@@ -177,6 +180,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		selectors:   newSelectorCache(nhcLister),
 		members:     newMembership(nodeLister),
 		catchUp:     newNodeCatchUp(cfg.Nodes, nodeLister, cfg.Clock),
+		newer:       newNewerNodes(nodeLister),
 		observer:    cfg.Observer,
 		api:         api,
 		events:      newEventRecorder(cfg.Recorder),
@@ -188,7 +192,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	c.actor = &actor{
 		api: api, yield: cfg.Yield,
 		creates:  &createFanOut{api: api, yield: cfg.Yield},
-		rechecks: &rechecker{api: api, liveNodes: cfg.Nodes, nodes: nodeLister, nhcs: nhcs, clock: cfg.Clock},
+		rechecks: &rechecker{api: api, liveNodes: cfg.Nodes, nodes: nodeLister, newer: c.newer, nhcs: nhcs, clock: cfg.Clock},
 	}
 	c.handlers = &handlers{
 		queue: c.queue, byTemplate: cfg.NodeHealthChecks.Informer().GetIndexer(),

@@ -51,7 +51,8 @@ func (s *cacheSource) Remediations(_ context.Context, nhc *v1alpha1.NodeHealthCh
 }
 
 // Selected reads the nodes from the membership index once the node cache
-// shows them as the API server does (catchup.go).
+// shows them as the API server does (catchup.go), each as new as a create
+// confirmed it (newernodes.go).
 func (s *cacheSource) Selected(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, selector labels.Selector) ([]*nodeview.Node, bool, error) {
 	caughtUp, err := s.c.catchUp.CaughtUp(ctx, nhc, selector)
 	if err != nil {
@@ -64,6 +65,7 @@ func (s *cacheSource) Selected(ctx context.Context, nhc *v1alpha1.NodeHealthChec
 	if err != nil {
 		return nil, false, fmt.Errorf("listing the selected nodes: %w", err)
 	}
+	s.c.newer.Newest(nodes, selector)
 	return nodes, true, nil
 }
 

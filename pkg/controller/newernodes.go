@@ -1,0 +1,81 @@
+package controller
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
+)
+
+// newerNodes keeps the nodes that confirmed a create at the API server
+// while the node cache shows them older: a sync decides from the newer
+// until the cache shows it (read-your-reads, as ownWrites is for the
+// status). A watch that went silent and then delivers its backlog one
+// event at a time would otherwise show, between two of them, a recovery
+// that ended before the create, and a sync would delete the remediation
+// it had just confirmed and start the incident over.
+type newerNodes struct {
+	cache nodecache.Lister
+
+	mu    sync.Mutex
+	newer map[string]*nodeview.Node
+}
+
+func newNewerNodes(cache nodecache.Lister) *newerNodes {
+	return &newerNodes{cache: cache, newer: map[string]*nodeview.Node{}}
+}
+
+// Confirmed keeps a node as a create's recheck read it at the API server.
+func (n *newerNodes) Confirmed(node *nodeview.Node) {
+	if node == nil || n.shown(node) {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if kept, ok := n.newer[node.Name]; ok && older(node, kept) {
+		return
+	}
+	n.newer[node.Name] = node
+}
+
+// Newest replaces, in place, each of a NodeHealthCheck's selected nodes
+// with the one a create confirmed, while the cache shows it older and the
+// selector still matches it; a node the cache shows as new is forgotten.
+func (n *newerNodes) Newest(nodes []*nodeview.Node, selector labels.Selector) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.newer) == 0 {
+		return
+	}
+	for i, cached := range nodes {
+		kept, ok := n.newer[cached.Name]
+		switch {
+		case !ok:
+		case n.shown(kept):
+			delete(n.newer, cached.Name)
+		case selector.Matches(kept.Labels):
+			nodes[i] = kept
+		}
+	}
+}
+
+// shown tells whether the cache shows a node at least as new as this one
+// (heartbeats included), or cannot tell.
+func (n *newerNodes) shown(node *nodeview.Node) bool {
+	current, err := n.cache.CurrentVersion(node.Name)
+	if err != nil {
+		return false
+	}
+	order, err := resourceversion.CompareResourceVersion(current, node.ResourceVersion)
+	return err != nil || order >= 0
+}
+
+// older tells whether a node's resourceVersion is older than another's of
+// the same name.
+func older(node, than *nodeview.Node) bool {
+	order, err := resourceversion.CompareResourceVersion(node.ResourceVersion, than.ResourceVersion)
+	return err == nil && order < 0
+}
