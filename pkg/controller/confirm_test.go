@@ -11,9 +11,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 // A node's first remediation is confirmed against the node as the API
@@ -254,4 +256,22 @@ func TestANodeThatConfirmedACreateIsNotSeenOlder(t *testing.T) {
 	_, err = f.sync()
 	require.NoError(t, err)
 	assert.Len(t, withReason(f.events(), health.EventRemediationRemoved), 1, "the recovery the cache shows newer")
+}
+
+// A deleted node's confirmed copy is forgotten: no sync reads it again, so
+// the copies held are of nodes that exist.
+func TestADeletedNodesConfirmedCopyIsForgotten(t *testing.T) {
+	const condition = 300 * time.Second
+	node := notReady("worker-1", t0.Add(-condition))
+	node.ResourceVersion = "10"
+	f := newSyncFixture(t, workersNHC(), node)
+	live := notReady("worker-1", t0.Add(-condition))
+	live.ResourceVersion = "20"
+	f.liveNodes.live = map[string]*corev1.Node{"worker-1": live}
+	_, err := f.sync()
+	require.NoError(t, err)
+	require.Len(t, f.c.newer.newer, 1, "the confirmed copy, newer than the cache's")
+
+	f.c.handlers.deleteNode(klog.Background(), nodeview.Of(node, nil))
+	assert.Empty(t, f.c.newer.newer)
 }

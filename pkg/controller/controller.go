@@ -196,7 +196,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	}
 	c.handlers = &handlers{
 		queue: c.queue, byTemplate: cfg.NodeHealthChecks.Informer().GetIndexer(),
-		nodes: nodeLister, selectors: c.selectors, members: c.members,
+		nodes: nodeLister, selectors: c.selectors, members: c.members, newer: c.newer,
 	}
 	if err := c.handlers.Register(klog.FromContext(ctx), cfg); err != nil {
 		return nil, err

@@ -29,6 +29,8 @@ type handlers struct {
 	nodes      nodecache.Lister
 	selectors  *selectorCache
 	members    *membership
+	// newer forgets a deleted node's confirmed copy.
+	newer *newerNodes
 }
 
 // Register adds the handlers to the informers and to the remediation
@@ -255,6 +257,7 @@ func (h *handlers) deleteNode(logger klog.Logger, obj any) {
 	if node, ok := obj.(*nodeview.Node); ok {
 		logger.V(6).Info("Node deleted", "node", klog.KObj(node))
 		h.members.Update(node.Name, nil)
+		h.newer.Forget(node.Name)
 		h.enqueueSelecting(node.Labels)
 	}
 }

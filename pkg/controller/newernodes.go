@@ -41,6 +41,13 @@ func (n *newerNodes) Confirmed(node *nodeview.Node) {
 	n.newer[node.Name] = node
 }
 
+// Forget drops a deleted node's copy: no sync reads it again.
+func (n *newerNodes) Forget(name string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.newer, name)
+}
+
 // Newest replaces, in place, each of a NodeHealthCheck's selected nodes
 // with the one a create confirmed, while the cache shows it older and the
 // selector still matches it; a node the cache shows as new is forgotten.
