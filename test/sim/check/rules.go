@@ -167,6 +167,20 @@ func (c *Checker) freshOver(from, to time.Time) bool {
 	return c.calmOver(from, to) && !overlaps(c.blind, from, to)
 }
 
+// blindFrom is the first instant from one instant to another at which
+// the controller's watches were not current, and whether there is one.
+func (c *Checker) blindFrom(from, to time.Time) (time.Time, bool) {
+	for _, s := range c.blind {
+		if !s.from.After(to) && (s.to.IsZero() || !s.to.Before(from)) {
+			if s.from.Before(from) {
+				return from, true
+			}
+			return s.from, true
+		}
+	}
+	return time.Time{}, false
+}
+
 // deleteRules checks a delete of a remediation resource the controller
 // sent: its node must not have been unhealthy by its NodeHealthCheck's
 // conditions all along pictureLag before, selected and present (the

@@ -207,8 +207,25 @@ func (c *Checker) stormStarted(nhc *v1alpha1.NodeHealthCheck, points []stormPoin
 // a storm running at points[0], and whether one comes before until: the
 // end condition held from an instant for its cooldown, or may have seemed
 // to (a break it may not have seen, breakSeen), and was seen no later
-// than pictureLag after it broke.
+// than pictureLag after it broke; or the controller's watches stopped
+// being current (blindFrom): its picture then may join nodes from before
+// to remediation resources from after, as when a node relapsed while the
+// node watch stalled, the controller deleted its resource as healthy and
+// counted it healthy, an end the cluster never had.
 func (c *Checker) stormMayEnd(points []stormPoint, until time.Time) (time.Time, bool) {
+	end, ended := c.stormEndHeld(points, until)
+	if len(points) > 0 {
+		if blind, ok := c.blindFrom(points[0].at, until); ok && (!ended || blind.Before(end)) {
+			return blind, true
+		}
+	}
+	return end, ended
+}
+
+// stormEndHeld is the first instant at which the controller may have
+// ended a storm running at points[0] from the end condition the cluster
+// had, and whether one comes before until (stormMayEnd).
+func (c *Checker) stormEndHeld(points []stormPoint, until time.Time) (time.Time, bool) {
 	var from, broke time.Time
 	open, merged := false, false
 	cooldown := time.Duration(0)

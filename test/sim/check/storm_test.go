@@ -19,6 +19,7 @@ func TestStormMayEnd(t *testing.T) {
 		name   string
 		points []stormPoint
 		unrest []span
+		blind  []span
 		until  int
 		want   int // -1: none
 	}{
@@ -31,10 +32,12 @@ func TestStormMayEnd(t *testing.T) {
 		{name: "a break during unrest may go unseen", points: []stormPoint{start(0), end(20, 30*time.Second), neither(30), end(45, 30*time.Second)}, unrest: []span{{from: at(35), to: at(40)}}, until: 100, want: 49},
 		{name: "a cooldown seen to pass just before the break", points: []stormPoint{start(0), end(20, 30*time.Second), neither(47)}, until: 100, want: 49},
 		{name: "a cooldown the break cut short", points: []stormPoint{start(0), end(20, 30*time.Second), neither(40)}, until: 100, want: -1},
+		{name: "a stale picture may show an end the cluster never had", points: []stormPoint{start(0), neither(20)}, blind: []span{{from: at(15)}}, until: 100, want: 15},
+		{name: "an end the cluster had before the watches went stale", points: []stormPoint{start(0), end(20, 0)}, blind: []span{{from: at(30)}}, until: 100, want: 20},
 		{name: "the shortest cooldown of an edited spec", points: []stormPoint{start(0), end(20, 2*time.Minute), end(25, 30*time.Second)}, until: 100, want: 49},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &Checker{unrest: tt.unrest}
+			c := &Checker{unrest: tt.unrest, blind: tt.blind}
 			got, ended := c.stormMayEnd(tt.points, at(tt.until))
 			switch {
 			case tt.want < 0 && ended:
