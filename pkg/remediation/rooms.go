@@ -67,14 +67,19 @@ func New(cfg Config) (*Observer, *Writer, error) {
 }
 
 // newRooms builds the two rooms around their informers and one ledger.
-// The ledger hears of the informers' changes before the Observer's
-// handlers, so that a NodeHealthCheck woken by a change finds its writes
-// settled.
+// The ledger hears of the informers' changes, and of kinds that synced
+// again, before the Observer's handlers, so that a NodeHealthCheck woken
+// by a change finds its writes settled, or due for a look-up.
 func newRooms(informers *kinds.Informers, templates *templateResolver, clock clock.PassiveClock, client *resourceClient) (*Observer, *Writer) {
 	ledger := inflight.New(clock)
 	o := &Observer{informers: informers, templates: templates, clock: clock, ledger: ledger}
 	informers.AddChangeHandler(func(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool) {
 		o.changed(gvr, obj, deleted, ledger.Settle(gvr, obj, deleted))
+	})
+	informers.AddStateChangeHandler(func(gvr schema.GroupVersionResource, users []string) {
+		if users == nil && informers.State(gvr).Synced {
+			ledger.Resynced(gvr)
+		}
 	})
 	return o, &Writer{informers: informers, templates: templates, ledger: ledger, client: client}
 }

@@ -260,6 +260,25 @@ var ruleBreaks = []ruleBreak{
 			{After: 5 * time.Minute, Op: gen.OpFaults, Fault: apiserver.FaultNone},
 		},
 	},
+	{
+		// Seed 47160: cp-0's second step's kind was forbidden while cp-0
+		// recovered and its remediator deleted the resource; once the
+		// kind was readable again cp-1 failed, and was never remediated.
+		name: "14: a control-plane node is remediated once another's step deleted while its kind was forbidden is gone",
+		steps: []gen.Step{
+			cp("cp-0", "cp"), cp("cp-1", "cp"), template("Beta", "beta-1"), template("Gamma", "gamma-1"),
+			nhc("nhc-1", gen.NHCSpec{Pools: []string{"b", "cp"}, Conditions: ready("False", time.Minute), MaxUnhealthy: "67%", Steps: []gen.TemplateStep{{Kind: "Alpha", Template: "alpha-2", Timeout: time.Minute}}, HealthyDelay: &breakDelay}),
+			{Op: gen.OpEditNHC, NHC: "nhc-1", Spec: &gen.NHCSpec{Pools: []string{"cp", "a"}, Conditions: ready("False", 10*time.Second),
+				Steps: []gen.TemplateStep{{Kind: "Gamma", Template: "gamma-1", Timeout: time.Minute}, {Kind: "Beta", Template: "beta-1", Timeout: time.Minute}}}},
+			fail(0, "cp-0", "False"),
+			{After: 2 * time.Minute, Op: gen.OpForbid, Kind: "Beta", On: true},
+			fail(0, "cp-0", "True"),
+			{Op: gen.OpRemediator, Kind: "Beta", Behaviour: gen.BehaveDelete},
+			{After: 15 * time.Second, Op: gen.OpForbid, Kind: "Beta", On: false},
+			fail(0, "cp-1", "False"),
+			{After: breakDelay + time.Minute, Op: gen.OpFaults, Fault: apiserver.FaultNone},
+		},
+	},
 }
 
 // The rule-breaks' steps.

@@ -265,6 +265,23 @@ func (f *Ledger) NextLapse() time.Time {
 	return next
 }
 
+// Resynced lapses the creates of a kind whose informer synced again that
+// hold the control-plane slot alone, shown: a resource deleted while its
+// kind could not be read (forbidden, a remediator deleting it meanwhile) is
+// seen gone by no event, and would hold the slot until its next look-up,
+// up to TTL on. The next sync looks them up (Lapsed).
+func (f *Ledger) Resynced(gvr schema.GroupVersionResource) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.clock.Now()
+	for key, w := range f.writes {
+		if key.creation() && key.resource == gvr && w.shown && w.controlPlane && now.Before(w.lapses) {
+			w.lapses = now
+			f.writes[key] = w
+		}
+	}
+}
+
 // Lapsed is a create held for TTL, pending or holding the slot, to be
 // looked up at the API server.
 type Lapsed struct {

@@ -180,6 +180,32 @@ func TestAKindNoLongerServedFreesItsSlot(t *testing.T) {
 	assert.Empty(t, f.writes)
 }
 
+// A kind whose informer synced again has the slots its shown creates hold
+// looked up at once: a resource its remediator deleted while the kind was
+// forbidden is seen gone by no event, and would hold back every other
+// control-plane node until the slot's next look-up. A create not shown
+// yet stays pending as it was.
+func TestAKindSyncedAgainHasItsSlotsLookedUp(t *testing.T) {
+	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
+	f := New(clock)
+	r, _ := createdControlPlaneRemediation(t, f)
+	f.Settle(testGVR, r, false)
+	unshown := CreateKey(testNHC, testGVR, "remediators", "worker-1", "reboot")
+	require.NoError(t, f.Book(unshown, "worker-1", true, false, nobody))
+	clock.SetTime(clock.Now().Add(TTL / 2))
+
+	f.Resynced(schema.GroupVersionResource{Group: "other.example.com", Version: "v1", Resource: "others"})
+	assert.Empty(t, f.Lapsed(), "another kind's sync lapses nothing")
+	f.Resynced(testGVR)
+	assert.Equal(t, map[string]bool{"worker-1": true}, f.Pending(testNHC), "a create not shown yet is still pending")
+	lapsed := f.Lapsed()
+	require.Len(t, lapsed, 1, "the slot is looked up at the next sync")
+	assert.True(t, lapsed[0].Shown)
+	assert.True(t, lapsed[0].ControlPlane)
+	f.Drop(lapsed[0])
+	assert.Empty(t, f.ControlPlaneNodes(), "looked up gone: the slot is free")
+}
+
 // createdControlPlaneRemediation books and answers the create of
 // master-0's remediation, which takes the control-plane slot.
 func createdControlPlaneRemediation(t *testing.T, f *Ledger) (*unstructured.Unstructured, Key) {

@@ -13,7 +13,8 @@ import (
 // sent (Book), by the rule the decision follows too
 // (health.AnotherControlPlaneNode), and holds it until its resource is seen
 // gone or the create certainly failed; a lapsed one is looked up, not
-// dropped (Lapsed).
+// dropped (Lapsed), and so is one whose kind's informer synced again
+// (Resynced): a deletion while the kind could not be read has no event.
 
 // ControlPlaneNodes lists the nodes whose creates hold the control-plane
 // slot.
