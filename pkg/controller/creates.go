@@ -11,14 +11,22 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
-// createFanOut sends a sync's creates all at once, each in three
-// goroutines: one takes its node lease and then sends it, one meanwhile
-// confirms it at the API server (recheck), where a third reads its node
-// beside the NodeHealthCheck. Under load each read and write is a wait at
-// the API server: one after the other, every create waited three round
-// trips instead of two, and a storm's first resources waited for the last
-// ones'. A plan holds at most maxCreationsPerSync creates. A lease taken
-// for a create withdrawn is released by the next sync.
+// createsInFlight bounds a sync's creates in flight. Each holds three
+// goroutines, their stacks deep in client-go's calls, and its requests'
+// buffers: 300 at once made a storm's peak (900 goroutines, 6 MiB of
+// stacks alone), while the API server of a small control plane serves no
+// more than a few dozen writes at once anyway.
+const createsInFlight = 64
+
+// createFanOut sends a sync's creates together, up to createsInFlight at
+// a time, each in three goroutines: one takes its node lease and then
+// sends it, one meanwhile confirms it at the API server (recheck), where a
+// third reads its node beside the NodeHealthCheck. Under load each read
+// and write is a wait at the API server: one after the other, every create
+// waited three round trips instead of two, and a storm's first resources
+// waited for the last ones'. A plan holds at most maxCreationsPerSync
+// creates. A lease taken for a create withdrawn is released by the next
+// sync.
 type createFanOut struct {
 	api *apiServer
 	// yield is told of the creates in flight, so that deletes and events
@@ -40,7 +48,7 @@ type createResult struct {
 func (f *createFanOut) Send(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, creations []health.Creation, watched *remediation.Watched, check recheck, out *health.Outcome) {
 	defer f.yield.creating()()
 	results := make([]createResult, len(creations))
-	workqueue.ParallelizeUntil(ctx, len(creations), len(creations), func(i int) {
+	workqueue.ParallelizeUntil(ctx, min(len(creations), createsInFlight), len(creations), func(i int) {
 		results[i] = f.create(ctx, nhc, creations[i], watched, check)
 	})
 	for i, r := range results {

@@ -126,7 +126,9 @@ type fakeLeases struct {
 
 func (f *fakeLeases) Acquire(ctx context.Context, _ health.LeaseRequest) error {
 	deadline, _ := ctx.Deadline()
+	f.mu.Lock()
 	f.deadlines = append(f.deadlines, deadline)
+	f.mu.Unlock()
 	if f.beforeAcquire != nil {
 		f.beforeAcquire()
 	}

@@ -183,7 +183,7 @@ func newSyncFixture(t testing.TB, nhc *v1alpha1.NodeHealthCheck, nodes ...*corev
 	t.Cleanup(cancel)
 	f := &syncFixture{
 		statuses: &fakeStatuses{},
-		recorder: record.NewFakeRecorder(100),
+		recorder: record.NewFakeRecorder(1000),
 		clock:    clocktesting.NewFakeClock(t0.Time),
 		metrics:  NewMetrics(),
 	}

@@ -2,12 +2,15 @@ package controller
 
 import (
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
@@ -199,4 +202,29 @@ func TestSyncRechecksEachCreateAgainstTheCachesOfThatMoment(t *testing.T) {
 			assert.Equal(t, time.Millisecond, requeue, "the next sync decides again at once")
 		})
 	}
+}
+
+func TestAStormsCreatesGoOutAFewDozenAtATime(t *testing.T) {
+	// Every create in flight holds three goroutines and its requests'
+	// buffers: a storm's all at once made the controller's memory peak.
+	nodes := make([]*corev1.Node, 201)
+	for i := range nodes {
+		nodes[i] = notReady(fmt.Sprintf("worker-%d", i), longAgo)
+	}
+	nhc := workersNHC()
+	f := newSyncFixture(t, nhc, nodes...)
+	f.remediating(t, nhc, "worker-0") // so the stored status guards the rest
+	var inFlight, most atomic.Int32
+	f.takeLeases(func() {
+		now := inFlight.Add(1)
+		for seen := most.Load(); now > seen && !most.CompareAndSwap(seen, now); seen = most.Load() {
+		}
+		time.Sleep(2 * time.Millisecond)
+		inFlight.Add(-1)
+	})
+	_, err := f.sync()
+	require.NoError(t, err)
+	assert.Len(t, f.remediations.creates(), len(nodes)-1, "every other node remediated")
+	assert.LessOrEqual(t, int(most.Load()), createsInFlight, "creates in flight at once")
+	assert.Greater(t, int(most.Load()), 1, "yet together")
 }
