@@ -83,7 +83,7 @@ func (u *nodeCatchUp) CaughtUp(ctx context.Context, nhc *v1alpha1.NodeHealthChec
 		pending = nodesBehind{uid: nhc.UID, versions: versions, listed: now}
 	}
 	for name, version := range pending.versions {
-		if u.cacheShows(name, version) {
+		if u.cache.Shows(name, version) {
 			delete(pending.versions, name)
 		}
 	}
@@ -110,18 +110,6 @@ func (u *nodeCatchUp) olderThanTheCache(nhc *v1alpha1.NodeHealthCheck) bool {
 	}
 	cmp, err := resourceversion.CompareResourceVersion(nhc.ResourceVersion, started)
 	return err == nil && cmp <= 0
-}
-
-// cacheShows tells whether the node cache holds a node at least as new as
-// a resourceVersion.
-func (u *nodeCatchUp) cacheShows(name, version string) bool {
-	current, err := u.cache.CurrentVersion(name)
-	if err != nil {
-		return false
-	}
-	order, err := resourceversion.CompareResourceVersion(current, version)
-	// An opaque resourceVersion cannot be compared: the node is there.
-	return err != nil || order >= 0
 }
 
 // Forget drops what is kept of a NodeHealthCheck.

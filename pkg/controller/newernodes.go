@@ -30,7 +30,7 @@ func newNewerNodes(cache nodecache.Lister) *newerNodes {
 
 // Confirmed keeps a node as a create's recheck read it at the API server.
 func (n *newerNodes) Confirmed(node *nodeview.Node) {
-	if node == nil || n.shown(node) {
+	if node == nil || n.cache.Shows(node.Name, node.ResourceVersion) {
 		return
 	}
 	n.mu.Lock()
@@ -61,23 +61,12 @@ func (n *newerNodes) Newest(nodes []*nodeview.Node, selector labels.Selector) {
 		kept, ok := n.newer[cached.Name]
 		switch {
 		case !ok:
-		case n.shown(kept):
+		case n.cache.Shows(kept.Name, kept.ResourceVersion):
 			delete(n.newer, cached.Name)
 		case selector.Matches(kept.Labels):
 			nodes[i] = kept
 		}
 	}
-}
-
-// shown tells whether the cache shows a node at least as new as this one
-// (heartbeats included), or cannot tell.
-func (n *newerNodes) shown(node *nodeview.Node) bool {
-	current, err := n.cache.CurrentVersion(node.Name)
-	if err != nil {
-		return false
-	}
-	order, err := resourceversion.CompareResourceVersion(current, node.ResourceVersion)
-	return err != nil || order >= 0
 }
 
 // older tells whether a node's resourceVersion is older than another's of

@@ -64,6 +64,18 @@ func (l Lister) CurrentVersion(name string) (string, error) {
 	return l.heartbeats.currentVersion(node), nil
 }
 
+// Shows tells whether the cache holds the node of that name at least as
+// new as resourceVersion (heartbeats included). An opaque resourceVersion
+// cannot be compared: a node held counts as shown.
+func (l Lister) Shows(name, resourceVersion string) bool {
+	current, err := l.CurrentVersion(name)
+	if err != nil {
+		return false
+	}
+	order, err := resourceversion.CompareResourceVersion(current, resourceVersion)
+	return err != nil || order >= 0
+}
+
 // HoldsVersion tells whether the cache holds every node as new as
 // resourceVersion or newer: its store has applied that version of the
 // collection, or a later one, a change or a bookmark (heartbeats
