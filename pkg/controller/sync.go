@@ -116,10 +116,13 @@ func (c *Controller) watchEveryKind(ctx context.Context) {
 // refresh (refreshAfter).
 // Held creates wait for a status write that failed, or for this
 // controller's writes to show; the events of both usually come first.
+// After failed actions the rest of the work waits for the rate limiter's
+// back-off: at once, it would meet a failing API server every millisecond.
 func requeueDelay(plan *health.Plan, out *health.Outcome, refreshAfter time.Duration, held bool, now time.Time) time.Duration {
 	var requeueAfter time.Duration
+	restAtOnce := plan.Deferred > 0 && !held && len(out.Errors) == 0
 	switch {
-	case (plan.Deferred > 0 && !held) || len(out.Withdrawn) > 0:
+	case restAtOnce || len(out.Withdrawn) > 0:
 		// The rest of the work, from a fresh snapshot.
 		requeueAfter = time.Millisecond
 	case !plan.NextDeadline.IsZero():

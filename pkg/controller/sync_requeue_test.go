@@ -139,3 +139,27 @@ func TestSyncAsksForNodeUpdatesAtOnceFromWhenACreateMayBeDue(t *testing.T) {
 type recordedPacing map[string]time.Time
 
 func (p recordedPacing) ReadAtOnceFrom(nhc string, from time.Time) { p[nhc] = from }
+
+// A sync whose creates failed leaves the rest of its work to the rate
+// limiter's back-off: requeued at once, it would hit a failing API server
+// again every millisecond, taking a node lease each time.
+func TestAFailedSyncLeavesItsDeferredCreatesToTheBackOff(t *testing.T) {
+	cases := []struct {
+		name      string
+		createErr error
+		want      time.Duration
+	}{
+		{"the creates went out", nil, time.Millisecond},
+		{"a create failed", apierrors.NewInternalError(errors.New("etcd is down")), 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newSyncFixture(t, workersNHC(), notReady("worker-1", longAgo), notReady("worker-2", longAgo), healthyNode("worker-3"))
+			f.remediations.createErr = tc.createErr
+			d, err := f.sync()
+			assert.ErrorIs(t, err, tc.createErr)
+			assert.Len(t, f.remediations.creates(), 1, "a status with no remediation yet lets one create through")
+			assert.Equal(t, tc.want, d)
+		})
+	}
+}

@@ -23,8 +23,9 @@ func nobody() string { return "" }
 
 // A create whose informer event has not come within inflight.TTL is
 // looked up at the API server: the watch may have stopped sending. Found,
-// or unreadable, its node goes on waiting, so that the cache's silence
-// neither drops it from the status nor lets a second remediation start;
+// its node goes on waiting, so that the cache's silence neither drops it
+// from the status nor lets a second remediation start, until it lapses
+// again; unreadable, its node waits too, and it is looked up again soon;
 // gone, it lapses.
 func TestALapsedCreateIsLookedUpAtTheAPIServer(t *testing.T) {
 	created, err := newRemediation(testTemplate(nil), testNHC, "worker-1", false)
@@ -34,19 +35,24 @@ func TestALapsedCreateIsLookedUpAtTheAPIServer(t *testing.T) {
 		objects []runtime.Object
 		getErr  error
 		pending map[string]bool
+		// lookedUpAgain: a sync TTL/2 later looks it up again.
+		lookedUpAgain bool
 	}{
-		{"the API server has it", []runtime.Object{created}, nil, map[string]bool{"worker-1": true}},
-		{"gone", nil, nil, nil},
-		{"cannot be read", nil, apierrors.NewForbidden(testGVR.GroupResource(), created.GetName(), assert.AnError), map[string]bool{"worker-1": true}},
+		{"the API server has it", []runtime.Object{created}, nil, map[string]bool{"worker-1": true}, false},
+		{"gone", nil, nil, nil, false},
+		{"cannot be read", nil, apierrors.NewForbidden(testGVR.GroupResource(), created.GetName(), assert.AnError), map[string]bool{"worker-1": true}, true},
+		{"not answered", nil, apierrors.NewInternalError(assert.AnError), map[string]bool{"worker-1": true}, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newWriteFixture(t)
 			for _, obj := range tt.objects {
 				require.NoError(t, f.client.Tracker().Add(obj))
 			}
-			if tt.getErr != nil {
-				f.client.PrependReactor("get", testGVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, tt.getErr })
-			}
+			gets := 0
+			f.client.PrependReactor("get", testGVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) {
+				gets++
+				return tt.getErr != nil, nil, tt.getErr
+			})
 			// Its informer never ran: nothing will show the create.
 			require.NoError(t, f.writer.ledger.Book(inflight.CreateKey(testNHC.Name, testGVR, created.GetNamespace(), "worker-1", "reboot"), created.GetName(), false, false, nobody))
 			f.clock.SetTime(f.clock.Now().Add(inflight.TTL))
@@ -55,10 +61,34 @@ func TestALapsedCreateIsLookedUpAtTheAPIServer(t *testing.T) {
 			seen, err := f.observer.Read(testNHC, &Watched{})
 			require.NoError(t, err)
 			assert.Equal(t, tt.pending, seen.Pending)
+			assert.Equal(t, 1, gets)
+
 			f.clock.SetTime(f.clock.Now().Add(inflight.TTL / 2))
-			assert.Equal(t, tt.pending, f.writer.ledger.Pending(testNHC.Name), "expected again for a while")
+			f.writer.LookUpLapsed(context.Background())
+			assert.Equal(t, tt.pending, f.writer.ledger.Pending(testNHC.Name), "expected again")
+			assert.Equal(t, tt.lookedUpAgain, gets == 2, "looked up again")
 		})
 	}
+}
+
+// A create the API server answered 500 may have happened: its node waits,
+// and it is looked up a second later rather than a minute, so that once
+// the API server answers again the node and the others go on.
+func TestACreateAnswered500IsLookedUpASecondLater(t *testing.T) {
+	f := newWriteFixture(t)
+	failing := true
+	f.client.PrependReactor("*", testGVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) {
+		return failing, nil, apierrors.NewInternalError(assert.AnError)
+	})
+	out := f.apply(testNHC, createPlan("worker-1"), f.watched)
+	require.Len(t, out.Errors, 1)
+	assert.Equal(t, map[string]bool{"worker-1": true}, f.writer.ledger.Pending(testNHC.Name), "its resource may exist")
+
+	failing = false
+	f.clock.SetTime(f.clock.Now().Add(time.Second))
+	f.writer.LookUpLapsed(context.Background())
+	assert.Empty(t, f.writer.ledger.Pending(testNHC.Name), "looked up gone")
+	assert.Len(t, f.apply(testNHC, createPlan("worker-1"), f.watched).Created, 1)
 }
 
 // A create another NodeHealthCheck made, which its informer has not shown

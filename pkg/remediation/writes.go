@@ -61,6 +61,8 @@ func (w *Writer) Create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, c he
 	switch {
 	case err != nil && certainlyFailed(err):
 		w.ledger.Cancel(key)
+	case err != nil:
+		w.ledger.Unanswered(key)
 	case err == nil:
 		w.ledger.Created(key, created.GetUID())
 		// A resource that existed already sends no new event; if the cache

@@ -279,6 +279,21 @@ var ruleBreaks = []ruleBreak{
 			{After: breakDelay + time.Minute, Op: gen.OpFaults, Fault: apiserver.FaultNone},
 		},
 	},
+	{
+		// Seed 53831: the API server answered 500 to cp-1's create; its
+		// fate was looked up only a minute later, and until then no other
+		// node was remediated.
+		name: "15: nodes that fail while the API server answers 500 are remediated once it recovers",
+		steps: []gen.Step{
+			cp("cp-0", "cp"), cp("cp-1", "cp"), worker("worker-0", "a"), worker("worker-2", "b"), template("Gamma", "gamma-1"),
+			nhc("nhc-1", gen.NHCSpec{Pools: []string{"cp", "a", "b"},
+				Conditions: []gen.ConditionSpec{{Type: "Ready", Status: "False", Duration: 10 * time.Second}, {Type: "Ready", Status: "Unknown", Duration: 20 * time.Second}},
+				Steps:      []gen.TemplateStep{{Kind: "Gamma", Template: "gamma-1"}}}),
+			{Op: gen.OpFaults, Fault: apiserver.FaultInternal, Duration: 30 * time.Second},
+			fail(0, "worker-0", "Unknown"), fail(0, "cp-1", "Unknown"),
+			{After: breakDelay + time.Minute, Op: gen.OpFaults, Fault: apiserver.FaultNone},
+		},
+	},
 }
 
 // The rule-breaks' steps.

@@ -24,6 +24,17 @@ import (
 // one control-plane slot, before its resource is looked up (Lapsed).
 const TTL = time.Minute
 
+// A create whose fate the API server did not tell (a 5xx, a timeout, a
+// lost connection), or whose look-up it did not answer, is looked up again
+// firstRetry later, then at doubling intervals up to maxRetry, rather than
+// TTL on: until it is known, its node waits, and so does every other node
+// of a NodeHealthCheck whose status records no remediation yet, so that
+// an outage's end releases them within maxRetry.
+const (
+	firstRetry = time.Second
+	maxRetry   = 15 * time.Second
+)
+
 // Ledger is the one ledger of this process's writes of remediation
 // resources under way, as the ReplicaSet controller keeps its expectations:
 //
@@ -89,6 +100,9 @@ type write struct {
 	// stays only for the slot.
 	shown  bool
 	lapses time.Time
+	// retry is the interval of the look-ups of a create whose fate is not
+	// known; zero while none was needed.
+	retry time.Duration
 }
 
 func New(clock clock.PassiveClock) *Ledger {
@@ -134,6 +148,23 @@ func (f *Ledger) Created(key Key, uid types.UID) {
 		w.uid = uid
 		f.writes[key] = w
 	}
+}
+
+// Unanswered records a create the API server answered with an error of
+// unknown fate: its resource may exist, and is looked up soon (Lapsed).
+func (f *Ledger) Unanswered(key Key) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if w, ok := f.writes[key]; ok {
+		f.writes[key] = w.retryLater(f.clock.Now())
+	}
+}
+
+// retryLater is a write looked up after the next interval of its retries.
+func (w write) retryLater(now time.Time) write {
+	w.retry = min(max(2*w.retry, firstRetry), maxRetry)
+	w.lapses = now.Add(w.retry)
+	return w
 }
 
 // ExpectDelete records a delete about to be sent.
@@ -341,6 +372,14 @@ func (f *Ledger) KeepSlot(l Lapsed) {
 // Drop ends a lapsed create's lookup that found it gone, unless the
 // informers settled it meanwhile.
 func (f *Ledger) Drop(l Lapsed) { f.endLookup(l, nil) }
+
+// Retry ends a lapsed create's lookup that got no answer: it holds on as
+// it did, and is looked up again after the next interval of its retries,
+// unless the informers settled it meanwhile.
+func (f *Ledger) Retry(l Lapsed) {
+	again := l.write.retryLater(f.clock.Now())
+	f.endLookup(l, &again)
+}
 
 // endLookup ends a lapsed create's lookup: it is held on as kept, or goes
 // when kept is nil, unless the informers settled it meanwhile.

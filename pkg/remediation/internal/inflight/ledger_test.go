@@ -163,6 +163,38 @@ func TestALapsedCreateHoldsItsNodeWhileLookedUp(t *testing.T) {
 	assert.Empty(t, f.Pending("workers"), "looked up gone")
 }
 
+// A create whose fate the API server did not tell is looked up a second
+// later, and while its look-ups get no answer, at doubling intervals up to
+// maxRetry: its node, and the others of a NodeHealthCheck whose status
+// records no remediation yet, wait until it is known, and must not wait a
+// minute past an outage's end.
+func TestACreateOfUnknownFateIsLookedUpSoon(t *testing.T) {
+	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
+	f := New(clock)
+	key := CreateKey("workers", testGVR, "remediators", "worker-1", "reboot")
+	require.NoError(t, f.Book(key, "r", true, false, nobody))
+	f.Unanswered(key)
+	var lookUps []time.Duration
+	start := clock.Now()
+	for clock.Now().Sub(start) < 50*time.Second {
+		assert.Equal(t, map[string]bool{"worker-1": true}, f.Pending("workers"), "its resource may exist")
+		clock.SetTime(clock.Now().Add(100 * time.Millisecond))
+		lapsed := f.Lapsed()
+		if len(lapsed) == 0 {
+			continue
+		}
+		lookUps = append(lookUps, clock.Now().Sub(start))
+		f.Retry(lapsed[0])
+	}
+	assert.Equal(t, []time.Duration{time.Second, 3 * time.Second, 7 * time.Second, 15 * time.Second, 30 * time.Second, 45 * time.Second}, lookUps)
+
+	clock.SetTime(clock.Now().Add(maxRetry))
+	lapsed := f.Lapsed()
+	require.Len(t, lapsed, 1)
+	f.Drop(lapsed[0])
+	assert.Empty(t, f.Pending("workers"), "looked up gone once the API server answers")
+}
+
 // A kind the API no longer serves takes its creates out of the ledger, the
 // control-plane slot with them: its resources went with its CRD, and the
 // other control-plane nodes need not wait for a look-up to say so.
