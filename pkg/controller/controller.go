@@ -113,6 +113,9 @@ type Controller struct {
 	// pacing is told which NodeHealthChecks have a node that is not
 	// healthy; while one has, the node cache reads updates as they arrive.
 	pacing nodePacing
+	// retries are the nodes whose create failed or was refused, held back
+	// for a back-off so that the others go first (createretries.go).
+	retries *createRetries
 }
 
 // Config is what a controller works with, each seam of one role.
@@ -188,10 +191,11 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		clock:       cfg.Clock,
 		statusBytes: cfg.StatusBytes,
 		pacing:      cfg.Nodes,
+		retries:     newCreateRetries(cfg.Clock),
 	}
 	c.actor = &actor{
 		api: api, yield: cfg.Yield,
-		creates:  &createFanOut{api: api, yield: cfg.Yield},
+		creates:  &createFanOut{api: api, yield: cfg.Yield, retries: c.retries},
 		rechecks: &rechecker{api: api, liveNodes: cfg.Nodes, nodes: nodeLister, newer: c.newer, nhcs: nhcs, clock: cfg.Clock},
 	}
 	c.handlers = &handlers{
@@ -273,4 +277,5 @@ func (c *Controller) forget(name string) {
 	c.nhcs.Forget(name)
 	c.events.Forget(name)
 	c.metrics.forget(name)
+	c.retries.Forget(name)
 }

@@ -32,6 +32,8 @@ type createFanOut struct {
 	// yield is told of the creates in flight, so that deletes and events
 	// wait for them; nil: none.
 	yield *Yield
+	// retries holds back the nodes whose create failed or was refused.
+	retries *createRetries
 }
 
 // createResult is what became of one create.
@@ -52,20 +54,24 @@ func (f *createFanOut) Send(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, 
 		results[i] = f.create(ctx, nhc, creations[i], watched, check)
 	})
 	for i, r := range results {
+		node := creations[i].Node
 		switch {
 		case r.unconfirmed:
 			out.Unconfirmed = append(out.Unconfirmed, *r.blocked)
 		case r.withdrawn:
 			out.Withdrawn = append(out.Withdrawn, *r.blocked)
 		case r.blocked != nil:
+			f.retries.Failed(nhc.Name, node)
 			out.Blocked = append(out.Blocked, *r.blocked)
 		case r.err != nil:
+			f.retries.Failed(nhc.Name, node)
 			out.Errors = append(out.Errors, r.err)
 		case r.created != nil:
+			f.retries.Created(nhc.Name, node)
 			out.Created = append(out.Created, *r.created)
 		default:
 			// Not started: the sync's context ended first.
-			out.Errors = append(out.Errors, fmt.Errorf("creating remediation of node %s: %w", creations[i].Node, ctx.Err()))
+			out.Errors = append(out.Errors, fmt.Errorf("creating remediation of node %s: %w", node, ctx.Err()))
 		}
 	}
 }

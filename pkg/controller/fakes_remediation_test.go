@@ -28,6 +28,8 @@ type fakeRemediations struct {
 	// createErr and annotateErr, when set, answer every create and every
 	// annotation.
 	createErr, annotateErr error
+	// createErrOf, when set, answers the creates of its nodes.
+	createErrOf map[string]error
 	// syncs are the writes each sync asked for, from its first look at
 	// the ledger (LookUpLapsed).
 	syncs []fakeSync
@@ -90,6 +92,9 @@ func (f *fakeRemediations) Create(_ context.Context, _ *v1alpha1.NodeHealthCheck
 	f.mu.Unlock()
 	if f.createErr != nil {
 		return health.Created{}, f.createErr
+	}
+	if err := f.createErrOf[c.Node]; err != nil {
+		return health.Created{}, err
 	}
 	return health.Created{Creation: c, Resource: createdRef(c), CreationTime: f.clock.Now()}, nil
 }

@@ -55,6 +55,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	}
 	in := g.Input
 	in.StatusBytes = c.statusBytes
+	in.CreateRetries = c.retries.Pending(name)
 	// The remediation guard reads the stored status, not the one left to
 	// this sync.
 	in.MaxCreations, in.CreatesHeld = health.GuardedCreations(&stored.Status, in.Remediations, in.PendingNodes, maxCreationsPerSync)

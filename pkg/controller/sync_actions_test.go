@@ -11,7 +11,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
@@ -231,4 +234,42 @@ func TestAStormsCreatesGoOutAFewDozenAtATime(t *testing.T) {
 	assert.Len(t, f.remediations.creates(), len(nodes)-1, "every other node remediated")
 	assert.LessOrEqual(t, most, createsInFlight, "creates in flight at once")
 	assert.Greater(t, most, 1, "yet together")
+}
+
+// A node whose create a webhook refuses waits a back-off, and the others
+// are remediated meanwhile: while the status shows no remediation one
+// create goes a sync, for the node unhealthy longest, which would
+// otherwise be the refused one every time.
+func TestANodeWhoseCreateIsRefusedHoldsNoOtherBack(t *testing.T) {
+	f := newSyncFixture(t, workersNHC(), notReady("worker-1", longAgo), notReady("worker-2", longAgo.Add(time.Second)), healthyNode("worker-3"))
+	refused := apierrors.NewInvalid(schema.GroupKind{Group: "remediation.medik8s.io", Kind: "SelfNodeRemediation"}, "worker-1",
+		field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), "worker-1", "denied by the remediator's webhook")})
+	f.remediations.createErrOf = map[string]error{"worker-1": refused}
+	nodesCreated := func() []string {
+		var nodes []string
+		for _, c := range f.remediations.creates() {
+			nodes = append(nodes, c.Node)
+		}
+		return nodes
+	}
+
+	_, err := f.sync()
+	require.ErrorIs(t, err, refused)
+	d, err := f.sync()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"worker-1", "worker-2"}, nodesCreated(), "the other node goes while the refused one waits")
+	assert.Equal(t, time.Second, d, "the refused node is tried again a second after")
+	entry := entryOf(f.lastStatus(t), "worker-2")
+	require.NotNil(t, entry)
+	assert.Len(t, entry.Remediations, 1)
+	created := f.remediations.creates()[1]
+	f.remediations.seen.Remediations["worker-2"] = []health.Remediation{{Ref: createdRef(created), TemplateName: snrTemplate.Name, Created: f.clock.Now()}}
+
+	f.clock.Step(time.Second)
+	_, err = f.sync()
+	require.ErrorIs(t, err, refused)
+	d, err = f.sync()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"worker-1", "worker-2", "worker-1"}, nodesCreated())
+	assert.Equal(t, 2*time.Second, d, "and then after a back-off that doubles")
 }

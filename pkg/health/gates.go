@@ -4,6 +4,8 @@ package health
 // room in the status for its incident included; and the create of one
 // that passes them.
 
+import "time"
+
 // resourceGate says why a node may not get any new resource now: neither a
 // first remediation nor its next escalation step. A node that another
 // NodeHealthCheck remediates gets neither.
@@ -59,6 +61,33 @@ func (e *evaluation) createGate(v *NodeVerdict) WaitReason {
 	return e.controlPlaneGate(v)
 }
 
+// createHeld holds back a node's new resource that passed its gates: until
+// the retry of its last create that failed (retryPending), or for the next
+// plan (deferToNextPlan).
+func (e *evaluation) createHeld(v *NodeVerdict) bool {
+	return e.retryPending(v) || e.deferToNextPlan(v)
+}
+
+// A node whose create failed or was refused is retried FirstCreateRetry
+// later, then at doubling intervals up to MaxCreateRetry while it fails
+// (Input.CreateRetries): a refusal that lasts costs a create every 15 s.
+const (
+	FirstCreateRetry = time.Second
+	MaxCreateRetry   = 15 * time.Second
+)
+
+// retryPending holds a node whose last create failed or was refused until
+// its retry (Input.CreateRetries), so that the others go first.
+func (e *evaluation) retryPending(v *NodeVerdict) bool {
+	retry, failed := e.in.CreateRetries[v.Node.Name]
+	if !failed || !e.now.Before(retry) {
+		return false
+	}
+	v.Waiting = WaitCreateFailed
+	e.deadline(retry)
+	return true
+}
+
 // deferToNextPlan holds a node's new resource for the next plan when this one created
 // as many as Input.MaxCreations allows, or Input.CreatesHeld holds them all.
 func (e *evaluation) deferToNextPlan(v *NodeVerdict) bool {
@@ -78,7 +107,7 @@ func (e *evaluation) deferToNextPlan(v *NodeVerdict) bool {
 // created as many as it may. A first resource takes the lease anew, so that
 // an old lease of ours does not make the new remediation overdue.
 func (e *evaluation) create(v *NodeVerdict, stepIndex int, escalation, restartLease bool) {
-	if e.deferToNextPlan(v) {
+	if e.createHeld(v) {
 		return
 	}
 	s := e.rules.steps[stepIndex]

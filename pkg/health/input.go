@@ -75,6 +75,13 @@ type Input struct {
 	// caller created are not on the stored status yet, which shows none, and
 	// the remediation guard reads that status (WaitStatusWrite).
 	CreatesHeld bool
+	// CreateRetries are the nodes whose last create failed or was refused,
+	// with when they may get one again: until then they wait
+	// (WaitCreateFailed), and the others go first. Under the remediation
+	// guard a plan creates one resource, for the node unhealthy longest;
+	// were its create always refused (by a webhook, or someone else's
+	// resource in the way), no other node would get one.
+	CreateRetries map[string]time.Time
 	// StatusBytes bounds the estimated bytes of status.unhealthyNodes
 	// listed in full; the incidents' memory may take twice as much once
 	// compacted (bound). 0 is DefaultStatusBytes, what etcd's default

@@ -146,6 +146,9 @@ const (
 	// WaitStatusFull: the status remembers as many incidents as it can
 	// hold (remembers); a new one starts when one ends.
 	WaitStatusFull WaitReason = "StatusFull"
+	// WaitCreateFailed: the node's last create failed or was refused; it is
+	// retried after a back-off (Input.CreateRetries), the others first.
+	WaitCreateFailed WaitReason = "CreateFailed"
 )
 
 // NodeVerdict is the evaluation of one selected node.

@@ -142,3 +142,41 @@ func TestGuardedCreations(t *testing.T) {
 		})
 	}
 }
+
+// A node whose create failed or was refused waits for its retry, and the
+// others go first: under the remediation guard one create goes a plan,
+// for the node unhealthy longest, and were its create always refused no
+// other node would get one.
+func TestANodeWhoseCreateFailedLetsTheOthersGoFirst(t *testing.T) {
+	list := []*nodeview.Node{testNode("a-sick", unhealthy), testNode("b-sick", unhealthy)}
+	nhc := testNHC(minHealthy(intstr.FromInt32(0)))
+	retries := map[string]time.Time{"a-sick": now.Add(2 * time.Second)}
+	p := Evaluate(Input{NHC: nhc, Nodes: list, MaxCreations: 1, CreateRetries: retries, Now: now})
+	require.Len(t, p.Create, 1)
+	assert.Equal(t, "b-sick", p.Create[0].Node, "the other node first")
+	failed := verdictOf(result{Plan: p}, "a-sick")
+	assert.Equal(t, WaitCreateFailed, failed.Waiting)
+	assert.Contains(t, p.because(&failed), "failed or was refused")
+	assert.Equal(t, now.Add(2*time.Second), p.NextDeadline)
+
+	p = Evaluate(Input{NHC: nhc, Nodes: list, MaxCreations: 1, CreateRetries: retries, Now: now.Add(2 * time.Second)})
+	require.Len(t, p.Create, 1)
+	assert.Equal(t, "a-sick", p.Create[0].Node, "retried once its back-off ends")
+}
+
+// A step whose next step's create failed keeps running, unannotated, until
+// the next step is retried with its time-out.
+func TestAnEscalationWhoseCreateFailedWaitsWhole(t *testing.T) {
+	resources := remediationsFor("sick", remediationOf(templateA, "sick", 20*time.Minute))
+	in := Input{NHC: testNHC(threeSteps(), minHealthy(intstr.FromInt32(0))), Nodes: oneSick(), Remediations: resources,
+		CreateRetries: map[string]time.Time{"sick": now.Add(time.Second)}, Now: now}
+	p := Evaluate(in)
+	assert.Empty(t, p.Create)
+	assert.Empty(t, p.TimeOut, "a time-out goes with its next step")
+	assert.Equal(t, WaitCreateFailed, verdictOf(result{Plan: p}, "sick").Waiting)
+
+	in.Now = now.Add(time.Second)
+	p = Evaluate(in)
+	require.Len(t, p.Create, 1)
+	require.Len(t, p.TimeOut, 1)
+}

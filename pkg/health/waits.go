@@ -32,6 +32,7 @@ const (
 	becauseStatusWrite         = "the remediations created so far are not in the stored status yet, which the remediation guard reads; the next one waits for that status write"
 	becauseStatusFull          = "the status remembers the remediations of %d nodes, as many as it can hold, and a new one starts when one of them ends"
 	becauseLeaseHeld           = "its node lease %s is held by %s until %s (node maintenance or another remediation); it is remediated when the lease is released or expires"
+	becauseCreateFailed        = "its last remediation create failed or was refused (the controller's log, or a RemediationSkipped event, says why); it is tried again within %s, the other nodes first"
 )
 
 const (
@@ -67,12 +68,13 @@ const (
 )
 
 var (
-	waitSummaryOrder = []WaitReason{WaitStorm, WaitControlPlane, WaitLeaseHeld, WaitStatusFull, WaitExcluded, WaitDeletion, WaitNoTemplate}
+	waitSummaryOrder = []WaitReason{WaitStorm, WaitControlPlane, WaitLeaseHeld, WaitStatusFull, WaitCreateFailed, WaitExcluded, WaitDeletion, WaitNoTemplate}
 	waitSummaries    = map[WaitReason]string{
 		WaitStorm:        "for storm recovery to end",
 		WaitControlPlane: "for another control-plane node's remediation",
 		WaitLeaseHeld:    "for their node lease, which someone else holds (node maintenance or another remediation)",
 		WaitStatusFull:   "for a remediation to end: the status remembers no more at once",
+		WaitCreateFailed: "for a retry of their remediation's create, which failed or was refused",
 		WaitExcluded:     "excluded from remediation",
 		WaitDeletion:     "for their remediation's deletion",
 		WaitNoTemplate:   "with no remediation template left to try",
@@ -183,6 +185,8 @@ func (p *Plan) because(v *NodeVerdict) string {
 		return becauseStatusWrite
 	case WaitStatusFull:
 		return fmt.Sprintf(becauseStatusFull, p.Remediating)
+	case WaitCreateFailed:
+		return fmt.Sprintf(becauseCreateFailed, MaxCreateRetry)
 	case WaitOverlap:
 		if v.RemediatedBy != nil {
 			return p.becauseOverlap(v.RemediatedBy, v.State == StateUnhealthy || v.State == StateSoonUnhealthy)
