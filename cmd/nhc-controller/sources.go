@@ -103,7 +103,7 @@ func remediationRooms(ctx context.Context, apis *apiClients, leases *nodeleases.
 		return nil, nil, err
 	}
 	return remediation.New(remediation.Config{Context: ctx, Dynamic: apis.dynamic, MetadataOnly: metadataOnly,
-		NodeClient: apis.kube.Nodes(), RESTConfig: apis.config, Leases: leaseReader(leases), Clock: clock.RealClock{}})
+		NodeClient: apis.kube.Nodes(), RESTConfig: apis.config, Leases: leaseReader(leases), Access: apis.kube.SelfSubjectAccessReviews(), Clock: clock.RealClock{}})
 }
 
 // leaseReader is the node leases' reader, nil when the controller takes

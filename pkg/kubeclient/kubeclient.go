@@ -153,6 +153,13 @@ func (c *Clients) SubjectAccessReviews() *gentype.Client[*authorizationv1.Subjec
 		gentype.PrefersProtobuf[*authorizationv1.SubjectAccessReview]())
 }
 
+// SelfSubjectAccessReviews tells whether the controller's role allows a
+// request.
+func (c *Clients) SelfSubjectAccessReviews() *gentype.Client[*authorizationv1.SelfSubjectAccessReview] {
+	return gentype.NewClient("selfsubjectaccessreviews", c.authorization, ParameterCodec, "", func() *authorizationv1.SelfSubjectAccessReview { return &authorizationv1.SelfSubjectAccessReview{} },
+		gentype.PrefersProtobuf[*authorizationv1.SelfSubjectAccessReview]())
+}
+
 // ClusterRoles reads cluster roles.
 func (c *Clients) ClusterRoles() *gentype.ClientWithList[*rbacv1.ClusterRole, *rbacv1.ClusterRoleList] {
 	return gentype.NewClientWithList("clusterroles", c.rbac, ParameterCodec, "", func() *rbacv1.ClusterRole { return &rbacv1.ClusterRole{} },

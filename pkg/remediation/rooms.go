@@ -36,6 +36,10 @@ type Config struct {
 	Mapper KindMapper
 	// Leases reads the node leases; nil takes none.
 	Leases LeaseReader
+	// Access tells a write the controller's role forbids from one an
+	// admission webhook or plugin refused, both 403; nil counts every 403
+	// as the role's.
+	Access AccessReviewer
 	// Clock is the time of retries, caches and the writes under way.
 	Clock clock.PassiveClock
 }
@@ -63,6 +67,7 @@ func New(cfg Config) (*Observer, *Writer, error) {
 	informers := kinds.New(cfg.Context, cfg.Dynamic, metadataOnly, cfg.Clock)
 	o, w := newRooms(informers, newTemplateResolver(mapper, informers, cfg.Clock), cfg.Clock, newResourceClient(cfg.Dynamic, cfg.NodeClient))
 	o.discovery, o.leases = discovery, cfg.Leases
+	w.access = cfg.Access
 	return o, w, nil
 }
 

@@ -6,8 +6,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
@@ -28,13 +26,16 @@ type Writer struct {
 	templates *templateResolver
 	ledger    *inflight.Ledger
 	client    *resourceClient
+	// access tells the role's 403 from an admission's (access.go); nil
+	// counts every 403 as the role's.
+	access AccessReviewer
 }
 
 // Create creates a node's remediation resource from a template that Watch
 // read, in a kind it resolved. It is refused (Refused) before it is sent when the node's first
 // remediation belongs to another NodeHealthCheck, or another control-plane
 // node's remediation started meanwhile; and after, when a resource of
-// someone else stands where it would.
+// someone else stands where it would, or admission refused it.
 func (w *Writer) Create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, c health.Creation, watched *Watched) (health.Created, error) {
 	template := watched.template(c.Template)
 	if template == nil {
@@ -57,7 +58,7 @@ func (w *Writer) Create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, c he
 		return health.Created{}, err
 	}
 	created, err := w.client.Create(ctx, gvr, obj, nhc)
-	w.checkAccess(gvr, err)
+	err = w.checkAccess(ctx, "create", gvr, obj.GetNamespace(), err)
 	switch {
 	case err != nil && certainlyFailed(err):
 		w.ledger.Cancel(key)
@@ -81,7 +82,8 @@ func (w *Writer) Create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, c he
 // waits, and the error says why.
 func Refused(err error) bool {
 	var notOwned *notOwnedError
-	return errors.As(err, &notOwned) || inflight.Refused(err)
+	var denied *deniedError
+	return errors.As(err, &notOwned) || errors.As(err, &denied) || inflight.Refused(err)
 }
 
 // Delete deletes a NodeHealthCheck's remediation resource, if it is still
@@ -94,7 +96,7 @@ func (w *Writer) Delete(ctx context.Context, nhc string, watched *Watched, del h
 	}
 	w.ledger.ExpectDelete(nhc, del.Node, ref.UID)
 	err = w.client.Delete(ctx, gvr, ref)
-	w.checkAccess(gvr, err)
+	err = w.checkAccess(ctx, "delete", gvr, ref.Namespace, err)
 	switch {
 	case err != nil && certainlyFailed(err):
 		w.ledger.Cancel(inflight.DeleteKey(nhc, ref.UID))
@@ -115,7 +117,7 @@ func (w *Writer) Annotate(ctx context.Context, watched *Watched, ref corev1.Obje
 		return err
 	}
 	err = w.client.Annotate(ctx, gvr, ref, key, value)
-	w.checkAccess(gvr, err)
+	err = w.checkAccess(ctx, "patch", gvr, ref.Namespace, err)
 	return err
 }
 
@@ -123,13 +125,4 @@ func (w *Writer) Annotate(ctx context.Context, watched *Watched, ref corev1.Obje
 // gone has none.
 func (w *Writer) RemoveNodeAnnotation(ctx context.Context, node, key string) error {
 	return w.client.removeNodeAnnotation(ctx, node, key)
-}
-
-// checkAccess reports a write that was forbidden: the kind's informer stops
-// and every NodeHealthCheck that uses the kind is disabled with the error,
-// which names the verb, until access comes back.
-func (w *Writer) checkAccess(gvr schema.GroupVersionResource, err error) {
-	if apierrors.IsForbidden(err) {
-		w.informers.Forbidden(gvr, err)
-	}
 }

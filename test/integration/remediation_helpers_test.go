@@ -79,7 +79,7 @@ func newRemediationEnvWith(t *testing.T, nhcClient versioned.Interface) *remedia
 	nodeInformer, err := nodecache.NewInformer(cluster.Config, 0)
 	require.NoError(t, err)
 	env.observer, env.writer, err = remediation.New(remediation.Config{Context: ctx, Dynamic: dynamicClient, NodeClient: kubeClient.CoreV1().Nodes(), RESTConfig: cluster.Config,
-		Clock: env.mapperClock})
+		Access: kubeClient.AuthorizationV1().SelfSubjectAccessReviews(), Clock: env.mapperClock})
 	require.NoError(t, err)
 
 	// The informers cmd/nhc-controller runs.

@@ -32,6 +32,7 @@ var grantedRights = []right{
 	{resource: "events", verb: "patch", namespace: "default", usedBy: "the event recorder, counting repeats"},
 	{group: "authentication.k8s.io", resource: "tokenreviews", verb: "create", usedBy: "the metrics port's delegatedAuth"},
 	{group: "authorization.k8s.io", resource: "subjectaccessreviews", verb: "create", usedBy: "the metrics port's delegatedAuth"},
+	{group: "authorization.k8s.io", resource: "selfsubjectaccessreviews", verb: "create", usedBy: "remediation.Writer.checkAccess: a 403 the role's or admission's"},
 	{group: "coordination.k8s.io", resource: "leases", verb: "get", namespace: "nhc-system", usedBy: "leader election"},
 	{group: "coordination.k8s.io", resource: "leases", verb: "create", namespace: "nhc-system", usedBy: "leader election"},
 	{group: "coordination.k8s.io", resource: "leases", verb: "update", namespace: "nhc-system", usedBy: "leader election"},
