@@ -17,7 +17,7 @@ var mutations = []mutation{
 	{
 		Name: "control-plane-first", Rule: "one control-plane node at a time, first steps",
 		File:  "pkg/health/evaluate.go",
-		Edits: []edit{{Old: "if v.Waiting = e.createGate(v); v.Waiting != WaitNone {\n\t\t\tcontinue", New: "if v.Waiting = e.escalationGate(v); v.Waiting != WaitNone {\n\t\t\tcontinue"}},
+		Edits: []edit{{Old: "if v.Waiting = e.createGate(v); v.Waiting != WaitNone || e.retryPending(v) {", New: "if v.Waiting = e.escalationGate(v); v.Waiting != WaitNone || e.retryPending(v) {"}},
 	},
 	{
 		Name: "control-plane-escalation", Rule: "one control-plane node at a time, escalation steps",
@@ -164,6 +164,16 @@ var mutations = []mutation{
 		Name: "template-missing-ignored", Rule: "nothing is created while a referenced template is missing",
 		File:  "pkg/remediation/templates.go",
 		Edits: []edit{{Old: "return notFound(fmt.Sprintf(messageTemplateNotFound, tmpl.Ref.Kind, describe(tmpl), describe(tmpl)))", New: "return nil"}},
+	},
+	{
+		Name: "create-retry-ignored", Rule: "never let one bad object stop everyone: a node whose create was refused lets the others go first",
+		File:  "pkg/health/gates.go",
+		Edits: []edit{{Old: "if !failed || !e.now.Before(retry) {", New: "if true || !failed || !e.now.Before(retry) {"}},
+	},
+	{
+		Name: "admission-as-role", Rule: "never let one bad object stop everyone: a webhook's 403 refuses that object, not its kind",
+		File:  "pkg/remediation/access.go",
+		Edits: []edit{{Old: "if w.roleAllows(ctx, verb, gvr, namespace) {", New: "if false && w.roleAllows(ctx, verb, gvr, namespace) {"}},
 	},
 	{
 		Name: "condition-strict", Rule: "an unhealthy condition counts from lastTransitionTime + duration, that instant included",

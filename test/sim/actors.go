@@ -75,6 +75,8 @@ func (s *sim) apply(step gen.Step) {
 		s.remediate(step.Kind, step.Behaviour)
 	case gen.OpNMO:
 		s.nodeMaintenance(step.Node, step.On)
+	case gen.OpDeny:
+		s.deny(step.Kind, step.Node, step.On)
 	case gen.OpCrash, gen.OpPartition:
 		// Played by playStep, outside the lock: a stop waits for the
 		// replica's goroutines.

@@ -90,7 +90,7 @@ func (s *sim) startReplica() (*replica, error) {
 	leases := nodeleases.New(kube.Leases(leaseNamespace), nodeleases.NewAccess(nodeleases.AccessClientsOf(kube, leaseNamespace), leaseNamespace, nodeleases.DefaultRole),
 		leaseNamespace, nodeLeaseDuration, nodeLeaseBuffer, clock.RealClock{})
 	observer, writer, err := remediation.New(remediation.Config{Context: ctx, Dynamic: dyn, NodeClient: kube.Nodes(), RESTConfig: config,
-		Leases: leases, Clock: clock.RealClock{}})
+		Leases: leases, Access: kube.SelfSubjectAccessReviews(), Clock: clock.RealClock{}})
 	if err != nil {
 		cancel()
 		return nil, err

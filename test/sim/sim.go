@@ -5,6 +5,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/nodehealthcheck/nhc-controller/test/sim/apiserver"
 	"github.com/nodehealthcheck/nhc-controller/test/sim/check"
 	"github.com/nodehealthcheck/nhc-controller/test/sim/cluster"
@@ -30,7 +32,10 @@ type sim struct {
 	// faultUntil ends the API fault window; faultMode is its kind.
 	faultUntil time.Time
 	faultMode  apiserver.Fault
-	check      *check.Checker
+	// denied are the nodes whose resources of a kind its remediator's
+	// webhook refuses (admit).
+	denied map[schema.GroupVersionResource]map[string]bool
+	check  *check.Checker
 	// trace, when set, hears of every step and every write served.
 	trace func(format string, args ...any)
 }
@@ -42,7 +47,7 @@ func (s *sim) tracef(format string, args ...any) {
 }
 
 func newSim(seed uint64, statusBytes int) *sim {
-	s := &sim{seed: seed, statusBytes: statusBytes}
+	s := &sim{seed: seed, statusBytes: statusBytes, denied: map[schema.GroupVersionResource]map[string]bool{}}
 	// Every replica watches nodes, NodeHealthChecks and leases for as long
 	// as it runs.
 	s.server = apiserver.New(time.Now, cluster.Nodes, cluster.NodeHealthChecks, cluster.Leases)
@@ -54,6 +59,7 @@ func newSim(seed uint64, statusBytes int) *sim {
 		Attempts:    s.check.Attempt,
 		LostAnswers: s.check.LostAnswer,
 		Shown:       s.check.Shown,
+		Admit:       s.admit,
 		Writes: func(c *apiserver.Call, resp *http.Response) {
 			s.tracef("%s %s %s -> %d (arrived %s) %s", c.Client, c.Verb, c.HTTP.URL.Path, resp.StatusCode, c.Arrived.Format("15:04:05.000"), c.HTTP.Header.Get("Content-Type"))
 			s.check.Write(c, resp)

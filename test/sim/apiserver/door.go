@@ -195,9 +195,16 @@ func (s *Server) answerLocked(c *Call) {
 		return
 	}
 	var resp *http.Response
-	if s.forbidden[c.GVR] && c.Verb != "discovery" {
+	var refused error
+	if s.Hooks.Admit != nil && c.IsWrite() {
+		refused = s.Hooks.Admit(c)
+	}
+	switch {
+	case s.forbidden[c.GVR] && c.Verb != "discovery":
 		resp = respondError(apierrors.NewForbidden(c.GVR.GroupResource(), c.Name, errors.New("the controller's role does not grant "+c.Verb)))
-	} else {
+	case refused != nil:
+		resp = respondError(refused)
+	default:
 		resp = s.serve(c.Client, c.HTTP, c.Request)
 	}
 	if c.IsWrite() && s.Hooks.Writes != nil {

@@ -137,6 +137,9 @@ func (s *Server) serve(client string, req *http.Request, r Request) *http.Respon
 	if r.Verb == "discovery" {
 		return s.discovery(req.URL.Path)
 	}
+	if r.GVR == selfSubjectAccessReviews && r.Verb == "create" {
+		return s.reviewAccess(r.Body)
+	}
 	res, ok := s.store.resources[r.GVR]
 	if !ok || !res.Served {
 		return respondError(apierrors.NewNotFound(schema.GroupResource{Group: r.GVR.Group, Resource: r.GVR.Resource}, r.Name))

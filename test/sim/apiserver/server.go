@@ -76,6 +76,9 @@ type Hooks struct {
 	Attempts func(c *Call)
 	// LostAnswers hears of every write applied whose answer is lost.
 	LostAnswers func(c *Call)
+	// Admit is admission: an error refuses a write the role allows, as a
+	// webhook does; nil admits every write.
+	Admit func(c *Call) error
 	// Shown hears of the objects a client's list or watch showed it.
 	Shown func(client string, gvr schema.GroupVersionResource, uids []types.UID)
 }

@@ -70,6 +70,9 @@ type Checker struct {
 	// resources remediated then; forbiddenSince is when it turned.
 	forbiddenNodes map[cluster.Kind]map[string]bool
 	forbiddenSince map[cluster.Kind]time.Time
+	// denied are, by node, the kinds whose remediator's webhook refuses
+	// its resources (denied.go).
+	denied map[string]map[cluster.Kind]bool
 	// readableAgain is when each kind last stopped being forbidden.
 	readableAgain map[cluster.Kind]time.Time
 	// uncertain are, by kind, the creates of its resources whose answer
@@ -172,7 +175,7 @@ func (c *Checker) allNHCs() []*v1alpha1.NodeHealthCheck {
 // hooks are to call its Observe, Attempt, Write, LostAnswer and Shown.
 func New(server *apiserver.Server, cfg Config) *Checker {
 	return &Checker{server: server, store: server.Store(), cfg: cfg, nodes: map[string][]version{}, nhcs: map[string][]version{}, created: map[types.UID]types.UID{}, typed: map[string]any{},
-		running: map[runKey]*runs{}, createTries: map[runKey][]time.Time{}, forbiddenNodes: map[cluster.Kind]map[string]bool{}, forbiddenSince: map[cluster.Kind]time.Time{}, readableAgain: map[cluster.Kind]time.Time{}, uncertain: map[cluster.Kind][]remediationObj{}, unseen: map[cluster.Kind][]unseenCreate{}, unhealthySince: map[string]time.Time{}, healthySince: map[runKey]time.Time{}, releaseSince: map[runKey]time.Time{}, escalateSince: map[runKey]time.Time{}, answeredCreates: map[string]string{}, unreadable: map[cluster.Kind][]span{},
+		running: map[runKey]*runs{}, createTries: map[runKey][]time.Time{}, forbiddenNodes: map[cluster.Kind]map[string]bool{}, denied: map[string]map[cluster.Kind]bool{}, forbiddenSince: map[cluster.Kind]time.Time{}, readableAgain: map[cluster.Kind]time.Time{}, uncertain: map[cluster.Kind][]remediationObj{}, unseen: map[cluster.Kind][]unseenCreate{}, unhealthySince: map[string]time.Time{}, healthySince: map[runKey]time.Time{}, releaseSince: map[runKey]time.Time{}, escalateSince: map[runKey]time.Time{}, answeredCreates: map[string]string{}, unreadable: map[cluster.Kind][]span{},
 		storms: map[string]*stormHistory{}, templates: map[string][]version{}, orphanSince: map[runKey]time.Time{}}
 }
 

@@ -45,7 +45,7 @@ func (c *Checker) escalations(all []remediationObj, calm bool) {
 				continue
 			}
 			i, started, failed := c.runningStep(nhc, node.Name, steps, now)
-			if i < 0 || steps[i].Timeout.Duration <= 0 || !calm || !c.mayEscalate(nhc, node, all) {
+			if i < 0 || steps[i].Timeout.Duration <= 0 || !calm || c.refused(node.Name) || !c.mayEscalate(nhc, node, all) {
 				continue
 			}
 			seen[key] = true

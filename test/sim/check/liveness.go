@@ -86,7 +86,8 @@ func (c *Checker) liveness(all []remediationObj, calm bool) {
 // holds its lease, no other control-plane node is remediated, and the
 // NodeHealthCheck is the one the overlap rule gives the node
 // (remediatorOf), no create that a fault answered holds it
-// (heldByUnanswered), its condition has held for its duration, it is not
+// (heldByUnanswered), no remediator's webhook refuses its resources
+// (refused), its condition has held for its duration, it is not
 // paused, its templates can be read and written, it starts no escalation,
 // its budget allows, and its status has room (statusFull). A node whose
 // remediator is held back (its budget, its duration not yet passed) waits
@@ -105,7 +106,7 @@ func (c *Checker) canRemediate(node *corev1.Node, all []remediationObj) string {
 	if v1alpha1.IsControlPlane(labels.Set(node.Labels)) && slices.ContainsFunc(all, func(r remediationObj) bool { return r.controlPlane || c.isControlPlaneNode(r.node) }) {
 		return ""
 	}
-	if c.recordedUnreadable(node) || c.heldWhileForbidden(node) || c.heldByUnanswered(node) {
+	if c.recordedUnreadable(node) || c.heldWhileForbidden(node) || c.heldByUnanswered(node) || c.refused(node.Name) {
 		return ""
 	}
 	if nhc := c.remediatorOf(node); nhc != nil && c.mayRemediate(nhc, node, all) {

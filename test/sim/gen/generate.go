@@ -58,7 +58,10 @@ type generator struct {
 	// own too; specs are the NodeHealthChecks as drawn so far.
 	holds *rand.Rand
 	specs map[string]*NHCSpec
-	focus Focus
+	// denials draws a remediator's webhook refusing an unhealthy node's
+	// resources, on a stream of its own too.
+	denials *rand.Rand
+	focus   Focus
 }
 
 // Drawing names the draws a history has. A draw added later changes the
@@ -69,8 +72,11 @@ type Drawing string
 
 const (
 	// DrawnBeforeHeldRelabels has every draw but an operator's
-	// relabelling of a node its remediators hold (relabelWhileHeld).
+	// relabelling of a node its remediators hold (relabelWhileHeld), and
+	// a webhook's refusals (deny).
 	DrawnBeforeHeldRelabels Drawing = "before-held-relabels"
+	// DrawnBeforeDenials has every draw but a webhook's refusals (deny).
+	DrawnBeforeDenials Drawing = "before-denials"
 	// DrawnToday has every draw.
 	DrawnToday Drawing = "today"
 )
@@ -81,7 +87,7 @@ func Generate(seed uint64, n int, focus Focus, drawing Drawing) History {
 	g := &generator{rng: rand.New(rand.NewPCG(seed, 0x5eed)), budgets: rand.New(rand.NewPCG(seed, 0xb0d9e7)),
 		relapses: rand.New(rand.NewPCG(seed, 0x4e1a95e)), bounds: rand.New(rand.NewPCG(seed, 0x57a7b5)),
 		returns: rand.New(rand.NewPCG(seed, 0x2e7b2d)), pools: map[string]string{},
-		holds: rand.New(rand.NewPCG(seed, 0x4e1d)), specs: map[string]*NHCSpec{}, focus: focus}
+		holds: rand.New(rand.NewPCG(seed, 0x4e1d)), specs: map[string]*NHCSpec{}, denials: rand.New(rand.NewPCG(seed, 0xde41a1)), focus: focus}
 	if focus == FocusNone && g.budgets.IntN(4) == 0 {
 		// One history in four is drawn as FOCUS=control-plane draws it:
 		// where quorum and escalations meet is rare in the even mix.
@@ -114,6 +120,9 @@ func Generate(seed uint64, n int, focus Focus, drawing Drawing) History {
 		g.track(s)
 		if drawing != DrawnBeforeHeldRelabels {
 			h.Steps = append(h.Steps, g.relabelWhileHeld(s)...)
+		}
+		if drawing == DrawnToday {
+			h.Steps = append(h.Steps, g.deny(s)...)
 		}
 	}
 	return h

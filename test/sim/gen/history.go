@@ -51,6 +51,7 @@ const (
 	OpWatchStall  Op = "watch-stall"  // Resource: its watches stop sending, connections open
 	OpWatchBreak  Op = "watch-break"  // On: every watch ends; On compacts first (410 Gone)
 	OpWatchResume Op = "watch-resume" // stalled watches end, and are watched again
+	OpDeny        Op = "deny"         // Kind, Node, On: its remediator's webhook refuses its resources for the node (403), or admits them again
 )
 
 // Behaviour is what a remediator does to its resources.
@@ -149,6 +150,10 @@ func (s Step) String() string {
 		add("node", s.Node)
 		add("controlPlane", s.ControlPlane)
 	case OpExclude, OpNMO:
+		add("node", s.Node)
+		add("on", s.On)
+	case OpDeny:
+		add("kind", s.Kind)
 		add("node", s.Node)
 		add("on", s.On)
 	case OpCreateNHC, OpEditNHC:
