@@ -91,6 +91,21 @@ func (r *createRetries) Pending(nhc string) map[string]time.Time {
 	return pending
 }
 
+// Next is the first retry to come of a node of a NodeHealthCheck, or
+// zero: one due already is the plan's to make.
+func (r *createRetries) Next(nhc string) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.clock.Now()
+	var next time.Time
+	for _, retry := range r.nodes[nhc] {
+		if retry.at.After(now) && (next.IsZero() || retry.at.Before(next)) {
+			next = retry.at
+		}
+	}
+	return next
+}
+
 // Forget forgets a deleted NodeHealthCheck's back-offs.
 func (r *createRetries) Forget(nhc string) {
 	r.mu.Lock()

@@ -38,3 +38,19 @@ func TestCreateRetriesBackOff(t *testing.T) {
 	r.Forget("workers")
 	assert.Nil(t, r.Pending("workers"))
 }
+
+// The next retry is one to come: a retry due is the plan's to make, and
+// requeued at once it would spin until the back-off lapses.
+func TestCreateRetriesNextIsToCome(t *testing.T) {
+	clock := clocktesting.NewFakePassiveClock(t0.Time)
+	r := newCreateRetries(clock)
+	assert.True(t, r.Next("workers").IsZero())
+	r.Failed("workers", "worker-1")
+	clock.SetTime(clock.Now().Add(500 * time.Millisecond))
+	r.Failed("workers", "worker-2")
+	assert.Equal(t, t0.Add(time.Second), r.Next("workers"))
+	clock.SetTime(t0.Add(time.Second))
+	assert.Equal(t, t0.Add(1500*time.Millisecond), r.Next("workers"), "worker-1's retry is due")
+	clock.SetTime(t0.Add(2 * time.Second))
+	assert.True(t, r.Next("workers").IsZero())
+}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"sync"
 	"time"
@@ -124,9 +125,12 @@ func (f *fakeRemediations) AddKindChangeHandler(remediation.KindChangeFunc) {}
 // deadline of each write's context and the leases released.
 type fakeLeases struct {
 	beforeAcquire func()
-	deadlines     []time.Time
-	mu            sync.Mutex
-	released      []string
+	// refusal, when set, refuses every Acquire: the lease is out of
+	// reach, as Problem says.
+	refusal   string
+	deadlines []time.Time
+	mu        sync.Mutex
+	released  []string
 }
 
 func (f *fakeLeases) Acquire(ctx context.Context, _ health.LeaseRequest) error {
@@ -137,11 +141,14 @@ func (f *fakeLeases) Acquire(ctx context.Context, _ health.LeaseRequest) error {
 	if f.beforeAcquire != nil {
 		f.beforeAcquire()
 	}
+	if f.refusal != "" {
+		return errors.New(f.refusal)
+	}
 	return nil
 }
 
 func (f *fakeLeases) Renew(context.Context, health.LeaseRequest) error { return nil }
-func (f *fakeLeases) Problem(error) string                             { return "" }
+func (f *fakeLeases) Problem(error) string                             { return f.refusal }
 
 func (f *fakeLeases) Release(_ context.Context, node, holder string) error {
 	f.mu.Lock()

@@ -87,7 +87,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 		logger.V(2).Info("Cannot evaluate", "reason", plan.Problem.Reason, "message", plan.Problem.Message)
 		return health.Sooner(problemRequeue, g.RefreshAfter), statusErr
 	}
-	requeueAfter := requeueDelay(&plan, &out, g.RefreshAfter, in.CreatesHeld, c.clock.Now())
+	requeueAfter := requeueDelay(&plan, &out, g.RefreshAfter, in.CreatesHeld, c.retries.Next(name), c.clock.Now())
 	written, statusErr := c.nhcs.RecordStatus(ctx, stored, status, leavesStatus(stored, &status, &out, requeueAfter))
 	c.events.Record(ctx, nhc, &plan, &out)
 	c.events.RecordLasting(ctx, nhc, &plan, &out)
@@ -113,13 +113,14 @@ func (c *Controller) watchEveryKind(ctx context.Context) {
 
 // requeueDelay is how soon after now the plan can change without any
 // object changing: at once for the rest of the work, else the next
-// deadline, a retry of what was blocked, held or not confirmed, or a read's
-// refresh (refreshAfter).
+// deadline, a retry of what was refused or failed (retryAt, the first of
+// createRetries), held or not confirmed, or a read's refresh
+// (refreshAfter).
 // Held creates wait for a status write that failed, or for this
 // controller's writes to show; the events of both usually come first.
 // After failed actions the rest of the work waits for the rate limiter's
 // back-off: at once, it would meet a failing API server every millisecond.
-func requeueDelay(plan *health.Plan, out *health.Outcome, refreshAfter time.Duration, held bool, now time.Time) time.Duration {
+func requeueDelay(plan *health.Plan, out *health.Outcome, refreshAfter time.Duration, held bool, retryAt, now time.Time) time.Duration {
 	var requeueAfter time.Duration
 	restAtOnce := plan.Deferred > 0 && !held && len(out.Errors) == 0
 	switch {
@@ -129,8 +130,8 @@ func requeueDelay(plan *health.Plan, out *health.Outcome, refreshAfter time.Dura
 	case !plan.NextDeadline.IsZero():
 		requeueAfter = max(plan.NextDeadline.Sub(now), time.Millisecond)
 	}
-	if len(out.Blocked) > 0 {
-		requeueAfter = health.Sooner(requeueAfter, health.WaitRetry)
+	if !retryAt.IsZero() {
+		requeueAfter = health.Sooner(requeueAfter, max(retryAt.Sub(now), time.Millisecond))
 	}
 	if held || len(out.Unconfirmed) > 0 {
 		// The write awaited, once the cache shows it, wakes the sync first.

@@ -273,3 +273,18 @@ func TestANodeWhoseCreateIsRefusedHoldsNoOtherBack(t *testing.T) {
 	assert.Equal(t, []string{"worker-1", "worker-2", "worker-1"}, nodesCreated())
 	assert.Equal(t, 2*time.Second, d, "and then after a back-off that doubles")
 }
+
+// A refused create is tried again after its node's back-off, not a minute
+// later: nothing else would wake its NodeHealthCheck.
+func TestARefusedNodeIsTriedAgainAfterItsBackOff(t *testing.T) {
+	f := newSyncFixture(t, workersNHC(), notReady("worker-1", longAgo), healthyNode("worker-2"), healthyNode("worker-3"))
+	f.takeLeases(nil).refusal = "the node lease is out of reach"
+	var requeues []time.Duration
+	for range 5 {
+		d, err := f.sync()
+		require.NoError(t, err)
+		requeues = append(requeues, d)
+		f.clock.Step(d)
+	}
+	assert.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 15 * time.Second}, requeues)
+}

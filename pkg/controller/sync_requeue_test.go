@@ -141,8 +141,9 @@ type recordedPacing map[string]time.Time
 func (p recordedPacing) ReadAtOnceFrom(nhc string, from time.Time) { p[nhc] = from }
 
 // A sync whose creates failed leaves the rest of its work to the rate
-// limiter's back-off: requeued at once, it would hit a failing API server
-// again every millisecond, taking a node lease each time.
+// limiter's back-off, and the failed node to its retry a second later:
+// requeued at once, it would hit a failing API server again every
+// millisecond, taking a node lease each time.
 func TestAFailedSyncLeavesItsDeferredCreatesToTheBackOff(t *testing.T) {
 	cases := []struct {
 		name      string
@@ -150,7 +151,7 @@ func TestAFailedSyncLeavesItsDeferredCreatesToTheBackOff(t *testing.T) {
 		want      time.Duration
 	}{
 		{"the creates went out", nil, time.Millisecond},
-		{"a create failed", apierrors.NewInternalError(errors.New("etcd is down")), 0},
+		{"a create failed", apierrors.NewInternalError(errors.New("etcd is down")), time.Second},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
