@@ -70,7 +70,8 @@ func (e *evaluation) createHeld(v *NodeVerdict) bool {
 
 // A node whose create failed or was refused is retried FirstCreateRetry
 // later, then at doubling intervals up to MaxCreateRetry while it fails
-// (Input.CreateRetries): a refusal that lasts costs a create every 15 s.
+// (Input.CreateRetries): a refusal that lasts costs a create every 15 s. A
+// create whose fate is unknown is looked up on the same back-off.
 const (
 	FirstCreateRetry = time.Second
 	MaxCreateRetry   = 15 * time.Second

@@ -24,16 +24,6 @@ import (
 // one control-plane slot, before its resource is looked up (Lapsed).
 const TTL = time.Minute
 
-// A create whose fate the API server did not tell (a 5xx, a timeout, a
-// lost connection), or whose look-up it did not answer, is looked up again
-// firstRetry later, then at doubling intervals up to maxRetry, rather than
-// TTL on: until it is known, its node waits, and so does every other node
-// of a NodeHealthCheck whose status records no remediation yet, so that
-// an outage's end releases them within maxRetry.
-const (
-	firstRetry = time.Second
-	maxRetry   = 15 * time.Second
-)
 
 // Ledger is the one ledger of this process's writes of remediation
 // resources under way, as the ReplicaSet controller keeps its expectations:
@@ -161,8 +151,15 @@ func (f *Ledger) Unanswered(key Key) {
 }
 
 // retryLater is a write looked up after the next interval of its retries.
+// A create whose fate the API server did not tell (a 5xx, a timeout, a
+// lost connection), or whose look-up it did not answer, is looked up again
+// on the back-off of a create that failed (health.FirstCreateRetry,
+// doubling up to health.MaxCreateRetry) rather than TTL on: until it is
+// known, its node waits, and so does every other node of a NodeHealthCheck
+// whose status records no remediation yet, so that an outage's end
+// releases them within MaxCreateRetry.
 func (w write) retryLater(now time.Time) write {
-	w.retry = min(max(2*w.retry, firstRetry), maxRetry)
+	w.retry = min(max(2*w.retry, health.FirstCreateRetry), health.MaxCreateRetry)
 	w.lapses = now.Add(w.retry)
 	return w
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
 
 const testNHC = "workers"
@@ -165,7 +166,7 @@ func TestALapsedCreateHoldsItsNodeWhileLookedUp(t *testing.T) {
 
 // A create whose fate the API server did not tell is looked up a second
 // later, and while its look-ups get no answer, at doubling intervals up to
-// maxRetry: its node, and the others of a NodeHealthCheck whose status
+// 15 s: its node, and the others of a NodeHealthCheck whose status
 // records no remediation yet, wait until it is known, and must not wait a
 // minute past an outage's end.
 func TestACreateOfUnknownFateIsLookedUpSoon(t *testing.T) {
@@ -188,7 +189,7 @@ func TestACreateOfUnknownFateIsLookedUpSoon(t *testing.T) {
 	}
 	assert.Equal(t, []time.Duration{time.Second, 3 * time.Second, 7 * time.Second, 15 * time.Second, 30 * time.Second, 45 * time.Second}, lookUps)
 
-	clock.SetTime(clock.Now().Add(maxRetry))
+	clock.SetTime(clock.Now().Add(health.MaxCreateRetry))
 	lapsed := f.Lapsed()
 	require.Len(t, lapsed, 1)
 	f.Drop(lapsed[0])
