@@ -322,6 +322,21 @@ func (inc *incident) stepStarted() time.Time {
 	return started
 }
 
+// firstStartOnRecord is the incident's first start its record keeps: the
+// earliest start of its steps; zero without one.
+func (inc *incident) firstStartOnRecord() time.Time {
+	var first time.Time
+	if inc.record == nil {
+		return first
+	}
+	for _, r := range inc.record.Remediations {
+		if r != nil && !r.Started.IsZero() && (first.IsZero() || r.Started.Time.Before(first)) {
+			first = r.Started.Time
+		}
+	}
+	return first
+}
+
 // timesOutAt is when the step that runs, or the resumed step that runs
 // next, times out by its timeout: zero when it has none.
 func (inc *incident) timesOutAt(steps []step) time.Time {

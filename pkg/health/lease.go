@@ -96,15 +96,10 @@ func (e *evaluation) overdueFrom(start time.Time, step int) time.Time {
 // write failed and its remediator deleted its resource is not started a
 // second time. Zero without leases or a start on record.
 func (e *evaluation) resumedLeaseOverdue(inc *incident) time.Time {
-	if e.in.Leases == nil || inc.record == nil || inc.resumed == nil {
+	if e.in.Leases == nil || inc.resumed == nil {
 		return time.Time{}
 	}
-	var first time.Time
-	for _, r := range inc.record.Remediations {
-		if r != nil && !r.Started.IsZero() && (first.IsZero() || r.Started.Time.Before(first)) {
-			first = r.Started.Time
-		}
-	}
+	first := inc.firstStartOnRecord()
 	if first.IsZero() {
 		return time.Time{}
 	}
