@@ -17,7 +17,7 @@ var mutations = []mutation{
 	{
 		Name: "control-plane-first", Rule: "one control-plane node at a time, first steps",
 		File:  "pkg/health/evaluate.go",
-		Edits: []edit{{Old: "if v.Waiting = e.createGate(v); v.Waiting != WaitNone || e.retryPending(v) {", New: "if v.Waiting = e.escalationGate(v); v.Waiting != WaitNone || e.retryPending(v) {"}},
+		Edits: []edit{{Old: "if v.Waiting = e.createGate(v); v.Waiting != WaitNone {\n\t\t\tcontinue", New: "if v.Waiting = e.escalationGate(v); v.Waiting != WaitNone {\n\t\t\tcontinue"}},
 	},
 	{
 		Name: "control-plane-escalation", Rule: "one control-plane node at a time, escalation steps",

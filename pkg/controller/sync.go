@@ -120,11 +120,15 @@ func (c *Controller) watchEveryKind(ctx context.Context) {
 // controller's writes to show; the events of both usually come first.
 // After failed actions the rest of the work waits for the rate limiter's
 // back-off: at once, it would meet a failing API server every millisecond.
+// After refused creates it goes on at once, their nodes waiting for their
+// retry (createRetries): a node the plan held behind one (the batch, one
+// control-plane node at a time) gets its turn; after failed ones, with the
+// back-off.
 func requeueDelay(plan *health.Plan, out *health.Outcome, refreshAfter time.Duration, held bool, retryAt, now time.Time) time.Duration {
 	var requeueAfter time.Duration
 	restAtOnce := plan.Deferred > 0 && !held && len(out.Errors) == 0
 	switch {
-	case restAtOnce || len(out.Withdrawn) > 0:
+	case restAtOnce || len(out.Withdrawn) > 0 || len(out.Blocked) > 0:
 		// The rest of the work, from a fresh snapshot.
 		requeueAfter = time.Millisecond
 	case !plan.NextDeadline.IsZero():

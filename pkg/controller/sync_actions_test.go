@@ -278,13 +278,18 @@ func TestANodeWhoseCreateIsRefusedHoldsNoOtherBack(t *testing.T) {
 // later: nothing else would wake its NodeHealthCheck.
 func TestARefusedNodeIsTriedAgainAfterItsBackOff(t *testing.T) {
 	f := newSyncFixture(t, workersNHC(), notReady("worker-1", longAgo), healthyNode("worker-2"), healthyNode("worker-3"))
-	f.takeLeases(nil).refusal = "the node lease is out of reach"
-	var requeues []time.Duration
-	for range 5 {
+	leases := f.takeLeases(nil)
+	leases.refusal = "the node lease is out of reach"
+	var tries []time.Duration
+	for f.clock.Since(t0.Time) <= 45*time.Second {
+		before := len(leases.deadlines)
 		d, err := f.sync()
 		require.NoError(t, err)
-		requeues = append(requeues, d)
+		if len(leases.deadlines) > before {
+			tries = append(tries, f.clock.Since(t0.Time))
+		}
+		require.NotZero(t, d, "the sync wakes again")
 		f.clock.Step(d)
 	}
-	assert.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 15 * time.Second}, requeues)
+	assert.Equal(t, []time.Duration{0, time.Second, 3 * time.Second, 7 * time.Second, 15 * time.Second, 30 * time.Second, 45 * time.Second}, tries)
 }

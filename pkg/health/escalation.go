@@ -90,8 +90,8 @@ func (e *evaluation) escalate(v *NodeVerdict) {
 	if v.Waiting = gate(v); v.Waiting != WaitNone {
 		return
 	}
-	if next < len(steps) && e.createHeld(v) {
-		// The time-out and the next step go together, in a later plan.
+	if next < len(steps) && e.deferToNextPlan(v) {
+		// The time-out and the next step go together, in the next plan.
 		return
 	}
 	e.p.TimeOut = append(e.p.TimeOut, TimeOut{

@@ -166,7 +166,7 @@ func (e *evaluation) startRemediations() {
 	})
 	for _, i := range e.candidates {
 		v := &e.p.Nodes[i]
-		if v.Waiting = e.createGate(v); v.Waiting != WaitNone || e.retryPending(v) {
+		if v.Waiting = e.createGate(v); v.Waiting != WaitNone {
 			continue
 		}
 		if !e.remembers(v.Node.Name) {

@@ -51,21 +51,19 @@ func (e *evaluation) escalationGate(v *NodeVerdict) WaitReason {
 }
 
 // createGate says why a node may not get a resource created now, first or
-// next step: what holds back an escalation, and the one-control-plane-node
-// rule (controlplane.go). Quorum does not care which step a node is at
-// (upstream checks the rule before every create).
+// next step: what holds back an escalation, the retry of its last create
+// that failed, and the one-control-plane-node rule (controlplane.go), last,
+// since passing it takes the plan's control-plane slot. Quorum does not
+// care which step a node is at (upstream checks the rule before every
+// create).
 func (e *evaluation) createGate(v *NodeVerdict) WaitReason {
 	if w := e.escalationGate(v); w != WaitNone {
 		return w
 	}
+	if w := e.retryGate(v); w != WaitNone {
+		return w
+	}
 	return e.controlPlaneGate(v)
-}
-
-// createHeld holds back a node's new resource that passed its gates: until
-// the retry of its last create that failed (retryPending), or for the next
-// plan (deferToNextPlan).
-func (e *evaluation) createHeld(v *NodeVerdict) bool {
-	return e.retryPending(v) || e.deferToNextPlan(v)
 }
 
 // A node whose create failed or was refused is retried FirstCreateRetry
@@ -77,16 +75,15 @@ const (
 	MaxCreateRetry   = 15 * time.Second
 )
 
-// retryPending holds a node whose last create failed or was refused until
-// its retry (Input.CreateRetries), so that the others go first.
-func (e *evaluation) retryPending(v *NodeVerdict) bool {
+// retryGate holds a node whose last create failed or was refused until its
+// retry (Input.CreateRetries), so that the others go first.
+func (e *evaluation) retryGate(v *NodeVerdict) WaitReason {
 	retry, failed := e.in.CreateRetries[v.Node.Name]
 	if !failed || !e.now.Before(retry) {
-		return false
+		return WaitNone
 	}
-	v.Waiting = WaitCreateFailed
 	e.deadline(retry)
-	return true
+	return WaitCreateFailed
 }
 
 // deferToNextPlan holds a node's new resource for the next plan when this one created
@@ -108,7 +105,7 @@ func (e *evaluation) deferToNextPlan(v *NodeVerdict) bool {
 // created as many as it may. A first resource takes the lease anew, so that
 // an old lease of ours does not make the new remediation overdue.
 func (e *evaluation) create(v *NodeVerdict, stepIndex int, escalation, restartLease bool) {
-	if e.createHeld(v) {
+	if e.deferToNextPlan(v) {
 		return
 	}
 	s := e.rules.steps[stepIndex]

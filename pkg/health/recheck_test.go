@@ -180,3 +180,13 @@ func TestAnEscalationWhoseCreateFailedWaitsWhole(t *testing.T) {
 	require.Len(t, p.Create, 1)
 	require.Len(t, p.TimeOut, 1)
 }
+
+// A control-plane node waiting for its create's retry does not take the
+// plan's one control-plane slot: another control-plane node goes.
+func TestAControlPlaneNodeWaitingForItsRetryLetsAnotherGo(t *testing.T) {
+	list := []*nodeview.Node{testNode("cp-a", unhealthy, controlPlane), testNode("cp-b", unhealthy, controlPlane), testNode("cp-c", controlPlane)}
+	p := Evaluate(Input{NHC: testNHC(minHealthy(intstr.FromInt32(0))), Nodes: list, CreateRetries: map[string]time.Time{"cp-a": now.Add(time.Second)}, Now: now})
+	require.Len(t, p.Create, 1)
+	assert.Equal(t, "cp-b", p.Create[0].Node)
+	assert.Equal(t, WaitCreateFailed, verdictOf(result{Plan: p}, "cp-a").Waiting)
+}

@@ -294,6 +294,21 @@ var ruleBreaks = []ruleBreak{
 			{After: breakDelay + time.Minute, Op: gen.OpFaults, Fault: apiserver.FaultNone},
 		},
 	},
+	{
+		// Seed 501: cp-0's remediator refused its resource; the plan that
+		// retried cp-0 each time held cp-2 behind it, one control-plane
+		// node at a time, and no plan came between.
+		name: "16: a control-plane node whose remediation a webhook refuses holds no other control-plane node back",
+		steps: []gen.Step{
+			cp("cp-0", "cp"), cp("cp-1", "cp"), cp("cp-2", "cp"), template("Beta", "beta-1"),
+			nhc("nhc-1", gen.NHCSpec{Pools: []string{"cp"}, Conditions: ready("False", 30*time.Second), MinHealthy: "1",
+				Steps: []gen.TemplateStep{{Kind: "Beta", Template: "beta-1"}}}),
+			fail(0, "cp-0", "False"),
+			{Op: gen.OpDeny, Kind: "Beta", Node: "cp-0", On: true},
+			fail(0, "cp-2", "False"),
+			{After: breakDelay + time.Minute, Op: gen.OpFaults, Fault: apiserver.FaultNone},
+		},
+	},
 }
 
 // The rule-breaks' steps.

@@ -24,7 +24,6 @@ import (
 // one control-plane slot, before its resource is looked up (Lapsed).
 const TTL = time.Minute
 
-
 // Ledger is the one ledger of this process's writes of remediation
 // resources under way, as the ReplicaSet controller keeps its expectations:
 //
