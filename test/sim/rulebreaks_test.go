@@ -13,9 +13,9 @@ import (
 
 // Rule-breaks the simulation found, as the generated histories that found
 // them, shrunk (seed 630 with -sim.focus control-plane, seeds 4, 167, 2,
-// 755, 7775, 18259, 19174, 19868, 1668, 15158 and 6273, simplified): on the
-// code before their fixes (the controller's, or the checker's for the last)
-// each breaks its invariant, and none may again.
+// 755, 7775, 18259, 19174, 19868, 1668, 15158, 6273 and those named,
+// simplified): on the code before their fixes (the controller's, or the
+// checker's for 12 and 17) each breaks its invariant, and none may again.
 func TestRuleBreaks(t *testing.T) {
 	for _, tt := range ruleBreaks {
 		t.Run(tt.name, func(t *testing.T) {
@@ -307,6 +307,23 @@ var ruleBreaks = []ruleBreak{
 			{Op: gen.OpDeny, Kind: "Beta", Node: "cp-0", On: true},
 			fail(0, "cp-2", "False"),
 			{After: breakDelay + time.Minute, Op: gen.OpFaults, Fault: apiserver.FaultNone},
+		},
+	},
+	{
+		// Seed 41007: a create tried again during a partition took the
+		// node's lease, its write parked until the partition ended, while
+		// its confirmation was refused: a renewal for a step about to
+		// start, which the checker dated by its landing and missed.
+		name: "17: a lease taken for a create whose confirmation a partition refused is a try to start a step",
+		steps: []gen.Step{
+			worker("worker-0", "a"), template("Alpha", "alpha-1"), template("Gamma", "gamma-1"),
+			nhc("nhc-1", gen.NHCSpec{Pools: []string{"a"}, Conditions: ready("False", 10*time.Second),
+				Steps: []gen.TemplateStep{{Kind: "Alpha", Template: "alpha-1", Timeout: time.Minute}, {Kind: "Gamma", Template: "gamma-1", Timeout: 3 * time.Minute}}}),
+			{Op: gen.OpDeny, Kind: "Gamma", Node: "worker-0", On: true},
+			fail(0, "worker-0", "False"),
+			{After: 98 * time.Second, Op: gen.OpPartition, Duration: 5 * time.Second},
+			{After: 30 * time.Second, Op: gen.OpPartition, Duration: 5 * time.Second},
+			{After: breakDelay, Op: gen.OpFaults, Fault: apiserver.FaultNone},
 		},
 	},
 }

@@ -57,6 +57,7 @@ func newSim(seed uint64, statusBytes int) *sim {
 		Changed:     s.check.Observe,
 		Faults:      s.faultOf,
 		Attempts:    s.check.Attempt,
+		Refused:     s.check.Attempt,
 		LostAnswers: s.check.LostAnswer,
 		Shown:       s.check.Shown,
 		Admit:       s.admit,

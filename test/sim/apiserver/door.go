@@ -75,6 +75,11 @@ func (s *Server) Transport(client string) http.RoundTripper {
 		c := &Call{Client: client, HTTP: req, Request: parse(req, body), Arrived: s.now(), answer: make(chan answer, 1)}
 		if !c.IsWrite() {
 			if s.isHeld(client) {
+				if s.Hooks.Refused != nil {
+					s.state.Lock()
+					s.Hooks.Refused(c)
+					s.state.Unlock()
+				}
 				return nil, errUnavailable
 			}
 			// Served at once: a read may be made with a lock held (the

@@ -74,6 +74,9 @@ type Hooks struct {
 	// Attempts hears of every request that reaches the server, before its
 	// fault: what the client tried, whether or not it happened.
 	Attempts func(c *Call)
+	// Refused hears of every read a partition refuses: tried, though it
+	// never reached the server.
+	Refused func(c *Call)
 	// LostAnswers hears of every write applied whose answer is lost.
 	LostAnswers func(c *Call)
 	// Admit is admission: an error refuses a write the role allows, as a

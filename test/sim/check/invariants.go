@@ -141,6 +141,7 @@ func describe(obj *unstructured.Unstructured) string {
 // request arrived.
 func (c *Checker) Write(call *apiserver.Call, resp *http.Response) {
 	c.served(call)
+	c.leaseServed(call)
 	if call.Verb == "delete" && isRemediation(call.GVR) {
 		c.deletedByController(call, resp)
 		c.deleteRules(call, resp)

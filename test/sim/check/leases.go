@@ -10,6 +10,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/test/sim/apiserver"
 	"github.com/nodehealthcheck/nhc-controller/test/sim/cluster"
 )
 
@@ -50,6 +51,19 @@ func (c *Checker) leaseWritten(obj, old *unstructured.Unstructured) {
 		return
 	}
 	c.leaseWrites = append(c.leaseWrites, leaseWrite{key: runKey{nhc: nhc, node: node}, at: time.Now(), lag: lag})
+}
+
+// leaseServed dates a renewal by its request's arrival: a write that a
+// partition parked lands later, but was the controller's act when sent,
+// beside the confirmation of its create.
+func (c *Checker) leaseServed(call *apiserver.Call) {
+	if call.GVR != cluster.Leases || len(c.leaseWrites) == 0 {
+		return
+	}
+	node, _ := health.LeaseNode(nameOf(call), "")
+	if w := &c.leaseWrites[len(c.leaseWrites)-1]; w.key.node == node && w.at.Equal(time.Now()) {
+		w.at = call.Arrived
+	}
 }
 
 // InvLeaseUnderRemediation: a deleted NodeHealthCheck's node lease is not

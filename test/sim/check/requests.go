@@ -58,8 +58,9 @@ func (c *Checker) resources() []remediationObj {
 // Attempt records a create of a remediation resource that reached the
 // server, answered or not, and the read of a NodeHealthCheck that confirms
 // its creates just before they are sent (for every node: it is read once a
-// sync): a lease is taken or renewed for a step first, and the confirmation
-// or the create may fail (429, 500) and be tried again.
+// sync), reached or refused by a partition: a lease is taken or renewed for
+// a step beside the confirmation, and the confirmation or the create may
+// fail (429, 500, no connection) and be tried again.
 func (c *Checker) Attempt(call *apiserver.Call) {
 	var key runKey
 	switch {
