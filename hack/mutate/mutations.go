@@ -166,9 +166,10 @@ var mutations = []mutation{
 		Edits: []edit{{Old: "return notFound(fmt.Sprintf(messageTemplateNotFound, tmpl.Ref.Kind, describe(tmpl), describe(tmpl)))", New: "return nil"}},
 	},
 	{
-		Name: "create-retry-ignored", Rule: "never let one bad object stop everyone: a node whose create was refused lets the others go first",
-		File:  "pkg/health/gates.go",
-		Edits: []edit{{Old: "if !failed || !e.now.Before(retry) {", New: "if true || !failed || !e.now.Before(retry) {"}},
+		Name: "create-retry-holds-control-plane", Rule: "never let one bad object stop everyone: a node whose create was refused lets the others go first",
+		File: "pkg/health/gates.go",
+		Edits: []edit{{Old: "if w := e.retryGate(v); w != WaitNone {\n\t\treturn w\n\t}\n\treturn e.controlPlaneGate(v)",
+			New: "if w := e.controlPlaneGate(v); w != WaitNone {\n\t\treturn w\n\t}\n\treturn e.retryGate(v)"}},
 	},
 	{
 		Name: "admission-as-role", Rule: "never let one bad object stop everyone: a webhook's 403 refuses that object, not its kind",
