@@ -88,9 +88,12 @@ func (inf *Informers) recordFailing(gvr schema.GroupVersionResource, err error, 
 		delete(inf.stopped, gvr)
 		return 0, true, users
 	}
-	retry = TemplateRetryInterval
-	if inf.usedForRemediations(gvr) || !last.empty() {
-		retry = RetryInterval
+	retry = RetryInterval
+	if apierrors.IsForbidden(err) && !inf.usedForRemediations(gvr) && last.empty() {
+		// Templates alone, read with GET meanwhile. One no longer served
+		// cannot be read at all: its CRD installed again is used within
+		// RetryInterval.
+		retry = TemplateRetryInterval
 	}
 	inf.stopped[gvr] = stoppedInformer{err: err, retryAt: inf.clock.Now().Add(retry), shown: last}
 	return retry, true, users

@@ -26,7 +26,8 @@ const (
 	RetryInterval = 15 * time.Second
 	// TemplateRetryInterval is long: a template kind that grants only get
 	// is a normal setup, read with GET meanwhile (pkg/remediation's
-	// templates_read.go).
+	// templates_read.go). It is for a forbidden kind alone: one no longer
+	// served is tried again after RetryInterval.
 	TemplateRetryInterval = 10 * time.Minute
 )
 

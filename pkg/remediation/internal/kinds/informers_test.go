@@ -326,3 +326,37 @@ func TestAnUnusedStoppedKindKeepsWhatItShowedUntilItCanBeRead(t *testing.T) {
 	require.Eventually(t, func() bool { return len(informers.Running()) == 1 }, 10*time.Second, 10*time.Millisecond, "readable, empty, stopped")
 	assert.Empty(t, informers.OtherOwners("another"))
 }
+
+// A template kind that may not be listed or watched is read with GET
+// meanwhile, and tried again after the long TemplateRetryInterval; one no
+// longer served (its CRD deleted) cannot be read at all, and is tried
+// again after RetryInterval, so that a CRD installed again is used within
+// it.
+func TestAStoppedTemplateKindIsTriedAgainAfterItsInterval(t *testing.T) {
+	cases := []struct {
+		name      string
+		err       error
+		wantRetry time.Duration
+	}{
+		{"forbidden, read with GET meanwhile", apierrors.NewForbidden(testTemplateGVR.GroupResource(), "", assert.AnError), TemplateRetryInterval},
+		{"no longer served", apierrors.NewNotFound(testTemplateGVR.GroupResource(), ""), RetryInterval},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			t.Cleanup(cancel)
+			clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
+			informers := New(ctx, fakeDynamic(), fakeDynamic(), clock)
+			uses := Kinds{Templates: []NamedTemplate{{Ref: TemplateRef{Resource: testTemplateGVR, Name: "template"}}}}
+			informers.Use("workers", uses)
+			require.Eventually(t, func() bool { return informers.State(testTemplateGVR).Synced }, 10*time.Second, 10*time.Millisecond)
+
+			informers.failed(testTemplateGVR, informers.informer(testTemplateGVR), tc.err)
+			assert.Equal(t, State{Err: tc.err, RetryAt: clock.Now().Add(tc.wantRetry)}, informers.State(testTemplateGVR))
+
+			clock.SetTime(clock.Now().Add(tc.wantRetry))
+			informers.Use("workers", uses)
+			assert.Equal(t, []schema.GroupVersionResource{testTemplateGVR}, informers.Running(), "tried again")
+		})
+	}
+}
