@@ -63,10 +63,7 @@ func TestALostRemediationKindIsStoppedAndRetried(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			t.Cleanup(cancel)
-			clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
-			informers := New(ctx, fakeDynamic(), fakeDynamic(), clock)
+			informers, clock := fakeClockInformers(t)
 			heard := &heardKinds{}
 			informers.AddStateChangeHandler(heard.record)
 			informers.Use("workers", Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
@@ -343,10 +340,7 @@ func TestAStoppedTemplateKindIsTriedAgainAfterItsInterval(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			t.Cleanup(cancel)
-			clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
-			informers := New(ctx, fakeDynamic(), fakeDynamic(), clock)
+			informers, clock := fakeClockInformers(t)
 			uses := Kinds{Templates: []NamedTemplate{{Ref: TemplateRef{Resource: testTemplateGVR, Name: "template"}}}}
 			informers.Use("workers", uses)
 			require.Eventually(t, func() bool { return informers.State(testTemplateGVR).Synced }, 10*time.Second, 10*time.Millisecond)
@@ -359,4 +353,13 @@ func TestAStoppedTemplateKindIsTriedAgainAfterItsInterval(t *testing.T) {
 			assert.Equal(t, []schema.GroupVersionResource{testTemplateGVR}, informers.Running(), "tried again")
 		})
 	}
+}
+
+// fakeClockInformers are informers of an empty fake API on a fake clock,
+// stopped with the test.
+func fakeClockInformers(t *testing.T) (*Informers, *clocktesting.FakePassiveClock) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
+	return New(ctx, fakeDynamic(), fakeDynamic(), clock), clock
 }
