@@ -31,7 +31,7 @@ func newEventRecorder(recorder record.EventRecorder) *eventRecorder {
 // Record records the plan's transitions and the outcome's actions.
 func (r *eventRecorder) Record(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, p *health.Plan, out *health.Outcome) {
 	logger := klog.FromContext(ctx)
-	for _, e := range p.Events {
+	for _, e := range p.EventsAfter(out) {
 		r.event(nhc, e)
 		if e.Reason == health.EventDetectedUnhealthy {
 			logger.V(2).Info("Node detected unhealthy", "node", klog.KRef("", e.Node), "message", e.Message)

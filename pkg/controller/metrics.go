@@ -174,7 +174,7 @@ func (m *Metrics) record(nhc *v1alpha1.NodeHealthCheck, p *health.Plan, out *hea
 	m.unhealthy.WithLabelValues(nhc.Name).Set(float64(p.Observed - p.Healthy))
 	m.remediating.WithLabelValues(nhc.Name).Set(float64(ptr.Deref(status.RemediatingNodes, 0)))
 	storm := 0.0
-	if p.Storm.Active {
+	if p.StormAfter(out).Active {
 		storm = 1
 	}
 	m.stormActive.WithLabelValues(nhc.Name).Set(storm)

@@ -97,7 +97,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	logger.V(2).Info("Synced", "phase", status.Phase, "observed", plan.Observed, "healthy", plan.Healthy,
 		"remediating", plan.Remediating, "created", len(out.Created), "deleted", len(out.Deleted), "timedOut", len(out.TimedOut),
 		"deferred", plan.Deferred, "withdrawn", len(out.Withdrawn), "notConfirmed", len(out.Unconfirmed),
-		"stormActive", plan.Storm.Active, "statusWritten", written, "requeueAfter", requeueAfter, "duration", c.clock.Since(started))
+		"stormActive", plan.StormAfter(&out).Active, "statusWritten", written, "requeueAfter", requeueAfter, "duration", c.clock.Since(started))
 	return requeueAfter, errors.Join(append(out.Errors, statusErr)...)
 }
 

@@ -88,10 +88,15 @@ func (r budgetRule) minHealthy(observed int) int {
 // stormRules says when a storm starts and ends. Storm recovery holds back
 // new remediations during a mass failure.
 //
-// With stormRecoveryThreshold (the spec's feature), a storm starts when the
-// remediation limit is reached: after the remediations this evaluation still
-// allows, at least one node is unhealthy and healthy <= minHealthy. It ends when
-// at most stormRecoveryThreshold nodes are unhealthy. A storm also needs more
+// With stormRecoveryThreshold (the spec's feature), a storm "is triggered by
+// number of remediation reaching minHealthy/maxUnhealthy maximum": it starts
+// when the nodes under remediation (with a resource, or a create this plan
+// admitted that succeeded) number at least one and at least
+// observed-minHealthy, the most the budget allows at once. Nodes whose
+// condition has not held for its duration yet, or that wait for a gate,
+// count against healthyNodes (the budget) but are no remediation. It ends
+// when at most stormRecoveryThreshold nodes are unhealthy (the spec's
+// "unhealthyNodes ≤ stormRecoveryThreshold"). A storm also needs more
 // unhealthy nodes than the threshold to start: with a threshold below
 // observed-minHealthy, as the spec asks, that always holds; with a larger one
 // it keeps the storm from ending and starting again on every evaluation.
@@ -101,6 +106,9 @@ func (r budgetRule) minHealthy(observed int) int {
 //
 // With a cooldown, the end also waits for stormCooldownDuration after the end
 // condition starts to hold; the cooldown restarts when the condition breaks.
+//
+// Neither starts while the NodeHealthCheck is paused or disabled: it starts
+// no remediation then, so none can reach the maximum.
 type stormRules struct {
 	threshold *int32
 	cooldown  time.Duration
@@ -126,13 +134,23 @@ func (r stormRules) canEnd(healthy, unhealthy, minHealthy int) bool {
 	return healthy >= minHealthy
 }
 
+// stormCount is what a storm's start is decided from.
+type stormCount struct {
+	// remediations is the number of nodes under remediation.
+	remediations int
+	observed     int
+	healthy      int
+	minHealthy   int
+}
+
 // starts tells whether a storm starts.
-func (r stormRules) starts(healthy, unhealthy, minHealthy int) bool {
+func (r stormRules) starts(c stormCount) bool {
+	unhealthy := c.observed - c.healthy
 	if unhealthy == 0 {
 		return false
 	}
 	if r.threshold != nil {
-		return healthy <= minHealthy && unhealthy > int(*r.threshold)
+		return c.remediations > 0 && c.remediations >= c.observed-c.minHealthy && unhealthy > int(*r.threshold)
 	}
-	return healthy < minHealthy
+	return c.healthy < c.minHealthy
 }

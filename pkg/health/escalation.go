@@ -71,7 +71,7 @@ func (e *evaluation) escalate(v *NodeVerdict) {
 		// A step the spec no longer has: it runs until the node is healthy.
 		return
 	}
-	end := p.end(steps, e.leaseOverdue(v.Node.Name, p.currentStep))
+	end := p.end(steps, e.leaseOverdue(v.Node.Name, p))
 	if end.at.IsZero() {
 		return
 	}

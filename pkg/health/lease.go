@@ -64,9 +64,10 @@ func (e *evaluation) leaseRequest(v *NodeVerdict, stepIndex int, restart bool) *
 // leaseOverdue is when this NodeHealthCheck's lease of a node becomes
 // overdue for the running step: after three of the step's durations, plus
 // the timeouts of the steps before it (upstream's rule), counted from when
-// the lease was taken. Zero when it holds no lease of the node: a lease that
-// went overdue is not taken again for the same step.
-func (e *evaluation) leaseOverdue(node string, currentStep int) time.Time {
+// the lease was taken; never sooner than three of its durations after the
+// step itself started (overdueFrom). Zero when it holds no lease of the
+// node: a lease that went overdue is not taken again for the same step.
+func (e *evaluation) leaseOverdue(node string, inc *incident) time.Time {
 	l := e.ownLease(node)
 	if l == nil {
 		return time.Time{}
@@ -75,26 +76,36 @@ func (e *evaluation) leaseOverdue(node string, currentStep int) time.Time {
 	if acquired.IsZero() {
 		acquired = l.Renewed
 	}
-	return e.overdueFrom(acquired, currentStep)
+	return e.overdueFrom(acquired, inc.stepStarted(), inc.currentStep)
 }
 
-// overdueFrom is when a lease taken at start is overdue for a step: three
-// of the step's durations plus the timeouts of the steps before it.
-func (e *evaluation) overdueFrom(start time.Time, step int) time.Time {
+// overdueFrom is when a lease taken at leaseStart is overdue for a step
+// that started at stepStart: three of the step's durations plus the
+// timeouts of the steps before it, from the lease's start; or three of its
+// durations from the step's own start, if later. "The timeout field
+// determines when the next remediation is invoked" counts from the step's
+// own invocation: a step created long after the one before it timed out
+// (a refusal, a pause, the budget, a storm held it) gets its whole time,
+// where upstream's rule alone would time it out at once.
+func (e *evaluation) overdueFrom(leaseStart, stepStart time.Time, step int) time.Time {
 	var previous time.Duration
 	for i := 0; i < step && i < len(e.rules.steps); i++ {
 		previous += e.rules.steps[i].timeout
 	}
-	return start.Add(leaseOverdueFactor*e.stepLeaseDuration(step) + previous)
+	start := leaseStart.Add(previous)
+	if stepStart.After(start) {
+		start = stepStart
+	}
+	return start.Add(leaseOverdueFactor * e.stepLeaseDuration(step))
 }
 
 // resumedLeaseOverdue is when the lease rule ends the step that runs next
 // after its resource went (incident.resumed): the lease may be released or
 // taken anew since, so the time is counted from the incident's first start
-// on record, which its lease was taken before; never earlier than the
-// lease's own overdue time. A step that went overdue while its record's
-// write failed and its remediator deleted its resource is not started a
-// second time. Zero without leases or a start on record.
+// on record, which its lease was taken before, and from the step's own first
+// start. A step that went overdue while its record's write failed and its
+// remediator deleted its resource is not started a second time. Zero
+// without leases or a start on record.
 func (e *evaluation) resumedLeaseOverdue(inc *incident) time.Time {
 	if e.in.Leases == nil || inc.resumed == nil {
 		return time.Time{}
@@ -103,7 +114,7 @@ func (e *evaluation) resumedLeaseOverdue(inc *incident) time.Time {
 	if first.IsZero() {
 		return time.Time{}
 	}
-	return e.overdueFrom(first, inc.next)
+	return e.overdueFrom(first, inc.resumed.Started.Time, inc.next)
 }
 
 // keepLeases renews this NodeHealthCheck's leases while it acts on their
@@ -219,7 +230,7 @@ func (e *evaluation) leaseLapses(v *NodeVerdict) string {
 		// A step the spec no longer has runs until the node is healthy.
 		return ""
 	}
-	switch end := p.end(e.rules.steps, e.leaseOverdue(v.Node.Name, p.currentStep)); {
+	switch end := p.end(e.rules.steps, e.leaseOverdue(v.Node.Name, p)); {
 	case end.failed:
 		return lapseFailed
 	case end.at.IsZero() || e.now.Before(end.at):

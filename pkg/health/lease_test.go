@@ -242,19 +242,29 @@ func TestOverdueLeaseEndsAClassicRemediation(t *testing.T) {
 	}
 }
 
-func TestOverdueLeaseEscalatesAndRestartsTheLease(t *testing.T) {
-	// Step A (5m) started 4m ago on a lease taken 20m ago: the lease is
-	// overdue at 3 × 5m, before the step's own timeout.
-	l := lease(ourHolder, time.Minute, 6*time.Minute)
-	l.Acquired = now.Add(-20 * time.Minute)
-	resources := remediationsFor("sick", remediationOf(templateA, "sick", 4*time.Minute))
+// TestALateStepIsNotOverdueOnAnOldLease: "The timeout field determines
+// when the next remediation is invoked" (nodehealthcheck-resource.md,
+// EscalatingRemediations), counted from the step's own invocation. Step 2
+// (10m) was created 54 minutes after step 1 (5m) timed out, on the lease
+// step 1 took: by upstream's count (acquired + 3 × 10m + 5m) it is overdue
+// at its first sync. It runs its ten minutes.
+func TestALateStepIsNotOverdueOnAnOldLease(t *testing.T) {
+	l := lease(ourHolder, time.Minute, 11*time.Minute)
+	l.Acquired = now.Add(-60 * time.Minute)
+	resources := remediationsFor("sick",
+		remediationOf(templateA, "sick", 60*time.Minute, timedOutAnnotation(now.Add(-55*time.Minute))),
+		remediationOf(multiOne, "sick", time.Minute))
 	d := withLeases(threeSteps(), oneSick(), resources, map[string]NodeLease{"sick": l})
-	require.Len(t, d.TimeOut, 1)
-	assert.True(t, d.TimeOut[0].LeaseOverdue)
-	require.Len(t, d.Create, 1)
-	assert.Equal(t, &LeaseRequest{Node: "sick", Holder: ourHolder, Duration: 11 * time.Minute, Restart: true}, d.Create[0].Lease)
-	assert.Empty(t, d.ReleaseLeases)
-	assert.Empty(t, d.RenewLeases, "the creation renews it")
+	assert.Empty(t, d.TimeOut, "the late step runs")
+	assert.Empty(t, d.Create)
+	assert.Empty(t, d.Warnings, "its lease is kept")
+
+	later := decide(Input{
+		NHC: testNHC(threeSteps()), Nodes: oneSick(), Remediations: resources, Now: now.Add(9 * time.Minute),
+		Leases: &Leases{ByNode: map[string]NodeLease{"sick": l}, Duration: DefaultLeaseDuration, Buffer: DefaultLeaseBuffer},
+	})
+	require.Len(t, later.TimeOut, 1, "its own timeout ends it")
+	assert.False(t, later.TimeOut[0].LeaseOverdue)
 }
 
 func TestLeaseOverdueCountsEarlierStepsTimeouts(t *testing.T) {

@@ -211,6 +211,9 @@ type Storm struct {
 	Active bool
 	// Since is when the storm started.
 	Since time.Time
+	// Starting is true when this plan starts the storm; it starts only if
+	// enough of the plan's creates succeed (Plan.StormAfter).
+	Starting bool
 	// CooldownStarted is when a running cooldown started, or zero.
 	CooldownStarted time.Time
 	// CooldownEnds is when a running cooldown ends, or zero.

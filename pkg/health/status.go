@@ -118,7 +118,7 @@ func (b *statusBuilder) setDisabled(status *v1alpha1.NodeHealthCheckStatus) {
 // stormRecoveryActive/stormRecoveryStartTime when a threshold is set, as the
 // spec says.
 func (b *statusBuilder) setStorm(status *v1alpha1.NodeHealthCheckStatus) {
-	s, rules, now := b.p.Storm, b.p.rules.storm, b.in.Now
+	s, rules, now := b.p.StormAfter(b.out), b.p.rules.storm, b.in.Now
 	if !s.Configured {
 		meta.RemoveStatusCondition(&status.Conditions, v1alpha1.ConditionStormActive)
 		meta.RemoveStatusCondition(&status.Conditions, v1alpha1.ConditionStormCooldownActive)

@@ -1,6 +1,7 @@
 package health
 
 import (
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -72,14 +73,54 @@ func (e *evaluation) stormBefore() {
 	e.p.Events = append(e.p.Events, normal(EventStormEnded, "", messageStormEnded))
 }
 
-// stormAfter starts a storm once the remediations this evaluation allows are planned.
+// stormAfter starts a storm once the remediations this evaluation allows
+// are planned: on the count of the nodes under remediation with this plan's
+// admitted creates, which the outcome confirms (Plan.StormAfter).
 func (e *evaluation) stormAfter() {
-	if !e.p.Storm.Configured || e.p.Storm.Active || e.p.Deferred > 0 {
+	if !e.p.Storm.Configured || e.p.Storm.Active || e.p.Deferred > 0 || e.p.Problem != nil || e.rules.paused() {
 		// Remediations the budget allowed but this plan deferred come first.
 		return
 	}
-	if e.rules.storm.starts(e.p.Healthy, e.p.Observed-e.p.Healthy, e.p.Budget.MinHealthy) {
-		e.p.Storm.Active, e.p.Storm.Since = true, e.now
-		e.p.Events = append(e.p.Events, warning(EventStormStarted, "", messageStormStarted))
+	if e.rules.storm.starts(e.p.stormCount(e.p.Remediating + firstResources(e.p.Create))) {
+		e.p.Storm.Active, e.p.Storm.Since, e.p.Storm.Starting = true, e.now, true
 	}
+}
+
+// stormCount is the count a storm's start is decided from, with the given
+// number of nodes under remediation.
+func (p *Plan) stormCount(remediations int) stormCount {
+	return stormCount{remediations: remediations, observed: p.Observed, healthy: p.Healthy, minHealthy: p.Budget.MinHealthy}
+}
+
+// StormAfter is the storm state once the plan was carried out: a storm this
+// plan starts (Storm.Starting) starts only if the nodes under remediation
+// still reach the maximum with the creates that succeeded. A create that
+// failed or was refused is no remediation (the spec counts remediations), so
+// its node is retried on its back-off while no storm holds it back.
+func (p *Plan) StormAfter(out *Outcome) Storm {
+	s := p.Storm
+	if s.Starting && !p.rules.storm.starts(p.stormCount(p.Remediating+newlyRemediating(out))) {
+		return Storm{Configured: true}
+	}
+	return s
+}
+
+// EventsAfter are the plan's events once it was carried out: a storm's
+// start only if it started (StormAfter).
+func (p *Plan) EventsAfter(out *Outcome) []Event {
+	if s := p.StormAfter(out); s.Starting {
+		return append(slices.Clip(p.Events), warning(EventStormStarted, "", messageStormStarted))
+	}
+	return p.Events
+}
+
+// firstResources counts the creations of nodes that have no resource.
+func firstResources(creations []Creation) int {
+	n := 0
+	for i := range creations {
+		if creations[i].FirstResource {
+			n++
+		}
+	}
+	return n
 }

@@ -38,7 +38,7 @@ func assertStormStep(t *testing.T, step string, s *simulation, d result, want st
 
 func stormEvents(d result) []string {
 	var reasons []string
-	for _, e := range d.Events {
+	for _, e := range d.EventsAfter(&d.out) {
 		switch e.Reason {
 		case EventStormStarted, EventStormCooldown, EventStormEnded:
 			reasons = append(reasons, e.Reason)
@@ -180,18 +180,22 @@ func TestStormCooldownUpstreamScenario(t *testing.T) {
 
 func TestStormThresholdAndCooldownMustBothHold(t *testing.T) {
 	s := newSimulation(testNHC(minHealthy(intstr.FromInt32(11)), stormThreshold(5), stormCooldown(time.Minute)), 20)
-	s.fail(s.nodeNames(0, 11)...)
+	s.fail(s.nodeNames(0, 9)...)
 	d := s.evaluate()
-	assertStormStep(t, "storm", s, d, stormStep{healthy: 9, unhealthy: 11, remediated: 0, active: true, events: []string{EventStormStarted}})
+	assertStormStep(t, "storm", s, d, stormStep{healthy: 11, unhealthy: 9, remediated: 9, created: 9, active: true, events: []string{EventStormStarted}})
+	s.fail(s.nodeNames(9, 11)...)
+	d = s.evaluate()
+	assertStormStep(t, "two more wait", s, d, stormStep{healthy: 9, unhealthy: 11, remediated: 9, active: true})
 
 	s.recover(s.nodeNames(0, 6)...)
+	s.evaluate()
 	d = s.evaluate()
-	assertStormStep(t, "threshold reached: cooldown starts", s, d, stormStep{healthy: 15, unhealthy: 5, remediated: 0, active: true, events: []string{EventStormCooldown}})
+	assertStormStep(t, "threshold reached: cooldown starts", s, d, stormStep{healthy: 15, unhealthy: 5, remediated: 3, active: true, events: []string{EventStormCooldown}})
 	assert.Equal(t, s.clock.Add(time.Minute), d.Storm.CooldownEnds)
 
 	s.advance(time.Minute)
 	d = s.evaluate()
-	assertStormStep(t, "cooldown over", s, d, stormStep{healthy: 15, unhealthy: 5, remediated: 5, created: 5, events: []string{EventStormEnded}})
+	assertStormStep(t, "cooldown over", s, d, stormStep{healthy: 15, unhealthy: 5, remediated: 5, created: 2, events: []string{EventStormEnded}})
 }
 
 func TestStormRecoveryNeedsMoreUnhealthyNodesThanTheThreshold(t *testing.T) {
