@@ -81,10 +81,30 @@ func (a *actor) annotate(ctx context.Context, plan *health.Plan, watched *remedi
 		out.Flagged = append(out.Flagged, ref)
 	}
 	for _, node := range plan.RemoveConfirmation {
+		if deletesFailed(node, plan.Delete, out.Deleted) {
+			// The confirmation stays for the deletes' retry.
+			continue
+		}
 		if err := a.api.writer.RemoveNodeAnnotation(ctx, node, v1alpha1.ManuallyConfirmedHealthyAnnotation); err != nil {
 			out.Errors = append(out.Errors, fmt.Errorf("removing the manual confirmation of node %s: %w", node, err))
 		}
 	}
+}
+
+// deletesFailed says whether a node's planned deletes did not all go through.
+func deletesFailed(node string, planned, deleted []health.Deletion) bool {
+	want, done := 0, 0
+	for _, d := range planned {
+		if d.Node == node {
+			want++
+		}
+	}
+	for _, d := range deleted {
+		if d.Node == node {
+			done++
+		}
+	}
+	return done < want
 }
 
 // writeWorkers bounds the deletes and lease writes sent at once, which no

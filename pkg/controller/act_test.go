@@ -91,3 +91,24 @@ func TestDeletionsGoOutTogetherAndAreReportedInPlanOrder(t *testing.T) {
 	}
 	assert.Equal(t, slices.Delete(slices.Clone(nodes), 7, 8), deleted, "in plan order, but for worker-07")
 }
+
+// TestAConfirmationStaysWhileItsDeletesFail: the manual confirmation is
+// removed after the deletes it released went through, so that a failed
+// delete is retried on the same confirmation.
+func TestAConfirmationStaysWhileItsDeletesFail(t *testing.T) {
+	first := health.Deletion{Node: "back", Resource: corev1.ObjectReference{Name: "back-1"}}
+	second := health.Deletion{Node: "back", Resource: corev1.ObjectReference{Name: "back-2"}}
+	other := health.Deletion{Node: "other", Resource: corev1.ObjectReference{Name: "other"}}
+	for _, tc := range []struct {
+		name    string
+		deleted []health.Deletion
+		failed  bool
+	}{
+		{"all deleted", []health.Deletion{first, second, other}, false},
+		{"one failed", []health.Deletion{first, other}, true},
+		{"none deleted", nil, true},
+	} {
+		assert.Equal(t, tc.failed, deletesFailed("back", []health.Deletion{first, second, other}, tc.deleted), tc.name)
+	}
+	assert.False(t, deletesFailed("back", nil, nil), "a confirmation with nothing left to delete goes")
+}

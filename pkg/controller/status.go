@@ -180,14 +180,15 @@ func (w *ownWrites) Forget(name string) {
 const statusLeftWithin = time.Second
 
 // leavesStatus says whether a sync leaves its status to the next one: it
-// created remediations without an error, it records no end of a step or
-// an incident (health.RecordsAnEnd), the next sync is due within
+// created remediations without an error, it records no transition (the end
+// of a step or an incident, a relapse, a storm's start or end:
+// health.RecordsATransition), the next sync is due within
 // statusLeftWithin, and the stored status already shows the remediation
 // guard a remediation (health.ShowsRemediation): until it does, the guard
 // would let the NodeHealthCheck be deleted, and its resources with it.
 func leavesStatus(stored *v1alpha1.NodeHealthCheck, status *v1alpha1.NodeHealthCheckStatus, out *health.Outcome, nextSync time.Duration) bool {
 	return len(out.Created) > 0 && len(out.Errors) == 0 && nextSync > 0 && nextSync <= statusLeftWithin &&
-		health.ShowsRemediation(&stored.Status) && !health.RecordsAnEnd(&stored.Status, status, out)
+		health.ShowsRemediation(&stored.Status) && !health.RecordsATransition(&stored.Status, status, out)
 }
 
 // deferredStatuses hold, by NodeHealthCheck, the status a sync left to the

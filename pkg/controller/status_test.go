@@ -158,3 +158,34 @@ func TestASyncThatEndsAnIncidentWritesItsStatusAtOnce(t *testing.T) {
 	require.NotNil(t, entry)
 	assert.NotNil(t, entry.ConditionsHealthyTimestamp, "worker-1's recovery is marked")
 }
+
+// A sync that creates remediations never leaves to the next one a status
+// that records a transition: a storm's start or end, a relapse's cleared
+// mark. A failed write or a new leader would lose it, and the next sync
+// would let that second's due nodes through the storm, or count the
+// relapse's healthyDelay from the old recovery.
+func TestASyncNeverLeavesATransitionToTheNext(t *testing.T) {
+	remediating := v1alpha1.NodeHealthCheckStatus{UnhealthyNodes: []*v1alpha1.UnhealthyNode{{Name: "worker-0", Remediations: []*v1alpha1.Remediation{{}}}}}
+	storm := *remediating.DeepCopy()
+	storm.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionStormActive, Status: metav1.ConditionTrue}}
+	calm := *remediating.DeepCopy()
+	calm.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionStormActive, Status: metav1.ConditionFalse}}
+	marked := *remediating.DeepCopy()
+	marked.UnhealthyNodes[0].ConditionsHealthyTimestamp = &t0
+	created := &health.Outcome{Created: []health.Created{{Creation: health.Creation{Node: "worker-1"}}}}
+	for _, tc := range []struct {
+		name           string
+		stored, status v1alpha1.NodeHealthCheckStatus
+		leaves         bool
+	}{
+		{"nothing but creates", remediating, remediating, true},
+		{"a storm starts", remediating, storm, false},
+		{"a storm ends", storm, calm, false},
+		{"a recovery is marked", remediating, marked, false},
+		{"a relapse clears the mark", marked, remediating, false},
+	} {
+		stored := workersNHC()
+		stored.Status = tc.stored
+		assert.Equal(t, tc.leaves, leavesStatus(stored, &tc.status, created, time.Second), tc.name)
+	}
+}

@@ -11,6 +11,18 @@ import (
 // recover handles a node that matches no unhealthy condition but still has
 // remediation resources: they are deleted now, after healthyDelay, or never
 // (negative healthyDelay) unless the node is manually confirmed healthy.
+// Resources that are all being deleted already wait for nothing but their
+// finalizers.
+//
+// A confirmation is consumed by the recovery it confirms: "Once the node
+// meets all other healthy criteria, NHC will delete the ...
+// manually-confirmed-healthy annotation from the Node, and proceed with
+// deleting the remediation CR" (nodehealthcheck-resource.md, HealthyDelay).
+// It is removed by the sync that deletes on it (after the deletes went
+// through, so that a failed one is retried on the same confirmation), not
+// once the resources are gone: a remediator's finalizer may hold them past
+// a relapse, and a confirmation left on the node would release the next
+// incident's remediation unconfirmed.
 func (e *evaluation) recover(v *NodeVerdict, resources []Remediation) {
 	start := v.incident.endedAt.Time
 	v.HealthySince = start
@@ -18,6 +30,9 @@ func (e *evaluation) recover(v *NodeVerdict, resources []Remediation) {
 	reason := DeleteNodeHealthy
 	if _, confirmed := v.Node.Annotations[v1alpha1.ManuallyConfirmedHealthyAnnotation]; confirmed {
 		reason = DeleteManuallyConfirmed
+		e.p.RemoveConfirmation = append(e.p.RemoveConfirmation, v.Node.Name)
+	} else if !slices.ContainsFunc(resources, func(r Remediation) bool { return !r.Deleting }) {
+		return
 	} else if delay := e.rules.healthyDelay; delay < 0 {
 		v.HealthyDelayed = true
 		return

@@ -136,7 +136,7 @@ func TestNegativeHealthyDelayWaitsForConfirmation(t *testing.T) {
 	d = evaluate(testNHC(healthyDelay(-time.Second)), recovered(confirmedHealthy), remediations(r))
 	assert.Equal(t, []Deletion{{Node: "back", Resource: r.Ref, Reason: DeleteManuallyConfirmed}}, d.Delete)
 	assert.Nil(t, entryOf(d, "back").HealthyDelayed)
-	assert.Empty(t, d.RemoveConfirmation, "the annotation goes once the remediation is gone")
+	assert.Equal(t, []string{"back"}, d.RemoveConfirmation, "the recovery it confirms consumes it")
 
 	d = evaluate(testNHC(healthyDelay(-time.Second)), recovered(confirmedHealthy), nil)
 	assert.Equal(t, []string{"back"}, d.RemoveConfirmation)
@@ -219,4 +219,52 @@ func TestAPendingWriteHoldsOnlyItsNode(t *testing.T) {
 	assert.Equal(t, sickEntry, entryOf(d, "sick"), "its entry stays as written")
 	assert.Equal(t, int32(2), *d.Status.RemediatingNodes, "still counted as under remediation")
 	assert.NotContains(t, d.Status.Reason, "wait", "a moment's wait is not worth a word")
+}
+
+// TestAConfirmationIsConsumedByTheRecoveryItConfirms: with a negative
+// healthyDelay NHC "will never consider the node healthy" without manual
+// intervention, and once the confirmed node meets the healthy criteria
+// "NHC will delete the ... manually-confirmed-healthy annotation from the
+// Node, and proceed with deleting the remediation CR". A remediator's
+// finalizer holds the confirmed recovery's resource past a relapse: the
+// next incident's resource still waits for a confirmation of its own.
+func TestAConfirmationIsConsumedByTheRecoveryItConfirms(t *testing.T) {
+	s := newSimulation(testNHC(healthyDelay(-time.Second), minHealthy(intstr.FromInt32(0))), 3)
+	s.finalizers = true
+	s.fail("node-00")
+	s.evaluate()
+	require.Equal(t, 1, s.remediated())
+
+	s.recover("node-00")
+	d := s.evaluate()
+	assert.True(t, verdictOf(d, "node-00").HealthyDelayed, "waits for a confirmation")
+	s.confirm("node-00")
+	d = s.evaluate()
+	require.Len(t, d.Delete, 1, "the confirmation releases the remediation")
+	assert.Equal(t, []string{"node-00"}, d.RemoveConfirmation, "and is consumed")
+
+	// The node fails again while the finalizer holds the resource; once it
+	// goes, the new incident gets a resource of its own.
+	s.advance(time.Minute)
+	s.fail("node-00")
+	s.evaluate()
+	s.finishDeletions("node-00")
+	d = s.evaluate()
+	require.Len(t, d.Create, 1)
+
+	s.advance(time.Minute)
+	s.recover("node-00")
+	d = s.evaluate()
+	assert.Empty(t, d.Delete, "no confirmation of this recovery yet")
+	assert.True(t, verdictOf(d, "node-00").HealthyDelayed)
+	assert.Equal(t, ptr.To(true), entryOf(d, "node-00").HealthyDelayed)
+}
+
+// TestARecoveryBeingDeletedIsNotDelayed: the healthy delay holds back a
+// deletion; once every resource is being deleted there is none to hold.
+func TestARecoveryBeingDeletedIsNotDelayed(t *testing.T) {
+	r := snrRemediation("back", time.Hour, deleting)
+	d := evaluate(testNHC(healthyDelay(-time.Second)), recovered(), remediations(r))
+	assert.False(t, verdictOf(d, "back").HealthyDelayed)
+	assert.Nil(t, entryOf(d, "back").HealthyDelayed)
 }

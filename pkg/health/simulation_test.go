@@ -2,6 +2,7 @@ package health
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -69,6 +70,17 @@ func (s *simulation) recover(names ...string) {
 	}
 }
 
+// confirm annotates a node as manually confirmed healthy.
+func (s *simulation) confirm(name string) {
+	n := s.node(name).DeepCopy()
+	n.Annotations = maps.Clone(n.Annotations)
+	if n.Annotations == nil {
+		n.Annotations = map[string]string{}
+	}
+	n.Annotations[v1alpha1.ManuallyConfirmedHealthyAnnotation] = "true"
+	s.nodes[slices.Index(s.nodes, s.node(name))] = n
+}
+
 func (s *simulation) advance(d time.Duration) { s.clock = s.clock.Add(d) }
 
 // evaluate evaluates and applies the decision.
@@ -96,6 +108,11 @@ func (s *simulation) evaluate() result {
 	}
 	for _, ref := range d.ClearHealthyDelay {
 		s.setOnResource(ref.UID, func(r *Remediation) { r.HealthyDelayStart = time.Time{} })
+	}
+	for _, node := range d.RemoveConfirmation {
+		n := s.node(node).DeepCopy()
+		delete(n.Annotations, v1alpha1.ManuallyConfirmedHealthyAnnotation)
+		s.nodes[slices.Index(s.nodes, s.node(node))] = n
 	}
 	for _, c := range d.Create {
 		s.created++

@@ -244,13 +244,16 @@ func GuardedCreations(stored *v1alpha1.NodeHealthCheckStatus, resources map[stri
 	return 1, false
 }
 
-// RecordsAnEnd says whether a status records the end of a step or of an
-// incident that the stored status does not: a time-out, a deletion, or a
-// node's mark of recovery or deselection. That status is the only memory
-// of the end (a timed-out step never runs again; a relapse starts afresh),
-// so it is written at once, never left to the next sync.
-func RecordsAnEnd(stored, status *v1alpha1.NodeHealthCheckStatus, out *Outcome) bool {
-	if len(out.TimedOut) > 0 || len(out.Deleted) > 0 {
+// RecordsATransition says whether a status records a transition the stored
+// status does not: the end of a step (a time-out, a deletion), a node's
+// mark of recovery or deselection set or cleared (a relapse), or a storm's
+// start or end. That status is the only memory of it (a timed-out step
+// never runs again; a relapse starts afresh and counts its healthyDelay
+// from its own recovery; a storm holds back the nodes due after its start),
+// so it is written at once, never left to the next sync, which a failed
+// write or a new leader would lose.
+func RecordsATransition(stored, status *v1alpha1.NodeHealthCheckStatus, out *Outcome) bool {
+	if len(out.TimedOut) > 0 || len(out.Deleted) > 0 || stormActive(stored) != stormActive(status) {
 		return true
 	}
 	marks := make(map[string]*metav1.Time, len(stored.UnhealthyNodes))
@@ -260,6 +263,15 @@ func RecordsAnEnd(stored, status *v1alpha1.NodeHealthCheckStatus, out *Outcome) 
 		}
 	}
 	return slices.ContainsFunc(status.UnhealthyNodes, func(entry *v1alpha1.UnhealthyNode) bool {
-		return entry.ConditionsHealthyTimestamp != nil && !entry.ConditionsHealthyTimestamp.Equal(marks[entry.Name])
+		mark, listed := marks[entry.Name]
+		if entry.ConditionsHealthyTimestamp == nil {
+			return listed && mark != nil
+		}
+		return !entry.ConditionsHealthyTimestamp.Equal(mark)
 	})
+}
+
+// stormActive says whether a status records an active storm.
+func stormActive(status *v1alpha1.NodeHealthCheckStatus) bool {
+	return meta.IsStatusConditionTrue(status.Conditions, v1alpha1.ConditionStormActive)
 }
