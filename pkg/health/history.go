@@ -27,14 +27,17 @@ func (b *statusBuilder) history(entries []*v1alpha1.UnhealthyNode) []v1alpha1.Re
 	previous := b.in.NHC.Status.RemediationHistory
 	records := make([]v1alpha1.RemediationRecord, 0, len(previous)+1)
 	open := map[string]int{}
+	finished := map[string][]*v1alpha1.RemediationRecord{}
 	for i := range previous {
 		r := &previous[i]
-		if r.Finished == nil {
-			if _, seen := open[r.TargetName]; seen {
-				// One remediation per node at a time: a second open record
-				// cannot be true.
-				continue
-			}
+		switch _, seen := open[r.TargetName]; {
+		case r.Finished != nil:
+			finished[r.TargetName] = append(finished[r.TargetName], r)
+		case seen:
+			// One remediation per node at a time: a second open record
+			// cannot be true.
+			continue
+		default:
 			open[r.TargetName] = len(records)
 		}
 		records = append(records, *r.DeepCopy())
@@ -43,14 +46,24 @@ func (b *statusBuilder) history(entries []*v1alpha1.UnhealthyNode) []v1alpha1.Re
 	for _, entry := range entries {
 		listed[entry.Name] = true
 		i, ok := open[entry.Name]
+		if ok && ofAnotherIncident(&records[i], entry) {
+			b.finishRecord(&records[i], true)
+			ok = false
+		}
+		rems := entry.Remediations
 		if !ok {
-			if len(entry.Remediations) == 0 {
+			if rems = unrecorded(entry.Remediations, finished[entry.Name]); len(rems) == 0 {
 				continue
 			}
-			records = append(records, b.newRecord(entry))
+			records = append(records, b.newRecord(entry.Name, rems))
 			i = len(records) - 1
 		}
-		b.followRecord(&records[i], entry)
+		b.followRecord(&records[i], entry, rems)
+		if b.deselected(entry.Name) {
+			// Its incident ended when it was no longer selected, though
+			// its resources are still going.
+			b.finishRecord(&records[i], false)
+		}
 	}
 	var selected map[string]bool
 	for node, i := range open {
@@ -65,17 +78,63 @@ func (b *statusBuilder) history(entries []*v1alpha1.UnhealthyNode) []v1alpha1.Re
 	return boundHistory(records)
 }
 
+// ofAnotherIncident says whether an open record is of an incident before
+// the entry's: the entry has remediations, and none is a step of the
+// record (a relapse after a recovery whose resources went in the same
+// sync, so that the entry never left the status). One record per
+// incident, never two merged.
+func ofAnotherIncident(r *v1alpha1.RemediationRecord, entry *v1alpha1.UnhealthyNode) bool {
+	if len(r.Steps) == 0 || len(entry.Remediations) == 0 {
+		return false
+	}
+	for _, rem := range entry.Remediations {
+		for i := range r.Steps {
+			if isStep(&r.Steps[i], rem) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// unrecorded are the remediations of an entry that no finished record
+// holds: a deselected node's resources, still going, belong to the record
+// its deselection finished, not to one of a later incident.
+func unrecorded(rems []*v1alpha1.Remediation, finished []*v1alpha1.RemediationRecord) []*v1alpha1.Remediation {
+	if len(finished) == 0 {
+		return rems
+	}
+	var left []*v1alpha1.Remediation
+	for _, rem := range rems {
+		if !slices.ContainsFunc(finished, func(r *v1alpha1.RemediationRecord) bool {
+			return slices.ContainsFunc(r.Steps, func(s v1alpha1.RemediationRecordStep) bool { return isStep(&s, rem) })
+		}) {
+			left = append(left, rem)
+		}
+	}
+	return left
+}
+
+// deselected says whether a node with an entry is no longer selected, and
+// not gone: its incident ended (Cancelled) when that was first seen. A gone
+// node's record stays open, to be Recovered should a node of its name come
+// back healthy.
+func (b *statusBuilder) deselected(node string) bool {
+	return slices.Contains(b.p.Orphans, node) && !b.in.DeletedNodes[node]
+}
+
 // newRecord opens the record of a node whose entry has its first
-// remediation. detected is when the unhealthy condition's duration passed,
-// if the node is unhealthy now; else the start.
-func (b *statusBuilder) newRecord(entry *v1alpha1.UnhealthyNode) v1alpha1.RemediationRecord {
+// remediation of an incident (rems, by start). detected is when the
+// unhealthy condition's duration passed, if the node is unhealthy now;
+// else the start.
+func (b *statusBuilder) newRecord(node string, rems []*v1alpha1.Remediation) v1alpha1.RemediationRecord {
 	// entries sorts a node's remediations by their start.
-	first := entry.Remediations[0].Started
+	first := rems[0].Started
 	r := v1alpha1.RemediationRecord{
-		TargetKind: v1alpha1.TargetKindNode, TargetName: entry.Name,
+		TargetKind: v1alpha1.TargetKindNode, TargetName: node,
 		Detected: first, Started: first, Outcome: v1alpha1.OutcomeRemediating,
 	}
-	if v := b.verdicts[entry.Name]; v != nil && v.State == StateUnhealthy && v.Condition != nil {
+	if v := b.verdicts[node]; v != nil && v.State == StateUnhealthy && v.Condition != nil {
 		r.ConditionType, r.ConditionStatus = v.Condition.Type, v.Condition.Status
 		if v.Expires.Before(first.Time) {
 			r.Detected = metav1.NewTime(v.Expires)
@@ -84,10 +143,11 @@ func (b *statusBuilder) newRecord(entry *v1alpha1.UnhealthyNode) v1alpha1.Remedi
 	return r
 }
 
-// followRecord brings an open record up to date with the node's entry: its
-// steps, whether the node is fenced, whether every step timed out.
-func (b *statusBuilder) followRecord(r *v1alpha1.RemediationRecord, entry *v1alpha1.UnhealthyNode) {
-	for _, rem := range entry.Remediations {
+// followRecord brings an open record up to date with the node's entry and
+// the remediations of its incident: its steps, whether the node is fenced,
+// whether every step timed out.
+func (b *statusBuilder) followRecord(r *v1alpha1.RemediationRecord, entry *v1alpha1.UnhealthyNode, rems []*v1alpha1.Remediation) {
+	for _, rem := range rems {
 		mergeStep(r, rem)
 	}
 	slices.SortStableFunc(r.Steps, func(a, b v1alpha1.RemediationRecordStep) int { return a.Started.Compare(b.Started.Time) })
@@ -125,7 +185,15 @@ func (b *statusBuilder) finishRecord(r *v1alpha1.RemediationRecord, selected boo
 			r.Outcome = v1alpha1.OutcomeCancelled
 		}
 	}
-	r.Finished = ptr.To(metav1.NewTime(b.in.Now))
+	// A creation time ahead of this clock (skew) is no later than the end.
+	r.Finished = ptr.To(metav1.NewTime(latest(b.in.Now, r.Started.Time)))
+}
+
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // selectedNames are the names of the selected nodes.
@@ -142,8 +210,7 @@ func (b *statusBuilder) selectedNames() map[string]bool {
 func mergeStep(r *v1alpha1.RemediationRecord, rem *v1alpha1.Remediation) {
 	for i := range r.Steps {
 		s := &r.Steps[i]
-		// A compact status entry (compact) names no resource.
-		if s.Kind == rem.Resource.Kind && (s.Name == rem.Resource.Name || rem.Resource.Name == "") && s.Started.Equal(&rem.Started) {
+		if isStep(s, rem) {
 			if s.TimedOut == nil {
 				s.TimedOut = rem.TimedOut.DeepCopy()
 			}
@@ -154,6 +221,12 @@ func mergeStep(r *v1alpha1.RemediationRecord, rem *v1alpha1.Remediation) {
 		Kind: rem.Resource.Kind, Name: rem.Resource.Name, TemplateName: rem.TemplateName,
 		Started: rem.Started, TimedOut: rem.TimedOut.DeepCopy(),
 	})
+}
+
+// isStep says whether a record's step is a remediation of an entry.
+func isStep(s *v1alpha1.RemediationRecordStep, rem *v1alpha1.Remediation) bool {
+	// A compact status entry (compact) names no resource.
+	return s.Kind == rem.Resource.Kind && (s.Name == rem.Resource.Name || rem.Resource.Name == "") && s.Started.Equal(&rem.Started)
 }
 
 // outOfServiceSince is when the node got the out-of-service taint: its

@@ -121,17 +121,18 @@ func incidentOf(r *rules, now time.Time, recovering bool, since time.Time, resou
 // its ended incident: deleting, one the controller deleted at the end
 // (ofThisIncident); undeleted, one created no later than the record's mark
 // that is not being deleted though its deletion was due then (the delete
-// failed, and the node was selected again before it was sent again). A
-// relapse waits for the first to go; the second the controller does not
-// delete while the node is unhealthy, and the node waits (incidentBlocked)
-// until it recovers, or someone deletes it. Within a positive healthyDelay
-// the old resources are kept, and the relapse goes on with them.
+// failed, or the node was selected again before it went). A relapse waits
+// for the first to go; the second the controller does not delete while the
+// node is unhealthy, and the node waits (incidentBlocked) until it
+// recovers, or someone deletes it. Only a recovery that healthyDelay held
+// (delayedSince) keeps its resources within the delay, and a relapse goes
+// on with them; a deselection's were due when it came, whatever the delay.
 func leftOver(healthyDelay time.Duration, now, since time.Time, resources []Remediation, record *v1alpha1.UnhealthyNode) (deleting, undeleted bool) {
 	ended := endedAt(record)
 	if ended == nil {
 		return false, false
 	}
-	due := healthyDelay >= 0 && !ended.Add(healthyDelay).After(now)
+	due := delayedSince(record) == nil || (healthyDelay >= 0 && !ended.Add(healthyDelay).After(now))
 	for i := range resources {
 		r := &resources[i]
 		deleting = deleting || (r.Deleting && !ofThisIncident(r, since, record))
@@ -290,9 +291,21 @@ func orphanEnd(record *v1alpha1.UnhealthyNode, now time.Time) *metav1.Time {
 	return ptr.To(metav1.NewTime(now))
 }
 
+// delayedSince is the record's mark when it is a recovery's that
+// healthyDelay holds (healthyDelayed): since when the node reported
+// healthy. Nil for a deselection's mark, or a recovery's whose resources
+// were deleted at once.
+func delayedSince(record *v1alpha1.UnhealthyNode) *metav1.Time {
+	if record == nil || record.HealthyDelayed == nil || !*record.HealthyDelayed {
+		return nil
+	}
+	return record.ConditionsHealthyTimestamp
+}
+
 // healthyDelayStart is when a node was first seen healthy: the earliest
-// healthy-delay annotation of its resources, else its record's mark, else
-// now.
+// healthy-delay annotation of its resources, else its record's mark of a
+// recovery healthyDelay holds, else now. A deselection's mark is not when
+// the node reported healthy.
 func healthyDelayStart(resources []Remediation, record *v1alpha1.UnhealthyNode, now time.Time) time.Time {
 	var start time.Time
 	for i := range resources {
@@ -300,8 +313,8 @@ func healthyDelayStart(resources []Remediation, record *v1alpha1.UnhealthyNode, 
 			start = t
 		}
 	}
-	if ended := endedAt(record); start.IsZero() && ended != nil {
-		start = ended.Time
+	if since := delayedSince(record); start.IsZero() && since != nil {
+		start = since.Time
 	}
 	if start.IsZero() {
 		start = now

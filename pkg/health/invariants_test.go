@@ -2,6 +2,7 @@ package health
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
@@ -262,7 +263,9 @@ func checkHistory(in Input, d result, fail func(string, ...any)) {
 	}
 	if len(h) < v1alpha1.MaxRemediationHistory {
 		for node, resources := range in.Remediations {
-			if len(resources) > 0 && !open[node] && !in.PendingNodes[node] {
+			// A deselected node's incident ended with its deselection.
+			deselected := slices.Contains(d.Orphans, node) && !in.DeletedNodes[node]
+			if len(resources) > 0 && !open[node] && !in.PendingNodes[node] && !deselected {
 				fail("node %s has resources and no open history record", node)
 			}
 		}

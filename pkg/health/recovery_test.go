@@ -93,7 +93,7 @@ func TestHealthyDelayStartSurvivesALostAnnotationWrite(t *testing.T) {
 	// its start.
 	started := now.Add(-4 * time.Minute)
 	nhc := testNHC(healthyDelay(5*time.Minute), withStatus(v1alpha1.NodeHealthCheckStatus{UnhealthyNodes: []*v1alpha1.UnhealthyNode{
-		{Name: "back", ConditionsHealthyTimestamp: ptr.To(metav1.NewTime(started))},
+		{Name: "back", ConditionsHealthyTimestamp: ptr.To(metav1.NewTime(started)), HealthyDelayed: ptr.To(true)},
 	}}))
 	r := snrRemediation("back", time.Hour)
 	d := evaluate(nhc, recovered(), remediations(r))
