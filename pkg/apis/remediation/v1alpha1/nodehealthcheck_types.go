@@ -110,11 +110,12 @@ type NodeHealthCheckSpec struct {
 	// +optional
 	StormCooldownDuration *metav1.Duration `json:"stormCooldownDuration,omitempty"`
 
-	// StormRecoveryThreshold turns on storm recovery. When the minHealthy or
-	// maxUnhealthy limit is reached, storm recovery starts and holds back every
-	// new remediation, even when the limit would allow one again, until the
-	// number of unhealthy nodes is at or below this threshold. Choose it below
-	// the number of selected nodes minus minHealthy.
+	// StormRecoveryThreshold turns on storm recovery. When the nodes under
+	// remediation reach the most that minHealthy or maxUnhealthy allows at
+	// once, storm recovery starts and holds back every new remediation, even
+	// when the limit would allow one again, until the number of unhealthy
+	// nodes is at or below this threshold. Choose it below the number of
+	// selected nodes minus minHealthy.
 	// +kubebuilder:validation:XValidation:rule="self >= 0 && self <= 1000000",message="stormRecoveryThreshold must be from 0 to 1000000: it is the number of unhealthy nodes at or below which storm recovery ends"
 	// +optional
 	StormRecoveryThreshold *int32 `json:"stormRecoveryThreshold,omitempty"`
