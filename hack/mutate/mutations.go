@@ -177,6 +177,26 @@ var mutations = []mutation{
 		Edits: []edit{{Old: "if w.roleAllows(ctx, verb, gvr, namespace) {", New: "if false && w.roleAllows(ctx, verb, gvr, namespace) {"}},
 	},
 	{
+		Name: "storm-before-remediations", Rule: "storm mode is triggered by number of remediation reaching minHealthy/maxUnhealthy maximum",
+		File:  "pkg/health/budget.go",
+		Edits: []edit{{Old: "return c.remediations > 0 && c.remediations >= c.observed-c.minHealthy && unhealthy > int(*r.threshold)", New: "return c.healthy <= c.minHealthy && unhealthy > int(*r.threshold)"}},
+	},
+	{
+		Name: "late-step-overdue", Rule: "the timeout field determines when the next remediation is invoked, from the step's own invocation",
+		File:  "pkg/health/lease.go",
+		Edits: []edit{{Old: "\tif stepStart.After(start) {\n\t\tstart = stepStart\n\t}\n", New: "\t_ = stepStart\n"}},
+	},
+	{
+		Name: "confirmation-outlives-recovery", Rule: "a manual confirmation is removed by the recovery it confirms",
+		File:  "pkg/health/recovery.go",
+		Edits: []edit{{Old: "\t\treason = DeleteManuallyConfirmed\n\t\te.p.RemoveConfirmation = append(e.p.RemoveConfirmation, v.Node.Name)\n", New: "\t\treason = DeleteManuallyConfirmed\n"}},
+	},
+	{
+		Name: "deselection-as-recovery", Rule: "a deselection ends an incident whatever healthyDelay: selected again, the node starts afresh",
+		File:  "pkg/health/incident.go",
+		Edits: []edit{{Old: "due := delayedSince(record) == nil || (healthyDelay >= 0 && !ended.Add(healthyDelay).After(now))", New: "due := healthyDelay >= 0 && !ended.Add(healthyDelay).After(now)"}},
+	},
+	{
 		Name: "condition-strict", Rule: "an unhealthy condition counts from lastTransitionTime + duration, that instant included",
 		File:  "pkg/health/conditions.go",
 		Edits: []edit{{Old: "if !now.Before(expires) {", New: "if now.After(expires) {"}},

@@ -26,6 +26,13 @@ const (
 	// never when healthyDelay is negative, unless the node is manually
 	// confirmed healthy (the spec's "HealthyDelay").
 	InvHealthyDelay = "no-deletion-before-healthy-delay"
+	// InvConfirmationScope: a manual confirmation is consumed by the
+	// recovery it confirms: "Once the node meets all other healthy
+	// criteria, NHC will delete the remediation.medik8s.io/manually-
+	// confirmed-healthy annotation from the Node, and proceed with deleting
+	// the remediation CR" (the spec's "HealthyDelay"). A confirmation that
+	// released a resource of its node releases none created after.
+	InvConfirmationScope = "a-confirmation-confirms-one-recovery"
 	// InvOrphanDeleted: the remediation resource of a node that is gone,
 	// or that its NodeHealthCheck no longer selects, is deleted within
 	// deletionBound, unless its remediator expects the node's deletion
@@ -54,7 +61,15 @@ func (c *Checker) healthyDelayRules(call *apiserver.Call, resp *http.Response) {
 		return
 	}
 	delay, ok := c.healthyDelayAround(life, t)
-	if !ok || c.orphanedSince(life, t) || c.confirmedAround(life.node, t) {
+	if !ok || c.orphanedSince(life, t) {
+		return
+	}
+	if since, confirmed := c.confirmedAround(life.node, t); confirmed {
+		if used := c.confirmationUsed(life, since); used != nil {
+			c.fail(InvConfirmationScope, "%s/%s of node %s, created at %s, deleted on the manual confirmation the node carries since %s, which released %s/%s at %s",
+				call.Namespace, call.Name, life.node, life.created.Format("15:04:05"), since.Format("15:04:05"),
+				used.namespace, used.name, used.deleteSent.Format("15:04:05"))
+		}
 		return
 	}
 	nhc := c.nhcAt(life.ownerName, t)
@@ -171,16 +186,50 @@ func (c *Checker) orphanedSince(life *resourceLife, t time.Time) bool {
 }
 
 // confirmedAround tells whether a node carried the manual confirmation
-// at an instant pictureLag before t or since.
-func (c *Checker) confirmedAround(name string, t time.Time) bool {
+// at an instant pictureLag before t or since, and since when it carried
+// the last one it did then without a break.
+func (c *Checker) confirmedAround(name string, t time.Time) (time.Time, bool) {
+	from := t.Add(-pictureLag)
+	var run, since time.Time
 	confirmed := false
-	c.eachNodeVersion(name, t.Add(-pictureLag), t, func(_ time.Time, node *corev1.Node) {
+	c.eachNodeVersion(name, time.Time{}, t, func(at time.Time, node *corev1.Node) {
+		on := false
 		if node != nil {
-			_, on := node.Annotations[v1alpha1.ManuallyConfirmedHealthyAnnotation]
-			confirmed = confirmed || on
+			_, on = node.Annotations[v1alpha1.ManuallyConfirmedHealthyAnnotation]
+		}
+		switch {
+		case !on:
+			run = time.Time{}
+		case run.IsZero():
+			run = at
+		}
+		switch {
+		case !at.After(from):
+			// The version the window starts with.
+			confirmed, since = on, run
+		case on:
+			confirmed, since = true, run
 		}
 	})
-	return confirmed
+	return since, confirmed
+}
+
+// confirmationUsed is a resource of the same node and NodeHealthCheck,
+// created before a deleted one, that the controller deleted while the
+// node carried the confirmation it carries since since, with calm for
+// pictureLag after, so that the controller's removal of the annotation
+// landed: that confirmation confirmed that recovery, not the deleted
+// resource's. Nil when there is none.
+func (c *Checker) confirmationUsed(life *resourceLife, since time.Time) *resourceLife {
+	for i := range c.lives {
+		l := &c.lives[i]
+		if l == life || l.node != life.node || l.owner != life.owner || !l.deletedByController || l.deleteSent.Before(since) ||
+			!life.created.After(l.deleteSent.Add(timestampGrain)) || !c.calmOver(l.deleteSent, l.deleteSent.Add(pictureLag)) {
+			continue
+		}
+		return l
+	}
+	return nil
 }
 
 // lastSeenUnhealthy is the last span, from a resource's creation to t,

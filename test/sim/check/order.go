@@ -20,10 +20,12 @@ import (
 
 // InvNotEarly: an escalation step's resource is created only after the
 // step before it ran in the node's incident, and no sooner than that
-// step's timeout after its first start, unless its remediator reported
-// Succeeded=False or its node lease went overdue (three of its durations
-// and the earlier steps' timeouts after the lease was taken: upstream's
-// rule) (the spec's "EscalatingRemediations").
+// step's timeout after its own first start, unless its remediator
+// reported Succeeded=False (the spec's "EscalatingRemediations": "The
+// `timeout` field determines when the next remediation is invoked",
+// counted from the step's own invocation). Nothing else ends a step
+// early: not its node lease, however long ago the lease was taken for
+// the steps before it.
 const InvNotEarly = "escalation-not-early"
 
 // timestampGrain is how much earlier than its instant a creationTimestamp
@@ -126,7 +128,7 @@ func (c *Checker) stepOrder(obj *unstructured.Unstructured, r remediationObj) {
 			describe(obj), r.node, i+1, nhc.Name, i, previous.RemediationTemplate.Name, incident.Format("15:04:05"))
 	case failed:
 		// Its remediator gave up: the next step may follow at once.
-	case now.Before(started.Add(previous.Timeout.Duration).Add(-timestampGrain)) && !c.leaseOverdueAt(nhc, steps, i-1, r.node, now):
+	case now.Before(started.Add(previous.Timeout.Duration).Add(-timestampGrain)):
 		c.fail(InvNotEarly, "%s created for node %s as step %d of NodeHealthCheck %s, %s after step %d (%s, timeout %s) first started at %s",
 			describe(obj), r.node, i+1, nhc.Name, now.Sub(started).Round(time.Second), i, previous.RemediationTemplate.Name,
 			previous.Timeout.Duration, started.Format("15:04:05"))
@@ -156,47 +158,40 @@ func stepIndex(steps []v1alpha1.EscalatingRemediation, kind, template string) in
 	return -1
 }
 
-// leaseOverdueAt tells whether this NodeHealthCheck's lease of a node is
-// overdue for a step at t: taken three of the step's durations and the
-// earlier steps' timeouts before.
-func (c *Checker) leaseOverdueAt(nhc *v1alpha1.NodeHealthCheck, steps []v1alpha1.EscalatingRemediation, step int, node string, t time.Time) bool {
-	lease := c.leaseOn(node)
-	holder, ours := health.LeaseHolderNHC(lease.Holder)
-	if !ours || holder != nhc.Name {
-		return false
-	}
-	taken := lease.Acquired
-	if taken.IsZero() {
-		taken = lease.Renewed
-	}
-	duration := c.cfg.NodeLeaseDuration
-	if steps[step].Timeout.Duration > 0 {
-		duration = steps[step].Timeout.Duration
-	}
-	overdue := taken.Add(3 * duration)
-	for _, s := range steps[:step] {
-		overdue = overdue.Add(s.Timeout.Duration)
-	}
-	return !t.Before(overdue.Add(-timestampGrain))
-}
-
 // recognisedIncidentStart is when a node's incident began as its
 // NodeHealthCheck must know it: the end of the last span in which the node
 // was healthy by its conditions (or gone, or not selected) long enough for
 // the controller to see it and its healthyDelay to pass, all in calm and
-// with every kind the NodeHealthCheck reads readable. A shorter or unseen
-// recovery, one a negative healthyDelay keeps unconfirmed, or one during
-// which a kind it reads could not be read (the controller then changes
-// nothing, and keeps what it recorded), does not end the incident: the
-// controller goes on with its steps' clocks.
+// with every kind the NodeHealthCheck reads readable. A span in which the
+// node was gone or not selected for pictureLag ended the incident whatever
+// healthyDelay: the delay holds a recovery, and a deselection is none. A
+// shorter or unseen recovery, one a negative healthyDelay keeps
+// unconfirmed, or one during which a kind it reads could not be read (the
+// controller then changes nothing, and keeps what it recorded), does not
+// end the incident: the controller goes on with its steps' clocks.
 func (c *Checker) recognisedIncidentStart(nhc *v1alpha1.NodeHealthCheck, name string, t time.Time) time.Time {
-	var last, healthyFrom time.Time
-	healthy := false
+	var last, healthyFrom, awayFrom time.Time
+	healthy, awaySeen := false, false
+	kinds := func(then *v1alpha1.NodeHealthCheck) []cluster.Kind {
+		k := c.kindsRead(nhc)
+		if then != nil && then.UID == nhc.UID {
+			k = append(k, c.kindsRead(then)...)
+		}
+		return k
+	}
+	seenAway := func(to time.Time) {
+		if !awayFrom.IsZero() && to.Sub(awayFrom) >= pictureLag && c.calmOver(awayFrom, to.Add(pictureLag)) &&
+			c.readableOver(kinds(c.nhcAt(nhc.Name, awayFrom)), awayFrom, to.Add(pictureLag)) {
+			awaySeen = true
+		}
+		awayFrom = time.Time{}
+	}
 	end := func(to time.Time) {
 		if !healthy {
 			return
 		}
 		healthy = false
+		seenAway(to)
 		then := c.nhcAt(nhc.Name, healthyFrom)
 		delay := time.Duration(0)
 		if then != nil && then.Spec.HealthyDelay != nil {
@@ -208,24 +203,28 @@ func (c *Checker) recognisedIncidentStart(nhc *v1alpha1.NodeHealthCheck, name st
 				delay = 0
 			}
 		}
-		kinds := c.kindsRead(nhc)
-		if then != nil && then.UID == nhc.UID {
-			kinds = append(kinds, c.kindsRead(then)...)
-		}
-		if delay >= 0 && to.Sub(healthyFrom) >= delay+pictureLag && c.calmOver(healthyFrom, to.Add(pictureLag)) &&
-			c.readableOver(kinds, healthyFrom, to.Add(pictureLag)) {
+		if awaySeen || delay >= 0 && to.Sub(healthyFrom) >= delay+pictureLag && c.calmOver(healthyFrom, to.Add(pictureLag)) &&
+			c.readableOver(kinds(then), healthyFrom, to.Add(pictureLag)) {
 			last = to
 		}
+		awaySeen = false
 	}
 	for _, v := range c.nodes[name] {
 		if v.at.After(t) {
 			break
 		}
-		ill := false
+		ill, away := false, true
 		if v.obj != nil {
 			node := typedOf[corev1.Node](c, v.obj)
 			_, matching := conditionsHold(nhc, node, v.at)
-			ill = matching && selects(nhc, node)
+			away = !selects(nhc, node)
+			ill = matching && !away
+		}
+		switch {
+		case away && awayFrom.IsZero():
+			awayFrom = v.at
+		case !away:
+			seenAway(v.at)
 		}
 		switch {
 		case ill && healthy:

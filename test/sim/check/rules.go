@@ -219,8 +219,9 @@ type resourceLife struct {
 	// whose remediator reported Succeeded=True is not annotated).
 	timedOut time.Time
 	// deletedByController tells whether a delete the controller sent
-	// landed on it.
+	// landed on it, and deleteSent when the first did.
 	deletedByController bool
+	deleteSent          time.Time
 }
 
 // lifeOf finds the resource of a name that existed at t.
@@ -267,7 +268,9 @@ func (c *Checker) deletedByController(call *apiserver.Call, resp *http.Response)
 		l := &c.lives[i]
 		if l.namespace == call.Namespace && l.name == call.Name && cluster.KindOfRemediation(l.obj.GetKind()) == k &&
 			!l.created.After(call.Arrived) && (l.deleted.IsZero() || !l.deleted.Before(call.Arrived)) {
-			l.deletedByController = true
+			if !l.deletedByController {
+				l.deletedByController, l.deleteSent = true, call.Arrived
+			}
 		}
 	}
 }

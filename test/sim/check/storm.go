@@ -13,20 +13,28 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 )
 
-// Storm recovery from the cluster alone, as the spec's "Storm Recovery
-// States" define it, never from the status the controller writes: the
-// selected nodes' health, the budget and the storm fields of the spec at
+// Storm recovery from the cluster alone, as the spec defines it, never
+// from the status the controller writes: the selected nodes' health and
+// remediation resources, the budget and the storm fields of the spec at
 // each instant.
 //
-// With stormRecoveryThreshold T it starts when a selected node is
-// unhealthy, healthy <= minHealthy and unhealthy > T (States 2 and 3),
-// and holds until unhealthy <= T (State 4). With only
-// stormCooldownDuration, upstream's rules apply (docs/decisions.md,
-// "Storm recovery, both fields"): it starts when healthy < minHealthy and
-// holds until healthy >= minHealthy. A cooldown makes the end condition
-// hold that long before the storm ends; it starts again when the
-// condition breaks. A healthy node matches no unhealthy condition and has
-// no remediation resource of the NodeHealthCheck.
+// With stormRecoveryThreshold T, storm mode "is triggered by number of
+// remediation reaching minHealthy/maxUnhealthy maximum"
+// (nodehealthcheck-resource.md, stormRecoveryThreshold; "Storm hits: 11
+// healthy, 9 unhealthy → 9 remediations created (minHealthy limit
+// reached)"): it starts when the selected nodes with a remediation
+// resource of the NodeHealthCheck are at least one and at least
+// observed - minHealthy, the most the budget allows, and unhealthy > T; and
+// holds until unhealthy <= T ("Exit storm recovery when (unhealthyNodes ≤
+// stormRecoveryThreshold)"). A node whose condition has not held for its
+// duration is no remediation. With only stormCooldownDuration, upstream's
+// rules apply (docs/decisions.md): it starts when healthy < minHealthy
+// and holds until healthy >= minHealthy. Neither starts while the
+// NodeHealthCheck is paused ("no new remediation will be started"). A
+// cooldown makes the end condition hold that long before the storm ends;
+// it starts again when the condition breaks. A healthy node matches no
+// unhealthy condition and has no remediation resource of the
+// NodeHealthCheck.
 //
 // The controller sees the cluster at its syncs, a picture up to
 // pictureLag old, so the checker tells two things apart: when storm
@@ -125,32 +133,37 @@ func (c *Checker) stormPointAt(nhc *v1alpha1.NodeHealthCheck, t time.Time) storm
 	if threshold == nil && p.cooldown <= 0 {
 		return p
 	}
-	observed, healthy := c.countsAt(nhc, t)
+	observed, healthy, remediated := c.countsAt(nhc, t)
 	unhealthy, minHealthy := observed-healthy, minHealthyOf(nhc, observed)
+	paused := len(nhc.Spec.PauseRequests) > 0
 	if threshold != nil {
-		p.starts = unhealthy > 0 && healthy <= minHealthy && unhealthy > int(*threshold)
+		p.starts = !paused && remediated > 0 && remediated >= observed-minHealthy && unhealthy > int(*threshold)
 		p.ends = unhealthy <= int(*threshold)
 	} else {
-		p.starts = unhealthy > 0 && healthy < minHealthy
+		p.starts = !paused && unhealthy > 0 && healthy < minHealthy
 		p.ends = healthy >= minHealthy
 	}
 	return p
 }
 
-// countsAt counts a NodeHealthCheck's selected nodes at t, and the
-// healthy ones among them.
-func (c *Checker) countsAt(nhc *v1alpha1.NodeHealthCheck, t time.Time) (observed, healthy int) {
+// countsAt counts a NodeHealthCheck's selected nodes at t, the healthy
+// ones among them, and those with a remediation resource of it.
+func (c *Checker) countsAt(nhc *v1alpha1.NodeHealthCheck, t time.Time) (observed, healthy, remediated int) {
 	for name := range c.nodes {
 		node := c.nodeAt(name, t)
 		if node == nil || !selects(nhc, node) {
 			continue
 		}
 		observed++
-		if _, matching := conditionsHold(nhc, node, t); !matching && !c.hasResourceOf(nhc, name, t) {
+		_, matching := conditionsHold(nhc, node, t)
+		switch resource := c.hasResourceOf(nhc, name, t); {
+		case resource:
+			remediated++
+		case !matching:
 			healthy++
 		}
 	}
-	return observed, healthy
+	return observed, healthy, remediated
 }
 
 // stormHeld tells whether storm recovery certainly held for a

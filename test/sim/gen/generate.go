@@ -61,7 +61,10 @@ type generator struct {
 	// denials draws a remediator's webhook refusing an unhealthy node's
 	// resources, on a stream of its own too.
 	denials *rand.Rand
-	focus   Focus
+	// spreads, pauses and confirms draw the shapes of spread.go, each on
+	// a stream of its own too.
+	spreads, pauses, confirms *rand.Rand
+	focus                     Focus
 }
 
 // Drawing names the draws a history has. A draw added later changes the
@@ -75,8 +78,13 @@ const (
 	// relabelling of a node its remediators hold (relabelWhileHeld), and
 	// a webhook's refusals (deny).
 	DrawnBeforeHeldRelabels Drawing = "before-held-relabels"
-	// DrawnBeforeDenials has every draw but a webhook's refusals (deny).
+	// DrawnBeforeDenials has every draw but a webhook's refusals (deny)
+	// and the shapes of spread.go.
 	DrawnBeforeDenials Drawing = "before-denials"
+	// DrawnBeforeSpreads has every draw but the shapes of spread.go:
+	// failures seconds apart and flaps, pauses at a storm's edge, and
+	// confirmations while a finalizer holds.
+	DrawnBeforeSpreads Drawing = "before-spreads"
 	// DrawnToday has every draw.
 	DrawnToday Drawing = "today"
 )
@@ -87,7 +95,9 @@ func Generate(seed uint64, n int, focus Focus, drawing Drawing) History {
 	g := &generator{rng: rand.New(rand.NewPCG(seed, 0x5eed)), budgets: rand.New(rand.NewPCG(seed, 0xb0d9e7)),
 		relapses: rand.New(rand.NewPCG(seed, 0x4e1a95e)), bounds: rand.New(rand.NewPCG(seed, 0x57a7b5)),
 		returns: rand.New(rand.NewPCG(seed, 0x2e7b2d)), pools: map[string]string{},
-		holds: rand.New(rand.NewPCG(seed, 0x4e1d)), specs: map[string]*NHCSpec{}, denials: rand.New(rand.NewPCG(seed, 0xde41a1)), focus: focus}
+		holds: rand.New(rand.NewPCG(seed, 0x4e1d)), specs: map[string]*NHCSpec{}, denials: rand.New(rand.NewPCG(seed, 0xde41a1)),
+		spreads: rand.New(rand.NewPCG(seed, 0x5b4ead)), pauses: rand.New(rand.NewPCG(seed, 0xba05e)), confirms: rand.New(rand.NewPCG(seed, 0xc0f14)),
+		focus: focus}
 	if focus == FocusNone && g.budgets.IntN(4) == 0 {
 		// One history in four is drawn as FOCUS=control-plane draws it:
 		// where quorum and escalations meet is rare in the even mix.
@@ -121,8 +131,13 @@ func Generate(seed uint64, n int, focus Focus, drawing Drawing) History {
 		if drawing != DrawnBeforeHeldRelabels {
 			h.Steps = append(h.Steps, g.relabelWhileHeld(s)...)
 		}
-		if drawing == DrawnToday {
+		if drawing == DrawnToday || drawing == DrawnBeforeSpreads {
 			h.Steps = append(h.Steps, g.deny(s)...)
+		}
+		if drawing == DrawnToday {
+			h.Steps = append(h.Steps, g.spread(s)...)
+			h.Steps = append(h.Steps, g.pauseAtTheEdge(s)...)
+			h.Steps = append(h.Steps, g.confirmWhileHeld(s)...)
 		}
 	}
 	return h
