@@ -36,7 +36,8 @@
 //   - progress.go: deletions once healthy, leases released;
 //     escalation.go: escalations on time;
 //   - cleanup.go: no deletion before healthyDelay passed (none automatic
-//     when it is negative), and orphans deleted;
+//     when it is negative), a confirmation consumed by the recovery it
+//     confirms, and orphans deleted;
 //   - leases.go: a node lease renewed only while a step runs;
 //   - order.go: escalation steps in order, none before its time;
 //   - once.go: no step twice in one incident, unless it was resumed;
@@ -103,8 +104,10 @@
 //     current (freshOver, freshThrough): a watch that ended waits out its
 //     back-off, and until it watches again the controller's picture of
 //     its kind is as old as the outage, which calm does not tell.
-//   - Storm recovery is judged from the cluster (storm.go), as the
-//     controller may have seen it at its syncs: a create breaks it only
+//   - Storm recovery is judged from the cluster (storm.go), its start
+//     from the nodes with a remediation resource against the budget's
+//     maximum, as the controller may have seen it at its syncs: a create
+//     breaks it only
 //     when its start condition held stormStartLag in calm from a change
 //     that woke the controller (the storm starts after the creates the
 //     budget still allows, sent in two batches at most), at least
@@ -116,6 +119,14 @@
 //     remediation is owed while it may hold: until its end condition held
 //     in calm from a change that woke the controller for its cooldown and
 //     pictureLag more.
+//   - A confirmation confirms one recovery: it breaks its scope by
+//     releasing a resource created after a delete it released, only when
+//     calm held pictureLag after that delete (the controller removes the
+//     annotation in that sync, after the deletes went through).
+//   - A deselection, or a node gone, ends an incident whatever
+//     healthyDelay once it lasted pictureLag in calm, its kinds readable
+//     (recognisedIncidentStart); a recovery ends it once it lasted its
+//     healthyDelay and pictureLag more.
 //   - A deletion breaks healthyDelay only for a node that stayed selected
 //     since its resource was created, not confirmed pictureLag around the
 //     delete, in calm, and that the controller saw unhealthy within
