@@ -273,6 +273,7 @@ func (c *Checker) Observe(gvr schema.GroupVersionResource, typ watch.EventType, 
 			}
 			if l.timedOut.IsZero() && timedOutOn(obj) {
 				l.timedOut = time.Now()
+				c.timedOutEarly(l, l.timedOut)
 			}
 		}
 	case isRemediation(gvr) && typ == watch.Deleted:

@@ -135,6 +135,37 @@ func (c *Checker) stepOrder(obj *unstructured.Unstructured, r remediationObj) {
 	}
 }
 
+// timedOutEarly checks a resource just annotated timed out against its
+// step's timeout: no sooner than the timeout after the step's own first
+// start in the incident, unless its remediator reported Succeeded=False.
+// A step without a timeout (a remediationTemplate) ends when its node
+// lease is overdue, three lease durations after it started at the least.
+func (c *Checker) timedOutEarly(l *resourceLife, now time.Time) {
+	nhc, steps, i := c.stepOfNew(l.obj, l.remediationObj, now)
+	if i < 0 || (!l.failed.IsZero() && !l.failed.After(now)) {
+		return
+	}
+	incident := c.recognisedIncidentStart(nhc, l.node, now)
+	if then := c.nhcAt(nhc.Name, incident); then == nil || then.UID != nhc.UID || !apiequality.Semantic.DeepEqual(then.Spec.RemediationSteps(), steps) {
+		return
+	}
+	started := l.created
+	for _, o := range c.lives {
+		if o.owner == l.owner && o.node == l.node && !o.created.Before(incident) && o.created.Before(started) &&
+			stepIndex(steps, o.obj.GetKind(), o.template) == i {
+			started = o.created
+		}
+	}
+	timeout := steps[i].Timeout.Duration
+	if timeout <= 0 {
+		timeout = 3 * c.cfg.NodeLeaseDuration
+	}
+	if now.Before(started.Add(timeout).Add(-timestampGrain)) {
+		c.fail(InvNotEarly, "%s of node %s, step %d of NodeHealthCheck %s, annotated timed out %s after the step first started at %s, before its timeout %s",
+			describe(l.obj), l.node, i+1, nhc.Name, now.Sub(started).Round(time.Second), started.Format("15:04:05"), timeout)
+	}
+}
+
 // stepOfNew is a new remediation resource's NodeHealthCheck as it is at
 // now, its steps, and the index of the resource's step: -1 when the
 // NodeHealthCheck is gone, another of its name, or has no such step.
