@@ -108,7 +108,7 @@ func (r budgetRule) minHealthy(observed int) int {
 // condition starts to hold; the cooldown restarts when the condition breaks.
 //
 // Neither starts while the NodeHealthCheck is paused or disabled: it starts
-// no remediation then, so none can reach the maximum.
+// no remediation then, and holds back none that a storm would.
 type stormRules struct {
 	threshold *int32
 	cooldown  time.Duration

@@ -77,7 +77,10 @@ func (e *evaluation) stormBefore() {
 // are planned: on the count of the nodes under remediation with this plan's
 // admitted creates, which the outcome confirms (Plan.StormAfter).
 func (e *evaluation) stormAfter() {
-	if !e.p.Storm.Configured || e.p.Storm.Active || e.p.Deferred > 0 || e.p.Problem != nil || e.rules.paused() {
+	if !e.p.Storm.Configured || e.p.Storm.Active || e.p.Problem != nil || e.rules.paused() {
+		return
+	}
+	if e.p.Deferred > 0 {
 		// Remediations the budget allowed but this plan deferred come first.
 		return
 	}
