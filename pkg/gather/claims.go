@@ -19,11 +19,25 @@ import (
 // (Seen.ControlPlaneUnknown: after a start, the kinds of every
 // NodeHealthCheck are not all watched and synced): meanwhile any
 // NodeHealthCheck may be remediating the nodes it selects.
-func claims(nodes []*nodeview.Node, others []*v1alpha1.NodeHealthCheck, selecting []health.SelectingPeer, owners map[string][]resource.Owner, unknown bool) map[string][]health.Claim {
+func claims(nodes []*nodeview.Node, others []*v1alpha1.NodeHealthCheck, selecting []health.SelectingPeer, h holders, unknown bool) map[string][]health.Claim {
 	byUID := make(map[types.UID]*v1alpha1.NodeHealthCheck, len(others))
 	for _, other := range others {
 		byUID[other.UID] = other
 	}
+	selecting = slices.Clone(selecting)
+	for i := range selecting {
+		selecting[i].Unknown = unknown
+		// Its status and pause requests change without a new selector:
+		// read from the object, as the peer's own sync writes it.
+		if other, ok := byUID[selecting[i].UID]; ok {
+			selecting[i].CannotAct = health.CannotAct(other)
+		}
+	}
+	return health.ClaimsOn(nodes, selecting, peersOf(h.owners, byUID), peersOf(h.holding, byUID))
+}
+
+// peersOf is, by node, the peers of owners.
+func peersOf(owners map[string][]resource.Owner, byUID map[types.UID]*v1alpha1.NodeHealthCheck) map[string][]health.Peer {
 	var peers map[string][]health.Peer
 	for node, list := range owners {
 		if peers == nil {
@@ -39,14 +53,5 @@ func claims(nodes []*nodeview.Node, others []*v1alpha1.NodeHealthCheck, selectin
 			peers[node] = append(peers[node], peer)
 		}
 	}
-	selecting = slices.Clone(selecting)
-	for i := range selecting {
-		selecting[i].Unknown = unknown
-		// Its status and pause requests change without a new selector:
-		// read from the object, as the peer's own sync writes it.
-		if other, ok := byUID[selecting[i].UID]; ok {
-			selecting[i].CannotAct = health.CannotAct(other)
-		}
-	}
-	return health.ClaimsOn(nodes, selecting, peers)
+	return peers
 }

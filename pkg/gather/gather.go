@@ -78,7 +78,7 @@ func Gather(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, src Source, now 
 	}
 	g.Nodes = nodes
 	g.DeletedNodes = deletedNodes(nhc, seen.Remediations, src)
-	g.Claims = claims(nodes, others, src.Peers(nhc), h.owners, seen.ControlPlaneUnknown != "")
+	g.Claims = claims(nodes, others, src.Peers(nhc), h, seen.ControlPlaneUnknown != "")
 	return g, nil
 }
 

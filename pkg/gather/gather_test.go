@@ -220,12 +220,12 @@ func TestClaims(t *testing.T) {
 		want    []health.Claim
 	}{
 		{"selects", nil, false, []health.Claim{{Peer: selecting[0].Peer, Selects: true, CannotAct: "paused"}}},
-		{"unknown", nil, true, []health.Claim{{Peer: selecting[0].Peer, Selects: true, Remediating: true, CannotAct: "paused"}}},
+		{"unknown", nil, true, []health.Claim{{Peer: selecting[0].Peer, Selects: true, Resources: true, Remediating: true, CannotAct: "paused"}}},
 		{"a gone owner", map[string][]resource.Owner{"worker-1": {{Name: "gone", UID: "uid-gone"}}}, false, []health.Claim{
-			{Peer: selecting[0].Peer, Selects: true, CannotAct: "paused"}, {Peer: health.Peer{Name: "gone", UID: "uid-gone"}, Remediating: true}}},
+			{Peer: selecting[0].Peer, Selects: true, CannotAct: "paused"}, {Peer: health.Peer{Name: "gone", UID: "uid-gone"}, Resources: true, Remediating: true}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got := claims(nodes, []*v1alpha1.NodeHealthCheck{paused}, selecting, tt.owners, tt.unknown)
+			got := claims(nodes, []*v1alpha1.NodeHealthCheck{paused}, selecting, holders{owners: tt.owners}, tt.unknown)
 			assert.ElementsMatch(t, tt.want, got["worker-1"])
 			assert.Empty(t, selecting[0].CannotAct, "the source's peers are left as they were")
 		})

@@ -1,6 +1,7 @@
 package gather
 
 import (
+	"maps"
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,10 +26,12 @@ type holders struct {
 	// synced or stopped for a lasting error (Seen.ControlPlaneUnknown).
 	busyControlPlane map[string]bool
 	// owners are, by node, the other NodeHealthChecks with remediation
-	// resources for it, those that hold it by an incident under way on
-	// their record (health.NodesHeldOnRecord), and those whose status
-	// records a resource for it of a kind that cannot be read now.
+	// resources for it, and those whose status records a resource for it
+	// of a kind that cannot be read now.
 	owners map[string][]resource.Owner
+	// holding are, by node, the other NodeHealthChecks that hold it by an
+	// incident under way on their record (health.NodesHeldOnRecord).
+	holding map[string][]resource.Owner
 }
 
 // nodeReader reads a node; a NotFound error when it is gone.
@@ -48,7 +51,7 @@ type nodeReader interface {
 // that is gone may have been a control-plane node: the status does not
 // say, and the resource may still fence it.
 func holdersOf(others []*v1alpha1.NodeHealthCheck, seen *remediation.Seen, nodes nodeReader) holders {
-	h := holders{busyControlPlane: map[string]bool{}, owners: seen.OtherOwners}
+	h := holders{busyControlPlane: map[string]bool{}, owners: maps.Clone(seen.OtherOwners)}
 	for _, node := range seen.ControlPlane {
 		h.busyControlPlane[node] = true
 	}
@@ -58,12 +61,12 @@ func holdersOf(others []*v1alpha1.NodeHealthCheck, seen *remediation.Seen, nodes
 	for _, other := range others {
 		owner := resource.Owner{Name: other.Name, UID: other.UID}
 		for _, node := range health.NodesHeldOnRecord(other) {
-			h.addOwner(node, owner)
+			h.holding = addOwner(h.holding, node, owner)
 		}
 	}
 	for node, owners := range recordedUnreadable(others, seen.Unreadable) {
 		for _, owner := range owners {
-			h.addOwner(node, owner)
+			h.owners = addOwner(h.owners, node, owner)
 		}
 		if mayBeControlPlane(node, nodes) {
 			h.busyControlPlane[node] = true
@@ -73,14 +76,15 @@ func holdersOf(others []*v1alpha1.NodeHealthCheck, seen *remediation.Seen, nodes
 }
 
 // addOwner adds an owner of a node's remediation, once.
-func (h *holders) addOwner(node string, owner resource.Owner) {
-	if slices.Contains(h.owners[node], owner) {
-		return
+func addOwner(owners map[string][]resource.Owner, node string, owner resource.Owner) map[string][]resource.Owner {
+	if slices.Contains(owners[node], owner) {
+		return owners
 	}
-	if h.owners == nil {
-		h.owners = map[string][]resource.Owner{}
+	if owners == nil {
+		owners = map[string][]resource.Owner{}
 	}
-	h.owners[node] = append(h.owners[node], owner)
+	owners[node] = append(owners[node], owner)
+	return owners
 }
 
 // recordedUnreadable returns, by node, the NodeHealthChecks whose status

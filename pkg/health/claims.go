@@ -32,8 +32,9 @@ func (in *Input) RemediatorOf(node string) (by Claim, self bool) {
 // node's entry in its status (nil when none); a nil node holds no condition.
 func (in *Input) selfClaim(name string, node *nodeview.Node, entry *v1alpha1.UnhealthyNode) Claim {
 	nhc := in.NHC
+	resources := len(in.Remediations[name]) > 0
 	return Claim{Peer: Peer{Name: nhc.Name, UID: nhc.UID, Created: nhc.CreationTimestamp.Time}, Selects: true,
-		Remediating:    len(in.Remediations[name]) > 0 || HoldsOnRecord(nhc, entry),
+		Resources: resources, Remediating: resources || HoldsOnRecord(nhc, entry),
 		ConditionsHold: node != nil && conditionsHold(node, nhc.Spec.UnhealthyConditions),
 		CannotAct:      CannotAct(nhc)}
 }

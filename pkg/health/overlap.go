@@ -61,8 +61,11 @@ type SelectingPeer struct {
 type Claim struct {
 	Peer
 	Selects bool
-	// Remediating is true when it has remediation resources for the node,
-	// or may have because they cannot be known yet.
+	// Resources is true when it has remediation resources for the node, or
+	// may have because they cannot be known yet.
+	Resources bool
+	// Remediating is true with Resources, or when its status records a
+	// step under way for the node whose resource is gone (HoldsOnRecord).
 	Remediating bool
 	// ConditionsHold is true when one of its unhealthy conditions matches
 	// the node now, whether its duration has passed or not: it would act.
@@ -98,7 +101,9 @@ func CannotAct(nhc *v1alpha1.NodeHealthCheck) string {
 // Remediator returns the index of the claim whose NodeHealthCheck
 // remediates the node, or -1 when there is none. It is the one that has
 // remediation resources for the node already (a selector changed during its
-// remediation: never two remediations for one node), else one that can act
+// remediation: never two remediations for one node), else one whose status
+// records a step under way for it (its resource gone, to be created again:
+// beside another's resources it would be a second remediation), else one that can act
 // before one that cannot (a disabled, paused or deleting one would leave
 // the node unremediated), else the oldest whose unhealthy conditions hold on
 // the node (an older one that checks other conditions would never act),
@@ -117,6 +122,8 @@ func Remediator(claims []Claim) int {
 
 func remediatesFirst(a, b *Claim) bool {
 	switch {
+	case a.Resources != b.Resources:
+		return a.Resources
 	case a.Remediating != b.Remediating:
 		return a.Remediating
 	case !a.Remediating && (a.CannotAct == "") != (b.CannotAct == ""):
@@ -132,10 +139,12 @@ func remediatesFirst(a, b *Claim) bool {
 }
 
 // ClaimsOn finds, by node, the claims of other NodeHealthChecks on nodes:
-// the peers whose selector matches a node, and owners, the other
-// NodeHealthChecks with remediation resources for a node, by node.
-func ClaimsOn(nodes []*nodeview.Node, peers []SelectingPeer, owners map[string][]Peer) map[string][]Claim {
-	if len(peers) == 0 && len(owners) == 0 {
+// the peers whose selector matches a node; owners, the other
+// NodeHealthChecks with remediation resources for a node, by node; and
+// holding, those whose status records a step under way for it
+// (HoldsOnRecord), by node.
+func ClaimsOn(nodes []*nodeview.Node, peers []SelectingPeer, owners, holding map[string][]Peer) map[string][]Claim {
+	if len(peers) == 0 && len(owners) == 0 && len(holding) == 0 {
 		// Disjoint NodeHealthChecks, the usual case: no pass over the nodes,
 		// which at thousands of nodes is mostly cache misses.
 		return nil
@@ -148,16 +157,23 @@ func ClaimsOn(nodes []*nodeview.Node, peers []SelectingPeer, owners map[string][
 		start := len(buf)
 		for i := range peers {
 			if peers[i].Selector != nil && peers[i].Selector.Matches(node.Labels) {
-				buf = append(buf, Claim{Peer: peers[i].Peer, Selects: true, Remediating: peers[i].Unknown,
+				buf = append(buf, Claim{Peer: peers[i].Peer, Selects: true, Resources: peers[i].Unknown, Remediating: peers[i].Unknown,
 					ConditionsHold: conditionsHold(node, peers[i].Conditions), CannotAct: peers[i].CannotAct})
 			}
 		}
-		for _, owner := range owners[node.Name] {
-			i := slices.IndexFunc(buf[start:], func(c Claim) bool { return c.UID == owner.UID })
-			if i < 0 {
-				buf, i = append(buf, Claim{Peer: owner}), len(buf)-start
+		for _, resources := range []bool{true, false} {
+			holders := holding[node.Name]
+			if resources {
+				holders = owners[node.Name]
 			}
-			buf[start+i].Remediating = true
+			for _, owner := range holders {
+				i := slices.IndexFunc(buf[start:], func(c Claim) bool { return c.UID == owner.UID })
+				if i < 0 {
+					buf, i = append(buf, Claim{Peer: owner}), len(buf)-start
+				}
+				c := &buf[start+i]
+				c.Resources, c.Remediating = c.Resources || resources, true
+			}
 		}
 		if len(buf) > start {
 			if claims == nil {

@@ -27,7 +27,6 @@ func peer(name string, age time.Duration) Peer {
 	return Peer{Name: name, UID: types.UID(name + "-uid"), Created: created.Add(-age)}
 }
 
-// selecting is a claim of a peer that selects the node.
 // selecting is a claim of a peer that selects the node and whose
 // conditions hold on it, as when NodeHealthChecks check the same conditions.
 func selecting(name string, age time.Duration) Claim {
@@ -36,6 +35,13 @@ func selecting(name string, age time.Duration) Claim {
 
 // remediatingClaim is a claim of a peer with remediation resources for the node.
 func remediatingClaim(c Claim) Claim {
+	c.Resources, c.Remediating = true, true
+	return c
+}
+
+// holdingClaim is a claim of a peer whose status records a step under way
+// for the node, its resource gone.
+func holdingClaim(c Claim) Claim {
 	c.Remediating = true
 	return c
 }
@@ -55,7 +61,9 @@ func TestRemediator(t *testing.T) {
 		{"created in the same second: the first name", []Claim{selecting("b", 0), selecting("a", 0)}, "a"},
 		{"one with resources keeps the node", []Claim{selecting("old", time.Hour), remediatingClaim(selecting("young", 0))}, "young"},
 		{"of two with resources, the older", []Claim{remediatingClaim(selecting("young", 0)), remediatingClaim(selecting("old", time.Hour))}, "old"},
-		{"resources of one that no longer selects the node", []Claim{selecting("old", time.Hour), {Peer: peer("gone", 0), Remediating: true}}, "gone"},
+		{"resources of one that no longer selects the node", []Claim{selecting("old", time.Hour), {Peer: peer("gone", 0), Resources: true, Remediating: true}}, "gone"},
+		{"a step under way on record keeps the node", []Claim{selecting("old", time.Hour), holdingClaim(selecting("young", 0))}, "young"},
+		{"resources before an older one's step on record", []Claim{holdingClaim(selecting("old", time.Hour)), remediatingClaim(selecting("young", 0))}, "young"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -75,12 +83,13 @@ func TestClaimsOn(t *testing.T) {
 	owners := map[string][]Peer{"w-0": {peer("workers", time.Hour)}, "infra-0": {peer("infra", 0)}}
 	list := []*nodeview.Node{testNode("w-0", label("role", "worker")), testNode("w-1", label("role", "worker"), unhealthy), testNode("infra-0"), testNode("alone")}
 
-	claims := ClaimsOn(list, peers, owners)
+	holding := map[string][]Peer{"w-1": {peer("holder", 0)}}
+	claims := ClaimsOn(list, peers, owners, holding)
 	assert.Equal(t, map[string][]Claim{
-		"w-0":     {{Peer: peer("workers", time.Hour), Selects: true, Remediating: true}},
-		"w-1":     {selecting("workers", time.Hour)},
-		"infra-0": {{Peer: peer("infra", 0), Remediating: true}},
-	}, claims, "a peer without a selector selects nothing; the peer's conditions hold on w-1 only")
+		"w-0":     {{Peer: peer("workers", time.Hour), Selects: true, Resources: true, Remediating: true}},
+		"w-1":     {selecting("workers", time.Hour), {Peer: peer("holder", 0), Remediating: true}},
+		"infra-0": {{Peer: peer("infra", 0), Resources: true, Remediating: true}},
+	}, claims, "a peer without a selector selects nothing; the peer's conditions hold on w-1 only; a step on record holds without resources")
 }
 
 func TestAnotherNodeHealthCheckRemediatesASharedNode(t *testing.T) {
@@ -98,7 +107,7 @@ func TestAnotherNodeHealthCheckRemediatesASharedNode(t *testing.T) {
 			"aaa", "NodeHealthCheck aaa selects it too and remediates it: both were created in the same second, and its name comes first; make the selectors disjoint"},
 		{"a younger one remediates it already", []Claim{remediatingClaim(selecting("younger", -time.Hour))}, nil,
 			"younger", "NodeHealthCheck younger is remediating it (remediation resources, or a step under way in its status), and this one leaves it alone until that ends; make the selectors disjoint"},
-		{"one that no longer selects it has resources for it", []Claim{{Peer: peer("former", -time.Hour), Remediating: true}}, nil,
+		{"one that no longer selects it has resources for it", []Claim{{Peer: peer("former", -time.Hour), Resources: true, Remediating: true}}, nil,
 			"former", "NodeHealthCheck former is remediating it (remediation resources, or a step under way in its status), and this one leaves it alone until that ends; make the selectors disjoint"},
 		{"this one is older", []Claim{selecting("younger", -time.Hour)}, nil, "", ""},
 		{"this one remediates it already", []Claim{selecting("older", time.Hour)}, remediations(snrRemediation("sick", time.Minute)), "", ""},
@@ -338,6 +347,6 @@ func TestAYoungerNodeHealthCheckRemediatesWhatAnOlderOneCannot(t *testing.T) {
 func TestClaimsOnCarriesWhetherAPeerCanAct(t *testing.T) {
 	workers := labels.SelectorFromSet(labels.Set{"role": "worker"})
 	peers := []SelectingPeer{{Peer: peer("paused", time.Hour), Selector: workers, CannotAct: cannotActPaused}}
-	claims := ClaimsOn([]*nodeview.Node{testNode("w-0", label("role", "worker"))}, peers, nil)
+	claims := ClaimsOn([]*nodeview.Node{testNode("w-0", label("role", "worker"))}, peers, nil, nil)
 	assert.Equal(t, cannotActPaused, claims["w-0"][0].CannotAct)
 }

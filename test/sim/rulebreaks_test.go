@@ -17,19 +17,23 @@ import (
 // simplified): on the code before their fixes (the controller's, or the
 // checker's for 12 and 17) each breaks its invariant, and none may again.
 func TestRuleBreaks(t *testing.T) {
-	for _, tt := range ruleBreaks {
+	for _, tt := range append(ruleBreaks, ruleBreaksOfTheSpecsDraws...) {
 		t.Run(tt.name, func(t *testing.T) {
-			if v := Play(t, gen.History{Steps: tt.steps}); v != nil {
-				t.Errorf("%v\n%s", v, gen.History{Steps: tt.steps})
+			h := gen.History{Seed: tt.seed, StatusBytes: tt.statusBytes, Steps: tt.steps}
+			if v := Play(t, h); v != nil {
+				t.Errorf("%v\n%s", v, h)
 			}
 		})
 	}
 }
 
-// ruleBreak is a rule-break's history, shrunk.
+// ruleBreak is a rule-break's history, shrunk: its steps, and the seed
+// and status bound it was played with, where they matter.
 type ruleBreak struct {
-	name  string
-	steps []gen.Step
+	name        string
+	seed        uint64
+	statusBytes int
+	steps       []gen.Step
 }
 
 // breakDelay is the rule-breaks' healthyDelay, and the time their histories

@@ -215,21 +215,40 @@ func (c *Checker) confirmedAround(name string, t time.Time) (time.Time, bool) {
 }
 
 // confirmationUsed is a resource of the same node and NodeHealthCheck,
-// created before a deleted one, that the controller deleted while the
-// node carried the confirmation it carries since since, with calm for
-// pictureLag after, so that the controller's removal of the annotation
-// landed: that confirmation confirmed that recovery, not the deleted
-// resource's. Nil when there is none.
+// created before a deleted one, that the controller deleted at a recovery
+// (the node selected and healthy) while the node carried the confirmation
+// it carries since since, with calm for pictureLag after, so that the
+// controller's removal of the annotation landed: that confirmation
+// confirmed that recovery, not the deleted resource's. An orphan's
+// deletion consumes none. Nil when there is none.
 func (c *Checker) confirmationUsed(life *resourceLife, since time.Time) *resourceLife {
 	for i := range c.lives {
 		l := &c.lives[i]
 		if l == life || l.node != life.node || l.owner != life.owner || !l.deletedByController || l.deleteSent.Before(since) ||
-			!life.created.After(l.deleteSent.Add(timestampGrain)) || !c.calmOver(l.deleteSent, l.deleteSent.Add(pictureLag)) {
+			!life.created.After(l.deleteSent.Add(timestampGrain)) || !c.calmOver(l.deleteSent, l.deleteSent.Add(pictureLag)) ||
+			c.orphanedSince(l, l.deleteSent) || !c.healthyOver(l, l.deleteSent.Add(-pictureLag), l.deleteSent) {
 			continue
 		}
 		return l
 	}
 	return nil
+}
+
+// healthyOver tells whether a resource's node matched none of its
+// NodeHealthCheck's unhealthy conditions from one instant to another.
+func (c *Checker) healthyOver(l *resourceLife, from, to time.Time) bool {
+	healthy := true
+	c.eachNodeVersion(l.node, from, to, func(at time.Time, node *corev1.Node) {
+		nhc := c.nhcAt(l.ownerName, at)
+		if node == nil || nhc == nil {
+			healthy = false
+			return
+		}
+		if _, matching := conditionsHold(nhc, node, at); matching {
+			healthy = false
+		}
+	})
+	return healthy
 }
 
 // lastSeenUnhealthy is the last span, from a resource's creation to t,

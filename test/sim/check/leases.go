@@ -118,7 +118,9 @@ func (c *Checker) watchLag() time.Duration {
 // stepRuns tells whether a NodeHealthCheck runs a step on a node now: the
 // node is selected, not excluded, and unhealthy, and it has a resource
 // that has not timed out, whose step is within its timeout (or, without
-// one, its lease is not overdue). It returns when the step's time ends.
+// one, its lease is not overdue: three lease durations from the later of
+// the lease's acquisition and the step's start). It returns when the
+// step's time ends.
 func (c *Checker) stepRuns(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node, all []remediationObj) (bool, time.Time) {
 	now := time.Now()
 	if nhc.DeletionTimestamp != nil || !selects(nhc, node) || excluded(node) {
@@ -143,8 +145,14 @@ func (c *Checker) stepRuns(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node, all
 				return true, end
 			}
 		default:
+			// A step without a timeout runs three lease durations from
+			// the later of its lease's acquisition and its own start.
 			lease := c.leaseOn(node.Name)
-			if end := lease.Acquired.Add(3 * c.cfg.NodeLeaseDuration); lease.Holder == health.LeaseHolder(nhc.Name) && now.Before(end) {
+			start := lease.Acquired
+			if created := r.obj.GetCreationTimestamp().Time; created.After(start) {
+				start = created
+			}
+			if end := start.Add(3 * c.cfg.NodeLeaseDuration); lease.Holder == health.LeaseHolder(nhc.Name) && now.Before(end) {
 				return true, end
 			}
 		}
