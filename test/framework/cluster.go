@@ -343,12 +343,17 @@ func (e *Env) deleteRemediationsOf(nhc string) {
 	}
 }
 
-// Events lists the events recorded on a NodeHealthCheck, as reason and message.
+// Events lists the events recorded on a NodeHealthCheck, the one of the
+// name now when it exists.
 func (e *Env) Events(t testing.TB, nhc string) []corev1.Event {
 	t.Helper()
-	list, err := e.Kube.CoreV1().Events(metav1.NamespaceDefault).List(context.Background(), metav1.ListOptions{
-		FieldSelector: "involvedObject.kind=NodeHealthCheck,involvedObject.name=" + nhc,
-	})
+	selector := "involvedObject.kind=NodeHealthCheck,involvedObject.name=" + nhc
+	// An earlier NodeHealthCheck of the name (a test run again) left its
+	// own events.
+	if current, err := e.NHC.RemediationV1alpha1().NodeHealthChecks().Get(context.Background(), nhc, metav1.GetOptions{}); err == nil {
+		selector += ",involvedObject.uid=" + string(current.UID)
+	}
+	list, err := e.Kube.CoreV1().Events(metav1.NamespaceDefault).List(context.Background(), metav1.ListOptions{FieldSelector: selector})
 	require.NoError(t, err)
 	return list.Items
 }
