@@ -163,7 +163,10 @@ func (e *evaluation) keepLeases() {
 			continue
 		}
 		if why := e.leaseLapses(verdicts[node]); why != "" {
-			if l.HeldAt(e.now) && why != lapseDeleting {
+			// A node whose next step's create is retried takes its lease
+			// again at each try: it does not lapse meanwhile.
+			retried := verdicts[node] != nil && verdicts[node].Waiting == WaitCreateFailed
+			if l.HeldAt(e.now) && why != lapseDeleting && !retried {
 				e.p.Warnings = append(e.p.Warnings, normal(ReasonLeaseLapsing, node, fmt.Sprintf(messageLeaseLapsing, node, why, l.Expires().UTC().Format(time.RFC3339))))
 			}
 			continue

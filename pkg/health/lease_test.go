@@ -413,3 +413,17 @@ func TestAnOverdueStepWhoseRecordAndResourceWereLostIsNotStartedAgain(t *testing
 	require.Len(t, d.Create, 1, "within its lease's time the step is created again, on its first clock")
 	assert.Empty(t, d.TimeOut)
 }
+
+// TestALeaseIsNotSaidToLapseWhileTheNextStepsCreateIsRetried: the create
+// of the next step, refused and retried, takes the node's lease again at
+// each try; an event that it lapses at a time each try moves would mislead.
+func TestALeaseIsNotSaidToLapseWhileTheNextStepsCreateIsRetried(t *testing.T) {
+	resources := remediationsFor("sick", remediationOf(templateA, "sick", 6*time.Minute, timedOutAnnotation(now.Add(-time.Minute))))
+	d := decide(Input{
+		NHC: testNHC(threeSteps()), Nodes: oneSick(), Remediations: resources, Now: now,
+		Leases:        &Leases{ByNode: map[string]NodeLease{"sick": lease(ourHolder, time.Minute, 11*time.Minute)}, Duration: DefaultLeaseDuration, Buffer: DefaultLeaseBuffer},
+		CreateRetries: map[string]time.Time{"sick": now.Add(10 * time.Second)},
+	})
+	assert.Equal(t, WaitCreateFailed, verdictOf(d, "sick").Waiting)
+	assert.Empty(t, d.Warnings)
+}
