@@ -30,6 +30,9 @@ type FaultProxy struct {
 	// failWrites answers POST, PUT, PATCH and DELETE with 503 without
 	// forwarding them.
 	failWrites bool
+	// failStatusWrites answers the status writes (PUT, PATCH) of
+	// NodeHealthChecks with 500 without forwarding them.
+	failStatusWrites bool
 	// loseCreates forwards POSTs to paths containing this string, then
 	// answers 500 as if the response was lost.
 	loseCreates string
@@ -68,13 +71,15 @@ func NewFaultProxy(config *rest.Config, dir string) (*FaultProxy, error) {
 	p := &FaultProxy{held: map[string]chan struct{}{}, expired: map[string]bool{}}
 	p.server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
-		unreachable, failWrites, loseCreates, loseUpdates := p.unreachable, p.failWrites, p.loseCreates, p.loseUpdates
+		unreachable, failWrites, failStatusWrites, loseCreates, loseUpdates := p.unreachable, p.failWrites, p.failStatusWrites, p.loseCreates, p.loseUpdates
 		p.mu.Unlock()
 		write := r.Method != http.MethodGet && r.Method != http.MethodHead
 		held := p.holding(r)
 		switch {
 		case unreachable, failWrites && write:
 			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"ServiceUnavailable","code":503}`, http.StatusServiceUnavailable)
+		case failStatusWrites && nhcStatusWrite(r):
+			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"InternalError","code":500}`, http.StatusInternalServerError)
 		case loseCreates != "" && r.Method == http.MethodPost && strings.Contains(r.URL.Path, loseCreates),
 			loseUpdates != "" && r.Method == http.MethodPut && strings.Contains(r.URL.Path, loseUpdates):
 			forward.ServeHTTP(discard{header: http.Header{}}, r)
@@ -108,6 +113,21 @@ func (p *FaultProxy) FailWrites(fail bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.failWrites = fail
+}
+
+// FailStatusWrites makes the status writes of NodeHealthChecks fail with
+// 500, and nothing else, or work again: the controller's memory is lost
+// while its actions go through.
+func (p *FaultProxy) FailStatusWrites(fail bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failStatusWrites = fail
+}
+
+// nhcStatusWrite tells whether a request writes a NodeHealthCheck's status.
+func nhcStatusWrite(r *http.Request) bool {
+	return (r.Method == http.MethodPut || r.Method == http.MethodPatch) &&
+		strings.HasSuffix(r.URL.Path, "/status") && strings.Contains(r.URL.Path, "/nodehealthchecks/")
 }
 
 // LoseCreates makes creates to paths containing path reach the API server
