@@ -61,10 +61,10 @@ type generator struct {
 	// denials draws a remediator's webhook refusing an unhealthy node's
 	// resources, on a stream of its own too.
 	denials *rand.Rand
-	// spreads, pauses and confirms draw the shapes of spread.go, each on
-	// a stream of its own too.
-	spreads, pauses, confirms *rand.Rand
-	focus                     Focus
+	// spreads, pauses, confirms and lates draw the shapes of spread.go,
+	// each on a stream of its own too.
+	spreads, pauses, confirms, lates *rand.Rand
+	focus                            Focus
 }
 
 // Drawing names the draws a history has. A draw added later changes the
@@ -78,9 +78,12 @@ const (
 	// relabelling of a node its remediators hold (relabelWhileHeld), and
 	// a webhook's refusals (deny).
 	DrawnBeforeHeldRelabels Drawing = "before-held-relabels"
-	// DrawnBeforeDenials has every draw but a webhook's refusals (deny)
-	// and the shapes of spread.go.
+	// DrawnBeforeDenials has every draw but a webhook's refusals (deny,
+	// lateStep) and the other shapes of spread.go.
 	DrawnBeforeDenials Drawing = "before-denials"
+	// DrawnBeforeLateSteps has every draw but a second step's remediator
+	// refusing a node for minutes (lateStep).
+	DrawnBeforeLateSteps Drawing = "before-late-steps"
 	// DrawnBeforeSpreads has every draw but the shapes of spread.go:
 	// failures seconds apart and flaps, pauses at a storm's edge, and
 	// confirmations while a finalizer holds.
@@ -96,7 +99,7 @@ func Generate(seed uint64, n int, focus Focus, drawing Drawing) History {
 		relapses: rand.New(rand.NewPCG(seed, 0x4e1a95e)), bounds: rand.New(rand.NewPCG(seed, 0x57a7b5)),
 		returns: rand.New(rand.NewPCG(seed, 0x2e7b2d)), pools: map[string]string{},
 		holds: rand.New(rand.NewPCG(seed, 0x4e1d)), specs: map[string]*NHCSpec{}, denials: rand.New(rand.NewPCG(seed, 0xde41a1)),
-		spreads: rand.New(rand.NewPCG(seed, 0x5b4ead)), pauses: rand.New(rand.NewPCG(seed, 0xba05e)), confirms: rand.New(rand.NewPCG(seed, 0xc0f14)),
+		spreads: rand.New(rand.NewPCG(seed, 0x5b4ead)), pauses: rand.New(rand.NewPCG(seed, 0xba05e)), confirms: rand.New(rand.NewPCG(seed, 0xc0f14)), lates: rand.New(rand.NewPCG(seed, 0x1a7e)),
 		focus: focus}
 	if focus == FocusNone && g.budgets.IntN(4) == 0 {
 		// One history in four is drawn as FOCUS=control-plane draws it:
@@ -134,10 +137,13 @@ func Generate(seed uint64, n int, focus Focus, drawing Drawing) History {
 		if drawing == DrawnToday || drawing == DrawnBeforeSpreads {
 			h.Steps = append(h.Steps, g.deny(s)...)
 		}
-		if drawing == DrawnToday {
+		if drawing == DrawnToday || drawing == DrawnBeforeLateSteps {
 			h.Steps = append(h.Steps, g.spread(s)...)
 			h.Steps = append(h.Steps, g.pauseAtTheEdge(s)...)
 			h.Steps = append(h.Steps, g.confirmWhileHeld(s)...)
+		}
+		if drawing == DrawnToday {
+			h.Steps = append(h.Steps, g.lateStep(s)...)
 		}
 	}
 	return h

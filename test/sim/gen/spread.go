@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/nodehealthcheck/nhc-controller/test/sim/cluster"
 )
 
 // The shapes in which the spec is easiest to misread, drawn on streams of
@@ -11,7 +13,8 @@ import (
 // nodes failing seconds apart and conditions that flap for less than
 // their duration; a pause across a storm's edge, long enough for a step
 // held by it to be created more than three of its timeouts after the one
-// before timed out; and a manual confirmation of a recovery whose
+// before timed out, or refused by its remediator's webhook for as long; and
+// a manual confirmation of a recovery whose
 // resource a remediator's finalizer holds, followed by a relapse.
 
 // spreadOdds, flapOdds, pauseOdds and heldConfirmOdds are one in how many
@@ -21,6 +24,7 @@ const (
 	flapOdds        = 8
 	pauseOdds       = 12
 	heldConfirmOdds = 6
+	lateStepOdds    = 8
 )
 
 // spread draws, after a node turns unhealthy, more nodes of its pool
@@ -67,6 +71,32 @@ func (g *generator) pauseAtTheEdge(s Step) []Step {
 	return []Step{
 		{After: []time.Duration{5 * time.Second, 10 * time.Second, 30 * time.Second}[g.pauses.IntN(3)], Op: OpPause, NHC: nhc, On: true},
 		{After: []time.Duration{time.Minute, 2 * time.Minute, 4 * time.Minute}[g.pauses.IntN(3)], Op: OpPause, NHC: nhc, On: false},
+	}
+}
+
+// lateStep draws, after a node turns unhealthy, the webhook of the
+// remediator of a NodeHealthCheck's second step refusing the node's
+// resources for minutes (the first step runs and times out meanwhile, and
+// each refused create of the second takes the node lease again), then
+// admitting them: the second step, created late, runs its whole timeout.
+func (g *generator) lateStep(s Step) []Step {
+	pool, known := g.pools[s.Node]
+	if s.Op != OpCondition || s.Status == "True" || !known || g.lates.IntN(lateStepOdds) != 0 {
+		return nil
+	}
+	var kinds []cluster.Kind
+	for _, name := range g.selecting(pool) {
+		if steps := g.specs[name].Steps; len(steps) > 1 && steps[1].Kind != steps[0].Kind {
+			kinds = append(kinds, steps[1].Kind)
+		}
+	}
+	if len(kinds) == 0 {
+		return nil
+	}
+	k := kinds[g.lates.IntN(len(kinds))]
+	return []Step{
+		{Op: OpDeny, Kind: k, Node: s.Node, On: true},
+		{After: []time.Duration{2 * time.Minute, 3 * time.Minute, 5 * time.Minute}[g.lates.IntN(3)], Op: OpDeny, Kind: k, Node: s.Node, On: false},
 	}
 }
 
