@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -241,7 +242,7 @@ func (c *Checker) Observe(gvr schema.GroupVersionResource, typ watch.EventType, 
 		if typ == watch.Added {
 			c.nhcCreated(changed.GetName())
 		}
-		if typ != watch.Modified || old == nil || old.GetGeneration() != changed.GetGeneration() {
+		if typ != watch.Modified || old == nil || old.GetGeneration() != changed.GetGeneration() || disabledChanged(c, old, changed) {
 			c.noteStorm(changed.GetName())
 		}
 		if obj != nil {
@@ -285,4 +286,13 @@ func (c *Checker) Observe(gvr schema.GroupVersionResource, typ watch.EventType, 
 		}
 		c.resourceChanged(resourceOf(changed))
 	}
+}
+
+// disabledChanged tells whether a NodeHealthCheck's Disabled condition
+// changed: a disabled one starts no storm.
+func disabledChanged(c *Checker, old, changed *unstructured.Unstructured) bool {
+	disabled := func(u *unstructured.Unstructured) bool {
+		return meta.IsStatusConditionTrue(typedOf[v1alpha1.NodeHealthCheck](c, u).Status.Conditions, v1alpha1.ConditionDisabled)
+	}
+	return disabled(old) != disabled(changed)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -135,7 +136,9 @@ func (c *Checker) stormPointAt(nhc *v1alpha1.NodeHealthCheck, t time.Time) storm
 	}
 	observed, healthy, remediated := c.countsAt(nhc, t)
 	unhealthy, minHealthy := observed-healthy, minHealthyOf(nhc, observed)
-	paused := len(nhc.Spec.PauseRequests) > 0
+	// A disabled NodeHealthCheck starts no storm, as upstream, which
+	// evaluates none then.
+	paused := len(nhc.Spec.PauseRequests) > 0 || meta.IsStatusConditionTrue(nhc.Status.Conditions, v1alpha1.ConditionDisabled)
 	if threshold != nil {
 		p.starts = !paused && remediated > 0 && remediated >= observed-minHealthy && unhealthy > int(*threshold)
 		p.ends = unhealthy <= int(*threshold)
