@@ -160,6 +160,7 @@ func (p poolRemediations) WatchAll(context.Context, func() ([]*v1alpha1.NodeHeal
 }
 
 func (p poolRemediations) AddChangeHandler(remediation.ResourceChangeFunc) {}
+func (p poolRemediations) AddSlotFreedHandler(func())                      {}
 func (p poolRemediations) AddKindChangeHandler(remediation.KindChangeFunc) {}
 
 func (p poolRemediations) Watch(context.Context, *v1alpha1.NodeHealthCheck, []*v1alpha1.NodeHealthCheck) (*remediation.Watched, error) {

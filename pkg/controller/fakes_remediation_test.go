@@ -119,6 +119,7 @@ func (f *fakeRemediations) LookUpLapsed(context.Context) { f.syncs = append(f.sy
 
 // The sync tests call the handlers themselves.
 func (f *fakeRemediations) AddChangeHandler(remediation.ResourceChangeFunc) {}
+func (f *fakeRemediations) AddSlotFreedHandler(func())                      {}
 func (f *fakeRemediations) AddKindChangeHandler(remediation.KindChangeFunc) {}
 
 // fakeLeases takes every node lease, after beforeAcquire, and records the

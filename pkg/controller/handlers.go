@@ -54,6 +54,9 @@ func (h *handlers) Register(logger klog.Logger, cfg Config) error {
 	}, cache.HandlerOptions{Logger: &logger}); err != nil {
 		return err
 	}
+	// A control-plane create that gave the slot up may have held back any
+	// NodeHealthCheck's control-plane node.
+	cfg.Changes.AddSlotFreedHandler(func() { h.enqueueOthers("") })
 	cfg.Changes.AddChangeHandler(func(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool, confirmed []string) {
 		h.remediationChanged(logger, gvr, obj, deleted, confirmed)
 	})

@@ -109,6 +109,7 @@ type nodeLeases interface {
 type remediationChanges interface {
 	AddChangeHandler(handler remediation.ResourceChangeFunc)
 	AddKindChangeHandler(handler remediation.KindChangeFunc)
+	AddSlotFreedHandler(handler func())
 }
 
 // leaseChanges tells of node leases that changed hands.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -78,12 +77,6 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	}
 	out := c.actor.CarryOut(actCtx, nhc, &plan, src.watched)
 	cancel()
-	if controlPlaneSlotReleased(&plan, &out) {
-		// While in flight, the create held the one control-plane slot, and
-		// a sync of another NodeHealthCheck may have seen it held: no
-		// resource event will tell that one it is free again.
-		c.handlers.enqueueOthers(name)
-	}
 
 	// Record.
 	status := health.Status(in, &plan, &out)
@@ -189,14 +182,3 @@ func logVerdicts(logger klog.Logger, p *health.Plan) {
 	}
 }
 
-// controlPlaneSlotReleased tells whether a control-plane create of the
-// plan did not happen (refused, failed, withdrawn), and so released the
-// slot it held while in flight.
-func controlPlaneSlotReleased(plan *health.Plan, out *health.Outcome) bool {
-	for _, cr := range plan.Create {
-		if cr.ControlPlane && !slices.ContainsFunc(out.Created, func(c health.Created) bool { return c.Node == cr.Node }) {
-			return true
-		}
-	}
-	return false
-}

@@ -120,7 +120,8 @@ func unrecorded(rems []*v1alpha1.Remediation, finished []*v1alpha1.RemediationRe
 // node's record stays open, to be Recovered should a node of its name come
 // back healthy.
 func (b *statusBuilder) deselected(node string) bool {
-	return slices.Contains(b.p.Orphans, node) && !b.in.DeletedNodes[node]
+	_, orphan := slices.BinarySearch(b.p.Orphans, node)
+	return orphan && !b.in.DeletedNodes[node]
 }
 
 // newRecord opens the record of a node whose entry has its first

@@ -42,6 +42,8 @@ type Observer struct {
 	mu sync.Mutex
 	// handlers hear of every change, after the ledger.
 	handlers []ResourceChangeFunc
+	// slotHandlers hear of a control-plane slot given up with no resource.
+	slotHandlers []func()
 }
 
 // groupsLister lists the resources of every group version the API serves
@@ -68,6 +70,26 @@ func (o *Observer) AddChangeHandler(handler ResourceChangeFunc) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.handlers = append(o.handlers, handler)
+}
+
+// AddSlotFreedHandler adds a handler that hears of a control-plane create
+// that gave the cluster's one control-plane slot up with no resource to
+// show it (failed, refused, looked up gone): no resource event tells the
+// NodeHealthChecks it held back.
+func (o *Observer) AddSlotFreedHandler(handler func()) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.slotHandlers = append(o.slotHandlers, handler)
+}
+
+// slotFreed tells the slot handlers of a slot given up.
+func (o *Observer) slotFreed() {
+	o.mu.Lock()
+	handlers := o.slotHandlers
+	o.mu.Unlock()
+	for _, handler := range handlers {
+		handler()
+	}
 }
 
 // KindChangeFunc hears of a kind whose informer synced or stopped failing:

@@ -78,6 +78,7 @@ func New(cfg Config) (*Observer, *Writer, error) {
 func newRooms(informers *kinds.Informers, templates *templateResolver, clock clock.PassiveClock, client *resourceClient) (*Observer, *Writer) {
 	ledger := inflight.New(clock)
 	o := &Observer{informers: informers, templates: templates, clock: clock, ledger: ledger}
+	ledger.OnSlotFreed(o.slotFreed)
 	informers.AddChangeHandler(func(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool) {
 		o.changed(gvr, obj, deleted, ledger.Settle(gvr, obj, deleted))
 	})

@@ -48,6 +48,9 @@ type Ledger struct {
 	mu    sync.Mutex
 	// writes holds every write under way, by its key.
 	writes map[Key]write
+	// slotFreed hears that a create no resource shows gave the
+	// control-plane slot up (OnSlotFreed).
+	slotFreed func()
 }
 
 // Key names a write: a create by its NodeHealthCheck, resource,
@@ -149,20 +152,6 @@ func (f *Ledger) Unanswered(key Key) {
 	}
 }
 
-// retryLater is a write looked up after the next interval of its retries.
-// A create whose fate the API server did not tell (a 5xx, a timeout, a
-// lost connection), or whose look-up it did not answer, is looked up again
-// on the back-off of a create that failed (health.FirstCreateRetry,
-// doubling up to health.MaxCreateRetry) rather than TTL on: until it is
-// known, its node waits, and so does every other node of a NodeHealthCheck
-// whose status records no remediation yet, so that an outage's end
-// releases them within MaxCreateRetry.
-func (w write) retryLater(now time.Time) write {
-	w.retry = min(max(2*w.retry, health.FirstCreateRetry), health.MaxCreateRetry)
-	w.lapses = now.Add(w.retry)
-	return w
-}
-
 // ExpectDelete records a delete about to be sent.
 func (f *Ledger) ExpectDelete(nhc, node string, uid types.UID) {
 	f.mu.Lock()
@@ -170,12 +159,28 @@ func (f *Ledger) ExpectDelete(nhc, node string, uid types.UID) {
 	f.add(DeleteKey(nhc, uid), write{node: node})
 }
 
+// OnSlotFreed sets who hears that a create gave the control-plane slot up
+// with no resource to show it: it failed, was refused, was looked up gone,
+// or its kind is no longer served. A sync that saw the slot held while the
+// create was in flight waits for no resource event; this wakes it. Set it
+// before the ledger is used.
+func (f *Ledger) OnSlotFreed(fn func()) { f.slotFreed = fn }
+
+// freed tells of a slot given up, outside f.mu.
+func (f *Ledger) freed(slot bool) {
+	if slot && f.slotFreed != nil {
+		f.slotFreed()
+	}
+}
+
 // Cancel withdraws a write that certainly did not happen, or whose result
 // the cache shows already (a delete); a create's slot with it.
 func (f *Ledger) Cancel(key Key) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
+	w, ok := f.writes[key]
 	delete(f.writes, key)
+	f.mu.Unlock()
+	f.freed(ok && w.controlPlane)
 }
 
 // Settle settles the writes an informer's change shows: a resource that
@@ -275,123 +280,6 @@ func (f *Ledger) PendingResources(nhc string) []schema.GroupVersionResource {
 	return resources
 }
 
-// NextLapse is when the first write the informers have not shown lapses,
-// of any NodeHealthCheck, or zero: a create under way holds its node, and a
-// control-plane node's create the cluster's slot, against every
-// NodeHealthCheck until it is looked up (Lapsed), and nothing else wakes
-// them then.
-func (f *Ledger) NextLapse() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var next time.Time
-	for _, w := range f.writes {
-		if !w.shown && (next.IsZero() || w.lapses.Before(next)) {
-			next = w.lapses
-		}
-	}
-	return next
-}
-
-// Resynced lapses the creates of a kind whose informer synced again that
-// hold the control-plane slot alone, shown: a resource deleted while its
-// kind could not be read (forbidden, a remediator deleting it meanwhile) is
-// seen gone by no event, and would hold the slot until its next look-up,
-// up to TTL on. The next sync looks them up (Lapsed).
-func (f *Ledger) Resynced(gvr schema.GroupVersionResource) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	now := f.clock.Now()
-	for key, w := range f.writes {
-		if key.creation() && key.resource == gvr && w.shown && w.controlPlane && now.Before(w.lapses) {
-			w.lapses = now
-			f.writes[key] = w
-		}
-	}
-}
-
-// Lapsed is a create held for TTL, pending or holding the slot, to be
-// looked up at the API server.
-type Lapsed struct {
-	NHC       string
-	Resource  schema.GroupVersionResource
-	Namespace string
-	Name      string
-	Node      string
-	// Shown: the informer showed the create; it holds the slot alone.
-	Shown bool
-	// ControlPlane: it holds the control-plane slot.
-	ControlPlane bool
-
-	key   Key
-	write write
-}
-
-// Lapsed returns the creates of every NodeHealthCheck held for TTL, to be
-// looked up, and drops the lapsed deletes. Each create is held for another
-// TTL from now on: while its lookup is under way it still holds its node,
-// or the slot, so that a sync of another NodeHealthCheck at the same
-// instant does not find it gone. The informer may be behind (a watch that
-// stops sending while its connection stays open shows nothing until it
-// times out): its cache is not to be believed about them. Every
-// NodeHealthCheck's, since a create under way holds its node against the
-// others too, and its own NodeHealthCheck may not sync (disabled).
-func (f *Ledger) Lapsed() []Lapsed {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	now := f.clock.Now()
-	var lapsed []Lapsed
-	for key, w := range f.writes {
-		if now.Before(w.lapses) {
-			continue
-		}
-		if !key.creation() {
-			delete(f.writes, key)
-			continue
-		}
-		w.lapses = now.Add(TTL)
-		f.writes[key] = w
-		lapsed = append(lapsed, Lapsed{NHC: key.nhc, Resource: key.resource, Namespace: key.namespace, Name: w.name, Node: w.node,
-			Shown: w.shown, ControlPlane: w.controlPlane, key: key, write: w})
-	}
-	return lapsed
-}
-
-// KeepSlot ends a lapsed create's lookup that found it, shown or not: it
-// holds the control-plane slot on, and its node no longer, unless the
-// informers settled it meanwhile.
-func (f *Ledger) KeepSlot(l Lapsed) {
-	slot := l.write
-	slot.shown = true
-	f.endLookup(l, &slot)
-}
-
-// Drop ends a lapsed create's lookup that found it gone, unless the
-// informers settled it meanwhile.
-func (f *Ledger) Drop(l Lapsed) { f.endLookup(l, nil) }
-
-// Retry ends a lapsed create's lookup that got no answer: it holds on as
-// it did, and is looked up again after the next interval of its retries,
-// unless the informers settled it meanwhile.
-func (f *Ledger) Retry(l Lapsed) {
-	again := l.write.retryLater(f.clock.Now())
-	f.endLookup(l, &again)
-}
-
-// endLookup ends a lapsed create's lookup: it is held on as kept, or goes
-// when kept is nil, unless the informers settled it meanwhile.
-func (f *Ledger) endLookup(l Lapsed, kept *write) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if current, ok := f.writes[l.key]; !ok || current != l.write {
-		return
-	}
-	if kept == nil {
-		delete(f.writes, l.key)
-		return
-	}
-	f.writes[l.key] = *kept
-}
-
 // Forget drops the deletes of a deleted NodeHealthCheck, whose informers
 // may stop before they show its resources go. Its creates stay until shown
 // and seen gone, or looked up gone once they lapse: the garbage collector
@@ -414,12 +302,15 @@ func (f *Ledger) Forget(nhc string) {
 // no look-up of them would answer anything else.
 func (f *Ledger) ForgetKind(gvr schema.GroupVersionResource) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	for key := range f.writes {
+	slot := false
+	for key, w := range f.writes {
 		if key.creation() && key.resource == gvr {
+			slot = slot || w.controlPlane
 			delete(f.writes, key)
 		}
 	}
+	f.mu.Unlock()
+	f.freed(slot)
 }
 
 // add records a write, which lapses after TTL; f.mu is held.

@@ -250,3 +250,35 @@ func createdControlPlaneRemediation(t *testing.T, f *Ledger) (*unstructured.Unst
 	f.Created(key, r.GetUID())
 	return r, key
 }
+
+// TestASlotGivenUpWithNoResourceIsTold: a control-plane create that
+// failed, was looked up gone, or whose kind went, frees the slot with no
+// resource event; the ledger tells so. A worker's create holds no slot.
+func TestASlotGivenUpWithNoResourceIsTold(t *testing.T) {
+	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
+	f := New(clock)
+	freed := 0
+	f.OnSlotFreed(func() { freed++ })
+	book := func(node string, controlPlane bool) Key {
+		key := CreateKey(testNHC, testGVR, "remediators", node, "reboot")
+		require.NoError(t, f.Book(key, node, true, controlPlane, nobody))
+		return key
+	}
+
+	f.Cancel(book("worker-0", false))
+	assert.Equal(t, 0, freed, "a worker's create holds no slot")
+	f.Cancel(book("master-0", true))
+	assert.Equal(t, 1, freed, "a refused control-plane create")
+
+	book("master-0", true)
+	clock.SetTime(clock.Now().Add(TTL))
+	lapsed := f.Lapsed()
+	require.Len(t, lapsed, 1)
+	f.Drop(lapsed[0])
+	assert.Equal(t, 2, freed, "looked up gone")
+
+	book("master-0", true)
+	f.ForgetKind(testGVR)
+	assert.Equal(t, 3, freed, "its kind no longer served")
+	assert.Empty(t, f.ControlPlaneNodes())
+}
