@@ -181,4 +181,3 @@ func logVerdicts(logger klog.Logger, p *health.Plan) {
 		logger.V(4).Info("Node verdict", keysAndValues...)
 	}
 }
-
