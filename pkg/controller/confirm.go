@@ -82,6 +82,9 @@ func (r *rechecker) atAPIServer(ctx context.Context, plan *health.Plan, nhc *nhc
 	if nhcErr != nil {
 		return "", nhcErr
 	}
+	if liveNHC != nil {
+		r.nhcs.SeenAtAPIServer(liveNHC)
+	}
 	node := read.node
 	switch {
 	case apierrors.IsNotFound(read.err):
@@ -101,7 +104,7 @@ func (r *rechecker) atAPIServer(ctx context.Context, plan *health.Plan, nhc *nhc
 // caches show them now.
 func (r *rechecker) inCaches(name string, plan *health.Plan, cr health.Creation) string {
 	var nhc *metav1.ObjectMeta
-	if _, cached, err := r.nhcs.Get(name); err == nil {
+	if _, cached, err := r.nhcs.Cached(name); err == nil {
 		nhc = &cached.ObjectMeta
 	}
 	node, err := r.nodes.Get(cr.Node)

@@ -103,13 +103,16 @@ func TestAnEscalationStepIsConfirmedAtTheAPIServer(t *testing.T) {
 
 // A create is confirmed against the NodeHealthCheck as the API server has
 // it, once a sync: a watch that lags or went silent must not remediate from
-// a spec the operator already changed (paused, edited, deleted).
+// a spec the operator already changed (paused, edited, deleted), nor from
+// an old status, the controller's memory of the incident.
 func TestACreateIsConfirmedAgainstTheNodeHealthCheckAtTheAPIServer(t *testing.T) {
 	paused := workersNHC()
 	paused.Generation++
 	paused.Spec.PauseRequests = []string{"maintenance"}
 	recreated := workersNHC()
 	recreated.UID = "recreated"
+	statusWritten := workersNHC()
+	statusWritten.ResourceVersion = "2"
 	tests := []struct {
 		name string
 		// live is the NodeHealthCheck at the API server; nil: gone.
@@ -120,6 +123,7 @@ func TestACreateIsConfirmedAgainstTheNodeHealthCheckAtTheAPIServer(t *testing.T)
 		{"paused there", paused, false},
 		{"deleted there", nil, false},
 		{"deleted and created again there", recreated, false},
+		{"its status written there since", statusWritten, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

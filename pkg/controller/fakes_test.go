@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -131,12 +132,16 @@ func (f *fakeLiveNodes) Versions(_ context.Context, selector labels.Selector) (m
 }
 
 // fakeLiveNHCs is the API server's NodeHealthChecks: those of the cache,
-// unless live says otherwise.
+// or as statuses last wrote them where the cache is older, unless live
+// says otherwise.
 type fakeLiveNHCs struct {
-	nhcs cache.Indexer
+	nhcs     cache.Indexer
+	statuses *fakeStatuses
 	// live, when set, are the NodeHealthChecks the API server has.
 	live  map[string]*v1alpha1.NodeHealthCheck
 	reads int
+	// gets counts the reads of whole NodeHealthChecks.
+	gets int
 	// answerAfter, when set, holds each read's answer until it is closed,
 	// as a slow API server would, or fails the read after a while.
 	answerAfter <-chan struct{}
@@ -151,9 +156,26 @@ func (f *fakeLiveNHCs) Metadata(_ context.Context, name string) (*metav1.ObjectM
 			return nil, apierrors.NewTimeoutError("no answer", 1)
 		}
 	}
+	nhc, err := f.current(name)
+	if err != nil {
+		return nil, err
+	}
+	return nhc.ObjectMeta.DeepCopy(), nil
+}
+
+func (f *fakeLiveNHCs) Get(_ context.Context, name string) (*v1alpha1.NodeHealthCheck, error) {
+	f.gets++
+	nhc, err := f.current(name)
+	if err != nil {
+		return nil, err
+	}
+	return nhc.DeepCopy(), nil
+}
+
+func (f *fakeLiveNHCs) current(name string) (*v1alpha1.NodeHealthCheck, error) {
 	if f.live != nil {
 		if nhc, ok := f.live[name]; ok {
-			return nhc.ObjectMeta.DeepCopy(), nil
+			return nhc, nil
 		}
 		return nil, apierrors.NewNotFound(v1alpha1.Resource("nodehealthchecks"), name)
 	}
@@ -161,7 +183,18 @@ func (f *fakeLiveNHCs) Metadata(_ context.Context, name string) (*metav1.ObjectM
 	if !ok {
 		return nil, apierrors.NewNotFound(v1alpha1.Resource("nodehealthchecks"), name)
 	}
-	return obj.(*v1alpha1.NodeHealthCheck).ObjectMeta.DeepCopy(), nil
+	cached := obj.(*v1alpha1.NodeHealthCheck)
+	if f.statuses != nil {
+		for i := len(f.statuses.written) - 1; i >= 0; i-- {
+			if written := f.statuses.written[i]; written.Name == name && written.UID == cached.UID {
+				if order, err := resourceversion.CompareResourceVersion(cached.ResourceVersion, written.ResourceVersion); err == nil && order < 0 {
+					return written, nil
+				}
+				break
+			}
+		}
+	}
+	return cached, nil
 }
 
 // syncFixture is a Controller on fakes and a fake clock, with no API server.
@@ -211,7 +244,7 @@ func newSyncFixture(t testing.TB, nhc *v1alpha1.NodeHealthCheck, nodes ...*corev
 	// As cronjob's tests replace its job control: the status writes are
 	// recorded instead of sent.
 	f.c.api.statuses = f.statuses
-	f.liveNHCs = &fakeLiveNHCs{nhcs: f.nhcs}
+	f.liveNHCs = &fakeLiveNHCs{nhcs: f.nhcs, statuses: f.statuses}
 	f.c.api.liveNHCs = f.liveNHCs
 	if nhc != nil {
 		f.setNHC(t, nhc)

@@ -154,6 +154,8 @@ type liveNHCs interface {
 	// Metadata reads a NodeHealthCheck's metadata, whose identity and
 	// generation tell a spec change; a NotFound error when it is gone.
 	Metadata(ctx context.Context, name string) (*metav1.ObjectMeta, error)
+	// Get reads a whole NodeHealthCheck, which the cache is behind on.
+	Get(ctx context.Context, name string) (*v1alpha1.NodeHealthCheck, error)
 }
 
 // statusWriter writes a NodeHealthCheck's status subresource.
@@ -198,6 +200,10 @@ func (w clientNHCs) Metadata(ctx context.Context, name string) (*metav1.ObjectMe
 		}
 	}
 	return nil, apierrors.NewNotFound(v1alpha1.Resource("nodehealthchecks"), name)
+}
+
+func (w clientNHCs) Get(ctx context.Context, name string) (*v1alpha1.NodeHealthCheck, error) {
+	return w.client.NodeHealthChecks().Get(ctx, name, metav1.GetOptions{})
 }
 
 func (w clientNHCs) UpdateStatus(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (*v1alpha1.NodeHealthCheck, error) {

@@ -7,9 +7,12 @@ import (
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"k8s.io/klog/v2"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	nhclisters "github.com/nodehealthcheck/nhc-controller/pkg/generated/listers/remediation/v1alpha1"
@@ -23,33 +26,84 @@ import (
 // decide from an older one than the last sync's.
 type nodeHealthChecks struct {
 	lister nhclisters.NodeHealthCheckLister
-	// api writes the statuses.
+	// api reads the NodeHealthChecks the cache is behind on, and writes
+	// the statuses.
 	api *apiServer
-	// written shadows the informer with this controller's last status
-	// write of each NodeHealthCheck.
-	written *ownWrites
+	// ahead shadows the informer with the newest NodeHealthCheck this
+	// controller wrote or read at the API server.
+	ahead *aheadOfCache
+	// behind names the NodeHealthChecks the API server was seen to have
+	// newer than the cache, to read there before the next sync.
+	behind sync.Map
 	// deferred holds the status a sync left to the next one.
 	deferred *deferredStatuses
 }
 
 func newNodeHealthChecks(lister nhclisters.NodeHealthCheckLister, api *apiServer) *nodeHealthChecks {
-	return &nodeHealthChecks{lister: lister, api: api, written: &ownWrites{}, deferred: &deferredStatuses{}}
+	return &nodeHealthChecks{lister: lister, api: api, ahead: &aheadOfCache{}, deferred: &deferredStatuses{}}
 }
 
 // Get returns a NodeHealthCheck as stored, which a status write is based
 // on, and as a sync decides from it: with the status left to that sync.
-func (n *nodeHealthChecks) Get(name string) (stored, nhc *v1alpha1.NodeHealthCheck, err error) {
+// When the cache was seen to be behind the API server, the NodeHealthCheck
+// is read there first: a watch that stalls, or a status write whose answer
+// was lost, would otherwise keep every sync deciding from an old status
+// and every write failing with a conflict.
+func (n *nodeHealthChecks) Get(ctx context.Context, name string) (stored, nhc *v1alpha1.NodeHealthCheck, err error) {
+	if err := n.catchUp(ctx, name); err != nil {
+		return nil, nil, err
+	}
+	return n.Cached(name)
+}
+
+// Cached is Get without a read at the API server.
+func (n *nodeHealthChecks) Cached(name string) (stored, nhc *v1alpha1.NodeHealthCheck, err error) {
 	cached, err := n.lister.Get(name)
 	if err != nil {
 		return nil, nil, err
 	}
-	stored = n.written.Get(cached)
+	stored = n.ahead.Get(cached)
 	return stored, n.deferred.Apply(stored), nil
 }
 
+// SeenAtAPIServer notes a NodeHealthCheck's metadata as the API server has
+// it: when it is newer than the cache's, the next Get reads it there.
+func (n *nodeHealthChecks) SeenAtAPIServer(live *metav1.ObjectMeta) {
+	stored, _, err := n.Cached(live.Name)
+	if err != nil || stored.UID != live.UID {
+		return
+	}
+	if order, err := resourceversion.CompareResourceVersion(stored.ResourceVersion, live.ResourceVersion); err == nil && order < 0 {
+		n.behind.Store(live.Name, struct{}{})
+	}
+}
+
+// catchUp reads a NodeHealthCheck at the API server if the cache was seen
+// to be behind on it. One that is gone is left to the informer to tell.
+func (n *nodeHealthChecks) catchUp(ctx context.Context, name string) error {
+	if _, behind := n.behind.Load(name); !behind {
+		return nil
+	}
+	live, err := n.api.liveNHCs.Get(ctx, name)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("reading the NodeHealthCheck the cache is behind on: %w", err)
+	default:
+		klog.FromContext(ctx).V(2).Info(logCacheBehind, "resourceVersion", live.ResourceVersion)
+		n.ahead.Remember(live)
+	}
+	n.behind.Delete(name)
+	return nil
+}
+
+// logCacheBehind is logged when a sync reads its NodeHealthCheck at the
+// API server because the cache is behind it.
+const logCacheBehind = "The NodeHealthCheck cache is behind the API server; deciding from the NodeHealthCheck read there"
+
 // WithOwnWrites returns a cached NodeHealthCheck as syncs decide from it.
 func (n *nodeHealthChecks) WithOwnWrites(cached *v1alpha1.NodeHealthCheck) *v1alpha1.NodeHealthCheck {
-	return n.deferred.Apply(n.written.Get(cached))
+	return n.deferred.Apply(n.ahead.Get(cached))
 }
 
 // Others lists the NodeHealthChecks but nhc, as syncs decide from them.
@@ -93,7 +147,8 @@ func (n *nodeHealthChecks) Readable() ([]*v1alpha1.NodeHealthCheck, error) {
 //
 // The status goes through the status subresource when it differs from the
 // stored one, with the resourceVersion the plan was made from: a conflict
-// means the plan was made from stale data, and the sync is retried.
+// means the plan was made from stale data, and the sync is retried from
+// the NodeHealthCheck read at the API server.
 func (n *nodeHealthChecks) RecordStatus(ctx context.Context, stored *v1alpha1.NodeHealthCheck, status v1alpha1.NodeHealthCheckStatus, leave bool) (bool, error) {
 	if leave && n.deferred.Defer(stored, status) {
 		return false, nil
@@ -110,10 +165,13 @@ func (n *nodeHealthChecks) RecordStatus(ctx context.Context, stored *v1alpha1.No
 	updated := stored.DeepCopy()
 	updated.Status = status
 	written, err := n.api.statuses.UpdateStatus(ctx, updated)
+	if apierrors.IsConflict(err) {
+		n.behind.Store(stored.Name, struct{}{})
+	}
 	if err != nil {
 		return false, fmt.Errorf("writing the status: %w", err)
 	}
-	n.written.Remember(written)
+	n.ahead.Remember(written)
 	return true, nil
 }
 
@@ -134,44 +192,45 @@ func (n *nodeHealthChecks) PatchUnreadable(ctx context.Context, nhc *v1alpha1.No
 
 // Forget drops what is kept of a deleted NodeHealthCheck.
 func (n *nodeHealthChecks) Forget(name string) {
-	n.written.Forget(name)
+	n.ahead.Forget(name)
+	n.behind.Delete(name)
 	n.deferred.Drop(name)
 }
 
-// ownWrites shadows the informer with this controller's last status write
-// of each NodeHealthCheck, until the informer shows it: a sync that runs
-// before the watch delivers the write (the next second's creates, in a
-// storm) decides from the status written, not an older one, and bases its
-// own write on that write's resourceVersion instead of failing with a
-// conflict and waiting for a retry.
-type ownWrites struct {
+// aheadOfCache shadows the informer with the newest NodeHealthCheck this
+// controller wrote or read at the API server, until the informer shows it:
+// a sync that runs before the watch delivers a status write (the next
+// second's creates, in a storm) decides from the status written, not an
+// older one, and bases its own write on that write's resourceVersion
+// instead of failing with a conflict and waiting for a retry.
+type aheadOfCache struct {
 	byName sync.Map
 }
 
-// Remember keeps a NodeHealthCheck as the API server answered its write.
-func (w *ownWrites) Remember(written *v1alpha1.NodeHealthCheck) {
-	w.byName.Store(written.Name, written)
+// Remember keeps a NodeHealthCheck as the API server answered its write or
+// read.
+func (w *aheadOfCache) Remember(answered *v1alpha1.NodeHealthCheck) {
+	w.byName.Store(answered.Name, answered)
 }
 
-// Get returns the NodeHealthCheck as this controller last wrote it while
-// the cached one is older, else the cached one, and forgets a write the
-// cache shows.
-func (w *ownWrites) Get(cached *v1alpha1.NodeHealthCheck) *v1alpha1.NodeHealthCheck {
+// Get returns the NodeHealthCheck remembered while the cached one is
+// older, else the cached one, and forgets one the cache shows.
+func (w *aheadOfCache) Get(cached *v1alpha1.NodeHealthCheck) *v1alpha1.NodeHealthCheck {
 	value, ok := w.byName.Load(cached.Name)
 	if !ok {
 		return cached
 	}
-	written := value.(*v1alpha1.NodeHealthCheck)
-	if written.UID == cached.UID {
-		if order, err := resourceversion.CompareResourceVersion(cached.ResourceVersion, written.ResourceVersion); err == nil && order < 0 {
-			return written
+	answered := value.(*v1alpha1.NodeHealthCheck)
+	if answered.UID == cached.UID {
+		if order, err := resourceversion.CompareResourceVersion(cached.ResourceVersion, answered.ResourceVersion); err == nil && order < 0 {
+			return answered
 		}
 	}
 	w.byName.CompareAndDelete(cached.Name, value)
 	return cached
 }
 
-func (w *ownWrites) Forget(name string) {
+func (w *aheadOfCache) Forget(name string) {
 	w.byName.Delete(name)
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
@@ -187,5 +188,45 @@ func TestASyncNeverLeavesATransitionToTheNext(t *testing.T) {
 		stored := workersNHC()
 		stored.Status = tc.stored
 		assert.Equal(t, tc.leaves, leavesStatus(stored, &tc.status, created, time.Second), tc.name)
+	}
+}
+
+// The status is the controller's memory of an incident: which steps timed
+// out. When the cache is behind the API server (a watch that stalls, a
+// status write whose answer was lost), every write conflicts, and a sync
+// deciding from the cache's status would run a step again once its
+// resource is gone. A conflict, or a create's recheck that reads a newer
+// NodeHealthCheck, makes the next sync read it at the API server and decide
+// from it.
+func TestASyncBehindTheAPIServerDecidesFromTheNodeHealthCheckThere(t *testing.T) {
+	for _, seen := range []string{"a status write conflicts", "a create is rechecked"} {
+		t.Run(seen, func(t *testing.T) {
+			nhc := workersNHC()
+			f := newSyncFixture(t, nhc, notReady("worker-1", longAgo))
+			stored := nhc.DeepCopy()
+			stored.ResourceVersion = "7"
+			stored.Status = remediatedStatus(longAgo)
+			stored.Status.UnhealthyNodes[0].Remediations[0].TimedOut = &metav1.Time{Time: longAgo}
+			f.liveNHCs.live = map[string]*v1alpha1.NodeHealthCheck{"workers": stored}
+			if seen == "a status write conflicts" {
+				f.remediating(t, nhc, "worker-1")
+				f.statuses.err = apierrors.NewConflict(v1alpha1.Resource("nodehealthchecks"), "workers", errors.New("the object has been modified"))
+				_, err := f.sync()
+				require.True(t, apierrors.IsConflict(err), "got %v", err)
+				f.statuses.err = nil
+				f.remediations.seen.Remediations = map[string][]health.Remediation{}
+			}
+
+			_, err := f.sync()
+			require.NoError(t, err)
+			_, err = f.sync()
+			require.NoError(t, err)
+			assert.Empty(t, f.remediations.creates(), "the step that timed out at the API server is not run again")
+			assert.Equal(t, 1, f.liveNHCs.gets, "one read of the whole NodeHealthCheck")
+			written := f.statuses.written[len(f.statuses.written)-1]
+			assert.Equal(t, "8", written.ResourceVersion, "written on the resourceVersion read")
+			require.NotNil(t, entryOf(written.Status, "worker-1"))
+			assert.NotNil(t, entryOf(written.Status, "worker-1").Remediations[0].TimedOut, "the time-out kept")
+		})
 	}
 }

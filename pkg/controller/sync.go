@@ -31,7 +31,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	ctx = klog.NewContext(ctx, logger)
 	started := c.clock.Now()
 
-	stored, nhc, err := c.nhcs.Get(name)
+	stored, nhc, err := c.nhcs.Get(ctx, name)
 	if apierrors.IsNotFound(err) {
 		logger.V(2).Info("NodeHealthCheck is gone; forgetting it")
 		c.forget(name)

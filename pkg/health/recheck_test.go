@@ -26,6 +26,8 @@ func TestRecheckJustBeforeTheCreate(t *testing.T) {
 	edited.Generation++
 	recreated := nhc.DeepCopy()
 	recreated.UID = "another"
+	statusWritten := nhc.DeepCopy()
+	statusWritten.ResourceVersion = "another"
 	cases := []struct {
 		name string
 		nhc  *v1alpha1.NodeHealthCheck
@@ -36,6 +38,7 @@ func TestRecheckJustBeforeTheCreate(t *testing.T) {
 		{"the NodeHealthCheck is gone", nil, sick, withdrawnNHCGone},
 		{"it was deleted and created again", recreated, sick, withdrawnNHCGone},
 		{"it was paused or edited", edited, sick, withdrawnSpecChanged},
+		{"its status was written since", statusWritten, sick, withdrawnNHCChanged},
 		{"the node is gone", nhc, nil, withdrawnNodeGone},
 		{"the node recovered", nhc, testNode("sick"), withdrawnRecovered},
 		{"the node is excluded", nhc, testNode("sick", unhealthy, label(v1alpha1.ExcludeFromRemediationLabel, "true")), withdrawnExcluded},

@@ -325,6 +325,13 @@ func (e *Env) updateRemediation(t testing.TB, name string, status bool, change f
 	}))
 }
 
+// DeleteRemediation deletes a remediation resource, as its remediator may
+// once it is done.
+func (e *Env) DeleteRemediation(t testing.TB, name string) {
+	t.Helper()
+	require.NoError(t, e.Dynamic.Resource(RemediationResource).Namespace(RemediatorNamespace).Delete(context.Background(), name, metav1.DeleteOptions{}))
+}
+
 // deleteRemediationsOf removes a scenario's resources: there is no garbage collector.
 func (e *Env) deleteRemediationsOf(nhc string) {
 	client := e.Dynamic.Resource(RemediationResource).Namespace(RemediatorNamespace)

@@ -4,26 +4,28 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/test/framework"
 )
 
-// conflictsFor is how long the status writes conflict: long enough that
-// client-go's default back-off, doubling from 5 ms, would put the next try
-// more than two minutes past it (its 15th try at 164 s, the 16th at 328 s).
-const conflictsFor = 170 * time.Second
-
-// TestAStatusWrittenBehindASilentWatchIsRecordedSoonAfter: the controller's
+// TestAStatusWrittenBehindASilentWatchIsRecordedAtOnce: the controller's
 // status write lands but its answer is lost, while its watch of
-// NodeHealthChecks is silent, so every later write is a conflict; a node's
-// remediation starts meanwhile. Once the watch goes on, the status lists
-// the remediation within a minute, not minutes later after a back-off grown
-// through the conflicts.
-func TestAStatusWrittenBehindASilentWatchIsRecordedSoonAfter(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: three minutes of conflicts")
-	}
+// NodeHealthChecks stays silent, so its next write conflicts. The status is
+// the controller's memory of the incident: it reads the NodeHealthCheck at
+// the API server and goes on from there, the watch still silent. The
+// status lists the node's remediation within seconds, then its failure;
+// when the remediator deletes the failed resource, the step is not run
+// again.
+func TestAStatusWrittenBehindASilentWatchIsRecordedAtOnce(t *testing.T) {
 	const scenario = "status-after-conflicts"
-	nodes := startSeeingThreeNodes(t, scenario, nil)
+	nodes := startSeeingThreeNodes(t, scenario, func(s *v1alpha1.NodeHealthCheckSpec) {
+		s.RemediationTemplate = nil
+		s.EscalatingRemediations = []v1alpha1.EscalatingRemediation{
+			{RemediationTemplate: framework.TemplateRef(scenario), Order: 1, Timeout: metav1.Duration{Duration: time.Hour}},
+		}
+	})
 
 	proxy.HoldWatches("nodehealthchecks", true)
 	t.Cleanup(func() { proxy.HoldWatches("nodehealthchecks", false) })
@@ -33,21 +35,27 @@ func TestAStatusWrittenBehindASilentWatchIsRecordedSoonAfter(t *testing.T) {
 	framework.Eventually(t, 20*time.Second, "the node's remediation", func() bool {
 		return len(env.Remediations(t, scenario)[nodes[0]]) == 1
 	})
+	name := env.Remediations(t, scenario)[nodes[0]][0].GetName()
 	proxy.LoseUpdates("")
-	time.Sleep(conflictsFor)
-	if s := env.GetNHC(t, scenario).Status; len(s.UnhealthyNodes) > 0 && len(s.UnhealthyNodes[0].Remediations) > 0 {
-		t.Fatalf("the status recorded the remediation while every write conflicted: the test shows nothing")
-	}
-
-	proxy.HoldWatches("nodehealthchecks", false)
-	released := time.Now()
-	framework.Eventually(t, time.Minute, "the status to list the remediation once the watch goes on", func() bool {
+	recorded := func() *v1alpha1.Remediation {
 		for _, entry := range env.GetNHC(t, scenario).Status.UnhealthyNodes {
-			if entry.Name == nodes[0] && len(entry.Remediations) > 0 {
-				return true
+			if entry.Name == nodes[0] && len(entry.Remediations) == 1 {
+				return entry.Remediations[0]
 			}
 		}
-		return false
+		return nil
+	}
+	framework.Eventually(t, 10*time.Second, "the status to list the remediation, the watch still silent", func() bool {
+		return recorded() != nil
 	})
-	t.Logf("recorded %s after the watch went on", time.Since(released).Round(time.Second))
+
+	env.SetRemediationCondition(t, name, v1alpha1.SucceededCondition, "False")
+	framework.Eventually(t, 10*time.Second, "the status to record the step's failure", func() bool {
+		r := recorded()
+		return r != nil && r.TimedOut != nil
+	})
+	env.DeleteRemediation(t, name)
+	framework.Consistently(t, 5*time.Second, "the step that failed is not run again", func() bool {
+		return len(env.Remediations(t, scenario)[nodes[0]]) == 0
+	})
 }

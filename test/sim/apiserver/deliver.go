@@ -19,19 +19,19 @@ func (s *Server) deliverLocked() {
 		case w.stream.isClosed():
 			continue
 		case !w.ends.IsZero() && !now.Before(w.ends):
-			s.showed(w.client, w.gvr, w.deliver(now))
+			s.showed(w.client, w.gvr, w.deliver(now), false)
 			s.endLocked(w)
 			continue
 		}
-		s.showed(w.client, w.gvr, w.deliver(now))
+		s.showed(w.client, w.gvr, w.deliver(now), false)
 		kept = append(kept, w)
 	}
 	s.watchers = kept
 }
 
-func (s *Server) showed(client string, gvr schema.GroupVersionResource, uids []types.UID) {
-	if s.Hooks.Shown != nil && len(uids) > 0 {
-		s.Hooks.Shown(client, gvr, uids)
+func (s *Server) showed(client string, gvr schema.GroupVersionResource, uids []types.UID, listed bool) {
+	if s.Hooks.Shown != nil && (len(uids) > 0 || listed) {
+		s.Hooks.Shown(client, gvr, uids, listed)
 	}
 }
 

@@ -171,7 +171,7 @@ func (s *Server) serve(client string, req *http.Request, r Request) *http.Respon
 			objs[i], uids[i] = item.Object, item.GetUID()
 		}
 		list["items"] = objs
-		s.showed(client, r.GVR, uids)
+		s.showed(client, r.GVR, uids, r.SelectedName() == "" && selector.Empty())
 		return respond(http.StatusOK, list)
 	case "watch":
 		return s.openWatch(client, req, r)

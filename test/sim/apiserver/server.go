@@ -82,8 +82,10 @@ type Hooks struct {
 	// Admit is admission: an error refuses a write the role allows, as a
 	// webhook does; nil admits every write.
 	Admit func(c *Call) error
-	// Shown hears of the objects a client's list or watch showed it.
-	Shown func(client string, gvr schema.GroupVersionResource, uids []types.UID)
+	// Shown hears of the objects a client's list or watch showed it;
+	// listed says a list showed every object of the kind, which tells the
+	// client of every delete before it too.
+	Shown func(client string, gvr schema.GroupVersionResource, uids []types.UID, listed bool)
 }
 
 // New returns a server with an empty store, on the clock now.

@@ -83,6 +83,8 @@ type Checker struct {
 	// unseen are, by kind, the creates of its resources answered to a
 	// replica whose informer has not shown them (unseen.go).
 	unseen map[cluster.Kind][]unseenCreate
+	// deletes are, by kind, the deletes of its resources (unseen.go).
+	deletes map[cluster.Kind][]unseenDelete
 	// unanswered are the remediation creates that reached the server and
 	// were not served, within unsettledHold (heldByUnanswered).
 	unanswered []unansweredCreate
@@ -176,7 +178,7 @@ func (c *Checker) allNHCs() []*v1alpha1.NodeHealthCheck {
 // hooks are to call its Observe, Attempt, Write, LostAnswer and Shown.
 func New(server *apiserver.Server, cfg Config) *Checker {
 	return &Checker{server: server, store: server.Store(), cfg: cfg, nodes: map[string][]version{}, nhcs: map[string][]version{}, created: map[types.UID]types.UID{}, typed: map[string]any{},
-		running: map[runKey]*runs{}, createTries: map[runKey][]time.Time{}, forbiddenNodes: map[cluster.Kind]map[string]bool{}, denied: map[string]map[cluster.Kind]bool{}, forbiddenSince: map[cluster.Kind]time.Time{}, readableAgain: map[cluster.Kind]time.Time{}, uncertain: map[cluster.Kind][]remediationObj{}, unseen: map[cluster.Kind][]unseenCreate{}, unhealthySince: map[string]time.Time{}, healthySince: map[runKey]time.Time{}, releaseSince: map[runKey]time.Time{}, escalateSince: map[runKey]time.Time{}, answeredCreates: map[string]string{}, unreadable: map[cluster.Kind][]span{},
+		running: map[runKey]*runs{}, createTries: map[runKey][]time.Time{}, forbiddenNodes: map[cluster.Kind]map[string]bool{}, denied: map[string]map[cluster.Kind]bool{}, forbiddenSince: map[cluster.Kind]time.Time{}, readableAgain: map[cluster.Kind]time.Time{}, uncertain: map[cluster.Kind][]remediationObj{}, unseen: map[cluster.Kind][]unseenCreate{}, deletes: map[cluster.Kind][]unseenDelete{}, unhealthySince: map[string]time.Time{}, healthySince: map[runKey]time.Time{}, releaseSince: map[runKey]time.Time{}, escalateSince: map[runKey]time.Time{}, answeredCreates: map[string]string{}, unreadable: map[cluster.Kind][]span{},
 		storms: map[string]*stormHistory{}, templates: map[string][]version{}, orphanSince: map[runKey]time.Time{}}
 }
 
@@ -283,6 +285,9 @@ func (c *Checker) Observe(gvr schema.GroupVersionResource, typ watch.EventType, 
 			if l := &c.lives[i]; l.obj.GetUID() == changed.GetUID() && l.deleted.IsZero() {
 				l.deleted = time.Now()
 			}
+		}
+		if k, ok := cluster.KindOf(gvr); ok {
+			c.resourceDeleted(k, resourceOf(changed))
 		}
 		c.resourceChanged(resourceOf(changed))
 	}

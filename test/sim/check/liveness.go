@@ -117,8 +117,9 @@ func (c *Checker) canRemediate(node *corev1.Node, all []remediationObj) string {
 
 // KindForbidden hears that the controller's role lost a kind (on) or got it
 // back. It records, when a kind turns forbidden, the nodes its resources
-// remediate then, and those of its creates whose answer was lost (a create
-// lost while the kind is forbidden is added then): the controller, which can no longer read the kind, holds
+// remediate then, those of its creates whose answer was lost (a create
+// lost while the kind is forbidden is added then), and those of deletes
+// the leader's informer has not shown: the controller, which can no longer read the kind, holds
 // them until it can (decisions.md, "What cannot be read holds its nodes"),
 // whether or not the resources are deleted meanwhile.
 func (c *Checker) KindForbidden(k cluster.Kind, on bool) {
@@ -143,6 +144,11 @@ func (c *Checker) KindForbidden(k cluster.Kind, on bool) {
 	}
 	for _, r := range c.uncertain[k] {
 		nodes[r.node] = nodes[r.node] || r.controlPlane
+	}
+	for _, r := range c.deletesUnseenByLeader(k) {
+		if r.owner != "" {
+			nodes[r.node] = nodes[r.node] || r.controlPlane
+		}
 	}
 	c.forbiddenNodes[k] = nodes
 }

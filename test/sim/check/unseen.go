@@ -2,6 +2,7 @@ package check
 
 import (
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,14 +32,50 @@ func (c *Checker) answered(client string, k cluster.Kind, r remediationObj) {
 	c.unseen[k] = append(c.unseen[k], unseenCreate{client: client, remediationObj: r})
 }
 
-// Shown drops the creates that a client's list or watch showed it (the
-// Shown hook).
-func (c *Checker) Shown(client string, gvr schema.GroupVersionResource, uids []types.UID) {
-	if k, ok := cluster.KindOf(gvr); ok {
-		c.unseen[k] = slices.DeleteFunc(c.unseen[k], func(u unseenCreate) bool {
-			return u.client == client && slices.Contains(uids, u.obj.GetUID())
-		})
+// unseenDelete is a delete of a remediation resource, and the replicas
+// shown it: a replica whose watch of the kind stalls before the delete
+// still sees the resource, and holds its node as if it were there, until
+// its watch or a list shows the delete.
+type unseenDelete struct {
+	remediationObj
+	deleted time.Time
+	shownTo map[string]bool
+}
+
+// resourceDeleted records a delete of a remediation resource.
+func (c *Checker) resourceDeleted(k cluster.Kind, r remediationObj) {
+	c.deletes[k] = append(c.deletes[k], unseenDelete{remediationObj: r, deleted: time.Now(), shownTo: map[string]bool{}})
+}
+
+// Shown drops the creates that a client's list or watch showed it, and
+// notes the deletes it showed (the Shown hook).
+func (c *Checker) Shown(client string, gvr schema.GroupVersionResource, uids []types.UID, listed bool) {
+	k, ok := cluster.KindOf(gvr)
+	if !ok {
+		return
 	}
+	c.unseen[k] = slices.DeleteFunc(c.unseen[k], func(u unseenCreate) bool {
+		return u.client == client && slices.Contains(uids, u.obj.GetUID())
+	})
+	for _, d := range c.deletes[k] {
+		if listed || slices.Contains(uids, d.obj.GetUID()) {
+			d.shownTo[client] = true
+		}
+	}
+}
+
+// deletesUnseenByLeader returns a kind's resources deleted since the
+// leading replica started that neither its watch nor a list showed it
+// deleted.
+func (c *Checker) deletesUnseenByLeader(k cluster.Kind) []remediationObj {
+	var held []remediationObj
+	leader := c.cfg.Leader()
+	for _, d := range c.deletes[k] {
+		if leader != "" && !d.shownTo[leader] && d.deleted.After(c.leaderStarted) {
+			held = append(held, d.remediationObj)
+		}
+	}
+	return held
 }
 
 // unseenByLeader returns a kind's creates that the leading replica's
