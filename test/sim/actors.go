@@ -299,6 +299,15 @@ func (s *sim) remediate(k cluster.Kind, b gen.Behaviour) {
 					"lastTransitionTime": nowTime().UTC().Format(time.RFC3339),
 				}}, "status", "conditions")
 			})
+		case gen.BehaveExpectDeletion:
+			s.edit(gvr, obj.GetNamespace(), obj.GetName(), true, func(u *unstructured.Unstructured) {
+				conditions, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+				conditions = append(conditions, map[string]any{
+					"type": v1alpha1.PermanentNodeDeletionExpectedCondition, "status": string(metav1.ConditionTrue), "reason": "Simulated", "message": "",
+					"lastTransitionTime": nowTime().UTC().Format(time.RFC3339),
+				})
+				_ = unstructured.SetNestedSlice(u.Object, conditions, "status", "conditions")
+			})
 		case gen.BehaveDelete:
 			_, _ = st.Remove(gvr, obj.GetNamespace(), obj.GetName(), &metav1.DeleteOptions{})
 		case gen.BehaveFinalize, gen.BehaveRelease:

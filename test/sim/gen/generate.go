@@ -64,7 +64,9 @@ type generator struct {
 	// spreads, pauses, confirms and lates draw the shapes of spread.go,
 	// each on a stream of its own too.
 	spreads, pauses, confirms, lates *rand.Rand
-	focus                            Focus
+	// replaces draws relabelWhileReplaced (relabel.go).
+	replaces *rand.Rand
+	focus    Focus
 }
 
 // Drawing names the draws a history has. A draw added later changes the
@@ -88,6 +90,9 @@ const (
 	// failures seconds apart and flaps, pauses at a storm's edge, and
 	// confirmations while a finalizer holds.
 	DrawnBeforeSpreads Drawing = "before-spreads"
+	// DrawnBeforeReplacements has every draw but a node relabelled while
+	// its remediator expects to replace it (relabelWhileReplaced).
+	DrawnBeforeReplacements Drawing = "before-replacements"
 	// DrawnToday has every draw.
 	DrawnToday Drawing = "today"
 )
@@ -100,7 +105,8 @@ func Generate(seed uint64, n int, focus Focus, drawing Drawing) History {
 		returns: rand.New(rand.NewPCG(seed, 0x2e7b2d)), pools: map[string]string{},
 		holds: rand.New(rand.NewPCG(seed, 0x4e1d)), specs: map[string]*NHCSpec{}, denials: rand.New(rand.NewPCG(seed, 0xde41a1)),
 		spreads: rand.New(rand.NewPCG(seed, 0x5b4ead)), pauses: rand.New(rand.NewPCG(seed, 0xba05e)), confirms: rand.New(rand.NewPCG(seed, 0xc0f14)), lates: rand.New(rand.NewPCG(seed, 0x1a7e)),
-		focus: focus}
+		replaces: rand.New(rand.NewPCG(seed, 0x4e91ace)),
+		focus:    focus}
 	if focus == FocusNone && g.budgets.IntN(4) == 0 {
 		// One history in four is drawn as FOCUS=control-plane draws it:
 		// where quorum and escalations meet is rare in the even mix.
@@ -137,13 +143,16 @@ func Generate(seed uint64, n int, focus Focus, drawing Drawing) History {
 		if drawing == DrawnToday || drawing == DrawnBeforeSpreads {
 			h.Steps = append(h.Steps, g.deny(s)...)
 		}
-		if drawing == DrawnToday || drawing == DrawnBeforeLateSteps {
+		if drawing == DrawnToday || drawing == DrawnBeforeLateSteps || drawing == DrawnBeforeReplacements {
 			h.Steps = append(h.Steps, g.spread(s)...)
 			h.Steps = append(h.Steps, g.pauseAtTheEdge(s)...)
 			h.Steps = append(h.Steps, g.confirmWhileHeld(s)...)
 		}
-		if drawing == DrawnToday {
+		if drawing == DrawnToday || drawing == DrawnBeforeReplacements {
 			h.Steps = append(h.Steps, g.lateStep(s)...)
+		}
+		if drawing == DrawnToday {
+			h.Steps = append(h.Steps, g.relabelWhileReplaced(s)...)
 		}
 	}
 	return h

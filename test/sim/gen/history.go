@@ -67,6 +67,10 @@ const (
 	// BehaveFinalize adds its finalizer; BehaveRelease removes it.
 	BehaveFinalize Behaviour = "finalize"
 	BehaveRelease  Behaviour = "release"
+	// BehaveExpectDeletion sets PermanentNodeDeletionExpected=True, as a
+	// remediator that replaces the node does: the controller leaves the
+	// resource to it when the node goes or leaves the selector.
+	BehaveExpectDeletion Behaviour = "expect-deletion"
 )
 
 // Step is one step of a history: after some time passes, one thing happens.

@@ -108,3 +108,34 @@ func (g *generator) remediatorsOf(pool string) ([]cluster.Kind, []string) {
 	}
 	return kinds, away
 }
+
+// replacedRelabelOdds is one in how many unhealthy nodes an operator
+// relabels while their remediator expects to replace them.
+const replacedRelabelOdds = 20
+
+// relabelWhileReplaced draws, after a node turns unhealthy and once its
+// remediation runs, its remediators reporting that they expect to replace
+// the node (PermanentNodeDeletionExpected), then an operator taking the
+// node out of its NodeHealthChecks' selectors and back seconds later, still
+// unhealthy. The controller leaves the resource to its remediator: the
+// deselection ended the incident, whatever healthyDelay, and the node
+// selected again starts afresh, never on the old step's clock.
+func (g *generator) relabelWhileReplaced(s Step) []Step {
+	pool, known := g.pools[s.Node]
+	if s.Op != OpCondition || s.Status == "True" || !known || g.replaces.IntN(replacedRelabelOdds) != 0 {
+		return nil
+	}
+	kinds, away := g.remediatorsOf(pool)
+	if len(kinds) == 0 {
+		return nil
+	}
+	var steps []Step
+	after := []time.Duration{45 * time.Second, 90 * time.Second, 2 * time.Minute}[g.replaces.IntN(3)]
+	for _, k := range kinds {
+		steps = append(steps, Step{After: after, Op: OpRemediator, Kind: k, Behaviour: BehaveExpectDeletion})
+		after = 0
+	}
+	return append(steps,
+		Step{After: []time.Duration{time.Second, 10 * time.Second}[g.replaces.IntN(2)], Op: OpRelabel, Node: s.Node, Pool: away[g.replaces.IntN(len(away))]},
+		Step{After: []time.Duration{5 * time.Second, 20 * time.Second}[g.replaces.IntN(2)], Op: OpRelabel, Node: s.Node, Pool: pool})
+}
