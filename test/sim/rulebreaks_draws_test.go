@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/utils/ptr"
 
+	"github.com/nodehealthcheck/nhc-controller/test/sim/apiserver"
 	"github.com/nodehealthcheck/nhc-controller/test/sim/gen"
 )
 
@@ -84,6 +85,27 @@ var ruleBreaksOfTheSpecsDraws = []ruleBreak{
 			{After: time.Minute, Op: gen.OpRole, Node: "cp-1", ControlPlane: false},
 			fail(0, "cp-1", "True"),
 			{After: breakDelay + time.Minute, Op: gen.OpExclude, Node: "worker-0", On: false},
+		},
+	},
+	{
+		// Seed 26416: the status write that recorded the remediation
+		// landed but its answer was lost, under a stalled watch of
+		// NodeHealthChecks, so every later write conflicted; the step
+		// timed out unrecorded, its remediator deleted the resource, and
+		// the step was created again from the old status. The controller
+		// now reads the NodeHealthCheck at the API server after a
+		// conflict.
+		name: "22: a status the cache is behind on is read at the API server before the next sync",
+		seed: 26416,
+		steps: []gen.Step{
+			worker("worker-0", "a"), template("Gamma", "gamma-1"),
+			nhc("nhc-2", gen.NHCSpec{Pools: []string{"a"}, Conditions: ready("False", time.Minute), Steps: []gen.TemplateStep{{Kind: "Gamma", Template: "gamma-1", Timeout: time.Minute}}, HealthyDelay: ptr.To(2 * time.Minute)}),
+			{Op: gen.OpCrash},
+			fail(16*time.Second, "worker-0", "False"),
+			{Op: gen.OpWatchStall, Resource: "nodehealthchecks"},
+			{After: 45 * time.Second, Op: gen.OpFaults, Fault: apiserver.FaultLostAnswer, Duration: 30 * time.Second},
+			{After: 75 * time.Second, Op: gen.OpRemediator, Kind: "Gamma", Behaviour: gen.BehaveDelete},
+			{After: breakDelay, Op: gen.OpExclude, Node: "worker-0", On: false},
 		},
 	},
 }
