@@ -84,3 +84,40 @@ func TestARelapseAfterARecoveryOpensANewRecord(t *testing.T) {
 	assert.Equal(t, v1alpha1.OutcomeRecovered, h[1].Outcome)
 	assert.Len(t, h[1].Steps, 1)
 }
+
+// TestARelapseWaitsForWhatADeselectionLeft: a node selected again holds a
+// resource its deselection left undeleted (a remediator that expects to
+// replace the node leaves it, PermanentNodeDeletionExpected); it reports
+// healthy, and relapses while healthyDelay holds that resource. The
+// deselection ended the resource's incident: the relapse waits for it to
+// go, never taking up its step on the old clock, whatever the delay.
+func TestARelapseWaitsForWhatADeselectionLeft(t *testing.T) {
+	for _, delay := range []time.Duration{-time.Second, time.Hour} {
+		t.Run(delay.String(), func(t *testing.T) {
+			s := newSimulation(testNHC(threeSteps(), healthyDelay(delay), minHealthy(intstr.FromInt32(0))), 3)
+			s.fail("node-00")
+			s.evaluate()
+			require.Equal(t, 1, s.remediated())
+			others := slices.DeleteFunc(slices.Clone(s.nodes), func(n *nodeview.Node) bool { return n.Name == "node-00" })
+			d := decide(Input{NHC: s.nhc, Nodes: others, Remediations: s.resources, Now: s.clock})
+			s.nhc = s.nhc.DeepCopy()
+			s.nhc.Status = d.Status
+			deselected := entryOf(d, "node-00").ConditionsHealthyTimestamp
+			require.NotNil(t, deselected, "the deselection's mark")
+
+			// Selected again, Ready, then not Ready within the delay.
+			s.advance(time.Minute)
+			s.recover("node-00")
+			d = s.evaluate()
+			assert.Empty(t, d.Delete, "healthyDelay holds it")
+			assert.Equal(t, deselected, entryOf(d, "node-00").ConditionsHealthyTimestamp, "the deselection's mark kept")
+			s.advance(time.Second)
+			s.fail("node-00")
+			s.advance(10 * time.Minute)
+			d = s.evaluate()
+			assert.Empty(t, d.TimeOut, "the ended incident's step does not time out into the relapse")
+			assert.Empty(t, d.Create, "nor does the relapse escalate from it")
+			assert.Equal(t, WaitDeletion, verdictOf(d, "node-00").Waiting)
+		})
+	}
+}

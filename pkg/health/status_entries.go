@@ -118,10 +118,15 @@ func (l *entryList) addVerdict(v *NodeVerdict) {
 	// A kept entry has its mark already, but for the recovery whose
 	// deletion this sync sends: from now on it says so, should the node
 	// relapse before the resources are gone.
-	if inc.endedAt != nil && (!kept || (v.State == StateRecovering && l.deleted[name])) {
-		entry.ConditionsHealthyTimestamp = inc.endedAt.DeepCopy()
+	// What a deselection left keeps its mark: its incident ended there.
+	mark := inc.endedAt
+	if inc.leftBehind {
+		mark = endedAt(inc.record)
 	}
-	if v.State == StateRecovering && !kept && v.HealthyDelayed {
+	if mark != nil && (!kept || (v.State == StateRecovering && l.deleted[name])) {
+		entry.ConditionsHealthyTimestamp = mark.DeepCopy()
+	}
+	if v.State == StateRecovering && !kept && v.HealthyDelayed && !inc.leftBehind {
 		entry.HealthyDelayed = ptr.To(true)
 	}
 }
