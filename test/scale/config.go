@@ -31,6 +31,11 @@ type config struct {
 	// Trickle nodes fail one every TrickleInterval; 0 is 1% of the nodes.
 	Trickle         int           `json:"trickle"`
 	TrickleInterval time.Duration `json:"trickleIntervalNs"`
+	// TrickleRecovery is how long after its deadline a trickle node
+	// recovers, once its remediation resource exists: a remediation takes
+	// time, so incidents overlap, as an operator's cluster has them. 0
+	// recovers it as soon as the resource exists.
+	TrickleRecovery time.Duration `json:"trickleRecoveryNs"`
 	// Storm nodes of the first NodeHealthCheck fail at once and recover
 	// StormHold later; 0 is 30% of its nodes.
 	Storm     int           `json:"storm"`
@@ -72,6 +77,7 @@ func parseConfig(args []string) (*config, error) {
 	fs.DurationVar(&c.Quiet, "quiet", 60*time.Second, "length of the quiet phase (heartbeats and lease renewals only)")
 	fs.IntVar(&c.Trickle, "trickle", 0, "nodes that fail one by one in the trickle phase; 0 is 1% of the nodes")
 	fs.DurationVar(&c.TrickleInterval, "trickle-interval", time.Second, "time between two failures of the trickle phase")
+	fs.DurationVar(&c.TrickleRecovery, "trickle-recovery", 20*time.Second, "how long after its deadline a trickle node recovers, once its remediation resource exists (incidents overlap, as remediations take time); 0 recovers it as soon as the resource exists")
 	fs.IntVar(&c.Storm, "storm", 0, "nodes of the first NodeHealthCheck that fail at once in the storm phase; 0 is 30% of its nodes")
 	fs.DurationVar(&c.StormHold, "storm-hold", time.Minute, "how long the storm's nodes stay failed before they recover together")
 	fs.DurationVar(&c.ConditionDuration, "condition-duration", 10*time.Second, "duration of the NodeHealthChecks' unhealthy conditions")
