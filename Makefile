@@ -84,7 +84,7 @@ bench: ## Run the benchmarks; compare ratios within one run, the machines are no
 # The scale benchmark's parameters; unset ones take the program's defaults
 # (10,000 nodes, 10 NodeHealthChecks, each node's heartbeat and lease renewal
 # every 120s from a 60s quiet phase to the end, every request audited at
-# Metadata level, 1% trickle, each node recovering 20s after its deadline,
+# Metadata level, a trickle of 100 nodes over a minute, each recovering 20s after its deadline,
 # 30% of one NodeHealthCheck in the storm, 10s conditions). SCALE_ARGS
 # passes any other flag.
 SCALE_FLAGS = $(if $(NODES),--nodes=$(NODES)) $(if $(NHCS),--nhcs=$(NHCS)) \
