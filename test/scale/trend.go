@@ -102,7 +102,7 @@ func appendTrend(path string, r *result) error {
 	e := trendEntry{Commit: r.Commit, Date: r.Started.UTC().Format("2006-01-02T15:04Z"), CPUs: r.Machine.CPUs,
 		Nodes: r.Config.Nodes, NHCs: r.Config.NHCs, HeartbeatRate: r.Config.HeartbeatRate,
 		HeartbeatsThroughout: r.Config.HeartbeatsThroughout, LeaseRate: r.Config.LeaseRate, TrickleRecoveryS: r.Config.TrickleRecovery.Seconds(),
-		Load: r.Machine.LoadBefore,
+		Load:    r.Machine.LoadBefore,
 		Figures: map[string]float64{}}
 	for _, f := range trendFigures {
 		if v, ok := f.of(r); ok {
