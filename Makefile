@@ -84,12 +84,13 @@ bench: ## Run the benchmarks; compare ratios within one run, the machines are no
 # The scale benchmark's parameters; unset ones take the program's defaults
 # (10,000 nodes, 10 NodeHealthChecks, each node's heartbeat and lease renewal
 # every 120s from a 60s quiet phase to the end, every request audited at
-# Metadata level, 1% trickle, 30% of one NodeHealthCheck in the storm, 10s
-# conditions). SCALE_ARGS passes any other flag.
+# Metadata level, a trickle of 100 nodes over a minute, each recovering 20s after its deadline,
+# 30% of one NodeHealthCheck in the storm, 10s conditions). SCALE_ARGS
+# passes any other flag.
 SCALE_FLAGS = $(if $(NODES),--nodes=$(NODES)) $(if $(NHCS),--nhcs=$(NHCS)) \
 	$(if $(QUIET),--quiet=$(QUIET)) $(if $(RATE),--heartbeat-rate=$(RATE)) \
 	$(if $(LEASE_RATE),--lease-rate=$(LEASE_RATE)) $(if $(THROUGHOUT),--heartbeats-throughout=$(THROUGHOUT)) \
-	$(if $(TRICKLE),--trickle=$(TRICKLE)) $(if $(STORM),--storm=$(STORM)) \
+	$(if $(TRICKLE),--trickle=$(TRICKLE)) $(if $(TRICKLE_RECOVERY),--trickle-recovery=$(TRICKLE_RECOVERY)) $(if $(STORM),--storm=$(STORM)) \
 	$(if $(STORM_HOLD),--storm-hold=$(STORM_HOLD)) $(SCALE_ARGS)
 
 .PHONY: bench-micro
@@ -97,7 +98,7 @@ bench-micro: ## Run every Go benchmark briefly (100 iterations), so that CI prov
 	go test -run XXX -bench . -benchtime 100x ./pkg/...
 
 .PHONY: scale
-scale: k8s-binaries ## Measure the controller on a real API server: start-up, quiet, trickle, storm (NODES, NHCS, QUIET, RATE, LEASE_RATE, THROUGHOUT, TRICKLE, STORM, STORM_HOLD, SCALE_ARGS; see docs/performance.md).
+scale: k8s-binaries ## Measure the controller on a real API server: start-up, quiet, trickle, storm (NODES, NHCS, QUIET, RATE, LEASE_RATE, THROUGHOUT, TRICKLE, TRICKLE_RECOVERY, STORM, STORM_HOLD, SCALE_ARGS; see docs/performance.md).
 	KUBEBUILDER_ASSETS="$(K8S_BINARIES)" go run ./test/scale $(SCALE_FLAGS)
 
 .PHONY: scale-compare

@@ -37,7 +37,11 @@ func newSources(ctx context.Context, opts *options, apis *apiClients) (*sources,
 	if err != nil {
 		return nil, err
 	}
-	s := &sources{nodes: nodes, nodeHealthChecks: controller.NewNodeHealthCheckInformer(apis.dynamic)}
+	nodeHealthChecks, err := controller.NewNodeHealthCheckInformer(apis.config)
+	if err != nil {
+		return nil, err
+	}
+	s := &sources{nodes: nodes, nodeHealthChecks: nodeHealthChecks}
 	s.leases, s.leaseAccess = nodeLeases(opts, apis.kube)
 	if s.observer, s.writer, err = remediationRooms(ctx, apis, s.leases); err != nil {
 		return nil, err

@@ -2,13 +2,16 @@ package controller
 
 import (
 	"context"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	nhcscheme "github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned/scheme"
@@ -21,42 +24,92 @@ import (
 // the decoding error. Such an object is never written back whole.
 const unreadableAnnotation = "nhc-controller.medik8s.io/unreadable"
 
-// NewNodeHealthCheckInformer returns a NodeHealthCheck informer that lists
-// and watches through the dynamic client and decodes each object on its own.
-// The generated informer decodes a whole list at once: one object it cannot
-// decode fails the list, and with it every NodeHealthCheck. Here such an
-// object becomes a placeholder with its metadata and the error, which Sync
-// reports on that object alone.
-func NewNodeHealthCheckInformer(client dynamic.Interface) NodeHealthCheckInformer {
-	resource := client.Resource(v1alpha1.SchemeGroupVersion.WithResource("nodehealthchecks"))
+// NewNodeHealthCheckInformer returns a NodeHealthCheck informer whose
+// client decodes each object on its own. The generated informer decodes a
+// whole list at once: one object it cannot decode fails the list, and with
+// it every NodeHealthCheck. Here such an object becomes a placeholder with
+// its metadata and the error, which Sync reports on that object alone. An
+// object that decodes, every one but such, is decoded once, straight into
+// its type: each status the controller writes comes back through the
+// watch, and read through a dynamic client it was decoded three times.
+func NewNodeHealthCheckInformer(config *rest.Config) (NodeHealthCheckInformer, error) {
+	client, err := objectByObjectClient(config)
+	if err != nil {
+		return nil, err
+	}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
-			list, err := resource.List(ctx, options)
-			if err != nil {
-				return nil, err
-			}
-			decoded := &v1alpha1.NodeHealthCheckList{ListMeta: metav1.ListMeta{
-				ResourceVersion: list.GetResourceVersion(), Continue: list.GetContinue(), RemainingItemCount: list.GetRemainingItemCount(),
-			}}
-			for i := range list.Items {
-				decoded.Items = append(decoded.Items, *decodeNodeHealthCheck(&list.Items[i]))
-			}
-			return decoded, nil
+			return client.Get().Resource("nodehealthchecks").VersionedParams(&options, nhcscheme.ParameterCodec).Do(ctx).Get()
 		},
 		WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
-			w, err := resource.Watch(ctx, options)
-			if err != nil {
-				return nil, err
+			var timeout time.Duration
+			if options.TimeoutSeconds != nil {
+				timeout = time.Duration(*options.TimeoutSeconds) * time.Second
 			}
-			return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
-				if u, ok := e.Object.(*unstructured.Unstructured); ok {
-					e.Object = decodeNodeHealthCheck(u)
-				}
-				return e, true
-			}), nil
+			options.Watch = true
+			return client.Get().Resource("nodehealthchecks").VersionedParams(&options, nhcscheme.ParameterCodec).Timeout(timeout).Watch(ctx)
 		},
 	}
-	return nhcInformer{cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &v1alpha1.NodeHealthCheck{}, 0, cache.Indexers{})}
+	return nhcInformer{cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &v1alpha1.NodeHealthCheck{}, 0, cache.Indexers{})}, nil
+}
+
+// objectByObjectClient is a REST client of the remediation group whose
+// decoder decodes what it can as the typed client does, and what it cannot
+// object by object (objectByObject).
+func objectByObjectClient(config *rest.Config) (rest.Interface, error) {
+	cfg := rest.CopyConfig(config)
+	cfg.GroupVersion = &v1alpha1.SchemeGroupVersion
+	cfg.APIPath = "/apis"
+	cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
+	cfg.NegotiatedSerializer = objectByObjectSerializer{nhcscheme.Codecs.WithoutConversion()}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	return rest.RESTClientFor(cfg)
+}
+
+// objectByObjectSerializer is the scheme's serializer with objectByObject
+// decoders.
+type objectByObjectSerializer struct {
+	runtime.NegotiatedSerializer
+}
+
+func (s objectByObjectSerializer) DecoderToVersion(decoder runtime.Decoder, gv runtime.GroupVersioner) runtime.Decoder {
+	return objectByObject{s.NegotiatedSerializer.DecoderToVersion(decoder, gv)}
+}
+
+// objectByObject decodes as its decoder does; a NodeHealthCheck, or a list
+// of them, that it cannot decode is decoded object by object, each that
+// fails as a placeholder (decodeNodeHealthCheck).
+type objectByObject struct {
+	runtime.Decoder
+}
+
+func (d objectByObject) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	obj, gvk, err := d.Decoder.Decode(data, defaults, into)
+	if err == nil {
+		return obj, gvk, nil
+	}
+	u := &unstructured.Unstructured{}
+	if u.UnmarshalJSON(data) != nil || u.GroupVersionKind().GroupVersion() != v1alpha1.SchemeGroupVersion {
+		return obj, gvk, err
+	}
+	if !u.IsList() {
+		nhc := decodeNodeHealthCheck(u)
+		return nhc, ptr.To(nhc.GroupVersionKind()), nil
+	}
+	items, listErr := u.ToList()
+	if listErr != nil {
+		return obj, gvk, err
+	}
+	list := &v1alpha1.NodeHealthCheckList{ListMeta: metav1.ListMeta{
+		ResourceVersion: items.GetResourceVersion(), Continue: items.GetContinue(), RemainingItemCount: items.GetRemainingItemCount(),
+	}}
+	for i := range items.Items {
+		list.Items = append(list.Items, *decodeNodeHealthCheck(&items.Items[i]))
+	}
+	list.SetGroupVersionKind(v1alpha1.SchemeGroupVersion.WithKind("NodeHealthCheckList"))
+	return list, ptr.To(list.GroupVersionKind()), nil
 }
 
 // NodeHealthCheckInformer is an informer of NodeHealthChecks and its

@@ -2,17 +2,16 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
-
-	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"k8s.io/client-go/rest"
 )
 
 // storedNHC is a NodeHealthCheck as the API server may hold it, with a spec
@@ -67,21 +66,51 @@ func TestDecodingOneNodeHealthCheckAtATime(t *testing.T) {
 	}
 }
 
+// One NodeHealthCheck that cannot be decoded fails neither the list nor
+// the watch: it is a placeholder, and the others are decoded, whether the
+// informer lists, or streams the list as a watch's initial events, or
+// watches.
 func TestOneUnreadableNodeHealthCheckDoesNotHideTheOthers(t *testing.T) {
-	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{v1alpha1.SchemeGroupVersion.WithResource("nodehealthchecks"): "NodeHealthCheckList"},
-		storedNHC("good", nil, nil), storedNHC("bad", []string{"spec", "stormCooldownDuration"}, "9999999h"))
-	informer := NewNodeHealthCheckInformer(client)
+	good, bad := storedNHC("good", nil, nil), storedNHC("bad", []string{"spec", "stormCooldownDuration"}, "9999999h")
+	later := storedNHC("later", []string{"spec", "healthyDelay"}, "2000000h2000000h")
+	list := map[string]any{"apiVersion": "remediation.medik8s.io/v1alpha1", "kind": "NodeHealthCheckList",
+		"metadata": map[string]any{"resourceVersion": "10"}, "items": []any{good.Object, bad.Object}}
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("watch") != "true" {
+			_ = json.NewEncoder(w).Encode(list)
+			return
+		}
+		events := json.NewEncoder(w)
+		if r.URL.Query().Get("sendInitialEvents") == "true" {
+			for _, u := range []*unstructured.Unstructured{good, bad} {
+				_ = events.Encode(map[string]any{"type": "ADDED", "object": u.Object})
+			}
+			_ = events.Encode(map[string]any{"type": "BOOKMARK", "object": map[string]any{
+				"apiVersion": "remediation.medik8s.io/v1alpha1", "kind": "NodeHealthCheck",
+				"metadata": map[string]any{"resourceVersion": "10", "annotations": map[string]any{metav1.InitialEventsAnnotationKey: "true"}}}})
+		}
+		_ = events.Encode(map[string]any{"type": "ADDED", "object": later.Object})
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer server.Close()
+	informer, err := NewNodeHealthCheckInformer(&rest.Config{Host: server.URL})
+	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go informer.Informer().RunWithContext(ctx)
 	require.Eventually(t, informer.Informer().HasSynced, 10e9, 1e7, "the list succeeds")
-	good, err := informer.Lister().Get("good")
+	read, err := informer.Lister().Get("good")
 	require.NoError(t, err)
-	_, bad := unreadable(good)
-	assert.False(t, bad)
-	placeholder, err := informer.Lister().Get("bad")
-	require.NoError(t, err)
-	_, bad = unreadable(placeholder)
-	assert.True(t, bad)
+	_, unread := unreadable(read)
+	assert.False(t, unread)
+	assert.Equal(t, "51%", read.Spec.MinHealthy.String())
+	for _, name := range []string{"bad", "later"} {
+		require.Eventually(t, func() bool { _, err := informer.Lister().Get(name); return err == nil }, 10e9, 1e7, name)
+		placeholder, err := informer.Lister().Get(name)
+		require.NoError(t, err)
+		_, unread = unreadable(placeholder)
+		assert.True(t, unread, name)
+	}
 }

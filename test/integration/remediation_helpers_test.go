@@ -83,7 +83,8 @@ func newRemediationEnvWith(t *testing.T, nhcClient versioned.Interface) *remedia
 	require.NoError(t, err)
 
 	// The informers cmd/nhc-controller runs.
-	nhcInformer := controller.NewNodeHealthCheckInformer(dynamicClient)
+	nhcInformer, err := controller.NewNodeHealthCheckInformer(cluster.Config)
+	require.NoError(t, err)
 	env.nodeLister, env.nhcLister = nodeInformer.Lister(), nhcInformer.Lister()
 	env.ctrl, err = controller.New(ctx, controller.Config{
 		Nodes: nodeInformer, NodeHealthChecks: nhcInformer, Client: nhcClient.RemediationV1alpha1(),

@@ -28,9 +28,15 @@ type config struct {
 	// the storm meet an idle API server.
 	HeartbeatsThroughout bool          `json:"heartbeatsThroughout"`
 	Quiet                time.Duration `json:"quietNs"`
-	// Trickle nodes fail one every TrickleInterval; 0 is 1% of the nodes.
+	// Trickle nodes fail one every TrickleInterval; 0 is
+	// defaultTrickle, or every node of a smaller cluster.
 	Trickle         int           `json:"trickle"`
 	TrickleInterval time.Duration `json:"trickleIntervalNs"`
+	// TrickleRecovery is how long after its deadline a trickle node
+	// recovers, once its remediation resource exists: a remediation takes
+	// time, so incidents overlap, as an operator's cluster has them. 0
+	// recovers it as soon as the resource exists.
+	TrickleRecovery time.Duration `json:"trickleRecoveryNs"`
 	// Storm nodes of the first NodeHealthCheck fail at once and recover
 	// StormHold later; 0 is 30% of its nodes.
 	Storm     int           `json:"storm"`
@@ -56,6 +62,11 @@ type config struct {
 	Trend string `json:"-"`
 }
 
+// defaultTrickle is the trickle an operator's bench measured with: 100
+// nodes failing over a minute (one every 600 ms), whatever the cluster's
+// size, spread over its pools.
+const defaultTrickle = 100
+
 // heartbeatInterval is how often, by default, each node's status is
 // written and its lease renewed: what an operator's bench of a real
 // cluster measured with, every kubelet of 10,000 writing both.
@@ -70,8 +81,9 @@ func parseConfig(args []string) (*config, error) {
 	fs.Float64Var(&c.LeaseRate, "lease-rate", -1, "node lease renewals a second in kube-node-lease, round-robin over the nodes; 0 for none, -1 one per node every heartbeatInterval")
 	fs.BoolVar(&c.HeartbeatsThroughout, "heartbeats-throughout", true, "keep the heartbeats and lease renewals going through the trickle and the storm; false for the quiet phase alone")
 	fs.DurationVar(&c.Quiet, "quiet", 60*time.Second, "length of the quiet phase (heartbeats and lease renewals only)")
-	fs.IntVar(&c.Trickle, "trickle", 0, "nodes that fail one by one in the trickle phase; 0 is 1% of the nodes")
-	fs.DurationVar(&c.TrickleInterval, "trickle-interval", time.Second, "time between two failures of the trickle phase")
+	fs.IntVar(&c.Trickle, "trickle", 0, fmt.Sprintf("nodes that fail one by one in the trickle phase; 0 is %d (at most --nodes)", defaultTrickle))
+	fs.DurationVar(&c.TrickleInterval, "trickle-interval", 600*time.Millisecond, "time between two failures of the trickle phase")
+	fs.DurationVar(&c.TrickleRecovery, "trickle-recovery", 20*time.Second, "how long after its deadline a trickle node recovers, once its remediation resource exists (incidents overlap, as remediations take time); 0 recovers it as soon as the resource exists")
 	fs.IntVar(&c.Storm, "storm", 0, "nodes of the first NodeHealthCheck that fail at once in the storm phase; 0 is 30% of its nodes")
 	fs.DurationVar(&c.StormHold, "storm-hold", time.Minute, "how long the storm's nodes stay failed before they recover together")
 	fs.DurationVar(&c.ConditionDuration, "condition-duration", 10*time.Second, "duration of the NodeHealthChecks' unhealthy conditions")
@@ -94,7 +106,7 @@ func parseConfig(args []string) (*config, error) {
 		c.LeaseRate = float64(c.Nodes) / heartbeatInterval.Seconds()
 	}
 	if c.Trickle == 0 {
-		c.Trickle = max(c.Nodes/100, 1)
+		c.Trickle = min(defaultTrickle, c.Nodes)
 	}
 	if c.Storm == 0 {
 		c.Storm = max(groupSize(c, 0)*30/100, 1)

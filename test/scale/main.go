@@ -123,7 +123,7 @@ func run(ctx context.Context, cfg *config, res *result, name string) error {
 	}{
 		{"startup", b.startup, 0},
 		{"quiet", b.quiet, cfg.Quiet},
-		{"trickle", b.trickle, time.Duration(cfg.Trickle) * cfg.TrickleInterval},
+		{"trickle", b.trickle, time.Duration(cfg.Trickle)*cfg.TrickleInterval + cfg.ConditionDuration + cfg.TrickleRecovery},
 		{"storm", b.storm, cfg.StormHold},
 	}
 	for _, ph := range phases {

@@ -24,6 +24,9 @@ type controllerCounters struct {
 	// QueueAdds and Syncs are the workqueue's adds and items processed.
 	QueueAdds float64 `json:"queueAdds"`
 	Syncs     float64 `json:"syncs"`
+	// GCCycles are the garbage collections completed
+	// (go_gc_duration_seconds' count).
+	GCCycles float64 `json:"gcCycles"`
 }
 
 func scrape(ctx context.Context, address string) (controllerCounters, error) {
@@ -61,6 +64,9 @@ func scrape(ctx context.Context, address string) (controllerCounters, error) {
 			c.Syncs = float64(m.GetHistogram().GetSampleCount())
 		}
 	}
+	for _, m := range families["go_gc_duration_seconds"].GetMetric() {
+		c.GCCycles = float64(m.GetSummary().GetSampleCount())
+	}
 	return c, nil
 }
 
@@ -75,7 +81,8 @@ func label(m *dto.Metric, name string) string {
 
 // minus is what was counted between two scrapes.
 func (c controllerCounters) minus(before controllerCounters) controllerCounters {
-	d := controllerCounters{ClientRequests: map[string]float64{}, QueueAdds: c.QueueAdds - before.QueueAdds, Syncs: c.Syncs - before.Syncs}
+	d := controllerCounters{ClientRequests: map[string]float64{}, QueueAdds: c.QueueAdds - before.QueueAdds, Syncs: c.Syncs - before.Syncs,
+		GCCycles: c.GCCycles - before.GCCycles}
 	for method, n := range c.ClientRequests {
 		if n -= before.ClientRequests[method]; n != 0 {
 			d.ClientRequests[method] = n

@@ -51,7 +51,8 @@ func (b *bench) quiet(ctx context.Context, p *phase) error {
 }
 
 // trickle fails nodes one every interval, spread over the NodeHealthChecks,
-// and recovers each as soon as its remediation resource exists.
+// and recovers each TrickleRecovery after its deadline, once its
+// remediation resource exists.
 func (b *bench) trickle(ctx context.Context, p *phase) error {
 	var mu sync.Mutex
 	var failures, recoveries []written
@@ -68,6 +69,7 @@ func (b *bench) trickle(ctx context.Context, p *phase) error {
 			failed, err := setReady(ctx, b.kube, node, false)
 			if err == nil {
 				b.tracker.waitUntil(ctx, b.cfg.WaitTimeout, func() bool { return b.tracker.live(node) > 0 })
+				sleepUntil(ctx, failed.transition.Add(b.cfg.ConditionDuration+b.cfg.TrickleRecovery))
 				var recovered written
 				if recovered, err = setReady(ctx, b.kube, node, true); err == nil {
 					mu.Lock()

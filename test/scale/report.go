@@ -51,8 +51,8 @@ func (r *result) printTable(w io.Writer) {
 	if c.HeartbeatsThroughout {
 		kubelets = "from the quiet phase to the end"
 	}
-	fmt.Fprintf(w, "%.1f heartbeats/s and %.1f node lease renewals/s %s; quiet: %v; trickle: %d nodes, one every %v; storm: %d nodes, recovered after %v\n\n",
-		c.HeartbeatRate, c.LeaseRate, kubelets, c.Quiet, c.Trickle, c.TrickleInterval, c.Storm, c.StormHold)
+	fmt.Fprintf(w, "%.1f heartbeats/s and %.1f node lease renewals/s %s; quiet: %v; trickle: %d nodes, one every %v, each recovering %v after its deadline once remediated; storm: %d nodes, recovered after %v\n\n",
+		c.HeartbeatRate, c.LeaseRate, kubelets, c.Quiet, c.Trickle, c.TrickleInterval, c.TrickleRecovery, c.Storm, c.StormHold)
 
 	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	row := func(label string, cell func(*phase) string) {
@@ -78,7 +78,13 @@ func (r *result) printTable(w io.Writer) {
 	row("busiest 1 s (cores): apiserver/etcd/ctrl", func(p *phase) string {
 		return fmt.Sprintf("%.2f / %.2f / %.2f", p.Busiest.APIServer, p.Busiest.Etcd, p.Busiest.Controller)
 	})
+	perChange := func(p *phase, n float64) string { return optional(p.Changes > 0, "%.2f", n/float64(max(p.Changes, 1))) }
 	row("syncs", func(p *phase) string { return fmt.Sprintf("%.0f", p.Controller.Syncs) })
+	row("  per change", func(p *phase) string { return perChange(p, p.Controller.Syncs) })
+	row("status writes per change", func(p *phase) string {
+		return perChange(p, float64(p.Requests.ByVerbResource[statusWrites]))
+	})
+	row("garbage collections per change", func(p *phase) string { return perChange(p, p.Controller.GCCycles) })
 	row("API requests", func(p *phase) string { return fmt.Sprintf("%d", p.Requests.Total) })
 	row("requests per change", func(p *phase) string { return optional(p.Changes > 0, "%.3f", p.RequestsPerChange) })
 	row("  without Leases", func(p *phase) string { return optional(p.Changes > 0, "%.3f", p.RequestsPerChangeBeyondLeases) })
@@ -114,6 +120,10 @@ func (r *result) printTable(w io.Writer) {
 	breakdown(phaseKeys(r.Phases, failed), count(failed))
 	_ = t.Flush()
 }
+
+// statusWrites is the audit log's key of the NodeHealthChecks' status
+// writes.
+const statusWrites = "update nodehealthchecks/status"
 
 // phaseKeys are the keys of a map of each phase, of all phases, sorted.
 func phaseKeys[V any](phases []*phase, of func(*phase) map[string]V) []string {

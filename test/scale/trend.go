@@ -26,6 +26,10 @@ type trendEntry struct {
 	// Runs with and without are compared apart.
 	HeartbeatsThroughout bool    `json:"heartbeatsThroughout,omitempty"`
 	LeaseRate            float64 `json:"leaseRate,omitempty"`
+	// TrickleRecoveryS is how many seconds after its deadline a trickle
+	// node recovered (0: as soon as its resource existed). Runs of
+	// different trickles are compared apart.
+	TrickleRecoveryS float64 `json:"trickleRecoveryS,omitempty"`
 	// Load is the load average before the run: a busy host explains a
 	// figure that moved.
 	Load    string             `json:"load"`
@@ -50,6 +54,10 @@ var trendFigures = []trendFigure{
 	{"trickle_requests_per_change", 0.1, inPhase("trickle", func(p *phase) float64 { return p.RequestsPerChange })},
 	{"storm_requests_per_change", 0.1, inPhase("storm", func(p *phase) float64 { return p.RequestsPerChange })},
 	{"trickle_cpu_ms_per_change", 0.3, inPhase("trickle", func(p *phase) float64 { return p.CPUMsPerChangeBeyondHeartbeats })},
+	{"trickle_syncs_per_change", 0.1, inPhase("trickle", func(p *phase) float64 { return p.Controller.Syncs / float64(max(p.Changes, 1)) })},
+	{"trickle_status_writes_per_change", 0.1, inPhase("trickle", func(p *phase) float64 {
+		return float64(p.Requests.ByVerbResource[statusWrites]) / float64(max(p.Changes, 1))
+	})},
 }
 
 // inPhase reads a figure of the run's phase of that name, if it ran.
@@ -93,7 +101,8 @@ func (r *result) peakRSS() float64 {
 func appendTrend(path string, r *result) error {
 	e := trendEntry{Commit: r.Commit, Date: r.Started.UTC().Format("2006-01-02T15:04Z"), CPUs: r.Machine.CPUs,
 		Nodes: r.Config.Nodes, NHCs: r.Config.NHCs, HeartbeatRate: r.Config.HeartbeatRate,
-		HeartbeatsThroughout: r.Config.HeartbeatsThroughout, LeaseRate: r.Config.LeaseRate, Load: r.Machine.LoadBefore,
+		HeartbeatsThroughout: r.Config.HeartbeatsThroughout, LeaseRate: r.Config.LeaseRate, TrickleRecoveryS: r.Config.TrickleRecovery.Seconds(),
+		Load:    r.Machine.LoadBefore,
 		Figures: map[string]float64{}}
 	for _, f := range trendFigures {
 		if v, ok := f.of(r); ok {
@@ -147,11 +156,12 @@ func compareTrend(w io.Writer, entries []trendEntry) int {
 		nodes, nhcs     int
 		rate, leaseRate float64
 		throughout      bool
+		recovery        float64
 	}
 	var order []size
 	bySize := map[size][]trendEntry{}
 	for _, e := range entries {
-		s := size{e.Nodes, e.NHCs, e.HeartbeatRate, e.LeaseRate, e.HeartbeatsThroughout}
+		s := size{e.Nodes, e.NHCs, e.HeartbeatRate, e.LeaseRate, e.HeartbeatsThroughout, e.TrickleRecoveryS}
 		if bySize[s] == nil {
 			order = append(order, s)
 		}
@@ -164,6 +174,9 @@ func compareTrend(w io.Writer, entries []trendEntry) int {
 		kubelets := fmt.Sprintf("%g heartbeats/s", s.rate)
 		if s.throughout {
 			kubelets = fmt.Sprintf("%g heartbeats and %g lease renewals/s throughout", s.rate, s.leaseRate)
+		}
+		if s.recovery > 0 {
+			kubelets += fmt.Sprintf(", trickle nodes recovering %gs after their deadline", s.recovery)
 		}
 		fmt.Fprintf(w, "\n%d nodes, %d NodeHealthChecks, %s: %s (%s, load %s)", s.nodes, s.nhcs, kubelets, last.Commit, last.Date, last.Load)
 		if len(runs) < 2 {

@@ -76,3 +76,18 @@ func TestTheTrendComparesRunsWithHeartbeatsThroughoutApart(t *testing.T) {
 	assert.Contains(t, out.String(), "10000 nodes, 10 NodeHealthChecks, 50 heartbeats/s: idle")
 	assert.Contains(t, out.String(), "10000 nodes, 10 NodeHealthChecks, 50 heartbeats and 100 lease renewals/s throughout: busy")
 }
+
+// A trickle whose nodes recover after their deadline keeps incidents
+// overlapping and costs more per change than one whose nodes recover once
+// remediated: the two are compared apart.
+func TestTheTrendComparesTricklesOfOverlappingIncidentsApart(t *testing.T) {
+	entry := func(commit string, recovery, cpu float64) trendEntry {
+		return trendEntry{Commit: commit, Nodes: 10000, NHCs: 10, HeartbeatRate: 50, TrickleRecoveryS: recovery,
+			Figures: map[string]float64{"trickle_cpu_ms_per_change": cpu}}
+	}
+	var out bytes.Buffer
+	entries := []trendEntry{entry("at-once", 0, 13), entry("overlapping", 20, 30)}
+	assert.Equal(t, 0, compareTrend(&out, entries), "30 ms with overlapping incidents is not worse than 13 ms without")
+	assert.Contains(t, out.String(), "10000 nodes, 10 NodeHealthChecks, 50 heartbeats/s: at-once")
+	assert.Contains(t, out.String(), "10000 nodes, 10 NodeHealthChecks, 50 heartbeats/s, trickle nodes recovering 20s after their deadline: overlapping")
+}

@@ -86,7 +86,11 @@ func (s *sim) startReplica() (*replica, error) {
 		cancel()
 		return nil, err
 	}
-	nhcInformer := controller.NewNodeHealthCheckInformer(dyn)
+	nhcInformer, err := controller.NewNodeHealthCheckInformer(config)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
 	leases := nodeleases.New(kube.Leases(leaseNamespace), nodeleases.NewAccess(nodeleases.AccessClientsOf(kube, leaseNamespace), leaseNamespace, nodeleases.DefaultRole),
 		leaseNamespace, nodeLeaseDuration, nodeLeaseBuffer, clock.RealClock{})
 	observer, writer, err := remediation.New(remediation.Config{Context: ctx, Dynamic: dyn, NodeClient: kube.Nodes(), RESTConfig: config,
