@@ -79,11 +79,6 @@ type incident struct {
 	// recordedStart is the running step's start on record: earlier than
 	// its resource's creation once the step was resumed.
 	recordedStart time.Time
-	// leftBehind is true when a recovering node's resources are all what a
-	// deselection left (leftByADeselection): their incident ended at the
-	// record's mark, which the record keeps rather than this recovery's,
-	// so that a relapse waits for them instead of taking up their step.
-	leftBehind bool
 }
 
 // incidentOf is the transition: from a node's record and what the cluster
@@ -92,8 +87,7 @@ type incident struct {
 func incidentOf(r *rules, now time.Time, recovering bool, since time.Time, resources []Remediation, record *v1alpha1.UnhealthyNode) *incident {
 	if recovering {
 		return &incident{state: incidentRecovering, record: record, currentStep: -1,
-			endedAt:    ptr.To(metav1.NewTime(healthyDelayStart(resources, record, now))),
-			leftBehind: leftByADeselection(resources, record)}
+			endedAt: ptr.To(metav1.NewTime(healthyDelayStart(resources, record, now)))}
 	}
 	if endedAt(record) != nil && len(resources) == 0 {
 		// A relapse after the last incident's resources are gone.
@@ -295,27 +289,6 @@ func orphanEnd(record *v1alpha1.UnhealthyNode, now time.Time) *metav1.Time {
 		return ended.DeepCopy()
 	}
 	return ptr.To(metav1.NewTime(now))
-}
-
-// leftByADeselection tells whether a node's resources, those not being
-// deleted, were all created no later than its record's mark of a
-// deselection (a mark without healthyDelayed: delayedSince): the
-// incident they remediated ended there, and their deletion was due since.
-func leftByADeselection(resources []Remediation, record *v1alpha1.UnhealthyNode) bool {
-	ended := endedAt(record)
-	if ended == nil || delayedSince(record) != nil {
-		return false
-	}
-	left := false
-	for i := range resources {
-		if r := &resources[i]; !r.Deleting {
-			if r.Created.After(ended.Time) {
-				return false
-			}
-			left = true
-		}
-	}
-	return left
 }
 
 // delayedSince is the record's mark when it is a recovery's that

@@ -118,15 +118,10 @@ func (l *entryList) addVerdict(v *NodeVerdict) {
 	// A kept entry has its mark already, but for the recovery whose
 	// deletion this sync sends: from now on it says so, should the node
 	// relapse before the resources are gone.
-	// What a deselection left keeps its mark: its incident ended there.
-	mark := inc.endedAt
-	if inc.leftBehind {
-		mark = endedAt(inc.record)
+	if inc.endedAt != nil && (!kept || (v.State == StateRecovering && l.deleted[name])) {
+		entry.ConditionsHealthyTimestamp = inc.endedAt.DeepCopy()
 	}
-	if mark != nil && (!kept || (v.State == StateRecovering && l.deleted[name])) {
-		entry.ConditionsHealthyTimestamp = mark.DeepCopy()
-	}
-	if v.State == StateRecovering && !kept && v.HealthyDelayed && !inc.leftBehind {
+	if v.State == StateRecovering && !kept && v.HealthyDelayed {
 		entry.HealthyDelayed = ptr.To(true)
 	}
 }
