@@ -162,9 +162,11 @@ func (n *nodeHealthChecks) RecordStatus(ctx context.Context, stored *v1alpha1.No
 	if apiequality.Semantic.DeepEqual(stored.Status, status) {
 		return true, nil
 	}
-	updated := stored.DeepCopy()
+	// The writer changes nothing it is given: the stored object's old
+	// status, which a deep copy would copy, is replaced.
+	updated := *stored
 	updated.Status = status
-	written, err := n.api.statuses.UpdateStatus(ctx, updated)
+	written, err := n.api.statuses.UpdateStatus(ctx, &updated)
 	if apierrors.IsConflict(err) {
 		n.behind.Store(stored.Name, struct{}{})
 	}

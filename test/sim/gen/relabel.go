@@ -69,21 +69,12 @@ func (g *generator) relabelWhileHeld(s Step) []Step {
 	if len(kinds) == 0 {
 		return nil
 	}
-	var steps []Step
-	after := []time.Duration{45 * time.Second, 90 * time.Second, 2 * time.Minute}[g.holds.IntN(3)]
-	for _, k := range kinds {
-		steps = append(steps, Step{After: after, Op: OpRemediator, Kind: k, Behaviour: BehaveFinalize})
-		after = 0
-	}
+	steps := remediatorsDo(kinds, BehaveFinalize, []time.Duration{45 * time.Second, 90 * time.Second, 2 * time.Minute}[g.holds.IntN(3)])
 	steps = append(steps,
 		Step{After: []time.Duration{0, 10 * time.Second, 30 * time.Second}[g.holds.IntN(3)], Op: OpRelabel, Node: s.Node, Pool: away[g.holds.IntN(len(away))]},
 		Step{After: []time.Duration{5 * time.Second, 20 * time.Second, time.Minute, 2 * time.Minute}[g.holds.IntN(4)], Op: OpRelabel, Node: s.Node, Pool: pool})
 	if g.holds.IntN(2) == 0 {
-		after := []time.Duration{30 * time.Second, 2 * time.Minute, 5 * time.Minute}[g.holds.IntN(3)]
-		for _, k := range kinds {
-			steps = append(steps, Step{After: after, Op: OpRemediator, Kind: k, Behaviour: BehaveRelease})
-			after = 0
-		}
+		steps = append(steps, remediatorsDo(kinds, BehaveRelease, []time.Duration{30 * time.Second, 2 * time.Minute, 5 * time.Minute}[g.holds.IntN(3)])...)
 	}
 	return steps
 }
@@ -129,13 +120,19 @@ func (g *generator) relabelWhileReplaced(s Step) []Step {
 	if len(kinds) == 0 {
 		return nil
 	}
-	var steps []Step
-	after := []time.Duration{45 * time.Second, 90 * time.Second, 2 * time.Minute}[g.replaces.IntN(3)]
-	for _, k := range kinds {
-		steps = append(steps, Step{After: after, Op: OpRemediator, Kind: k, Behaviour: BehaveExpectDeletion})
-		after = 0
-	}
+	steps := remediatorsDo(kinds, BehaveExpectDeletion, []time.Duration{45 * time.Second, 90 * time.Second, 2 * time.Minute}[g.replaces.IntN(3)])
 	return append(steps,
 		Step{After: []time.Duration{time.Second, 10 * time.Second}[g.replaces.IntN(2)], Op: OpRelabel, Node: s.Node, Pool: away[g.replaces.IntN(len(away))]},
 		Step{After: []time.Duration{5 * time.Second, 20 * time.Second}[g.replaces.IntN(2)], Op: OpRelabel, Node: s.Node, Pool: pool})
+}
+
+// remediatorsDo is the remediators of kinds each behaving so, the first
+// after a while, the others at the same instant.
+func remediatorsDo(kinds []cluster.Kind, b Behaviour, after time.Duration) []Step {
+	steps := make([]Step, 0, len(kinds))
+	for _, k := range kinds {
+		steps = append(steps, Step{After: after, Op: OpRemediator, Kind: k, Behaviour: b})
+		after = 0
+	}
+	return steps
 }

@@ -113,18 +113,11 @@ func (g *generator) confirmWhileHeld(s Step) []Step {
 	if len(kinds) == 0 {
 		return nil
 	}
-	var steps []Step
-	for _, k := range kinds {
-		steps = append(steps, Step{Op: OpRemediator, Kind: k, Behaviour: BehaveFinalize})
-	}
+	steps := remediatorsDo(kinds, BehaveFinalize, 0)
 	steps = append(steps,
 		Step{After: []time.Duration{5 * time.Second, 15 * time.Second}[g.confirms.IntN(2)], Op: OpConfirm, Node: s.Node},
 		Step{After: []time.Duration{3 * time.Second, 10 * time.Second}[g.confirms.IntN(2)], Op: OpCondition, Node: s.Node, Condition: "Ready", Status: "False"})
-	after := []time.Duration{20 * time.Second, time.Minute}[g.confirms.IntN(2)]
-	for _, k := range kinds {
-		steps = append(steps, Step{After: after, Op: OpRemediator, Kind: k, Behaviour: BehaveRelease})
-		after = 0
-	}
+	steps = append(steps, remediatorsDo(kinds, BehaveRelease, []time.Duration{20 * time.Second, time.Minute}[g.confirms.IntN(2)])...)
 	return append(steps, Step{After: []time.Duration{90 * time.Second, 3 * time.Minute}[g.confirms.IntN(2)], Op: OpCondition, Node: s.Node, Condition: "Ready", Status: "True"})
 }
 
