@@ -50,7 +50,7 @@ type rechecker struct {
 // NodeHealthCheck and of firstNode, the node of its first create, before
 // the leases are taken, and returns the sync's recheck.
 func (r *rechecker) StartReads(ctx context.Context, name string, plan *health.Plan, firstNode string) recheck {
-	nhc := newNHCRead(ctx, r.api.liveNHCs, name)
+	nhc := newNHCRead(ctx, r.api.liveNHCs, name, r.nhcs.SeenAtAPIServer)
 	nodes := newNodeReads(ctx, r.liveNodes, r.nodes, firstNode)
 	return recheck{
 		atAPIServer: func(ctx context.Context, cr health.Creation) (string, error) {
@@ -81,9 +81,6 @@ func (r *rechecker) atAPIServer(ctx context.Context, plan *health.Plan, nhc *nhc
 	read := <-nodeDone
 	if nhcErr != nil {
 		return "", nhcErr
-	}
-	if liveNHC != nil {
-		r.nhcs.SeenAtAPIServer(liveNHC)
 	}
 	node := read.node
 	switch {
@@ -121,15 +118,17 @@ func (r *rechecker) inCaches(name string, plan *health.Plan, cr health.Creation)
 // read is one at a time, behind a channel rather than a mutex, so that a
 // create waiting for it gives up with its context.
 type nhcRead struct {
-	live    liveNHCs
-	name    string
+	live liveNHCs
+	name string
+	// seen hears of the metadata read, once.
+	seen    func(*metav1.ObjectMeta)
 	reading chan struct{}
 	meta    *metav1.ObjectMeta
 	read    bool
 }
 
-func newNHCRead(ctx context.Context, live liveNHCs, name string) *nhcRead {
-	r := &nhcRead{live: live, name: name, reading: make(chan struct{}, 1)}
+func newNHCRead(ctx context.Context, live liveNHCs, name string, seen func(*metav1.ObjectMeta)) *nhcRead {
+	r := &nhcRead{live: live, name: name, seen: seen, reading: make(chan struct{}, 1)}
 	go func() { _, _ = r.get(ctx) }()
 	return r
 }
@@ -154,6 +153,9 @@ func (r *nhcRead) get(ctx context.Context) (*metav1.ObjectMeta, error) {
 		return nil, err
 	}
 	r.meta, r.read = live, true
+	if live != nil {
+		r.seen(live)
+	}
 	return live, nil
 }
 
