@@ -1,6 +1,7 @@
 package health
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
@@ -83,4 +85,55 @@ func TestARelapseAfterARecoveryOpensANewRecord(t *testing.T) {
 	assert.Len(t, h[0].Steps, 1)
 	assert.Equal(t, v1alpha1.OutcomeRecovered, h[1].Outcome)
 	assert.Len(t, h[1].Steps, 1)
+}
+
+// TestARelapseWaitsForWhatADeselectionLeft: a node selected again holds a
+// resource its deselection left (its remediator expects to replace the
+// node); it reports healthy, and relapses while healthyDelay holds that
+// resource, before or after the delay's start shows on it. The deselection
+// ended the resource's incident: the relapse waits for it to go, never
+// taking up its step on the old clock ("The timeout field determines when
+// the next remediation is invoked", counted from the step's invocation in
+// this incident), whatever the delay.
+func TestARelapseWaitsForWhatADeselectionLeft(t *testing.T) {
+	for _, delay := range []time.Duration{-time.Second, time.Hour} {
+		for _, startShown := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%v,startShown=%v", delay, startShown), func(t *testing.T) {
+				s := newSimulation(testNHC(threeSteps(), healthyDelay(delay), minHealthy(intstr.FromInt32(0))), 3)
+				s.fail("node-00")
+				s.evaluate()
+				require.Equal(t, 1, s.remediated())
+				s.setOnResource(s.resources["node-00"][0].Ref.UID, permanentNodeDeletion)
+				others := slices.DeleteFunc(slices.Clone(s.nodes), func(n *nodeview.Node) bool { return n.Name == "node-00" })
+				d := decide(Input{NHC: s.nhc, Nodes: others, Remediations: s.resources, Now: s.clock})
+				require.Empty(t, d.Delete, "kept for its remediator")
+				s.nhc = s.nhc.DeepCopy()
+				s.nhc.Status = d.Status
+				deselected := entryOf(d, "node-00").ConditionsHealthyTimestamp
+				require.NotNil(t, deselected, "the deselection's mark")
+
+				// Selected again, Ready, then not Ready within the delay.
+				s.advance(time.Minute)
+				s.recover("node-00")
+				d = s.evaluate()
+				assert.Empty(t, d.Delete, "healthyDelay holds it")
+				assert.Equal(t, s.clock, verdictOf(d, "node-00").HealthySince, "counted from the recovery")
+				if startShown {
+					s.advance(time.Second)
+					d = s.evaluate()
+					assert.Equal(t, ptr.To(true), entryOf(d, "node-00").HealthyDelayed)
+				}
+				assert.Equal(t, deselected, entryOf(d, "node-00").ConditionsHealthyTimestamp, "the incident's end kept")
+				s.advance(time.Second)
+				s.fail("node-00")
+				s.advance(10 * time.Minute)
+				for range 2 {
+					d = s.evaluate()
+					assert.Empty(t, d.TimeOut, "the ended incident's step does not time out into the relapse")
+					assert.Empty(t, d.Create, "nor does the relapse escalate from it")
+					assert.Equal(t, WaitDeletion, verdictOf(d, "node-00").Waiting)
+				}
+			})
+		}
+	}
 }

@@ -58,9 +58,16 @@ type incident struct {
 	// incident's resources remain, so that a relapse starts afresh.
 	record *v1alpha1.UnhealthyNode
 	// endedAt is the end mark the record carries: since when a recovering
-	// node is healthy, or, while a relapsed node waits for what its
-	// recovery deleted, that recovery's mark. Nil otherwise.
+	// node is healthy, or the mark its record has when every resource it
+	// holds is left behind (leftBehind); while a relapsed node waits for
+	// what its recovery deleted, that recovery's mark. Nil otherwise.
 	endedAt *metav1.Time
+	// healthySince is since when a recovering node is healthy: where its
+	// healthyDelay counts from (healthyDelayStart).
+	healthySince time.Time
+	// keepsMark is true when a recovering node's record keeps its mark:
+	// the resources outlived the incident that ended there.
+	keepsMark bool
 	// current is the running or held resource of the highest step, and
 	// currentStep its step (-1: a step the spec no longer has).
 	current     *Remediation
@@ -86,8 +93,13 @@ type incident struct {
 // its unhealthy condition holds, its resources), the incident now.
 func incidentOf(r *rules, now time.Time, recovering bool, since time.Time, resources []Remediation, record *v1alpha1.UnhealthyNode) *incident {
 	if recovering {
-		return &incident{state: incidentRecovering, record: record, currentStep: -1,
-			endedAt: ptr.To(metav1.NewTime(healthyDelayStart(resources, record, now)))}
+		inc := &incident{state: incidentRecovering, record: record, currentStep: -1,
+			healthySince: healthyDelayStart(resources, record, now)}
+		inc.endedAt = ptr.To(metav1.NewTime(inc.healthySince))
+		if allLeftBehind(resources, record) {
+			inc.endedAt, inc.keepsMark = endedAt(record).DeepCopy(), true
+		}
+		return inc
 	}
 	if endedAt(record) != nil && len(resources) == 0 {
 		// A relapse after the last incident's resources are gone.
@@ -120,25 +132,56 @@ func incidentOf(r *rules, now time.Time, recovering bool, since time.Time, resou
 // leftOver tells whether a node unhealthy again still has resources of
 // its ended incident: deleting, one the controller deleted at the end
 // (ofThisIncident); undeleted, one created no later than the record's mark
-// that is not being deleted though its deletion was due then (the delete
-// failed, or the node was selected again before it went). A relapse waits
-// for the first to go; the second the controller does not delete while the
-// node is unhealthy, and the node waits (incidentBlocked) until it
-// recovers, or someone deletes it. Only a recovery that healthyDelay held
-// (delayedSince) keeps its resources within the delay, and a relapse goes
-// on with them; a deselection's were due when it came, whatever the delay.
+// that is not being deleted though its deletion was due then (leftBehind),
+// or since healthyDelay passed. A relapse waits for the first to go; the
+// second the controller does not delete while the node is unhealthy, and
+// the node waits (incidentBlocked) until it recovers, or someone deletes
+// it. Only a recovery that healthyDelay held (delayedSince) keeps its
+// resources within the delay, and a relapse goes on with them.
 func leftOver(healthyDelay time.Duration, now, since time.Time, resources []Remediation, record *v1alpha1.UnhealthyNode) (deleting, undeleted bool) {
 	ended := endedAt(record)
 	if ended == nil {
 		return false, false
 	}
-	due := delayedSince(record) == nil || (healthyDelay >= 0 && !ended.Add(healthyDelay).After(now))
+	delayPassed := healthyDelay >= 0 && !ended.Add(healthyDelay).After(now)
 	for i := range resources {
 		r := &resources[i]
 		deleting = deleting || (r.Deleting && !ofThisIncident(r, since, record))
-		undeleted = undeleted || (due && !r.Deleting && !r.Created.After(ended.Time))
+		undeleted = undeleted || leftBehind(r, record) || (delayPassed && !r.Deleting && !r.Created.After(ended.Time))
 	}
 	return deleting, undeleted
+}
+
+// leftBehind tells whether a resource outlived the incident that ended at
+// its record's mark, and is of none since: not being deleted, created no
+// later than the mark, and the mark is a deselection's (not
+// healthyDelayed), or a healthy delay started after it (the node, selected
+// again, reported healthy since; see allLeftBehind).
+func leftBehind(r *Remediation, record *v1alpha1.UnhealthyNode) bool {
+	ended := endedAt(record)
+	if ended == nil || r.Deleting || r.Created.After(ended.Time) {
+		return false
+	}
+	return delayedSince(record) == nil || r.HealthyDelayStart.After(ended.Time)
+}
+
+// allLeftBehind tells whether a recovering node holds resources and every
+// one it does not delete yet is left behind: its record keeps the mark of
+// the incident they outlived, with healthyDelayed once their healthy delay
+// started (a start later than the mark tells them apart from a held
+// recovery's), so that a relapse waits for them instead of taking up
+// their step on the old clock.
+func allLeftBehind(resources []Remediation, record *v1alpha1.UnhealthyNode) bool {
+	held := false
+	for i := range resources {
+		if r := &resources[i]; !r.Deleting {
+			if !leftBehind(r, record) {
+				return false
+			}
+			held = true
+		}
+	}
+	return held
 }
 
 // progressOf finds the running step and the next one from a node's

@@ -51,7 +51,8 @@ type Plan struct {
 	// Delete lists the remediation resources to delete.
 	Delete []Deletion
 	// StartHealthyDelay lists resources that need the healthy-delay annotation:
-	// their node is healthy and a positive healthyDelay counts down.
+	// their node is healthy and healthyDelay holds them (counting down, or
+	// negative and waiting for a confirmation).
 	StartHealthyDelay []HealthyDelayMark
 	// ClearHealthyDelay lists resources whose healthy-delay annotation must go,
 	// because their node relapsed.

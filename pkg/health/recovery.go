@@ -24,7 +24,7 @@ import (
 // a relapse, and a confirmation left on the node would release the next
 // incident's remediation unconfirmed.
 func (e *evaluation) recover(v *NodeVerdict, resources []Remediation) {
-	start := v.incident.endedAt.Time
+	start := v.incident.healthySince
 	v.HealthySince = start
 
 	reason := DeleteNodeHealthy
@@ -33,18 +33,20 @@ func (e *evaluation) recover(v *NodeVerdict, resources []Remediation) {
 		e.p.RemoveConfirmation = append(e.p.RemoveConfirmation, v.Node.Name)
 	} else if !slices.ContainsFunc(resources, func(r Remediation) bool { return !r.Deleting }) {
 		return
-	} else if delay := e.rules.healthyDelay; delay < 0 {
-		v.HealthyDelayed = true
-		return
-	} else if delay > 0 {
+	} else if delay := e.rules.healthyDelay; delay != 0 {
+		// The annotation keeps the delay's start, a negative delay's too:
+		// it tells a recovery after a deselection from a held one
+		// (allLeftBehind).
 		for i := range resources {
 			if r := &resources[i]; !r.Deleting && r.HealthyDelayStart.IsZero() {
 				e.p.StartHealthyDelay = append(e.p.StartHealthyDelay, HealthyDelayMark{Resource: r.Ref, Start: start})
 			}
 		}
-		if ends := start.Add(delay); e.now.Before(ends) {
+		if ends := start.Add(delay); delay < 0 || e.now.Before(ends) {
 			v.HealthyDelayed = true
-			e.deadline(ends)
+			if delay > 0 {
+				e.deadline(ends)
+			}
 			return
 		}
 	}

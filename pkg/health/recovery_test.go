@@ -129,7 +129,7 @@ func TestNegativeHealthyDelayWaitsForConfirmation(t *testing.T) {
 	r := snrRemediation("back", time.Hour)
 	d := evaluate(testNHC(healthyDelay(-time.Second)), recovered(), remediations(r))
 	assert.Empty(t, d.Delete)
-	assert.Empty(t, d.StartHealthyDelay)
+	assert.Equal(t, []HealthyDelayMark{{Resource: r.Ref, Start: now}}, d.StartHealthyDelay, "since when the node is healthy, a negative delay's too")
 	assert.Equal(t, ptr.To(true), entryOf(d, "back").HealthyDelayed, "upstream leaves it unset (§2.15 #5)")
 	assert.Equal(t, now.Add(OldRemediationAge-time.Hour), d.NextDeadline, "nothing but the 48h flag is ahead")
 
