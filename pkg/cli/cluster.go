@@ -126,7 +126,7 @@ func (c *cluster) input(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, node
 		return health.Input{}, err
 	}
 	in := g.Input
-	in.MaxCreations, in.CreatesHeld = health.GuardedCreations(&nhc.Status, in.Remediations, in.PendingNodes, 0)
+	in.MaxCreations, in.CreatesHeld = health.GuardedCreations(&nhc.Status, in.Remediations, g.OwnWritePending, 0)
 	return in, nil
 }
 

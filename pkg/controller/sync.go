@@ -58,7 +58,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	in.CreateRetries = c.retries.Pending(name)
 	// The remediation guard reads the stored status, not the one left to
 	// this sync.
-	in.MaxCreations, in.CreatesHeld = health.GuardedCreations(&stored.Status, in.Remediations, in.PendingNodes, maxCreationsPerSync)
+	in.MaxCreations, in.CreatesHeld = health.GuardedCreations(&stored.Status, in.Remediations, g.OwnWritePending, maxCreationsPerSync)
 	if g.Behind {
 		logger.V(4).Info("Waiting for the node cache to show the nodes the API server selects")
 		return catchUpRequeue, nil

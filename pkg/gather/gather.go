@@ -44,6 +44,10 @@ type Gathered struct {
 	// Behind is true while the nodes cannot be known yet (Source.Selected):
 	// Input has none, and no decision is to be made.
 	Behind bool
+	// OwnWritePending is true while a write of this NodeHealthCheck is
+	// under way (remediation.Seen.OwnWritePending), for
+	// health.GuardedCreations.
+	OwnWritePending bool
 }
 
 // Gather gathers what a NodeHealthCheck's decision sees at now: its
@@ -62,7 +66,7 @@ func Gather(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, src Source, now 
 	// create use it. An invalid one is nil, and Evaluate reports it.
 	selector, _ := health.ParseSelector(&nhc.Spec.Selector)
 	h := holdersOf(others, &seen, src)
-	g := Gathered{RefreshAfter: seen.RefreshAfter, Input: health.Input{
+	g := Gathered{RefreshAfter: seen.RefreshAfter, OwnWritePending: seen.OwnWritePending, Input: health.Input{
 		NHC: nhc, Selector: selector, Now: now,
 		Remediations: seen.Remediations, PendingNodes: seen.Pending, Leases: seen.Leases,
 		RemediationProblem: seen.Problem, ResourcesUnknown: !seen.Ready,

@@ -128,15 +128,15 @@ func TestGuardedCreations(t *testing.T) {
 		name      string
 		stored    v1alpha1.NodeHealthCheckStatus
 		resources map[string][]Remediation
-		pending   map[string]bool
+		pending   bool
 		max       int
 		held      bool
 	}{
-		{"shown", shown, resource, map[string]bool{"b": true}, 300, false},
-		{"none shown, nothing there", waiting, nil, nil, 1, false},
-		{"none shown, a resource there", waiting, resource, nil, 1, true},
-		{"none shown, a resource being deleted", waiting, beingDeleted, nil, 1, false},
-		{"none shown, a write not seen", v1alpha1.NodeHealthCheckStatus{}, nil, map[string]bool{"a": true}, 1, true},
+		{"shown", shown, resource, true, 300, false},
+		{"none shown, nothing there", waiting, nil, false, 1, false},
+		{"none shown, a resource there", waiting, resource, false, 1, true},
+		{"none shown, a resource being deleted", waiting, beingDeleted, false, 1, false},
+		{"none shown, a write not seen", v1alpha1.NodeHealthCheckStatus{}, nil, true, 1, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			maxCreations, held := GuardedCreations(&tt.stored, tt.resources, tt.pending, 300)

@@ -224,14 +224,16 @@ func ShowsRemediation(status *v1alpha1.NodeHealthCheckStatus) bool {
 // GuardedCreations bounds a plan's creates by what the remediation guard
 // sees (ShowsRemediation of the stored status): while it sees none, one
 // create (held: none, while a resource it does not show exists or a write
-// of the controller, pending, is not seen yet), so that the guard is blind
-// to one create at most, from its round trip until the status write that
-// follows; bound once it sees one.
-func GuardedCreations(stored *v1alpha1.NodeHealthCheckStatus, resources map[string][]Remediation, pending map[string]bool, bound int) (maxCreations int, held bool) {
+// of this NodeHealthCheck, writePending, is not seen yet), so that the
+// guard is blind to one create at most, from its round trip until the
+// status write that follows; bound once it sees one. A write of an
+// earlier NodeHealthCheck of its name holds its node only: its resource
+// is not this one's, and the guard never sees it here.
+func GuardedCreations(stored *v1alpha1.NodeHealthCheckStatus, resources map[string][]Remediation, writePending bool, bound int) (maxCreations int, held bool) {
 	if ShowsRemediation(stored) {
 		return bound, false
 	}
-	if len(pending) > 0 {
+	if writePending {
 		return 1, true
 	}
 	for _, rs := range resources {

@@ -54,7 +54,7 @@ func TestALapsedCreateIsLookedUpAtTheAPIServer(t *testing.T) {
 				return tt.getErr != nil, nil, tt.getErr
 			})
 			// Its informer never ran: nothing will show the create.
-			require.NoError(t, f.writer.ledger.Book(inflight.CreateKey(testNHC.Name, testGVR, created.GetNamespace(), "worker-1", "reboot"), created.GetName(), false, false, nobody))
+			require.NoError(t, f.writer.ledger.Book(inflight.CreateKey(testNHC.Name, testGVR, created.GetNamespace(), "worker-1", "reboot"), "", created.GetName(), false, false, nobody))
 			f.clock.SetTime(f.clock.Now().Add(inflight.TTL))
 
 			f.writer.LookUpLapsed(context.Background())
@@ -123,7 +123,7 @@ func TestAWriteUnderWayWakesAtItsLapse(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, seen.RefreshAfter, "nothing under way")
 
-	require.NoError(t, w.ledger.Book(inflight.CreateKey("workers", testGVR, "remediators", "cp-1", "reboot"), "r", true, true, nobody))
+	require.NoError(t, w.ledger.Book(inflight.CreateKey("workers", testGVR, "remediators", "cp-1", "reboot"), "", "r", true, true, nobody))
 	clock.SetTime(clock.Now().Add(time.Second))
 	seen, err = o.Read(nhcNamed("others"), &Watched{})
 	require.NoError(t, err)

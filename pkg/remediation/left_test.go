@@ -46,7 +46,7 @@ func TestWatchLeftTellsWhatHoldsADeletedNodeHealthChecksNodes(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, left.Known, "the kinds of every NodeHealthCheck not looked at yet (WatchAll)")
 	require.NoError(t, o.WatchAll(context.Background(), func() ([]*v1alpha1.NodeHealthCheck, error) { return nil, nil }))
-	require.NoError(t, w.ledger.Book(inflight.CreateKey("gone", testGVR, "remediators", "worker-3", "reboot"), "worker-3", true, false, nobody))
+	require.NoError(t, w.ledger.Book(inflight.CreateKey("gone", testGVR, "remediators", "worker-3", "reboot"), "", "worker-3", true, false, nobody))
 
 	left, err = o.WatchLeft("gone")
 	require.NoError(t, err)

@@ -47,7 +47,11 @@ type Seen struct {
 	Remediations map[string][]health.Remediation
 	// Pending are the nodes with a write of this controller that the
 	// informers do not show yet: they get no new action until it shows.
+	// Those of an earlier NodeHealthCheck of this name count too.
 	Pending map[string]bool
+	// OwnWritePending is true while a write of this NodeHealthCheck, not
+	// of an earlier one of its name, is among them.
+	OwnWritePending bool
 	// OtherOwners are, by node, the other NodeHealthChecks with remediation
 	// resources for it, of any kind watched.
 	OtherOwners map[string][]resource.Owner
@@ -82,6 +86,7 @@ func (o *Observer) Read(nhc *v1alpha1.NodeHealthCheck, w *Watched) (Seen, error)
 	// informer shows between the two reads is then both pending and in the
 	// cache. The other order misses it in both.
 	seen.Pending = o.ledger.Pending(nhc.Name)
+	seen.OwnWritePending = o.ledger.OwnWritePending(nhc.Name, nhc.UID)
 	seen.Reserved = o.ledger.ControlPlaneNodes()
 	now := o.clock.Now()
 	if lapse := o.ledger.NextLapse(); !lapse.IsZero() {

@@ -54,7 +54,7 @@ func (w *Writer) Create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, c he
 	// NodeHealthCheck's resource for the node yet (a selector changed a
 	// moment ago): a first remediation is checked against them again.
 	otherOwner := func() string { return w.informers.OtherOwner(c.Node, nhc.UID) }
-	if err := w.ledger.Book(key, obj.GetName(), c.FirstResource, c.ControlPlane, otherOwner); err != nil {
+	if err := w.ledger.Book(key, nhc.UID, obj.GetName(), c.FirstResource, c.ControlPlane, otherOwner); err != nil {
 		return health.Created{}, err
 	}
 	created, err := w.client.Create(ctx, gvr, obj, nhc)

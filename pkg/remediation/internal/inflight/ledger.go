@@ -80,6 +80,10 @@ func (k Key) creation() bool { return k.uid == "" }
 
 type write struct {
 	node string
+	// owner is the UID of the NodeHealthCheck that booked a create: one
+	// recreated under its name is held on the create's node (Pending), but
+	// its own writes are not the old one's (OwnWritePending).
+	owner types.UID
 	// name is a create's resource name, to look it up once it lapsed.
 	name string
 	// uid is the created resource's, once the create answered: an event of
@@ -111,7 +115,7 @@ func New(clock clock.PassiveClock) *Ledger {
 //     meanwhile shows in one of the two).
 //   - A control-plane node's create takes the cluster's one control-plane
 //     slot, and waits while another control-plane node holds it.
-func (f *Ledger) Book(key Key, name string, first, controlPlane bool, otherOwner func() string) error {
+func (f *Ledger) Book(key Key, owner types.UID, name string, first, controlPlane bool, otherOwner func() string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if first {
@@ -128,7 +132,7 @@ func (f *Ledger) Book(key Key, name string, first, controlPlane bool, otherOwner
 	if controlPlane && health.AnotherControlPlaneNode(f.controlPlaneSlot(), key.node) {
 		return &controlPlaneBusyError{node: key.node}
 	}
-	f.add(key, write{node: key.node, name: name, controlPlane: controlPlane})
+	f.add(key, write{node: key.node, owner: owner, name: name, controlPlane: controlPlane})
 	return nil
 }
 
@@ -238,6 +242,17 @@ func (f *Ledger) settled(key Key, w write) {
 func (f *Ledger) Pending(nhc string) map[string]bool {
 	now := f.clock.Now()
 	return f.unshownNodes(nhc, func(_ Key, w write) bool { return now.Before(w.lapses) })
+}
+
+// OwnWritePending tells whether a NodeHealthCheck has a write that was
+// neither shown nor has lapsed, of its own (owner) and not of an earlier
+// one of its name: a create of that one is owned by another UID, and
+// neither its status nor the remediation guard will show it.
+func (f *Ledger) OwnWritePending(nhc string, owner types.UID) bool {
+	now := f.clock.Now()
+	return len(f.unshownNodes(nhc, func(_ Key, w write) bool {
+		return now.Before(w.lapses) && (w.owner == "" || w.owner == owner)
+	})) > 0
 }
 
 // Creating are the nodes of a NodeHealthCheck's creates that the

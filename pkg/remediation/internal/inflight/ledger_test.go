@@ -49,7 +49,7 @@ func TestWritesUnderWay(t *testing.T) {
 	r := remediationOf("worker-1", false)
 	r.SetUID("r-uid")
 
-	require.NoError(t, e.Book(CreateKey("workers", testGVR, "remediators", "worker-1", "reboot"), "r", false, false, nobody))
+	require.NoError(t, e.Book(CreateKey("workers", testGVR, "remediators", "worker-1", "reboot"), "", "r", false, false, nobody))
 	assert.Equal(t, map[string]bool{"worker-1": true}, e.Pending("workers"), "only the node written to waits")
 	assert.Empty(t, e.Pending("others"), "per NodeHealthCheck")
 	assert.Equal(t, []string{"workers"}, e.Settle(testGVR, r, false), "the create of workers confirmed")
@@ -64,11 +64,11 @@ func TestWritesUnderWay(t *testing.T) {
 	e.Settle(testGVR, deleting, false)
 	assert.Empty(t, e.Pending("workers"), "a deletion timestamp is the delete observed")
 
-	require.NoError(t, e.Book(CreateKey("workers", testGVR, "remediators", "worker-2", "reboot"), "r", false, false, nobody))
+	require.NoError(t, e.Book(CreateKey("workers", testGVR, "remediators", "worker-2", "reboot"), "", "r", false, false, nobody))
 	e.Cancel(CreateKey("workers", testGVR, "remediators", "worker-2", "reboot"))
 	assert.Empty(t, e.Pending("workers"))
 
-	require.NoError(t, e.Book(CreateKey("workers", testGVR, "remediators", "worker-3", "reboot"), "r", false, false, nobody))
+	require.NoError(t, e.Book(CreateKey("workers", testGVR, "remediators", "worker-3", "reboot"), "", "r", false, false, nobody))
 	clock.SetTime(clock.Now().Add(TTL - time.Nanosecond))
 	assert.Equal(t, map[string]bool{"worker-3": true}, e.Pending("workers"))
 	clock.SetTime(clock.Now().Add(time.Nanosecond))
@@ -85,7 +85,7 @@ func TestAControlPlaneCreateHoldsTheSlotUntilItsResourceIsGone(t *testing.T) {
 
 	other := CreateKey("others", testGVR, r.GetNamespace(), "master-1", "reboot")
 	var busy *controlPlaneBusyError
-	assert.ErrorAs(t, f.Book(other, "master-1", true, true, nobody), &busy, "one control-plane node at a time")
+	assert.ErrorAs(t, f.Book(other, "", "master-1", true, true, nobody), &busy, "one control-plane node at a time")
 	assert.Equal(t, []string{"master-0"}, f.ControlPlaneNodes())
 	assert.Equal(t, map[string]bool{"master-0": true}, f.Pending(testNHC))
 
@@ -112,7 +112,7 @@ func TestAControlPlaneCreateHoldsTheSlotUntilItsResourceIsGone(t *testing.T) {
 
 	// Deleted before its informer showed the create: the slot is free, and
 	// the node waits for the create until it lapses.
-	require.NoError(t, f.Book(key, r.GetName(), true, true, nobody))
+	require.NoError(t, f.Book(key, "", r.GetName(), true, true, nobody))
 	f.Created(key, r.GetUID())
 	f.Settle(testGVR, earlier, false)
 	assert.Equal(t, map[string]bool{"master-0": true}, f.Pending(testNHC), "an earlier resource of the name shows nothing of this create")
@@ -133,14 +133,14 @@ func TestADeletedNodeHealthChecksCreateHoldsItsNode(t *testing.T) {
 	f := New(clock)
 	r := remediationOf("worker-1", false)
 	key := CreateKey(testNHC, testGVR, r.GetNamespace(), "worker-1", "reboot")
-	require.NoError(t, f.Book(key, r.GetName(), true, false, nobody))
+	require.NoError(t, f.Book(key, "", r.GetName(), true, false, nobody))
 	f.ExpectDelete(testNHC, "worker-2", "deleted-uid")
 
 	f.Forget(testNHC)
 	assert.Equal(t, map[string]bool{"worker-1": true}, f.Pending(testNHC), "the same name recreated waits for the node")
 	assert.Equal(t, []schema.GroupVersionResource{testGVR}, f.PendingResources(testNHC), "and watches the kind")
 	var other *remediatedByOtherError
-	require.ErrorAs(t, f.Book(CreateKey("others", testGVR, r.GetNamespace(), "worker-1", "reboot"), "other", true, false, nobody), &other)
+	require.ErrorAs(t, f.Book(CreateKey("others", testGVR, r.GetNamespace(), "worker-1", "reboot"), "", "other", true, false, nobody), &other)
 	assert.Equal(t, testNHC, other.other, "another NodeHealthCheck waits for the node")
 
 	clock.SetTime(clock.Now().Add(TTL))
@@ -155,7 +155,7 @@ func TestALapsedCreateHoldsItsNodeWhileLookedUp(t *testing.T) {
 	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
 	f := New(clock)
 	key := CreateKey("workers", testGVR, "remediators", "worker-1", "reboot")
-	require.NoError(t, f.Book(key, "r", true, false, nobody))
+	require.NoError(t, f.Book(key, "", "r", true, false, nobody))
 	clock.SetTime(clock.Now().Add(TTL))
 	lapsed := f.Lapsed()
 	require.Len(t, lapsed, 1)
@@ -173,7 +173,7 @@ func TestACreateOfUnknownFateIsLookedUpSoon(t *testing.T) {
 	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
 	f := New(clock)
 	key := CreateKey("workers", testGVR, "remediators", "worker-1", "reboot")
-	require.NoError(t, f.Book(key, "r", true, false, nobody))
+	require.NoError(t, f.Book(key, "", "r", true, false, nobody))
 	f.Unanswered(key)
 	var lookUps []time.Duration
 	start := clock.Now()
@@ -224,7 +224,7 @@ func TestAKindSyncedAgainHasItsSlotsLookedUp(t *testing.T) {
 	r, _ := createdControlPlaneRemediation(t, f)
 	f.Settle(testGVR, r, false)
 	unshown := CreateKey(testNHC, testGVR, "remediators", "worker-1", "reboot")
-	require.NoError(t, f.Book(unshown, "worker-1", true, false, nobody))
+	require.NoError(t, f.Book(unshown, "", "worker-1", true, false, nobody))
 	clock.SetTime(clock.Now().Add(TTL / 2))
 
 	f.Resynced(schema.GroupVersionResource{Group: "other.example.com", Version: "v1", Resource: "others"})
@@ -246,7 +246,7 @@ func createdControlPlaneRemediation(t *testing.T, f *Ledger) (*unstructured.Unst
 	r := remediationOf("master-0", true)
 	r.SetUID("r-uid")
 	key := CreateKey(testNHC, testGVR, r.GetNamespace(), "master-0", "reboot")
-	require.NoError(t, f.Book(key, r.GetName(), true, true, nobody))
+	require.NoError(t, f.Book(key, "", r.GetName(), true, true, nobody))
 	f.Created(key, r.GetUID())
 	return r, key
 }
@@ -261,7 +261,7 @@ func TestASlotGivenUpWithNoResourceIsTold(t *testing.T) {
 	f.OnSlotFreed(func() { freed++ })
 	book := func(node string, controlPlane bool) Key {
 		key := CreateKey(testNHC, testGVR, "remediators", node, "reboot")
-		require.NoError(t, f.Book(key, node, true, controlPlane, nobody))
+		require.NoError(t, f.Book(key, "", node, true, controlPlane, nobody))
 		return key
 	}
 
@@ -281,4 +281,25 @@ func TestASlotGivenUpWithNoResourceIsTold(t *testing.T) {
 	f.ForgetKind(testGVR)
 	assert.Equal(t, 3, freed, "its kind no longer served")
 	assert.Empty(t, f.ControlPlaneNodes())
+}
+
+// A NodeHealthCheck deleted and created again under its name: the old
+// one's create, not shown yet, holds its node (its resource may exist,
+// held by a finalizer), but is not the new one's write: the new one's
+// creates are not held for a write its status and the remediation guard
+// will never show.
+func TestACreateOfAnEarlierNodeHealthCheckOfTheNameHoldsItsNodeOnly(t *testing.T) {
+	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
+	f := New(clock)
+	require.NoError(t, f.Book(CreateKey(testNHC, testGVR, "remediators", "cp-0", "reboot"), "old-uid", "r", true, false, nobody))
+	f.Forget(testNHC)
+
+	assert.Equal(t, map[string]bool{"cp-0": true}, f.Pending(testNHC), "its node is held")
+	assert.False(t, f.OwnWritePending(testNHC, "new-uid"), "not the new one's write")
+	assert.True(t, f.OwnWritePending(testNHC, "old-uid"))
+
+	require.NoError(t, f.Book(CreateKey(testNHC, testGVR, "remediators", "worker-0", "reboot"), "new-uid", "r", true, false, nobody))
+	assert.True(t, f.OwnWritePending(testNHC, "new-uid"))
+	clock.SetTime(clock.Now().Add(TTL))
+	assert.False(t, f.OwnWritePending(testNHC, "new-uid"), "lapsed")
 }
