@@ -135,6 +135,18 @@ func (c *Checker) hasResourceOf(nhc *v1alpha1.NodeHealthCheck, node string, t ti
 	return c.resourceOn(node, t, func(r remediationObj) bool { return r.owner == nhc.UID }) != nil
 }
 
+// hadResourceOf tells whether a NodeHealthCheck had a resource of a node
+// at any instant from one to another.
+func (c *Checker) hadResourceOf(nhc *v1alpha1.NodeHealthCheck, node string, from, to time.Time) bool {
+	for i := range c.lives {
+		l := &c.lives[i]
+		if l.node == node && l.owner == nhc.UID && !l.created.After(to) && (l.deleted.IsZero() || !l.deleted.Before(from)) {
+			return true
+		}
+	}
+	return false
+}
+
 // resourceOn finds a remediation resource that was on a node at an instant
 // (created at or before it and not deleted since) and that of accepts (nil:
 // any), or nil.

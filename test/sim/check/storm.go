@@ -40,7 +40,10 @@ import (
 // The controller sees the cluster at its syncs, a picture up to
 // pictureLag old, so the checker tells two things apart: when storm
 // recovery certainly holds (a create then breaks the rule), and when it
-// may (no remediation is owed then).
+// may (no remediation is owed then). While its watches are not current
+// (blind), its picture may keep a remediation resource gone since beside
+// one created after: a start the cluster never had at one instant, which
+// the spec's end condition alone ends (blindStart).
 
 // stormPoint is a NodeHealthCheck's storm conditions from an instant on,
 // recorded at every change that wakes it: one of its selected nodes, its
@@ -50,6 +53,12 @@ type stormPoint struct {
 	// starts and ends tell whether the start and the end condition hold;
 	// with no storm configured, ends holds.
 	starts, ends bool
+	// blindStart tells whether the controller, its watches not current
+	// (blind), may have seen the start condition hold though the cluster
+	// never had it at one instant: its picture may still show a
+	// remediation resource gone since it went blind beside one created
+	// after (stormMayStartBlind).
+	blindStart bool
 	cooldown     time.Duration
 }
 
@@ -134,24 +143,40 @@ func (c *Checker) stormPointAt(nhc *v1alpha1.NodeHealthCheck, t time.Time) storm
 	if threshold == nil && p.cooldown <= 0 {
 		return p
 	}
-	observed, healthy, remediated := c.countsAt(nhc, t)
-	unhealthy, minHealthy := observed-healthy, minHealthyOf(nhc, observed)
 	// A disabled NodeHealthCheck starts no storm, as upstream, which
 	// evaluates none then.
-	paused := len(nhc.Spec.PauseRequests) > 0 || meta.IsStatusConditionTrue(nhc.Status.Conditions, v1alpha1.ConditionDisabled)
-	if threshold != nil {
-		p.starts = !paused && remediated > 0 && remediated >= observed-minHealthy && unhealthy > int(*threshold)
+	if len(nhc.Spec.PauseRequests) > 0 || meta.IsStatusConditionTrue(nhc.Status.Conditions, v1alpha1.ConditionDisabled) {
+		p.ends = c.stormConditions(nhc, t, t).ends
+		return p
+	}
+	at := c.stormConditions(nhc, t, t)
+	p.starts, p.ends = at.starts, at.ends
+	if from, blind := c.blindSince(t); blind && !p.starts {
+		p.blindStart = c.stormConditions(nhc, from.Add(-pictureLag), t).starts
+	}
+	return p
+}
+
+// stormConditions tells whether the storm's start and end conditions
+// held at t for a NodeHealthCheck, counting as remediated a node that had
+// a resource of it at any instant from resourcesFrom to t.
+func (c *Checker) stormConditions(nhc *v1alpha1.NodeHealthCheck, resourcesFrom, t time.Time) (p stormPoint) {
+	observed, healthy, remediated := c.countsAt(nhc, resourcesFrom, t)
+	unhealthy, minHealthy := observed-healthy, minHealthyOf(nhc, observed)
+	if threshold := nhc.Spec.StormRecoveryThreshold; threshold != nil {
+		p.starts = remediated > 0 && remediated >= observed-minHealthy && unhealthy > int(*threshold)
 		p.ends = unhealthy <= int(*threshold)
 	} else {
-		p.starts = !paused && unhealthy > 0 && healthy < minHealthy
+		p.starts = unhealthy > 0 && healthy < minHealthy
 		p.ends = healthy >= minHealthy
 	}
 	return p
 }
 
 // countsAt counts a NodeHealthCheck's selected nodes at t, the healthy
-// ones among them, and those with a remediation resource of it.
-func (c *Checker) countsAt(nhc *v1alpha1.NodeHealthCheck, t time.Time) (observed, healthy, remediated int) {
+// ones among them, and those with a remediation resource of it at any
+// instant from resourcesFrom to t.
+func (c *Checker) countsAt(nhc *v1alpha1.NodeHealthCheck, resourcesFrom, t time.Time) (observed, healthy, remediated int) {
 	for name := range c.nodes {
 		node := c.nodeAt(name, t)
 		if node == nil || !selects(nhc, node) {
@@ -159,7 +184,7 @@ func (c *Checker) countsAt(nhc *v1alpha1.NodeHealthCheck, t time.Time) (observed
 		}
 		observed++
 		_, matching := conditionsHold(nhc, node, t)
-		switch resource := c.hasResourceOf(nhc, name, t); {
+		switch resource := c.hadResourceOf(nhc, name, resourcesFrom, t); {
 		case resource:
 			remediated++
 		case !matching:
@@ -167,6 +192,17 @@ func (c *Checker) countsAt(nhc *v1alpha1.NodeHealthCheck, t time.Time) (observed
 		}
 	}
 	return observed, healthy, remediated
+}
+
+// blindSince is when the controller's watches stopped being current, if
+// they are not at t (a span of c.blind open then).
+func (c *Checker) blindSince(t time.Time) (time.Time, bool) {
+	for _, s := range c.blind {
+		if !s.from.After(t) && (s.to.IsZero() || s.to.After(t)) {
+			return s.from, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // stormHeld tells whether storm recovery certainly held for a
@@ -311,7 +347,7 @@ func (c *Checker) stormMayHold(nhc *v1alpha1.NodeHealthCheck) bool {
 			run = -1
 		}
 		switch {
-		case p.starts:
+		case p.starts || p.blindStart:
 			may = true
 		case p.ends && run < 0:
 			run = i
