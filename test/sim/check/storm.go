@@ -59,7 +59,7 @@ type stormPoint struct {
 	// remediation resource gone since it went blind beside one created
 	// after (stormMayStartBlind).
 	blindStart bool
-	cooldown     time.Duration
+	cooldown   time.Duration
 }
 
 // stormHistory is a NodeHealthCheck's storm points, since it was created.
