@@ -57,7 +57,7 @@ type stormPoint struct {
 	// (blind), may have seen the start condition hold though the cluster
 	// never had it at one instant: its picture may still show a
 	// remediation resource gone since it went blind beside one created
-	// after (stormMayStartBlind).
+	// after (stormPointAt).
 	blindStart bool
 	cooldown   time.Duration
 }
