@@ -45,7 +45,7 @@ var mutations = []mutation{
 	{
 		Name: "anti-loop", Rule: "a node whose unhealthy condition changed keeps its remediation",
 		File:  "pkg/health/evaluate.go",
-		Edits: []edit{{Old: "\t\te.clearHealthyDelay(resources)\n\t\tv.Listed = len(resources) > 0 || previous != nil", New: "\t\tv.incident.endedAt = &metav1.Time{Time: e.now}\n\t\te.recover(v, resources)\n\t\tv.Listed = len(resources) > 0 || previous != nil"}},
+		Edits: []edit{{Old: "\t\te.clearHealthyDelay(resources)\n\t\tv.Listed = len(resources) > 0 || previous != nil", New: "\t\tv.incident.endedAt = &metav1.Time{Time: e.now}\n\t\tv.incident.healthySince = e.now\n\t\te.recover(v, resources)\n\t\tv.Listed = len(resources) > 0 || previous != nil"}},
 	},
 	{
 		Name: "no-confirmation", Rule: "never create from a stale picture: the node is confirmed before a create",
@@ -194,7 +194,17 @@ var mutations = []mutation{
 	{
 		Name: "deselection-as-recovery", Rule: "a deselection ends an incident whatever healthyDelay: selected again, the node starts afresh",
 		File:  "pkg/health/incident.go",
-		Edits: []edit{{Old: "due := delayedSince(record) == nil || (healthyDelay >= 0 && !ended.Add(healthyDelay).After(now))", New: "due := healthyDelay >= 0 && !ended.Add(healthyDelay).After(now)"}},
+		Edits: []edit{{Old: "return delayedSince(record) == nil || r.HealthyDelayStart.After(ended.Time)", New: "return false"}},
+	},
+	{
+		Name: "reselected-recovery-as-held", Rule: "a deselection ends an incident: selected again, recovered and relapsed within healthyDelay, the node does not go on with the old step",
+		File:  "pkg/health/incident.go",
+		Edits: []edit{{Old: "return delayedSince(record) == nil || r.HealthyDelayStart.After(ended.Time)", New: "return delayedSince(record) == nil"}},
+	},
+	{
+		Name: "guard-counts-earlier-incarnation", Rule: "one bad object never stops everyone: an earlier NodeHealthCheck of the name holds its own node only",
+		File:  "pkg/remediation/internal/inflight/ledger.go",
+		Edits: []edit{{Old: "return now.Before(w.lapses) && (w.owner == \"\" || w.owner == owner)", New: "return now.Before(w.lapses)"}},
 	},
 	{
 		Name: "condition-strict", Rule: "an unhealthy condition counts from lastTransitionTime + duration, that instant included",
