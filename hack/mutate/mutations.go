@@ -143,7 +143,7 @@ var mutations = []mutation{
 	{
 		Name: "healthy-delay-from-creation", Rule: "a remediation is deleted only once its node has been healthy for the whole healthyDelay",
 		File:  "pkg/health/recovery.go",
-		Edits: []edit{{Old: "if ends := start.Add(delay); e.now.Before(ends) {", New: "if ends := resources[0].Created.Add(delay); e.now.Before(ends) {"}},
+		Edits: []edit{{Old: "if ends := start.Add(delay); delay < 0 || e.now.Before(ends) {", New: "if ends := resources[0].Created.Add(delay); delay < 0 || e.now.Before(ends) {"}},
 	},
 	{
 		Name: "orphan-kept-until-succeeded", Rule: "the remediation of a node gone or no longer selected is deleted, unless its remediator expects the node's deletion",
