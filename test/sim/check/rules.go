@@ -140,7 +140,7 @@ func (c *Checker) hasResourceOf(nhc *v1alpha1.NodeHealthCheck, node string, t ti
 func (c *Checker) hadResourceOf(nhc *v1alpha1.NodeHealthCheck, node string, from, to time.Time) bool {
 	for i := range c.lives {
 		l := &c.lives[i]
-		if l.node == node && l.owner == nhc.UID && !l.created.After(to) && (l.deleted.IsZero() || !l.deleted.Before(from)) {
+		if l.node == node && l.owner == nhc.UID && !l.created.After(to) && (l.deleted.IsZero() || l.deleted.After(from)) {
 			return true
 		}
 	}
