@@ -137,3 +137,43 @@ func TestARelapseWaitsForWhatADeselectionLeft(t *testing.T) {
 		}
 	}
 }
+
+// TestADelayStampedBeforeADeselectionIsNotTheReselectedRecoverys: a node
+// recovers as its first step is created (its healthy delay stamped), is
+// deselected in that instant (the deselection keeps the recovery's mark)
+// and selected again while still healthy. Its delay is stamped anew, after
+// the mark, so that a relapse still tells what the deselection left from
+// a held recovery's resources, and waits for them.
+func TestADelayStampedBeforeADeselectionIsNotTheReselectedRecoverys(t *testing.T) {
+	s := newSimulation(testNHC(threeSteps(), healthyDelay(-time.Second), minHealthy(intstr.FromInt32(0))), 3)
+	s.fail("node-00")
+	s.evaluate()
+	require.Equal(t, 1, s.remediated())
+	s.recover("node-00")
+	d := s.evaluate()
+	require.Len(t, d.StartHealthyDelay, 1)
+	stamped := d.StartHealthyDelay[0].Start
+	s.setOnResource(s.resources["node-00"][0].Ref.UID, permanentNodeDeletion)
+	others := slices.DeleteFunc(slices.Clone(s.nodes), func(n *nodeview.Node) bool { return n.Name == "node-00" })
+	d = decide(Input{NHC: s.nhc, Nodes: others, Remediations: s.resources, Now: s.clock})
+	s.nhc = s.nhc.DeepCopy()
+	s.nhc.Status = d.Status
+	require.Equal(t, stamped, entryOf(d, "node-00").ConditionsHealthyTimestamp.Time, "the deselection keeps the recovery's mark")
+
+	s.advance(5 * time.Second)
+	d = s.evaluate()
+	require.Len(t, d.StartHealthyDelay, 1, "stamped anew")
+	assert.True(t, d.StartHealthyDelay[0].Start.After(stamped))
+	d = s.evaluate()
+	assert.Equal(t, ptr.To(true), entryOf(d, "node-00").HealthyDelayed)
+
+	s.advance(time.Second)
+	s.fail("node-00")
+	s.advance(10 * time.Minute)
+	for range 2 {
+		d = s.evaluate()
+		assert.Empty(t, d.TimeOut)
+		assert.Empty(t, d.Create)
+		assert.Equal(t, WaitDeletion, verdictOf(d, "node-00").Waiting)
+	}
+}

@@ -98,6 +98,12 @@ func incidentOf(r *rules, now time.Time, recovering bool, since time.Time, resou
 		inc.endedAt = ptr.To(metav1.NewTime(inc.healthySince))
 		if allLeftBehind(resources, record) {
 			inc.endedAt, inc.keepsMark = endedAt(record).DeepCopy(), true
+			// The delay's start tells these resources from a held
+			// recovery's by coming after the mark (leftBehind): a second
+			// after it at least, as both are kept in whole seconds.
+			if floor := inc.endedAt.Add(time.Second); inc.healthySince.Before(floor) {
+				inc.healthySince = floor
+			}
 		}
 		return inc
 	}
@@ -346,13 +352,13 @@ func delayedSince(record *v1alpha1.UnhealthyNode) *metav1.Time {
 }
 
 // healthyDelayStart is when a node was first seen healthy: the earliest
-// healthy-delay annotation of its resources, else its record's mark of a
-// recovery healthyDelay holds, else now. A deselection's mark is not when
-// the node reported healthy.
+// healthy-delay start of its resources (delayStart), else its record's
+// mark of a recovery healthyDelay holds, else now. A deselection's mark is
+// not when the node reported healthy.
 func healthyDelayStart(resources []Remediation, record *v1alpha1.UnhealthyNode, now time.Time) time.Time {
 	var start time.Time
 	for i := range resources {
-		if t := resources[i].HealthyDelayStart; !t.IsZero() && (start.IsZero() || t.Before(start)) {
+		if t := delayStart(&resources[i], record); !t.IsZero() && (start.IsZero() || t.Before(start)) {
 			start = t
 		}
 	}
@@ -363,6 +369,18 @@ func healthyDelayStart(resources []Remediation, record *v1alpha1.UnhealthyNode, 
 		start = now
 	}
 	return start
+}
+
+// delayStart is a resource's healthy-delay start as its record counts it:
+// its annotation, but none when its record ends at a mark without
+// healthyDelayed (a deselection's) that the annotation does not come after:
+// it was stamped for the incident the mark ended, and the recovery after
+// it counts its own delay, stamped anew.
+func delayStart(r *Remediation, record *v1alpha1.UnhealthyNode) time.Time {
+	if ended := endedAt(record); ended != nil && delayedSince(record) == nil && !r.HealthyDelayStart.After(ended.Time) {
+		return time.Time{}
+	}
+	return r.HealthyDelayStart
 }
 
 // stepStarted is when the running step started: its resource's creation,

@@ -38,7 +38,7 @@ func (e *evaluation) recover(v *NodeVerdict, resources []Remediation) {
 		// it tells a recovery after a deselection from a held one
 		// (allLeftBehind).
 		for i := range resources {
-			if r := &resources[i]; !r.Deleting && r.HealthyDelayStart.IsZero() {
+			if r := &resources[i]; !r.Deleting && delayStart(r, v.incident.record).IsZero() {
 				e.p.StartHealthyDelay = append(e.p.StartHealthyDelay, HealthyDelayMark{Resource: r.Ref, Start: start})
 			}
 		}

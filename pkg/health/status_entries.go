@@ -121,17 +121,17 @@ func (l *entryList) addVerdict(v *NodeVerdict) {
 	if inc.endedAt != nil && (!kept || (v.State == StateRecovering && l.deleted[name])) {
 		entry.ConditionsHealthyTimestamp = inc.endedAt.DeepCopy()
 	}
-	if v.State == StateRecovering && !kept && v.HealthyDelayed && (!inc.keepsMark || delayStarted(l.b.in.Remediations[name])) {
+	if v.State == StateRecovering && !kept && v.HealthyDelayed && (!inc.keepsMark || delayStarted(l.b.in.Remediations[name], inc.record)) {
 		entry.HealthyDelayed = ptr.To(true)
 	}
 }
 
 // delayStarted tells whether every resource not being deleted shows its
-// healthy delay's start. A record that keeps a deselection's mark says
-// healthyDelayed only then: until the start shows, its mark stays a
-// deselection's (leftBehind), and a lost start is stamped again from now.
-func delayStarted(resources []Remediation) bool {
-	return !slices.ContainsFunc(resources, func(r Remediation) bool { return !r.Deleting && r.HealthyDelayStart.IsZero() })
+// healthy delay's start (delayStart). A record that keeps a deselection's
+// mark says healthyDelayed only then: until the start shows, its mark
+// stays a deselection's (leftBehind), and a lost start is stamped again.
+func delayStarted(resources []Remediation, record *v1alpha1.UnhealthyNode) bool {
+	return !slices.ContainsFunc(resources, func(r Remediation) bool { return !r.Deleting && delayStart(&r, record).IsZero() })
 }
 
 // orderSteps resumes each entry's steps and puts them in the order they
