@@ -202,11 +202,6 @@ var mutations = []mutation{
 		Edits: []edit{{Old: "return delayedSince(record) == nil || r.HealthyDelayStart.After(ended.Time)", New: "return delayedSince(record) == nil"}},
 	},
 	{
-		Name: "guard-counts-earlier-incarnation", Rule: "one bad object never stops everyone: an earlier NodeHealthCheck of the name holds its own node only",
-		File:  "pkg/remediation/internal/inflight/ledger.go",
-		Edits: []edit{{Old: "return now.Before(w.lapses) && (w.owner == \"\" || w.owner == owner)", New: "return now.Before(w.lapses)"}},
-	},
-	{
 		Name: "condition-strict", Rule: "an unhealthy condition counts from lastTransitionTime + duration, that instant included",
 		File:  "pkg/health/conditions.go",
 		Edits: []edit{{Old: "if !now.Before(expires) {", New: "if now.After(expires) {"}},

@@ -93,6 +93,9 @@ const (
 	// DrawnBeforeReplacements has every draw but a node relabelled while
 	// its remediator expects to replace it (relabelWhileReplaced).
 	DrawnBeforeReplacements Drawing = "before-replacements"
+	// DrawnBeforeReselectedRelapses has every draw but the recovery and
+	// relapse of a node selected again after relabelWhileReplaced.
+	DrawnBeforeReselectedRelapses Drawing = "before-reselected-relapses"
 	// DrawnToday has every draw.
 	DrawnToday Drawing = "today"
 )
@@ -143,16 +146,16 @@ func Generate(seed uint64, n int, focus Focus, drawing Drawing) History {
 		if drawing == DrawnToday || drawing == DrawnBeforeSpreads {
 			h.Steps = append(h.Steps, g.deny(s)...)
 		}
-		if drawing == DrawnToday || drawing == DrawnBeforeLateSteps || drawing == DrawnBeforeReplacements {
+		if drawing == DrawnToday || drawing == DrawnBeforeLateSteps || drawing == DrawnBeforeReplacements || drawing == DrawnBeforeReselectedRelapses {
 			h.Steps = append(h.Steps, g.spread(s)...)
 			h.Steps = append(h.Steps, g.pauseAtTheEdge(s)...)
 			h.Steps = append(h.Steps, g.confirmWhileHeld(s)...)
 		}
-		if drawing == DrawnToday || drawing == DrawnBeforeReplacements {
+		if drawing == DrawnToday || drawing == DrawnBeforeReplacements || drawing == DrawnBeforeReselectedRelapses {
 			h.Steps = append(h.Steps, g.lateStep(s)...)
 		}
-		if drawing == DrawnToday {
-			h.Steps = append(h.Steps, g.relabelWhileReplaced(s)...)
+		if drawing == DrawnToday || drawing == DrawnBeforeReselectedRelapses {
+			h.Steps = append(h.Steps, g.relabelWhileReplaced(s, drawing == DrawnToday)...)
 		}
 	}
 	return h

@@ -110,8 +110,11 @@ const replacedRelabelOdds = 20
 // node out of its NodeHealthChecks' selectors and back seconds later, still
 // unhealthy. The controller leaves the resource to its remediator: the
 // deselection ended the incident, whatever healthyDelay, and the node
-// selected again starts afresh, never on the old step's clock.
-func (g *generator) relabelWhileReplaced(s Step) []Step {
+// selected again starts afresh, never on the old step's clock. With
+// relapses, the node selected again sometimes reports Ready and fails
+// again moments later, while healthyDelay holds the resource: still no
+// incident of that resource's.
+func (g *generator) relabelWhileReplaced(s Step, relapses bool) []Step {
 	pool, known := g.pools[s.Node]
 	if s.Op != OpCondition || s.Status == "True" || !known || g.replaces.IntN(replacedRelabelOdds) != 0 {
 		return nil
@@ -121,9 +124,15 @@ func (g *generator) relabelWhileReplaced(s Step) []Step {
 		return nil
 	}
 	steps := remediatorsDo(kinds, BehaveExpectDeletion, []time.Duration{45 * time.Second, 90 * time.Second, 2 * time.Minute}[g.replaces.IntN(3)])
-	return append(steps,
+	steps = append(steps,
 		Step{After: []time.Duration{time.Second, 10 * time.Second}[g.replaces.IntN(2)], Op: OpRelabel, Node: s.Node, Pool: away[g.replaces.IntN(len(away))]},
 		Step{After: []time.Duration{5 * time.Second, 20 * time.Second}[g.replaces.IntN(2)], Op: OpRelabel, Node: s.Node, Pool: pool})
+	if relapses && g.replaces.IntN(2) == 0 {
+		steps = append(steps,
+			Step{After: []time.Duration{0, 5 * time.Second}[g.replaces.IntN(2)], Op: OpCondition, Node: s.Node, Condition: "Ready", Status: "True"},
+			Step{After: []time.Duration{0, 3 * time.Second}[g.replaces.IntN(2)], Op: OpCondition, Node: s.Node, Condition: "Ready", Status: s.Status})
+	}
+	return steps
 }
 
 // remediatorsDo is the remediators of kinds each behaving so, the first
