@@ -108,4 +108,24 @@ var ruleBreaksOfTheSpecsDraws = []ruleBreak{
 			{After: breakDelay, Op: gen.OpExclude, Node: "worker-0", On: false},
 		},
 	},
+	{
+		// Seed 32765: a NodeHealthCheck deleted and created again under
+		// its name while its create for cp-0 was not shown yet (the
+		// watch of its kind stalled); the new one's every create waited
+		// for that write as if it were its own (the remediation guard's
+		// one blind create) until it lapsed. It holds cp-0 alone.
+		name: "23: a create of an earlier NodeHealthCheck of the name holds its node only",
+		seed: 32765,
+		steps: []gen.Step{
+			cp("cp-0", "cp"), worker("worker-0", "a"), template("Alpha", "alpha-1"), template("Beta", "beta-1"), template("Gamma", "gamma-1"),
+			nhc("nhc-1", gen.NHCSpec{Pools: []string{"cp"}, Conditions: ready("False", 30*time.Second), Steps: []gen.TemplateStep{{Kind: "Alpha", Template: "alpha-1"}}}),
+			fail(0, "worker-0", "False"),
+			fail(16250*time.Millisecond, "cp-0", "False"),
+			{Op: gen.OpWatchStall, Resource: "alpharemediations"},
+			{After: 30 * time.Second, Op: gen.OpDeleteNHC, NHC: "nhc-1"},
+			nhc("nhc-1", gen.NHCSpec{Pools: []string{"a"}, Conditions: ready("False", time.Minute), Steps: []gen.TemplateStep{
+				{Kind: "Alpha", Template: "alpha-1", Timeout: 30 * time.Second}, {Kind: "Gamma", Template: "gamma-1", Timeout: time.Minute}, {Kind: "Beta", Template: "beta-1", Timeout: 30 * time.Second}}}),
+			{After: breakDelay, Op: gen.OpExclude, Node: "worker-0", On: false},
+		},
+	},
 }
