@@ -117,7 +117,7 @@ var mutations = []mutation{
 	},
 	{
 		Name: "relapse-continues", Rule: "a node that recovered starts again at the first step",
-		File:  "pkg/health/incident.go",
+		File:  "pkg/health/incident_end.go",
 		Edits: []edit{{Old: "if ended := endedAt(record); ended != nil && !r.Created.After(ended.Time) {", New: "if ended := endedAt(record); false && ended != nil && !r.Created.After(ended.Time) {"}},
 	},
 	{
@@ -193,12 +193,12 @@ var mutations = []mutation{
 	},
 	{
 		Name: "deselection-as-recovery", Rule: "a deselection ends an incident whatever healthyDelay: selected again, the node starts afresh",
-		File:  "pkg/health/incident.go",
+		File:  "pkg/health/incident_end.go",
 		Edits: []edit{{Old: "return delayedSince(record) == nil || r.HealthyDelayStart.After(ended.Time)", New: "return false"}},
 	},
 	{
 		Name: "reselected-recovery-as-held", Rule: "a deselection ends an incident: selected again, recovered and relapsed within healthyDelay, the node does not go on with the old step",
-		File:  "pkg/health/incident.go",
+		File:  "pkg/health/incident_end.go",
 		Edits: []edit{{Old: "return delayedSince(record) == nil || r.HealthyDelayStart.After(ended.Time)", New: "return delayedSince(record) == nil"}},
 	},
 	{

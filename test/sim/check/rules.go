@@ -132,7 +132,7 @@ func minHealthyOf(nhc *v1alpha1.NodeHealthCheck, observed int) int {
 // hasResourceOf tells whether a NodeHealthCheck had a resource of a node
 // at an instant.
 func (c *Checker) hasResourceOf(nhc *v1alpha1.NodeHealthCheck, node string, t time.Time) bool {
-	return c.resourceOn(node, t, func(r remediationObj) bool { return r.owner == nhc.UID }) != nil
+	return c.hadResourceOf(nhc, node, t, t)
 }
 
 // hadResourceOf tells whether a NodeHealthCheck had a resource of a node
