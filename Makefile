@@ -72,6 +72,7 @@ mutate: ## Break each rule of the spec on purpose (hack/mutate/mutations.go) and
 fuzz: ## Fuzz the pure packages, FUZZTIME each (default 60s).
 	go test -run XXX -fuzz FuzzEvaluate -fuzztime $(or $(FUZZTIME),60s) ./pkg/health
 	go test -run XXX -fuzz FuzzMinHealthy -fuzztime $(or $(FUZZTIME),60s) ./pkg/health
+	go test -run XXX -fuzz FuzzKeep -fuzztime $(or $(FUZZTIME),60s) ./pkg/remediation/resource
 	# Without coverage guidance: instrumented, k8s.io/api's generated
 	# protobuf code slows the decoder's fuzzing to a few inputs a minute.
 	go test -c -o _output/nodecache.test ./pkg/nodecache

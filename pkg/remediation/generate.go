@@ -3,17 +3,16 @@ package remediation
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
 // newRemediation generates the remediation resource for a node from a
@@ -30,7 +29,7 @@ import (
 //   - the node-name and template-name annotations, the part-of label, and the
 //     control-plane label for control-plane nodes.
 func newRemediation(template *unstructured.Unstructured, nhc *v1alpha1.NodeHealthCheck, node string, controlPlane bool) (*unstructured.Unstructured, error) {
-	spec, err := templateSpec(template)
+	spec, err := resource.TemplateSpec(template)
 	if err != nil {
 		return nil, err
 	}
@@ -39,7 +38,7 @@ func newRemediation(template *unstructured.Unstructured, nhc *v1alpha1.NodeHealt
 	r.SetKind(health.RemediationKind(template.GetKind()))
 	r.SetNamespace(template.GetNamespace())
 	r.SetName(node)
-	if supportsMultipleTemplates(template) {
+	if resource.SupportsMultipleTemplates(template) {
 		r.SetName(stepName(node, nhc, template))
 	}
 	r.SetOwnerReferences([]metav1.OwnerReference{{
@@ -59,30 +58,6 @@ func newRemediation(template *unstructured.Unstructured, nhc *v1alpha1.NodeHealt
 	}
 	r.SetLabels(labels)
 	return r, nil
-}
-
-// templateSpec returns a deep copy of a template's spec.template.spec, which
-// every remediation template must have (it may be empty).
-func templateSpec(template *unstructured.Unstructured) (map[string]any, error) {
-	spec, found, err := unstructured.NestedFieldNoCopy(template.Object, "spec", "template", "spec")
-	if err != nil || !found {
-		return nil, fmt.Errorf("it has no spec.template.spec")
-	}
-	switch s := spec.(type) {
-	case map[string]any:
-		return runtime.DeepCopyJSON(s), nil
-	case nil:
-		return map[string]any{}, nil
-	default:
-		return nil, fmt.Errorf("its spec.template.spec is a %T, not an object", spec)
-	}
-}
-
-// supportsMultipleTemplates tells whether a template's remediator accepts
-// several remediation resources per node.
-func supportsMultipleTemplates(template *unstructured.Unstructured) bool {
-	_, ok := template.GetAnnotations()[v1alpha1.MultipleTemplatesSupportAnnotation]
-	return ok
 }
 
 // stepNameHashLength is the number of hex digits of a step's name hash.

@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/kinds"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
 // ReadTemplates resolves templates and reads each with GET, for readers
@@ -62,7 +62,7 @@ func ReadTemplates(ctx context.Context, mapper meta.RESTMapper, client dynamic.I
 
 // getTemplate reads a template with GET, as kubectl nhc does and as the
 // controller does for a kind it may not watch, and keeps of it what an
-// informer would (kinds.Keep): one that does not exist is nil, without an
+// informer would (resource.Keep): one that does not exist is nil, without an
 // error.
 func getTemplate(ctx context.Context, client dynamic.Interface, tmpl Template) (*unstructured.Unstructured, error) {
 	obj, err := client.Resource(tmpl.Resource).Namespace(tmpl.Namespace).Get(ctx, tmpl.Ref.Name, metav1.GetOptions{})
@@ -72,7 +72,7 @@ func getTemplate(ctx context.Context, client dynamic.Interface, tmpl Template) (
 	if err != nil {
 		return nil, err
 	}
-	return kinds.Keep(obj, true).(*unstructured.Unstructured), nil
+	return resource.Keep(obj, true), nil
 }
 
 // resettable makes a mapper that may not reset (a kubeconfig's) one that

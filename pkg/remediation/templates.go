@@ -15,6 +15,7 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/kinds"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
 // Why a template cannot be used: ours, with upstream's words after them
@@ -213,10 +214,10 @@ func checkTemplate(tmpl Template, obj *unstructured.Unstructured) *health.Proble
 	if obj == nil {
 		return notFound(fmt.Sprintf(messageTemplateNotFound, tmpl.Ref.Kind, describe(tmpl), describe(tmpl)))
 	}
-	if kept, size := kinds.KeptTemplate(obj); kept == kinds.TemplateTooLarge {
-		return templateInvalid(tmpl.Ref, fmt.Sprintf(messageTemplateTooLarge, size, kinds.MaxTemplateBytes))
+	if kept, size := resource.KeptTemplate(obj); kept == resource.TemplateTooLarge {
+		return templateInvalid(tmpl.Ref, fmt.Sprintf(messageTemplateTooLarge, size, resource.MaxTemplateBytes))
 	}
-	if _, err := templateSpec(obj); err != nil {
+	if _, err := resource.TemplateSpec(obj); err != nil {
 		return templateInvalid(tmpl.Ref, err.Error())
 	}
 	return nil
@@ -231,7 +232,7 @@ func checkKinds(templates []*unstructured.Unstructured) *health.Problem {
 		kind := tmpl.GroupVersionKind().GroupKind()
 		if other, ok := byKind[kind]; ok {
 			for _, t := range []*unstructured.Unstructured{other, tmpl} {
-				if !supportsMultipleTemplates(t) {
+				if !resource.SupportsMultipleTemplates(t) {
 					return &health.Problem{Reason: v1alpha1.ReasonTemplateInvalid, Message: fmt.Sprintf(
 						"Remediation templates %s and %s are both of kind %s, but %s lacks the %s annotation: its remediator does not support several remediations of one node",
 						other.GetName(), tmpl.GetName(), kind.Kind, t.GetName(), v1alpha1.MultipleTemplatesSupportAnnotation)}

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/kinds"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
 // A template kind that may be read but not listed or watched (the spec's
@@ -53,7 +53,7 @@ func (t *templateResolver) get(ctx context.Context, tmpl Template) (templateRead
 	case state.Synced:
 		obj := t.informers.Get(tmpl.Resource, tmpl.Namespace, tmpl.Ref.Name)
 		if obj != nil {
-			if kept, _ := kinds.KeptTemplate(obj); kept == kinds.TemplateNotKept {
+			if kept, _ := resource.KeptTemplate(obj); kept == resource.TemplateNotKept {
 				return t.fetchVersion(ctx, tmpl, obj.GetResourceVersion())
 			}
 		}

@@ -1,6 +1,9 @@
-// Package resource reads what a remediation resource of any kind says:
-// its node, its NodeHealthCheck owners, whether it is a control-plane
-// node's, and its state as decisions read it.
+// Package resource is the one definition of what the controller reads of
+// a remediation resource of any kind (its node, its NodeHealthCheck owners,
+// whether it is a control-plane node's, its state as decisions read it) and
+// of a template (its spec.template.spec, whether it supports several
+// resources a node), and of what its caches keep of them: Keep keeps
+// exactly what these readers read.
 package resource
 
 import (

@@ -4,6 +4,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
 // The templates NodeHealthChecks name: their caches keep them whole, and a
@@ -73,7 +75,7 @@ func (inf *Informers) keeper(gvr schema.GroupVersionResource, metadataOnly bool)
 		case kind == "":
 			return shellOf(u), nil
 		default:
-			return KeepMetadata(u, gvr.GroupVersion().WithKind(kind)), nil
+			return resource.KeepMetadata(u, gvr.GroupVersion().WithKind(kind)), nil
 		}
 	}
 }
