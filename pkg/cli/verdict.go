@@ -15,7 +15,6 @@ const (
 	verdictDue          = "unhealthy since %s; remediation due at %s (%s)"
 	verdictCreatesNow   = "remediation due now: the controller creates it at its next sync"
 	verdictWaiting      = "waiting: %s"
-	verdictUnexclude    = "; to allow it: kubectl label node %s %s-"
 	verdictStep         = "under remediation: step %d of %d, %s %s/%s, running for %s"
 	verdictTimesOut     = ", times out %s"
 	verdictUntilHealthy = ", runs until the node is healthy"
@@ -62,8 +61,8 @@ func verdict(x *health.Explanation, now time.Time) string {
 		return verdictCreatesNow
 	case x.Waiting != health.WaitNone:
 		s := fmt.Sprintf(verdictWaiting, x.Because)
-		if x.Waiting == health.WaitExcluded {
-			s += fmt.Sprintf(verdictUnexclude, x.Node, v1alpha1.ExcludeFromRemediationLabel)
+		if x.Remedy != "" {
+			s += "; " + x.Remedy
 		}
 		return s
 	}

@@ -63,9 +63,8 @@ func Evaluate(in Input) Plan {
 	e.stormAfter()
 	e.enablementEvent()
 	for i := range e.p.Nodes {
-		switch e.p.Nodes[i].Waiting {
-		case WaitControlPlane, WaitControlPlaneUnknown, WaitDeletion, WaitOwnWrite, WaitOverlap:
-			// Events should end these waits; a deadline ends them if none comes.
+		if endedByEvent(e.p.Nodes[i].Waiting) {
+			// A deadline ends the wait if no event comes.
 			e.deadline(e.now.Add(WaitRetry))
 		}
 	}

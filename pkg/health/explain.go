@@ -23,10 +23,12 @@ type Explanation struct {
 	Excluded     bool
 	// CreatesNow is true when the plan creates the node's next remediation.
 	CreatesNow bool
-	// Waiting is why the node does not get a remediation it needs, and
-	// Because says it in words.
+	// Waiting is why the node does not get a remediation it needs, Because
+	// says it in words, and Remedy what an operator may do to end the wait
+	// ("" for nothing but waiting).
 	Waiting WaitReason
 	Because string
+	Remedy  string
 	// RemediatedBy names the other NodeHealthCheck that remediates the node
 	// instead of this one.
 	RemediatedBy string
@@ -64,7 +66,7 @@ func (p *Plan) Explain() []Explanation {
 		x := Explanation{
 			Node: v.Node.Name, State: v.State, Condition: v.Condition, Since: v.Since, Due: v.Expires,
 			ControlPlane: v.ControlPlane, Excluded: v.Excluded, CreatesNow: creates[v.Node.Name],
-			Waiting: v.Waiting, Because: p.because(v), Steps: len(p.rules.steps),
+			Waiting: v.Waiting, Because: p.because(v), Remedy: remedy(v), Steps: len(p.rules.steps),
 		}
 		if v.RemediatedBy != nil {
 			x.RemediatedBy = v.RemediatedBy.Name

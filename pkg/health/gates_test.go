@@ -199,6 +199,7 @@ func TestNoControlPlaneRemediationStartsWhileTheBusyOnesAreUnknown(t *testing.T)
 	assert.Equal(t, now.Add(WaitRetry), d.NextDeadline)
 	assert.Equal(t, "only one control-plane node at a time may be under remediation, and not all of those under remediation are known yet: "+why, d.because(ptr.To(verdictOf(d, "cp-a"))))
 	assert.Contains(t, d.LastingEvents(&Outcome{}), "controlPlaneUnknown/cp-a")
+	assert.Equal(t, "NHC is enabled, no ongoing remediation; 1 unhealthy nodes wait: 1 until every control-plane node's remediation is known", d.Status.Reason)
 }
 
 func TestWaitsForSomethingElseHaveAFallbackDeadline(t *testing.T) {

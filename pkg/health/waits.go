@@ -67,19 +67,135 @@ const (
 	summaryOverlap    = "%d left to the NodeHealthChecks that remediate them (%s)"
 )
 
-var (
-	waitSummaryOrder = []WaitReason{WaitStorm, WaitControlPlane, WaitLeaseHeld, WaitStatusFull, WaitCreateFailed, WaitExcluded, WaitDeletion, WaitNoTemplate}
-	waitSummaries    = map[WaitReason]string{
-		WaitStorm:        "for storm recovery to end",
-		WaitControlPlane: "for another control-plane node's remediation",
-		WaitLeaseHeld:    "for their node lease, which someone else holds (node maintenance or another remediation)",
-		WaitStatusFull:   "for a remediation to end: the status remembers no more at once",
-		WaitCreateFailed: "for a retry of their remediation's create, which failed or was refused",
-		WaitExcluded:     "excluded from remediation",
-		WaitDeletion:     "for their remediation's deletion",
-		WaitNoTemplate:   "with no remediation template left to try",
+// What frees an excluded node, for kubectl nhc.
+const remedyExcluded = "to allow it: kubectl label node %s " + v1alpha1.ExcludeFromRemediationLabel + "-"
+
+// wait is everything said of one reason to wait, and how the controller
+// waits for it. Every use iterates waits: a new gate is its rule in
+// gates.go and its row here.
+type wait struct {
+	reason WaitReason
+	// because says why a node waits, for kubectl nhc; "" when what it
+	// needs to say is not known.
+	because func(p *Plan, v *NodeVerdict) string
+	// event is the event that lasts while a node waits, under its key:
+	// one for the NodeHealthCheck, or one a node. Nil: no event.
+	event func(p *Plan, v *NodeVerdict) (string, Event)
+	// summary counts n nodes that wait in the status reason, in waits'
+	// order. Nil: the reason does not count them (a wait that passes within
+	// a sync or two, or one a condition states).
+	summary func(p *Plan, n int) string
+	// endedByEvent: a change the controller watches ends the wait (a
+	// deletion, a write shown, another NodeHealthCheck's status); a sync
+	// WaitRetry later ends it if none comes.
+	endedByEvent bool
+	// remedy says what an operator may do to end the wait, for kubectl
+	// nhc; nil: nothing but waiting.
+	remedy func(v *NodeVerdict) string
+}
+
+// says is a constant because.
+func says(words string) func(*Plan, *NodeVerdict) string {
+	return func(*Plan, *NodeVerdict) string { return words }
+}
+
+// counted is a summary of n nodes that wait for words.
+func counted(words string) func(*Plan, int) string {
+	return func(_ *Plan, n int) string { return fmt.Sprintf("%d %s", n, words) }
+}
+
+// waits are the reasons to wait, in the order the status reason counts
+// them.
+var waits = []wait{
+	{reason: WaitMinHealthy,
+		because: func(p *Plan, _ *NodeVerdict) string {
+			return fmt.Sprintf(becauseMinHealthy, p.Healthy, p.Observed, p.Budget.MinHealthy)
+		},
+		event: func(p *Plan, _ *NodeVerdict) (string, Event) {
+			return "minHealthy", warning(EventRemediationSkipped, "", fmt.Sprintf(messageWaitMinHealthy, p.Healthy, p.Budget.MinHealthy))
+		},
+		summary: func(p *Plan, n int) string {
+			return fmt.Sprintf(summaryMinHealthy, n, p.Healthy, p.Observed, p.Budget.MinHealthy)
+		}},
+	{reason: WaitOverlap, endedByEvent: true,
+		because: func(p *Plan, v *NodeVerdict) string {
+			if v.RemediatedBy == nil {
+				return ""
+			}
+			return p.becauseOverlap(v.RemediatedBy, v.State == StateUnhealthy || v.State == StateSoonUnhealthy)
+		},
+		summary: (*Plan).overlapSummary},
+	{reason: WaitStorm, because: says(becauseStorm),
+		event: func(*Plan, *NodeVerdict) (string, Event) {
+			return "storm", warning(EventRemediationSkipped, "", messageWaitStorm)
+		},
+		summary: counted("for storm recovery to end")},
+	{reason: WaitControlPlane, because: says(becauseControlPlane), endedByEvent: true,
+		event: func(_ *Plan, v *NodeVerdict) (string, Event) {
+			return "controlPlane/" + v.Node.Name, warning(EventRemediationSkipped, v.Node.Name, fmt.Sprintf(messageWaitControlPlane, v.Node.Name))
+		},
+		summary: counted("for another control-plane node's remediation")},
+	{reason: WaitControlPlaneUnknown, endedByEvent: true,
+		because: func(p *Plan, _ *NodeVerdict) string {
+			return fmt.Sprintf(becauseControlPlaneUnknown, p.ControlPlaneUnknown)
+		},
+		event: func(p *Plan, v *NodeVerdict) (string, Event) {
+			return "controlPlaneUnknown/" + v.Node.Name, warning(EventRemediationSkipped, v.Node.Name, fmt.Sprintf(messageWaitControlPlaneUnknown, v.Node.Name, p.ControlPlaneUnknown))
+		},
+		summary: counted("until every control-plane node's remediation is known")},
+	{reason: WaitLeaseHeld,
+		because: func(_ *Plan, v *NodeVerdict) string {
+			if v.Lease == nil {
+				return ""
+			}
+			return fmt.Sprintf(becauseLeaseHeld, LeaseName(v.Node.Name), v.Lease.Holder, v.Lease.Expires().UTC().Format(time.RFC3339))
+		},
+		event: func(_ *Plan, v *NodeVerdict) (string, Event) {
+			return "lease/" + v.Node.Name, warning(EventRemediationSkipped, v.Node.Name, fmt.Sprintf(messageWaitLeaseHeld, v.Node.Name))
+		},
+		summary: counted("for their node lease, which someone else holds (node maintenance or another remediation)")},
+	{reason: WaitStatusFull,
+		because: func(p *Plan, _ *NodeVerdict) string { return fmt.Sprintf(becauseStatusFull, p.Remediating) },
+		summary: counted("for a remediation to end: the status remembers no more at once")},
+	{reason: WaitCreateFailed, because: says(fmt.Sprintf(becauseCreateFailed, MaxCreateRetry)),
+		summary: counted("for a retry of their remediation's create, which failed or was refused")},
+	{reason: WaitExcluded, because: says(becauseExcluded),
+		event: func(_ *Plan, v *NodeVerdict) (string, Event) {
+			return "excluded/" + v.Node.Name, warning(EventRemediationSkipped, v.Node.Name, fmt.Sprintf(messageWaitExcluded, v.Node.Name))
+		},
+		summary: counted("excluded from remediation"),
+		remedy:  func(v *NodeVerdict) string { return fmt.Sprintf(remedyExcluded, v.Node.Name) }},
+	{reason: WaitDeletion, because: says(becauseDeletion), endedByEvent: true,
+		summary: counted("for their remediation's deletion")},
+	{reason: WaitNoTemplate, because: says(becauseNoTemplate),
+		summary: counted("with no remediation template left to try")},
+	{reason: WaitPaused,
+		because: func(p *Plan, _ *NodeVerdict) string {
+			return fmt.Sprintf(becausePaused, strings.Join(p.rules.pauseRequests, ", "))
+		},
+		event: func(*Plan, *NodeVerdict) (string, Event) {
+			return "paused", normal(EventRemediationSkipped, "", messageWaitPaused)
+		}},
+	{reason: WaitDisabled,
+		because: func(p *Plan, _ *NodeVerdict) string {
+			if p.Problem == nil {
+				return ""
+			}
+			return fmt.Sprintf(becauseDisabled, p.Problem.Reason, p.Problem.Message)
+		}},
+	{reason: WaitOwnWrite, because: says(becauseOwnWrite), endedByEvent: true},
+	{reason: WaitNextBatch, because: says(becauseNextBatch)},
+	{reason: WaitStatusWrite, because: says(becauseStatusWrite)},
+}
+
+// waitOf is each reason's row.
+var waitOf = func() map[WaitReason]*wait {
+	rows := make(map[WaitReason]*wait, len(waits))
+	for i := range waits {
+		rows[waits[i].reason] = &waits[i]
 	}
-)
+	return rows
+}()
 
 // LastingEvents are the events of states that last: why nodes wait, the
 // warnings, and creations that someone else's resource blocks. They are keyed,
@@ -88,21 +204,9 @@ func (p *Plan) LastingEvents(out *Outcome) map[string]Event {
 	events := map[string]Event{}
 	for i := range p.Nodes {
 		v := &p.Nodes[i]
-		switch v.Waiting {
-		case WaitMinHealthy:
-			events["minHealthy"] = warning(EventRemediationSkipped, "", fmt.Sprintf(messageWaitMinHealthy, p.Healthy, p.Budget.MinHealthy))
-		case WaitStorm:
-			events["storm"] = warning(EventRemediationSkipped, "", messageWaitStorm)
-		case WaitPaused:
-			events["paused"] = normal(EventRemediationSkipped, "", messageWaitPaused)
-		case WaitExcluded:
-			events["excluded/"+v.Node.Name] = warning(EventRemediationSkipped, v.Node.Name, fmt.Sprintf(messageWaitExcluded, v.Node.Name))
-		case WaitControlPlane:
-			events["controlPlane/"+v.Node.Name] = warning(EventRemediationSkipped, v.Node.Name, fmt.Sprintf(messageWaitControlPlane, v.Node.Name))
-		case WaitControlPlaneUnknown:
-			events["controlPlaneUnknown/"+v.Node.Name] = warning(EventRemediationSkipped, v.Node.Name, fmt.Sprintf(messageWaitControlPlaneUnknown, v.Node.Name, p.ControlPlaneUnknown))
-		case WaitLeaseHeld:
-			events["lease/"+v.Node.Name] = warning(EventRemediationSkipped, v.Node.Name, fmt.Sprintf(messageWaitLeaseHeld, v.Node.Name))
+		if w := waitOf[v.Waiting]; w != nil && w.event != nil {
+			key, event := w.event(p, v)
+			events[key] = event
 		}
 	}
 	for _, w := range p.Warnings {
@@ -119,8 +223,8 @@ func (p *Plan) waitSummary() string {
 	counts := map[WaitReason]int{}
 	waiting := 0
 	for i := range p.Nodes {
-		if w := p.Nodes[i].Waiting; w != WaitNone && w != WaitPaused && w != WaitDisabled && w != WaitOwnWrite && w != WaitNextBatch && w != WaitStatusWrite {
-			counts[w]++
+		if w := waitOf[p.Nodes[i].Waiting]; w != nil && w.summary != nil {
+			counts[w.reason]++
 			waiting++
 		}
 	}
@@ -128,15 +232,9 @@ func (p *Plan) waitSummary() string {
 		return ""
 	}
 	var parts []string
-	if n := counts[WaitMinHealthy]; n > 0 {
-		parts = append(parts, fmt.Sprintf(summaryMinHealthy, n, p.Healthy, p.Observed, p.Budget.MinHealthy))
-	}
-	if n := counts[WaitOverlap]; n > 0 {
-		parts = append(parts, p.overlapSummary(n))
-	}
-	for _, reason := range waitSummaryOrder {
-		if n := counts[reason]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, waitSummaries[reason]))
+	for i := range waits {
+		if n := counts[waits[i].reason]; n > 0 {
+			parts = append(parts, waits[i].summary(p, n))
 		}
 	}
 	return fmt.Sprintf(reasonWaiting, waiting, strings.Join(parts, ", "))
@@ -156,47 +254,25 @@ func (p *Plan) overlapSummary(n int) string {
 
 // because says why a node waits.
 func (p *Plan) because(v *NodeVerdict) string {
-	switch v.Waiting {
-	case WaitMinHealthy:
-		return fmt.Sprintf(becauseMinHealthy, p.Healthy, p.Observed, p.Budget.MinHealthy)
-	case WaitStorm:
-		return becauseStorm
-	case WaitPaused:
-		return fmt.Sprintf(becausePaused, strings.Join(p.rules.pauseRequests, ", "))
-	case WaitExcluded:
-		return becauseExcluded
-	case WaitControlPlane:
-		return becauseControlPlane
-	case WaitControlPlaneUnknown:
-		return fmt.Sprintf(becauseControlPlaneUnknown, p.ControlPlaneUnknown)
-	case WaitDisabled:
-		if p.Problem != nil {
-			return fmt.Sprintf(becauseDisabled, p.Problem.Reason, p.Problem.Message)
-		}
-	case WaitDeletion:
-		return becauseDeletion
-	case WaitNoTemplate:
-		return becauseNoTemplate
-	case WaitOwnWrite:
-		return becauseOwnWrite
-	case WaitNextBatch:
-		return becauseNextBatch
-	case WaitStatusWrite:
-		return becauseStatusWrite
-	case WaitStatusFull:
-		return fmt.Sprintf(becauseStatusFull, p.Remediating)
-	case WaitCreateFailed:
-		return fmt.Sprintf(becauseCreateFailed, MaxCreateRetry)
-	case WaitOverlap:
-		if v.RemediatedBy != nil {
-			return p.becauseOverlap(v.RemediatedBy, v.State == StateUnhealthy || v.State == StateSoonUnhealthy)
-		}
-	case WaitLeaseHeld:
-		if v.Lease != nil {
-			return fmt.Sprintf(becauseLeaseHeld, LeaseName(v.Node.Name), v.Lease.Holder, v.Lease.Expires().UTC().Format(time.RFC3339))
-		}
+	if w := waitOf[v.Waiting]; w != nil {
+		return w.because(p, v)
 	}
 	return ""
+}
+
+// remedy says what an operator may do to end a node's wait, "" for
+// nothing but waiting.
+func remedy(v *NodeVerdict) string {
+	if w := waitOf[v.Waiting]; w != nil && w.remedy != nil {
+		return w.remedy(v)
+	}
+	return ""
+}
+
+// endedByEvent says whether a change the controller watches ends a wait.
+func endedByEvent(reason WaitReason) bool {
+	w := waitOf[reason]
+	return w != nil && w.endedByEvent
 }
 
 // becauseOverlap says why a node waits for another NodeHealthCheck, naming it.
