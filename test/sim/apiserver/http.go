@@ -153,51 +153,11 @@ func (s *Server) serve(client string, req *http.Request, r Request) *http.Respon
 		}
 		return respond(http.StatusOK, obj.Object)
 	case "list":
-		selector, err := labels.Parse(r.param("labelSelector"))
-		if err != nil {
-			return respondError(apierrors.NewBadRequest(err.Error()))
-		}
-		items, rv := s.store.list(r.GVR, r.Namespace, selector)
-		if name := r.SelectedName(); name != "" {
-			items = slices.DeleteFunc(items, func(o *unstructured.Unstructured) bool { return o.GetName() != name })
-		}
-		list := map[string]any{
-			"apiVersion": r.GVR.GroupVersion().String(), "kind": res.Kind + "List",
-			"metadata": map[string]any{"resourceVersion": strconv.FormatInt(rv, 10)},
-		}
-		objs := make([]any, len(items))
-		uids := make([]types.UID, len(items))
-		for i, item := range items {
-			objs[i], uids[i] = item.Object, item.GetUID()
-		}
-		list["items"] = objs
-		s.showed(client, r.GVR, uids, r.SelectedName() == "" && selector.Empty())
-		return respond(http.StatusOK, list)
+		return s.serveList(client, r, res)
 	case "watch":
 		return s.openWatch(client, req, r)
 	case "create", "update":
-		obj := &unstructured.Unstructured{}
-		if err := obj.UnmarshalJSON(r.Body); err != nil {
-			return respondError(apierrors.NewBadRequest(err.Error()))
-		}
-		if res.Namespaced {
-			obj.SetNamespace(r.Namespace)
-		}
-		var out *unstructured.Unstructured
-		var err error
-		if r.Verb == "create" {
-			out, err = s.store.Create(r.GVR, obj)
-		} else {
-			out, err = s.store.Update(r.GVR, obj, status)
-		}
-		if err != nil {
-			return respondError(err)
-		}
-		code := http.StatusOK
-		if r.Verb == "create" {
-			code = http.StatusCreated
-		}
-		return respond(code, out.Object)
+		return s.serveWrite(r, res, status)
 	case "patch":
 		out, err := s.store.patch(r.GVR, r.Namespace, r.Name, r.Body, status)
 		if err != nil {
@@ -216,6 +176,56 @@ func (s *Server) serve(client string, req *http.Request, r Request) *http.Respon
 		return respond(http.StatusOK, out.Object)
 	}
 	return respondError(apierrors.NewMethodNotSupported(r.GVR.GroupResource(), r.Verb))
+}
+
+// serveList answers a list, and notes what it showed the client.
+func (s *Server) serveList(client string, r Request, res *Resource) *http.Response {
+	selector, err := labels.Parse(r.param("labelSelector"))
+	if err != nil {
+		return respondError(apierrors.NewBadRequest(err.Error()))
+	}
+	items, rv := s.store.list(r.GVR, r.Namespace, selector)
+	if name := r.SelectedName(); name != "" {
+		items = slices.DeleteFunc(items, func(o *unstructured.Unstructured) bool { return o.GetName() != name })
+	}
+	list := map[string]any{
+		"apiVersion": r.GVR.GroupVersion().String(), "kind": res.Kind + "List",
+		"metadata": map[string]any{"resourceVersion": strconv.FormatInt(rv, 10)},
+	}
+	objs := make([]any, len(items))
+	uids := make([]types.UID, len(items))
+	for i, item := range items {
+		objs[i], uids[i] = item.Object, item.GetUID()
+	}
+	list["items"] = objs
+	s.showed(client, r.GVR, uids, r.SelectedName() == "" && selector.Empty())
+	return respond(http.StatusOK, list)
+}
+
+// serveWrite answers a create or an update.
+func (s *Server) serveWrite(r Request, res *Resource, status bool) *http.Response {
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(r.Body); err != nil {
+		return respondError(apierrors.NewBadRequest(err.Error()))
+	}
+	if res.Namespaced {
+		obj.SetNamespace(r.Namespace)
+	}
+	var out *unstructured.Unstructured
+	var err error
+	if r.Verb == "create" {
+		out, err = s.store.Create(r.GVR, obj)
+	} else {
+		out, err = s.store.Update(r.GVR, obj, status)
+	}
+	if err != nil {
+		return respondError(err)
+	}
+	code := http.StatusOK
+	if r.Verb == "create" {
+		code = http.StatusCreated
+	}
+	return respond(code, out.Object)
 }
 
 // openWatch starts a watch: from a resourceVersion (410 Gone when that was
