@@ -56,11 +56,11 @@ func TestA403FromAdmissionRefusesOneCreateAlone(t *testing.T) {
 			if tt.reviewer != nil {
 				f.writer.access = tt.reviewer
 			}
-			f.writer.informers.Use("workers", kinds.Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
+			f.observer.informers.Use("workers", kinds.Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 			f.client.PrependReactor("create", testGVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, denied })
 
 			out := f.apply(testNHC, createPlan("worker-1"), f.watched)
-			stopped := f.writer.informers.State(testGVR).Err != nil
+			stopped := f.observer.informers.State(testGVR).Err != nil
 			if tt.refused {
 				require.Len(t, out.Blocked, 1, "a refusal of that create")
 				assert.Contains(t, out.Blocked[0].Message, "refused by admission")

@@ -22,7 +22,7 @@ import (
 // be read (discovery failing, a forbidden GET) is left out of the check and
 // returned in unreadable.
 func ReadTemplates(ctx context.Context, mapper meta.RESTMapper, client dynamic.Interface, refs []corev1.ObjectReference) (templates []Template, problem *health.Problem, unreadable []error) {
-	resolver := newTemplateResolver(resettable{mapper}, nil, clock.RealClock{})
+	resolver := newTemplateResolver(resettable{mapper}, nil, client, clock.RealClock{})
 	setProblem := func(p *health.Problem) {
 		if problem == nil {
 			problem = p

@@ -65,7 +65,7 @@ func New(cfg Config) (*Observer, *Writer, error) {
 		metadataOnly = cfg.Dynamic
 	}
 	informers := kinds.New(cfg.Context, cfg.Dynamic, metadataOnly, cfg.Clock)
-	o, w := newRooms(informers, newTemplateResolver(mapper, informers, cfg.Clock), cfg.Clock, newResourceClient(cfg.Dynamic, cfg.NodeClient))
+	o, w := newRooms(informers, newTemplateResolver(mapper, informers, cfg.Dynamic, cfg.Clock), cfg.Clock, newResourceClient(cfg.Dynamic, cfg.NodeClient))
 	o.discovery, o.leases = discovery, cfg.Leases
 	w.access = cfg.Access
 	return o, w, nil

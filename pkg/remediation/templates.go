@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/clock"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
@@ -44,8 +45,10 @@ const mapperResetInterval = 10 * time.Second
 // watched (templates_read.go).
 type templateResolver struct {
 	mapper    KindMapper
-	informers *kinds.Informers
-	clock     clock.PassiveClock
+	informers templateCaches
+	// client reads with GET the templates the informers cannot show.
+	client dynamic.Interface
+	clock  clock.PassiveClock
 
 	mu        sync.Mutex
 	lastReset time.Time
@@ -74,10 +77,17 @@ type KindMapper interface {
 	Reset()
 }
 
+// templateCaches is what the resolver asks of the informers: whether a
+// kind's cache can be read, and a template in it.
+type templateCaches interface {
+	State(gvr schema.GroupVersionResource) kinds.State
+	Get(gvr schema.GroupVersionResource, namespace, name string) *unstructured.Unstructured
+}
+
 // newTemplateResolver returns a resolver. A reset of the mapper should read
 // the API again.
-func newTemplateResolver(mapper KindMapper, informers *kinds.Informers, clock clock.PassiveClock) *templateResolver {
-	return &templateResolver{mapper: mapper, informers: informers, clock: clock, fetched: map[templateID]fetchedTemplate{}}
+func newTemplateResolver(mapper KindMapper, informers templateCaches, client dynamic.Interface, clock clock.PassiveClock) *templateResolver {
+	return &templateResolver{mapper: mapper, informers: informers, client: client, clock: clock, fetched: map[templateID]fetchedTemplate{}}
 }
 
 // Template is a template reference resolved to its resources.

@@ -110,7 +110,7 @@ func (t *templateResolver) fetchUnless(ctx context.Context, tmpl Template, curre
 	}
 	ctx, cancel := context.WithTimeout(ctx, getTimeout)
 	defer cancel()
-	obj, err := getTemplate(ctx, t.informers.Client(), tmpl)
+	obj, err := getTemplate(ctx, t.client, tmpl)
 	if apierrors.IsForbidden(err) {
 		return templateRead{problem: notFound(fmt.Sprintf(messageGetForbidden, tmpl.Ref.Kind, describe(tmpl), err, tmpl.Resource.GroupResource()))}, nil
 	}

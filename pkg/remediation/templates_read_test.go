@@ -60,7 +60,7 @@ func newRBACFixture(t *testing.T, listForbidden, getForbidden bool, objects ...r
 	mapper.Add(testTemplateGVR.GroupVersion().WithKind("TestRemediationTemplate"), meta.RESTScopeNamespace)
 	mapper.Add(testGVR.GroupVersion().WithKind("TestRemediation"), meta.RESTScopeNamespace)
 	f.informers = kinds.New(ctx, f.client, f.client, f.clock)
-	f.observer, _ = testRooms(f.informers, newTemplateResolver(resettable{mapper}, f.informers, f.clock), f.clock, f.client, kubefake.NewClientset().CoreV1().Nodes())
+	f.observer, _ = testRooms(f.informers, newTemplateResolver(resettable{mapper}, f.informers, f.client, f.clock), f.clock, f.client, kubefake.NewClientset().CoreV1().Nodes())
 	f.nhc = testNHC.DeepCopy()
 	f.nhc.Spec.RemediationTemplate = ptr.To(templateRef)
 	return f

@@ -55,7 +55,7 @@ func TestTheStatusRecordsTheRemediationsOfAKindThatCannotBeRead(t *testing.T) {
 			mapper := meta.NewDefaultRESTMapper(nil)
 			mapper.Add(testGVR.GroupVersion().WithKind("TestRemediation"), meta.RESTScopeNamespace)
 			informers := kinds.New(ctx, client, client, clock)
-			m, _ := testRooms(informers, newTemplateResolver(resettable{mapper}, informers, clock), clock, client, kubefake.NewClientset().CoreV1().Nodes())
+			m, _ := testRooms(informers, newTemplateResolver(resettable{mapper}, informers, client, clock), clock, client, kubefake.NewClientset().CoreV1().Nodes())
 			reader := nhcNamed("reader")
 			unreadable := func() map[schema.GroupVersionKind]bool {
 				w, err := m.Watch(ctx, reader, []*v1alpha1.NodeHealthCheck{recorded})
@@ -123,7 +123,7 @@ func TestAKindUninstalledWithItsRoleNoLongerDisables(t *testing.T) {
 	mapper.Reset()
 	mapper.uninstalled = nil
 	informers := kinds.New(ctx, client, client, clock)
-	m, _ := testRooms(informers, newTemplateResolver(mapper, informers, clock), clock, client, kubefake.NewClientset().CoreV1().Nodes())
+	m, _ := testRooms(informers, newTemplateResolver(mapper, informers, client, clock), clock, client, kubefake.NewClientset().CoreV1().Nodes())
 	nhc := testNHC.DeepCopy()
 	nhc.Spec.RemediationTemplate = ptr.To(templateRef)
 	nhc.Status.UnhealthyNodes = []*v1alpha1.UnhealthyNode{{Name: "cp-1", Remediations: []*v1alpha1.Remediation{
@@ -170,7 +170,7 @@ func TestAForbiddenKindUninstalledFreesItsNodes(t *testing.T) {
 	mapper.Reset()
 	mapper.uninstalled = nil
 	informers := kinds.New(ctx, client, client, clock)
-	m, _ := testRooms(informers, newTemplateResolver(mapper, informers, clock), clock, client, kubefake.NewClientset().CoreV1().Nodes())
+	m, _ := testRooms(informers, newTemplateResolver(mapper, informers, client, clock), clock, client, kubefake.NewClientset().CoreV1().Nodes())
 	informers.Use("deleted", kinds.Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 	require.Eventually(t, func() bool { return informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
 	informers.Use("deleted", kinds.Kinds{})

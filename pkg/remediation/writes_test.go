@@ -292,8 +292,8 @@ func TestOneRemediationPerNodeAcrossNodeHealthChecks(t *testing.T) {
 	f := newWriteFixture(t)
 	// Generated names, so that the API server would take both resources.
 	f.watched.reads[0].obj = testTemplate(map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: "true"})
-	f.writer.informers.Use("watcher", kinds.Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
-	require.Eventually(t, func() bool { return f.writer.informers.Synced(testGVR) }, 10*time.Second, 10*time.Millisecond)
+	f.observer.informers.Use("watcher", kinds.Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
+	require.Eventually(t, func() bool { return f.observer.informers.Synced(testGVR) }, 10*time.Second, 10*time.Millisecond)
 
 	// Two NodeHealthChecks that select the node, each deciding from caches
 	// that show nothing yet, start its remediation at the same moment.
@@ -307,8 +307,8 @@ func TestOneRemediationPerNodeAcrossNodeHealthChecks(t *testing.T) {
 
 	// Once the informer shows the resource, it holds the node.
 	require.Eventually(t, func() bool { return len(f.writer.ledger.Pending(winner)) == 0 }, 10*time.Second, 10*time.Millisecond)
-	assert.Equal(t, map[string][]resource.Owner{"worker-0": {{Name: winner, UID: types.UID("uid-" + winner)}}}, f.writer.informers.OtherOwners(types.UID("uid-"+loser)))
-	assert.Empty(t, f.writer.informers.OtherOwners(types.UID("uid-"+winner)), "its own resources are not another's")
+	assert.Equal(t, map[string][]resource.Owner{"worker-0": {{Name: winner, UID: types.UID("uid-" + winner)}}}, f.observer.informers.OtherOwners(types.UID("uid-"+loser)))
+	assert.Empty(t, f.observer.informers.OtherOwners(types.UID("uid-"+winner)), "its own resources are not another's")
 	out := f.apply(nhcNamed(loser), createPlan("worker-0"), f.watched)
 	require.Len(t, out.Blocked, 1)
 	assert.Equal(t, "NodeHealthCheck "+winner+" remediates node worker-0, or is starting to; only one NodeHealthCheck remediates a node, and this one leaves it alone", out.Blocked[0].Message)
@@ -330,7 +330,7 @@ func TestAReservationOfAnUninstalledKindEnds(t *testing.T) {
 	mapper := &uninstallable{uninstalled: []schema.GroupVersionKind{{}}}
 	mapper.Reset()
 	mapper.uninstalled = nil
-	f.writer.templates = newTemplateResolver(mapper, f.writer.informers, f.clock)
+	f.writer.templates = newTemplateResolver(mapper, f.observer.informers, f.client, f.clock)
 	require.Len(t, f.apply(testNHC, controlPlanePlan("master-0"), f.watched).Created, 1)
 	f.client.PrependReactor("get", testGVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(testGVR.GroupResource(), "", assert.AnError)

@@ -172,9 +172,6 @@ func New(ctx context.Context, client, metadata dynamic.Interface, clk clock.Pass
 	}
 }
 
-// Client is the dynamic client the informers list and watch with.
-func (inf *Informers) Client() dynamic.Interface { return inf.client }
-
 // AddChangeHandler adds a handler that hears of every change of every
 // informer, after the handlers added before it.
 func (inf *Informers) AddChangeHandler(handler ObjectChangeFunc) {
