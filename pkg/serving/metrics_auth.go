@@ -28,6 +28,11 @@ const (
 	// failedTTL is how long a review that failed (no answer) is not asked
 	// again for the same token: a caller retrying at once gets the same.
 	failedTTL = 2 * time.Second
+	// letInTTL is how long a token or an access that let its caller in is
+	// remembered after its answer expired: a caller slower than the
+	// answers' lives (a scrape every 2, 5 or 10 minutes) is reviewed again
+	// on the refresh slots and client, never behind strangers.
+	letInTTL = time.Hour
 	// reviewCacheSize bounds each of the four caches; the least recently
 	// used go first.
 	reviewCacheSize = 1024
@@ -75,6 +80,9 @@ type delegatedAuth struct {
 	// that no flood of forged tokens or paths evicts the answer that lets
 	// Prometheus in.
 	users, unknown, allowed, denied *cache.LRUExpireCache
+	// letIn remembers, by the same keys, the tokens and accesses that let
+	// their caller in within letInTTL, whatever their answers' expiry.
+	letIn *cache.LRUExpireCache
 	// budget bounds the reviews of callers without a cached answer;
 	// refreshing holds a slot for each answer reviewed again (refreshAhead).
 	budget     *reviewBudget
@@ -112,6 +120,7 @@ func newDelegatedAuth(reviews, refreshes ReviewClient, handler http.Handler, clk
 		unknown:    cache.NewLRUExpireCacheWithClock(reviewCacheSize, clk),
 		allowed:    cache.NewLRUExpireCacheWithClock(reviewCacheSize, clk),
 		denied:     cache.NewLRUExpireCacheWithClock(reviewCacheSize, clk),
+		letIn:      cache.NewLRUExpireCacheWithClock(reviewCacheSize, clk),
 		budget:     newReviewBudget(reviewsInFlight, reviewsPerCaller),
 		refreshing: make(chan struct{}, refreshesInFlight),
 		clock:      clk,

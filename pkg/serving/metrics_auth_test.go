@@ -299,3 +299,42 @@ func TestForgedTokensDoNotEvictTheScrapersAnswer(t *testing.T) {
 		assert.Equal(t, before, *asked, "round %d: served from its cached answer", round)
 	}
 }
+
+// A scraper slower than its answers' lives (Prometheus allows
+// scrape_interval: 5m) never waits behind strangers either: every 5
+// minutes for an hour, while a flood holds every strangers' slot, each of
+// its scrapes is served 200, reviewed on the refresh client alone. A
+// token the API server no longer knows loses that place.
+func TestASlowScraperNeverWaitsBehindAFlood(t *testing.T) {
+	reviews, asked := reviewingClient(nil)
+	refreshes, _ := reviewingClient(nil)
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	auth := newDelegatedAuth(over(reviews), over(refreshes), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clk)
+	scrape := func(token string) int {
+		rec := httptest.NewRecorder()
+		auth.ServeHTTP(rec, authorized(token))
+		return rec.Code
+	}
+	require.Equal(t, http.StatusOK, scrape("prometheus"))
+	for i := range reviewsInFlight {
+		require.True(t, auth.budget.take(fmt.Sprint("10.0.0.", i)))
+	}
+	asked0 := *asked
+	for elapsed := 5 * time.Minute; elapsed <= time.Hour; elapsed += 5 * time.Minute {
+		clk.SetTime(clk.Now().Add(5 * time.Minute))
+		require.Equal(t, http.StatusOK, scrape("prometheus"), "after %s", elapsed)
+		require.Eventually(t, func() bool { return len(auth.refreshing) == 0 }, 5*time.Second, time.Millisecond)
+	}
+	assert.Equal(t, asked0, *asked, "no review on the flood's client")
+	assert.Equal(t, http.StatusTooManyRequests, scrape("stranger"), "a stranger still waits for the strangers' slots")
+
+	// Revoked: the refresh client's review says so, and the next review
+	// waits for the strangers' slots.
+	refreshes.PrependReactor("create", "tokenreviews", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		return true, action.(clienttesting.CreateAction).GetObject(), nil
+	})
+	clk.SetTime(clk.Now().Add(5 * time.Minute))
+	assert.Equal(t, http.StatusUnauthorized, scrape("prometheus"), "revoked")
+	clk.SetTime(clk.Now().Add(unauthenticatedTTL + time.Second))
+	assert.Equal(t, http.StatusTooManyRequests, scrape("prometheus"), "no longer let in: a stranger")
+}

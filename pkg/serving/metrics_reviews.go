@@ -45,11 +45,12 @@ func (a *delegatedAuth) authenticate(ctx context.Context, caller, token string) 
 		}
 		return nil, nil
 	}
-	if !a.budget.take(caller) {
-		return nil, errTooManyReviews
+	client, release, err := a.lane(ctx, caller, letInToken+key)
+	if err != nil {
+		return nil, err
 	}
-	defer a.budget.release(caller)
-	user, err := a.reviewToken(ctx, a.reviews, key, token)
+	defer release()
+	user, err := a.reviewToken(ctx, client, key, token)
 	if err != nil {
 		a.unknown.Add(key, errReviewFailed, failedTTL)
 	}
@@ -69,11 +70,38 @@ func (a *delegatedAuth) authorize(ctx context.Context, caller string, user *auth
 	if cached, ok := a.denied.Get(key); ok {
 		return cached.(string), nil
 	}
-	if !a.budget.take(caller) {
-		return "", errTooManyReviews
+	client, release, err := a.lane(ctx, caller, letInAccess+key)
+	if err != nil {
+		return "", err
 	}
-	defer a.budget.release(caller)
-	return a.reviewAccess(ctx, a.reviews, key, user, verb, path)
+	defer release()
+	return a.reviewAccess(ctx, client, key, user, verb, path)
+}
+
+// The keys of letIn: a token's hash or an access's key, apart.
+const (
+	letInToken  = "token/"
+	letInAccess = "access/"
+)
+
+// lane is where a review without a cached answer goes: one of a token or
+// an access that let its caller in within letInTTL waits for a refresh
+// slot and goes through the refresh client, as its answer's refresh would
+// have; any other takes the caller's share of the strangers' slots, or is
+// refused at once (errTooManyReviews).
+func (a *delegatedAuth) lane(ctx context.Context, caller, key string) (ReviewClient, func(), error) {
+	if _, known := a.letIn.Get(key); known {
+		select {
+		case a.refreshing <- struct{}{}:
+			return a.refreshes, func() { <-a.refreshing }, nil
+		case <-ctx.Done():
+			return ReviewClient{}, nil, ctx.Err()
+		}
+	}
+	if !a.budget.take(caller) {
+		return ReviewClient{}, nil, errTooManyReviews
+	}
+	return a.reviews, func() { a.budget.release(caller) }, nil
 }
 
 // accessKey is what an access review's answer is cached by: the whole user
@@ -150,11 +178,13 @@ func (a *delegatedAuth) reviewToken(ctx context.Context, client ReviewClient, ke
 	}
 	if !review.Status.Authenticated {
 		a.users.Remove(key)
+		a.letIn.Remove(letInToken + key)
 		a.unknown.Add(key, (*authenticationv1.UserInfo)(nil), unauthenticatedTTL)
 		return nil, nil
 	}
 	a.unknown.Remove(key)
 	a.users.Add(key, answer{user: &review.Status.User, reviewedAt: a.clock.Now()}, authenticatedTTL)
+	a.letIn.Add(letInToken+key, struct{}{}, letInTTL)
 	return &review.Status.User, nil
 }
 
@@ -184,6 +214,7 @@ func (a *delegatedAuth) reviewAccess(ctx context.Context, client ReviewClient, k
 	if review.Status.Allowed {
 		a.denied.Remove(key)
 		a.allowed.Add(key, answer{reviewedAt: a.clock.Now()}, allowedTTL)
+		a.letIn.Add(letInAccess+key, struct{}{}, letInTTL)
 		return "", nil
 	}
 	denied := "Forbidden: user " + user.Username + " may not " + verb + " " + path
@@ -191,6 +222,7 @@ func (a *delegatedAuth) reviewAccess(ctx context.Context, client ReviewClient, k
 		denied += ": " + review.Status.Reason
 	}
 	a.allowed.Remove(key)
+	a.letIn.Remove(letInAccess + key)
 	a.denied.Add(key, denied, deniedTTL)
 	return denied, nil
 }
