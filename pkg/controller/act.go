@@ -126,13 +126,20 @@ func (a *actor) deleteAll(ctx context.Context, nhc string, deletions []health.De
 	if len(deletions) > 0 {
 		a.yield.wait(ctx)
 	}
-	errs := inParallel(ctx, len(deletions), func(i int) error { return a.api.writer.Delete(ctx, nhc, watched, deletions[i]) })
+	gone := make([]bool, len(deletions))
+	errs := inParallel(ctx, len(deletions), func(i int) (err error) {
+		gone[i], err = a.api.writer.Delete(ctx, nhc, watched, deletions[i])
+		return err
+	})
 	for i, del := range deletions {
 		if errs[i] != nil {
 			out.Errors = append(out.Errors, fmt.Errorf("deleting %s %s/%s: %w", del.Resource.Kind, del.Resource.Namespace, del.Resource.Name, errs[i]))
 			continue
 		}
 		out.Deleted = append(out.Deleted, del)
+		if gone[i] {
+			out.DeletedGone++
+		}
 	}
 }
 

@@ -66,11 +66,11 @@ type failingDeletes struct {
 	node string
 }
 
-func (f failingDeletes) Delete(_ context.Context, _ string, _ *remediation.Watched, del health.Deletion) error {
+func (f failingDeletes) Delete(_ context.Context, _ string, _ *remediation.Watched, del health.Deletion) (bool, error) {
 	if del.Node == f.node {
-		return assert.AnError
+		return false, assert.AnError
 	}
-	return nil
+	return true, nil
 }
 
 func TestDeletionsGoOutTogetherAndAreReportedInPlanOrder(t *testing.T) {

@@ -183,8 +183,8 @@ func (p poolRemediations) Create(context.Context, *v1alpha1.NodeHealthCheck, hea
 	return health.Created{}, errors.New("a steady state creates nothing")
 }
 
-func (p poolRemediations) Delete(context.Context, string, *remediation.Watched, health.Deletion) error {
-	return errors.New("a steady state deletes nothing")
+func (p poolRemediations) Delete(context.Context, string, *remediation.Watched, health.Deletion) (bool, error) {
+	return false, errors.New("a steady state deletes nothing")
 }
 
 func (p poolRemediations) Annotate(context.Context, *remediation.Watched, corev1.ObjectReference, string, *string) error {

@@ -31,6 +31,9 @@ type fakeRemediations struct {
 	createErr, annotateErr error
 	// createErrOf, when set, answers the creates of its nodes.
 	createErrOf map[string]error
+	// deletesGone answers every delete: the resource went at once, or a
+	// finalizer holds it (false).
+	deletesGone bool
 	// syncs are the writes each sync asked for, from its first look at
 	// the ledger (LookUpLapsed).
 	syncs []fakeSync
@@ -100,8 +103,8 @@ func (f *fakeRemediations) Create(_ context.Context, _ *v1alpha1.NodeHealthCheck
 	return health.Created{Creation: c, Resource: createdRef(c), CreationTime: f.clock.Now()}, nil
 }
 
-func (f *fakeRemediations) Delete(context.Context, string, *remediation.Watched, health.Deletion) error {
-	return nil
+func (f *fakeRemediations) Delete(context.Context, string, *remediation.Watched, health.Deletion) (bool, error) {
+	return f.deletesGone, nil
 }
 
 func (f *fakeRemediations) Annotate(_ context.Context, _ *remediation.Watched, ref corev1.ObjectReference, key string, value *string) error {

@@ -84,7 +84,7 @@ type remediationWriter interface {
 	// Create creates a node's remediation resource; remediation.Refused
 	// tells an error that makes the node wait.
 	Create(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, c health.Creation, watched *remediation.Watched) (health.Created, error)
-	Delete(ctx context.Context, nhc string, watched *remediation.Watched, del health.Deletion) error
+	Delete(ctx context.Context, nhc string, watched *remediation.Watched, del health.Deletion) (gone bool, err error)
 	// Annotate sets an annotation of a remediation resource, or removes it
 	// when value is nil.
 	Annotate(ctx context.Context, watched *remediation.Watched, ref corev1.ObjectReference, key string, value *string) error

@@ -237,19 +237,29 @@ func (w *aheadOfCache) Forget(name string) {
 }
 
 // statusLeftWithin is how soon a NodeHealthCheck's next sync must be due
-// for a sync that created remediations to leave its status to it.
+// for a sync that created remediations to leave its status to it, and
+// comes at the latest after one that deleted some left it.
 const statusLeftWithin = time.Second
 
-// leavesStatus says whether a sync leaves its status to the next one: it
-// created remediations without an error, it records no transition (the end
-// of a step or an incident, a relapse, a storm's start or end:
-// health.RecordsATransition), the next sync is due within
+// leavesStatus says whether a sync leaves its status to the next one,
+// having met no error. One that created remediations does when it records
+// no transition (the end of a step or an incident, a relapse, a storm's
+// start or end: health.RecordsATransition), the next sync is due within
 // statusLeftWithin, and the stored status already shows the remediation
 // guard a remediation (health.ShowsRemediation): until it does, the guard
-// would let the NodeHealthCheck be deleted, and its resources with it.
+// would let the NodeHealthCheck be deleted, and its resources with it. One
+// that deleted remediations does when every one went at once, and it
+// records nothing else (health.RecordsOnlyGoneDeletions): the sync their
+// watch events wake writes both, the recovery and the entries gone.
 func leavesStatus(stored *v1alpha1.NodeHealthCheck, status *v1alpha1.NodeHealthCheckStatus, out *health.Outcome, nextSync time.Duration) bool {
-	return len(out.Created) > 0 && len(out.Errors) == 0 && nextSync > 0 && nextSync <= statusLeftWithin &&
-		health.ShowsRemediation(&stored.Status) && !health.RecordsATransition(&stored.Status, status, out)
+	if len(out.Errors) > 0 {
+		return false
+	}
+	if len(out.Created) > 0 {
+		return nextSync > 0 && nextSync <= statusLeftWithin &&
+			health.ShowsRemediation(&stored.Status) && !health.RecordsATransition(&stored.Status, status, out)
+	}
+	return health.RecordsOnlyGoneDeletions(&stored.Status, status, out)
 }
 
 // deferredStatuses hold, by NodeHealthCheck, the status a sync left to the

@@ -88,7 +88,12 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 		return health.Sooner(problemRequeue, g.RefreshAfter), statusErr
 	}
 	requeueAfter := requeueDelay(&plan, &out, g.RefreshAfter, in.CreatesHeld, c.retries.Next(name), c.clock.Now())
-	written, statusErr := c.nhcs.RecordStatus(ctx, stored, status, leavesStatus(stored, &status, &out, requeueAfter))
+	leave := leavesStatus(stored, &status, &out, requeueAfter)
+	if leave {
+		// The watch events of the writes usually wake the next sync first.
+		requeueAfter = health.Sooner(requeueAfter, statusLeftWithin)
+	}
+	written, statusErr := c.nhcs.RecordStatus(ctx, stored, status, leave)
 	c.events.Record(ctx, nhc, &plan, &out)
 	c.events.RecordLasting(ctx, nhc, &plan, &out)
 	c.metrics.record(stored, &plan, &out, status, written, in.Now)

@@ -16,6 +16,9 @@ type Outcome struct {
 	TimedOut []TimeOut
 	// Deleted are the deletions the API server accepted.
 	Deleted []Deletion
+	// DeletedGone counts those of Deleted whose resource the API server's
+	// answer showed gone at once, held by no finalizer.
+	DeletedGone int
 	// Flagged are the resources newly flagged as older than 48 hours.
 	Flagged []corev1.ObjectReference
 	// Blocked are creations that something outside the plan stands in the way

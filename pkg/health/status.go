@@ -258,6 +258,30 @@ func RecordsATransition(stored, status *v1alpha1.NodeHealthCheckStatus, out *Out
 	if len(out.TimedOut) > 0 || len(out.Deleted) > 0 || stormActive(stored) != stormActive(status) {
 		return true
 	}
+	return marksChanged(stored, status, nil)
+}
+
+// RecordsOnlyGoneDeletions says whether the transitions a status records
+// that the stored status does not are deletions whose resources the API
+// server showed gone at once, with their nodes' marks, and nothing else.
+// Nothing of those resources is left to remember (a relapse has nothing
+// to wait for), so the status may wait for the sync their watch events
+// wake, which writes the nodes' entries gone too: one write, not two.
+func RecordsOnlyGoneDeletions(stored, status *v1alpha1.NodeHealthCheckStatus, out *Outcome) bool {
+	if len(out.Deleted) == 0 || out.DeletedGone < len(out.Deleted) || len(out.TimedOut) > 0 || stormActive(stored) != stormActive(status) {
+		return false
+	}
+	deleted := make(map[string]bool, len(out.Deleted))
+	for _, del := range out.Deleted {
+		deleted[del.Node] = true
+	}
+	return !marksChanged(stored, status, deleted)
+}
+
+// marksChanged says whether a status sets or clears a node's mark of
+// recovery or deselection that the stored status does not, on a node
+// but those of except.
+func marksChanged(stored, status *v1alpha1.NodeHealthCheckStatus, except map[string]bool) bool {
 	marks := make(map[string]*metav1.Time, len(stored.UnhealthyNodes))
 	for _, entry := range stored.UnhealthyNodes {
 		if entry != nil {
@@ -265,6 +289,9 @@ func RecordsATransition(stored, status *v1alpha1.NodeHealthCheckStatus, out *Out
 		}
 	}
 	return slices.ContainsFunc(status.UnhealthyNodes, func(entry *v1alpha1.UnhealthyNode) bool {
+		if except[entry.Name] {
+			return false
+		}
 		mark, listed := marks[entry.Name]
 		if entry.ConditionsHealthyTimestamp == nil {
 			return listed && mark != nil

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
@@ -23,6 +24,10 @@ import (
 // dynamic client, and of node annotations through the typed client.
 type resourceClient struct {
 	dynamic dynamic.Interface
+	// answers sends the deletes whose answer is read: whether the
+	// resource went at once. Nil with a fake dynamic client: nothing is
+	// then known gone.
+	answers rest.Interface
 	nodes   NodePatcher
 }
 
@@ -31,9 +36,18 @@ type NodePatcher interface {
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*corev1.Node, error)
 }
 
-// newResourceClient returns a client.
-func newResourceClient(dynamicClient dynamic.Interface, nodes NodePatcher) *resourceClient {
-	return &resourceClient{dynamic: dynamicClient, nodes: nodes}
+// newResourceClient returns a client; config, when not nil, is the
+// dynamic client's, for the deletes whose answer is read.
+func newResourceClient(dynamicClient dynamic.Interface, config *rest.Config, nodes NodePatcher) (*resourceClient, error) {
+	c := &resourceClient{dynamic: dynamicClient, nodes: nodes}
+	if config != nil {
+		answers, err := rest.UnversionedRESTClientFor(dynamic.ConfigFor(config))
+		if err != nil {
+			return nil, err
+		}
+		c.answers = answers
+	}
+	return c, nil
 }
 
 // get reads a remediation resource.
@@ -96,18 +110,52 @@ func (e *notCreatedError) Error() string { return e.err.Error() + " (nothing was
 func (e *notCreatedError) Unwrap() error { return e.err }
 
 // Delete deletes a remediation resource if it is still the one referenced
-// (same UID). A resource already gone counts as deleted.
-func (c *resourceClient) Delete(ctx context.Context, gvr schema.GroupVersionResource, ref corev1.ObjectReference) error {
+// (same UID), and tells whether it is gone: the API server's answer shows
+// it deleted at once (no finalizer holds it), or it was gone already. A
+// resource gone already counts as deleted.
+func (c *resourceClient) Delete(ctx context.Context, gvr schema.GroupVersionResource, ref corev1.ObjectReference) (gone bool, err error) {
 	background := metav1.DeletePropagationBackground
-	err := c.dynamic.Resource(gvr).Namespace(ref.Namespace).Delete(ctx, ref.Name, metav1.DeleteOptions{
-		Preconditions:     &metav1.Preconditions{UID: &ref.UID},
-		PropagationPolicy: &background,
-	})
+	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &ref.UID}, PropagationPolicy: &background}
+	if c.answers == nil {
+		err = c.dynamic.Resource(gvr).Namespace(ref.Namespace).Delete(ctx, ref.Name, opts)
+	} else {
+		gone, err = c.deleteReadingAnswer(ctx, gvr, ref, opts)
+	}
 	if apierrors.IsNotFound(err) || (apierrors.IsConflict(err) && ref.UID != "") {
 		// Gone, or replaced by another object of the same name.
-		return nil
+		return true, nil
 	}
-	return err
+	return gone, err
+}
+
+// deleteReadingAnswer sends a delete as the dynamic client does, asking
+// for the answer's metadata alone: an object deleted at once comes back
+// without a deletion timestamp (or as a Status of success), one a
+// finalizer holds with it.
+func (c *resourceClient) deleteReadingAnswer(ctx context.Context, gvr schema.GroupVersionResource, ref corev1.ObjectReference, opts metav1.DeleteOptions) (bool, error) {
+	opts.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "DeleteOptions"}
+	body, err := json.Marshal(&opts)
+	if err != nil {
+		return false, err
+	}
+	path := []string{"/apis", gvr.Group, gvr.Version}
+	if gvr.Group == "" {
+		path = []string{"/api", gvr.Version}
+	}
+	if ref.Namespace != "" {
+		path = append(path, "namespaces", ref.Namespace)
+	}
+	raw, err := c.answers.Delete().AbsPath(append(path, gvr.Resource, ref.Name)...).
+		SetHeader("Content-Type", "application/json").SetHeader("Accept", acceptMetadata).Body(body).Do(ctx).Raw()
+	if err != nil {
+		return false, err
+	}
+	var answer metav1.PartialObjectMetadata
+	if json.Unmarshal(raw, &answer) != nil {
+		// Deleted, but how is not known: not gone for sure.
+		return false, nil
+	}
+	return answer.Kind == "Status" || answer.DeletionTimestamp == nil, nil
 }
 
 // Annotate sets an annotation on a remediation resource, or removes it when

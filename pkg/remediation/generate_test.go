@@ -130,7 +130,7 @@ func fakeDynamic(objects ...runtime.Object) *dynamicfake.FakeDynamicClient {
 
 func TestCreateIsIdempotentForOurOwnResource(t *testing.T) {
 	ctx := context.Background()
-	w := newResourceClient(fakeDynamic(), kubefake.NewClientset().CoreV1().Nodes())
+	w := fakeResourceClient(fakeDynamic(), kubefake.NewClientset().CoreV1().Nodes())
 	r, err := newRemediation(testTemplate(nil), testNHC, "worker-1", false)
 	require.NoError(t, err)
 	first, err := w.Create(ctx, testGVR, r.DeepCopy(), testNHC)
@@ -147,7 +147,7 @@ func TestCreateLeavesSomeoneElsesResourceAlone(t *testing.T) {
 	theirs, err := newRemediation(testTemplate(nil), other, "worker-1", false)
 	require.NoError(t, err)
 	client := fakeDynamic(theirs)
-	w := newResourceClient(client, kubefake.NewClientset().CoreV1().Nodes())
+	w := fakeResourceClient(client, kubefake.NewClientset().CoreV1().Nodes())
 
 	ours, err := newRemediation(testTemplate(nil), testNHC, "worker-1", false)
 	require.NoError(t, err)

@@ -29,8 +29,10 @@ type Config struct {
 	NodeClient NodePatcher
 	// RESTConfig reads what kinds the API server serves: it resolves
 	// template kinds, noticing CRDs installed or removed later, and lists
-	// the remediation kinds to look for leftovers. Nil with no Mapper
-	// resolves no kind and looks for no leftovers.
+	// the remediation kinds to look for leftovers, and sends the deletes
+	// whose answer says whether the resource went at once. Nil with no
+	// Mapper resolves no kind and looks for no leftovers; nil, no delete
+	// is known to have gone at once.
 	RESTConfig *rest.Config
 	// Mapper resolves template kinds instead of RESTConfig's discovery.
 	Mapper KindMapper
@@ -64,8 +66,12 @@ func New(cfg Config) (*Observer, *Writer, error) {
 	if metadataOnly == nil {
 		metadataOnly = cfg.Dynamic
 	}
+	client, err := newResourceClient(cfg.Dynamic, cfg.RESTConfig, cfg.NodeClient)
+	if err != nil {
+		return nil, nil, err
+	}
 	informers := kinds.New(cfg.Context, cfg.Dynamic, metadataOnly, cfg.Clock)
-	o, w := newRooms(informers, newTemplateResolver(mapper, informers, cfg.Dynamic, cfg.Clock), cfg.Clock, newResourceClient(cfg.Dynamic, cfg.NodeClient))
+	o, w := newRooms(informers, newTemplateResolver(mapper, informers, cfg.Dynamic, cfg.Clock), cfg.Clock, client)
 	o.discovery, o.leases = discovery, cfg.Leases
 	w.access = cfg.Access
 	return o, w, nil

@@ -98,15 +98,16 @@ func Refused(err error) bool {
 }
 
 // Delete deletes a NodeHealthCheck's remediation resource, if it is still
-// the one referenced; one gone already counts as deleted.
-func (w *Writer) Delete(ctx context.Context, nhc string, watched *Watched, del health.Deletion) error {
+// the one referenced; one gone already counts as deleted. Gone tells that
+// the resource is gone (resourceClient.Delete), not held by a finalizer.
+func (w *Writer) Delete(ctx context.Context, nhc string, watched *Watched, del health.Deletion) (gone bool, err error) {
 	ref := del.Resource
 	gvr, err := watched.resource(ref.GroupVersionKind())
 	if err != nil {
-		return err
+		return false, err
 	}
 	w.ledger.ExpectDelete(nhc, del.Node, ref.UID)
-	err = w.client.Delete(ctx, gvr, ref)
+	gone, err = w.client.Delete(ctx, gvr, ref)
 	err = w.checkAccess(ctx, "delete", gvr, ref.Namespace, err)
 	switch {
 	case err != nil && certainlyFailed(err):
@@ -117,7 +118,7 @@ func (w *Writer) Delete(ctx context.Context, nhc string, watched *Watched, del h
 			w.ledger.Cancel(inflight.DeleteKey(nhc, ref.UID))
 		}
 	}
-	return err
+	return gone && err == nil, err
 }
 
 // Annotate sets an annotation on a remediation resource, or removes it when

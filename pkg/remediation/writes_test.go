@@ -63,7 +63,14 @@ func watchedTemplate(tmpl *unstructured.Unstructured) *Watched {
 
 // testRooms wires the two rooms from their parts, as New does.
 func testRooms(informers *kinds.Informers, templates *templateResolver, clock clock.PassiveClock, client dynamic.Interface, nodes NodePatcher) (*Observer, *Writer) {
-	return newRooms(informers, templates, clock, newResourceClient(client, nodes))
+	return newRooms(informers, templates, clock, fakeResourceClient(client, nodes))
+}
+
+// fakeResourceClient is a resource client on a fake dynamic client, which
+// answers deletes with nothing: none is known gone.
+func fakeResourceClient(client dynamic.Interface, nodes NodePatcher) *resourceClient {
+	c, _ := newResourceClient(client, nil, nodes)
+	return c
 }
 
 // apply sends a plan's creates and deletes one after another, as the
@@ -82,7 +89,7 @@ func (f *writeFixture) apply(nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, w
 		}
 	}
 	for _, del := range plan.Delete {
-		if err := f.writer.Delete(context.Background(), nhc.Name, watched, del); err != nil {
+		if _, err := f.writer.Delete(context.Background(), nhc.Name, watched, del); err != nil {
 			out.Errors = append(out.Errors, err)
 			continue
 		}

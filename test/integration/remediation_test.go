@@ -270,3 +270,47 @@ func TestOrphanIsDeletedAndConfirmationRemoved(t *testing.T) {
 	_, err = kubeClient.CoreV1().Nodes().Get(context.Background(), gone, metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err))
 }
+
+// A delete tells whether the resource went at once, from the API server's
+// answer: one no finalizer holds is gone, and a sync that deleted only such
+// resources may leave its status to the sync their watch events wake; one
+// its remediator's finalizer holds is not.
+func TestADeleteTellsWhetherTheResourceWentAtOnce(t *testing.T) {
+	env := newRemediationEnv(t)
+	fw.CreateTemplate(t, "gone", nil)
+	nhc := fw.CreateNHC(t, "gone", func(s *v1alpha1.NodeHealthCheckSpec) {
+		s.RemediationTemplate = ptr.To(framework.TemplateRef("gone"))
+	})
+	nodes := []string{
+		unhealthyNode(t, "gone", "gone-plain", corev1.ConditionFalse),
+		unhealthyNode(t, "gone", "gone-finalized", corev1.ConditionFalse),
+	}
+	// The first create goes alone, until the status shows it.
+	framework.Eventually(t, 30*time.Second, "both remediated", func() bool {
+		env.sync(t, nhc.Name, time.Now())
+		return len(remediationsOf(t, nodes[0])) == 1 && len(remediationsOf(t, nodes[1])) == 1
+	})
+	refs := map[string]corev1.ObjectReference{}
+	for _, node := range nodes {
+		created := remediationsOf(t, node)
+		require.Len(t, created, 1)
+		refs[node] = resource.Reference(&created[0])
+	}
+	fw.SetFinalizers(t, refs["gone-finalized"].Name, "test.medik8s.io/cleanup")
+	t.Cleanup(func() { fw.SetFinalizers(t, refs["gone-finalized"].Name) })
+
+	obs := env.read(t, nhc.Name)
+	for node, want := range map[string]bool{"gone-plain": true, "gone-finalized": false} {
+		gone, err := env.writer.Delete(env.ctx, nhc.Name, obs.watched, health.Deletion{Node: node, Resource: refs[node], Reason: health.DeleteNodeHealthy})
+		require.NoError(t, err)
+		assert.Equal(t, want, gone, node)
+	}
+	assert.Empty(t, remediationsOf(t, "gone-plain"))
+	held := remediationsOf(t, "gone-finalized")
+	require.Len(t, held, 1)
+	assert.NotNil(t, held[0].GetDeletionTimestamp())
+
+	gone, err := env.writer.Delete(env.ctx, nhc.Name, obs.watched, health.Deletion{Node: "gone-plain", Resource: refs["gone-plain"], Reason: health.DeleteNodeHealthy})
+	require.NoError(t, err, "a resource gone already counts as deleted")
+	assert.True(t, gone)
+}
