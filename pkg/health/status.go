@@ -255,10 +255,7 @@ func GuardedCreations(stored *v1alpha1.NodeHealthCheckStatus, resources map[stri
 // so it is written at once, never left to the next sync, which a failed
 // write or a new leader would lose.
 func RecordsATransition(stored, status *v1alpha1.NodeHealthCheckStatus, out *Outcome) bool {
-	if len(out.TimedOut) > 0 || len(out.Deleted) > 0 || stormActive(stored) != stormActive(status) {
-		return true
-	}
-	return marksChanged(stored, status, nil)
+	return len(out.Deleted) > 0 || recordsATransitionBut(stored, status, out, nil)
 }
 
 // RecordsOnlyGoneDeletions says whether the transitions a status records
@@ -268,14 +265,21 @@ func RecordsATransition(stored, status *v1alpha1.NodeHealthCheckStatus, out *Out
 // to wait for), so the status may wait for the sync their watch events
 // wake, which writes the nodes' entries gone too: one write, not two.
 func RecordsOnlyGoneDeletions(stored, status *v1alpha1.NodeHealthCheckStatus, out *Outcome) bool {
-	if len(out.Deleted) == 0 || out.DeletedGone < len(out.Deleted) || len(out.TimedOut) > 0 || stormActive(stored) != stormActive(status) {
+	if len(out.Deleted) == 0 || out.DeletedGone < len(out.Deleted) {
 		return false
 	}
 	deleted := make(map[string]bool, len(out.Deleted))
 	for _, del := range out.Deleted {
 		deleted[del.Node] = true
 	}
-	return !marksChanged(stored, status, deleted)
+	return !recordsATransitionBut(stored, status, out, deleted)
+}
+
+// recordsATransitionBut says whether a status records a transition other
+// than a deletion that the stored status does not: a time-out, a storm's
+// start or end, a node's mark set or cleared on a node but those of except.
+func recordsATransitionBut(stored, status *v1alpha1.NodeHealthCheckStatus, out *Outcome, except map[string]bool) bool {
+	return len(out.TimedOut) > 0 || stormActive(stored) != stormActive(status) || marksChanged(stored, status, except)
 }
 
 // marksChanged says whether a status sets or clears a node's mark of

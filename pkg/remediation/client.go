@@ -138,14 +138,11 @@ func (c *resourceClient) deleteReadingAnswer(ctx context.Context, gvr schema.Gro
 	if err != nil {
 		return false, err
 	}
-	path := []string{"/apis", gvr.Group, gvr.Version}
+	prefix := []string{"/apis", gvr.Group, gvr.Version}
 	if gvr.Group == "" {
-		path = []string{"/api", gvr.Version}
+		prefix = []string{"/api", gvr.Version}
 	}
-	if ref.Namespace != "" {
-		path = append(path, "namespaces", ref.Namespace)
-	}
-	raw, err := c.answers.Delete().AbsPath(append(path, gvr.Resource, ref.Name)...).
+	raw, err := c.answers.Delete().AbsPath(prefix...).NamespaceIfScoped(ref.Namespace, ref.Namespace != "").Resource(gvr.Resource).Name(ref.Name).
 		SetHeader("Content-Type", "application/json").SetHeader("Accept", acceptMetadata).Body(body).Do(ctx).Raw()
 	if err != nil {
 		return false, err

@@ -198,6 +198,24 @@ func TestAccessReviewsAreBounded(t *testing.T) {
 	assert.Equal(t, http.StatusForbidden, scrape("/metrics/0"), "answered from the cache")
 }
 
+// scraper scrapes /metrics through auth with a token, and says the code.
+func scraper(auth *delegatedAuth) func(token string) int {
+	return func(token string) int {
+		rec := httptest.NewRecorder()
+		auth.ServeHTTP(rec, authorized(token))
+		return rec.Code
+	}
+}
+
+// takeEveryReviewSlot holds every strangers' review slot, as forged tokens
+// under review do (the fake client cannot hold reviews open: its reactors
+// run under one lock).
+func takeEveryReviewSlot(t *testing.T, auth *delegatedAuth) {
+	for i := range reviewsInFlight {
+		require.True(t, auth.budget.take(fmt.Sprint("10.0.0.", i)))
+	}
+}
+
 func authorized(token string) *http.Request {
 	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
@@ -212,18 +230,10 @@ func TestAKnownTokenIsReviewedAgainAheadOfAFlood(t *testing.T) {
 	client, _ := reviewingClient(nil)
 	clk := clocktesting.NewFakePassiveClock(time.Now())
 	auth := newDelegatedAuth(over(client), over(client), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clk)
-	scrape := func(token string) int {
-		rec := httptest.NewRecorder()
-		auth.ServeHTTP(rec, authorized(token))
-		return rec.Code
-	}
+	scrape := scraper(auth)
 	require.Equal(t, http.StatusOK, scrape("prometheus"))
 
-	// Forged tokens under review take every slot (the fake client cannot
-	// hold reviews open: its reactors run under one lock).
-	for i := range reviewsInFlight {
-		require.True(t, auth.budget.take(fmt.Sprint("10.0.0.", i)))
-	}
+	takeEveryReviewSlot(t, auth)
 	require.Equal(t, http.StatusTooManyRequests, scrape("forged"), "every slot is taken")
 
 	clk.SetTime(clk.Now().Add(authenticatedTTL/2 + time.Second))
@@ -255,19 +265,13 @@ func TestAnAuthorizedScraperNeverWaitsBehindAFlood(t *testing.T) {
 	refreshes, _ := reviewingClient(nil)
 	clk := clocktesting.NewFakePassiveClock(time.Now())
 	auth := newDelegatedAuth(over(reviews), over(refreshes), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clk)
-	scrape := func() int {
-		rec := httptest.NewRecorder()
-		auth.ServeHTTP(rec, authorized("prometheus"))
-		return rec.Code
-	}
-	require.Equal(t, http.StatusOK, scrape())
+	scrape := scraper(auth)
+	require.Equal(t, http.StatusOK, scrape("prometheus"))
 	require.Equal(t, 2, *asked, "a TokenReview and a SubjectAccessReview")
-	for i := range reviewsInFlight {
-		require.True(t, auth.budget.take(fmt.Sprint("10.0.0.", i)))
-	}
+	takeEveryReviewSlot(t, auth)
 	for elapsed := time.Duration(0); elapsed < 10*time.Minute; elapsed += 30 * time.Second {
 		clk.SetTime(clk.Now().Add(30 * time.Second))
-		require.Equal(t, http.StatusOK, scrape(), "after %s", elapsed)
+		require.Equal(t, http.StatusOK, scrape("prometheus"), "after %s", elapsed)
 		require.Eventually(t, func() bool { return len(auth.refreshing) == 0 }, 5*time.Second, time.Millisecond)
 	}
 	assert.Equal(t, 2, *asked, "no review on the flood's client")
@@ -283,11 +287,7 @@ func TestForgedTokensDoNotEvictTheScrapersAnswer(t *testing.T) {
 	reviews, asked := reviewingClient(nil)
 	clk := clocktesting.NewFakePassiveClock(time.Now())
 	auth := newDelegatedAuth(over(reviews), over(reviews), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clk)
-	scrape := func(token string) int {
-		rec := httptest.NewRecorder()
-		auth.ServeHTTP(rec, authorized(token))
-		return rec.Code
-	}
+	scrape := scraper(auth)
 	require.Equal(t, http.StatusOK, scrape("prometheus"))
 	for round := range 2 {
 		for i := range 2 * reviewCacheSize {
@@ -310,15 +310,9 @@ func TestASlowScraperNeverWaitsBehindAFlood(t *testing.T) {
 	refreshes, _ := reviewingClient(nil)
 	clk := clocktesting.NewFakePassiveClock(time.Now())
 	auth := newDelegatedAuth(over(reviews), over(refreshes), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clk)
-	scrape := func(token string) int {
-		rec := httptest.NewRecorder()
-		auth.ServeHTTP(rec, authorized(token))
-		return rec.Code
-	}
+	scrape := scraper(auth)
 	require.Equal(t, http.StatusOK, scrape("prometheus"))
-	for i := range reviewsInFlight {
-		require.True(t, auth.budget.take(fmt.Sprint("10.0.0.", i)))
-	}
+	takeEveryReviewSlot(t, auth)
 	asked0 := *asked
 	for elapsed := 5 * time.Minute; elapsed <= time.Hour; elapsed += 5 * time.Minute {
 		clk.SetTime(clk.Now().Add(5 * time.Minute))

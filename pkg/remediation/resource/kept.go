@@ -117,9 +117,8 @@ func KeepMetadata(u *unstructured.Unstructured, gvk schema.GroupVersionKind) *un
 	kept.SetName(u.GetName())
 	kept.SetUID(u.GetUID())
 	kept.SetResourceVersion(u.GetResourceVersion())
-	annotations := keptAnnotationsOf(u)
-	annotations[droppedTemplateAnnotation] = droppedUnnamed
-	kept.SetAnnotations(annotations)
+	kept.SetAnnotations(keptAnnotationsOf(u))
+	MarkTemplateNotKept(kept)
 	return kept
 }
 
