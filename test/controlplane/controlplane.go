@@ -15,9 +15,17 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
+
+// envtest logs through controller-runtime's logger. Left unset, its first
+// use after 30 s prints a warning with a goroutine's stack, which reads like
+// a failure in a test's output; what envtest would log (the CRDs it
+// installs) the tests state themselves.
+func init() { ctrllog.SetLogger(logr.Discard()) }
 
 // ControlPlane is a running kube-apiserver with etcd.
 type ControlPlane struct {
