@@ -8,7 +8,8 @@
 // free, or whose record it has seen unchanged for the lease's duration on
 // its own clock (never trusting the record's timestamps, written by another
 // clock); the leader renews every retry period and gives up once a renewal
-// has not succeeded within the renew deadline.
+// has not succeeded within the renew deadline, counted from when its last
+// successful renewal began (client-go counts from that renewal's answer).
 //
 // Leadership runs a process's work while it leads, drained before the
 // lease is released; Options are its flags.
@@ -175,10 +176,16 @@ func (e *Elector) acquire(ctx context.Context) bool {
 
 // renew renews the lease every retry period until ctx ends (false) or a
 // renewal has not succeeded within the renew deadline (true: lost).
+//
+// The deadline runs from when the next renewal was due, counted from when
+// the last successful one began, not from its answer: a standby counts the
+// lease from a change it saw, which is no earlier than that write's start,
+// so a slow answer must not lengthen this term past the standbys' count.
+// client-go counts from the answer.
 func (e *Elector) renew(ctx context.Context) bool {
 	logger := klog.FromContext(ctx)
 	for e.sleep(ctx, e.cfg.RetryPeriod) {
-		round, cancel := e.withDeadline(ctx, e.cfg.RenewDeadline)
+		round, cancel := e.withDeadline(ctx, e.cfg.RetryPeriod+e.cfg.RenewDeadline-e.clock.Since(e.lastRenewalBegan()))
 		ok := e.renewRound(round)
 		cancel()
 		e.reportTransition()
@@ -272,9 +279,14 @@ func (e *Elector) sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // withDeadline ends ctx after d on the elector's clock, cutting off a
-// request in flight as client-go's timeout does.
+// request in flight as client-go's timeout does; at once when d is not
+// positive.
 func (e *Elector) withDeadline(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
+	if d <= 0 {
+		cancel()
+		return ctx, cancel
+	}
 	t := e.clock.AfterFunc(d, cancel)
 	return ctx, func() {
 		t.Stop()

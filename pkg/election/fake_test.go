@@ -39,6 +39,9 @@ type fakeLeases struct {
 	rv    int
 	fail  map[string]error
 	calls []string
+	// answered, when set, runs once after the next update lands and before
+	// its answer returns: a slow answer steps a fake clock.
+	answered func()
 }
 
 func newFakeLeases(initial *record) *fakeLeases {
@@ -92,7 +95,19 @@ func (f *fakeLeases) Update(_ context.Context, lease *coordinationv1.Lease, _ me
 		return nil, apierrors.NewConflict(leasesResource, lease.Name, nil)
 	}
 	f.store(lease.DeepCopy())
+	if f.answered != nil {
+		f.answered()
+		f.answered = nil
+	}
 	return f.lease.DeepCopy(), nil
+}
+
+// answerLate makes the next update's answer come after d on clk, the
+// write having landed when it began.
+func (f *fakeLeases) answerLate(clk *clocktesting.FakeClock, d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answered = func() { clk.Step(d) }
 }
 
 func (f *fakeLeases) store(lease *coordinationv1.Lease) {

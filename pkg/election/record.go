@@ -156,6 +156,14 @@ func (e *Elector) write(ctx context.Context, r record, began time.Time, create b
 	return nil
 }
 
+// lastRenewalBegan is when the last successful write of this candidate's
+// own record began.
+func (e *Elector) lastRenewalBegan() time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.renewedAt
+}
+
 // observe notes a record read; its time only if it changed.
 func (e *Elector) observe(r record) {
 	e.mu.Lock()

@@ -172,12 +172,47 @@ func TestRunGivesUpAfterTheRenewDeadline(t *testing.T) {
 		t.Fatal("never gave up")
 	}
 	<-r.stopped
-	assert.Equal(t, renewDeadline+retryPeriod, r.clk.Since(start), "the deadline ran from the round's start")
+	assert.Equal(t, renewDeadline+retryPeriod, r.clk.Since(start), "the deadline ran from the round's start: the create's start and a retry period")
 	assert.Error(t, leading.Err())
 	assert.Equal(t, me, r.leases.record().holder, "not released")
 	_, err = r.e.WritesUntil()
 	assert.Error(t, err)
 	assert.Equal(t, 0.0, gauge(t, "give-up"))
+}
+
+// A renewal's slow answer does not lengthen the term: a standby counts the
+// lease from a change it saw, no earlier than the write's start, so the
+// leader gives up the renew deadline after its next renewal was due,
+// counted from that start. Counted from the answer, as client-go does, the
+// term would run past the standbys' count of the lease.
+func TestASlowRenewalAnswerDoesNotLengthenTheTerm(t *testing.T) {
+	r := runElector(t, "slow-answer", nil)
+	leading := <-r.started
+	r.waitIdle(t, 1, "create", 1)
+	const answer = 4 * time.Second
+	r.leases.answerLate(r.clk, answer)
+	r.clk.Step(retryPeriod)
+	r.waitIdle(t, 1, "update", 1)
+	began := start.Add(retryPeriod)
+	r.leases.failing("get", "update")
+	for i := 2; ; i++ {
+		r.clk.Step(retryPeriod)
+		require.Eventually(t, func() bool {
+			select {
+			case <-r.done:
+				return true
+			default:
+				return r.clk.Waiters() == 2 && r.leases.count("update") == i
+			}
+		}, 5*time.Second, time.Millisecond, "a failed renewal %d or the end", i)
+		if leading.Err() != nil {
+			break
+		}
+		require.Less(t, i, 20, "never gave up")
+	}
+	<-r.done
+	assert.Equal(t, retryPeriod+renewDeadline, r.clk.Since(began), "the deadline ran from the renewal's start")
+	assert.Less(t, r.clk.Since(began), leaseDuration, "the term ended before a standby that saw the renewal at its start could take over")
 }
 
 // A renewal that fails and then succeeds within the deadline keeps leading.

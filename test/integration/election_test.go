@@ -25,14 +25,16 @@ import (
 )
 
 // The timings of both electors in the mixed fleet: short, so that many
-// hand-overs fit in the test, in about the ratios of the controller's
-// 15/10/2 s. A leader cut off gives up a retry period and a renew deadline
-// after its last renewal, 0.6 s before the others take the lease: that
-// margin is all that keeps two leaders apart, for either elector.
+// hand-overs fit in the test. A leader cut off gives up a retry period and
+// a renew deadline after its last renewal began (client-go's: after that
+// renewal's answer), 1.5 s before a standby that saw the renewal can take
+// the lease: that margin is all that keeps two leaders apart, for either
+// elector, and it must outlast the stalls of a loaded 2-core machine
+// running the other packages' API servers beside this test.
 const (
-	mixedLeaseDuration = 3 * time.Second
-	mixedRenewDeadline = 2 * time.Second
-	mixedRetryPeriod   = 400 * time.Millisecond
+	mixedLeaseDuration = 5 * time.Second
+	mixedRenewDeadline = 3 * time.Second
+	mixedRetryPeriod   = 500 * time.Millisecond
 )
 
 // terms records every candidate's terms as leader, from its work's start
