@@ -59,7 +59,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.workers, "workers", o.workers, "NodeHealthChecks synced in parallel.")
 	fs.Float32Var(&o.qps, "kube-api-qps", o.qps, "Queries per second to the API server.")
 	fs.IntVar(&o.burst, "kube-api-burst", o.burst, "Burst of queries to the API server.")
-	fs.DurationVar(&o.nodeBatchWindow, "node-batch-window", o.nodeBatchWindow, "Once the node cache has synced, node updates that arrive within this window after a read are read together, in one wake-up of the process: a heartbeat costs less than half the CPU at 50 a second, and an update is seen up to this much later while they arrive faster than one per window. While some selected node is not healthy, updates are read as they arrive. 0 always reads each as it arrives.")
+	fs.DurationVar(&o.nodeBatchWindow, "node-batch-window", o.nodeBatchWindow, "Once the node cache has synced, node updates that arrive within this window after a read are read together, in one wake-up of the process: a heartbeat costs less than half the CPU at 50 a second, and an update is seen up to this much later while they arrive faster than one per window. While a remediation may be due, updates are read as they arrive. 0 always reads each as it arrives.")
 	fs.Float32Var(&o.eventsQPS, "events-qps", o.eventsQPS, "Events recorded per second; events have their own client, so that they never delay a remediation.")
 	fs.IntVar(&o.eventsBurst, "events-burst", o.eventsBurst, "Burst of events recorded.")
 	o.election.AddFlags(fs)

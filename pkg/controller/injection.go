@@ -129,8 +129,9 @@ type NodeCache interface {
 // nodePacing paces the node cache's reads.
 type nodePacing interface {
 	// ReadAtOnceFrom says from when a NodeHealthCheck may create a
-	// remediation (health.Plan.CreatesFrom; zero: not at all): from then
-	// on, the batch window is off.
+	// remediation (zero: not at all): from then on, the batch window is
+	// off. A sync tells it twice: before its acts (health.Plan.CreatesFrom),
+	// and once its creates went out (health.Plan.CreatesFromAfter).
 	ReadAtOnceFrom(nhc string, from time.Time)
 }
 

@@ -77,6 +77,9 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	}
 	out := c.actor.CarryOut(actCtx, nhc, &plan, src.watched)
 	cancel()
+	// Once its creates went out, the cache batches the node updates again
+	// until the next may be due.
+	c.pacing.ReadAtOnceFrom(name, plan.CreatesFromAfter(&out))
 
 	// Record.
 	status := health.Status(in, &plan, &out)

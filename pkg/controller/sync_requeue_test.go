@@ -101,8 +101,9 @@ func TestSyncRequeuesNoLaterThanATemplateIsReadAgain(t *testing.T) {
 
 // From when a NodeHealthCheck may create a remediation, the node cache
 // reads updates as they arrive: a remediation is never created from a
-// picture older than the watch's delay. Until then, and once nothing may be
-// created, or it is gone, it no longer asks for that.
+// picture older than the watch's delay. Until then, once the creates due
+// went out and nothing more may be, or once it is gone, it no longer asks
+// for that.
 func TestSyncAsksForNodeUpdatesAtOnceFromWhenACreateMayBeDue(t *testing.T) {
 	f := newSyncFixture(t, workersNHC(), healthyNode("worker-1"), notReady("worker-2", t0.Add(-100*time.Second)))
 	pacing := recordedPacing{}
@@ -117,9 +118,17 @@ func TestSyncAsksForNodeUpdatesAtOnceFromWhenACreateMayBeDue(t *testing.T) {
 	assert.True(t, pacing["workers"].IsZero(), "every node is healthy")
 
 	f.setNode(t, notReady("worker-2", longAgo))
+	f.remediations.createErr = apierrors.NewInternalError(errors.New("etcd is down"))
+	_, err = f.sync()
+	require.Error(t, err)
+	assert.Equal(t, t0.Time, pacing["workers"], "a node waits for its remediation: its create failed")
+
+	f.remediations.createErr = nil
+	f.clock.Step(time.Second)
 	_, err = f.sync()
 	require.NoError(t, err)
-	assert.Equal(t, t0.Time, pacing["workers"], "a node waits for its remediation")
+	require.Len(t, f.remediations.creates(), 2, "the create that failed, then the one that went out")
+	assert.True(t, pacing["workers"].IsZero(), "the create went out, of a step without a timeout: nothing more may be due")
 
 	ref := snrOfWorker
 	ref.Name = "worker-2"

@@ -25,12 +25,12 @@ func (e *evaluation) remediate(i int, resources []Remediation) {
 		e.escalations = append(e.escalations, v)
 	case incidentBlocked:
 		v.Waiting = WaitDeletion
-		e.createsFrom(e.now)
+		e.createsFrom(v.Node.Name, e.now)
 	case incidentExhausted:
 		v.Waiting = WaitNoTemplate
 	default:
 		e.candidates = append(e.candidates, i)
-		e.createsFrom(e.now)
+		e.createsFrom(v.Node.Name, e.now)
 	}
 }
 
@@ -45,7 +45,7 @@ func (e *evaluation) escalate(v *NodeVerdict) {
 		// The last step timed out and its resource is gone, or the step
 		// to run lost its resource: it is created again, on its first
 		// clock, unless its time ran out meanwhile.
-		e.createsFrom(e.now)
+		e.createsFrom(v.Node.Name, e.now)
 		next := p.next
 		end := p.end(steps, e.resumedLeaseOverdue(p)).at
 		if !end.IsZero() {
@@ -77,10 +77,10 @@ func (e *evaluation) escalate(v *NodeVerdict) {
 	}
 	if !end.failed && e.now.Before(end.at) {
 		e.deadline(end.at)
-		e.createsFrom(end.at)
+		e.createsFrom(v.Node.Name, end.at)
 		return
 	}
-	e.createsFrom(e.now)
+	e.createsFrom(v.Node.Name, e.now)
 	failed, overdue := end.failed, end.overdue && !end.failed
 	next := max(p.next, p.currentStep+1)
 	gate := e.escalationGate

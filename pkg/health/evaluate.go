@@ -85,7 +85,7 @@ func (e *evaluation) evaluateNode(i int) {
 	case m.pending != nil:
 		v.State, v.Condition = StateSoonUnhealthy, m.pending
 		e.deadline(m.expires)
-		e.createsFrom(m.expires)
+		e.createsFrom(node.Name, m.expires)
 	case len(resources) > 0:
 		v.State = StateRecovering
 	case e.in.PendingNodes[node.Name]:

@@ -40,12 +40,22 @@ func busyControlPlane(in Input) map[string]bool {
 	return busy
 }
 
-// createsFrom records an instant from which a remediation may be created
-// (Plan.CreatesFrom).
-func (e *evaluation) createsFrom(t time.Time) {
+// createsFrom records an instant from which a remediation of a node may
+// be created (Plan.CreatesFrom, and Plan.CreatesFromAfter's parts).
+func (e *evaluation) createsFrom(node string, t time.Time) {
 	if e.p.CreatesFrom.IsZero() || t.Before(e.p.CreatesFrom) {
 		e.p.CreatesFrom = t
 	}
+	if t.After(e.now) {
+		if e.p.createsLater.IsZero() || t.Before(e.p.createsLater) {
+			e.p.createsLater = t
+		}
+		return
+	}
+	if e.p.createsNow == nil {
+		e.p.createsNow = map[string]bool{}
+	}
+	e.p.createsNow[node] = true
 }
 
 // deadline records a future instant at which the plan changes.

@@ -83,6 +83,10 @@ type Plan struct {
 	// an unhealthy condition reaches its duration or a step its timeout;
 	// zero when none may be without an object changing.
 	CreatesFrom time.Time
+	// createsNow are the nodes from which a remediation may be created now,
+	// and createsLater the earliest later instant, for CreatesFromAfter.
+	createsNow   map[string]bool
+	createsLater time.Time
 	// Deferred is the number of resources Input.MaxCreations held for the
 	// next plan, which should follow at once.
 	Deferred int
@@ -228,4 +232,35 @@ func Sooner(a, b time.Duration) time.Duration {
 		return b
 	}
 	return a
+}
+
+// CreatesFromAfter is CreatesFrom once the plan's acts are carried out:
+// when every node from which a remediation could be created now got it,
+// the next may be created no sooner than the earliest later instant, a
+// created step's timeout, or an object's change. A node that waits, was
+// held back, withdrawn or failed keeps it now.
+func (p *Plan) CreatesFromAfter(out *Outcome) time.Time {
+	if len(p.createsNow) == 0 || len(out.Created) < len(p.createsNow) {
+		return p.CreatesFrom
+	}
+	created := make(map[string]bool, len(out.Created))
+	later := p.createsLater
+	for i := range out.Created {
+		c := &out.Created[i]
+		created[c.Node] = true
+		if c.Timeout > 0 {
+			if c.CreationTime.IsZero() {
+				return p.CreatesFrom
+			}
+			if timeout := c.CreationTime.Add(c.Timeout); later.IsZero() || timeout.Before(later) {
+				later = timeout
+			}
+		}
+	}
+	for node := range p.createsNow {
+		if !created[node] {
+			return p.CreatesFrom
+		}
+	}
+	return later
 }

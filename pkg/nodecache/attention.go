@@ -14,7 +14,8 @@ import (
 // picture no older than the watch's own delay: a node that recovers just
 // before its deadline is seen recovered. Until then nothing can be created,
 // and updates, a node's failure or recovery among them, are read in
-// batches.
+// batches; and again once the creates due went out, until the next may be
+// due.
 type attention struct {
 	mu   sync.Mutex
 	from map[string]time.Time
