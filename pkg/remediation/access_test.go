@@ -56,8 +56,9 @@ func TestA403FromAdmissionRefusesOneCreateAlone(t *testing.T) {
 			if tt.reviewer != nil {
 				f.writer.access = tt.reviewer
 			}
-			f.observer.informers.Use("workers", kinds.Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
+			// Before the informer starts: its reflector reads the reactors.
 			f.client.PrependReactor("create", testGVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, denied })
+			f.observer.informers.Use("workers", kinds.Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 
 			out := f.apply(testNHC, createPlan("worker-1"), f.watched)
 			stopped := f.observer.informers.State(testGVR).Err != nil

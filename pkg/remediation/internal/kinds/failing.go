@@ -20,14 +20,36 @@ const logForgotUnserved = "Forgot the remediation resources of a kind no longer 
 // longer served: its cache no longer shows what the API server has, and its
 // reflector would retry and log forever. A template kind's informer stops at
 // once (its templates are read with GET); a remediation kind's after the
-// grace, unless it had synced or is being retried.
+// grace, unless it had synced or is being retried. Any other error is
+// passing (the API server unavailable, a timeout): see failedToSync.
 func (inf *Informers) failed(gvr schema.GroupVersionResource, r *runningInformer, err error) {
-	if !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err) {
+	if !lasting(err) {
+		inf.failedToSync(gvr, r, err)
 		return
 	}
 	inf.stopFailing(gvr, err, func() bool {
 		return inf.running[gvr] == r && !(inf.usedForRemediations(gvr) && r.retried == nil && !r.informer.HasSynced() && inf.clock.Since(r.started) < inf.grace)
 	})
+}
+
+// failedToSync stops, to start it again PassingRetryInterval later, an
+// informer that has failed to list for a passing reason since it started,
+// for longer than the grace. Its reflector would retry on its own, but with
+// client-go's back-off, which after half a minute of an unavailable API
+// server reaches 25 to 51 s a try: that long after the API server is back,
+// the NodeHealthChecks that use the kind could still not decide. A new
+// informer lists at once. A synced informer keeps its cache and its
+// reflector: it lists again only to resume a watch.
+func (inf *Informers) failedToSync(gvr schema.GroupVersionResource, r *runningInformer, err error) {
+	inf.stopFailing(gvr, err, func() bool {
+		return inf.running[gvr] == r && !r.informer.HasSynced() && inf.clock.Since(r.started) >= inf.grace
+	})
+}
+
+// lasting tells an error that retrying soon will not end: the kind may not
+// be listed or watched, or is not served.
+func lasting(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsNotFound(err)
 }
 
 // Forbidden stops a kind's informer, as failed does, when a write of its
@@ -46,6 +68,8 @@ func (inf *Informers) stopFailing(gvr schema.GroupVersionResource, err error, st
 		return
 	case retry == 0:
 		klog.FromContext(inf.ctx).V(2).Info(logStoppedUnused, "resource", gvr, "err", err)
+	case !lasting(err):
+		klog.FromContext(inf.ctx).V(2).Info(logStoppedUnsynced, "resource", gvr, "err", err, "retryIn", retry)
 	default:
 		klog.FromContext(inf.ctx).V(2).Info(logStoppedFailing, "resource", gvr, "err", err, "retryIn", retry)
 	}
@@ -89,6 +113,9 @@ func (inf *Informers) recordFailing(gvr schema.GroupVersionResource, err error, 
 		return 0, true, users
 	}
 	retry = RetryInterval
+	if !lasting(err) {
+		retry = PassingRetryInterval
+	}
 	if apierrors.IsForbidden(err) && !inf.usedForRemediations(gvr) && last.empty() {
 		// Templates alone, read with GET meanwhile. One no longer served
 		// cannot be read at all: its CRD installed again is used within

@@ -29,6 +29,11 @@ const (
 	// templates_read.go). It is for a forbidden kind alone: one no longer
 	// served is tried again after RetryInterval.
 	TemplateRetryInterval = 10 * time.Minute
+	// PassingRetryInterval is for an informer stopped because it could not
+	// list for a passing reason before it ever synced (failedToSync): a
+	// sync within it finds the kind still stopped, so that a failure that
+	// wakes the kind's users does not start it again at once, in a loop.
+	PassingRetryInterval = WatchGrace
 )
 
 // WatchGrace is how long an informer of remediation resources may fail to
@@ -38,11 +43,12 @@ const WatchGrace = 5 * time.Second
 
 // Log messages, at level 2.
 const (
-	logStarted        = "Started informer"
-	logStoppedUnused  = "Stopped informer, no NodeHealthCheck uses it"
-	logKeptUnused     = "Kept informer that no NodeHealthCheck uses, until the remediation resources in its cache are gone"
-	logStoppedFailing = "Stopped informer: its kind may not be listed or watched, or is no longer served; it is tried again later"
-	logStartedAgain   = "Starting informer again"
+	logStarted         = "Started informer"
+	logStoppedUnused   = "Stopped informer, no NodeHealthCheck uses it"
+	logKeptUnused      = "Kept informer that no NodeHealthCheck uses, until the remediation resources in its cache are gone"
+	logStoppedFailing  = "Stopped informer: its kind may not be listed or watched, or is no longer served; it is tried again later"
+	logStoppedUnsynced = "Stopped informer that has not listed its kind since it started; it is started again shortly, without client-go's back-off"
+	logStartedAgain    = "Starting informer again"
 )
 
 // Kinds are the resources a NodeHealthCheck needs watched.
