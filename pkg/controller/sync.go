@@ -71,15 +71,10 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 	}
 
 	// Act.
-	actCtx, cancel, err := c.api.writesUntil.context(ctx)
+	out, err := c.act(ctx, nhc, &plan, src)
 	if err != nil {
 		return 0, err
 	}
-	out := c.actor.CarryOut(actCtx, nhc, &plan, src.watched)
-	cancel()
-	// Once its creates went out, the cache batches the node updates again
-	// until the next may be due.
-	c.pacing.ReadAtOnceFrom(name, plan.CreatesFromAfter(&out))
 
 	// Record.
 	status := health.Status(in, &plan, &out)
@@ -107,6 +102,20 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 		"deferred", plan.Deferred, "withdrawn", len(out.Withdrawn), "notConfirmed", len(out.Unconfirmed),
 		"stormActive", plan.StormAfter(&out).Active, "statusWritten", written, "requeueAfter", requeueAfter, "duration", c.clock.Since(started))
 	return requeueAfter, errors.Join(append(out.Errors, statusErr)...)
+}
+
+// act carries out a plan while this replica may write, and then tells the
+// node cache when a create may next be due: once its creates went out, the
+// cache batches node updates again until then.
+func (c *Controller) act(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, plan *health.Plan, src *cacheSource) (health.Outcome, error) {
+	actCtx, cancel, err := c.api.writesUntil.context(ctx)
+	if err != nil {
+		return health.Outcome{}, err
+	}
+	defer cancel()
+	out := c.actor.CarryOut(actCtx, nhc, plan, src.watched)
+	c.pacing.ReadAtOnceFrom(nhc.Name, plan.CreatesFromAfter(&out))
+	return out, nil
 }
 
 // watchEveryKind watches the kinds of every NodeHealthCheck and those that
