@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -20,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
@@ -73,6 +73,7 @@ type Keeper struct {
 // LeaseClient reads and writes the leases of the lease namespace: a
 // kubeclient lease client, or a clientset's.
 type LeaseClient interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error)
 	List(ctx context.Context, opts metav1.ListOptions) (*coordinationv1.LeaseList, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 	Create(ctx context.Context, lease *coordinationv1.Lease, opts metav1.CreateOptions) (*coordinationv1.Lease, error)
@@ -212,10 +213,16 @@ func (e *leaseHeldError) Error() string {
 // duration asked for, someone else's expired lease is taken over, and
 // someone else's lease in force is a *leaseHeldError.
 func (l *Keeper) Acquire(ctx context.Context, req health.LeaseRequest) error {
+	return l.writeFresh(ctx, health.LeaseName(req.Node), func(cached *coordinationv1.Lease) error {
+		return l.acquire(ctx, req, cached)
+	})
+}
+
+// acquire is Acquire on a lease read (nil: there is none).
+func (l *Keeper) acquire(ctx context.Context, req health.LeaseRequest, cached *coordinationv1.Lease) error {
 	now := metav1.NewMicroTime(l.clock.Now())
 	seconds := ptr.To(leaseSeconds(req.Duration))
-	cached, err := l.lister.Get(health.LeaseName(req.Node))
-	if apierrors.IsNotFound(err) {
+	if cached == nil {
 		lease := &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: health.LeaseName(req.Node), Namespace: l.namespace},
 			Spec: coordinationv1.LeaseSpec{
@@ -227,7 +234,7 @@ func (l *Keeper) Acquire(ctx context.Context, req health.LeaseRequest) error {
 			lease.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: req.Node, UID: req.NodeUID}}
 		}
 		l.taking.start(lease.Name, req.Holder, now.Time)
-		_, err = l.client.Create(ctx, lease, metav1.CreateOptions{FieldManager: v1alpha1.FieldManager})
+		_, err := l.client.Create(ctx, lease, metav1.CreateOptions{FieldManager: v1alpha1.FieldManager})
 		if apierrors.IsNotFound(err) {
 			// Like upstream, the namespace is created when it is missing,
 			// if the controller may.
@@ -238,9 +245,6 @@ func (l *Keeper) Acquire(ctx context.Context, req health.LeaseRequest) error {
 		if err != nil {
 			l.taking.failed(lease.Name)
 		}
-		return err
-	}
-	if err != nil {
 		return err
 	}
 	current := nodeLeaseOf(cached)
@@ -264,59 +268,45 @@ func (l *Keeper) Acquire(ctx context.Context, req health.LeaseRequest) error {
 		l.taking.start(lease.Name, req.Holder, now.Time)
 	}
 	lease.Spec.RenewTime, lease.Spec.LeaseDurationSeconds = &now, seconds
-	_, err = l.client.Update(ctx, lease, metav1.UpdateOptions{FieldManager: v1alpha1.FieldManager})
+	_, err := l.client.Update(ctx, lease, metav1.UpdateOptions{FieldManager: v1alpha1.FieldManager})
 	if err != nil {
 		l.taking.failed(lease.Name)
 	}
 	return err
 }
 
-// ownEventWindow is how soon after its write the informer's event of a
-// lease this process took counts as its own: the sync that took it records
-// the outcome and requeues itself. Seen later (a watch that stalled, a
-// relist), the event wakes the NodeHealthCheck as anyone's would: its
-// syncs meanwhile did not see the lease, and nothing else will make it
-// renew or release it.
-const ownEventWindow = 10 * time.Second
-
-// ownWrites are the leases this process is taking, by name, with the holder
-// it writes and when: from before the write is sent until the informer
-// shows it.
-type ownWrites struct {
-	mu     sync.Mutex
-	writes map[string]ownWrite
-}
-
-type ownWrite struct {
-	holder string
-	at     time.Time
-}
-
-func (o *ownWrites) start(name, holder string, now time.Time) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.writes == nil {
-		o.writes = map[string]ownWrite{}
+// writeFresh writes a lease by what the informer shows (write's argument,
+// nil when it shows none), and, when the API server answers that the
+// informer is behind (a conflict, a lease that exists already, or the lease
+// shown is gone), once more by the lease read from the API server. A lease
+// watch that broke can wait out client-go's back-off, up to a minute,
+// before it lists again: until then every write from the informer would
+// fail.
+func (l *Keeper) writeFresh(ctx context.Context, name string, write func(*coordinationv1.Lease) error) error {
+	cached, err := l.lister.Get(name)
+	switch {
+	case apierrors.IsNotFound(err):
+		cached = nil
+	case err != nil:
+		return err
 	}
-	o.writes[name] = ownWrite{holder: holder, at: now}
+	err = write(cached)
+	if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) && (cached == nil || !apierrors.IsNotFound(err)) {
+		return err
+	}
+	klog.FromContext(ctx).V(2).Info(logLeaseReadAgain, "lease", klog.KRef(l.namespace, name), "err", err)
+	fresh, getErr := l.client.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(getErr):
+		fresh = nil
+	case getErr != nil:
+		return getErr
+	}
+	return write(fresh)
 }
 
-// failed forgets a write that failed: the lease's next event is not ours.
-func (o *ownWrites) failed(name string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	delete(o.writes, name)
-}
-
-// seen tells whether a lease's event, at now, shows the holder this
-// process wrote within ownEventWindow, and forgets the write.
-func (o *ownWrites) seen(name, holder string, now time.Time) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	w, ok := o.writes[name]
-	delete(o.writes, name)
-	return ok && w.holder == holder && now.Sub(w.at) < ownEventWindow
-}
+// logLeaseReadAgain is logged when a lease write shows the informer behind.
+const logLeaseReadAgain = "Node lease write found the informer behind; writing again from the API server's lease"
 
 // accessEnsurer is the part of *Access that Leases uses.
 type accessEnsurer interface {
@@ -334,48 +324,41 @@ func (l *Keeper) ensureAccess(ctx context.Context) error {
 	return apierrors.NewNotFound(corev1.Resource("namespaces"), l.namespace)
 }
 
-// ours returns a node's lease from the cache if the holder holds it, or nil.
-func (l *Keeper) ours(node, holder string) (*coordinationv1.Lease, error) {
-	cached, err := l.lister.Get(health.LeaseName(node))
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, err
-	case ptr.Deref(cached.Spec.HolderIdentity, "") != holder:
-		return nil, nil
-	}
-	return cached, nil
+// isOurs tells whether a lease read (nil: none) is the holder's.
+func isOurs(lease *coordinationv1.Lease, holder string) bool {
+	return lease != nil && ptr.Deref(lease.Spec.HolderIdentity, "") == holder
 }
 
 // Renew extends a lease of ours from now. A lease that is not ours (any
 // more) is left alone.
 func (l *Keeper) Renew(ctx context.Context, req health.LeaseRequest) error {
-	cached, err := l.ours(req.Node, req.Holder)
-	if cached == nil {
+	return l.writeFresh(ctx, health.LeaseName(req.Node), func(read *coordinationv1.Lease) error {
+		if !isOurs(read, req.Holder) {
+			return nil
+		}
+		lease := read.DeepCopy()
+		lease.Spec.RenewTime = ptr.To(metav1.NewMicroTime(l.clock.Now()))
+		lease.Spec.LeaseDurationSeconds = ptr.To(leaseSeconds(req.Duration))
+		_, err := l.client.Update(ctx, lease, metav1.UpdateOptions{FieldManager: v1alpha1.FieldManager})
 		return err
-	}
-	lease := cached.DeepCopy()
-	lease.Spec.RenewTime = ptr.To(metav1.NewMicroTime(l.clock.Now()))
-	lease.Spec.LeaseDurationSeconds = ptr.To(leaseSeconds(req.Duration))
-	_, err = l.client.Update(ctx, lease, metav1.UpdateOptions{FieldManager: v1alpha1.FieldManager})
-	return err
+	})
 }
 
-// Release deletes a lease of ours, only the version we saw: a lease someone
+// Release deletes a lease of ours, only the version we read: a lease someone
 // else has just taken over is not deleted.
 func (l *Keeper) Release(ctx context.Context, node, holder string) error {
-	cached, err := l.ours(node, holder)
-	if cached == nil {
+	return l.writeFresh(ctx, health.LeaseName(node), func(read *coordinationv1.Lease) error {
+		if !isOurs(read, holder) {
+			return nil
+		}
+		err := l.client.Delete(ctx, read.Name, metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{UID: &read.UID, ResourceVersion: &read.ResourceVersion},
+		})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
 		return err
-	}
-	err = l.client.Delete(ctx, cached.Name, metav1.DeleteOptions{
-		Preconditions: &metav1.Preconditions{UID: &cached.UID, ResourceVersion: &cached.ResourceVersion},
 	})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
 }
 
 // leaseSeconds rounds a duration up to whole seconds, as leases count them.
