@@ -162,8 +162,8 @@ var mutations = []mutation{
 	},
 	{
 		Name: "template-missing-ignored", Rule: "nothing is created while a referenced template is missing",
-		File:  "pkg/remediation/templates.go",
-		Edits: []edit{{Old: "return notFound(fmt.Sprintf(messageTemplateNotFound, tmpl.Ref.Kind, describe(tmpl), describe(tmpl)))", New: "return nil"}},
+		File:  "pkg/remediation/templates/templates.go",
+		Edits: []edit{{Old: "return NotFound(fmt.Sprintf(messageTemplateNotFound, tmpl.Ref.Kind, describe(tmpl), describe(tmpl)))", New: "return nil"}},
 	},
 	{
 		Name: "create-retry-holds-control-plane", Rule: "never let one bad object stop everyone: a node whose create was refused lets the others go first",

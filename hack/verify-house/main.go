@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -38,9 +39,9 @@ var rows = [][]string{
 	{"pkg/election", "pkg/serving", "pkg/memlimit", "pkg/cli"},
 	{"pkg/controller"},
 	{"pkg/gather/listing"},
-	{"pkg/gather"},
 	{"pkg/remediation"},
-	{"pkg/remediation/internal/inflight", "pkg/remediation/internal/kinds", "pkg/remediation/nodeleases", "pkg/nodecache"},
+	{"pkg/gather"},
+	{"pkg/remediation/internal/inflight", "pkg/remediation/internal/kinds", "pkg/remediation/nodeleases", "pkg/remediation/templates", "pkg/nodecache"},
 	{"pkg/remediation/internal/served", "pkg/remediation/internal/watcherrors", "pkg/remediation/resource"},
 	{"pkg/health"},
 	{"pkg/nodeview"},
@@ -51,6 +52,14 @@ var rows = [][]string{
 // pure are the packages that decide: they link no client-go, so that they
 // run in a test, the simulation and kubectl nhc alike.
 var pure = []string{"pkg/health", "pkg/nodeview"}
+
+// readOnce are the packages that read the cluster once and keep nothing
+// running (kubectl nhc), and the packages of the controller's informers and
+// writes that they do not link.
+var (
+	readOnce   = []string{"cmd/kubectl-nhc", "pkg/cli", "pkg/gather/listing"}
+	longLiving = []string{"pkg/remediation", "pkg/remediation/internal/kinds", "pkg/remediation/internal/inflight", "pkg/nodecache", "pkg/controller"}
+)
 
 type listed struct {
 	ImportPath, Dir string
@@ -90,6 +99,7 @@ func check() ([]string, error) {
 				break
 			}
 		}
+		problems = append(problems, checkLinks(path, p.Deps)...)
 		if strings.HasPrefix(path, "pkg/generated/") {
 			continue
 		}
@@ -158,6 +168,21 @@ func checkImports(path string, imports []string) []string {
 		case to == row && strings.HasSuffix(pattern, "/...") && toPattern == pattern:
 		default:
 			problems = append(problems, fmt.Sprintf("%s imports %s, which is not in a row below its own", path, imp))
+		}
+	}
+	return problems
+}
+
+// checkLinks says which of the packages a read-once package links are the
+// controller's long-living ones.
+func checkLinks(path string, deps []string) []string {
+	if !slices.Contains(readOnce, path) {
+		return nil
+	}
+	var problems []string
+	for _, dep := range deps {
+		if dep := strings.TrimPrefix(dep, module); slices.Contains(longLiving, dep) {
+			problems = append(problems, fmt.Sprintf("%s: links %s; kubectl nhc reads the cluster once, through no informer of the controller's", path, dep))
 		}
 	}
 	return problems

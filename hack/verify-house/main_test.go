@@ -30,6 +30,12 @@ func TestAnImportFromARowAboveIsAProblem(t *testing.T) {
 	}
 }
 
+func TestKubectlNhcLinkingAnInformerIsAProblem(t *testing.T) {
+	assert.Len(t, checkLinks("cmd/kubectl-nhc", []string{module + "pkg/gather", module + "pkg/remediation/templates", "k8s.io/client-go/dynamic"}), 0)
+	assert.Len(t, checkLinks("pkg/cli", []string{module + "pkg/gather", module + "pkg/remediation/internal/kinds"}), 1)
+	assert.Len(t, checkLinks("pkg/controller", []string{module + "pkg/remediation/internal/kinds"}), 0, "the controller runs informers")
+}
+
 func TestALongFunctionOrFileIsAProblem(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, funcLines, fileLines int) string {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/gather"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
@@ -115,7 +116,7 @@ func BenchmarkSync(b *testing.B) {
 				nhc.Spec.Selector.MatchLabels = map[string]string{"role": fmt.Sprintf("role-%d", i)}
 				f.setNHC(b, nhc)
 				nhcs[i] = nhc.Name
-				seen := remediation.Seen{Ready: true, Remediations: map[string][]health.Remediation{}}
+				seen := gather.Seen{Ready: true, Remediations: map[string][]health.Remediation{}}
 				for j := range n {
 					node := realisticNode(i*n + j)
 					node.Labels["role"] = nhc.Spec.Selector.MatchLabels["role"]
@@ -153,7 +154,7 @@ func BenchmarkSync(b *testing.B) {
 
 // poolRemediations observes each NodeHealthCheck's own resources, and
 // writes nothing: a steady state plans nothing.
-type poolRemediations map[string]remediation.Seen
+type poolRemediations map[string]gather.Seen
 
 func (p poolRemediations) WatchAll(context.Context, func() ([]*v1alpha1.NodeHealthCheck, error)) error {
 	return nil
@@ -167,7 +168,7 @@ func (p poolRemediations) Watch(context.Context, *v1alpha1.NodeHealthCheck, []*v
 	return &remediation.Watched{}, nil
 }
 
-func (p poolRemediations) Read(nhc *v1alpha1.NodeHealthCheck, _ *remediation.Watched) (remediation.Seen, error) {
+func (p poolRemediations) Read(nhc *v1alpha1.NodeHealthCheck, _ *remediation.Watched) (gather.Seen, error) {
 	return p[nhc.Name], nil
 }
 

@@ -11,6 +11,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/gather"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
@@ -22,7 +23,7 @@ type fakeRemediations struct {
 	// mu guards syncs: a sync sends its creates in parallel.
 	mu        sync.Mutex
 	clock     *clocktesting.FakeClock
-	seen      remediation.Seen
+	seen      gather.Seen
 	forgotten []string
 	// left is what WatchLeft answers for every deleted NodeHealthCheck.
 	left remediation.Left
@@ -79,7 +80,7 @@ func (f *fakeRemediations) Watch(context.Context, *v1alpha1.NodeHealthCheck, []*
 }
 
 // Read returns seen with maps of its own, as every read does.
-func (f *fakeRemediations) Read(*v1alpha1.NodeHealthCheck, *remediation.Watched) (remediation.Seen, error) {
+func (f *fakeRemediations) Read(*v1alpha1.NodeHealthCheck, *remediation.Watched) (gather.Seen, error) {
 	seen := f.seen
 	seen.OtherOwners = maps.Clone(seen.OtherOwners)
 	return seen, nil

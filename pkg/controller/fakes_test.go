@@ -23,12 +23,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/gather"
 	nhcfake "github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned/fake"
 	"github.com/nodehealthcheck/nhc-controller/pkg/generated/informers/externalversions"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
 // createdRef is the resource the fake creates for a creation.
@@ -220,7 +220,7 @@ func newSyncFixture(t testing.TB, nhc *v1alpha1.NodeHealthCheck, nodes ...*corev
 		clock:    clocktesting.NewFakeClock(t0.Time),
 		metrics:  NewMetrics(),
 	}
-	f.remediations = &fakeRemediations{clock: f.clock, seen: remediation.Seen{
+	f.remediations = &fakeRemediations{clock: f.clock, seen: gather.Seen{
 		Ready: true, Remediations: map[string][]health.Remediation{},
 	}}
 	// The production informers, never started: the tests fill their caches.

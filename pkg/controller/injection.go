@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/gather"
 	remediationclient "github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned/typed/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
@@ -70,7 +71,7 @@ type remediationObserver interface {
 	Watch(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, others []*v1alpha1.NodeHealthCheck) (*remediation.Watched, error)
 	// Read reads what a NodeHealthCheck's remediation resources show, from
 	// the caches.
-	Read(nhc *v1alpha1.NodeHealthCheck, watched *remediation.Watched) (remediation.Seen, error)
+	Read(nhc *v1alpha1.NodeHealthCheck, watched *remediation.Watched) (gather.Seen, error)
 	// Forget drops what is kept for a deleted NodeHealthCheck.
 	Forget(nhc string)
 	// WatchLeft reads what may still hold the nodes whose lease a deleted

@@ -19,7 +19,6 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/gather"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
@@ -268,8 +267,8 @@ type claimsSource struct {
 	nodes []*nodeview.Node
 }
 
-func (s claimsSource) Remediations(context.Context, *v1alpha1.NodeHealthCheck) (remediation.Seen, error) {
-	return remediation.Seen{Ready: true}, nil
+func (s claimsSource) Remediations(context.Context, *v1alpha1.NodeHealthCheck) (gather.Seen, error) {
+	return gather.Seen{Ready: true}, nil
 }
 
 func (s claimsSource) Selected(context.Context, *v1alpha1.NodeHealthCheck, labels.Selector) ([]*nodeview.Node, bool, error) {

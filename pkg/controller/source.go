@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/gather"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
@@ -46,7 +47,7 @@ func (s *cacheSource) Peers(nhc *v1alpha1.NodeHealthCheck) []health.SelectingPee
 }
 
 // Remediations reads the caches alone.
-func (s *cacheSource) Remediations(_ context.Context, nhc *v1alpha1.NodeHealthCheck) (remediation.Seen, error) {
+func (s *cacheSource) Remediations(_ context.Context, nhc *v1alpha1.NodeHealthCheck) (gather.Seen, error) {
 	return s.c.observer.Read(nhc, s.watched)
 }
 

@@ -14,7 +14,6 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 )
 
 // Source is where a decision's picture of the cluster is read.
@@ -26,7 +25,7 @@ type Source interface {
 	Peers(nhc *v1alpha1.NodeHealthCheck) []health.SelectingPeer
 	// Remediations reads what nhc's remediation resources, and the writes
 	// under way, show.
-	Remediations(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (remediation.Seen, error)
+	Remediations(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (Seen, error)
 	// Selected lists the nodes a valid selector of nhc matches; caughtUp
 	// false says that they cannot be known yet (the node cache is behind
 	// the API server for a first evaluation), and then lists none.
@@ -39,13 +38,13 @@ type Source interface {
 type Gathered struct {
 	health.Input
 	// RefreshAfter, when set, is how soon the picture may change without
-	// an event (remediation.Seen.RefreshAfter).
+	// an event (Seen.RefreshAfter).
 	RefreshAfter time.Duration
 	// Behind is true while the nodes cannot be known yet (Source.Selected):
 	// Input has none, and no decision is to be made.
 	Behind bool
 	// OwnWritePending is true while a write of this NodeHealthCheck is
-	// under way (remediation.Seen.OwnWritePending), for
+	// under way (Seen.OwnWritePending), for
 	// health.GuardedCreations.
 	OwnWritePending bool
 }

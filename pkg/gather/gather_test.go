@@ -17,7 +17,6 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
@@ -32,7 +31,7 @@ var (
 type fakeSource struct {
 	nhcs   []*v1alpha1.NodeHealthCheck
 	nodes  []*nodeview.Node
-	seen   remediation.Seen
+	seen   Seen
 	behind bool
 }
 
@@ -55,7 +54,7 @@ func (f *fakeSource) Peers(nhc *v1alpha1.NodeHealthCheck) []health.SelectingPeer
 	return peers
 }
 
-func (f *fakeSource) Remediations(context.Context, *v1alpha1.NodeHealthCheck) (remediation.Seen, error) {
+func (f *fakeSource) Remediations(context.Context, *v1alpha1.NodeHealthCheck) (Seen, error) {
 	return f.seen, nil
 }
 
@@ -131,7 +130,7 @@ func TestARecordedRemediationOfAnUnreadableKindHoldsItsNode(t *testing.T) {
 			src := &fakeSource{
 				nhcs:  []*v1alpha1.NodeHealthCheck{other},
 				nodes: []*nodeview.Node{node("cp-0", map[string]string{v1alpha1.ControlPlaneRoleLabel: ""}), node("worker-2", nil)},
-				seen:  remediation.Seen{Ready: true},
+				seen:  Seen{Ready: true},
 			}
 			if tt.unreadable {
 				src.seen.Unreadable = map[schema.GroupVersionKind]bool{testGVK: true}
@@ -153,7 +152,7 @@ func TestARecordedRemediationOfAnUnreadableKindHoldsItsNode(t *testing.T) {
 func TestTheBusySetHoldsEveryControlPlaneNodeUnderRemediation(t *testing.T) {
 	src := &fakeSource{
 		nhcs: []*v1alpha1.NodeHealthCheck{recording("other", "cp-2")},
-		seen: remediation.Seen{Ready: true, ControlPlane: []string{"cp-0"}, Reserved: []string{"cp-1"},
+		seen: Seen{Ready: true, ControlPlane: []string{"cp-0"}, Reserved: []string{"cp-1"},
 			Unreadable: map[schema.GroupVersionKind]bool{testGVK: true}},
 	}
 	g, err := Gather(context.Background(), nhcNamed("workers", now), src, now)
@@ -166,26 +165,26 @@ func TestGather(t *testing.T) {
 	own := health.Remediation{Ref: corev1.ObjectReference{Name: "worker-1"}}
 	for _, tt := range []struct {
 		name     string
-		seen     remediation.Seen
+		seen     Seen
 		behind   bool
 		selector string
 		want     func(t *testing.T, g Gathered)
 	}{
-		{"unknown resources: no nodes", remediation.Seen{Ready: false, RefreshAfter: time.Second}, false, "worker", func(t *testing.T, g Gathered) {
+		{"unknown resources: no nodes", Seen{Ready: false, RefreshAfter: time.Second}, false, "worker", func(t *testing.T, g Gathered) {
 			assert.True(t, g.ResourcesUnknown)
 			assert.Nil(t, g.Nodes)
 			assert.Equal(t, time.Second, g.RefreshAfter)
 		}},
-		{"the node cache behind", remediation.Seen{Ready: true}, true, "worker", func(t *testing.T, g Gathered) {
+		{"the node cache behind", Seen{Ready: true}, true, "worker", func(t *testing.T, g Gathered) {
 			assert.True(t, g.Behind)
 			assert.Nil(t, g.Nodes)
 		}},
-		{"selected nodes, a deleted one", remediation.Seen{Ready: true, Remediations: map[string][]health.Remediation{"worker-1": {own}, "worker-9": {own}}}, false, "worker", func(t *testing.T, g Gathered) {
+		{"selected nodes, a deleted one", Seen{Ready: true, Remediations: map[string][]health.Remediation{"worker-1": {own}, "worker-9": {own}}}, false, "worker", func(t *testing.T, g Gathered) {
 			assert.Len(t, g.Nodes, 2)
 			assert.Equal(t, map[string]bool{"worker-9": true}, g.DeletedNodes)
 			assert.Len(t, g.Claims["worker-1"], 1, "the older one selects it too")
 		}},
-		{"an invalid selector selects the nodes under remediation", remediation.Seen{Ready: true, Remediations: map[string][]health.Remediation{"worker-1": {own}}}, false, "in (", func(t *testing.T, g Gathered) {
+		{"an invalid selector selects the nodes under remediation", Seen{Ready: true, Remediations: map[string][]health.Remediation{"worker-1": {own}}}, false, "in (", func(t *testing.T, g Gathered) {
 			require.Len(t, g.Nodes, 1)
 			assert.Equal(t, "worker-1", g.Nodes[0].Name)
 			assert.Nil(t, g.Selector)

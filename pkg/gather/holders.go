@@ -10,7 +10,6 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
@@ -50,7 +49,7 @@ type nodeReader interface {
 // every other NodeHealthCheck, until the kind can be read again. A node
 // that is gone may have been a control-plane node: the status does not
 // say, and the resource may still fence it.
-func holdersOf(others []*v1alpha1.NodeHealthCheck, seen *remediation.Seen, nodes nodeReader) holders {
+func holdersOf(others []*v1alpha1.NodeHealthCheck, seen *Seen, nodes nodeReader) holders {
 	h := holders{busyControlPlane: map[string]bool{}, owners: maps.Clone(seen.OtherOwners)}
 	for _, node := range seen.ControlPlane {
 		h.busyControlPlane[node] = true

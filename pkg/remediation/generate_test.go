@@ -18,6 +18,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/templates"
 )
 
 var (
@@ -170,8 +171,8 @@ func TestCheckKinds(t *testing.T) {
 		t.SetName(name)
 		return t
 	}
-	assert.Nil(t, checkKinds([]*unstructured.Unstructured{named("a", multi), named("b", multi)}))
-	p := checkKinds([]*unstructured.Unstructured{named("a", multi), named("b", nil)})
+	assert.Nil(t, templates.CheckKinds([]*unstructured.Unstructured{named("a", multi), named("b", multi)}))
+	p := templates.CheckKinds([]*unstructured.Unstructured{named("a", multi), named("b", nil)})
 	require.NotNil(t, p)
 	assert.Equal(t, v1alpha1.ReasonTemplateInvalid, p.Reason)
 	assert.Equal(t, "Remediation templates a and b are both of kind TestRemediationTemplate, but b lacks the remediation.medik8s.io/multiple-templates-support annotation: its remediator does not support several remediations of one node", p.Message)

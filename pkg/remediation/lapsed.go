@@ -69,7 +69,7 @@ func (w *Writer) lookUp(ctx context.Context, l inflight.Lapsed) (found presence,
 	switch {
 	case apierrors.IsNotFound(err):
 		return gone, false
-	case apierrors.IsForbidden(err) && !w.templates.served(ctx, l.Resource):
+	case apierrors.IsForbidden(err) && !w.templates.Served(ctx, l.Resource):
 		// Uninstalled with its role: its resources went with its CRD,
 		// and counting them as there would hold their nodes, or the
 		// control-plane slot, for good.

@@ -99,7 +99,7 @@ func TestACreateAnswered500IsLookedUpASecondLater(t *testing.T) {
 func TestAnotherNodeHealthChecksLapsedCreateStillHoldsItsNode(t *testing.T) {
 	f := newWriteFixture(t)
 	// Generated names, so that the API server would take both resources.
-	f.watched.reads[0].obj = testTemplate(map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: "true"})
+	f.watched.reads[0].Obj = testTemplate(map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: "true"})
 	require.Len(t, f.apply(nhcNamed("disabled"), createPlan("worker-1"), f.watched).Created, 1)
 	f.clock.SetTime(f.clock.Now().Add(inflight.TTL))
 

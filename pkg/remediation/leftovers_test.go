@@ -16,6 +16,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/kinds"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/templates"
 )
 
 func TestRemediationKindsAreThoseServedBesideTheirTemplate(t *testing.T) {
@@ -83,7 +84,7 @@ func TestARemediationThatOutlivedItsNodeHealthCheckIsSeenAfterAStart(t *testing.
 				{Name: testTemplateGVR.Resource, Kind: "TestRemediationTemplate", Namespaced: true, Verbs: metav1.Verbs{"list", "watch"}},
 			}}}
 			informers := kinds.New(ctx, client, client, clock)
-			m, _ := testRooms(informers, newTemplateResolver(resettable{meta.NewDefaultRESTMapper(nil)}, informers, client, clock), clock, client, kubefake.NewClientset().CoreV1().Nodes())
+			m, _ := testRooms(informers, newResolver(templates.Resettable{RESTMapper: meta.NewDefaultRESTMapper(nil)}, informers, client, clock), clock, client, kubefake.NewClientset().CoreV1().Nodes())
 			m.discovery = served
 
 			require.NoError(t, m.WatchAll(context.Background(), func() ([]*v1alpha1.NodeHealthCheck, error) { return nil, nil }))

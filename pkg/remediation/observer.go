@@ -15,6 +15,7 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/inflight"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/kinds"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/templates"
 )
 
 // Observer keeps the kinds of every NodeHealthCheck watched (watch.go) and
@@ -23,7 +24,7 @@ import (
 // templates read with GET), Read never does.
 type Observer struct {
 	informers *kinds.Informers
-	templates *templateResolver
+	templates *templates.Resolver
 	// clock is the time of the reads.
 	clock clock.PassiveClock
 	// ledger is the one the Writer books, read here: the writes under way

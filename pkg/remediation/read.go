@@ -9,9 +9,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/gather"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/kinds"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/templates"
 )
 
 // Messages of a remediation kind whose informer cannot read it.
@@ -28,49 +30,6 @@ const (
 	messageKindsUnknown       = "the remediation resources %s cannot be read, and may hold a control-plane remediation"
 )
 
-// Seen is what a NodeHealthCheck's decision reads of remediation
-// resources and of the writes under way: pkg/gather gathers it, with the
-// nodes and the other NodeHealthChecks, into the decision's input.
-type Seen struct {
-	// Ready is false while an informer the NodeHealthCheck needs, or the
-	// node leases' cache, has not synced: decide later.
-	Ready bool
-	// Problem, when set, is why the templates or the kinds of the
-	// remediation resources cannot be used.
-	Problem *health.Problem
-	// RefreshAfter, when set, is how soon to read again: a template read
-	// with GET expires, a kind not served is looked up again, a stopped
-	// informer is tried again, a write the informers have not shown lapses
-	// and is looked up. None of these comes with an event.
-	RefreshAfter time.Duration
-	// Remediations are the NodeHealthCheck's resources by node.
-	Remediations map[string][]health.Remediation
-	// Pending are the nodes with a write of this controller that the
-	// informers do not show yet: they get no new action until it shows.
-	// Those of an earlier NodeHealthCheck of this name count too.
-	Pending map[string]bool
-	// OwnWritePending is true while a write of this NodeHealthCheck, not
-	// of an earlier one of its name, is among them.
-	OwnWritePending bool
-	// OtherOwners are, by node, the other NodeHealthChecks with remediation
-	// resources for it, of any kind watched.
-	OtherOwners map[string][]resource.Owner
-	// ControlPlane are the control-plane nodes with a remediation resource
-	// of any owner, of any kind some NodeHealthCheck uses, or as a kind
-	// stopped for a lasting error last showed it.
-	ControlPlane []string
-	// Reserved are the nodes whose create under way holds the cluster's
-	// one control-plane slot.
-	Reserved []string
-	// ControlPlaneUnknown, when set, is why ControlPlane may be incomplete.
-	ControlPlaneUnknown string
-	// Unreadable are the kinds, of those the statuses of the other
-	// NodeHealthChecks record, whose resources cannot be known now.
-	Unreadable map[schema.GroupVersionKind]bool
-	// Leases are the node leases; nil when the controller takes none.
-	Leases *health.Leases
-}
-
 // Read reads what a NodeHealthCheck's decision needs of remediation
 // resources, from the caches alone (it sends no request, and maps no
 // kind): its templates as Watch read them, its remediation resources from
@@ -79,8 +38,8 @@ type Seen struct {
 // NodeHealthChecks' statuses record cannot be read, and the node leases.
 // The kinds it finds the NodeHealthCheck's resources of elsewhere join w,
 // for the writes. An error is worth a retry.
-func (o *Observer) Read(nhc *v1alpha1.NodeHealthCheck, w *Watched) (Seen, error) {
-	seen := Seen{Ready: true, Problem: w.problem, Remediations: map[string][]health.Remediation{}, RefreshAfter: w.retryAfter}
+func (o *Observer) Read(nhc *v1alpha1.NodeHealthCheck, w *Watched) (gather.Seen, error) {
+	seen := gather.Seen{Ready: true, Problem: w.problem, Remediations: map[string][]health.Remediation{}, RefreshAfter: w.retryAfter}
 	// The writes under way first, the caches after, as the in-tree
 	// controllers check their expectations before they list: a write the
 	// informer shows between the two reads is then both pending and in the
@@ -95,11 +54,11 @@ func (o *Observer) Read(nhc *v1alpha1.NodeHealthCheck, w *Watched) (Seen, error)
 	o.readTemplates(&seen, w, now)
 	for _, gvr := range w.resources {
 		state := o.informers.State(gvr)
-		seen.refreshWith(state, now)
+		refreshWith(&seen, state, now)
 		if !state.Synced {
 			seen.Ready = false
 			if problem := kindProblem(gvr, state.Err); problem != nil {
-				seen.addProblem(problem)
+				addProblem(&seen, problem)
 			}
 			continue
 		}
@@ -124,7 +83,7 @@ func (o *Observer) Read(nhc *v1alpha1.NodeHealthCheck, w *Watched) (Seen, error)
 			return seen, fmt.Errorf("reading node leases: %w", err)
 		}
 		if problem != nil {
-			seen.addProblem(problem)
+			addProblem(&seen, problem)
 		}
 		seen.Leases, seen.Ready = leases, seen.Ready && leases != nil
 	}
@@ -133,22 +92,22 @@ func (o *Observer) Read(nhc *v1alpha1.NodeHealthCheck, w *Watched) (Seen, error)
 
 // readTemplates reads the templates as Watch read them, and checks them
 // together.
-func (o *Observer) readTemplates(seen *Seen, w *Watched, now time.Time) {
-	var templates []*unstructured.Unstructured
+func (o *Observer) readTemplates(seen *gather.Seen, w *Watched, now time.Time) {
+	var objs []*unstructured.Unstructured
 	for i, tmpl := range w.templates {
 		read := w.reads[i]
-		seen.Ready = seen.Ready && read.ready
-		seen.RefreshAfter = health.Sooner(seen.RefreshAfter, read.refreshAfter)
-		if read.problem != nil {
-			seen.addProblem(read.problem)
+		seen.Ready = seen.Ready && read.Ready
+		seen.RefreshAfter = health.Sooner(seen.RefreshAfter, read.RefreshAfter)
+		if read.Problem != nil {
+			addProblem(seen, read.Problem)
 		}
-		if read.obj != nil {
-			templates = append(templates, read.obj)
+		if read.Obj != nil {
+			objs = append(objs, read.Obj)
 		}
-		seen.refreshWith(o.informers.State(tmpl.Resource), now)
+		refreshWith(seen, o.informers.State(tmpl.Resource), now)
 	}
 	if seen.Problem == nil {
-		seen.Problem = checkKinds(templates)
+		seen.Problem = templates.CheckKinds(objs)
 	}
 }
 
@@ -158,7 +117,7 @@ func (o *Observer) readTemplates(seen *Seen, w *Watched, now time.Time) {
 // silent) is still watched while it holds resources of NodeHealthChecks,
 // and they are its own to list and clean up: otherwise nothing would list
 // them again.
-func (o *Observer) readOwnedElsewhere(seen *Seen, w *Watched, nhc *v1alpha1.NodeHealthCheck) {
+func (o *Observer) readOwnedElsewhere(seen *gather.Seen, w *Watched, nhc *v1alpha1.NodeHealthCheck) {
 	if w.resources == nil {
 		w.resources = map[schema.GroupVersionKind]schema.GroupVersionResource{}
 	}
@@ -186,7 +145,7 @@ func (o *Observer) readOwnedElsewhere(seen *Seen, w *Watched, nhc *v1alpha1.Node
 // a kind stopped for a lasting error last showed. They are known once
 // every NodeHealthCheck's kinds are watched, and synced or stopped for a
 // lasting error (kinds.Informers.UnknownRemediations).
-func (o *Observer) readControlPlane(seen *Seen) {
+func (o *Observer) readControlPlane(seen *gather.Seen) {
 	seen.ControlPlane = o.informers.ControlPlaneNodes()
 	switch unknown := o.informers.UnknownRemediations(); {
 	case !o.everyKindWatched.Load():
@@ -228,23 +187,23 @@ func kindProblem(gvr schema.GroupVersionResource, err error) *health.Problem {
 	case apierrors.IsForbidden(err):
 		// Authorization comes first: a kind uninstalled together with its
 		// role answers 403 too.
-		return notFound(fmt.Sprintf(messageRemediationsForbidden, gvr.GroupResource(), err, gvr.GroupResource()))
+		return templates.NotFound(fmt.Sprintf(messageRemediationsForbidden, gvr.GroupResource(), err, gvr.GroupResource()))
 	case apierrors.IsNotFound(err):
-		return notFound(fmt.Sprintf(messageRemediationsGone, gvr.GroupResource()))
+		return templates.NotFound(fmt.Sprintf(messageRemediationsGone, gvr.GroupResource()))
 	}
-	return notFound(fmt.Sprintf(messageRemediationsFailing, gvr.GroupResource(), err))
+	return templates.NotFound(fmt.Sprintf(messageRemediationsFailing, gvr.GroupResource(), err))
 }
 
 // refreshWith reads again when a stopped informer is tried again.
-func (o *Seen) refreshWith(state kinds.State, now time.Time) {
+func refreshWith(seen *gather.Seen, state kinds.State, now time.Time) {
 	if !state.RetryAt.IsZero() {
-		o.RefreshAfter = health.Sooner(o.RefreshAfter, max(state.RetryAt.Sub(now), time.Millisecond))
+		seen.RefreshAfter = health.Sooner(seen.RefreshAfter, max(state.RetryAt.Sub(now), time.Millisecond))
 	}
 }
 
 // addProblem keeps the first problem found.
-func (o *Seen) addProblem(p *health.Problem) {
-	if o.Problem == nil {
-		o.Problem = p
+func addProblem(seen *gather.Seen, p *health.Problem) {
+	if seen.Problem == nil {
+		seen.Problem = p
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/inflight"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/kinds"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/served"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/templates"
 )
 
 // Config is what the remediation rooms work with.
@@ -35,7 +36,7 @@ type Config struct {
 	// is known to have gone at once.
 	RESTConfig *rest.Config
 	// Mapper resolves template kinds instead of RESTConfig's discovery.
-	Mapper KindMapper
+	Mapper templates.KindMapper
 	// Leases reads the node leases; nil takes none.
 	Leases LeaseReader
 	// Access tells a write the controller's role forbids from one an
@@ -60,7 +61,7 @@ func New(cfg Config) (*Observer, *Writer, error) {
 		mapper, discovery = kinds, kinds
 	}
 	if mapper == nil {
-		mapper = resettable{meta.NewDefaultRESTMapper(nil)}
+		mapper = templates.Resettable{RESTMapper: meta.NewDefaultRESTMapper(nil)}
 	}
 	metadataOnly := cfg.MetadataOnly
 	if metadataOnly == nil {
@@ -71,7 +72,7 @@ func New(cfg Config) (*Observer, *Writer, error) {
 		return nil, nil, err
 	}
 	informers := kinds.New(cfg.Context, cfg.Dynamic, metadataOnly, cfg.Clock)
-	o, w := newRooms(informers, newTemplateResolver(mapper, informers, cfg.Dynamic, cfg.Clock), cfg.Clock, client)
+	o, w := newRooms(informers, newResolver(mapper, informers, cfg.Dynamic, cfg.Clock), cfg.Clock, client)
 	o.discovery, o.leases = discovery, cfg.Leases
 	w.access = cfg.Access
 	return o, w, nil
@@ -81,9 +82,9 @@ func New(cfg Config) (*Observer, *Writer, error) {
 // The ledger hears of the informers' changes, and of kinds that synced
 // again, before the Observer's handlers, so that a NodeHealthCheck woken
 // by a change finds its writes settled, or due for a look-up.
-func newRooms(informers *kinds.Informers, templates *templateResolver, clock clock.PassiveClock, client *resourceClient) (*Observer, *Writer) {
+func newRooms(informers *kinds.Informers, resolver *templates.Resolver, clock clock.PassiveClock, client *resourceClient) (*Observer, *Writer) {
 	ledger := inflight.New(clock)
-	o := &Observer{informers: informers, templates: templates, clock: clock, ledger: ledger}
+	o := &Observer{informers: informers, templates: resolver, clock: clock, ledger: ledger}
 	ledger.OnSlotFreed(o.slotFreed)
 	informers.AddChangeHandler(func(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, deleted bool) {
 		o.changed(gvr, obj, deleted, ledger.Settle(gvr, obj, deleted))
@@ -93,5 +94,18 @@ func newRooms(informers *kinds.Informers, templates *templateResolver, clock clo
 			ledger.Resynced(gvr)
 		}
 	})
-	return o, &Writer{informers: informers, templates: templates, ledger: ledger, client: client}
+	return o, &Writer{informers: informers, templates: resolver, ledger: ledger, client: client}
+}
+
+// newResolver returns a template resolver that reads the informers' caches.
+func newResolver(mapper templates.KindMapper, informers *kinds.Informers, client dynamic.Interface, clock clock.PassiveClock) *templates.Resolver {
+	return templates.NewResolver(mapper, templateCaches{informers}, client, clock)
+}
+
+// templateCaches show the resolver the informers' caches.
+type templateCaches struct{ *kinds.Informers }
+
+func (c templateCaches) CacheState(gvr schema.GroupVersionResource) templates.CacheState {
+	state := c.State(gvr)
+	return templates.CacheState{Synced: state.Synced, Err: state.Err}
 }

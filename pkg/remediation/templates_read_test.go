@@ -20,7 +20,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/gather"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/kinds"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/templates"
 )
 
 // rbacFixture is an observer whose identity may or may not list, watch and get
@@ -60,7 +62,7 @@ func newRBACFixture(t *testing.T, listForbidden, getForbidden bool, objects ...r
 	mapper.Add(testTemplateGVR.GroupVersion().WithKind("TestRemediationTemplate"), meta.RESTScopeNamespace)
 	mapper.Add(testGVR.GroupVersion().WithKind("TestRemediation"), meta.RESTScopeNamespace)
 	f.informers = kinds.New(ctx, f.client, f.client, f.clock)
-	f.observer, _ = testRooms(f.informers, newTemplateResolver(resettable{mapper}, f.informers, f.client, f.clock), f.clock, f.client, kubefake.NewClientset().CoreV1().Nodes())
+	f.observer, _ = testRooms(f.informers, newResolver(templates.Resettable{RESTMapper: mapper}, f.informers, f.client, f.clock), f.clock, f.client, kubefake.NewClientset().CoreV1().Nodes())
 	f.nhc = testNHC.DeepCopy()
 	f.nhc.Spec.RemediationTemplate = ptr.To(templateRef)
 	return f
@@ -69,7 +71,7 @@ func newRBACFixture(t *testing.T, listForbidden, getForbidden bool, objects ...r
 // synced is what one sync reads: what Read saw, and the template as Watch
 // read it.
 type synced struct {
-	Seen
+	gather.Seen
 	template *unstructured.Unstructured
 }
 
@@ -119,10 +121,10 @@ func TestATemplateKindThatCannotBeWatchedIsReadWithGet(t *testing.T) {
 		wantMessage  string
 		wantRefresh  time.Duration
 	}{
-		{name: "get allowed", stored: []runtime.Object{testTemplate(nil)}, wantReady: true, wantRefresh: getCacheTime},
-		{name: "get allowed, the template missing", wantReady: true, wantRefresh: getCacheTime, wantReason: v1alpha1.ReasonTemplateNotFound,
+		{name: "get allowed", stored: []runtime.Object{testTemplate(nil)}, wantReady: true, wantRefresh: templates.CacheTime},
+		{name: "get allowed, the template missing", wantReady: true, wantRefresh: templates.CacheTime, wantReason: v1alpha1.ReasonTemplateNotFound,
 			wantMessage: "Remediation template TestRemediationTemplate remediators/reboot not found: failed to get external remediation template remediators/reboot"},
-		{name: "get allowed, the template without spec.template.spec", stored: []runtime.Object{noTemplateSpec()}, wantReady: true, wantRefresh: getCacheTime,
+		{name: "get allowed, the template without spec.template.spec", stored: []runtime.Object{noTemplateSpec()}, wantReady: true, wantRefresh: templates.CacheTime,
 			wantReason: v1alpha1.ReasonTemplateInvalid, wantMessage: "Remediation template TestRemediationTemplate remediators/reboot is invalid: it has no spec.template.spec"},
 		// The forbidden GET is not cached: the refresh is the informer's retry.
 		{name: "get forbidden too", getForbidden: true, stored: []runtime.Object{testTemplate(nil)}, wantRefresh: kinds.TemplateRetryInterval, wantReason: v1alpha1.ReasonTemplateNotFound,
@@ -166,12 +168,12 @@ func TestATemplateReadWithGetIsCachedForItsCacheTime(t *testing.T) {
 		wantRefresh time.Duration
 		wantGets    int32
 	}{
-		{name: "deleted, within the cache time", advance: getCacheTime - time.Second, change: func() { f.deleteTemplate(t) }, wantRefresh: time.Second, wantGets: 1},
-		{name: "the cache time over", advance: time.Second, wantProblem: "Remediation template TestRemediationTemplate remediators/reboot not found: failed to get external remediation template remediators/reboot", wantRefresh: getCacheTime, wantGets: 2},
+		{name: "deleted, within the cache time", advance: templates.CacheTime - time.Second, change: func() { f.deleteTemplate(t) }, wantRefresh: time.Second, wantGets: 1},
+		{name: "the cache time over", advance: time.Second, wantProblem: "Remediation template TestRemediationTemplate remediators/reboot not found: failed to get external remediation template remediators/reboot", wantRefresh: templates.CacheTime, wantGets: 2},
 		{name: "created again, the absence cached", advance: time.Second, change: func() {
 			require.NoError(t, f.client.Tracker().Create(testTemplateGVR, testTemplate(nil), templateRef.Namespace))
-		}, wantProblem: "Remediation template TestRemediationTemplate remediators/reboot not found: failed to get external remediation template remediators/reboot", wantRefresh: getCacheTime - time.Second, wantGets: 2},
-		{name: "found again after the cache time", advance: getCacheTime, wantRefresh: getCacheTime, wantGets: 3},
+		}, wantProblem: "Remediation template TestRemediationTemplate remediators/reboot not found: failed to get external remediation template remediators/reboot", wantRefresh: templates.CacheTime - time.Second, wantGets: 2},
+		{name: "found again after the cache time", advance: templates.CacheTime, wantRefresh: templates.CacheTime, wantGets: 3},
 	}
 	for _, step := range steps {
 		f.clock.Step(step.advance)
@@ -202,7 +204,7 @@ func TestATemplateKindReadWithGetIsWatchedAgainLater(t *testing.T) {
 	}{
 		{"list and watch granted", true, true, 0},
 		// Read with GET a second before the retry.
-		{"still forbidden", false, false, getCacheTime - time.Second},
+		{"still forbidden", false, false, templates.CacheTime - time.Second},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

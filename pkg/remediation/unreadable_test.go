@@ -21,7 +21,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/gather"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/kinds"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/templates"
 )
 
 // After a restart, a kind not synced yet, or forbidden from the start,
@@ -55,7 +57,7 @@ func TestTheStatusRecordsTheRemediationsOfAKindThatCannotBeRead(t *testing.T) {
 			mapper := meta.NewDefaultRESTMapper(nil)
 			mapper.Add(testGVR.GroupVersion().WithKind("TestRemediation"), meta.RESTScopeNamespace)
 			informers := kinds.New(ctx, client, client, clock)
-			m, _ := testRooms(informers, newTemplateResolver(resettable{mapper}, informers, client, clock), clock, client, kubefake.NewClientset().CoreV1().Nodes())
+			m, _ := testRooms(informers, newResolver(templates.Resettable{RESTMapper: mapper}, informers, client, clock), clock, client, kubefake.NewClientset().CoreV1().Nodes())
 			reader := nhcNamed("reader")
 			unreadable := func() map[schema.GroupVersionKind]bool {
 				w, err := m.Watch(ctx, reader, []*v1alpha1.NodeHealthCheck{recorded})
@@ -123,12 +125,12 @@ func TestAKindUninstalledWithItsRoleNoLongerDisables(t *testing.T) {
 	mapper.Reset()
 	mapper.uninstalled = nil
 	informers := kinds.New(ctx, client, client, clock)
-	m, _ := testRooms(informers, newTemplateResolver(mapper, informers, client, clock), clock, client, kubefake.NewClientset().CoreV1().Nodes())
+	m, _ := testRooms(informers, newResolver(mapper, informers, client, clock), clock, client, kubefake.NewClientset().CoreV1().Nodes())
 	nhc := testNHC.DeepCopy()
 	nhc.Spec.RemediationTemplate = ptr.To(templateRef)
 	nhc.Status.UnhealthyNodes = []*v1alpha1.UnhealthyNode{{Name: "cp-1", Remediations: []*v1alpha1.Remediation{
 		{Resource: corev1.ObjectReference{APIVersion: otherGVR.GroupVersion().String(), Kind: otherGVK.Kind, Namespace: "remediators", Name: "cp-1"}}}}}
-	read := func() Seen {
+	read := func() gather.Seen {
 		w, err := m.Watch(context.Background(), nhc, nil)
 		require.NoError(t, err)
 		seen, err := m.Read(nhc, w)
@@ -144,7 +146,7 @@ func TestAKindUninstalledWithItsRoleNoLongerDisables(t *testing.T) {
 	assert.Contains(t, obs.Problem.Message, "otherremediations")
 
 	mapper.uninstalled = []schema.GroupVersionKind{otherGVK}
-	clock.Step(mapperResetInterval)
+	clock.Step(templates.MapperResetInterval)
 	read()
 	require.Eventually(t, func() bool { obs = read(); return obs.Ready }, 10*time.Second, 10*time.Millisecond)
 	assert.Nil(t, obs.Problem, "the kind is gone, and so are its resources")
@@ -170,7 +172,7 @@ func TestAForbiddenKindUninstalledFreesItsNodes(t *testing.T) {
 	mapper.Reset()
 	mapper.uninstalled = nil
 	informers := kinds.New(ctx, client, client, clock)
-	m, _ := testRooms(informers, newTemplateResolver(mapper, informers, client, clock), clock, client, kubefake.NewClientset().CoreV1().Nodes())
+	m, _ := testRooms(informers, newResolver(mapper, informers, client, clock), clock, client, kubefake.NewClientset().CoreV1().Nodes())
 	informers.Use("deleted", kinds.Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 	require.Eventually(t, func() bool { return informers.State(testGVR).Synced }, 10*time.Second, 10*time.Millisecond)
 	informers.Use("deleted", kinds.Kinds{})
@@ -185,7 +187,7 @@ func TestAForbiddenKindUninstalledFreesItsNodes(t *testing.T) {
 	assert.Equal(t, []string{"cp-1"}, obs.ControlPlane, "forbidden: what it showed holds")
 
 	mapper.uninstalled = []schema.GroupVersionKind{testGVR.GroupVersion().WithKind("TestRemediation")}
-	clock.Step(mapperResetInterval)
+	clock.Step(templates.MapperResetInterval)
 	_, err = m.Watch(context.Background(), other, nil)
 	require.NoError(t, err)
 	obs, err = m.Read(other, &Watched{})

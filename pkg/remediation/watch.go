@@ -10,6 +10,7 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/kinds"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/templates"
 )
 
 // kindRetryInterval is how soon a NodeHealthCheck whose template kind is not
@@ -35,11 +36,11 @@ func (o *Observer) Watch(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, oth
 			// A kind uninstalled together with its role answers 403 too:
 			// looked up again (at most every 10 s), a kind no longer
 			// served drops out of what is watched.
-			o.templates.rediscover()
+			o.templates.Rediscover()
 		}
 	}
 	for _, tmpl := range w.templates {
-		read, err := o.templates.get(ctx, tmpl)
+		read, err := o.templates.Get(ctx, tmpl)
 		if err != nil {
 			return nil, err
 		}
@@ -62,7 +63,7 @@ func (o *Observer) mapRecorded(ctx context.Context, nhcs []*v1alpha1.NodeHealthC
 				continue
 			}
 			known[gvk] = true
-			if gvr, err := o.templates.resourceOf(ctx, gvk); err == nil {
+			if gvr, err := o.templates.ResourceOf(ctx, gvk); err == nil {
 				mapped[gvk] = gvr
 			}
 		}
@@ -75,7 +76,7 @@ func (o *Observer) watch(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (*W
 	w := &Watched{resources: map[schema.GroupVersionKind]schema.GroupVersionResource{}}
 	var used kinds.Kinds
 	for _, ref := range nhc.Spec.TemplateRefs() {
-		tmpl, problem, err := o.templates.resolve(ctx, ref)
+		tmpl, problem, err := o.templates.Resolve(ctx, ref)
 		if err != nil {
 			return nil, err
 		}
@@ -94,14 +95,14 @@ func (o *Observer) watch(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (*W
 		w.resources[tmpl.Remediation.GroupVersion().WithKind(health.RemediationKind(ref.Kind))] = tmpl.Remediation
 	}
 	if w.problem == nil {
-		w.problem = checkDistinct(w.templates)
+		w.problem = templates.CheckDistinct(w.templates)
 	}
 	for _, rem := range nhc.Status.RecordedRemediations() {
 		gvk := rem.Resource.GroupVersionKind()
 		if _, known := w.resources[gvk]; known {
 			continue
 		}
-		if gvr, err := o.templates.resourceOf(ctx, gvk); err == nil {
+		if gvr, err := o.templates.ResourceOf(ctx, gvk); err == nil {
 			w.resources[gvk] = gvr
 		}
 	}
@@ -109,7 +110,7 @@ func (o *Observer) watch(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (*W
 	// if the spec dropped its template meanwhile: unwatched, its kind would
 	// never show it, and the status would never list it.
 	for _, gvr := range o.ledger.PendingResources(nhc.Name) {
-		if gvk, err := o.templates.kindOf(ctx, gvr); err == nil {
+		if gvk, err := o.templates.KindOf(ctx, gvr); err == nil {
 			if _, known := w.resources[gvk]; !known {
 				w.resources[gvk] = gvr
 			}
@@ -162,7 +163,7 @@ func (o *Observer) WatchAll(ctx context.Context, list func() ([]*v1alpha1.NodeHe
 // for good.
 func (o *Observer) forgetUnserved(ctx context.Context) {
 	for _, gvr := range o.informers.Remembering() {
-		if !o.templates.served(ctx, gvr) {
+		if !o.templates.Served(ctx, gvr) {
 			o.ledger.ForgetKind(gvr)
 			o.informers.ForgetUnserved(gvr)
 		}

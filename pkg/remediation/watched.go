@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/templates"
 )
 
 // Watched is what keeping a NodeHealthCheck's kinds watched found (Watch):
@@ -18,9 +19,9 @@ import (
 // these kinds show, without a request, and the Writer writes in them.
 type Watched struct {
 	// templates are the templates resolved, in the spec's order.
-	templates []Template
+	templates []templates.Template
 	// reads are what reading each of templates found.
-	reads []templateRead
+	reads []templates.Read
 	// problem is why a template reference cannot be used, if one cannot.
 	problem *health.Problem
 	// resources are the kinds of the remediation resources: those of its
@@ -40,8 +41,8 @@ type Watched struct {
 func (w *Watched) template(ref corev1.ObjectReference) *unstructured.Unstructured {
 	var obj *unstructured.Unstructured
 	for i, tmpl := range w.templates {
-		if bareTemplateRef(tmpl.Ref) == bareTemplateRef(ref) && w.reads[i].obj != nil {
-			obj = w.reads[i].obj
+		if bareTemplateRef(tmpl.Ref) == bareTemplateRef(ref) && w.reads[i].Obj != nil {
+			obj = w.reads[i].Obj
 		}
 	}
 	return obj

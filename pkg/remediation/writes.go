@@ -14,6 +14,7 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/inflight"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/templates"
 )
 
 // Writer writes remediation resources, one write a call, and books each in
@@ -25,7 +26,7 @@ import (
 type Writer struct {
 	informers writerCaches
 	// templates tells whether a kind is still served (lapsed.go).
-	templates *templateResolver
+	templates *templates.Resolver
 	ledger    *inflight.Ledger
 	client    *resourceClient
 	// access tells the role's 403 from an admission's (access.go); nil

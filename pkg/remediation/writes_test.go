@@ -27,6 +27,7 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/inflight"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/kinds"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/templates"
 )
 
 var templateRef = corev1.ObjectReference{APIVersion: "test.medik8s.io/v1alpha1", Kind: "TestRemediationTemplate", Namespace: "remediators", Name: "reboot"}
@@ -55,14 +56,14 @@ func newWriteFixture(t *testing.T) *writeFixture {
 // template, of the test kind, reads as tmpl.
 func watchedTemplate(tmpl *unstructured.Unstructured) *Watched {
 	return &Watched{
-		templates: []Template{{Ref: templateRef, Resource: testTemplateGVR, Remediation: testGVR, Namespace: templateRef.Namespace}},
-		reads:     []templateRead{{obj: tmpl, ready: true}},
+		templates: []templates.Template{{Ref: templateRef, Resource: testTemplateGVR, Remediation: testGVR, Namespace: templateRef.Namespace}},
+		reads:     []templates.Read{{Obj: tmpl, Ready: true}},
 		resources: map[schema.GroupVersionKind]schema.GroupVersionResource{testGVR.GroupVersion().WithKind("TestRemediation"): testGVR},
 	}
 }
 
 // testRooms wires the two rooms from their parts, as New does.
-func testRooms(informers *kinds.Informers, templates *templateResolver, clock clock.PassiveClock, client dynamic.Interface, nodes NodePatcher) (*Observer, *Writer) {
+func testRooms(informers *kinds.Informers, templates *templates.Resolver, clock clock.PassiveClock, client dynamic.Interface, nodes NodePatcher) (*Observer, *Writer) {
 	return newRooms(informers, templates, clock, fakeResourceClient(client, nodes))
 }
 
@@ -298,7 +299,7 @@ func TestAKindThatCannotBeWatchedDisablesAfterAGrace(t *testing.T) {
 func TestOneRemediationPerNodeAcrossNodeHealthChecks(t *testing.T) {
 	f := newWriteFixture(t)
 	// Generated names, so that the API server would take both resources.
-	f.watched.reads[0].obj = testTemplate(map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: "true"})
+	f.watched.reads[0].Obj = testTemplate(map[string]string{v1alpha1.MultipleTemplatesSupportAnnotation: "true"})
 	f.observer.informers.Use("watcher", kinds.Kinds{Remediations: []schema.GroupVersionResource{testGVR}})
 	require.Eventually(t, func() bool { return f.observer.informers.Synced(testGVR) }, 10*time.Second, 10*time.Millisecond)
 
@@ -337,7 +338,7 @@ func TestAReservationOfAnUninstalledKindEnds(t *testing.T) {
 	mapper := &uninstallable{uninstalled: []schema.GroupVersionKind{{}}}
 	mapper.Reset()
 	mapper.uninstalled = nil
-	f.writer.templates = newTemplateResolver(mapper, f.observer.informers, f.client, f.clock)
+	f.writer.templates = newResolver(mapper, f.observer.informers, f.client, f.clock)
 	require.Len(t, f.apply(testNHC, controlPlanePlan("master-0"), f.watched).Created, 1)
 	f.client.PrependReactor("get", testGVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(testGVR.GroupResource(), "", assert.AnError)
@@ -348,7 +349,7 @@ func TestAReservationOfAnUninstalledKindEnds(t *testing.T) {
 	assert.Equal(t, []string{"master-0"}, f.writer.ledger.ControlPlaneNodes(), "forbidden, still served: it may exist")
 
 	mapper.uninstalled = []schema.GroupVersionKind{testGVR.GroupVersion().WithKind("TestRemediation")}
-	f.clock.SetTime(f.clock.Now().Add(max(inflight.TTL, mapperResetInterval)))
+	f.clock.SetTime(f.clock.Now().Add(max(inflight.TTL, templates.MapperResetInterval)))
 	f.writer.LookUpLapsed(context.Background())
 	assert.Empty(t, f.writer.ledger.ControlPlaneNodes(), "no longer served: gone")
 }

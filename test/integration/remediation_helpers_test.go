@@ -23,6 +23,7 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/controller"
+	"github.com/nodehealthcheck/nhc-controller/pkg/gather"
 	"github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned"
 	nhclisters "github.com/nodehealthcheck/nhc-controller/pkg/generated/listers/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
@@ -273,7 +274,7 @@ func (h *heardResources) matches(owner types.UID, stored []metav1.ObjectMeta) bo
 // synced is what a sync reads of a NodeHealthCheck's remediation
 // resources, and the kinds Watch resolved for its writes.
 type synced struct {
-	remediation.Seen
+	gather.Seen
 	watched *remediation.Watched
 }
 

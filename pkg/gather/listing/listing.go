@@ -22,11 +22,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/gather"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/nodeleases"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
+	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/templates"
 )
 
 // Warnings of what cannot be read.
@@ -121,9 +122,9 @@ func (c *Cluster) Node(name string) (*nodeview.Node, error) {
 // checked by the controller's rules, its resources and those of others in
 // every kind any NodeHealthCheck uses, and the node leases. Nothing is
 // under way, and every kind counts as known.
-func (c *Cluster) Remediations(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (remediation.Seen, error) {
+func (c *Cluster) Remediations(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (gather.Seen, error) {
 	c.readAll(ctx)
-	seen := remediation.Seen{Ready: true, Remediations: map[string][]health.Remediation{}, Leases: c.leases}
+	seen := gather.Seen{Ready: true, Remediations: map[string][]health.Remediation{}, Leases: c.leases}
 	seen.Problem = c.templates(ctx, nhc)
 	ownKinds := c.kindsOf(ctx, nhc)
 	seen.Unreadable = map[schema.GroupVersionKind]bool{}
@@ -185,8 +186,8 @@ func (c *Cluster) readAll(ctx context.Context) {
 // serve has no resources.
 func (c *Cluster) kindsOf(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) map[schema.GroupVersionKind]schema.GroupVersionResource {
 	kinds := map[schema.GroupVersionKind]schema.GroupVersionResource{}
-	templates, _, _ := remediation.ReadTemplates(ctx, c.clients.Mapper, c.clients.Dynamic, nhc.Spec.TemplateRefs())
-	for _, tmpl := range templates {
+	read, _, _ := templates.ReadAll(ctx, c.clients.Mapper, c.clients.Dynamic, nhc.Spec.TemplateRefs())
+	for _, tmpl := range read {
 		kinds[tmpl.Remediation.GroupVersion().WithKind(health.RemediationKind(tmpl.Ref.Kind))] = tmpl.Remediation
 	}
 	for _, rem := range nhc.Status.RecordedRemediations() {
@@ -237,7 +238,7 @@ func (c *Cluster) list(ctx context.Context, gvr schema.GroupVersionResource) {
 // templates checks nhc's templates as the controller does; what cannot be
 // read is left out of the check, and said.
 func (c *Cluster) templates(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) *health.Problem {
-	_, problem, unreadable := remediation.ReadTemplates(ctx, c.clients.Mapper, c.clients.Dynamic, nhc.Spec.TemplateRefs())
+	_, problem, unreadable := templates.ReadAll(ctx, c.clients.Mapper, c.clients.Dynamic, nhc.Spec.TemplateRefs())
 	for _, err := range unreadable {
 		c.warn(err.Error())
 	}

@@ -26,7 +26,7 @@ const (
 	RetryInterval = 15 * time.Second
 	// TemplateRetryInterval is long: a template kind that grants only get
 	// is a normal setup, read with GET meanwhile (pkg/remediation's
-	// templates_read.go). It is for a forbidden kind alone: one no longer
+	// templates/read.go). It is for a forbidden kind alone: one no longer
 	// served is tried again after RetryInterval.
 	TemplateRetryInterval = 10 * time.Minute
 	// PassingRetryInterval is for an informer stopped because it could not

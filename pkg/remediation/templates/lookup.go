@@ -1,4 +1,4 @@
-package remediation
+package templates
 
 import (
 	"context"
@@ -16,13 +16,13 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
-// ReadTemplates resolves templates and reads each with GET, for readers
+// ReadAll resolves templates and reads each with GET, for readers
 // without informers (kubectl nhc), and checks them as the controller does:
 // the problem is the one the controller reports, in its words. What cannot
 // be read (discovery failing, a forbidden GET) is left out of the check and
 // returned in unreadable.
-func ReadTemplates(ctx context.Context, mapper meta.RESTMapper, client dynamic.Interface, refs []corev1.ObjectReference) (templates []Template, problem *health.Problem, unreadable []error) {
-	resolver := newTemplateResolver(resettable{mapper}, nil, client, clock.RealClock{})
+func ReadAll(ctx context.Context, mapper meta.RESTMapper, client dynamic.Interface, refs []corev1.ObjectReference) (templates []Template, problem *health.Problem, unreadable []error) {
+	resolver := NewResolver(Resettable{RESTMapper: mapper}, nil, client, clock.RealClock{})
 	setProblem := func(p *health.Problem) {
 		if problem == nil {
 			problem = p
@@ -30,7 +30,7 @@ func ReadTemplates(ctx context.Context, mapper meta.RESTMapper, client dynamic.I
 	}
 	var objs []*unstructured.Unstructured
 	for _, ref := range refs {
-		tmpl, p, err := resolver.resolve(ctx, ref)
+		tmpl, p, err := resolver.Resolve(ctx, ref)
 		if err != nil {
 			unreadable = append(unreadable, err)
 			continue
@@ -52,10 +52,10 @@ func ReadTemplates(ctx context.Context, mapper meta.RESTMapper, client dynamic.I
 		objs = append(objs, obj)
 	}
 	if problem == nil {
-		problem = checkDistinct(templates)
+		problem = CheckDistinct(templates)
 	}
 	if problem == nil {
-		problem = checkKinds(objs)
+		problem = CheckKinds(objs)
 	}
 	return templates, problem, unreadable
 }
@@ -75,8 +75,8 @@ func getTemplate(ctx context.Context, client dynamic.Interface, tmpl Template) (
 	return resource.Keep(obj, true), nil
 }
 
-// resettable makes a mapper that may not reset (a kubeconfig's) one that
+// Resettable makes a mapper that may not reset (a kubeconfig's) one that
 // resets when it can.
-type resettable struct{ meta.RESTMapper }
+type Resettable struct{ meta.RESTMapper }
 
-func (m resettable) Reset() { meta.MaybeResetRESTMapper(m.RESTMapper) }
+func (m Resettable) Reset() { meta.MaybeResetRESTMapper(m.RESTMapper) }

@@ -1,4 +1,4 @@
-package remediation
+package templates
 
 import (
 	"testing"
@@ -31,7 +31,7 @@ func TestTwoStepsNamingOneTemplateAreRefused(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			problem := checkDistinct(tc.templates)
+			problem := CheckDistinct(tc.templates)
 			if !tc.refused {
 				assert.Nil(t, problem)
 				return

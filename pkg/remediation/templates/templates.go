@@ -1,4 +1,9 @@
-package remediation
+// Package templates reads remediation templates: a reference resolved to
+// the resources of its kind and of its remediation kind, the template read
+// from an informer's cache or with GET, and checked as the controller
+// reports it. It starts no informer: kubectl nhc reads templates with GET
+// alone.
+package templates
 
 import (
 	"context"
@@ -15,7 +20,6 @@ import (
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
-	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/internal/kinds"
 	"github.com/nodehealthcheck/nhc-controller/pkg/remediation/resource"
 )
 
@@ -36,16 +40,16 @@ const (
 	messageTemplateNotFound = "Remediation template %s %s not found: failed to get external remediation template %s"
 )
 
-// mapperResetInterval throttles rediscovery of the API when a template kind
+// MapperResetInterval throttles rediscovery of the API when a template kind
 // is unknown: a CRD installed later is noticed within this time.
-const mapperResetInterval = 10 * time.Second
+const MapperResetInterval = 10 * time.Second
 
-// templateResolver resolves template references to resources and reads
-// templates from the informers, or with GET where their kind may not be
-// watched (templates_read.go).
-type templateResolver struct {
-	mapper    KindMapper
-	informers templateCaches
+// Resolver resolves template references to resources and reads templates
+// from the informers' caches, or with GET where their kind may not be
+// watched (read.go).
+type Resolver struct {
+	mapper KindMapper
+	caches Caches
 	// client reads with GET the templates the informers cannot show.
 	client dynamic.Interface
 	clock  clock.PassiveClock
@@ -77,17 +81,25 @@ type KindMapper interface {
 	Reset()
 }
 
-// templateCaches is what the resolver asks of the informers: whether a
-// kind's cache can be read, and a template in it.
-type templateCaches interface {
-	State(gvr schema.GroupVersionResource) kinds.State
+// Caches is what the resolver asks of the informers: whether a kind's
+// cache can be read, and a template in it.
+type Caches interface {
+	CacheState(gvr schema.GroupVersionResource) CacheState
 	Get(gvr schema.GroupVersionResource, namespace, name string) *unstructured.Unstructured
 }
 
-// newTemplateResolver returns a resolver. A reset of the mapper should read
-// the API again.
-func newTemplateResolver(mapper KindMapper, informers templateCaches, client dynamic.Interface, clock clock.PassiveClock) *templateResolver {
-	return &templateResolver{mapper: mapper, informers: informers, client: client, clock: clock, fetched: map[templateID]fetchedTemplate{}}
+// CacheState is whether a kind's cache can be read.
+type CacheState struct {
+	// Synced is true when the cache holds what the API server has.
+	Synced bool
+	// Err is why the kind cannot be read, when it cannot.
+	Err error
+}
+
+// NewResolver returns a resolver that reads templates from caches (nil:
+// with GET alone). A reset of the mapper should read the API again.
+func NewResolver(mapper KindMapper, caches Caches, client dynamic.Interface, clock clock.PassiveClock) *Resolver {
+	return &Resolver{mapper: mapper, caches: caches, client: client, clock: clock, fetched: map[templateID]fetchedTemplate{}}
 }
 
 // Template is a template reference resolved to its resources.
@@ -105,14 +117,14 @@ type Template struct {
 // resolve maps a template reference to the resources of the template kind
 // and of its remediation kind. A problem disables the NodeHealthCheck; an
 // error (discovery failed) is worth a retry.
-func (t *templateResolver) resolve(ctx context.Context, ref corev1.ObjectReference) (Template, *health.Problem, error) {
+func (t *Resolver) Resolve(ctx context.Context, ref corev1.ObjectReference) (Template, *health.Problem, error) {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
 		return Template{}, templateInvalid(ref, fmt.Sprintf("its apiVersion %q is malformed", ref.APIVersion)), nil
 	}
 	templateMapping, err := t.mapping(ctx, gv.WithKind(ref.Kind))
 	if meta.IsNoMatchError(err) {
-		return Template{}, notFound(fmt.Sprintf(messageKindNotServed, ref.Kind, ref.APIVersion, ref.Kind, gv.Version)), nil
+		return Template{}, NotFound(fmt.Sprintf(messageKindNotServed, ref.Kind, ref.APIVersion, ref.Kind, gv.Version)), nil
 	}
 	if err != nil {
 		return Template{}, nil, fmt.Errorf("mapping %s %s: %w", ref.APIVersion, ref.Kind, err)
@@ -120,7 +132,7 @@ func (t *templateResolver) resolve(ctx context.Context, ref corev1.ObjectReferen
 	remediationKind := health.RemediationKind(ref.Kind)
 	remediationMapping, err := t.mapping(ctx, gv.WithKind(remediationKind))
 	if meta.IsNoMatchError(err) {
-		return Template{}, notFound(fmt.Sprintf(messageRemediationKindNotServed, remediationKind, ref.APIVersion, ref.Kind, remediationKind, gv.Version)), nil
+		return Template{}, NotFound(fmt.Sprintf(messageRemediationKindNotServed, remediationKind, ref.APIVersion, ref.Kind, remediationKind, gv.Version)), nil
 	}
 	if err != nil {
 		return Template{}, nil, fmt.Errorf("mapping %s %s: %w", ref.APIVersion, remediationKind, err)
@@ -132,7 +144,7 @@ func (t *templateResolver) resolve(ctx context.Context, ref corev1.ObjectReferen
 	resolved := Template{Ref: ref, Resource: templateMapping.Resource, Remediation: remediationMapping.Resource}
 	if namespaced {
 		if ref.Namespace == "" {
-			return Template{}, notFound(fmt.Sprintf(messageNoNamespace, ref.Kind, ref.Name)), nil
+			return Template{}, NotFound(fmt.Sprintf(messageNoNamespace, ref.Kind, ref.Name)), nil
 		}
 		resolved.Namespace = ref.Namespace
 	}
@@ -141,7 +153,7 @@ func (t *templateResolver) resolve(ctx context.Context, ref corev1.ObjectReferen
 
 // mapping maps a kind to its resource; an unknown kind rediscovers the API
 // once, throttled, so that a CRD installed after the NodeHealthCheck is found.
-func (t *templateResolver) mapping(ctx context.Context, gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+func (t *Resolver) mapping(ctx context.Context, gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
 	m, err := t.restMapping(ctx, gvk)
 	if meta.IsNoMatchError(err) && t.mayReset() {
 		t.mapper.Reset()
@@ -158,14 +170,14 @@ type contextMapper interface {
 	KindForContext(ctx context.Context, gvr schema.GroupVersionResource) (schema.GroupVersionKind, error)
 }
 
-func (t *templateResolver) restMapping(ctx context.Context, gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+func (t *Resolver) restMapping(ctx context.Context, gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
 	if m, ok := t.mapper.(contextMapper); ok {
 		return m.MappingContext(ctx, gvk.GroupKind(), gvk.Version)
 	}
 	return t.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 }
 
-func (t *templateResolver) kindFor(ctx context.Context, gvr schema.GroupVersionResource) (schema.GroupVersionKind, error) {
+func (t *Resolver) kindFor(ctx context.Context, gvr schema.GroupVersionResource) (schema.GroupVersionKind, error) {
 	if m, ok := t.mapper.(contextMapper); ok {
 		return m.KindForContext(ctx, gvr)
 	}
@@ -174,14 +186,14 @@ func (t *templateResolver) kindFor(ctx context.Context, gvr schema.GroupVersionR
 
 // rediscover makes the next mapping read the API again, throttled: a kind
 // that left the API server is noticed.
-func (t *templateResolver) rediscover() {
+func (t *Resolver) Rediscover() {
 	if t.mayReset() {
 		t.mapper.Reset()
 	}
 }
 
 // resourceOf maps a kind to its resource, as the mapper knows it now.
-func (t *templateResolver) resourceOf(ctx context.Context, gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
+func (t *Resolver) ResourceOf(ctx context.Context, gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
 	m, err := t.restMapping(ctx, gvk)
 	if err != nil {
 		return schema.GroupVersionResource{}, err
@@ -190,27 +202,27 @@ func (t *templateResolver) resourceOf(ctx context.Context, gvk schema.GroupVersi
 }
 
 // kindOf maps a resource to its kind, as the mapper knows it now.
-func (t *templateResolver) kindOf(ctx context.Context, gvr schema.GroupVersionResource) (schema.GroupVersionKind, error) {
+func (t *Resolver) KindOf(ctx context.Context, gvr schema.GroupVersionResource) (schema.GroupVersionKind, error) {
 	return t.kindFor(ctx, gvr)
 }
 
 // served tells whether the API still serves a kind, looking it up again
 // (at most every 10 s) first; an answer other than "no such kind" counts
 // as served. Without a resolver, every kind counts as served.
-func (t *templateResolver) served(ctx context.Context, gvr schema.GroupVersionResource) bool {
+func (t *Resolver) Served(ctx context.Context, gvr schema.GroupVersionResource) bool {
 	if t == nil {
 		return true
 	}
-	t.rediscover()
+	t.Rediscover()
 	_, err := t.kindFor(ctx, gvr)
 	return !meta.IsNoMatchError(err)
 }
 
-func (t *templateResolver) mayReset() bool {
+func (t *Resolver) mayReset() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.clock.Now()
-	if now.Sub(t.lastReset) < mapperResetInterval {
+	if now.Sub(t.lastReset) < MapperResetInterval {
 		return false
 	}
 	t.lastReset = now
@@ -222,7 +234,7 @@ func (t *templateResolver) mayReset() bool {
 // no spec.template.spec.
 func checkTemplate(tmpl Template, obj *unstructured.Unstructured) *health.Problem {
 	if obj == nil {
-		return notFound(fmt.Sprintf(messageTemplateNotFound, tmpl.Ref.Kind, describe(tmpl), describe(tmpl)))
+		return NotFound(fmt.Sprintf(messageTemplateNotFound, tmpl.Ref.Kind, describe(tmpl), describe(tmpl)))
 	}
 	if kept, size := resource.KeptTemplate(obj); kept == resource.TemplateTooLarge {
 		return templateInvalid(tmpl.Ref, fmt.Sprintf(messageTemplateTooLarge, size, resource.MaxTemplateBytes))
@@ -233,10 +245,10 @@ func checkTemplate(tmpl Template, obj *unstructured.Unstructured) *health.Proble
 	return nil
 }
 
-// checkKinds checks that escalation steps sharing a remediation kind use
+// CheckKinds checks that escalation steps sharing a remediation kind use
 // templates whose remediator accepts several resources per node: else the
 // resources, named after the node, would collide.
-func checkKinds(templates []*unstructured.Unstructured) *health.Problem {
+func CheckKinds(templates []*unstructured.Unstructured) *health.Problem {
 	byKind := map[schema.GroupKind]*unstructured.Unstructured{}
 	for _, tmpl := range templates {
 		kind := tmpl.GroupVersionKind().GroupKind()
@@ -254,11 +266,11 @@ func checkKinds(templates []*unstructured.Unstructured) *health.Problem {
 	return nil
 }
 
-// checkDistinct refuses two steps that name one template, compared once
+// CheckDistinct refuses two steps that name one template, compared once
 // their references are resolved: a cluster-scoped template has no
 // namespace, whatever namespace a reference to it carries, nor does one
 // object have two identities for two versions of its kind.
-func checkDistinct(templates []Template) *health.Problem {
+func CheckDistinct(templates []Template) *health.Problem {
 	type object struct {
 		resource        schema.GroupResource
 		namespace, name string
@@ -281,7 +293,7 @@ func describe(tmpl Template) string {
 	return tmpl.Namespace + "/" + tmpl.Ref.Name
 }
 
-func notFound(message string) *health.Problem {
+func NotFound(message string) *health.Problem {
 	return &health.Problem{Reason: v1alpha1.ReasonTemplateNotFound, Message: message}
 }
 

@@ -1,4 +1,4 @@
-package remediation
+package templates
 
 import (
 	"context"
@@ -15,10 +15,10 @@ import (
 // A template kind that may be read but not listed or watched (the spec's
 // aggregated role example grants only get) is read with GET.
 const (
-	// getCacheTime is how long a template read with GET is used. Its changes
+	// CacheTime is how long a template read with GET is used. Its changes
 	// come with no event, so its NodeHealthChecks sync again when it expires
-	// (Seen.RefreshAfter) and read it again.
-	getCacheTime = 30 * time.Second
+	// (gather.Seen.RefreshAfter) and read it again.
+	CacheTime = 30 * time.Second
 	// getTimeout bounds one GET of a template.
 	getTimeout = 10 * time.Second
 )
@@ -31,27 +31,27 @@ const messageGetForbidden = "Remediation template %s %s cannot be read: %v. Gran
 // kind cannot be watched for another reason than a missing permission.
 const messageTemplatesUnwatchable = "Remediation templates %s cannot be watched: %v"
 
-// templateRead is what reading one template found.
-type templateRead struct {
-	// obj is the template; nil with a problem, or while not ready.
-	obj     *unstructured.Unstructured
-	problem *health.Problem
-	// ready is false while the template cannot be known: its informer has
+// Read is what reading one template found.
+type Read struct {
+	// Obj is the template; nil with a problem, or while not ready.
+	Obj     *unstructured.Unstructured
+	Problem *health.Problem
+	// Ready is false while the template cannot be known: its informer has
 	// not synced, or it may not be read at all.
-	ready bool
-	// refreshAfter is how soon a template read with GET is read again; zero
+	Ready bool
+	// RefreshAfter is how soon a template read with GET is read again; zero
 	// for a watched one.
-	refreshAfter time.Duration
+	RefreshAfter time.Duration
 }
 
 // get reads a template from its informer's cache, or with GET while its
 // kind may not be listed or watched, and checks it. An error (a GET failed)
 // is worth a retry.
-func (t *templateResolver) get(ctx context.Context, tmpl Template) (templateRead, error) {
-	state := t.informers.State(tmpl.Resource)
+func (t *Resolver) Get(ctx context.Context, tmpl Template) (Read, error) {
+	state := t.caches.CacheState(tmpl.Resource)
 	switch {
 	case state.Synced:
-		obj := t.informers.Get(tmpl.Resource, tmpl.Namespace, tmpl.Ref.Name)
+		obj := t.caches.Get(tmpl.Resource, tmpl.Namespace, tmpl.Ref.Name)
 		if obj != nil {
 			if kept, _ := resource.KeptTemplate(obj); kept == resource.TemplateNotKept {
 				return t.fetchVersion(ctx, tmpl, obj.GetResourceVersion())
@@ -61,26 +61,26 @@ func (t *templateResolver) get(ctx context.Context, tmpl Template) (templateRead
 	case apierrors.IsForbidden(state.Err):
 		return t.fetch(ctx, tmpl)
 	case state.Err != nil:
-		return templateRead{problem: notFound(fmt.Sprintf(messageTemplatesUnwatchable, tmpl.Resource.GroupResource(), state.Err))}, nil
+		return Read{Problem: NotFound(fmt.Sprintf(messageTemplatesUnwatchable, tmpl.Resource.GroupResource(), state.Err))}, nil
 	}
-	return templateRead{}, nil // its informer is starting
+	return Read{}, nil // its informer is starting
 }
 
 // checked is a template as read (nil: not found), or the problem that keeps
 // it from use.
-func checked(tmpl Template, obj *unstructured.Unstructured, refreshAfter time.Duration) templateRead {
+func checked(tmpl Template, obj *unstructured.Unstructured, refreshAfter time.Duration) Read {
 	if problem := checkTemplate(tmpl, obj); problem != nil {
-		return templateRead{problem: problem, ready: true, refreshAfter: refreshAfter}
+		return Read{Problem: problem, Ready: true, RefreshAfter: refreshAfter}
 	}
-	return templateRead{obj: obj, ready: true, refreshAfter: refreshAfter}
+	return Read{Obj: obj, Ready: true, RefreshAfter: refreshAfter}
 }
 
-// fetch reads a template with GET, at most once per getCacheTime, for a
+// fetch reads a template with GET, at most once per CacheTime, for a
 // kind that may not be watched: no event tells of its changes.
-func (t *templateResolver) fetch(ctx context.Context, tmpl Template) (templateRead, error) {
+func (t *Resolver) fetch(ctx context.Context, tmpl Template) (Read, error) {
 	now := t.clock.Now()
 	return t.fetchUnless(ctx, tmpl, func(f fetchedTemplate) (time.Duration, bool) {
-		left := f.read.Add(getCacheTime).Sub(now)
+		left := f.read.Add(CacheTime).Sub(now)
 		return left, left > 0
 	})
 }
@@ -88,7 +88,7 @@ func (t *templateResolver) fetch(ctx context.Context, tmpl Template) (templateRe
 // fetchVersion reads with GET a template whose cache keeps its metadata
 // alone, once for each version the cache shows: a template is read whole
 // when it changed, not at every sync.
-func (t *templateResolver) fetchVersion(ctx context.Context, tmpl Template, version string) (templateRead, error) {
+func (t *Resolver) fetchVersion(ctx context.Context, tmpl Template, version string) (Read, error) {
 	return t.fetchUnless(ctx, tmpl, func(f fetchedTemplate) (time.Duration, bool) {
 		return 0, f.obj != nil && f.obj.GetResourceVersion() == version
 	})
@@ -98,7 +98,7 @@ func (t *templateResolver) fetchVersion(ctx context.Context, tmpl Template, vers
 // current (with how soon it is read again). A template that may not be
 // read at all disables its NodeHealthChecks, with what to grant; that is
 // not cached, so a grant is used at the next sync.
-func (t *templateResolver) fetchUnless(ctx context.Context, tmpl Template, current func(fetchedTemplate) (refreshAfter time.Duration, ok bool)) (templateRead, error) {
+func (t *Resolver) fetchUnless(ctx context.Context, tmpl Template, current func(fetchedTemplate) (refreshAfter time.Duration, ok bool)) (Read, error) {
 	id := templateID{resource: tmpl.Resource, namespace: tmpl.Namespace, name: tmpl.Ref.Name}
 	t.mu.Lock()
 	f, cached := t.fetched[id]
@@ -112,10 +112,10 @@ func (t *templateResolver) fetchUnless(ctx context.Context, tmpl Template, curre
 	defer cancel()
 	obj, err := getTemplate(ctx, t.client, tmpl)
 	if apierrors.IsForbidden(err) {
-		return templateRead{problem: notFound(fmt.Sprintf(messageGetForbidden, tmpl.Ref.Kind, describe(tmpl), err, tmpl.Resource.GroupResource()))}, nil
+		return Read{Problem: NotFound(fmt.Sprintf(messageGetForbidden, tmpl.Ref.Kind, describe(tmpl), err, tmpl.Resource.GroupResource()))}, nil
 	}
 	if err != nil {
-		return templateRead{}, fmt.Errorf("reading template %s %s with GET: %w", tmpl.Ref.Kind, describe(tmpl), err)
+		return Read{}, fmt.Errorf("reading template %s %s with GET: %w", tmpl.Ref.Kind, describe(tmpl), err)
 	}
 	f = fetchedTemplate{obj: obj, read: t.clock.Now()}
 	t.remember(id, f)
@@ -125,11 +125,11 @@ func (t *templateResolver) fetchUnless(ctx context.Context, tmpl Template, curre
 
 // remember caches a template read with GET, and drops the expired ones, so
 // that templates no longer referenced do not stay.
-func (t *templateResolver) remember(id templateID, f fetchedTemplate) {
+func (t *Resolver) remember(id templateID, f fetchedTemplate) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for other, old := range t.fetched {
-		if f.read.Sub(old.read) >= getCacheTime {
+		if f.read.Sub(old.read) >= CacheTime {
 			delete(t.fetched, other)
 		}
 	}
