@@ -90,7 +90,7 @@ func (inf *Informers) recordFailing(gvr schema.GroupVersionResource, err error, 
 	last := inf.stopped[gvr].shown
 	if r, ok := inf.running[gvr]; ok {
 		if !r.metadataOnly && !r.informer.HasSynced() {
-			inf.unread[gvr] = inf.clock.Now()
+			inf.unread[gvr] = stoppedInformer{err: err, retryAt: inf.clock.Now().Add(RetryInterval)}
 		}
 		if r.retried != nil && apierrors.ReasonForError(r.retried) == apierrors.ReasonForError(err) {
 			users = sets.List(inf.users(gvr))

@@ -109,9 +109,9 @@ type Informers struct {
 	// uses holds the kinds each NodeHealthCheck uses, by its name.
 	uses map[string]use
 	// unread are the kinds of remediation resources whose informer was
-	// stopped for an error before it ever synced, with when: what they hold
-	// is unknown until one syncs (AllRead, RetryUnread).
-	unread map[schema.GroupVersionResource]time.Time
+	// stopped for an error before it ever synced, with when and why: what
+	// they hold is unknown until one syncs (AllRead, RetryUnread).
+	unread map[schema.GroupVersionResource]stoppedInformer
 	// named are the templates some NodeHealthCheck names, whose
 	// spec.template the caches keep. Its own lock: the informers' transforms
 	// read it, and inf.mu is held while they are asked whether they synced.
@@ -174,7 +174,7 @@ func New(ctx context.Context, client, metadata dynamic.Interface, clk clock.Pass
 		running: map[schema.GroupVersionResource]*runningInformer{},
 		stopped: map[schema.GroupVersionResource]stoppedInformer{},
 		uses:    map[string]use{},
-		unread:  map[schema.GroupVersionResource]time.Time{},
+		unread:  map[schema.GroupVersionResource]stoppedInformer{},
 	}
 }
 

@@ -48,3 +48,27 @@ func TestAKindLookedAtThatCannotBeReadIsNotAllRead(t *testing.T) {
 	require.Eventually(t, informers.AllRead, 10*time.Second, 10*time.Millisecond, "read once allowed")
 	require.Eventually(t, func() bool { return len(informers.Running()) == 0 }, 10*time.Second, 10*time.Millisecond, "empty: stopped again")
 }
+
+// A kind looked at for leftovers that may not be listed is tried again
+// while a deleted NodeHealthCheck's leases wait for every kind to be read
+// (RetryUnread). No NodeHealthCheck uses it: its first failure concerns
+// every one (they wait until what it holds is known), a retry that fails
+// as it did concerns none.
+func TestARetryOfAnUnusedKindThatFailsAgainConcernsNoOne(t *testing.T) {
+	f := newRoleFixture(t)
+	heard := &heardKinds{}
+	f.informers.AddStateChangeHandler(heard.record)
+	f.denied.Store(true)
+	f.informers.Look([]schema.GroupVersionResource{testGVR})
+	require.Eventually(t, func() bool { return heard.count() == 1 }, 10*time.Second, 10*time.Millisecond, "stopped at its first 403")
+	assert.Nil(t, heard.last(), "the first failure concerns every NodeHealthCheck")
+
+	for retry := 2; retry <= 3; retry++ {
+		f.clock.SetTime(f.clock.Now().Add(RetryInterval))
+		f.informers.RetryUnread()
+		require.Eventually(t, func() bool { return heard.count() == retry }, 10*time.Second, 10*time.Millisecond, "stopped again at its 403")
+		assert.NotNil(t, heard.last())
+		assert.Empty(t, heard.last(), "a retry failing again concerns no NodeHealthCheck")
+		assert.False(t, f.informers.AllRead())
+	}
+}

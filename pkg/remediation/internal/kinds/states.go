@@ -100,7 +100,9 @@ func (inf *Informers) AllRead() bool {
 // RetryUnread starts again, RetryInterval after it failed, the informer of
 // each kind that could never be read and that nothing watches meanwhile: a
 // kind looked at for leftovers while it was forbidden is not used by any
-// NodeHealthCheck, and would otherwise stay unread for good.
+// NodeHealthCheck, and would otherwise stay unread for good. A retry that
+// fails as the try before it did concerns the kind's users alone, none for
+// such a kind (recordFailing): it wakes no NodeHealthCheck.
 func (inf *Informers) RetryUnread() {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
@@ -108,8 +110,8 @@ func (inf *Informers) RetryUnread() {
 	for gvr, failed := range inf.unread {
 		_, running := inf.running[gvr]
 		_, stopped := inf.stopped[gvr]
-		if !running && !stopped && !now.Before(failed.Add(RetryInterval)) {
-			inf.running[gvr] = inf.start(gvr, stoppedInformer{})
+		if !running && !stopped && !now.Before(failed.retryAt) {
+			inf.running[gvr] = inf.start(gvr, stoppedInformer{err: failed.err})
 		}
 	}
 }
