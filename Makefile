@@ -154,13 +154,13 @@ node-down: ## Stop the cluster of make node-up: no process, mount, interface or 
 	$(AS_ROOT) env $(NODE_ENV) hack/node/cluster.sh down
 
 .PHONY: test-node
-test-node: k8s-binaries node-binaries ## Install a release (make release VERSION=snapshot) on a cluster of make node-up with a worker joined, and test it as a user meets it: Pods Ready, leading, scraped, a worker whose kubelet stops remediated, a rolling update, the uninstall; then make node-down.
+test-node: k8s-binaries node-binaries ## Install what a release installs (its image and nhc-controller.yaml, built by make release's own tasks into _output/node/release, kept while the tree is unchanged) on a cluster of make node-up with a worker joined, and test it as a user meets it: Pods Ready, leading, scraped, a worker whose kubelet stops remediated, a rolling update, the uninstall; then make node-down.
 	@start=$$(date +%s); \
-	$(MAKE) release VERSION=snapshot; \
+	go run ./hack/release --version snapshot --only "install file" --reuse --output _output/node/release || exit 1; \
 	go test -c -o _output/node/node.test ./test/node; \
 	status=0; \
 	{ $(MAKE) node-up && \
-	  $(AS_ROOT) env $(NODE_ENV) NHC_NODE_KUBECONFIG="$$($(AS_ROOT) env $(NODE_ENV) hack/node/cluster.sh kubeconfig)" NHC_NODE_RELEASE="$(CURDIR)/_output/release" \
+	  $(AS_ROOT) env $(NODE_ENV) NHC_NODE_KUBECONFIG="$$($(AS_ROOT) env $(NODE_ENV) hack/node/cluster.sh kubeconfig)" NHC_NODE_RELEASE="$(CURDIR)/_output/node/release" \
 	    bash -c 'cd test/node && ../../_output/node/node.test -test.v -test.timeout 20m'; } || status=$$?; \
 	$(MAKE) node-down || status=1; \
 	echo "test-node: $$( ((status == 0)) && echo passed || echo FAILED ) in $$(( $$(date +%s) - start ))s"; \

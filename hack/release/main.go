@@ -50,6 +50,12 @@ const digestFile = "image-digest"
 // crdFile is the NodeHealthCheck CRD, the same in the plain install and the chart.
 const crdFile = "manifests/crd/remediation.medik8s.io_nodehealthchecks.yaml"
 
+// The tasks a part of the release is asked for by (--only).
+const (
+	imageTaskName = "image linux/amd64+arm64"
+	installTask   = "install file"
+)
+
 // buildSlots is how many builds run at once.
 const buildSlots = 2
 
@@ -71,6 +77,12 @@ type options struct {
 	// while the rest builds.
 	helm string
 	push bool
+	// only names the one task to build, with those it needs, instead of
+	// the whole release; "" builds it all.
+	only string
+	// reuse keeps the output when it was built from a tree of the same
+	// content, with the same options.
+	reuse bool
 }
 
 func main() {
@@ -80,6 +92,8 @@ func main() {
 	flag.StringVar(&o.repository, "image", defaultRepository, "the image repository, such as registry.example.com/nhc-controller")
 	flag.StringVar(&o.helm, "helm", "", "the helm that packages the chart; by default hack/build-helm.sh's")
 	flag.BoolVar(&o.push, "push", false, "also push the image index to --image's registry")
+	flag.StringVar(&o.only, "only", "", "build only this part of the release, with what it needs: \""+installTask+"\" is the image and nhc-controller.yaml, the files a node test installs")
+	flag.BoolVar(&o.reuse, "reuse", false, "keep the output if it was built from a tree of the same content with the same options")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -101,6 +115,16 @@ func release(ctx context.Context, o options, w io.Writer) error {
 		return err
 	}
 	output := o.output
+	var key string
+	if o.reuse {
+		if key, err = treeKey(o, r.Version); err != nil {
+			return err
+		}
+	}
+	if o.reuse && !o.push && builtFrom(output) == key {
+		fmt.Fprintf(w, "release: %s holds what this tree builds, kept (--reuse)\n", output)
+		return nil
+	}
 	if err := os.RemoveAll(output); err != nil {
 		return err
 	}
@@ -111,11 +135,19 @@ func release(ctx context.Context, o options, w io.Writer) error {
 		return err
 	}
 	tasks := releaseTasks(o, r)
+	if o.only != "" {
+		if tasks, err = withNeeds(tasks, o.only); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(w, "release: %s from %.12s with %s into %s: %d tasks, %d builds at a time\n", r.Version, r.Commit, r.Toolchain, output, len(tasks), buildSlots)
 	if err := runTasks(ctx, tasks, buildSlots, w); err != nil {
 		return err
 	}
-	return checksums(output)
+	if err := checksums(output); err != nil || !o.reuse {
+		return err
+	}
+	return os.WriteFile(filepath.Join(output, builtFromFile), []byte(key), 0o644)
 }
 
 // releaseTasks are the tasks that build a release's files into o.output.
@@ -136,10 +168,10 @@ func releaseTasks(o options, r gate.Release) []task {
 	tasks := []task{
 		// Helm first: from source, it takes longest.
 		helmTask(&helm),
-		{name: "image linux/amd64+arm64", build: true, run: func(ctx context.Context, out io.Writer) error {
+		{name: imageTaskName, build: true, run: func(ctx context.Context, out io.Writer) error {
 			return imageTask(ctx, out, o.push, image, version, output, &pinned)
 		}},
-		{name: "install file", needs: []string{"image linux/amd64+arm64"}, run: func(context.Context, io.Writer) error {
+		{name: installTask, needs: []string{imageTaskName}, run: func(context.Context, io.Writer) error {
 			return installYAML(pinned, filepath.Join(output, "nhc-controller.yaml"))
 		}},
 		{name: "CRD", run: func(context.Context, io.Writer) error {
@@ -150,10 +182,10 @@ func releaseTasks(o options, r gate.Release) []task {
 			}
 			return os.WriteFile(filepath.Join(output, "nhc-controller.crds.yaml"), crd, 0o644)
 		}},
-		{name: "chart", needs: []string{"image linux/amd64+arm64", "helm"}, run: func(ctx context.Context, out io.Writer) error {
+		{name: "chart", needs: []string{imageTaskName, "helm"}, run: func(ctx context.Context, out io.Writer) error {
 			return chartPackage(ctx, out, helm, version, ref, pinned, output, r.Time)
 		}},
-		{name: "SBOM", needs: []string{"image linux/amd64+arm64"}, run: func(context.Context, io.Writer) error {
+		{name: "SBOM", needs: []string{imageTaskName}, run: func(context.Context, io.Writer) error {
 			return sbom(r, filepath.Join(output, "oci"), filepath.Join(output, "nhc-controller.sbom.cdx.json"))
 		}},
 	}

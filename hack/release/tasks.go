@@ -27,6 +27,35 @@ type task struct {
 	run   func(ctx context.Context, out io.Writer) error
 }
 
+// withNeeds are the named tasks and every task they need, in the order of
+// tasks: a part of a release, built by the release's own tasks.
+func withNeeds(tasks []task, names ...string) ([]task, error) {
+	byName := map[string]task{}
+	for _, t := range tasks {
+		byName[t.name] = t
+	}
+	wanted := map[string]bool{}
+	for len(names) > 0 {
+		name := names[0]
+		names = names[1:]
+		t, ok := byName[name]
+		if !ok {
+			return nil, fmt.Errorf("no task %s", name)
+		}
+		if !wanted[name] {
+			wanted[name] = true
+			names = append(names, t.needs...)
+		}
+	}
+	var part []task
+	for _, t := range tasks {
+		if wanted[t.name] {
+			part = append(part, t)
+		}
+	}
+	return part, nil
+}
+
 // progressEvery is how often the tasks still running are named.
 const progressEvery = 30 * time.Second
 

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/nodehealthcheck/nhc-controller/hack/release/gate"
 )
 
 // Tasks run after those they need, each reported once done; a failure
@@ -57,4 +59,19 @@ func TestRunTasks(t *testing.T) {
 		})
 	}
 	assert.ErrorContains(t, runTasks(context.Background(), []task{{name: "a", needs: []string{"z"}}}, 1, io.Discard), "a needs z, which is not a task")
+}
+
+// The part of a release a node test installs is built by the release's
+// own tasks, the ones it needs and no other: its files are the release's.
+func TestThePartANodeTestInstallsIsTheReleasesOwnTasks(t *testing.T) {
+	all := releaseTasks(options{output: "out"}, gate.Release{Version: "v1.2.3"})
+	part, err := withNeeds(all, installTask)
+	require.NoError(t, err)
+	var names []string
+	for _, t := range part {
+		names = append(names, t.name)
+	}
+	assert.Equal(t, []string{imageTaskName, installTask}, names)
+	_, err = withNeeds(all, "nothing")
+	assert.ErrorContains(t, err, "no task nothing")
 }
