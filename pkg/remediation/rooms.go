@@ -99,11 +99,11 @@ func newRooms(informers *kinds.Informers, resolver *templates.Resolver, clock cl
 
 // newResolver returns a template resolver that reads the informers' caches.
 func newResolver(mapper templates.KindMapper, informers *kinds.Informers, client dynamic.Interface, clock clock.PassiveClock) *templates.Resolver {
-	return templates.NewResolver(mapper, templateCaches{informers}, client, clock)
+	return templates.NewResolver(mapper, templateCaches{informers.View}, client, clock)
 }
 
 // templateCaches show the resolver the informers' caches.
-type templateCaches struct{ *kinds.Informers }
+type templateCaches struct{ kinds.View }
 
 func (c templateCaches) CacheState(gvr schema.GroupVersionResource) templates.CacheState {
 	state := c.State(gvr)

@@ -22,8 +22,8 @@ const (
 
 // Get returns an object from a resource's cache, or nil. An object kept as
 // a metadata shell (Keep) comes with its template not kept (KeptTemplate).
-func (inf *Informers) Get(gvr schema.GroupVersionResource, namespace, name string) *unstructured.Unstructured {
-	r := inf.informer(gvr)
+func (v View) Get(gvr schema.GroupVersionResource, namespace, name string) *unstructured.Unstructured {
+	r := v.informer(gvr)
 	if r == nil {
 		return nil
 	}
@@ -42,25 +42,25 @@ func (inf *Informers) Get(gvr schema.GroupVersionResource, namespace, name strin
 }
 
 // OwnedBy returns the resources a NodeHealthCheck owns, by its UID.
-func (inf *Informers) OwnedBy(gvr schema.GroupVersionResource, uid types.UID) []*unstructured.Unstructured {
-	return inf.byIndex(gvr, ownerIndex, string(uid))
+func (v View) OwnedBy(gvr schema.GroupVersionResource, uid types.UID) []*unstructured.Unstructured {
+	return v.byIndex(gvr, ownerIndex, string(uid))
 }
 
 // ControlPlaneNodes returns the control-plane nodes with a remediation
 // resource of any kind watched, whoever owns it, and those that the cache of
 // a kind stopped for a lasting error showed when it stopped: quorum does
 // not care that a remediator's role was removed.
-func (inf *Informers) ControlPlaneNodes() []string {
-	inf.mu.Lock()
-	defer inf.mu.Unlock()
+func (v View) ControlPlaneNodes() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	var nodes []string
-	for _, r := range inf.running {
+	for _, r := range v.running {
 		nodes = append(nodes, r.informer.GetIndexer().ListIndexFuncValues(controlPlaneIndex)...)
 		if !r.informer.HasSynced() {
 			nodes = append(nodes, r.remembered.controlPlane...)
 		}
 	}
-	for _, s := range inf.stopped {
+	for _, s := range v.stopped {
 		nodes = append(nodes, s.shown.controlPlane...)
 	}
 	return nodes
@@ -70,7 +70,7 @@ func (inf *Informers) ControlPlaneNodes() []string {
 // remediation resources of any kind watched, or that a kind stopped for a
 // lasting error showed when it stopped. It reads only the resources of
 // NodeHealthChecks, through their node index.
-func (inf *Informers) OtherOwners(except types.UID) map[string][]resource.Owner {
+func (v View) OtherOwners(except types.UID) map[string][]resource.Owner {
 	var others map[string][]resource.Owner
 	add := func(node string, owner resource.Owner) {
 		if owner.UID == except || slices.Contains(others[node], owner) {
@@ -81,16 +81,16 @@ func (inf *Informers) OtherOwners(except types.UID) map[string][]resource.Owner 
 		}
 		others[node] = append(others[node], owner)
 	}
-	inf.eachOwner(add)
+	v.eachOwner(add)
 	return others
 }
 
 // OtherOwner returns a NodeHealthCheck but one that owns a remediation
 // resource of a node, or "".
-func (inf *Informers) OtherOwner(node string, except types.UID) string {
-	inf.mu.Lock()
-	defer inf.mu.Unlock()
-	for _, r := range inf.running {
+func (v View) OtherOwner(node string, except types.UID) string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, r := range v.running {
 		objs, _ := r.informer.GetIndexer().ByIndex(nodeIndex, node)
 		for _, obj := range objs {
 			for _, owner := range resource.Owners(obj.(*unstructured.Unstructured)) {
@@ -107,7 +107,7 @@ func (inf *Informers) OtherOwner(node string, except types.UID) string {
 			}
 		}
 	}
-	for _, s := range inf.stopped {
+	for _, s := range v.stopped {
 		for _, owner := range s.shown.owners[node] {
 			if owner.UID != except {
 				return owner.Name
@@ -119,11 +119,11 @@ func (inf *Informers) OtherOwner(node string, except types.UID) string {
 
 // eachOwner calls add with every node and NodeHealthCheck owning a
 // remediation resource of it, as the caches show them and as stopped kinds
-// showed them; inf.mu is taken.
-func (inf *Informers) eachOwner(add func(node string, owner resource.Owner)) {
-	inf.mu.Lock()
-	defer inf.mu.Unlock()
-	for _, r := range inf.running {
+// showed them; mu is taken.
+func (v View) eachOwner(add func(node string, owner resource.Owner)) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, r := range v.running {
 		eachOwnerIn(r.informer.GetIndexer(), add)
 		if !r.informer.HasSynced() {
 			for node, owners := range r.remembered.owners {
@@ -133,7 +133,7 @@ func (inf *Informers) eachOwner(add func(node string, owner resource.Owner)) {
 			}
 		}
 	}
-	for _, s := range inf.stopped {
+	for _, s := range v.stopped {
 		for node, owners := range s.shown.owners {
 			for _, owner := range owners {
 				add(node, owner)
@@ -142,8 +142,8 @@ func (inf *Informers) eachOwner(add func(node string, owner resource.Owner)) {
 	}
 }
 
-func (inf *Informers) byIndex(gvr schema.GroupVersionResource, index, key string) []*unstructured.Unstructured {
-	r := inf.informer(gvr)
+func (v View) byIndex(gvr schema.GroupVersionResource, index, key string) []*unstructured.Unstructured {
+	r := v.informer(gvr)
 	if r == nil {
 		return nil
 	}

@@ -128,16 +128,16 @@ func (inf *Informers) recordFailing(gvr schema.GroupVersionResource, err error, 
 
 // Remembering lists the kinds stopped for a lasting error, or retried after
 // one, whose memory of what their cache showed holds nodes.
-func (inf *Informers) Remembering() []schema.GroupVersionResource {
-	inf.mu.Lock()
-	defer inf.mu.Unlock()
+func (v View) Remembering() []schema.GroupVersionResource {
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	var kinds []schema.GroupVersionResource
-	for gvr, s := range inf.stopped {
+	for gvr, s := range v.stopped {
 		if !s.shown.empty() {
 			kinds = append(kinds, gvr)
 		}
 	}
-	for gvr, r := range inf.running {
+	for gvr, r := range v.running {
 		if !r.remembered.empty() {
 			kinds = append(kinds, gvr)
 		}

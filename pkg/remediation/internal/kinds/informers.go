@@ -85,25 +85,40 @@ type StateChangeFunc func(gvr schema.GroupVersionResource, users []string)
 // when the last one no longer does, so the controller watches only kinds
 // that matter, whichever remediators are installed. An informer that may not
 // list or watch its kind, or whose kind is no longer served, is stopped
-// instead of retrying forever, and started again after a while.
+// instead of retrying forever, and started again after a while. Informers
+// starts, stops and retries; what they show is read through its View.
 type Informers struct {
+	View
 	ctx    context.Context
 	client dynamic.Interface
 	// metadata lists and watches the kinds used for templates alone: it asks
 	// the API server for their metadata only (PartialObjectMetadata), so
 	// that what others store in them never reaches the process.
 	metadata dynamic.Interface
-	clock    clock.PassiveClock
+	// handlers hear of every change, in the order they were added; mu
+	// guards them.
+	handlers []ObjectChangeFunc
+	// kindHandlers hear of kinds that synced or failed.
+	kindHandlers []StateChangeFunc
+}
+
+// View reads what the informers show and how each kind stands: their
+// caches, the owners and control-plane nodes they index, whether a kind
+// synced or why it cannot be read. It starts, stops and forbids nothing.
+type View struct {
+	*kindStates
+}
+
+// kindStates are the informers and what is known of each kind, shared by
+// Informers and its View.
+type kindStates struct {
+	clock clock.PassiveClock
 	// grace is how long an informer of remediation resources may fail to
 	// list before its error counts.
 	grace time.Duration
 
-	mu sync.Mutex
-	// handlers hear of every change, in the order they were added.
-	handlers []ObjectChangeFunc
-	// kindHandlers hear of kinds that synced or failed.
-	kindHandlers []StateChangeFunc
-	running      map[schema.GroupVersionResource]*runningInformer
+	mu      sync.Mutex
+	running map[schema.GroupVersionResource]*runningInformer
 	// stopped holds the kinds whose informer failed, until they are retried.
 	stopped map[schema.GroupVersionResource]stoppedInformer
 	// uses holds the kinds each NodeHealthCheck uses, by its name.
@@ -114,7 +129,7 @@ type Informers struct {
 	unread map[schema.GroupVersionResource]stoppedInformer
 	// named are the templates some NodeHealthCheck names, whose
 	// spec.template the caches keep. Its own lock: the informers' transforms
-	// read it, and inf.mu is held while they are asked whether they synced.
+	// read it, and mu is held while they are asked whether they synced.
 	named struct {
 		sync.RWMutex
 		// kinds are the named templates' kinds, by reference.
@@ -152,7 +167,7 @@ type runningInformer struct {
 	remembered shown
 	// looking is set for an informer started to look for remediation
 	// resources that outlived their NodeHealthCheck (leftovers.go), until
-	// it synced and was stopped or kept for what it shows; inf.mu guards it.
+	// it synced and was stopped or kept for what it shows; mu guards it.
 	looking bool
 }
 
@@ -170,11 +185,14 @@ type stoppedInformer struct {
 // whose fake API server does not tell the two apart).
 func New(ctx context.Context, client, metadata dynamic.Interface, clk clock.PassiveClock) *Informers {
 	return &Informers{
-		ctx: ctx, client: client, metadata: metadata, clock: clk, grace: WatchGrace,
-		running: map[schema.GroupVersionResource]*runningInformer{},
-		stopped: map[schema.GroupVersionResource]stoppedInformer{},
-		uses:    map[string]use{},
-		unread:  map[schema.GroupVersionResource]stoppedInformer{},
+		View: View{&kindStates{
+			clock: clk, grace: WatchGrace,
+			running: map[schema.GroupVersionResource]*runningInformer{},
+			stopped: map[schema.GroupVersionResource]stoppedInformer{},
+			uses:    map[string]use{},
+			unread:  map[schema.GroupVersionResource]stoppedInformer{},
+		}},
+		ctx: ctx, client: client, metadata: metadata,
 	}
 }
 
@@ -229,7 +247,7 @@ func (inf *Informers) Use(nhc string, kinds Kinds) {
 // while it works): they keep the nodes busy for quorum and for every other
 // NodeHealthCheck. So does what a kind stopped for a lasting error showed:
 // it is kept, and tried again (retryUnused), until the kind can be read or
-// shows nothing. inf.mu is held.
+// shows nothing. mu is held.
 func (inf *Informers) stopIfUnused(gvr schema.GroupVersionResource) {
 	if inf.users(gvr).Len() > 0 {
 		return
@@ -255,7 +273,7 @@ func (inf *Informers) stopIfUnused(gvr schema.GroupVersionResource) {
 
 // retryUnused tries again the kinds no NodeHealthCheck uses that were
 // stopped for a lasting error and showed resources then, when their retry
-// is due. inf.mu is held.
+// is due. mu is held.
 func (inf *Informers) retryUnused() {
 	for gvr := range inf.stopped {
 		if inf.users(gvr).Len() == 0 {
@@ -288,10 +306,10 @@ func (inf *Informers) ensure(gvr schema.GroupVersionResource) {
 	inf.running[gvr] = inf.start(gvr, stopped)
 }
 
-// users are the NodeHealthCheck that use a kind; inf.mu is held.
-func (inf *Informers) users(gvr schema.GroupVersionResource) sets.Set[string] {
+// users are the NodeHealthCheck that use a kind; mu is held.
+func (v View) users(gvr schema.GroupVersionResource) sets.Set[string] {
 	users := sets.New[string]()
-	for nhc, u := range inf.uses {
+	for nhc, u := range v.uses {
 		if u.all().Has(gvr) {
 			users.Insert(nhc)
 		}
@@ -300,9 +318,9 @@ func (inf *Informers) users(gvr schema.GroupVersionResource) sets.Set[string] {
 }
 
 // usedForRemediations tells whether some NodeHealthCheck reads a kind's
-// remediation resources; inf.mu is held.
-func (inf *Informers) usedForRemediations(gvr schema.GroupVersionResource) bool {
-	for _, u := range inf.uses {
+// remediation resources; mu is held.
+func (v View) usedForRemediations(gvr schema.GroupVersionResource) bool {
+	for _, u := range v.uses {
 		if u.remediations.Has(gvr) {
 			return true
 		}
@@ -385,8 +403,8 @@ func (inf *Informers) notify(gvr schema.GroupVersionResource, obj any, deleted b
 	}
 }
 
-func (inf *Informers) informer(gvr schema.GroupVersionResource) *runningInformer {
-	inf.mu.Lock()
-	defer inf.mu.Unlock()
-	return inf.running[gvr]
+func (v View) informer(gvr schema.GroupVersionResource) *runningInformer {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.running[gvr]
 }

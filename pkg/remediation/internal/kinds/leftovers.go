@@ -31,11 +31,11 @@ func (inf *Informers) Look(kinds []schema.GroupVersionResource) {
 
 // LookingWithinGrace tells whether an informer started by Look has neither
 // synced nor failed, within the grace: what it will show may hold any node.
-func (inf *Informers) LookingWithinGrace() bool {
-	inf.mu.Lock()
-	defer inf.mu.Unlock()
-	for _, r := range inf.running {
-		if r.looking && inf.clock.Since(r.started) < inf.grace {
+func (v View) LookingWithinGrace() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, r := range v.running {
+		if r.looking && v.clock.Since(r.started) < v.grace {
 			return true
 		}
 	}

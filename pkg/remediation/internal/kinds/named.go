@@ -24,7 +24,7 @@ type NamedTemplate struct {
 }
 
 // renameTemplates sets the templates named from every NodeHealthCheck's
-// use; inf.mu is held.
+// use; mu is held.
 func (inf *Informers) renameTemplates() {
 	named := map[TemplateRef]string{}
 	for _, u := range inf.uses {
@@ -39,18 +39,18 @@ func (inf *Informers) renameTemplates() {
 
 // namedKind is the kind of a template some NodeHealthCheck names, "" for
 // one no NodeHealthCheck names.
-func (inf *Informers) namedKind(ref TemplateRef) string {
-	inf.named.RLock()
-	defer inf.named.RUnlock()
-	return inf.named.kinds[ref]
+func (v View) namedKind(ref TemplateRef) string {
+	v.named.RLock()
+	defer v.named.RUnlock()
+	return v.named.kinds[ref]
 }
 
 // templatesOnly tells whether a kind is used for templates and for nothing
 // else: its informer needs metadata alone. A kind no NodeHealthCheck uses
-// is started for the remediation resources it may hold. inf.mu is held.
-func (inf *Informers) templatesOnly(gvr schema.GroupVersionResource) bool {
+// is started for the remediation resources it may hold. mu is held.
+func (v View) templatesOnly(gvr schema.GroupVersionResource) bool {
 	forTemplates := false
-	for _, u := range inf.uses {
+	for _, u := range v.uses {
 		if u.remediations.Has(gvr) {
 			return false
 		}

@@ -11,18 +11,18 @@ import (
 // and which kinds count as unknown.
 
 // State says whether a kind's cache can be read.
-func (inf *Informers) State(gvr schema.GroupVersionResource) State {
-	inf.mu.Lock()
-	defer inf.mu.Unlock()
-	return inf.state(gvr)
+func (v View) State(gvr schema.GroupVersionResource) State {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.state(gvr)
 }
 
-// state is State with inf.mu held.
-func (inf *Informers) state(gvr schema.GroupVersionResource) State {
-	if s, ok := inf.stopped[gvr]; ok {
+// state is State with mu held.
+func (v View) state(gvr schema.GroupVersionResource) State {
+	if s, ok := v.stopped[gvr]; ok {
 		return State{Err: s.err, RetryAt: s.retryAt}
 	}
-	r, ok := inf.running[gvr]
+	r, ok := v.running[gvr]
 	if !ok {
 		return State{}
 	}
@@ -32,7 +32,7 @@ func (inf *Informers) state(gvr schema.GroupVersionResource) State {
 	if r.retried != nil {
 		return State{Err: r.retried}
 	}
-	if inf.clock.Since(r.started) < inf.grace {
+	if v.clock.Since(r.started) < v.grace {
 		return State{}
 	}
 	return State{Err: r.errors.Unsynced(r.informer)}
@@ -48,18 +48,18 @@ func (inf *Informers) state(gvr schema.GroupVersionResource) State {
 // own NodeHealthChecks stay disabled (State). A kind looked at for
 // remediations that outlived their NodeHealthCheck (Look) is unknown until
 // it synced.
-func (inf *Informers) UnknownRemediations() []schema.GroupVersionResource {
-	inf.mu.Lock()
-	defer inf.mu.Unlock()
+func (v View) UnknownRemediations() []schema.GroupVersionResource {
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	var unknown []schema.GroupVersionResource
-	for gvr, r := range inf.running {
+	for gvr, r := range v.running {
 		if r.looking {
 			unknown = append(unknown, gvr)
 		}
 	}
-	for _, u := range inf.uses {
+	for _, u := range v.uses {
 		for gvr := range u.remediations {
-			if !inf.state(gvr).Synced && !inf.failedLastingly(gvr) && !slices.Contains(unknown, gvr) {
+			if !v.state(gvr).Synced && !v.failedLastingly(gvr) && !slices.Contains(unknown, gvr) {
 				unknown = append(unknown, gvr)
 			}
 		}
@@ -68,12 +68,12 @@ func (inf *Informers) UnknownRemediations() []schema.GroupVersionResource {
 }
 
 // failedLastingly tells whether a kind's informer was stopped for a lasting
-// error, and is stopped or being retried; inf.mu is held.
-func (inf *Informers) failedLastingly(gvr schema.GroupVersionResource) bool {
-	if _, ok := inf.stopped[gvr]; ok {
+// error, and is stopped or being retried; mu is held.
+func (v View) failedLastingly(gvr schema.GroupVersionResource) bool {
+	if _, ok := v.stopped[gvr]; ok {
 		return true
 	}
-	r, ok := inf.running[gvr]
+	r, ok := v.running[gvr]
 	return ok && r.retried != nil
 }
 
@@ -81,20 +81,20 @@ func (inf *Informers) failedLastingly(gvr schema.GroupVersionResource) bool {
 // read: each such informer, started for a NodeHealthCheck's resources or to
 // look for leftovers, has synced, and none is stopped for an error. A kind
 // used for templates alone is not one.
-func (inf *Informers) AllRead() bool {
-	inf.mu.Lock()
-	defer inf.mu.Unlock()
-	for _, r := range inf.running {
+func (v View) AllRead() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, r := range v.running {
 		if !r.metadataOnly && !r.informer.HasSynced() {
 			return false
 		}
 	}
-	for gvr := range inf.stopped {
-		if !inf.templatesOnly(gvr) {
+	for gvr := range v.stopped {
+		if !v.templatesOnly(gvr) {
 			return false
 		}
 	}
-	return len(inf.unread) == 0
+	return len(v.unread) == 0
 }
 
 // RetryUnread starts again, RetryInterval after it failed, the informer of
@@ -117,16 +117,16 @@ func (inf *Informers) RetryUnread() {
 }
 
 // Running lists the resources with a running informer.
-func (inf *Informers) Running() []schema.GroupVersionResource {
-	inf.mu.Lock()
-	defer inf.mu.Unlock()
-	return sets.KeySet(inf.running).UnsortedList()
+func (v View) Running() []schema.GroupVersionResource {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return sets.KeySet(v.running).UnsortedList()
 }
 
 // Synced tells whether the informers of all these resources have synced.
-func (inf *Informers) Synced(resources ...schema.GroupVersionResource) bool {
+func (v View) Synced(resources ...schema.GroupVersionResource) bool {
 	for _, gvr := range resources {
-		if r := inf.informer(gvr); r == nil || !r.informer.HasSynced() {
+		if r := v.informer(gvr); r == nil || !r.informer.HasSynced() {
 			return false
 		}
 	}
