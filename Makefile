@@ -112,7 +112,7 @@ generate: ## Regenerate the clientset, listers, informers, deepcopy and the CRD,
 	hack/update-chart.sh
 
 .PHONY: verify
-verify: ## Check generated code, the CRD, the chart (its copies, helm lint), gofmt, go vet, go.mod, the k8s.io versions, the controller's imports and the house rules (hack/verify-house: each package's row, pure packages without client-go, function and file lengths).
+verify: ## Check generated code, the CRD, the chart (its copies, helm lint), gofmt, go vet, go.mod, the k8s.io versions, the controller's imports, the house rules (hack/verify-house: each package's row, pure packages without client-go, function and file lengths) and golangci-lint's curated linters (.golangci.yaml).
 	hack/verify-codegen.sh
 	hack/verify-chart.sh
 	hack/verify-gofmt.sh
@@ -121,6 +121,7 @@ verify: ## Check generated code, the CRD, the chart (its copies, helm lint), gof
 	hack/verify-k8s-versions.sh
 	hack/verify-imports.sh
 	go run ./hack/verify-house
+	hack/verify-lint.sh
 
 .PHONY: k8s-binaries
 k8s-binaries: ## Build kube-apiserver, kubectl and etcd from source into bin/k8s/ (once).

@@ -154,7 +154,7 @@ func writeAll(output string, ref name.Tag, archs []string, images []v1.Image) (v
 		return nil, err
 	}
 	named := layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": ref.String()})
-	var index v1.ImageIndex = mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	index := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for i, img := range images {
 		index = mutate.AppendManifests(index, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: archs[i]}}})
 	}

@@ -123,7 +123,8 @@ func writeArchive(path string, entries []archived) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	// After an error; the last Close's error is returned.
+	defer func() { _ = f.Close() }()
 	gz := gzip.NewWriter(f)
 	tw := tar.NewWriter(gz)
 	for _, e := range entries {
@@ -217,7 +218,8 @@ func sha256File(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
+	// Read to its end: closing it can lose nothing.
+	defer func() { _ = f.Close() }()
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
 		return "", err
@@ -231,7 +233,8 @@ func ociArchive(dir, out string) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	// After an error; the last Close's error is returned.
+	defer func() { _ = f.Close() }()
 	tw := tar.NewWriter(f)
 	err = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 		if err != nil || path == dir {

@@ -21,8 +21,10 @@ func treeKey(o options, version string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	index.Close()
 	defer os.Remove(index.Name())
+	if err := index.Close(); err != nil {
+		return "", err
+	}
 	env := append(os.Environ(), "GIT_INDEX_FILE="+index.Name())
 	var tree string
 	for _, args := range [][]string{{"read-tree", "HEAD"}, {"add", "-A"}, {"write-tree"}} {

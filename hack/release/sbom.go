@@ -281,7 +281,7 @@ func shippedBinaries(dir string) ([]*buildinfo.BuildInfo, error) {
 				return nil, err
 			}
 			binary, err = fileInTar(rc, "nhc-controller")
-			rc.Close()
+			_ = rc.Close() // a layer read: closing it can lose nothing
 			if err != nil {
 				return nil, err
 			}

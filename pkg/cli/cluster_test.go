@@ -25,7 +25,7 @@ var remediationGVR = schema.GroupVersionResource{Group: "test.medik8s.io", Versi
 // template's namespace holds the other control-plane nodes, and a
 // NodeHealthCheck's own resource there is its.
 func TestRemediationResourcesAreReadInEveryNamespace(t *testing.T) {
-	c := fixtureCluster(t)
+	c := fixtureCluster()
 	ctx := context.Background()
 	elsewhere := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": remediationGVK.GroupVersion().String(), "kind": remediationGVK.Kind,
@@ -53,7 +53,7 @@ func TestRemediationResourcesAreReadInEveryNamespace(t *testing.T) {
 // kubectl nhc picks the owner of a shared node as the controller does: an
 // older NodeHealthCheck that is paused leaves it to one that can act.
 func TestClaimsSayWhetherAPeerCanAct(t *testing.T) {
-	c := fixtureCluster(t)
+	c := fixtureCluster()
 	ctx := context.Background()
 	older, err := c.nhcs.RemediationV1alpha1().NodeHealthChecks().Get(ctx, "workers", metav1.GetOptions{})
 	require.NoError(t, err)

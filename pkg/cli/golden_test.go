@@ -45,7 +45,7 @@ var (
 // worker-1 unhealthy for 20 minutes and remediated, under its lease;
 // worker-2 healthy; worker-3 unhealthy for a minute, its 5 minutes not
 // passed yet.
-func fixtureCluster(t *testing.T) *cluster {
+func fixtureCluster() *cluster {
 	node := func(name string, ready corev1.ConditionStatus, since time.Duration) *corev1.Node {
 		return &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: name, UID: k8stypes.UID("uid-" + name), Labels: map[string]string{"role": "worker"}},
@@ -155,7 +155,7 @@ spec:
 		t.Run(tc.golden, func(t *testing.T) {
 			var out, errOut bytes.Buffer
 			o := &Options{IOStreams: genericiooptions.IOStreams{Out: &out, ErrOut: &errOut}, configFlags: genericclioptions.NewConfigFlags(true), now: func() time.Time { return now }}
-			c := fixtureCluster(t)
+			c := fixtureCluster()
 			o.connect = func() (*cluster, error) { return c, nil }
 			cmd := newCommand(o)
 			cmd.SetArgs(tc.args)

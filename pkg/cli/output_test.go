@@ -37,8 +37,8 @@ func execute(t *testing.T, c *cluster, args ...string) (stdout, stderr string, e
 
 // forbiddenRemediations is the fixture cluster where the remediation kind
 // cannot be listed.
-func forbiddenRemediations(t *testing.T) *cluster {
-	c := fixtureCluster(t)
+func forbiddenRemediations() *cluster {
+	c := fixtureCluster()
 	c.dynamic.(*dynamicfake.FakeDynamicClient).PrependReactor("list", "testremediations", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "test.medik8s.io", Resource: "testremediations"}, "", nil)
 	})
@@ -59,7 +59,7 @@ func TestWarningsInEveryFormat(t *testing.T) {
 			} else if format != "" {
 				args = append(args, "-o", format)
 			}
-			out, errOut, err := execute(t, forbiddenRemediations(t), args...)
+			out, errOut, err := execute(t, forbiddenRemediations(), args...)
 			require.ErrorIs(t, err, ErrIncomplete)
 			assert.Contains(t, errOut, warning)
 			assert.NotEmpty(t, out, "the report is printed all the same")
@@ -76,7 +76,7 @@ func TestWarningsInEveryFormat(t *testing.T) {
 			assert.Contains(t, "Warning: "+report.Warnings[0], warning)
 		})
 	}
-	_, errOut, err := execute(t, fixtureCluster(t), "status", "-o", "json")
+	_, errOut, err := execute(t, fixtureCluster(), "status", "-o", "json")
 	assert.NoError(t, err, "whole: no error")
 	assert.Empty(t, errOut)
 }
@@ -95,7 +95,7 @@ func TestReportsHaveAPIVersionAndKind(t *testing.T) {
 		{[]string{"what-if", "-f", whatIf}, "WhatIfReport"},
 	} {
 		for _, format := range []string{"json", "yaml"} {
-			out, _, err := execute(t, fixtureCluster(t), append(tt.args, "-o", format)...)
+			out, _, err := execute(t, fixtureCluster(), append(tt.args, "-o", format)...)
 			require.NoError(t, err)
 			var meta ReportMeta
 			require.NoError(t, yaml.Unmarshal([]byte(out), &meta), out)
@@ -135,7 +135,7 @@ func TestNoClusterConfigured(t *testing.T) {
 
 // -n is not a flag: nothing kubectl nhc reads is in one namespace.
 func TestNamespaceIsNoFlag(t *testing.T) {
-	_, _, err := execute(t, fixtureCluster(t), "status", "-n", "default")
+	_, _, err := execute(t, fixtureCluster(), "status", "-n", "default")
 	assert.EqualError(t, err, "unknown shorthand flag: 'n' in -n")
 }
 
@@ -150,7 +150,7 @@ func TestCompletion(t *testing.T) {
 		{[]string{"__complete", "status", "-o", "custom"}, []string{"custom-columns=", ":6"}},
 		{[]string{"__complete", "history", "--node", ""}, []string{"worker-1", "worker-2", "worker-3", ":4"}},
 	} {
-		out, _, err := execute(t, fixtureCluster(t), tt.args...)
+		out, _, err := execute(t, fixtureCluster(), tt.args...)
 		require.NoError(t, err)
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		assert.Equal(t, tt.want, lines, "%v", tt.args)

@@ -86,7 +86,7 @@ func TestTheSyncAndKubectlNhcGatherOneInput(t *testing.T) {
 	assert.Equal(t, map[string]bool{"worker-gone": true}, synced.DeletedNodes)
 	assert.Len(t, synced.Claims["worker-2"], 1, "the older one selects it, and holds it by its record")
 	assert.Contains(t, synced.Leases.ByNode, "worker-3")
-	assert.Equal(t, comparable(synced), comparable(listed))
+	assert.Equal(t, inOneOrder(synced), inOneOrder(listed))
 }
 
 // gatheredBySync is what a sync of nhc gathers, once the remediation
@@ -145,9 +145,9 @@ func (c oneCluster) dynamic() *dynamicfake.FakeDynamicClient {
 		snrResource: "SelfNodeRemediationList", snrTemplateResource: "SelfNodeRemediationTemplateList"}, c.dyn...)
 }
 
-// comparable is an input in one order: the caches list nodes and claims
+// inOneOrder is an input in one order: the caches list nodes and claims
 // in their own.
-func comparable(in health.Input) health.Input {
+func inOneOrder(in health.Input) health.Input {
 	in.Nodes = slices.Clone(in.Nodes)
 	slices.SortFunc(in.Nodes, func(a, b *nodeview.Node) int { return strings.Compare(a.Name, b.Name) })
 	for node, claims := range in.Claims {

@@ -32,7 +32,7 @@ func realisticNode(i int) *corev1.Node {
 	for _, manager := range []string{"kubelet", "kube-controller-manager", "kube-scheduler"} {
 		node.ManagedFields = append(node.ManagedFields, metav1.ManagedFieldsEntry{
 			Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &t0,
-			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: make([]byte, 1500)},
+			FieldsType: "FieldsV1", FieldsV1: rawFields(make([]byte, 1500)),
 		})
 	}
 	for j := range 50 {
@@ -50,4 +50,11 @@ func realisticNode(i int) *corev1.Node {
 	node.Status.NodeInfo = corev1.NodeSystemInfo{MachineID: "0123456789abcdef", KernelVersion: "6.8.0", OSImage: "Ubuntu 24.04", ContainerRuntimeVersion: "containerd://2.0.0", KubeletVersion: "v1.37.1"}
 	node.Spec.PodCIDR, node.Spec.ProviderID = "10.244.1.0/24", "aws:///zone-a/i-0123456789"
 	return node
+}
+
+// rawFields is managed fields of these bytes.
+func rawFields(raw []byte) *metav1.FieldsV1 {
+	fields := &metav1.FieldsV1{}
+	fields.SetRawBytes(raw)
+	return fields
 }

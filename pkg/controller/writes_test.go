@@ -51,19 +51,19 @@ func TestSyncWritesEachStepOfAnIncidentOnce(t *testing.T) {
 		assert.Equal(t, v1alpha1.OutcomeRecovered, status.RemediationHistory[0].Outcome)
 	}
 	fails := incidentStep{"Ready=False", func(t *testing.T, f *syncFixture) { f.setNode(t, notReady("worker-1", t0.Time)) }, countsOnly}
-	deadline := incidentStep{"the deadline passes: created", func(t *testing.T, f *syncFixture) { f.clock.Step(300 * time.Second) }, remediating}
-	cached := incidentStep{"the informer shows the resource", func(t *testing.T, f *syncFixture) {
+	deadline := incidentStep{"the deadline passes: created", func(_ *testing.T, f *syncFixture) { f.clock.Step(300 * time.Second) }, remediating}
+	cached := incidentStep{"the informer shows the resource", func(_ *testing.T, f *syncFixture) {
 		f.remediations.seen.Remediations["worker-1"] = []health.Remediation{{Ref: snrOfWorker, TemplateName: snrTemplate.Name, Created: f.clock.Now()}}
 	}, nil}
 	recovers := incidentStep{"Ready=True: deleted", func(t *testing.T, f *syncFixture) { f.setNode(t, healthyNode("worker-1")) }, recovered}
-	unobserved := incidentStep{"the informer does not show the deletion yet", func(t *testing.T, f *syncFixture) {
+	unobserved := incidentStep{"the informer does not show the deletion yet", func(_ *testing.T, f *syncFixture) {
 		f.remediations.seen.Pending = map[string]bool{"worker-1": true}
 	}, nil}
-	gone := incidentStep{"the informer shows it gone", func(t *testing.T, f *syncFixture) {
+	gone := incidentStep{"the informer shows it gone", func(_ *testing.T, f *syncFixture) {
 		f.remediations.seen.Pending = nil
 		delete(f.remediations.seen.Remediations, "worker-1")
 	}, ended}
-	finalizer := incidentStep{"the informer shows it held by a finalizer", func(t *testing.T, f *syncFixture) {
+	finalizer := incidentStep{"the informer shows it held by a finalizer", func(_ *testing.T, f *syncFixture) {
 		f.remediations.seen.Pending = nil
 		f.remediations.seen.Remediations["worker-1"][0].Deleting = true
 	}, nil}

@@ -3,7 +3,6 @@ package nodecache
 import (
 	"bytes"
 	"os"
-	"reflect"
 	"testing"
 	"time"
 
@@ -34,7 +33,7 @@ func fixtureNode(t testing.TB) *corev1.Node {
 	for _, manager := range []string{"kubelet", "kube-controller-manager"} {
 		node.ManagedFields = append(node.ManagedFields, metav1.ManagedFieldsEntry{
 			Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &t0,
-			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:conditions":{}}}`)},
+			FieldsType: "FieldsV1", FieldsV1: rawFields([]byte(`{"f:status":{"f:conditions":{}}}`)),
 		})
 	}
 	return node
@@ -124,10 +123,6 @@ func TestDecoderSharesWhatDidNotChange(t *testing.T) {
 	assert.Equal(t, standard(t, encode(t, node)), changed)
 }
 
-func sameMap(a, b map[string]string) bool {
-	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
-}
-
 func TestDecoderDecodesNodeLists(t *testing.T) {
 	first, second := fixtureNode(t), fixtureNode(t)
 	second.Name = "worker-2"
@@ -147,4 +142,11 @@ func TestDecoderDeclinesOtherKinds(t *testing.T) {
 	status.Kind, status.APIVersion = "Status", "v1"
 	_, _, err := (&compacting{decoder: &decoder{}}).decodeFast(encode(t, status))
 	assert.ErrorIs(t, err, errNotCanonical)
+}
+
+// rawFields is managed fields of these bytes.
+func rawFields(raw []byte) *metav1.FieldsV1 {
+	fields := &metav1.FieldsV1{}
+	fields.SetRawBytes(raw)
+	return fields
 }

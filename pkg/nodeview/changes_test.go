@@ -44,7 +44,7 @@ func fill(v reflect.Value) {
 		v.SetBool(true)
 	case reflect.Int, reflect.Int32, reflect.Int64:
 		v.SetInt(1)
-	case reflect.Ptr:
+	case reflect.Pointer:
 		v.Set(reflect.New(v.Type().Elem()))
 		fill(v.Elem())
 	case reflect.Map:
@@ -101,7 +101,7 @@ func changesOf(node *Node) map[string]func(*Node) {
 			changes[path] = func(n *Node) { at(n).SetBool(!at(n).Bool()) }
 		case reflect.Int, reflect.Int32, reflect.Int64:
 			changes[path] = func(n *Node) { at(n).SetInt(at(n).Int() + 1) }
-		case reflect.Ptr:
+		case reflect.Pointer:
 			changes[path+" removed"] = func(n *Node) { at(n).SetZero() }
 			walk(path, func(n *Node) reflect.Value { return at(n).Elem() }, v.Elem())
 		case reflect.Map:

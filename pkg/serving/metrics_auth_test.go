@@ -126,12 +126,12 @@ func TestAScopedTokenIsNotServedTheUnscopedAnswer(t *testing.T) {
 func TestReviewsAreBounded(t *testing.T) {
 	client, reviews := reviewingClient(nil)
 	release := make(chan struct{})
-	client.PrependReactor("create", "tokenreviews", func(action clienttesting.Action) (bool, runtime.Object, error) {
+	client.PrependReactor("create", "tokenreviews", func(clienttesting.Action) (bool, runtime.Object, error) {
 		<-release
 		return false, nil, nil
 	})
 	clk := clocktesting.NewFakePassiveClock(time.Now())
-	auth := newDelegatedAuth(over(client), over(client), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clk)
+	auth := newDelegatedAuth(over(client), over(client), http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), clk)
 	scrape := func(from, token string) int {
 		req := authorized(token)
 		req.RemoteAddr = from + ":40000"
@@ -159,7 +159,7 @@ func TestReviewsAreBounded(t *testing.T) {
 	assert.Zero(t, auth.budget.held(), "every slot released")
 
 	failing, failed := reviewingClient(apierrors.NewForbidden(schema.GroupResource{}, "", errors.New("no")))
-	auth = newDelegatedAuth(over(failing), over(failing), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clk)
+	auth = newDelegatedAuth(over(failing), over(failing), http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), clk)
 	auth.ServeHTTP(httptest.NewRecorder(), authorized("prometheus"))
 	asked := *failed
 	auth.ServeHTTP(httptest.NewRecorder(), authorized("prometheus"))
@@ -175,11 +175,11 @@ func TestReviewsAreBounded(t *testing.T) {
 func TestAccessReviewsAreBounded(t *testing.T) {
 	client, _ := reviewingClient(nil)
 	release := make(chan struct{})
-	client.PrependReactor("create", "subjectaccessreviews", func(action clienttesting.Action) (bool, runtime.Object, error) {
+	client.PrependReactor("create", "subjectaccessreviews", func(clienttesting.Action) (bool, runtime.Object, error) {
 		<-release
 		return false, nil, nil
 	})
-	auth := newDelegatedAuth(over(client), over(client), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clocktesting.NewFakePassiveClock(time.Now()))
+	auth := newDelegatedAuth(over(client), over(client), http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), clocktesting.NewFakePassiveClock(time.Now()))
 	scrape := func(path string) int {
 		req := httptest.NewRequest(http.MethodGet, path, nil)
 		req.Header.Set("Authorization", "Bearer nobody")
@@ -229,7 +229,7 @@ func authorized(token string) *http.Request {
 func TestAKnownTokenIsReviewedAgainAheadOfAFlood(t *testing.T) {
 	client, _ := reviewingClient(nil)
 	clk := clocktesting.NewFakePassiveClock(time.Now())
-	auth := newDelegatedAuth(over(client), over(client), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clk)
+	auth := newDelegatedAuth(over(client), over(client), http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), clk)
 	scrape := scraper(auth)
 	require.Equal(t, http.StatusOK, scrape("prometheus"))
 
@@ -264,7 +264,7 @@ func TestAnAuthorizedScraperNeverWaitsBehindAFlood(t *testing.T) {
 	reviews, asked := reviewingClient(nil)
 	refreshes, _ := reviewingClient(nil)
 	clk := clocktesting.NewFakePassiveClock(time.Now())
-	auth := newDelegatedAuth(over(reviews), over(refreshes), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clk)
+	auth := newDelegatedAuth(over(reviews), over(refreshes), http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), clk)
 	scrape := scraper(auth)
 	require.Equal(t, http.StatusOK, scrape("prometheus"))
 	require.Equal(t, 2, *asked, "a TokenReview and a SubjectAccessReview")
@@ -286,7 +286,7 @@ func TestAnAuthorizedScraperNeverWaitsBehindAFlood(t *testing.T) {
 func TestForgedTokensDoNotEvictTheScrapersAnswer(t *testing.T) {
 	reviews, asked := reviewingClient(nil)
 	clk := clocktesting.NewFakePassiveClock(time.Now())
-	auth := newDelegatedAuth(over(reviews), over(reviews), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clk)
+	auth := newDelegatedAuth(over(reviews), over(reviews), http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), clk)
 	scrape := scraper(auth)
 	require.Equal(t, http.StatusOK, scrape("prometheus"))
 	for round := range 2 {
@@ -309,7 +309,7 @@ func TestASlowScraperNeverWaitsBehindAFlood(t *testing.T) {
 	reviews, asked := reviewingClient(nil)
 	refreshes, _ := reviewingClient(nil)
 	clk := clocktesting.NewFakePassiveClock(time.Now())
-	auth := newDelegatedAuth(over(reviews), over(refreshes), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), clk)
+	auth := newDelegatedAuth(over(reviews), over(refreshes), http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), clk)
 	scrape := scraper(auth)
 	require.Equal(t, http.StatusOK, scrape("prometheus"))
 	takeEveryReviewSlot(t, auth)

@@ -23,8 +23,9 @@ import (
 )
 
 var (
-	// TemplateResource and RemediationResource are the test remediator's kinds.
-	TemplateResource    = schema.GroupVersionResource{Group: "test.medik8s.io", Version: "v1alpha1", Resource: "testremediationtemplates"}
+	// TemplateResource is the test remediator's template kind.
+	TemplateResource = schema.GroupVersionResource{Group: "test.medik8s.io", Version: "v1alpha1", Resource: "testremediationtemplates"}
+	// RemediationResource is the test remediator's remediation kind.
 	RemediationResource = schema.GroupVersionResource{Group: "test.medik8s.io", Version: "v1alpha1", Resource: "testremediations"}
 )
 

@@ -60,7 +60,7 @@ func newTerms() *terms {
 	return &terms{open: map[string]context.Context{}, led: map[string]int{}, handovers: map[string]int{}}
 }
 
-func (t *terms) lead(who string, leading context.Context) {
+func (t *terms) lead(leading context.Context, who string) {
 	t.mu.Lock()
 	for other, ctx := range t.open {
 		if ctx.Err() == nil {
@@ -120,7 +120,7 @@ func startOurs(t *testing.T, ctx context.Context, name, lease string, rec *terms
 	e, err := election.New(election.Config{
 		Leases: clients.Leases("default"), Namespace: "default", Name: lease, Identity: name,
 		LeaseDuration: mixedLeaseDuration, RenewDeadline: mixedRenewDeadline, RetryPeriod: mixedRetryPeriod, ReleaseOnCancel: true,
-		Callbacks: election.Callbacks{OnStartedLeading: func(leading context.Context) { rec.lead(name, leading) }, OnStoppedLeading: func() {}},
+		Callbacks: election.Callbacks{OnStartedLeading: func(leading context.Context) { rec.lead(leading, name) }, OnStoppedLeading: func() {}},
 	})
 	require.NoError(t, err)
 	ctx, c.stop = context.WithCancel(ctx)
@@ -138,7 +138,7 @@ func startClientGos(t *testing.T, ctx context.Context, name, lease string, rec *
 			LockConfig: resourcelock.ResourceLockConfig{Identity: name},
 		},
 		LeaseDuration: mixedLeaseDuration, RenewDeadline: mixedRenewDeadline, RetryPeriod: mixedRetryPeriod, ReleaseOnCancel: true,
-		Callbacks: leaderelection.LeaderCallbacks{OnStartedLeading: func(leading context.Context) { rec.lead(name, leading) }, OnStoppedLeading: func() {}},
+		Callbacks: leaderelection.LeaderCallbacks{OnStartedLeading: func(leading context.Context) { rec.lead(leading, name) }, OnStoppedLeading: func() {}},
 	})
 	require.NoError(t, err)
 	ctx, c.stop = context.WithCancel(ctx)

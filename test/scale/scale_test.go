@@ -121,7 +121,7 @@ func TestOutcomesTellLateDuplicateAndOverBudgetResources(t *testing.T) {
 	fail := func(node string, version uint64) written {
 		return written{node: node, transition: deadline.Add(-5 * time.Second), version: version}
 	}
-	recover := func(node string, version uint64) written {
+	recovered := func(node string, version uint64) written {
 		return written{node: node, sent: time.Now().Add(-time.Second), version: version}
 	}
 	b.tracker.record(remediationObject("a", "bench-00", 11), false)
@@ -133,7 +133,7 @@ func TestOutcomesTellLateDuplicateAndOverBudgetResources(t *testing.T) {
 
 	p := &phase{}
 	b.outcomes(p, []written{fail("a", 1), fail("b", 2), fail("c", 3), fail("d", 4)},
-		[]written{recover("a", 20), recover("b", 21), recover("c", 20), recover("d", 22)})
+		[]written{recovered("a", 20), recovered("b", 21), recovered("c", 20), recovered("d", 22)})
 	assert.Equal(t, 8, p.Changes)
 	assert.Equal(t, 4, p.Remediations)
 	assert.Equal(t, 1, p.Late, "c's")

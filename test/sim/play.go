@@ -72,7 +72,7 @@ func play(t *testing.T, h gen.History, trace func(format string, args ...any), s
 			violation = v
 		}
 	}()
-	synctest.Test(t, func(t *testing.T) {
+	synctest.Test(t, func(*testing.T) {
 		s := newSim(h.Seed, h.StatusBytes)
 		s.trace = trace
 		if h.StatusBytes > 0 {

@@ -14,7 +14,7 @@ import (
 // waits out a watch-list back-off on a timer, deaf to its context. The
 // history must still end with no goroutine of the replica left.
 func TestHistoryEndsWhileThrottled(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	synctest.Test(t, func(*testing.T) {
 		s := newSim(1, 0)
 		s.server.Hooks.Faults = func(*apiserver.Call) apiserver.Fault { return apiserver.FaultThrottled }
 		s.boot()
@@ -29,7 +29,7 @@ func TestGoroutineLeftIsReported(t *testing.T) {
 	var v *check.Violation
 	func() {
 		defer func() { v = goroutinesLeft(recover(), time.Time{}) }()
-		synctest.Test(t, func(t *testing.T) {
+		synctest.Test(t, func(*testing.T) {
 			go func() { <-make(chan struct{}) }()
 		})
 	}()

@@ -79,4 +79,5 @@ func getTemplate(ctx context.Context, client dynamic.Interface, tmpl Template) (
 // resets when it can.
 type Resettable struct{ meta.RESTMapper }
 
+// Reset makes the mapper read the API server again, if it can.
 func (m Resettable) Reset() { meta.MaybeResetRESTMapper(m.RESTMapper) }

@@ -44,7 +44,7 @@ type Read struct {
 	RefreshAfter time.Duration
 }
 
-// get reads a template from its informer's cache, or with GET while its
+// Get reads a template from its informer's cache, or with GET while its
 // kind may not be listed or watched, and checks it. An error (a GET failed)
 // is worth a retry.
 func (t *Resolver) Get(ctx context.Context, tmpl Template) (Read, error) {

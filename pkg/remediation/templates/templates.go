@@ -114,7 +114,7 @@ type Template struct {
 	Namespace string
 }
 
-// resolve maps a template reference to the resources of the template kind
+// Resolve maps a template reference to the resources of the template kind
 // and of its remediation kind. A problem disables the NodeHealthCheck; an
 // error (discovery failed) is worth a retry.
 func (t *Resolver) Resolve(ctx context.Context, ref corev1.ObjectReference) (Template, *health.Problem, error) {
@@ -184,7 +184,7 @@ func (t *Resolver) kindFor(ctx context.Context, gvr schema.GroupVersionResource)
 	return t.mapper.KindFor(gvr)
 }
 
-// rediscover makes the next mapping read the API again, throttled: a kind
+// Rediscover makes the next mapping read the API again, throttled: a kind
 // that left the API server is noticed.
 func (t *Resolver) Rediscover() {
 	if t.mayReset() {
@@ -192,7 +192,7 @@ func (t *Resolver) Rediscover() {
 	}
 }
 
-// resourceOf maps a kind to its resource, as the mapper knows it now.
+// ResourceOf maps a kind to its resource, as the mapper knows it now.
 func (t *Resolver) ResourceOf(ctx context.Context, gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
 	m, err := t.restMapping(ctx, gvk)
 	if err != nil {
@@ -201,12 +201,12 @@ func (t *Resolver) ResourceOf(ctx context.Context, gvk schema.GroupVersionKind) 
 	return m.Resource, nil
 }
 
-// kindOf maps a resource to its kind, as the mapper knows it now.
+// KindOf maps a resource to its kind, as the mapper knows it now.
 func (t *Resolver) KindOf(ctx context.Context, gvr schema.GroupVersionResource) (schema.GroupVersionKind, error) {
 	return t.kindFor(ctx, gvr)
 }
 
-// served tells whether the API still serves a kind, looking it up again
+// Served tells whether the API still serves a kind, looking it up again
 // (at most every 10 s) first; an answer other than "no such kind" counts
 // as served. Without a resolver, every kind counts as served.
 func (t *Resolver) Served(ctx context.Context, gvr schema.GroupVersionResource) bool {
@@ -293,6 +293,8 @@ func describe(tmpl Template) string {
 	return tmpl.Namespace + "/" + tmpl.Ref.Name
 }
 
+// NotFound is a problem that disables a NodeHealthCheck for something it
+// needs that the API server does not have, or will not show.
 func NotFound(message string) *health.Problem {
 	return &health.Problem{Reason: v1alpha1.ReasonTemplateNotFound, Message: message}
 }

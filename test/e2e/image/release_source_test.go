@@ -205,11 +205,11 @@ func checkSBOM(t *testing.T, root, dir, version string) {
 	dirs := map[string]string{}
 	for dec := json.NewDecoder(bytes.NewReader(out)); ; {
 		var m struct{ Path, Version, Dir string }
-		if err := dec.Decode(&m); err == io.EOF {
+		err := dec.Decode(&m)
+		if err == io.EOF {
 			break
-		} else {
-			require.NoError(t, err)
 		}
+		require.NoError(t, err)
 		dirs[m.Path+"@"+m.Version] = m.Dir
 	}
 	goroot, err := exec.Command("go", "env", "GOROOT").Output()

@@ -44,7 +44,7 @@ func (s *Server) NextDue() time.Time {
 	now := s.now()
 	for _, w := range s.watchers {
 		for _, t := range []time.Time{w.heldUntil, w.ends} {
-			if t.After(now) && (next.IsZero() || t.Before(next)) && (t == w.ends || len(w.pending) > 0) {
+			if t.After(now) && (next.IsZero() || t.Before(next)) && (t.Equal(w.ends) || len(w.pending) > 0) {
 				next = t
 			}
 		}

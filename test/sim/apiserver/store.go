@@ -174,7 +174,7 @@ func (s *Store) Create(gvr schema.GroupVersionResource, obj *unstructured.Unstru
 func preconditions(gvr schema.GroupVersionResource, current *unstructured.Unstructured, uid types.UID, rv string) error {
 	if uid != "" && uid != current.GetUID() {
 		return apierrors.NewConflict(gvr.GroupResource(), current.GetName(),
-			fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, current.GetUID()))
+			fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, current.GetUID())) //nolint:staticcheck // kube-apiserver's own words
 	}
 	if rv != "" && rv != current.GetResourceVersion() {
 		return apierrors.NewConflict(gvr.GroupResource(), current.GetName(),

@@ -109,7 +109,7 @@ func (c *Checker) canRemediate(node *corev1.Node, all []remediationObj) string {
 	if c.recordedUnreadable(node) || c.heldWhileForbidden(node) || c.heldByUnanswered(node) || c.refused(node.Name) {
 		return ""
 	}
-	if nhc := c.remediatorOf(node); nhc != nil && c.mayRemediate(nhc, node, all) {
+	if nhc := c.remediatorOf(node); nhc != nil && c.mayRemediate(nhc, node) {
 		return nhc.Name
 	}
 	return ""
@@ -306,7 +306,7 @@ func (c *Checker) remediatorOf(node *corev1.Node) *v1alpha1.NodeHealthCheck {
 	return best.nhc
 }
 
-func (c *Checker) mayRemediate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node, all []remediationObj) bool {
+func (c *Checker) mayRemediate(nhc *v1alpha1.NodeHealthCheck, node *corev1.Node) bool {
 	if nhc.DeletionTimestamp != nil || len(nhc.Spec.PauseRequests) > 0 || !selects(nhc, node) || !c.unhealthyLongEnough(nhc, node) {
 		return false
 	}

@@ -63,10 +63,13 @@ type Key struct {
 	uid                       types.UID
 }
 
+// CreateKey is the key of a create: the resource a NodeHealthCheck creates
+// for a node from a template.
 func CreateKey(nhc string, gvr schema.GroupVersionResource, namespace, node, template string) Key {
 	return Key{nhc: nhc, resource: gvr, namespace: namespace, node: node, template: template}
 }
 
+// DeleteKey is the key of a delete: a NodeHealthCheck's resource, by UID.
 func DeleteKey(nhc string, uid types.UID) Key { return Key{nhc: nhc, uid: uid} }
 
 // sameResource tells whether two create keys name one resource, whoever
@@ -101,6 +104,7 @@ type write struct {
 	retry time.Duration
 }
 
+// New returns an empty ledger on a clock.
 func New(clock clock.PassiveClock) *Ledger {
 	return &Ledger{clock: clock, writes: map[Key]write{}}
 }

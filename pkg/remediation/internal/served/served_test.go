@@ -102,7 +102,7 @@ func TestGroupsAndResourcesLeaveOutTheGroupsThatFail(t *testing.T) {
 // A sync's context bounds its discovery reads: an API server that does not
 // answer holds the sync no longer than its deadline.
 func TestAReadEndsWithItsContext(t *testing.T) {
-	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	server := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
 	t.Cleanup(server.Close)
 	kinds, err := NewForConfig(&rest.Config{Host: server.URL})
 	require.NoError(t, err)
