@@ -39,13 +39,19 @@ func testLease(holder string, renewedAgo time.Duration, seconds int32) *coordina
 // with a synced informer.
 func newLeaseFixture(t *testing.T, objects ...runtime.Object) (*Keeper, *kubefake.Clientset) {
 	client := kubefake.NewClientset(objects...)
-	leases := New(fakeLeases{client.CoordinationV1().Leases(DefaultNamespace)}, NewAccess(fakeAccessClients(client), DefaultNamespace, DefaultRole),
+	return runKeeper(t, fakeLeases{client.CoordinationV1().Leases(DefaultNamespace)}, client), client
+}
+
+// runKeeper runs node leases read and written through leases, until the
+// test ends, and returns them once their informer synced.
+func runKeeper(t *testing.T, leases LeaseClient, client *kubefake.Clientset) *Keeper {
+	keeper := New(leases, NewAccess(fakeAccessClients(client), DefaultNamespace, DefaultRole),
 		DefaultNamespace, health.DefaultLeaseDuration, health.DefaultLeaseBuffer, clocktesting.NewFakePassiveClock(leaseNow))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	go leases.Run(ctx)
-	require.True(t, cache.WaitForCacheSync(ctx.Done(), leases.informer.HasSynced))
-	return leases, client
+	go keeper.Run(ctx)
+	require.True(t, cache.WaitForCacheSync(ctx.Done(), keeper.informer.HasSynced))
+	return keeper
 }
 
 func storedLease(t *testing.T, client *kubefake.Clientset) *coordinationv1.Lease {

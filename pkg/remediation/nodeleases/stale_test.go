@@ -15,8 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/cache"
-	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
@@ -140,13 +138,7 @@ func newLaggingLeaseFixture(t *testing.T, shown, stored *coordinationv1.Lease) (
 		listed = append(listed, *shown)
 	}
 	lagging := laggingLeases{fakeLeases{client.CoordinationV1().Leases(DefaultNamespace)}, listed}
-	keeper := New(lagging, NewAccess(fakeAccessClients(client), DefaultNamespace, DefaultRole),
-		DefaultNamespace, health.DefaultLeaseDuration, health.DefaultLeaseBuffer, clocktesting.NewFakePassiveClock(leaseNow))
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go keeper.Run(ctx)
-	require.True(t, cache.WaitForCacheSync(ctx.Done(), keeper.informer.HasSynced))
-	return keeper, client
+	return runKeeper(t, lagging, client), client
 }
 
 // storedVersion is the resourceVersion of the stored lease, or a conflict
