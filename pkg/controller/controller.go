@@ -116,6 +116,9 @@ type Controller struct {
 	// retries are the nodes whose create failed or was refused, held back
 	// for a back-off so that the others go first (createretries.go).
 	retries *createRetries
+	// checkQuiet hears of a decision that leaving quiet nodes out changed
+	// (Config.CheckQuiet); nil checks none.
+	checkQuiet func(nhc string, err error)
 }
 
 // Config is what a controller works with, each seam of one role.
@@ -156,6 +159,11 @@ type Config struct {
 	// flight: the deletes here, the events in the recorder's sink
 	// (Yield.EventSink). Nil holds back nothing.
 	Yield *Yield
+	// CheckQuiet, when set, makes every sync decide twice, with the quiet
+	// nodes left out and with every selected node (health.CompareLeftOut),
+	// and hears of each difference: the simulation's check of what a sync
+	// reads. Nil decides once, from the nodes that show something.
+	CheckQuiet func(nhc string, err error)
 }
 
 // New returns a controller: the one construction path, for the binary and
@@ -192,6 +200,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		statusBytes: cfg.StatusBytes,
 		pacing:      cfg.Nodes,
 		retries:     newCreateRetries(cfg.Clock),
+		checkQuiet:  cfg.CheckQuiet,
 	}
 	c.actor = &actor{
 		api: api, yield: cfg.Yield,

@@ -291,7 +291,7 @@ func (f *syncFixture) setNode(t testing.TB, node *corev1.Node) {
 		t.Fatal(err)
 	}
 	// As the node handlers do.
-	f.c.members.Update(cached.Name, cached)
+	f.c.members.Update(cached.Name)
 }
 
 // takeLeases makes the controller take node leases, with beforeAcquire

@@ -113,7 +113,7 @@ func (c oneCluster) gatheredBySync(t *testing.T, nhc *v1alpha1.NodeHealthCheck, 
 	for _, n := range c.nodes {
 		cached := nodeview.Of(n, nil)
 		require.NoError(t, nodeInformer.Informer().GetIndexer().Add(cached))
-		ctrl.members.Update(cached.Name, cached)
+		ctrl.members.Update(cached.Name)
 	}
 	var g gather.Gathered
 	require.Eventually(t, func() bool {

@@ -225,7 +225,7 @@ func (h *handlers) enqueueOthers(name string) {
 // each sync their NodeHealthCheck again.
 func (h *handlers) addNode(obj any, isInInitialList bool) {
 	if node, ok := obj.(*nodeview.Node); ok {
-		h.members.Update(node.Name, node)
+		h.members.Update(node.Name)
 		if !isInInitialList {
 			h.enqueueSelecting(node.Labels)
 		}
@@ -241,13 +241,11 @@ func (h *handlers) updateNode(logger klog.Logger, oldObj, newObj any) {
 	if !ok1 || !ok2 || old.ResourceVersion == updated.ResourceVersion {
 		return
 	}
+	// Every change the cache keeps, so that the membership holds the
+	// cache's node and no older copy beside it.
+	h.members.Update(updated.Name)
 	if !nodeview.Matters(old, updated, func() map[string]bool { return h.selectors.get().keys }) {
 		return
-	}
-	// Membership follows the labels selectors use, which nodeview.Matters
-	// looks at: a heartbeat compares no labels twice.
-	if !old.Labels.Equal(updated.Labels) {
-		h.members.Update(updated.Name, updated)
 	}
 	logger.V(6).Info("Node changed", "node", klog.KObj(updated))
 	h.enqueueSelecting(old.Labels, updated.Labels)
@@ -259,7 +257,7 @@ func (h *handlers) deleteNode(logger klog.Logger, obj any) {
 	}
 	if node, ok := obj.(*nodeview.Node); ok {
 		logger.V(6).Info("Node deleted", "node", klog.KObj(node))
-		h.members.Update(node.Name, nil)
+		h.members.Update(node.Name)
 		h.newer.Forget(node.Name)
 		h.enqueueSelecting(node.Labels)
 	}

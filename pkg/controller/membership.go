@@ -5,99 +5,151 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/nodehealthcheck/nhc-controller/pkg/gather"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 // membership is an index of the nodes each NodeHealthCheck's selector
-// matches, so that a sync reads its own nodes instead of matching every
-// node of the cluster against its selector. The node handlers keep it
-// current; a set is built from the node cache the first time a selector is
-// asked for.
+// matches, each told quiet or not (health.Quietness), so that a sync reads
+// the nodes that show something instead of every node of its pool, let
+// alone of the cluster. The node handlers keep it current; a set is built
+// from the node cache the first time a selector and quietness are asked
+// for.
+//
+// A set holds each member as the cache had it when the handlers last placed
+// it: the handlers read the cache when they hear of a change, so a set
+// never goes back to an older node, nor keeps a node deleted since. A sync
+// reads its nodes as of the changes the handlers have placed; each change
+// they place wakes the NodeHealthChecks it concerns.
 type membership struct {
 	cache nodecache.Lister
 	mu    sync.Mutex
-	// byNHC holds each NodeHealthCheck's set, with the selector it was built for.
+	// byNHC holds each NodeHealthCheck's set.
 	byNHC map[string]*memberSet
 }
 
 type memberSet struct {
-	selector labels.Selector
-	// key is the selector's string form: a changed selector builds anew.
+	selector  labels.Selector
+	quietness health.Quietness
+	// key is the selector's string form and the quietness's key: a change
+	// of either builds anew.
 	key string
-	// nodes holds, by name, the labels each member was matched with: a
-	// member whose node still has equal labels (one comparison, see
-	// nodeview.Labels.Equal) needs no match again. Holding the labels rather
-	// than the node keeps no replaced node alive.
-	nodes map[string]nodeview.Labels
+	// nodes holds every member by name.
+	nodes map[string]*nodeview.Node
+	// loud holds the members that are not quiet.
+	loud map[string]*nodeview.Node
 }
 
 func newMembership(cache nodecache.Lister) *membership {
 	return &membership{cache: cache, byNHC: map[string]*memberSet{}}
 }
 
-// Nodes returns the nodes a NodeHealthCheck's selector matches, as the cache
-// has them now. A member whose labels are not the ones it was matched with
-// is matched again, so a label change whose event has not
-// reached the handlers yet never makes a node selected that is not.
-func (m *membership) Nodes(nhc string, selector labels.Selector) ([]*nodeview.Node, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	set, err := m.set(nhc, selector)
-	if err != nil {
-		return nil, err
-	}
-	nodes := make([]*nodeview.Node, 0, len(set.nodes))
-	for name, matched := range set.nodes {
-		node, err := m.cache.Get(name)
-		if err != nil {
-			continue
-		}
-		if !node.Labels.Equal(matched) {
-			if !selector.Matches(node.Labels) {
-				// The handlers will take it out when they hear of the change.
-				continue
-			}
-			set.nodes[name] = node.Labels
-		}
-		nodes = append(nodes, node)
-	}
-	return nodes, nil
+// memberSelection is a sync's read of its members.
+type memberSelection struct {
+	gather.Selection
+	// quiet are the nodes left out as quiet, when asked for (Nodes'
+	// listQuiet), for a check of the decision against the whole.
+	quiet []*nodeview.Node
 }
 
-// set returns a NodeHealthCheck's set, building it when its selector is
-// new. Building and the handlers' updates hold the same lock, and the cache
-// changes before its handlers run, so a set never misses a change: built
-// before an update, the update fixes it; built after, it reads the change.
-func (m *membership) set(nhc string, selector labels.Selector) (*memberSet, error) {
+// Nodes returns the nodes a NodeHealthCheck's selector matches: with a
+// leaveOut, the members that are not quiet and those named, counting the
+// others; without, every member. listQuiet lists the nodes left out too.
+func (m *membership) Nodes(nhc string, selector labels.Selector, quietness health.Quietness, leaveOut *gather.LeaveOut, listQuiet bool) (memberSelection, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	set, err := m.set(nhc, selector, quietness)
+	if err != nil {
+		return memberSelection{}, err
+	}
+	sel := memberSelection{Selection: gather.Selection{CaughtUp: true}}
+	if leaveOut == nil {
+		sel.Nodes = make([]*nodeview.Node, 0, len(set.nodes))
+		for _, node := range set.nodes {
+			sel.Nodes = append(sel.Nodes, node)
+		}
+		return sel, nil
+	}
+	sel.Nodes = make([]*nodeview.Node, 0, len(set.loud))
+	for _, node := range set.loud {
+		sel.Nodes = append(sel.Nodes, node)
+	}
+	var named map[string]bool
+	for name := range leaveOut.Named {
+		node, member := set.nodes[name]
+		if _, loud := set.loud[name]; !member || loud || named[name] {
+			continue
+		}
+		if named == nil {
+			named = map[string]bool{}
+		}
+		named[name] = true
+		sel.Nodes = append(sel.Nodes, node)
+	}
+	sel.Quiet = len(set.nodes) - len(sel.Nodes)
+	if listQuiet {
+		for name, node := range set.nodes {
+			if _, loud := set.loud[name]; !loud && !named[name] {
+				sel.quiet = append(sel.quiet, node)
+			}
+		}
+	}
+	return sel, nil
+}
+
+// set returns a NodeHealthCheck's set, building it when its selector or
+// quietness is new. Building and the handlers' updates hold the same lock
+// and read the cache, so a set never misses a change: built before an
+// update, the update places it; built after, it reads the change.
+func (m *membership) set(nhc string, selector labels.Selector, quietness health.Quietness) (*memberSet, error) {
+	key := selector.String() + "\x00" + quietness.Key()
 	set, ok := m.byNHC[nhc]
-	if ok && set.key == selector.String() {
+	if ok && set.key == key {
 		return set, nil
 	}
 	matching, err := m.cache.List(selector)
 	if err != nil {
 		return nil, err
 	}
-	set = &memberSet{selector: selector, key: selector.String(), nodes: make(map[string]nodeview.Labels, len(matching))}
+	set = &memberSet{selector: selector, quietness: quietness, key: key,
+		nodes: make(map[string]*nodeview.Node, len(matching)), loud: map[string]*nodeview.Node{}}
 	for _, node := range matching {
-		set.nodes[node.Name] = node.Labels
+		set.place(node.Name, node)
 	}
 	m.byNHC[nhc] = set
 	return set, nil
 }
 
-// Update places a node, the object the cache holds, in the sets whose
-// selector matches its labels, and takes it out of the others; a nil node
-// takes it out of all, for a deleted node.
-func (m *membership) Update(name string, node *nodeview.Node) {
+// Update places a node that changed, as the cache holds it now, in the
+// sets whose selector matches its labels, and takes it out of the others;
+// a node the cache no longer holds, out of all.
+func (m *membership) Update(name string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	node, err := m.cache.Get(name)
+	if err != nil {
+		node = nil
+	}
 	for _, set := range m.byNHC {
-		if node != nil && set.selector.Matches(node.Labels) {
-			set.nodes[name] = node.Labels
-		} else {
-			delete(set.nodes, name)
-		}
+		set.place(name, node)
+	}
+}
+
+// place places a node in the set if its selector matches it, loud or
+// quiet, and takes it out if not; a nil node, out.
+func (s *memberSet) place(name string, node *nodeview.Node) {
+	if node == nil || !s.selector.Matches(node.Labels) {
+		delete(s.nodes, name)
+		delete(s.loud, name)
+		return
+	}
+	s.nodes[name] = node
+	if s.quietness.Quiet(node) {
+		delete(s.loud, name)
+	} else {
+		s.loud[name] = node
 	}
 }
 

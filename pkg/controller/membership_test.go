@@ -13,6 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	"github.com/nodehealthcheck/nhc-controller/pkg/gather"
+	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodecache"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
@@ -30,6 +33,12 @@ func names(nodes []*nodeview.Node) []string {
 	return n
 }
 
+func notReadyNode(node *nodeview.Node) *nodeview.Node {
+	changed := *node
+	changed.Conditions = []nodeview.Condition{nodeview.NewCondition(corev1.NodeReady, corev1.ConditionFalse, time.Time{})}
+	return &changed
+}
+
 func TestMembershipFollowsNodesAndSelectors(t *testing.T) {
 	store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	lister := nodecache.NewLister(store)
@@ -38,45 +47,86 @@ func TestMembershipFollowsNodesAndSelectors(t *testing.T) {
 	// informer and the node handlers do.
 	set := func(node *nodeview.Node) {
 		require.NoError(t, store.Update(node))
-		m.Update(node.Name, node)
+		m.Update(node.Name)
+	}
+	quietness := health.QuietnessOf(&v1alpha1.NodeHealthCheckSpec{})
+	all := func(selector labels.Selector) []string {
+		sel, err := m.Nodes("nhc", selector, quietness, nil, false)
+		require.NoError(t, err)
+		return names(sel.Nodes)
 	}
 	set(labelledNode("a-0", "a"))
 	set(labelledNode("a-1", "a"))
 	set(labelledNode("b-0", "b"))
 	poolA := labels.SelectorFromSet(labels.Set{"pool": "a"})
-	nodes, err := m.Nodes("nhc", poolA)
-	require.NoError(t, err)
-	assert.Equal(t, []string{"a-0", "a-1"}, names(nodes), "built from the cache")
+	assert.Equal(t, []string{"a-0", "a-1"}, all(poolA), "built from the cache")
 
 	set(labelledNode("b-1", "a"))
 	set(labelledNode("a-0", "b"))
-	nodes, _ = m.Nodes("nhc", poolA)
-	assert.Equal(t, []string{"a-1", "b-1"}, names(nodes), "kept by the handlers")
+	assert.Equal(t, []string{"a-1", "b-1"}, all(poolA), "kept by the handlers")
 
-	// A label change the handlers have not heard of yet: the cache decides.
+	// A handler reads the cache: one that runs late, after the node
+	// changed again, places the newer node, never the older.
 	require.NoError(t, store.Update(labelledNode("a-1", "c")))
-	nodes, _ = m.Nodes("nhc", poolA)
-	assert.Equal(t, []string{"b-1"}, names(nodes), "never a node the selector does not match")
+	m.Update("a-1")
+	m.Update("a-1")
+	assert.Equal(t, []string{"b-1"}, all(poolA))
 
-	// An update the handlers pass over (a condition): the cache's object is read.
-	changed := labelledNode("b-1", "a")
-	changed.Conditions = []nodeview.Condition{nodeview.NewCondition(corev1.NodeReady, corev1.ConditionFalse, time.Time{})}
-	require.NoError(t, store.Update(changed))
-	for range 2 {
-		nodes, _ = m.Nodes("nhc", poolA)
-		require.Len(t, nodes, 1)
-		assert.Same(t, changed, nodes[0], "the object the cache holds")
-	}
+	changed := notReadyNode(labelledNode("b-1", "a"))
+	set(changed)
+	sel, _ := m.Nodes("nhc", poolA, quietness, nil, false)
+	require.Len(t, sel.Nodes, 1)
+	assert.Same(t, changed, sel.Nodes[0], "the object the cache holds")
 
 	require.NoError(t, store.Delete(labelledNode("b-1", "a")))
-	m.Update("b-1", nil)
-	nodes, _ = m.Nodes("nhc", poolA)
-	assert.Empty(t, nodes, "deleted")
+	m.Update("b-1")
+	assert.Empty(t, all(poolA), "deleted")
 
-	nodes, _ = m.Nodes("nhc", labels.SelectorFromSet(labels.Set{"pool": "b"}))
-	assert.Equal(t, []string{"a-0", "b-0"}, names(nodes), "a changed selector builds anew")
+	assert.Equal(t, []string{"a-0", "b-0"}, all(labels.SelectorFromSet(labels.Set{"pool": "b"})), "a changed selector builds anew")
 	m.Forget("nhc")
 	assert.Empty(t, m.byNHC)
+}
+
+// With a leaveOut, a sync reads the members that are not quiet and those
+// named, and counts the others; a node that turns unhealthy or healthy
+// moves between the two as its handler runs.
+func TestMembershipLeavesOutTheQuietNodes(t *testing.T) {
+	store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	m := newMembership(nodecache.NewLister(store))
+	set := func(node *nodeview.Node) {
+		require.NoError(t, store.Update(node))
+		m.Update(node.Name)
+	}
+	for i := range 6 {
+		set(labelledNode(fmt.Sprintf("a-%d", i), "a"))
+	}
+	set(labelledNode("b-0", "b"))
+	set(notReadyNode(labelledNode("a-5", "a")))
+	pool := labels.SelectorFromSet(labels.Set{"pool": "a"})
+	quietness := health.QuietnessOf(&v1alpha1.NodeHealthCheckSpec{})
+	read := func(named ...string) memberSelection {
+		sel, err := m.Nodes("nhc", pool, quietness, &gather.LeaveOut{Quietness: quietness, Named: slices.Values(named)}, true)
+		require.NoError(t, err)
+		return sel
+	}
+
+	sel := read("a-1", "a-1", "a-5", "b-0", "gone")
+	assert.Equal(t, []string{"a-1", "a-5"}, names(sel.Nodes), "the loud one and the named member, once")
+	assert.Equal(t, 4, sel.Quiet)
+	assert.Equal(t, []string{"a-0", "a-2", "a-3", "a-4"}, names(sel.quiet))
+
+	set(notReadyNode(labelledNode("a-2", "a")))
+	set(labelledNode("a-5", "a"))
+	sel = read()
+	assert.Equal(t, []string{"a-2"}, names(sel.Nodes))
+	assert.Equal(t, 5, sel.Quiet)
+
+	// Other unhealthy conditions tell other nodes apart: a set is built anew.
+	unknownOnly := health.QuietnessOf(&v1alpha1.NodeHealthCheckSpec{UnhealthyConditions: []v1alpha1.UnhealthyCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown}}})
+	sel, err := m.Nodes("nhc", pool, unknownOnly, &gather.LeaveOut{Quietness: unknownOnly, Named: slices.Values([]string{})}, false)
+	require.NoError(t, err)
+	assert.Empty(t, sel.Nodes)
+	assert.Equal(t, 6, sel.Quiet)
 }
 
 // BenchmarkSelectedNodes compares, for 10 pools of 1,000 nodes, a sync's
@@ -88,12 +138,19 @@ func BenchmarkSelectedNodes(b *testing.B) {
 	for i := range 10000 {
 		node := labelledNode(fmt.Sprintf("node-%05d", i), fmt.Sprint(i%10))
 		require.NoError(b, store.Add(node))
-		m.Update(node.Name, node)
+		m.Update(node.Name)
 	}
 	pool := labels.SelectorFromSet(labels.Set{"pool": "3"})
+	quietness := health.QuietnessOf(&v1alpha1.NodeHealthCheckSpec{})
 	b.Run("membership", func(b *testing.B) {
 		for b.Loop() {
-			_, _ = m.Nodes("nhc", pool)
+			_, _ = m.Nodes("nhc", pool, quietness, nil, false)
+		}
+	})
+	b.Run("membership, quiet left out", func(b *testing.B) {
+		leaveOut := &gather.LeaveOut{Quietness: quietness, Named: slices.Values([]string{"node-00003"})}
+		for b.Loop() {
+			_, _ = m.Nodes("nhc", pool, quietness, leaveOut, false)
 		}
 	})
 	b.Run("match every node", func(b *testing.B) {

@@ -1,6 +1,9 @@
 package controller
 
 import (
+	"iter"
+	"maps"
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -65,6 +68,26 @@ func (n *newerNodes) Newest(nodes []*nodeview.Node, selector labels.Selector) {
 			delete(n.newer, cached.Name)
 		case selector.Matches(kept.Labels):
 			nodes[i] = kept
+		}
+	}
+}
+
+// Named adds to named the nodes kept newer: a decision reads their copy,
+// so none is left out as quiet.
+func (n *newerNodes) Named(named iter.Seq[string]) iter.Seq[string] {
+	n.mu.Lock()
+	kept := slices.Collect(maps.Keys(n.newer))
+	n.mu.Unlock()
+	return func(yield func(string) bool) {
+		for name := range named {
+			if !yield(name) {
+				return
+			}
+		}
+		for _, name := range kept {
+			if !yield(name) {
+				return
+			}
 		}
 	}
 }

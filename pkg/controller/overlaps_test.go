@@ -271,8 +271,8 @@ func (s claimsSource) Remediations(context.Context, *v1alpha1.NodeHealthCheck) (
 	return gather.Seen{Ready: true}, nil
 }
 
-func (s claimsSource) Selected(context.Context, *v1alpha1.NodeHealthCheck, labels.Selector) ([]*nodeview.Node, bool, error) {
-	return s.nodes, true, nil
+func (s claimsSource) Selected(context.Context, *v1alpha1.NodeHealthCheck, labels.Selector, *gather.LeaveOut) (gather.Selection, error) {
+	return gather.Selection{Nodes: s.nodes, CaughtUp: true}, nil
 }
 
 // BenchmarkClaims measures what finding the overlaps adds to a sync of a

@@ -21,6 +21,9 @@ type cacheSource struct {
 	c       *Controller
 	watched *remediation.Watched
 	others  []*v1alpha1.NodeHealthCheck
+	// quiet are the nodes Selected left out as quiet, listed for the
+	// check of Config.CheckQuiet alone.
+	quiet []*nodeview.Node
 }
 
 // watch keeps a NodeHealthCheck's remediation kinds watched, and returns
@@ -53,21 +56,27 @@ func (s *cacheSource) Remediations(_ context.Context, nhc *v1alpha1.NodeHealthCh
 
 // Selected reads the nodes from the membership index once the node cache
 // shows them as the API server does (catchup.go), each as new as a create
-// confirmed it (newernodes.go).
-func (s *cacheSource) Selected(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, selector labels.Selector) ([]*nodeview.Node, bool, error) {
+// confirmed it (newernodes.go), whose nodes are named too.
+func (s *cacheSource) Selected(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, selector labels.Selector, leaveOut *gather.LeaveOut) (gather.Selection, error) {
 	caughtUp, err := s.c.catchUp.CaughtUp(ctx, nhc, selector)
 	if err != nil {
-		return nil, false, fmt.Errorf("listing the selected nodes at the API server: %w", err)
+		return gather.Selection{}, fmt.Errorf("listing the selected nodes at the API server: %w", err)
 	}
 	if !caughtUp {
-		return nil, false, nil
+		return gather.Selection{}, nil
 	}
-	nodes, err := s.c.members.Nodes(nhc.Name, selector)
+	quietness := health.QuietnessOf(&nhc.Spec)
+	if leaveOut != nil {
+		quietness = leaveOut.Quietness
+		leaveOut = &gather.LeaveOut{Quietness: quietness, Named: s.c.newer.Named(leaveOut.Named)}
+	}
+	sel, err := s.c.members.Nodes(nhc.Name, selector, quietness, leaveOut, s.c.checkQuiet != nil)
 	if err != nil {
-		return nil, false, fmt.Errorf("listing the selected nodes: %w", err)
+		return gather.Selection{}, fmt.Errorf("listing the selected nodes: %w", err)
 	}
-	s.c.newer.Newest(nodes, selector)
-	return nodes, true, nil
+	s.c.newer.Newest(sel.Nodes, selector)
+	s.quiet = sel.quiet
+	return sel.Selection, nil
 }
 
 func (s *cacheSource) Node(name string) (*nodeview.Node, error) {

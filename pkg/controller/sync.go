@@ -63,8 +63,7 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 		logger.V(4).Info("Waiting for the node cache to show the nodes the API server selects")
 		return catchUpRequeue, nil
 	}
-	plan := health.Evaluate(in)
-	c.pacing.ReadAtOnceFrom(name, plan.CreatesFrom)
+	plan := c.evaluate(name, in, src)
 	if in.ResourcesUnknown && plan.Problem == nil {
 		logger.V(4).Info("Waiting for informers to sync")
 		return notReadyRequeue, nil
@@ -102,6 +101,20 @@ func (c *Controller) Sync(ctx context.Context, name string) (time.Duration, erro
 		"deferred", plan.Deferred, "withdrawn", len(out.Withdrawn), "notConfirmed", len(out.Unconfirmed),
 		"stormActive", plan.StormAfter(&out).Active, "statusWritten", written, "requeueAfter", requeueAfter, "duration", c.clock.Since(started))
 	return requeueAfter, errors.Join(append(out.Errors, statusErr)...)
+}
+
+// evaluate decides, and tells the node cache from when a create may be
+// due. Under Config.CheckQuiet it checks the decision against the one
+// made with the quiet nodes it left out.
+func (c *Controller) evaluate(name string, in health.Input, src *cacheSource) health.Plan {
+	plan := health.Evaluate(in)
+	c.pacing.ReadAtOnceFrom(name, plan.CreatesFrom)
+	if c.checkQuiet != nil {
+		if err := health.CompareLeftOut(in, src.quiet); err != nil {
+			c.checkQuiet(name, err)
+		}
+	}
+	return plan
 }
 
 // act carries out a plan while this replica may write, and then tells the

@@ -189,7 +189,7 @@ func TestSyncRechecksEachCreateAgainstTheCachesOfThatMoment(t *testing.T) {
 		{"the NodeHealthCheck was paused", func(t *testing.T, f *syncFixture) { f.setNHC(t, paused) }},
 		{"the node was deleted", func(t *testing.T, f *syncFixture) {
 			require.NoError(t, f.nodes.Delete(nodeview.Of(healthyNode("worker-1"), nil)))
-			f.c.members.Update("worker-1", nil)
+			f.c.members.Update("worker-1")
 		}},
 	}
 	for _, tc := range cases {

@@ -26,10 +26,10 @@ type Source interface {
 	// Remediations reads what nhc's remediation resources, and the writes
 	// under way, show.
 	Remediations(ctx context.Context, nhc *v1alpha1.NodeHealthCheck) (Seen, error)
-	// Selected lists the nodes a valid selector of nhc matches; caughtUp
-	// false says that they cannot be known yet (the node cache is behind
-	// the API server for a first evaluation), and then lists none.
-	Selected(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, selector labels.Selector) (nodes []*nodeview.Node, caughtUp bool, err error)
+	// Selected selects the nodes a valid selector of nhc matches. It may
+	// leave out of the selection's nodes, and count as quiet, the nodes
+	// leaveOut calls quiet and does not name; nil leaves out none.
+	Selected(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, selector labels.Selector, leaveOut *LeaveOut) (Selection, error)
 	// Node reads a node; a NotFound error when it is gone.
 	Node(name string) (*nodeview.Node, error)
 }
@@ -74,14 +74,15 @@ func Gather(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, src Source, now 
 	if !seen.Ready {
 		return g, nil
 	}
-	nodes, caughtUp, err := selected(ctx, nhc, selector, seen.Remediations, src)
-	if err != nil || !caughtUp {
-		g.Behind = !caughtUp
+	peers := src.Peers(nhc)
+	sel, err := selected(ctx, nhc, selector, seen.Remediations, src, leaveOutOf(nhc, &g.Input, peers, h))
+	if err != nil || !sel.CaughtUp {
+		g.Behind = !sel.CaughtUp
 		return g, err
 	}
-	g.Nodes = nodes
+	g.Nodes, g.QuietNodes = sel.Nodes, sel.Quiet
 	g.DeletedNodes = deletedNodes(nhc, seen.Remediations, src)
-	g.Claims = claims(nodes, others, src.Peers(nhc), h, seen.ControlPlaneUnknown != "")
+	g.Claims = claims(sel.Nodes, others, peers, h, seen.ControlPlaneUnknown != "")
 	return g, nil
 }
 
@@ -89,17 +90,17 @@ func Gather(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, src Source, now 
 // stored before validation could catch it, and reported by Evaluate)
 // selects the nodes under remediation, so that their resources are not
 // taken for orphans.
-func selected(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, selector labels.Selector, remediations map[string][]health.Remediation, src Source) ([]*nodeview.Node, bool, error) {
+func selected(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, selector labels.Selector, remediations map[string][]health.Remediation, src Source, leaveOut *LeaveOut) (Selection, error) {
 	if selector != nil {
-		return src.Selected(ctx, nhc, selector)
+		return src.Selected(ctx, nhc, selector, leaveOut)
 	}
-	var nodes []*nodeview.Node
+	sel := Selection{CaughtUp: true}
 	for name := range remediations {
 		if node, err := src.Node(name); err == nil {
-			nodes = append(nodes, node)
+			sel.Nodes = append(sel.Nodes, node)
 		}
 	}
-	return nodes, true, nil
+	return sel, nil
 }
 
 // deletedNodes are the nodes with remediation resources or an ongoing

@@ -58,17 +58,28 @@ func (f *fakeSource) Remediations(context.Context, *v1alpha1.NodeHealthCheck) (S
 	return f.seen, nil
 }
 
-func (f *fakeSource) Selected(_ context.Context, _ *v1alpha1.NodeHealthCheck, selector labels.Selector) ([]*nodeview.Node, bool, error) {
+// Selected leaves out what it may, as the controller's source does.
+func (f *fakeSource) Selected(_ context.Context, _ *v1alpha1.NodeHealthCheck, selector labels.Selector, leaveOut *LeaveOut) (Selection, error) {
 	if f.behind {
-		return nil, false, nil
+		return Selection{}, nil
 	}
-	var nodes []*nodeview.Node
-	for _, node := range f.nodes {
-		if selector.Matches(node.Labels) {
-			nodes = append(nodes, node)
+	named := map[string]bool{}
+	if leaveOut != nil {
+		for name := range leaveOut.Named {
+			named[name] = true
 		}
 	}
-	return nodes, true, nil
+	sel := Selection{CaughtUp: true}
+	for _, node := range f.nodes {
+		switch {
+		case !selector.Matches(node.Labels):
+		case leaveOut != nil && leaveOut.Quietness.Quiet(node) && !named[node.Name]:
+			sel.Quiet++
+		default:
+			sel.Nodes = append(sel.Nodes, node)
+		}
+	}
+	return sel, nil
 }
 
 func (f *fakeSource) Node(name string) (*nodeview.Node, error) {
@@ -201,6 +212,39 @@ func TestGather(t *testing.T) {
 			tt.want(t, g)
 		})
 	}
+}
+
+// Without another NodeHealthCheck that may select its nodes, a decision
+// sees the nodes that show something and those its input names (their
+// resources, writes under way, leases, status entries and records, other
+// owners), and counts the rest as quiet; with one, it sees them all, as
+// the overlap counts every shared node.
+func TestGatherLeavesOutTheQuietNodesOnlyWhenNoOtherMaySelectThem(t *testing.T) {
+	own := health.Remediation{Ref: corev1.ObjectReference{Name: "worker-1"}}
+	nodes := []*nodeview.Node{node("worker-0", nil), node("worker-1", nil), node("worker-2", nil), node("worker-3", nil), node("worker-4", nil), node("worker-5", nil)}
+	notReady := *nodes[5]
+	notReady.Conditions = []nodeview.Condition{nodeview.NewCondition(corev1.NodeReady, corev1.ConditionFalse, now)}
+	nodes[5] = &notReady
+	nhc := nhcNamed("workers", now)
+	nhc.Status.UnhealthyNodes = []*v1alpha1.UnhealthyNode{{Name: "worker-3"}}
+	seen := Seen{Ready: true, Remediations: map[string][]health.Remediation{"worker-1": {own}}, Pending: map[string]bool{"worker-2": true},
+		OtherOwners: map[string][]resource.Owner{"worker-4": {{Name: "gone", UID: "uid-gone"}}}}
+
+	src := &fakeSource{nhcs: []*v1alpha1.NodeHealthCheck{nhc}, nodes: nodes, seen: seen}
+	g, err := Gather(context.Background(), nhc, src, now)
+	require.NoError(t, err)
+	var names []string
+	for _, n := range g.Nodes {
+		names = append(names, n.Name)
+	}
+	assert.ElementsMatch(t, []string{"worker-1", "worker-2", "worker-3", "worker-4", "worker-5"}, names)
+	assert.Equal(t, 1, g.QuietNodes, "worker-0")
+
+	src.nhcs = append(src.nhcs, nhcNamed("older", now.Add(-time.Hour)))
+	g, err = Gather(context.Background(), nhc, src, now)
+	require.NoError(t, err)
+	assert.Len(t, g.Nodes, 6)
+	assert.Zero(t, g.QuietNodes)
 }
 
 // A peer's claim says whether it can act from its object as decisions see

@@ -41,7 +41,7 @@ func Evaluate(in Input) Plan {
 			e.previous[entry.Name] = entry
 		}
 	}
-	e.p.Observed = len(in.Nodes)
+	e.p.Observed, e.p.Healthy = len(in.Nodes)+in.QuietNodes, in.QuietNodes
 	e.p.Nodes = make([]NodeVerdict, len(in.Nodes))
 	for i, node := range in.Nodes {
 		e.p.Nodes[i].Node = node

@@ -16,8 +16,12 @@ type Input struct {
 	// NHC is the NodeHealthCheck with its current status. Evaluate never
 	// modifies it.
 	NHC *v1alpha1.NodeHealthCheck
-	// Nodes are the nodes the selector matches, in any order.
+	// Nodes are the nodes the selector matches, in any order, but those
+	// the caller left out as quiet (quiet.go: Quietness, NamedNodes).
 	Nodes []*nodeview.Node
+	// QuietNodes counts the selected nodes left out of Nodes as quiet:
+	// healthy, and nothing to do for them.
+	QuietNodes int
 	// Remediations are this NodeHealthCheck's remediation resources, keyed by
 	// the name of the node they remediate. Resources of nodes that are not in
 	// Nodes (deleted or no longer selected) are orphans.

@@ -2,6 +2,7 @@ package health
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -152,7 +153,9 @@ func (e *evaluation) keepLeases() {
 			verdicts[v.Node.Name] = v
 		}
 	}
-	for node, l := range e.in.Leases.ByNode {
+	// In the nodes' order, so that the warnings are too.
+	for _, node := range slices.Sorted(maps.Keys(e.in.Leases.ByNode)) {
+		l := e.in.Leases.ByNode[node]
 		if l.Holder != e.holder() || planned[node] || e.in.PendingNodes[node] {
 			continue
 		}

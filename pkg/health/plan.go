@@ -18,7 +18,8 @@ type Plan struct {
 	// or Input.RemediationProblem. Nil when it is enabled.
 	Problem *Problem
 
-	// Nodes holds one verdict per selected node, in input order.
+	// Nodes holds one verdict per node of Input.Nodes, in input order: the
+	// quiet nodes left out of it have none (all healthy).
 	Nodes []NodeVerdict
 	// Orphans are the nodes that have remediation resources of this
 	// NodeHealthCheck but are not selected (deleted or no longer matching),

@@ -65,7 +65,7 @@ func randomNHC(rng *rand.Rand) *v1alpha1.NodeHealthCheck {
 // randomChange changes the simulated cluster a little and says how.
 func (s *simulation) randomChange(rng *rand.Rand) string {
 	node := s.nodes[rng.IntN(len(s.nodes))].Name
-	switch rng.IntN(10) {
+	switch rng.IntN(11) {
 	case 0, 1:
 		s.setReady(node, corev1.ConditionFalse, time.Duration(rng.IntN(600))*time.Second)
 		return "fail " + node
@@ -96,6 +96,18 @@ func (s *simulation) randomChange(rng *rand.Rand) string {
 		}
 		s.nodes[rng.IntN(len(s.nodes))].Annotations = map[string]string{"remediation.medik8s.io/manually-confirmed-healthy": ""}
 		return "confirm"
+	case 8:
+		// Someone else deletes a resource: its remediator when done, or
+		// an admin.
+		for n := range s.resources {
+			uid := s.resources[n][0].Ref.UID
+			s.resources[n] = s.resources[n][1:]
+			if len(s.resources[n]) == 0 {
+				delete(s.resources, n)
+			}
+			return fmt.Sprintf("resource %s of %s deleted", uid, n)
+		}
+		return "nothing"
 	default:
 		d := time.Duration(rng.IntN(400)) * time.Second
 		s.advance(d)

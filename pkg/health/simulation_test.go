@@ -92,6 +92,9 @@ func (s *simulation) evaluate() result {
 		resources[node] = slices.Clone(list)
 	}
 	s.lastInput = Input{NHC: s.nhc, Nodes: s.nodes, Remediations: resources, Now: s.clock}
+	if diff := quietDifference(s.lastInput); diff != "" {
+		panic(diff)
+	}
 	d := decide(s.lastInput)
 	for _, del := range d.Delete {
 		s.remove(del.Node, del.Resource.UID)

@@ -36,16 +36,11 @@ func (r *rules) paused() bool { return len(r.pauseRequests) > 0 }
 // good enough to clean up.
 func parseSpec(spec *v1alpha1.NodeHealthCheckSpec, selector labels.Selector) (*rules, *Problem) {
 	r := &rules{
-		conditions:    spec.UnhealthyConditions,
+		conditions:    unhealthyConditionsOf(spec),
 		steps:         remediationSteps(spec),
 		storm:         stormRulesOf(spec),
 		pauseRequests: spec.PauseRequests,
 		selector:      selector,
-	}
-	if len(r.conditions) == 0 {
-		// Only an object that bypassed the API server, which defaults the
-		// field, has none.
-		r.conditions = v1alpha1.DefaultUnhealthyConditions()
 	}
 	if spec.HealthyDelay != nil {
 		r.healthyDelay = spec.HealthyDelay.Duration
@@ -66,6 +61,16 @@ func parseSpec(spec *v1alpha1.NodeHealthCheckSpec, selector labels.Selector) (*r
 		r.selector = selector
 	}
 	return r, nil
+}
+
+// unhealthyConditionsOf is a spec's unhealthy conditions. Only an object
+// that bypassed the API server, which defaults the field, has none: it
+// gets the defaults.
+func unhealthyConditionsOf(spec *v1alpha1.NodeHealthCheckSpec) []v1alpha1.UnhealthyCondition {
+	if len(spec.UnhealthyConditions) == 0 {
+		return v1alpha1.DefaultUnhealthyConditions()
+	}
+	return spec.UnhealthyConditions
 }
 
 // MaxSelectorBytes bounds a selector as a request's query carries it: the

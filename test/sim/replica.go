@@ -104,6 +104,7 @@ func (s *sim) startReplica() (*replica, error) {
 		Observer: observer, Changes: observer, Writer: writer, Leases: leases, LeaseChanges: leases,
 		Recorder: &record.FakeRecorder{}, Clock: clock.RealClock{}, StatusBytes: s.statusBytes,
 		WritesUntil: func() (time.Time, error) { return r.writesUntil() },
+		CheckQuiet:  func(nhc string, err error) { s.locked(func() { s.check.QuietLeftOut(nhc, err) }) },
 	})
 	if err != nil {
 		cancel()

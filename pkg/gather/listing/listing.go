@@ -99,15 +99,16 @@ func (c *Cluster) Peers(nhc *v1alpha1.NodeHealthCheck) []health.SelectingPeer {
 	return peers
 }
 
-// Selected lists the nodes the selector matches, in the order listed.
-func (c *Cluster) Selected(_ context.Context, _ *v1alpha1.NodeHealthCheck, selector labels.Selector) ([]*nodeview.Node, bool, error) {
-	var selected []*nodeview.Node
+// Selected lists the nodes the selector matches, in the order listed. It
+// leaves none out: kubectl nhc shows every node's verdict.
+func (c *Cluster) Selected(_ context.Context, _ *v1alpha1.NodeHealthCheck, selector labels.Selector, _ *gather.LeaveOut) (gather.Selection, error) {
+	sel := gather.Selection{CaughtUp: true}
 	for _, node := range c.nodes {
 		if selector.Matches(node.Labels) {
-			selected = append(selected, node)
+			sel.Nodes = append(sel.Nodes, node)
 		}
 	}
-	return selected, true, nil
+	return sel, nil
 }
 
 // Node reads a listed node.
