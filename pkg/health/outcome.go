@@ -47,6 +47,17 @@ type Created struct {
 	CreationTime time.Time
 }
 
+// newlyRemediating counts the nodes whose first resource was created.
+func newlyRemediating(out *Outcome) int {
+	n := 0
+	for i := range out.Created {
+		if out.Created[i].FirstResource {
+			n++
+		}
+	}
+	return n
+}
+
 // Blocked is a creation that did not happen, and why.
 type Blocked struct {
 	Node    string

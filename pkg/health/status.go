@@ -71,17 +71,6 @@ func stampUpdate(status, previous *v1alpha1.NodeHealthCheckStatus, now time.Time
 	}
 }
 
-// newlyRemediating counts the nodes whose first resource was created.
-func newlyRemediating(out *Outcome) int {
-	n := 0
-	for i := range out.Created {
-		if out.Created[i].FirstResource {
-			n++
-		}
-	}
-	return n
-}
-
 // Status condition messages and phase reasons, with upstream's wording where
 // upstream has them.
 const (
