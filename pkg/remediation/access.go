@@ -11,13 +11,6 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// AccessReviewer asks the API server whether the controller's role allows
-// a request: a SelfSubjectAccessReview, which every authenticated user may
-// make (system:basic-user).
-type AccessReviewer interface {
-	Create(ctx context.Context, review *authorizationv1.SelfSubjectAccessReview, opts metav1.CreateOptions) (*authorizationv1.SelfSubjectAccessReview, error)
-}
-
 // logAdmissionRefused is logged at level 2 when a 403 to a write came from
 // admission, not from the controller's role.
 const logAdmissionRefused = "Write of a remediation resource refused by admission; its kind stays in use"
