@@ -112,7 +112,7 @@ generate: ## Regenerate the clientset, listers, informers, deepcopy and the CRD,
 	hack/update-chart.sh
 
 .PHONY: verify
-verify: ## Check generated code, the CRD, the chart (its copies, helm lint), gofmt, go vet, go.mod, the k8s.io versions, the controller's imports, the house rules (hack/verify-house: each package's row, pure packages without client-go, function and file lengths) and golangci-lint's curated linters (.golangci.yaml).
+verify: ## Check generated code, the CRD, the chart (its copies, helm lint), gofmt, go vet, go.mod, the k8s.io versions, the controller's imports, the house rules (hack/verify-house: each package's row, each file's tier in pkg/health and pkg/remediation and no cycle among their files, pure packages without client-go, function and file lengths) and golangci-lint's curated linters (.golangci.yaml).
 	hack/verify-codegen.sh
 	hack/verify-chart.sh
 	hack/verify-gofmt.sh
