@@ -29,14 +29,14 @@ var fileTables = map[string]fileTable{
 	// docs/architecture.md, "Inside the room the files read bottom-up".
 	"pkg/health": {tiers: [][]side{
 		{
-			{"from the plan: the status, the words", []string{"forecast.go", "status.go", "history.go", "explain.go", "waits.go", "status_entries.go", "recheck.go"}},
+			{"from the plan: the status, the words", []string{"forecast.go", "leftout.go", "status.go", "history.go", "explain.go", "waits.go", "status_entries.go", "recheck.go"}},
 			{"the evaluation: the plan made", []string{"evaluate.go", "escalation.go", "gates.go", "recovery.go", "lease.go", "storm.go", "claims.go", "controlplane.go", "oldremediations.go", "evaluation.go"}},
 		},
 		{{"the plan", []string{"plan.go"}}},
 		{{"the ground", []string{
 			"incident.go", "incident_record.go", "incident_end.go", "status_bounds.go",
 			"records.go", "spec.go", "events.go", "input.go", "outcome.go", "overlap.go",
-			"actions.go", "steps.go", "budget.go", "conditions.go", "nodelease.go",
+			"actions.go", "steps.go", "budget.go", "conditions.go", "quiet.go", "nodelease.go",
 		}}},
 	}},
 	// docs/architecture.md, "The rooms of a remediation".
