@@ -179,6 +179,9 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		api.writesUntil = func() (time.Time, error) { return time.Time{}, nil }
 	}
 	nhcs := newNodeHealthChecks(nhcLister, api)
+	if informer, ok := cfg.NodeHealthChecks.(interface{ ReuseAnswered(answeredLookup) }); ok {
+		informer.ReuseAnswered(nhcs.ahead.Answered)
+	}
 	c := &Controller{
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			retryLimiter(),

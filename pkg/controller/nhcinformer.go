@@ -1,7 +1,10 @@
 package controller
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,7 +36,8 @@ const unreadableAnnotation = "nhc-controller.medik8s.io/unreadable"
 // its type: each status the controller writes comes back through the
 // watch, and read through a dynamic client it was decoded three times.
 func NewNodeHealthCheckInformer(config *rest.Config) (NodeHealthCheckInformer, error) {
-	client, err := objectByObjectClient(config)
+	answered := &atomic.Pointer[answeredLookup]{}
+	client, err := objectByObjectClient(config, answered)
 	if err != nil {
 		return nil, err
 	}
@@ -50,18 +54,24 @@ func NewNodeHealthCheckInformer(config *rest.Config) (NodeHealthCheckInformer, e
 			return client.Get().Resource("nodehealthchecks").VersionedParams(&options, nhcscheme.ParameterCodec).Timeout(timeout).Watch(ctx)
 		},
 	}
-	return nhcInformer{cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &v1alpha1.NodeHealthCheck{}, 0, cache.Indexers{})}, nil
+	return nhcInformer{informer: cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &v1alpha1.NodeHealthCheck{}, 0, cache.Indexers{}),
+		answered: answered}, nil
 }
+
+// answeredLookup returns the NodeHealthCheck of that name and
+// resourceVersion as the API server answered this controller's write of
+// it, or nil.
+type answeredLookup func(name, resourceVersion string) *v1alpha1.NodeHealthCheck
 
 // objectByObjectClient is a REST client of the remediation group whose
 // decoder decodes what it can as the typed client does, and what it cannot
 // object by object (objectByObject).
-func objectByObjectClient(config *rest.Config) (rest.Interface, error) {
+func objectByObjectClient(config *rest.Config, answered *atomic.Pointer[answeredLookup]) (rest.Interface, error) {
 	cfg := rest.CopyConfig(config)
 	cfg.GroupVersion = &v1alpha1.SchemeGroupVersion
 	cfg.APIPath = "/apis"
 	cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
-	cfg.NegotiatedSerializer = objectByObjectSerializer{nhcscheme.Codecs.WithoutConversion()}
+	cfg.NegotiatedSerializer = objectByObjectSerializer{NegotiatedSerializer: nhcscheme.Codecs.WithoutConversion(), answered: answered}
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
@@ -72,20 +82,30 @@ func objectByObjectClient(config *rest.Config) (rest.Interface, error) {
 // decoders.
 type objectByObjectSerializer struct {
 	runtime.NegotiatedSerializer
+	answered *atomic.Pointer[answeredLookup]
 }
 
 func (s objectByObjectSerializer) DecoderToVersion(decoder runtime.Decoder, gv runtime.GroupVersioner) runtime.Decoder {
-	return objectByObject{s.NegotiatedSerializer.DecoderToVersion(decoder, gv)}
+	return objectByObject{Decoder: s.NegotiatedSerializer.DecoderToVersion(decoder, gv), answered: s.answered}
 }
 
 // objectByObject decodes as its decoder does; a NodeHealthCheck, or a list
 // of them, that it cannot decode is decoded object by object, each that
-// fails as a placeholder (decodeNodeHealthCheck).
+// fails as a placeholder (decodeNodeHealthCheck). A NodeHealthCheck that
+// the API server answered a write of this controller with, at the same
+// resourceVersion, is not decoded again: each status write comes back
+// through the watch, and a status with a full history takes half a
+// millisecond to decode.
 type objectByObject struct {
 	runtime.Decoder
+	// answered, when it holds a lookup, finds the answered objects.
+	answered *atomic.Pointer[answeredLookup]
 }
 
 func (d objectByObject) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	if nhc := d.answeredObject(data); nhc != nil {
+		return nhc, ptr.To(v1alpha1.SchemeGroupVersion.WithKind("NodeHealthCheck")), nil
+	}
 	obj, gvk, err := d.Decoder.Decode(data, defaults, into)
 	if err == nil {
 		return obj, gvk, nil
@@ -112,6 +132,56 @@ func (d objectByObject) Decode(data []byte, defaults *schema.GroupVersionKind, i
 	return list, ptr.To(list.GroupVersionKind()), nil
 }
 
+// answeredObject returns the answered NodeHealthCheck whose name and
+// resourceVersion the data's metadata holds, or nil. An object's
+// resourceVersion names one version of it: the data holds what the answer
+// held.
+func (d objectByObject) answeredObject(data []byte) *v1alpha1.NodeHealthCheck {
+	if d.answered == nil {
+		return nil
+	}
+	lookup := d.answered.Load()
+	if lookup == nil {
+		return nil
+	}
+	meta, ok := peekMetadata(data)
+	if !ok || meta.Name == "" || meta.ResourceVersion == "" {
+		return nil
+	}
+	return (*lookup)(meta.Name, meta.ResourceVersion)
+}
+
+// peekedMetadata is what peekMetadata reads of an object's metadata.
+type peekedMetadata struct {
+	Name            string `json:"name"`
+	ResourceVersion string `json:"resourceVersion"`
+}
+
+// peekMetadata reads the name and resourceVersion of a JSON object's
+// metadata, which the API server writes before its spec and status,
+// skipping the rest unread.
+func peekMetadata(data []byte) (peekedMetadata, bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return peekedMetadata{}, false
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return peekedMetadata{}, false
+		}
+		if key == "metadata" {
+			var meta peekedMetadata
+			return meta, dec.Decode(&meta) == nil
+		}
+		var skipped json.RawMessage
+		if dec.Decode(&skipped) != nil {
+			return peekedMetadata{}, false
+		}
+	}
+	return peekedMetadata{}, false
+}
+
 // NodeHealthCheckInformer is an informer of NodeHealthChecks and its
 // lister, as the generated informers have.
 type NodeHealthCheckInformer interface {
@@ -121,7 +191,13 @@ type NodeHealthCheckInformer interface {
 
 type nhcInformer struct {
 	informer cache.SharedIndexInformer
+	answered *atomic.Pointer[answeredLookup]
 }
+
+// ReuseAnswered makes the informer take the objects lookup finds, as the
+// API server answered this controller's writes, instead of decoding them
+// again from the watch.
+func (i nhcInformer) ReuseAnswered(lookup answeredLookup) { i.answered.Store(&lookup) }
 
 func (i nhcInformer) Informer() cache.SharedIndexInformer { return i.informer }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,6 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
+
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
+	nhcscheme "github.com/nodehealthcheck/nhc-controller/pkg/generated/clientset/versioned/scheme"
 )
 
 // storedNHC is a NodeHealthCheck as the API server may hold it, with a spec
@@ -112,5 +116,57 @@ func TestOneUnreadableNodeHealthCheckDoesNotHideTheOthers(t *testing.T) {
 		require.NoError(t, err)
 		_, unread = unreadable(placeholder)
 		assert.True(t, unread, name)
+	}
+}
+
+// A watch event of a NodeHealthCheck at the resourceVersion the API server
+// answered a status write of this controller with is the answered object,
+// not decoded again; any other version, and any other object, is decoded.
+func TestTheWatchTakesTheAnsweredObjectOfTheSameVersion(t *testing.T) {
+	answered := &v1alpha1.NodeHealthCheck{ObjectMeta: metav1.ObjectMeta{Name: "workers", ResourceVersion: "5"}}
+	lookup := answeredLookup(func(name, resourceVersion string) *v1alpha1.NodeHealthCheck {
+		if name == answered.Name && resourceVersion == answered.ResourceVersion {
+			return answered
+		}
+		return nil
+	})
+	pointer := &atomic.Pointer[answeredLookup]{}
+	pointer.Store(&lookup)
+	decoder := objectByObjectSerializer{NegotiatedSerializer: nhcscheme.Codecs.WithoutConversion(), answered: pointer}.
+		DecoderToVersion(nhcscheme.Codecs.UniversalDeserializer(), v1alpha1.SchemeGroupVersion)
+	decode := func(u *unstructured.Unstructured) *v1alpha1.NodeHealthCheck {
+		data, err := u.MarshalJSON()
+		require.NoError(t, err)
+		obj, _, err := decoder.Decode(data, nil, nil)
+		require.NoError(t, err)
+		return obj.(*v1alpha1.NodeHealthCheck)
+	}
+
+	assert.Same(t, answered, decode(storedNHC("workers", nil, nil)))
+	newer := storedNHC("workers", []string{"metadata", "resourceVersion"}, "6")
+	assert.Equal(t, "6", decode(newer).ResourceVersion)
+	other := decode(storedNHC("other", nil, nil))
+	assert.Equal(t, "other", other.Name)
+	assert.Equal(t, "51%", other.Spec.MinHealthy.String())
+}
+
+func TestPeekMetadata(t *testing.T) {
+	cases := []struct {
+		name, data string
+		want       peekedMetadata
+		ok         bool
+	}{
+		{"as the API server writes", `{"apiVersion":"a/v1","kind":"K","metadata":{"managedFields":[{"manager":"m","fieldsV1":{"f:status":{}}}],"name":"n","resourceVersion":"7","uid":"u"},"spec":{}}`, peekedMetadata{Name: "n", ResourceVersion: "7"}, true},
+		{"metadata last", `{"spec":{"a":[1,{"b":"}"}]},"metadata":{"name":"n","resourceVersion":"7"}}`, peekedMetadata{Name: "n", ResourceVersion: "7"}, true},
+		{"no metadata", `{"kind":"K"}`, peekedMetadata{}, false},
+		{"not an object", `[1,2]`, peekedMetadata{}, false},
+		{"cut short", `{"apiVersion":"a/v1","metadata":{"name":"n"`, peekedMetadata{}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := peekMetadata([]byte(tc.data))
+			assert.Equal(t, tc.ok, ok)
+			assert.Equal(t, tc.want, got)
+		})
 	}
 }
