@@ -235,16 +235,26 @@ func (m *Metrics) record(nhc *v1alpha1.NodeHealthCheck, p *health.Plan, out *hea
 // retried.
 func (m *Metrics) observeFinished(nhc *v1alpha1.NodeHealthCheck, status v1alpha1.NodeHealthCheckStatus) {
 	// A node has one open record at most; an earlier record of the same
-	// node and second may be finished already, and is not counted again.
-	wasOpen := map[string]int{}
-	for _, r := range nhc.Status.RemediationHistory {
-		if r.Finished == nil {
-			wasOpen[r.TargetName+"/"+r.Started.UTC().String()]++
+	// node and start may be finished already, and is not counted again.
+	type recordKey struct {
+		node    string
+		started int64
+	}
+	var wasOpen map[recordKey]int
+	for i := range nhc.Status.RemediationHistory {
+		if r := &nhc.Status.RemediationHistory[i]; r.Finished == nil {
+			if wasOpen == nil {
+				wasOpen = map[recordKey]int{}
+			}
+			wasOpen[recordKey{r.TargetName, r.Started.UnixNano()}]++
 		}
 	}
-	for _, r := range status.RemediationHistory {
-		key := r.TargetName + "/" + r.Started.UTC().String()
-		if r.Finished != nil && wasOpen[key] > 0 {
+	if wasOpen == nil {
+		return
+	}
+	for i := range status.RemediationHistory {
+		r := &status.RemediationHistory[i]
+		if key := (recordKey{r.TargetName, r.Started.UnixNano()}); r.Finished != nil && wasOpen[key] > 0 {
 			wasOpen[key]--
 			m.remediationDuration.WithLabelValues(nhc.Name, string(r.Outcome)).Observe(r.Finished.Sub(r.Detected.Time).Seconds())
 		}
