@@ -62,9 +62,12 @@ func TestALongFunctionOrFileIsAProblem(t *testing.T) {
 	problems, err = checkFile(write("long.go", maxFuncLines+1, maxFileLines+1), true)
 	require.NoError(t, err)
 	assert.Len(t, problems, 2)
-	problems, err = checkFile(write("long_test.go", maxFuncLines+1, maxFileLines), false)
+	problems, err = checkFile(write("long_test.go", maxFuncLines+1, maxTestFileLines), false)
 	require.NoError(t, err)
-	assert.Empty(t, problems, "a test's function may run longer")
+	assert.Empty(t, problems, "a test's function and file may run longer")
+	problems, err = checkFile(write("longer_test.go", maxFuncLines, maxTestFileLines+1), false)
+	require.NoError(t, err)
+	assert.Len(t, problems, 1)
 }
 
 // The tree keeps the rules.
