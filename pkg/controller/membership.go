@@ -54,9 +54,10 @@ type memberSelection struct {
 	quiet []*nodeview.Node
 }
 
-// Nodes returns the nodes a NodeHealthCheck's selector matches: with a
-// leaveOut, the members that are not quiet and those named, counting the
-// others; without, every member. listQuiet lists the nodes left out too.
+// Nodes returns the nodes a NodeHealthCheck's selector matches, told by
+// the quietness of its spec: with a leaveOut, the members that are not
+// quiet and those named, counting the others; without, every member.
+// listQuiet lists the nodes left out too.
 func (m *membership) Nodes(nhc string, selector labels.Selector, quietness health.Quietness, leaveOut *gather.LeaveOut, listQuiet bool) (memberSelection, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -77,16 +78,18 @@ func (m *membership) Nodes(nhc string, selector labels.Selector, quietness healt
 		sel.Nodes = append(sel.Nodes, node)
 	}
 	var named map[string]bool
-	for name := range leaveOut.Named {
-		node, member := set.nodes[name]
-		if _, loud := set.loud[name]; !member || loud || named[name] {
-			continue
+	for _, seq := range leaveOut.Named {
+		for name := range seq {
+			node, member := set.nodes[name]
+			if _, loud := set.loud[name]; !member || loud || named[name] {
+				continue
+			}
+			if named == nil {
+				named = map[string]bool{}
+			}
+			named[name] = true
+			sel.Nodes = append(sel.Nodes, node)
 		}
-		if named == nil {
-			named = map[string]bool{}
-		}
-		named[name] = true
-		sel.Nodes = append(sel.Nodes, node)
 	}
 	sel.Quiet = len(set.nodes) - len(sel.Nodes)
 	if listQuiet {

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 	"testing"
 	"time"
@@ -105,7 +106,7 @@ func TestMembershipLeavesOutTheQuietNodes(t *testing.T) {
 	pool := labels.SelectorFromSet(labels.Set{"pool": "a"})
 	quietness := health.QuietnessOf(&v1alpha1.NodeHealthCheckSpec{})
 	read := func(named ...string) memberSelection {
-		sel, err := m.Nodes("nhc", pool, quietness, &gather.LeaveOut{Quietness: quietness, Named: slices.Values(named)}, true)
+		sel, err := m.Nodes("nhc", pool, quietness, &gather.LeaveOut{Named: []iter.Seq[string]{slices.Values(named)}}, true)
 		require.NoError(t, err)
 		return sel
 	}
@@ -123,7 +124,7 @@ func TestMembershipLeavesOutTheQuietNodes(t *testing.T) {
 
 	// Other unhealthy conditions tell other nodes apart: a set is built anew.
 	unknownOnly := health.QuietnessOf(&v1alpha1.NodeHealthCheckSpec{UnhealthyConditions: []v1alpha1.UnhealthyCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown}}})
-	sel, err := m.Nodes("nhc", pool, unknownOnly, &gather.LeaveOut{Quietness: unknownOnly, Named: slices.Values([]string{})}, false)
+	sel, err := m.Nodes("nhc", pool, unknownOnly, &gather.LeaveOut{}, false)
 	require.NoError(t, err)
 	assert.Empty(t, sel.Nodes)
 	assert.Equal(t, 6, sel.Quiet)
@@ -148,7 +149,7 @@ func BenchmarkSelectedNodes(b *testing.B) {
 		}
 	})
 	b.Run("membership, quiet left out", func(b *testing.B) {
-		leaveOut := &gather.LeaveOut{Quietness: quietness, Named: slices.Values([]string{"node-00003"})}
+		leaveOut := &gather.LeaveOut{Named: []iter.Seq[string]{slices.Values([]string{"node-00003"})}}
 		for b.Loop() {
 			_, _ = m.Nodes("nhc", pool, quietness, leaveOut, false)
 		}

@@ -72,24 +72,12 @@ func (n *newerNodes) Newest(nodes []*nodeview.Node, selector labels.Selector) {
 	}
 }
 
-// Named adds to named the nodes kept newer: a decision reads their copy,
-// so none is left out as quiet.
-func (n *newerNodes) Named(named iter.Seq[string]) iter.Seq[string] {
+// Names are the nodes kept newer: a decision reads their copy, so none
+// is left out as quiet.
+func (n *newerNodes) Names() iter.Seq[string] {
 	n.mu.Lock()
-	kept := slices.Collect(maps.Keys(n.newer))
-	n.mu.Unlock()
-	return func(yield func(string) bool) {
-		for name := range named {
-			if !yield(name) {
-				return
-			}
-		}
-		for _, name := range kept {
-			if !yield(name) {
-				return
-			}
-		}
-	}
+	defer n.mu.Unlock()
+	return slices.Values(slices.Collect(maps.Keys(n.newer)))
 }
 
 // older tells whether a node's resourceVersion is older than another's of

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -65,12 +66,10 @@ func (s *cacheSource) Selected(ctx context.Context, nhc *v1alpha1.NodeHealthChec
 	if !caughtUp {
 		return gather.Selection{}, nil
 	}
-	quietness := health.QuietnessOf(&nhc.Spec)
 	if leaveOut != nil {
-		quietness = leaveOut.Quietness
-		leaveOut = &gather.LeaveOut{Quietness: quietness, Named: s.c.newer.Named(leaveOut.Named)}
+		leaveOut = &gather.LeaveOut{Named: append(slices.Clip(leaveOut.Named), s.c.newer.Names())}
 	}
-	sel, err := s.c.members.Nodes(nhc.Name, selector, quietness, leaveOut, s.c.checkQuiet != nil)
+	sel, err := s.c.members.Nodes(nhc.Name, selector, health.QuietnessOf(&nhc.Spec), leaveOut, s.c.checkQuiet != nil)
 	if err != nil {
 		return gather.Selection{}, fmt.Errorf("listing the selected nodes: %w", err)
 	}

@@ -75,7 +75,7 @@ func Gather(ctx context.Context, nhc *v1alpha1.NodeHealthCheck, src Source, now 
 		return g, nil
 	}
 	peers := src.Peers(nhc)
-	sel, err := selected(ctx, nhc, selector, seen.Remediations, src, leaveOutOf(nhc, &g.Input, peers, h))
+	sel, err := selected(ctx, nhc, selector, seen.Remediations, src, leaveOutOf(&g.Input, peers, h))
 	if err != nil || !sel.CaughtUp {
 		g.Behind = !sel.CaughtUp
 		return g, err

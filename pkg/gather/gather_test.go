@@ -59,21 +59,24 @@ func (f *fakeSource) Remediations(context.Context, *v1alpha1.NodeHealthCheck) (S
 }
 
 // Selected leaves out what it may, as the controller's source does.
-func (f *fakeSource) Selected(_ context.Context, _ *v1alpha1.NodeHealthCheck, selector labels.Selector, leaveOut *LeaveOut) (Selection, error) {
+func (f *fakeSource) Selected(_ context.Context, nhc *v1alpha1.NodeHealthCheck, selector labels.Selector, leaveOut *LeaveOut) (Selection, error) {
 	if f.behind {
 		return Selection{}, nil
 	}
 	named := map[string]bool{}
 	if leaveOut != nil {
-		for name := range leaveOut.Named {
-			named[name] = true
+		for _, seq := range leaveOut.Named {
+			for name := range seq {
+				named[name] = true
+			}
 		}
 	}
+	quietness := health.QuietnessOf(&nhc.Spec)
 	sel := Selection{CaughtUp: true}
 	for _, node := range f.nodes {
 		switch {
 		case !selector.Matches(node.Labels):
-		case leaveOut != nil && leaveOut.Quietness.Quiet(node) && !named[node.Name]:
+		case leaveOut != nil && quietness.Quiet(node) && !named[node.Name]:
 			sel.Quiet++
 		default:
 			sel.Nodes = append(sel.Nodes, node)

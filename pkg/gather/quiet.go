@@ -4,19 +4,18 @@ import (
 	"iter"
 	"maps"
 
-	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
 
 // LeaveOut says which selected nodes a Source may leave out of a
-// decision's nodes and count as quiet (health.Quietness): the quiet ones
-// that are not named.
+// decision's nodes and count as quiet: those the quietness of the
+// NodeHealthCheck's spec calls quiet (health.QuietnessOf) and none of
+// Named names.
 type LeaveOut struct {
-	Quietness health.Quietness
 	// Named are the nodes the decision looks up by name, which are never
 	// left out; a name may come more than once.
-	Named iter.Seq[string]
+	Named []iter.Seq[string]
 }
 
 // Selection is what a Source selects for a decision.
@@ -37,18 +36,9 @@ type Selection struct {
 // input gathered so far and the holders do not name. Without selecting
 // peers, a node's claims are its holders' (claims), so the named nodes are
 // those the whole input names (health.NamedNodes).
-func leaveOutOf(nhc *v1alpha1.NodeHealthCheck, in *health.Input, peers []health.SelectingPeer, h holders) *LeaveOut {
+func leaveOutOf(in *health.Input, peers []health.SelectingPeer, h holders) *LeaveOut {
 	if len(peers) > 0 {
 		return nil
 	}
-	named := []iter.Seq[string]{health.NamedNodes(in), maps.Keys(h.owners), maps.Keys(h.holding)}
-	return &LeaveOut{Quietness: health.QuietnessOf(&nhc.Spec), Named: func(yield func(string) bool) {
-		for _, seq := range named {
-			for name := range seq {
-				if !yield(name) {
-					return
-				}
-			}
-		}
-	}}
+	return &LeaveOut{Named: []iter.Seq[string]{health.NamedNodes(in), maps.Keys(h.owners), maps.Keys(h.holding)}}
 }
