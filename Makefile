@@ -112,7 +112,7 @@ generate: ## Regenerate the clientset, listers, informers, deepcopy and the CRD,
 	hack/update-chart.sh
 
 .PHONY: verify
-verify: ## Check generated code, the CRD, the chart (its copies, helm lint), gofmt, go vet, go.mod, the k8s.io versions, the controller's imports, the house rules (hack/verify-house: each package's row, each file's tier in pkg/health and pkg/remediation and no cycle among their files, pure packages without client-go, function and file lengths) and golangci-lint's curated linters (.golangci.yaml).
+verify: ## Check generated code, the CRD, the chart (its copies, helm lint), gofmt, go vet, go.mod, the k8s.io versions, the controller's imports, the house rules (hack/verify-house: each package's row, each file's tier in pkg/health and pkg/remediation and no cycle among their files, pure packages without client-go, function and file lengths), the docs' checks (test/docs: figures quoted from performance.md, the spec table, the workflows) and golangci-lint's curated linters (.golangci.yaml).
 	hack/verify-codegen.sh
 	hack/verify-chart.sh
 	hack/verify-gofmt.sh
@@ -121,6 +121,7 @@ verify: ## Check generated code, the CRD, the chart (its copies, helm lint), gof
 	hack/verify-k8s-versions.sh
 	hack/verify-imports.sh
 	go run ./hack/verify-house
+	go test -count=1 ./test/docs/
 	hack/verify-lint.sh
 
 .PHONY: k8s-binaries
