@@ -20,8 +20,11 @@ type phase struct {
 	Busiest busiestSecond `json:"busiestSecond"`
 	// PeakRSSMiB is VmHWM over the phase (over the run so far where the
 	// kernel cannot reset it); RSSMiB is VmRSS at its end.
-	PeakRSSMiB float64            `json:"peakRssMiB"`
-	RSSMiB     float64            `json:"rssMiB"`
+	PeakRSSMiB float64 `json:"peakRssMiB"`
+	RSSMiB     float64 `json:"rssMiB"`
+	// FileRSSMiB is the part of RSSMiB that maps files, the binary's
+	// pages mostly.
+	FileRSSMiB float64            `json:"fileRssMiB"`
 	Requests   requestCounts      `json:"requests"`
 	Controller controllerCounters `json:"controller"`
 	// Changes are the node writes the controller receives: heartbeats in
@@ -112,9 +115,11 @@ func (b *bench) measure(ctx context.Context, name string, run func(context.Conte
 	p.CPUSeconds = cpu - cpuBefore
 	apiServer, etcd := controlPlaneCPU()
 	p.APIServerCPUSeconds, p.EtcdCPUSeconds = apiServer-apiServerBefore, etcd-etcdBefore
-	if p.PeakRSSMiB, p.RSSMiB, err = memoryMiB(pid); err != nil {
+	memory, err := memoryMiB(pid)
+	if err != nil {
 		return p, err
 	}
+	p.PeakRSSMiB, p.RSSMiB, p.FileRSSMiB = memory.Peak, memory.Current, memory.Files
 	after, err := scrape(ctx, b.controller.MetricsAddress)
 	if err != nil {
 		return p, err

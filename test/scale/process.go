@@ -36,22 +36,34 @@ func cpuSeconds(pid int) (float64, error) {
 	return float64(user+system) / clockTicksPerSecond, nil
 }
 
-// memoryMiB returns a process's peak (VmHWM) and current (VmRSS) resident
-// memory.
-func memoryMiB(pid int) (peak, current float64, err error) {
+// residentMiB is a process's resident memory, from /proc/<pid>/status.
+type residentMiB struct {
+	// Peak is VmHWM, Current VmRSS.
+	Peak, Current float64
+	// Files is RssFile: the binary's pages and other mapped files, which
+	// the kernel may drop and read again; the rest is the heap, the
+	// stacks and the runtime's.
+	Files float64
+}
+
+// memoryMiB reads a process's resident memory.
+func memoryMiB(pid int) (residentMiB, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0, err
+		return residentMiB{}, err
 	}
+	var m residentMiB
 	for line := range strings.SplitSeq(string(data), "\n") {
 		var kib float64
 		if _, err := fmt.Sscanf(line, "VmHWM: %f kB", &kib); err == nil {
-			peak = kib / 1024
+			m.Peak = kib / 1024
 		} else if _, err := fmt.Sscanf(line, "VmRSS: %f kB", &kib); err == nil {
-			current = kib / 1024
+			m.Current = kib / 1024
+		} else if _, err := fmt.Sscanf(line, "RssFile: %f kB", &kib); err == nil {
+			m.Files = kib / 1024
 		}
 	}
-	return peak, current, nil
+	return m, nil
 }
 
 // resetPeak makes VmHWM start again from the current RSS, so that each

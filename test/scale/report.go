@@ -91,6 +91,7 @@ func (r *result) printTable(w io.Writer) {
 	row("failed requests (code >= 400)", func(p *phase) string { return fmt.Sprintf("%d", p.Requests.Failed) })
 	row("peak RSS (MiB)", func(p *phase) string { return fmt.Sprintf("%.0f", p.PeakRSSMiB) })
 	row("RSS at end (MiB)", func(p *phase) string { return fmt.Sprintf("%.0f", p.RSSMiB) })
+	row("of it, files mapped (MiB)", func(p *phase) string { return fmt.Sprintf("%.0f", p.FileRSSMiB) })
 	row("deadline to resource p50/p99/max (ms)", func(p *phase) string { return p.Detection.String() })
 	row("Ready to deletion p50/p99/max (ms)", func(p *phase) string { return p.Recovery.String() })
 	row("remediations / missed / leftover", func(p *phase) string {
