@@ -230,15 +230,3 @@ func TestASyncBehindTheAPIServerDecidesFromTheNodeHealthCheckThere(t *testing.T)
 		})
 	}
 }
-
-// Statuses equal but for how their times are held (a time decoded from the
-// API server against one this controller made) are the same: no write.
-func TestSameStatusComparesTimesByTheirInstant(t *testing.T) {
-	instant := time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC)
-	decoded := v1alpha1.NodeHealthCheckStatus{LastUpdateTime: &metav1.Time{Time: instant}}
-	made := v1alpha1.NodeHealthCheckStatus{LastUpdateTime: &metav1.Time{Time: instant.In(time.FixedZone("CET", 3600))}}
-	assert.True(t, sameStatus(&decoded, &decoded))
-	assert.True(t, sameStatus(&decoded, &made))
-	later := v1alpha1.NodeHealthCheckStatus{LastUpdateTime: &metav1.Time{Time: instant.Add(time.Second)}}
-	assert.False(t, sameStatus(&decoded, &later))
-}

@@ -39,8 +39,12 @@ func (b *statusBuilder) history(entries []*v1alpha1.UnhealthyNode) []v1alpha1.Re
 			continue
 		default:
 			open[r.TargetName] = len(records)
+			// An open record is followed below: a copy of its own.
+			records = append(records, *r.DeepCopy())
+			continue
 		}
-		records = append(records, *r.DeepCopy())
+		// A finished record never changes again: it is shared.
+		records = append(records, *r)
 	}
 	listed := make(map[string]bool, len(entries))
 	for _, entry := range entries {
@@ -75,7 +79,41 @@ func (b *statusBuilder) history(entries []*v1alpha1.UnhealthyNode) []v1alpha1.Re
 		}
 		b.finishRecord(&records[i], selected[node])
 	}
-	return boundHistory(records)
+	if records = boundHistory(records); sameHistory(records, previous) {
+		// The history as it was, the very slice: comparing the status
+		// with the last one, as every sync does, finds it at once.
+		return previous
+	}
+	return records
+}
+
+// sameHistory tells whether two histories hold the same records in the
+// same order, each time by its instant.
+func sameHistory(a, b []v1alpha1.RemediationRecord) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !sameRecord(&a[i], &b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameRecord tells whether two records are equal, their times by their
+// instants, as the API's semantic equality has them. Written out, it is
+// many times faster than reflection over a record's pointers; a test
+// changes each field of the types in turn and fails on one it misses.
+func sameRecord(a, b *v1alpha1.RemediationRecord) bool {
+	return a.TargetKind == b.TargetKind && a.TargetName == b.TargetName &&
+		a.ConditionType == b.ConditionType && a.ConditionStatus == b.ConditionStatus &&
+		a.Detected.Equal(&b.Detected) && a.Started.Equal(&b.Started) &&
+		a.Fenced.Equal(b.Fenced) && a.Finished.Equal(b.Finished) && a.Outcome == b.Outcome &&
+		slices.EqualFunc(a.Steps, b.Steps, func(x, y v1alpha1.RemediationRecordStep) bool {
+			return x.Kind == y.Kind && x.Name == y.Name && x.TemplateName == y.TemplateName &&
+				x.Started.Equal(&y.Started) && x.TimedOut.Equal(y.TimedOut)
+		})
 }
 
 // ofAnotherIncident says whether an open record is of an incident before

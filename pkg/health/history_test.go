@@ -2,6 +2,7 @@ package health
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -227,4 +228,57 @@ func TestHistoryDropsASecondOpenRecordOfANode(t *testing.T) {
 	d := evaluate(historyNHC(status), append(nodes("healthy", 2), testNode("sick", unhealthy)), remediations(snrRemediation("sick", time.Minute)))
 	require.Len(t, d.Status.RemediationHistory, 1)
 	assert.Equal(t, metav1.NewTime(now.Add(-time.Minute)), d.Status.RemediationHistory[0].Started)
+}
+
+// sameRecord is written out field by field: each field of a record and of
+// its steps, changed alone, makes records differ, and a time in another
+// location does not. A field added to the types fails here until compared.
+func TestSameRecordComparesEveryField(t *testing.T) {
+	instant := metav1.NewTime(time.Date(2026, 3, 20, 15, 0, 0, 0, time.UTC))
+	full := func() v1alpha1.RemediationRecord {
+		return v1alpha1.RemediationRecord{
+			TargetKind: v1alpha1.TargetKindNode, TargetName: "worker-1", ConditionType: corev1.NodeReady, ConditionStatus: corev1.ConditionFalse,
+			Detected: instant, Started: instant, Fenced: instant.DeepCopy(), Finished: instant.DeepCopy(), Outcome: v1alpha1.OutcomeRecovered,
+			Steps: []v1alpha1.RemediationRecordStep{{Kind: "SelfNodeRemediation", Name: "worker-1", TemplateName: "t", Started: instant, TimedOut: instant.DeepCopy()}},
+		}
+	}
+	a, b := full(), full()
+	require.True(t, sameRecord(&a, &b))
+	b.Started = metav1.NewTime(instant.In(time.FixedZone("CET", 3600)))
+	assert.True(t, sameRecord(&a, &b), "the same instant in another location")
+
+	// changeEachField calls check after changing each field reachable from
+	// v (a struct), one at a time, and puts it back.
+	var changeEachField func(path string, v reflect.Value, check func(path string))
+	changeEachField = func(path string, v reflect.Value, check func(path string)) {
+		for i := range v.NumField() {
+			field, name := v.Field(i), path+"."+v.Type().Field(i).Name
+			saved := reflect.New(field.Type()).Elem()
+			saved.Set(field)
+			switch {
+			case field.Type() == reflect.TypeFor[metav1.Time]():
+				field.Set(reflect.ValueOf(metav1.NewTime(instant.Add(time.Second))))
+			case field.Type() == reflect.TypeFor[*metav1.Time]():
+				field.Set(reflect.Zero(field.Type()))
+			case field.Kind() == reflect.String:
+				field.SetString(field.String() + "x")
+			case field.Kind() == reflect.Slice && field.Type().Elem().Kind() == reflect.Struct:
+				field.Set(field.Slice(0, 0))
+				check(name + " empty")
+				field.Set(saved)
+				changeEachField(name+"[0]", field.Index(0), check)
+				continue
+			default:
+				t.Fatalf("%s: a field of type %s, which this test cannot change: teach it, and sameRecord", name, field.Type())
+			}
+			check(name)
+			field.Set(saved)
+		}
+	}
+	changed := full()
+	changeEachField("record", reflect.ValueOf(&changed).Elem(), func(path string) {
+		original := full()
+		assert.False(t, sameRecord(&original, &changed), "%s changed", path)
+		assert.False(t, sameRecord(&changed, &original), "%s changed", path)
+	})
 }
