@@ -2,7 +2,6 @@ package health
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -153,12 +152,18 @@ func (e *evaluation) keepLeases() {
 			verdicts[v.Node.Name] = v
 		}
 	}
-	// In the nodes' order, so that the warnings are too.
-	for _, node := range slices.Sorted(maps.Keys(e.in.Leases.ByNode)) {
-		l := e.in.Leases.ByNode[node]
-		if l.Holder != e.holder() || planned[node] || e.in.PendingNodes[node] {
-			continue
+	// The leases this NodeHealthCheck holds, of all there are, in the
+	// nodes' order, so that the warnings are too.
+	var held []string
+	holder := e.holder()
+	for node, l := range e.in.Leases.ByNode {
+		if l.Holder == holder && !planned[node] && !e.in.PendingNodes[node] {
+			held = append(held, node)
 		}
+	}
+	slices.Sort(held)
+	for _, node := range held {
+		l := e.in.Leases.ByNode[node]
 		if len(e.in.Remediations[node]) == 0 {
 			if v := verdicts[node]; v == nil || v.RemediatedBy != nil {
 				e.p.ReleaseLeases = append(e.p.ReleaseLeases, node)

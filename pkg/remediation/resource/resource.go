@@ -23,27 +23,72 @@ import (
 // TargetNode returns the node a remediation resource remediates: its node-name
 // annotation, or, for resources of older controllers, its name.
 func TargetNode(r *unstructured.Unstructured) string {
-	if node := r.GetAnnotations()[v1alpha1.NodeNameAnnotation]; node != "" {
+	if node, _ := annotation(r, v1alpha1.NodeNameAnnotation); node != "" {
 		return node
 	}
 	return r.GetName()
 }
 
+// The readers below read an object's metadata in place: its getters copy
+// the annotations, the labels and the owner references on every call, and
+// each sync reads every resource of its NodeHealthCheck. They read what
+// the API server stores (string values, references as objects) as the
+// getters do.
+
+// metadata is an object's metadata as stored.
+func metadata(r *unstructured.Unstructured) map[string]any {
+	m, _ := r.Object["metadata"].(map[string]any)
+	return m
+}
+
+// annotation reads one annotation; a null value reads as "", as the
+// object's getter has it.
+func annotation(r *unstructured.Unstructured, key string) (string, bool) {
+	annotations, _ := metadata(r)["annotations"].(map[string]any)
+	value, ok := annotations[key]
+	s, _ := value.(string)
+	return s, ok
+}
+
+// hasLabel tells whether an object carries a label.
+func hasLabel(r *unstructured.Unstructured, key string) bool {
+	labels, _ := metadata(r)["labels"].(map[string]any)
+	_, ok := labels[key]
+	return ok
+}
+
+// EachOwner calls add with each NodeHealthCheck that owns a resource,
+// until add returns false.
+func EachOwner(r *unstructured.Unstructured, add func(Owner) bool) {
+	refs, _ := metadata(r)["ownerReferences"].([]any)
+	for _, item := range refs {
+		ref, _ := item.(map[string]any)
+		apiVersion, _ := ref["apiVersion"].(string)
+		kind, _ := ref["kind"].(string)
+		if !isNHCOwner(apiVersion, kind) {
+			continue
+		}
+		name, _ := ref["name"].(string)
+		uid, _ := ref["uid"].(string)
+		if !add(Owner{Name: name, UID: types.UID(uid)}) {
+			return
+		}
+	}
+}
+
 // OwnerUIDs returns the UIDs of the NodeHealthChecks that own a resource.
 func OwnerUIDs(r *unstructured.Unstructured) []types.UID {
 	var uids []types.UID
-	for _, ref := range OwnerRefs(r) {
-		uids = append(uids, ref.UID)
-	}
+	EachOwner(r, func(o Owner) bool { uids = append(uids, o.UID); return true })
 	return uids
 }
 
 // OwnerRefs returns the references to the NodeHealthChecks that own a
-// resource.
+// resource, whole.
 func OwnerRefs(r *unstructured.Unstructured) []metav1.OwnerReference {
 	var refs []metav1.OwnerReference
 	for _, ref := range r.GetOwnerReferences() {
-		if isNHCOwner(ref) {
+		if isNHCOwner(ref.APIVersion, ref.Kind) {
 			refs = append(refs, ref)
 		}
 	}
@@ -59,36 +104,29 @@ type Owner struct {
 // Owners returns the NodeHealthChecks that own a resource.
 func Owners(r *unstructured.Unstructured) []Owner {
 	var owners []Owner
-	for _, ref := range OwnerRefs(r) {
-		owners = append(owners, Owner{Name: ref.Name, UID: ref.UID})
-	}
+	EachOwner(r, func(o Owner) bool { owners = append(owners, o); return true })
 	return owners
 }
 
 // OwnerNames returns the names of the NodeHealthChecks that own a resource.
 func OwnerNames(r *unstructured.Unstructured) []string {
 	var names []string
-	for _, ref := range OwnerRefs(r) {
-		names = append(names, ref.Name)
-	}
+	EachOwner(r, func(o Owner) bool { names = append(names, o.Name); return true })
 	return names
 }
 
-func isNHCOwner(ref metav1.OwnerReference) bool {
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	return err == nil && ref.Kind == "NodeHealthCheck" && gv.Group == remediation.GroupName
+func isNHCOwner(apiVersion, kind string) bool {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	return err == nil && kind == "NodeHealthCheck" && gv.Group == remediation.GroupName
 }
 
 // OwnedBy tells whether a resource belongs to a NodeHealthCheck. The UID
 // decides: a NodeHealthCheck recreated under the same name does not adopt
 // its predecessor's resources (upstream compares names only).
 func OwnedBy(r *unstructured.Unstructured, nhc *v1alpha1.NodeHealthCheck) bool {
-	for _, uid := range OwnerUIDs(r) {
-		if uid == nhc.UID {
-			return true
-		}
-	}
-	return false
+	owned := false
+	EachOwner(r, func(o Owner) bool { owned = o.UID == nhc.UID; return !owned })
+	return owned
 }
 
 // Reference returns a reference to a resource, with its UID.
@@ -101,21 +139,22 @@ func Reference(r *unstructured.Unstructured) corev1.ObjectReference {
 
 // Summarize reads what the health evaluation needs from a remediation resource.
 func Summarize(r *unstructured.Unstructured) health.Remediation {
-	annotations := r.GetAnnotations()
-	_, flaggedOld := annotations[v1alpha1.OldRemediationAnnotation]
+	_, flaggedOld := annotation(r, v1alpha1.OldRemediationAnnotation)
+	templateName, _ := annotation(r, v1alpha1.TemplateNameAnnotation)
 	created := r.GetCreationTimestamp().Time
 	s := health.Remediation{
 		Ref:               Reference(r),
-		TemplateName:      annotations[v1alpha1.TemplateNameAnnotation],
+		TemplateName:      templateName,
 		Created:           created,
 		Deleting:          r.GetDeletionTimestamp() != nil,
-		HealthyDelayStart: annotationTime(annotations, v1alpha1.HealthyDelayAnnotation, time.Time{}),
+		HealthyDelayStart: annotationTime(r, v1alpha1.HealthyDelayAnnotation, time.Time{}),
 		FlaggedOld:        flaggedOld,
 		ControlPlane:      ForControlPlaneNode(r),
 	}
 	// A time-out annotation that does not parse still says the resource timed out.
-	s.TimedOut = annotationTime(annotations, v1alpha1.TimedOutAnnotation, created)
-	conditions, _, _ := unstructured.NestedSlice(r.Object, "status", "conditions")
+	s.TimedOut = annotationTime(r, v1alpha1.TimedOutAnnotation, created)
+	status, _ := r.Object["status"].(map[string]any)
+	conditions, _ := status["conditions"].([]any)
 	for _, c := range conditions {
 		condition, ok := c.(map[string]any)
 		if !ok {
@@ -134,8 +173,8 @@ func Summarize(r *unstructured.Unstructured) health.Remediation {
 
 // annotationTime parses an RFC 3339 annotation: zero when absent, ifInvalid
 // when it does not parse.
-func annotationTime(annotations map[string]string, key string, ifInvalid time.Time) time.Time {
-	value, ok := annotations[key]
+func annotationTime(r *unstructured.Unstructured, key string, ifInvalid time.Time) time.Time {
+	value, ok := annotation(r, key)
 	if !ok {
 		return time.Time{}
 	}
@@ -150,6 +189,5 @@ func annotationTime(annotations map[string]string, key string, ifInvalid time.Ti
 // control-plane node: it carries the control-plane label, which the
 // controller sets when it creates it for one.
 func ForControlPlaneNode(r *unstructured.Unstructured) bool {
-	_, ok := r.GetLabels()[v1alpha1.ControlPlaneNodeLabel]
-	return ok
+	return hasLabel(r, v1alpha1.ControlPlaneNodeLabel)
 }

@@ -1,6 +1,7 @@
 package resource
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -9,7 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/health"
 )
 
@@ -104,6 +107,82 @@ func normalizeTimes(s health.Remediation) health.Remediation {
 	for _, t := range []*time.Time{&s.Created, &s.TimedOut, &s.HealthyDelayStart} {
 		if !t.IsZero() {
 			*t = t.UTC()
+		}
+	}
+	return s
+}
+
+// The readers read metadata in place; the object's getters, which copy it,
+// are the reference: for any object of the wire's names, both read the same.
+func TestReadersReadAsTheGetters(t *testing.T) {
+	for seed := range uint64(2000) {
+		u := drawn(t, rand.New(rand.NewPCG(seed, 0)))
+		if seed%3 == 0 {
+			// A null annotation reads as "", as the getter has it.
+			annotations, _ := u.Object["metadata"].(map[string]any)["annotations"].(map[string]any)
+			for key := range annotations {
+				annotations[key] = nil
+				break
+			}
+		}
+		annotations := u.GetAnnotations()
+		wantNode := annotations[v1alpha1.NodeNameAnnotation]
+		if wantNode == "" {
+			wantNode = u.GetName()
+		}
+		var wantOwners []Owner
+		for _, ref := range u.GetOwnerReferences() {
+			gv, err := schema.ParseGroupVersion(ref.APIVersion)
+			if err == nil && ref.Kind == "NodeHealthCheck" && gv.Group == "remediation.medik8s.io" {
+				wantOwners = append(wantOwners, Owner{Name: ref.Name, UID: ref.UID})
+			}
+		}
+		_, wantControlPlane := u.GetLabels()[v1alpha1.ControlPlaneNodeLabel]
+		assert.Equal(t, wantNode, TargetNode(u), "seed %d", seed)
+		assert.Equal(t, wantOwners, Owners(u), "seed %d", seed)
+		assert.Equal(t, wantControlPlane, ForControlPlaneNode(u), "seed %d", seed)
+		assert.Equal(t, normalizeTimes(summarizeByGetters(u)), normalizeTimes(Summarize(u)), "seed %d", seed)
+		for _, owner := range wantOwners {
+			assert.True(t, OwnedBy(u, &v1alpha1.NodeHealthCheck{ObjectMeta: metav1.ObjectMeta{UID: owner.UID}}), "seed %d", seed)
+		}
+		assert.False(t, OwnedBy(u, &v1alpha1.NodeHealthCheck{ObjectMeta: metav1.ObjectMeta{UID: "no-such-owner"}}), "seed %d", seed)
+	}
+}
+
+// summarizeByGetters is Summarize read through the object's getters.
+func summarizeByGetters(r *unstructured.Unstructured) health.Remediation {
+	annotations := r.GetAnnotations()
+	at := func(key string, ifInvalid time.Time) time.Time {
+		value, ok := annotations[key]
+		if !ok {
+			return time.Time{}
+		}
+		t, err := time.Parse(time.RFC3339, value)
+		if err != nil {
+			return ifInvalid
+		}
+		return t
+	}
+	_, flaggedOld := annotations[v1alpha1.OldRemediationAnnotation]
+	_, controlPlane := r.GetLabels()[v1alpha1.ControlPlaneNodeLabel]
+	created := r.GetCreationTimestamp().Time
+	s := health.Remediation{
+		Ref: Reference(r), TemplateName: annotations[v1alpha1.TemplateNameAnnotation], Created: created,
+		Deleting: r.GetDeletionTimestamp() != nil, HealthyDelayStart: at(v1alpha1.HealthyDelayAnnotation, time.Time{}),
+		FlaggedOld: flaggedOld, ControlPlane: controlPlane, TimedOut: at(v1alpha1.TimedOutAnnotation, created),
+	}
+	conditions, _, _ := unstructured.NestedSlice(r.Object, "status", "conditions")
+	for _, c := range conditions {
+		condition, ok := c.(map[string]any)
+		if !ok {
+			continue
+		}
+		status, _ := condition["status"].(string)
+		switch condition["type"] {
+		case v1alpha1.SucceededCondition:
+			s.Succeeded = metav1.ConditionStatus(status)
+		case v1alpha1.PermanentNodeDeletionExpectedCondition:
+			s.PermanentNodeDeletionExpected = status == string(metav1.ConditionTrue)
 		}
 	}
 	return s

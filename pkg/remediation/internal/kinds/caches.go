@@ -92,11 +92,16 @@ func (v View) OtherOwner(node string, except types.UID) string {
 	defer v.mu.Unlock()
 	for _, r := range v.running {
 		objs, _ := r.informer.GetIndexer().ByIndex(nodeIndex, node)
+		other := ""
 		for _, obj := range objs {
-			for _, owner := range resource.Owners(obj.(*unstructured.Unstructured)) {
+			resource.EachOwner(obj.(*unstructured.Unstructured), func(owner resource.Owner) bool {
 				if owner.UID != except {
-					return owner.Name
+					other = owner.Name
 				}
+				return other == ""
+			})
+			if other != "" {
+				return other
 			}
 		}
 		if !r.informer.HasSynced() {

@@ -75,14 +75,14 @@ func ownersByNode(indexer cache.Indexer) map[string][]resource.Owner {
 }
 
 // eachOwnerIn calls add with every node and NodeHealthCheck owning a
-// resource of it in a cache, through its node index.
+// resource of it in a cache: one pass over the cache, where the node
+// index would give a list for each node.
 func eachOwnerIn(indexer cache.Indexer, add func(node string, owner resource.Owner)) {
-	for _, node := range indexer.ListIndexFuncValues(nodeIndex) {
-		objs, _ := indexer.ByIndex(nodeIndex, node)
-		for _, obj := range objs {
-			for _, owner := range resource.Owners(obj.(*unstructured.Unstructured)) {
-				add(node, owner)
-			}
-		}
+	for _, obj := range indexer.List() {
+		u := obj.(*unstructured.Unstructured)
+		resource.EachOwner(u, func(owner resource.Owner) bool {
+			add(resource.TargetNode(u), owner)
+			return true
+		})
 	}
 }
