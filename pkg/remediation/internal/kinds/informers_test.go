@@ -184,7 +184,10 @@ func TestARemediationKindFailingWithinTheGraceKeepsRunning(t *testing.T) {
 func TestAStoppedKindKeepsItsNodesBusyButIsNotUnknown(t *testing.T) {
 	cp := testRemediation("cp-1", true)
 	worker := testRemediation("worker-0", false)
-	f := newRoleFixture(t, cp, worker)
+	// A resource no NodeHealthCheck owns: its cache keeps it as a shell.
+	foreign := testRemediation("worker-1", false)
+	foreign.SetOwnerReferences(nil)
+	f := newRoleFixture(t, cp, worker, foreign)
 	informers, clock, client, denied, forbidden := f.informers, f.clock, f.client, f.denied, f.forbidden
 	owner := resource.Owner{Name: testNHC.Name, UID: testNHC.UID}
 	busy := map[string][]resource.Owner{"cp-1": {owner}, "worker-0": {owner}}

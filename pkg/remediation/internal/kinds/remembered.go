@@ -75,14 +75,16 @@ func ownersByNode(indexer cache.Indexer) map[string][]resource.Owner {
 }
 
 // eachOwnerIn calls add with every node and NodeHealthCheck owning a
-// resource of it in a cache: one pass over the cache, where the node
-// index would give a list for each node.
+// resource of it in a cache, through its node index: the cache also holds
+// the shells of resources no NodeHealthCheck owns.
 func eachOwnerIn(indexer cache.Indexer, add func(node string, owner resource.Owner)) {
-	for _, obj := range indexer.List() {
-		u := obj.(*unstructured.Unstructured)
-		resource.EachOwner(u, func(owner resource.Owner) bool {
-			add(resource.TargetNode(u), owner)
-			return true
-		})
+	for _, node := range indexer.ListIndexFuncValues(nodeIndex) {
+		objs, _ := indexer.ByIndex(nodeIndex, node)
+		for _, obj := range objs {
+			resource.EachOwner(obj.(*unstructured.Unstructured), func(owner resource.Owner) bool {
+				add(node, owner)
+				return true
+			})
+		}
 	}
 }
