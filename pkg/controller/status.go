@@ -165,6 +165,7 @@ func (n *nodeHealthChecks) RecordStatus(ctx context.Context, stored *v1alpha1.No
 	// status, which a deep copy would copy, is replaced.
 	updated := *stored
 	updated.Status = status
+	defer n.ahead.Writing(stored.Name)()
 	written, err := n.api.statuses.UpdateStatus(ctx, &updated)
 	if apierrors.IsConflict(err) {
 		n.behind.Store(stored.Name, struct{}{})
@@ -196,54 +197,6 @@ func (n *nodeHealthChecks) Forget(name string) {
 	n.ahead.Forget(name)
 	n.behind.Delete(name)
 	n.deferred.Drop(name)
-}
-
-// aheadOfCache shadows the informer with the newest NodeHealthCheck this
-// controller wrote or read at the API server, until the informer shows it:
-// a sync that runs before the watch delivers a status write (the next
-// second's creates, in a storm) decides from the status written, not an
-// older one, and bases its own write on that write's resourceVersion
-// instead of failing with a conflict and waiting for a retry.
-type aheadOfCache struct {
-	byName sync.Map
-}
-
-// Remember keeps a NodeHealthCheck as the API server answered its write or
-// read.
-func (w *aheadOfCache) Remember(answered *v1alpha1.NodeHealthCheck) {
-	w.byName.Store(answered.Name, answered)
-}
-
-// Answered returns the NodeHealthCheck remembered of that name and
-// resourceVersion, or nil.
-func (w *aheadOfCache) Answered(name, resourceVersion string) *v1alpha1.NodeHealthCheck {
-	if value, ok := w.byName.Load(name); ok {
-		if answered := value.(*v1alpha1.NodeHealthCheck); answered.ResourceVersion == resourceVersion {
-			return answered
-		}
-	}
-	return nil
-}
-
-// Get returns the NodeHealthCheck remembered while the cached one is
-// older, else the cached one, and forgets one the cache shows.
-func (w *aheadOfCache) Get(cached *v1alpha1.NodeHealthCheck) *v1alpha1.NodeHealthCheck {
-	value, ok := w.byName.Load(cached.Name)
-	if !ok {
-		return cached
-	}
-	answered := value.(*v1alpha1.NodeHealthCheck)
-	if answered.UID == cached.UID {
-		if order, err := resourceversion.CompareResourceVersion(cached.ResourceVersion, answered.ResourceVersion); err == nil && order < 0 {
-			return answered
-		}
-	}
-	w.byName.CompareAndDelete(cached.Name, value)
-	return cached
-}
-
-func (w *aheadOfCache) Forget(name string) {
-	w.byName.Delete(name)
 }
 
 // statusLeftWithin is how soon a NodeHealthCheck's next sync must be due
