@@ -205,7 +205,11 @@ func (w clientNHCs) Metadata(ctx context.Context, name string) (*metav1.ObjectMe
 }
 
 func (w clientNHCs) Get(ctx context.Context, name string) (*v1alpha1.NodeHealthCheck, error) {
-	return w.client.NodeHealthChecks().Get(ctx, name, metav1.GetOptions{})
+	nhc, err := w.client.NodeHealthChecks().Get(ctx, name, metav1.GetOptions{})
+	if err == nil {
+		_, _ = withoutManagedFields(nhc)
+	}
+	return nhc, err
 }
 
 // writtenMetadataOnly asks for a written object's metadata alone.
@@ -240,6 +244,7 @@ func (w clientNHCs) UpdateStatus(ctx context.Context, nhc *v1alpha1.NodeHealthCh
 	// the sent one's spec and status.
 	written := *nhc
 	written.ObjectMeta = meta.ObjectMeta
+	_, _ = withoutManagedFields(&written)
 	return &written, nil
 }
 

@@ -54,8 +54,23 @@ func NewNodeHealthCheckInformer(config *rest.Config) (NodeHealthCheckInformer, e
 			return client.Get().Resource("nodehealthchecks").VersionedParams(&options, nhcscheme.ParameterCodec).Timeout(timeout).Watch(ctx)
 		},
 	}
-	return nhcInformer{informer: cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &v1alpha1.NodeHealthCheck{}, 0, cache.Indexers{}),
-		answered: answered}, nil
+	informer := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &v1alpha1.NodeHealthCheck{}, 0, cache.Indexers{})
+	if err := informer.SetTransform(withoutManagedFields); err != nil {
+		return nil, err
+	}
+	return nhcInformer{informer: informer, answered: answered}, nil
+}
+
+// withoutManagedFields drops a NodeHealthCheck's managedFields, which the
+// controller never reads: the API server takes a status write's from the
+// stored object, whatever it is sent, and the unhealthy nodes' entries
+// grow them. An object that has none, such as the answered object the
+// watch takes, is not written to.
+func withoutManagedFields(obj any) (any, error) {
+	if nhc, ok := obj.(*v1alpha1.NodeHealthCheck); ok && nhc.ManagedFields != nil {
+		nhc.ManagedFields = nil
+	}
+	return obj, nil
 }
 
 // answeredLookup returns the NodeHealthCheck of that name and
