@@ -176,7 +176,7 @@ func (b *statusBuilder) newRecord(node string, rems []*v1alpha1.Remediation) v1a
 	if v := b.verdicts[node]; v != nil && v.State == StateUnhealthy && v.Condition != nil {
 		r.ConditionType, r.ConditionStatus = v.Condition.Type, v.Condition.Status
 		if v.Expires.Before(first.Time) {
-			r.Detected = metav1.NewTime(v.Expires)
+			r.Detected = apiTime(v.Expires)
 		}
 	}
 	return r
@@ -199,7 +199,7 @@ func (b *statusBuilder) followRecord(r *v1alpha1.RemediationRecord, entry *v1alp
 		case v != nil:
 			r.Fenced = outOfServiceSince(v.Node, r.Started.Time, b.in.Now)
 		case b.in.DeletedNodes[entry.Name]:
-			r.Fenced = ptr.To(metav1.NewTime(b.in.Now))
+			r.Fenced = ptr.To(apiTime(b.in.Now))
 		}
 	}
 	if r.Outcome == v1alpha1.OutcomeRemediating && v != nil && v.Waiting == WaitNoTemplate && allTimedOut(entry) {
@@ -212,7 +212,7 @@ func (b *statusBuilder) followRecord(r *v1alpha1.RemediationRecord, entry *v1alp
 func (b *statusBuilder) finishRecord(r *v1alpha1.RemediationRecord, selected bool) {
 	deleted := b.in.DeletedNodes[r.TargetName]
 	if deleted && r.Fenced == nil {
-		r.Fenced = ptr.To(metav1.NewTime(b.in.Now))
+		r.Fenced = ptr.To(apiTime(b.in.Now))
 	}
 	if r.Outcome == v1alpha1.OutcomeRemediating {
 		switch {
@@ -225,7 +225,7 @@ func (b *statusBuilder) finishRecord(r *v1alpha1.RemediationRecord, selected boo
 		}
 	}
 	// A creation time ahead of this clock (skew) is no later than the end.
-	r.Finished = ptr.To(metav1.NewTime(latest(b.in.Now, r.Started.Time)))
+	r.Finished = ptr.To(apiTime(latest(b.in.Now, r.Started.Time)))
 }
 
 func latest(a, b time.Time) time.Time {
@@ -282,7 +282,7 @@ func outOfServiceSince(node *nodeview.Node, started, now time.Time) *metav1.Time
 			at = started
 		}
 	}
-	return ptr.To(metav1.NewTime(at))
+	return ptr.To(apiTime(at))
 }
 
 func allTimedOut(entry *v1alpha1.UnhealthyNode) bool {

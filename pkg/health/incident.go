@@ -95,7 +95,7 @@ func incidentOf(r *rules, now time.Time, recovering bool, since time.Time, resou
 	if recovering {
 		inc := &incident{state: incidentRecovering, record: record, currentStep: -1,
 			healthySince: healthyDelayStart(resources, record, now)}
-		inc.endedAt = ptr.To(metav1.NewTime(inc.healthySince))
+		inc.endedAt = ptr.To(apiTime(inc.healthySince))
 		if allLeftBehind(resources, record) {
 			inc.endedAt, inc.keepsMark = endedAt(record).DeepCopy(), true
 			// The delay's start tells these resources from a held

@@ -46,7 +46,7 @@ func orphanEnd(record *v1alpha1.UnhealthyNode, now time.Time) *metav1.Time {
 	if ended := endedAt(record); ended != nil {
 		return ended.DeepCopy()
 	}
-	return ptr.To(metav1.NewTime(now))
+	return ptr.To(apiTime(now))
 }
 
 // delayedSince is the record's mark when it is a recovery's that

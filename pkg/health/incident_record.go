@@ -3,7 +3,6 @@ package health
 import (
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
@@ -46,14 +45,14 @@ func recordOf(node string, resources []Remediation, previous *v1alpha1.Unhealthy
 	entry := &v1alpha1.UnhealthyNode{Name: node}
 	for i := range resources {
 		r := &resources[i]
-		rem := &v1alpha1.Remediation{Resource: r.Ref, Started: metav1.NewTime(r.Created), TimedOut: timedOutAt(r, previous).DeepCopy(), TemplateName: r.TemplateName}
+		rem := &v1alpha1.Remediation{Resource: r.Ref, Started: apiTime(r.Created), TimedOut: timedOutAt(r, previous).DeepCopy(), TemplateName: r.TemplateName}
 		if recorded := entryRemediation(previous, r.Ref.UID); recorded != nil && recorded.Started.Before(&rem.Started) {
 			rem.Started = recorded.Started
 		}
 		if at, ok := superseded[r.Ref.UID]; ok && rem.TimedOut == nil {
-			rem.TimedOut = ptr.To(metav1.NewTime(at))
+			rem.TimedOut = ptr.To(apiTime(at))
 		} else if at, ok := timedOut[r.Ref.UID]; ok && rem.TimedOut == nil {
-			rem.TimedOut = ptr.To(metav1.NewTime(at))
+			rem.TimedOut = ptr.To(apiTime(at))
 		}
 		entry.Remediations = append(entry.Remediations, rem)
 	}
@@ -66,7 +65,7 @@ func recordOf(node string, resources []Remediation, previous *v1alpha1.Unhealthy
 		}
 		rem = rem.DeepCopy()
 		if at, ok := timedOut[rem.Resource.UID]; ok && rem.TimedOut == nil {
-			rem.TimedOut = ptr.To(metav1.NewTime(at))
+			rem.TimedOut = ptr.To(apiTime(at))
 		}
 		entry.Remediations = append(entry.Remediations, rem)
 	}

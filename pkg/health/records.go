@@ -2,6 +2,7 @@ package health
 
 import (
 	"slices"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -11,6 +12,15 @@ import (
 
 // What a node's status entry records of its remediations, read beside its
 // resources.
+
+// apiTime is a time as the API server stores it in a status: in whole
+// seconds (RFC 3339). Every time a status records is made here, so that
+// the status a write sends is the one stored, to the second: the
+// controller keeps what it sent as the stored object (the answer holds
+// its metadata alone), and a restart reads the same.
+func apiTime(t time.Time) metav1.Time {
+	return metav1.NewTime(t.Truncate(time.Second))
+}
 
 // hasResource tells whether a resource of that UID exists.
 func hasResource(resources []Remediation, uid types.UID) bool {
@@ -29,7 +39,7 @@ func timedOutAt(r *Remediation, entry *v1alpha1.UnhealthyNode) *metav1.Time {
 		return rem.TimedOut
 	}
 	if !r.TimedOut.IsZero() {
-		t := metav1.NewTime(r.TimedOut)
+		t := apiTime(r.TimedOut)
 		return &t
 	}
 	return nil

@@ -68,7 +68,7 @@ func Status(in Input, p *Plan, out *Outcome) v1alpha1.NodeHealthCheckStatus {
 func stampUpdate(status, previous *v1alpha1.NodeHealthCheckStatus, now time.Time) {
 	status.LastUpdateTime = previous.LastUpdateTime.DeepCopy()
 	if !SameStatus(status, previous) {
-		status.LastUpdateTime = ptr.To(metav1.NewTime(now))
+		status.LastUpdateTime = ptr.To(apiTime(now))
 	}
 }
 
@@ -128,7 +128,7 @@ func (b *statusBuilder) setStorm(status *v1alpha1.NodeHealthCheckStatus) {
 	if rules.threshold != nil {
 		status.StormRecoveryActive = ptr.To(s.Active)
 		if s.Active {
-			status.StormRecoveryStartTime = ptr.To(metav1.NewTime(s.Since))
+			status.StormRecoveryStartTime = ptr.To(apiTime(s.Since))
 		}
 	}
 	// Like upstream, StormActive appears with the first storm.
@@ -171,7 +171,7 @@ func (b *statusBuilder) setOverlap(status *v1alpha1.NodeHealthCheckStatus) {
 func (b *statusBuilder) setCondition(status *v1alpha1.NodeHealthCheckStatus, conditionType, reason string, conditionStatus metav1.ConditionStatus, transition time.Time, message string) {
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
 		Type: conditionType, Status: conditionStatus, Reason: reason, Message: truncate(message, conditionMessageLimit),
-		LastTransitionTime: metav1.NewTime(transition), ObservedGeneration: b.in.NHC.Generation,
+		LastTransitionTime: apiTime(transition), ObservedGeneration: b.in.NHC.Generation,
 	})
 }
 

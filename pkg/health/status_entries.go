@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
@@ -49,7 +48,7 @@ func (b *statusBuilder) entries() []*v1alpha1.UnhealthyNode {
 			entry, _ = l.add(c.Node, nil)
 		}
 		entry.Remediations = append(entry.Remediations, &v1alpha1.Remediation{
-			Resource: c.Resource, Started: metav1.NewTime(c.CreationTime), TemplateName: c.Template.Name,
+			Resource: c.Resource, Started: apiTime(c.CreationTime), TemplateName: c.Template.Name,
 		})
 	}
 	l.orderSteps()

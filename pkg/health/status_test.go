@@ -1,6 +1,8 @@
 package health
 
 import (
+	"encoding/json"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -270,4 +272,30 @@ func TestSameStatusComparesTimesByTheirInstant(t *testing.T) {
 	assert.True(t, SameStatus(&decoded, &made))
 	later := v1alpha1.NodeHealthCheckStatus{LastUpdateTime: &metav1.Time{Time: instant.Add(time.Second)}}
 	assert.False(t, SameStatus(&decoded, &later))
+}
+
+// A status is stored as made: the controller keeps the status it sent as
+// the stored object, so each time it records is already at the API's
+// precision, whole seconds, whatever the clock's and the durations'.
+func TestAStatusReadsBackAsMade(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for i := range 2000 {
+		data := make([]byte, 64+rng.IntN(512))
+		for j := range data {
+			data[j] = byte(rng.IntN(256))
+		}
+		in := fuzzInput(data)
+		in.Now = in.Now.Add(time.Duration(1 + rng.IntN(int(time.Second-1))))
+		for c := range in.NHC.Spec.UnhealthyConditions {
+			in.NHC.Spec.UnhealthyConditions[c].Duration.Duration += 250 * time.Millisecond
+		}
+		made := decide(in).Status
+		encoded, err := json.Marshal(&made)
+		require.NoError(t, err)
+		var stored v1alpha1.NodeHealthCheckStatus
+		require.NoError(t, json.Unmarshal(encoded, &stored))
+		if !assert.True(t, SameStatus(&made, &stored), "input %d: the status read back differs from the one made", i) {
+			return
+		}
+	}
 }
