@@ -207,7 +207,7 @@ func (w clientNHCs) Metadata(ctx context.Context, name string) (*metav1.ObjectMe
 func (w clientNHCs) Get(ctx context.Context, name string) (*v1alpha1.NodeHealthCheck, error) {
 	nhc, err := w.client.NodeHealthChecks().Get(ctx, name, metav1.GetOptions{})
 	if err == nil {
-		_, _ = withoutManagedFields(nhc)
+		dropManagedFields(nhc)
 	}
 	return nhc, err
 }
@@ -244,7 +244,7 @@ func (w clientNHCs) UpdateStatus(ctx context.Context, nhc *v1alpha1.NodeHealthCh
 	// the sent one's spec and status.
 	written := *nhc
 	written.ObjectMeta = meta.ObjectMeta
-	_, _ = withoutManagedFields(&written)
+	dropManagedFields(&written)
 	return &written, nil
 }
 

@@ -67,10 +67,18 @@ func NewNodeHealthCheckInformer(config *rest.Config) (NodeHealthCheckInformer, e
 // grow them. An object that has none, such as the answered object the
 // watch takes, is not written to.
 func withoutManagedFields(obj any) (any, error) {
-	if nhc, ok := obj.(*v1alpha1.NodeHealthCheck); ok && nhc.ManagedFields != nil {
-		nhc.ManagedFields = nil
+	if nhc, ok := obj.(*v1alpha1.NodeHealthCheck); ok {
+		dropManagedFields(nhc)
 	}
 	return obj, nil
+}
+
+// dropManagedFields drops a NodeHealthCheck's managedFields, writing to it
+// only when it has some.
+func dropManagedFields(nhc *v1alpha1.NodeHealthCheck) {
+	if nhc.ManagedFields != nil {
+		nhc.ManagedFields = nil
+	}
 }
 
 // answeredLookup returns the NodeHealthCheck of that name and
