@@ -92,16 +92,11 @@ func (v View) OtherOwner(node string, except types.UID) string {
 	defer v.mu.Unlock()
 	for _, r := range v.running {
 		objs, _ := r.informer.GetIndexer().ByIndex(nodeIndex, node)
-		other := ""
 		for _, obj := range objs {
-			resource.EachOwner(obj.(*unstructured.Unstructured), func(owner resource.Owner) bool {
+			for _, owner := range resource.Owners(obj.(*unstructured.Unstructured)) {
 				if owner.UID != except {
-					other = owner.Name
+					return owner.Name
 				}
-				return other == ""
-			})
-			if other != "" {
-				return other
 			}
 		}
 		if !r.informer.HasSynced() {
