@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
@@ -22,7 +21,7 @@ import (
 )
 
 func labelledNode(name, pool string) *nodeview.Node {
-	return &nodeview.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Labels: nodeview.LabelsOf(name, map[string]string{"pool": pool}, nil)}
+	return &nodeview.Node{Meta: nodeview.Meta{Name: name}, Labels: nodeview.LabelsOf(name, map[string]string{"pool": pool}, nil)}
 }
 
 func names(nodes []*nodeview.Node) []string {

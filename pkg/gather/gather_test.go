@@ -99,7 +99,7 @@ func node(name string, extra map[string]string) *nodeview.Node {
 	for k, v := range extra {
 		l[k] = v
 	}
-	return &nodeview.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Labels: nodeview.LabelsOf(name, l, nil)}
+	return &nodeview.Node{Meta: nodeview.Meta{Name: name}, Labels: nodeview.LabelsOf(name, l, nil)}
 }
 
 func nhcNamed(name string, created time.Time) *v1alpha1.NodeHealthCheck {

@@ -2,6 +2,8 @@ package health
 
 import (
 	"fmt"
+	"maps"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,7 +26,7 @@ type nodeOption func(*nodeview.Node)
 // testNode returns a node that has been Ready for an hour.
 func testNode(name string, opts ...nodeOption) *nodeview.Node {
 	n := &nodeview.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{}},
+		Meta:       nodeview.Meta{Name: name, Annotations: map[string]string{}},
 		Conditions: []nodeview.Condition{nodeview.NewCondition(corev1.NodeReady, corev1.ConditionTrue, now.Add(-time.Hour))},
 	}
 	for _, opt := range opts {
@@ -55,15 +57,18 @@ func notReady(ago time.Duration) nodeOption {
 // unhealthy makes a node Ready=False for longer than the default duration.
 var unhealthy = notReady(time.Hour)
 
-// label sets a label. The map the labels are built from stays in the
-// metadata, whose labels no decision reads: Labels shadows them.
+// labelMaps holds, by node, the map its labels were last built from: a
+// Node keeps its labels as an immutable list.
+var labelMaps sync.Map
+
+// label sets a label.
 func label(key, value string) nodeOption {
 	return func(n *nodeview.Node) {
-		if n.ObjectMeta.Labels == nil {
-			n.ObjectMeta.Labels = map[string]string{}
-		}
-		n.ObjectMeta.Labels[key] = value
-		n.Labels = nodeview.LabelsOf(n.Name, n.ObjectMeta.Labels, nil)
+		m, _ := labelMaps.LoadOrStore(n, map[string]string{})
+		labels := maps.Clone(m.(map[string]string))
+		labels[key] = value
+		labelMaps.Store(n, labels)
+		n.Labels = nodeview.LabelsOf(n.Name, labels, nil)
 	}
 }
 

@@ -107,7 +107,7 @@ func contentNode(content, version string) *nodeview.Node {
 		status = corev1.ConditionFalse
 	}
 	return &nodeview.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: "worker-1", UID: "8d0b6a52-1", ResourceVersion: version},
+		Meta:       nodeview.Meta{Name: "worker-1", UID: "8d0b6a52-1", ResourceVersion: version},
 		Labels:     nodeview.LabelsOf("worker-1", map[string]string{"pool": "a"}, nil),
 		Conditions: []nodeview.Condition{nodeview.NewCondition(corev1.NodeReady, status, t0.Time)},
 	}

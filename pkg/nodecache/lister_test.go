@@ -6,7 +6,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
@@ -16,8 +15,8 @@ import (
 
 func TestListerReadsTheCache(t *testing.T) {
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	worker := &nodeview.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-1"}, Labels: nodeview.LabelsOf("worker-1", map[string]string{"role": "worker"}, nil)}
-	infra := &nodeview.Node{ObjectMeta: metav1.ObjectMeta{Name: "infra-1"}, Labels: nodeview.LabelsOf("infra-1", map[string]string{"role": "infra"}, nil)}
+	worker := &nodeview.Node{Meta: nodeview.Meta{Name: "worker-1"}, Labels: nodeview.LabelsOf("worker-1", map[string]string{"role": "worker"}, nil)}
+	infra := &nodeview.Node{Meta: nodeview.Meta{Name: "infra-1"}, Labels: nodeview.LabelsOf("infra-1", map[string]string{"role": "infra"}, nil)}
 	require.NoError(t, indexer.Add(worker))
 	require.NoError(t, indexer.Add(infra))
 	lister := NewLister(indexer)

@@ -23,12 +23,10 @@ import (
 // +k8s:deepcopy-gen=true
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 type Node struct {
-	// ObjectMeta has the name, UID, resourceVersion, the kept annotations
-	// (IsKeptAnnotation), and the creation and deletion timestamps; nothing
-	// else. Its Labels stay nil.
-	metav1.ObjectMeta
+	// Meta has the name, UID, resourceVersion, the kept annotations
+	// (IsKeptAnnotation), and the creation and deletion timestamps.
+	Meta
 	// Labels are the node's labels, shared with the nodes that have the same.
-	// They shadow ObjectMeta.Labels.
 	Labels Labels
 	// Conditions are the node's conditions in its order.
 	Conditions []Condition
@@ -47,7 +45,7 @@ func (*Node) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 // without the whole node.
 func Of(node *corev1.Node, table *LabelTable) *Node {
 	kept := &Node{
-		ObjectMeta: metav1.ObjectMeta{
+		Meta: Meta{
 			Name: node.Name, UID: node.UID, ResourceVersion: node.ResourceVersion,
 			Annotations:       keptAnnotations(node.Annotations),
 			CreationTimestamp: node.CreationTimestamp, DeletionTimestamp: node.DeletionTimestamp,

@@ -43,7 +43,7 @@ func TestOfKeepsWhatTheControllerReads(t *testing.T) {
 		},
 	}
 	assert.Equal(t, &Node{
-		ObjectMeta: metav1.ObjectMeta{
+		Meta: Meta{
 			Name: "worker-1", UID: "8d0b6a52-1", ResourceVersion: "4711", CreationTimestamp: t0,
 		},
 		Labels:     LabelsOf("worker-1", map[string]string{"role": "worker", "topology.kubernetes.io/zone": "a"}, nil),

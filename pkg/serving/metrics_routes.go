@@ -7,7 +7,10 @@ import (
 	"path"
 	runtimepprof "runtime/pprof"
 	"strings"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/rest"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/utils/clock"
@@ -36,7 +39,7 @@ func (c *Config) MetricsHandler(api *rest.Config) (http.Handler, error) {
 // fixed few (routedFirst).
 func metricsMux(profiling bool) *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", legacyregistry.Handler())
+	mux.Handle("/metrics", metricsHandler())
 	if profiling {
 		mux.HandleFunc("/debug/pprof/{$}", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -48,6 +51,20 @@ func metricsMux(profiling bool) *http.ServeMux {
 		}
 	}
 	return mux
+}
+
+// processStart is when the process started, as the exposition's header
+// tells it.
+var processStart = time.Now()
+
+// metricsHandler serves the registry as legacyregistry.Handler does, but
+// uncompressed: a scrape that asks for gzip, as Prometheus's do, takes a
+// gzip writer of about 800 KB, anew once two collections have emptied its
+// pool, to compress an exposition of some 60 KB: at 10,000 nodes, a
+// twentieth of the live heap, for each scrape.
+func metricsHandler() http.Handler {
+	return promhttp.InstrumentMetricHandler(prometheus.DefaultRegisterer,
+		promhttp.HandlerFor(legacyregistry.DefaultGatherer, promhttp.HandlerOpts{ProcessStartTime: processStart, DisableCompression: true}))
 }
 
 // routedFirst answers 404 to a path the mux does not serve exactly before

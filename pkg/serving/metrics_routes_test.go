@@ -34,3 +34,15 @@ func TestUnservedPathsCostNoReview(t *testing.T) {
 	assert.Equal(t, http.StatusForbidden, get("/debug/pprof/"))
 	assert.Positive(t, *reviews)
 }
+
+// A scrape that asks for gzip, as Prometheus's do, gets the exposition
+// uncompressed, with the registry's metrics.
+func TestMetricsAreServedUncompressed(t *testing.T) {
+	r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	r.Header.Set("Accept-Encoding", "gzip")
+	w := httptest.NewRecorder()
+	metricsMux(false).ServeHTTP(w, r)
+	assert.Equal(t, http.StatusOK, w.Code)
+	assert.Empty(t, w.Header().Get("Content-Encoding"))
+	assert.Contains(t, w.Body.String(), "\ngo_goroutines ")
+}

@@ -34,7 +34,7 @@ func TestAMassFailureStatusIsWritable(t *testing.T) {
 	for i := range 10000 {
 		name := fmt.Sprintf("massfailure-worker-%05d.cluster.example.com", i)
 		in.Nodes = append(in.Nodes, &nodeview.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Meta:       nodeview.Meta{Name: name},
 			Conditions: []nodeview.Condition{nodeview.NewCondition(corev1.NodeReady, corev1.ConditionFalse, now.Add(-time.Hour))},
 		})
 		in.Remediations[name] = []health.Remediation{{
