@@ -29,7 +29,7 @@ var fileTables = map[string]fileTable{
 	// docs/architecture.md, "Inside the room the files read bottom-up".
 	"pkg/health": {tiers: [][]side{
 		{
-			{"from the plan: the status, the words", []string{"forecast.go", "leftout.go", "status.go", "history.go", "explain.go", "waits.go", "status_entries.go", "recheck.go"}},
+			{"from the plan: the status, the words", []string{"forecast.go", "leftout.go", "status.go", "history.go", "history_edit.go", "explain.go", "waits.go", "status_entries.go", "recheck.go"}},
 			{"the evaluation: the plan made", []string{"evaluate.go", "escalation.go", "gates.go", "recovery.go", "lease.go", "storm.go", "claims.go", "controlplane.go", "oldremediations.go", "evaluation.go"}},
 		},
 		{{"the plan", []string{"plan.go"}}},

@@ -2,7 +2,6 @@ package health
 
 import (
 	"slices"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,10 +10,6 @@ import (
 	"github.com/nodehealthcheck/nhc-controller/pkg/apis/remediation/v1alpha1"
 	"github.com/nodehealthcheck/nhc-controller/pkg/nodeview"
 )
-
-// historyBudget bounds the estimated bytes of status.remediationHistory, so
-// that the whole status stays under about 900 KiB (see status_bounds.go).
-const historyBudget = 64 << 10
 
 // history builds status.remediationHistory from the last status's records
 // and the new status entries, which show the cluster: a node's record opens
@@ -25,95 +20,44 @@ const historyBudget = 64 << 10
 // resource.
 func (b *statusBuilder) history(entries []*v1alpha1.UnhealthyNode) []v1alpha1.RemediationRecord {
 	previous := b.in.NHC.Status.RemediationHistory
-	records := make([]v1alpha1.RemediationRecord, 0, len(previous)+1)
-	open := map[string]int{}
-	finished := map[string][]*v1alpha1.RemediationRecord{}
-	for i := range previous {
-		r := &previous[i]
-		switch _, seen := open[r.TargetName]; {
-		case r.Finished != nil:
-			finished[r.TargetName] = append(finished[r.TargetName], r)
-		case seen:
-			// One remediation per node at a time: a second open record
-			// cannot be true.
-			continue
-		default:
-			open[r.TargetName] = len(records)
-			// An open record is followed below: a copy of its own.
-			records = append(records, *r.DeepCopy())
-			continue
-		}
-		// A finished record never changes again: it is shared.
-		records = append(records, *r)
-	}
+	h := newHistoryEdit(previous)
 	listed := make(map[string]bool, len(entries))
 	for _, entry := range entries {
 		listed[entry.Name] = true
-		i, ok := open[entry.Name]
-		if ok && ofAnotherIncident(&records[i], entry) {
-			b.finishRecord(&records[i], true)
-			ok = false
+		i, ok := h.open[entry.Name]
+		var r *v1alpha1.RemediationRecord
+		if ok {
+			if r = h.edit(i); ofAnotherIncident(r, entry) {
+				b.finishRecord(r, true)
+				ok = false
+			}
 		}
 		rems := entry.Remediations
 		if !ok {
-			if rems = unrecorded(entry.Remediations, finished[entry.Name]); len(rems) == 0 {
+			if rems = unrecorded(entry.Remediations, finishedOf(previous, entry.Name)); len(rems) == 0 {
 				continue
 			}
-			records = append(records, b.newRecord(entry.Name, rems))
-			i = len(records) - 1
+			h.added = append(h.added, b.newRecord(entry.Name, rems))
+			r = &h.added[len(h.added)-1]
 		}
-		b.followRecord(&records[i], entry, rems)
+		b.followRecord(r, entry, rems)
 		if b.deselected(entry.Name) {
 			// Its incident ended when it was no longer selected, though
 			// its resources are still going.
-			b.finishRecord(&records[i], false)
+			b.finishRecord(r, false)
 		}
 	}
 	var selected map[string]bool
-	for node, i := range open {
+	for node, i := range h.open {
 		if listed[node] || b.in.PendingNodes[node] {
 			continue
 		}
 		if selected == nil {
 			selected = b.selectedNames()
 		}
-		b.finishRecord(&records[i], selected[node])
+		b.finishRecord(h.edit(i), selected[node])
 	}
-	if records = boundHistory(records); sameHistory(records, previous) {
-		// The history as it was, the very slice: comparing the status
-		// with the last one, as every sync does, finds it at once.
-		return previous
-	}
-	return records
-}
-
-// sameHistory tells whether two histories hold the same records in the
-// same order, each time by its instant.
-func sameHistory(a, b []v1alpha1.RemediationRecord) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if !sameRecord(&a[i], &b[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-// sameRecord tells whether two records are equal, their times by their
-// instants, as the API's semantic equality has them. Written out, it is
-// many times faster than reflection over a record's pointers; a test
-// changes each field of the types in turn and fails on one it misses.
-func sameRecord(a, b *v1alpha1.RemediationRecord) bool {
-	return a.TargetKind == b.TargetKind && a.TargetName == b.TargetName &&
-		a.ConditionType == b.ConditionType && a.ConditionStatus == b.ConditionStatus &&
-		a.Detected.Equal(&b.Detected) && a.Started.Equal(&b.Started) &&
-		a.Fenced.Equal(b.Fenced) && a.Finished.Equal(b.Finished) && a.Outcome == b.Outcome &&
-		slices.EqualFunc(a.Steps, b.Steps, func(x, y v1alpha1.RemediationRecordStep) bool {
-			return x.Kind == y.Kind && x.Name == y.Name && x.TemplateName == y.TemplateName &&
-				x.Started.Equal(&y.Started) && x.TimedOut.Equal(y.TimedOut)
-		})
+	return h.records()
 }
 
 // ofAnotherIncident says whether an open record is of an incident before
@@ -292,59 +236,4 @@ func allTimedOut(entry *v1alpha1.UnhealthyNode) bool {
 		}
 	}
 	return len(entry.Remediations) > 0
-}
-
-// boundHistory orders the records newest first (by started) and keeps
-// those that fit:
-// at most MaxRemediationHistory, within historyBudget.
-func boundHistory(records []v1alpha1.RemediationRecord) []v1alpha1.RemediationRecord {
-	slices.SortStableFunc(records, func(a, b v1alpha1.RemediationRecord) int {
-		if c := b.Started.Compare(a.Started.Time); c != 0 {
-			return c
-		}
-		// Creation times have one-second precision: within a second, the
-		// ongoing ones, then the last to finish.
-		if c := boolOrder(a.Finished != nil, b.Finished != nil); c != 0 {
-			return c
-		}
-		if a.Finished != nil {
-			if c := b.Finished.Compare(a.Finished.Time); c != 0 {
-				return c
-			}
-		}
-		return strings.Compare(a.TargetName, b.TargetName)
-	})
-	size := 0
-	for i := range records {
-		size += recordSize(&records[i])
-		if i == v1alpha1.MaxRemediationHistory || size > historyBudget {
-			records = records[:i]
-			break
-		}
-	}
-	if len(records) == 0 {
-		return nil
-	}
-	return records
-}
-
-// recordSize estimates a record's bytes in JSON.
-func recordSize(r *v1alpha1.RemediationRecord) int {
-	size := len(r.TargetName) + len(r.ConditionType) + len(r.ConditionStatus) + 250
-	for i := range r.Steps {
-		s := &r.Steps[i]
-		size += len(s.Kind) + len(s.Name) + len(s.TemplateName) + 110
-	}
-	return size
-}
-
-// boolOrder orders false before true.
-func boolOrder(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case a:
-		return 1
-	}
-	return -1
 }

@@ -2,7 +2,9 @@ package health
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -281,4 +283,35 @@ func TestSameRecordComparesEveryField(t *testing.T) {
 		assert.False(t, sameRecord(&original, &changed), "%s changed", path)
 		assert.False(t, sameRecord(&changed, &original), "%s changed", path)
 	})
+}
+
+// isBounded says what boundHistory does: a history it calls bounded comes
+// out of boundHistory as it went in, and one it does not comes out
+// otherwise. Drawn histories: starts and ends within seconds of each
+// other (ties), open and finished records, a few over the bound.
+func TestIsBoundedIsBoundHistoryLeavingItAsItIs(t *testing.T) {
+	random := rand.New(rand.NewPCG(1, 2))
+	instant := func() metav1.Time { return metav1.NewTime(now.Add(time.Duration(random.IntN(4)) * time.Second)) }
+	bounded := 0
+	for range 5000 {
+		var history []v1alpha1.RemediationRecord
+		for range random.IntN(v1alpha1.MaxRemediationHistory + 3) {
+			r := v1alpha1.RemediationRecord{TargetKind: v1alpha1.TargetKindNode, TargetName: fmt.Sprintf("node-%d", random.IntN(3)), Started: instant()}
+			if random.IntN(2) == 0 {
+				r.Finished = ptr.To(instant())
+			}
+			history = append(history, r)
+		}
+		if random.IntN(2) == 0 {
+			// Mostly in order, as the controller writes it.
+			slices.SortStableFunc(history, newestFirst)
+		}
+		left := sameHistory(boundHistory(slices.Clone(history)), history)
+		require.Equal(t, left, isBounded(history), "%+v", history)
+		if left {
+			bounded++
+		}
+	}
+	assert.Greater(t, bounded, 500, "both kinds drawn")
+	assert.Less(t, bounded, 4500, "both kinds drawn")
 }
