@@ -94,7 +94,9 @@ func objectByObjectClient(config *rest.Config, answered *atomic.Pointer[answered
 	cfg.GroupVersion = &v1alpha1.SchemeGroupVersion
 	cfg.APIPath = "/apis"
 	cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
-	cfg.NegotiatedSerializer = objectByObjectSerializer{NegotiatedSerializer: nhcscheme.Codecs.WithoutConversion(), answered: answered}
+	serializers := nhcscheme.Codecs.WithoutConversion()
+	cfg.NegotiatedSerializer = objectByObjectSerializer{NegotiatedSerializer: serializers, answered: answered,
+		infos: withSplittingWatchEvents(serializers.SupportedMediaTypes())}
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
@@ -102,11 +104,14 @@ func objectByObjectClient(config *rest.Config, answered *atomic.Pointer[answered
 }
 
 // objectByObjectSerializer is the scheme's serializer with objectByObject
-// decoders.
+// decoders, and splittingWatchEvents for the JSON watch's events.
 type objectByObjectSerializer struct {
 	runtime.NegotiatedSerializer
 	answered *atomic.Pointer[answeredLookup]
+	infos    []runtime.SerializerInfo
 }
+
+func (s objectByObjectSerializer) SupportedMediaTypes() []runtime.SerializerInfo { return s.infos }
 
 func (s objectByObjectSerializer) DecoderToVersion(decoder runtime.Decoder, gv runtime.GroupVersioner) runtime.Decoder {
 	return objectByObject{Decoder: s.NegotiatedSerializer.DecoderToVersion(decoder, gv), answered: s.answered}

@@ -1,8 +1,11 @@
 package controller
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -88,13 +91,14 @@ func TestOneUnreadableNodeHealthCheckDoesNotHideTheOthers(t *testing.T) {
 		events := json.NewEncoder(w)
 		if r.URL.Query().Get("sendInitialEvents") == "true" {
 			for _, u := range []*unstructured.Unstructured{good, bad} {
-				_ = events.Encode(map[string]any{"type": "ADDED", "object": u.Object})
+				writeWatchEvent(w, "ADDED", u)
 			}
+			// Encoded from a map, the object first: the serializer's path.
 			_ = events.Encode(map[string]any{"type": "BOOKMARK", "object": map[string]any{
 				"apiVersion": "remediation.medik8s.io/v1alpha1", "kind": "NodeHealthCheck",
 				"metadata": map[string]any{"resourceVersion": "10", "annotations": map[string]any{metav1.InitialEventsAnnotationKey: "true"}}}})
 		}
-		_ = events.Encode(map[string]any{"type": "ADDED", "object": later.Object})
+		writeWatchEvent(w, "ADDED", later)
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()
 	}))
@@ -117,6 +121,16 @@ func TestOneUnreadableNodeHealthCheckDoesNotHideTheOthers(t *testing.T) {
 		_, unread = unreadable(placeholder)
 		assert.True(t, unread, name)
 	}
+}
+
+// writeWatchEvent writes a watch event as the API server does, its type
+// first.
+func writeWatchEvent(w io.Writer, eventType string, u *unstructured.Unstructured) {
+	object, err := u.MarshalJSON()
+	if err != nil {
+		panic(err)
+	}
+	_, _ = fmt.Fprintf(w, "{\"type\":%q,\"object\":%s}\n", eventType, bytes.TrimSpace(object))
 }
 
 // A watch event of a NodeHealthCheck at the resourceVersion the API server
