@@ -128,7 +128,7 @@ func TestTheWatchPassesHeartbeatsOnAsBookmarks(t *testing.T) {
 	var cached *nodeview.Node
 	d := &decoder{labelTable: nodeview.NewLabelTable(), previous: func(string) *nodeview.Node { return cached }}
 	h := newHeartbeats(d.previous)
-	serializers := newSerializers(d, nil, h)
+	serializers := newSerializers(d, nil, h, nil)
 	decoder := watchDecoder(t, serializers, watchEvent{watch.Added, node}, watchEvent{watch.Modified, heartbeat}, watchEvent{watch.Modified, changed})
 
 	typ, obj, err := decoder.Decode()

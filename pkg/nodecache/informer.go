@@ -54,7 +54,7 @@ func NewInformer(config *rest.Config, batchWindow time.Duration) (*Informer, err
 	// The reads share the controller's HTTP/2 connection: a storm's
 	// confirmation reads, 50 at once, dialed 24 TLS connections over
 	// HTTP/1.1.
-	config.NegotiatedSerializer = newSerializers(d, nil, nil)
+	config.NegotiatedSerializer = newSerializers(d, nil, nil, nil)
 	lists, err := rest.RESTClientFor(config)
 	if err != nil {
 		return nil, fmt.Errorf("the node client: %w", err)
@@ -69,7 +69,7 @@ func NewInformer(config *rest.Config, batchWindow time.Duration) (*Informer, err
 	config.NegotiatedSerializer = newSerializers(d, func(resourceVersion string) {
 		pacing.initialEventsEnded()
 		initialList.CompareAndSwap(nil, &resourceVersion)
-	}, heartbeats)
+	}, heartbeats, pacing)
 	config.TLSClientConfig.NextProtos = []string{"http/1.1"}
 	config.Dial = nodeDialer().DialContext
 	if batchWindow > 0 {

@@ -40,9 +40,10 @@ type serializers struct {
 }
 
 // With heartbeats, a watch passes a node update that changes nothing the
-// cache keeps on as a bookmark (heartbeats); the reads at the API server
-// have none.
-func newSerializers(d *decoder, initialEventsEnded func(resourceVersion string), heartbeats *heartbeats) *serializers {
+// cache keeps on as a bookmark (heartbeats), and with pacing too, drops
+// most of them while its reads are paced (heartbeatFramer); the reads at
+// the API server have neither.
+func newSerializers(d *decoder, initialEventsEnded func(resourceVersion string), heartbeats *heartbeats, pacing *readPacing) *serializers {
 	var s serializers
 	for _, info := range kubeclient.Codecs.SupportedMediaTypes() {
 		switch info.MediaType {
@@ -54,7 +55,11 @@ func newSerializers(d *decoder, initialEventsEnded func(resourceVersion string),
 			if heartbeats != nil {
 				events.objects, events.heartbeats = objects, heartbeats
 			}
-			info.StreamSerializer = &runtime.StreamSerializerInfo{Serializer: events, Framer: protobuf.LengthDelimitedFramer}
+			var framer runtime.Framer = protobuf.LengthDelimitedFramer
+			if heartbeats != nil && pacing != nil {
+				framer = heartbeatFramer{events: events, pacing: pacing}
+			}
+			info.StreamSerializer = &runtime.StreamSerializerInfo{Serializer: events, Framer: framer}
 		case runtime.ContentTypeJSON:
 			info.Serializer = &compacting{Serializer: info.Serializer, labelTable: d.labelTable, initialEventsEnded: initialEventsEnded}
 		default:

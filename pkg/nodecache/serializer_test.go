@@ -28,7 +28,7 @@ func TestWatchDecodesCompactNodes(t *testing.T) {
 	gone := &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired}
 
 	var ended []string
-	decoder := watchDecoder(t, newSerializers(&decoder{}, func(rv string) { ended = append(ended, rv) }, nil),
+	decoder := watchDecoder(t, newSerializers(&decoder{}, func(rv string) { ended = append(ended, rv) }, nil, nil),
 		watchEvent{watch.Modified, node}, watchEvent{watch.Bookmark, bookmark}, watchEvent{watch.Error, gone})
 
 	typ, obj, err := decoder.Decode()
@@ -55,7 +55,7 @@ func TestJSONNodesAreCompact(t *testing.T) {
 	node.Kind, node.APIVersion = "Node", "v1"
 	data, err := runtime.Encode(scheme.Codecs.LegacyCodec(corev1.SchemeGroupVersion), node)
 	require.NoError(t, err)
-	info, ok := runtime.SerializerInfoForMediaType(newSerializers(&decoder{}, nil, nil).SupportedMediaTypes(), runtime.ContentTypeJSON)
+	info, ok := runtime.SerializerInfoForMediaType(newSerializers(&decoder{}, nil, nil, nil).SupportedMediaTypes(), runtime.ContentTypeJSON)
 	require.True(t, ok)
 	obj, _, err := runtime.WithoutVersionDecoder{Decoder: info.Serializer}.Decode(data, nil, nil)
 	require.NoError(t, err)
@@ -70,7 +70,7 @@ func TestJSONNodeListsAreCompact(t *testing.T) {
 		Items: []corev1.Node{*first, *second}}
 	data, err := runtime.Encode(scheme.Codecs.LegacyCodec(corev1.SchemeGroupVersion), list)
 	require.NoError(t, err)
-	info, ok := runtime.SerializerInfoForMediaType(newSerializers(&decoder{}, nil, nil).SupportedMediaTypes(), runtime.ContentTypeJSON)
+	info, ok := runtime.SerializerInfoForMediaType(newSerializers(&decoder{}, nil, nil, nil).SupportedMediaTypes(), runtime.ContentTypeJSON)
 	require.True(t, ok)
 	obj, _, err := runtime.WithoutVersionDecoder{Decoder: info.Serializer}.Decode(data, nil, nil)
 	require.NoError(t, err)

@@ -30,6 +30,18 @@ func (w *watchEvents) Decode(data []byte, defaults *schema.GroupVersionKind, int
 	if !ok {
 		return w.Serializer.Decode(data, defaults, into)
 	}
+	typ, raw, err := splitEvent(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	event.Type, event.Object.Raw = typ, raw
+	w.decodeAhead(event)
+	return event, nil, nil
+}
+
+// splitEvent reads a protobuf WatchEvent's type and its object's bytes,
+// which stay the event's.
+func splitEvent(data []byte) (typ string, raw []byte, err error) {
 	r := reader{b: data}
 	for r.next() {
 		if r.typ != protowire.BytesType {
@@ -37,29 +49,26 @@ func (w *watchEvents) Decode(data []byte, defaults *schema.GroupVersionKind, int
 		}
 		switch r.num {
 		case watchEventType:
-			event.Type = eventType(r.val)
+			typ = eventType(r.val)
 		case watchEventObject:
 			object := reader{b: r.val}
 			for object.next() {
 				if object.num == rawExtensionRaw && object.typ == protowire.BytesType {
-					event.Object.Raw = object.val
+					raw = object.val
 				}
 			}
 			if object.err != nil {
-				return nil, nil, object.err
+				return "", nil, object.err
 			}
 		}
 	}
-	if r.err != nil {
-		return nil, nil, r.err
-	}
-	w.decodeAhead(event)
-	return event, nil, nil
+	return typ, raw, r.err
 }
 
 // decodeAhead decodes the node of an added, modified or deleted node's
 // event, and makes a heartbeat's event a bookmark. A node it cannot decode
-// is left to the object decoder, and passed on.
+// is left to the object decoder, and passed on. The watch's frame reader
+// may have decided it already (heartbeatFrames).
 func (w *watchEvents) decodeAhead(event *metav1.WatchEvent) {
 	if w.heartbeats == nil || len(event.Object.Raw) == 0 {
 		return
@@ -69,15 +78,22 @@ func (w *watchEvents) decodeAhead(event *metav1.WatchEvent) {
 	default:
 		return
 	}
+	if heartbeat, ok := w.objects.ahead.decided(event.Object.Raw); ok {
+		if heartbeat {
+			event.Type = string(watch.Bookmark)
+		}
+		return
+	}
 	obj, _, err := w.objects.decodeFast(event.Object.Raw)
 	node, ok := obj.(*nodeview.Node)
 	if err != nil || !ok {
 		return
 	}
-	if w.heartbeats.observe(watch.EventType(event.Type), node) {
+	heartbeat := w.heartbeats.observe(watch.EventType(event.Type), node)
+	if heartbeat {
 		event.Type = string(watch.Bookmark)
 	}
-	w.objects.ahead.put(event.Object.Raw, node)
+	w.objects.ahead.put(event.Object.Raw, node, heartbeat)
 }
 
 // decodedAhead hands the node a watch decoded with its event to the object
@@ -88,12 +104,25 @@ type decodedAhead struct {
 	mu   sync.Mutex
 	raw  *byte
 	node *nodeview.Node
+	// heartbeat tells that the node's update is a heartbeat.
+	heartbeat bool
 }
 
-func (a *decodedAhead) put(raw []byte, node *nodeview.Node) {
+func (a *decodedAhead) put(raw []byte, node *nodeview.Node, heartbeat bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.raw, a.node = &raw[0], node
+	a.raw, a.node, a.heartbeat = &raw[0], node, heartbeat
+}
+
+// decided tells whether a node was decoded from these very bytes, and
+// whether its update is a heartbeat.
+func (a *decodedAhead) decided(raw []byte) (heartbeat, ok bool) {
+	if len(raw) == 0 {
+		return false, false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.heartbeat, a.node != nil && a.raw == &raw[0]
 }
 
 // take returns the node decoded from these very bytes, or nil.

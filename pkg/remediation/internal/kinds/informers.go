@@ -140,7 +140,9 @@ type ObjectChangeFunc func(gvr schema.GroupVersionResource, obj *unstructured.Un
 
 type use struct {
 	remediations, templates sets.Set[schema.GroupVersionResource]
-	named                   []NamedTemplate
+	// listed are the remediation kinds as Use was given them.
+	listed []schema.GroupVersionResource
+	named  []NamedTemplate
 }
 
 func (u use) all() sets.Set[schema.GroupVersionResource] {
@@ -185,11 +187,24 @@ func (inf *Informers) AddStateChangeHandler(handler StateChangeFunc) {
 func (inf *Informers) Use(nhc string, kinds Kinds) {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
-	want := use{remediations: sets.New(kinds.Remediations...), templates: sets.New[schema.GroupVersionResource](), named: kinds.Templates}
+	had, known := inf.uses[nhc]
+	if known && slices.Equal(had.listed, kinds.Remediations) && slices.Equal(had.named, kinds.Templates) {
+		// The kinds of its last sync, as nearly every sync: their
+		// informers run, or are tried again when due.
+		for gvr := range had.remediations {
+			inf.ensure(gvr)
+		}
+		for gvr := range had.templates {
+			inf.ensure(gvr)
+		}
+		inf.retryUnused()
+		return
+	}
+	want := use{remediations: sets.New(kinds.Remediations...), templates: sets.New[schema.GroupVersionResource](),
+		listed: slices.Clone(kinds.Remediations), named: slices.Clone(kinds.Templates)}
 	for _, t := range kinds.Templates {
 		want.templates.Insert(t.Ref.Resource)
 	}
-	had := inf.uses[nhc]
 	if want.all().Len() == 0 {
 		delete(inf.uses, nhc)
 	} else {
