@@ -61,7 +61,7 @@ func eachEntry(meta []byte, field protowire.Number, keptOnly bool, f func(key, v
 		if err != nil {
 			return err
 		}
-		if keptOnly && !nodeview.IsKeptAnnotation(string(key)) {
+		if keptOnly && !nodeview.IsKeptAnnotation(key) {
 			continue
 		}
 		f(key, value)

@@ -144,7 +144,7 @@ func (t *compacting) decodeFast(data []byte) (runtime.Object, *schema.GroupVersi
 	if err != nil {
 		return nil, nil, err
 	}
-	switch kind {
+	switch string(kind) {
 	case nodeKind.Kind:
 		node, err := t.decoder.node(body)
 		return node, &nodeKind, err
@@ -157,12 +157,12 @@ func (t *compacting) decodeFast(data []byte) (runtime.Object, *schema.GroupVersi
 
 // unwrap returns the kind and the bytes of a protobuf object of core/v1;
 // it declines (errNotCanonical) anything else.
-func unwrap(data []byte) (kind string, body []byte, err error) {
+func unwrap(data []byte) (kind, body []byte, err error) {
 	raw, ok := bytes.CutPrefix(data, protobufPrefix)
 	if !ok {
-		return "", nil, errNotCanonical
+		return nil, nil, errNotCanonical
 	}
-	var apiVersion, kindBytes []byte
+	var apiVersion []byte
 	r := reader{b: raw}
 	for r.next() {
 		switch r.num {
@@ -173,19 +173,19 @@ func unwrap(data []byte) (kind string, body []byte, err error) {
 				case typeMetaAPIVersion:
 					apiVersion = meta.val
 				case typeMetaKind:
-					kindBytes = meta.val
+					kind = meta.val
 				}
 			}
 		case unknownRaw:
 			body = r.val
 		case unknownContentEncoding:
 			if len(r.val) > 0 {
-				return "", nil, errNotCanonical
+				return nil, nil, errNotCanonical
 			}
 		}
 	}
 	if r.err != nil || string(apiVersion) != nodeKind.GroupVersion().String() {
-		return "", nil, errNotCanonical
+		return nil, nil, errNotCanonical
 	}
-	return string(kindBytes), body, nil
+	return kind, body, nil
 }

@@ -57,7 +57,7 @@ func (i *Informer) Versions(ctx context.Context, selector labels.Selector) (map[
 // MiB.
 func nodeVersions(data []byte, versions map[string]string) (string, error) {
 	kind, body, err := unwrap(data)
-	if err != nil || kind != nodeListKind.Kind {
+	if err != nil || string(kind) != nodeListKind.Kind {
 		return "", errNotCanonical
 	}
 	var meta metav1.ListMeta

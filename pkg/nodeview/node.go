@@ -70,9 +70,10 @@ func Of(node *corev1.Node, table *LabelTable) *Node {
 
 // IsKeptAnnotation tells whether a Node keeps an annotation: the manual
 // confirmation, the only one a decision reads, and the end of a watch's
-// initial events, which the node informer reads on a bookmark.
-func IsKeptAnnotation(key string) bool {
-	switch key {
+// initial events, which the node informer reads on a bookmark. The
+// protobuf decoder asks with the key's bytes, which cost no string.
+func IsKeptAnnotation[Key ~string | ~[]byte](key Key) bool {
+	switch string(key) {
 	case v1alpha1.ManuallyConfirmedHealthyAnnotation, metav1.InitialEventsAnnotationKey:
 		return true
 	}
