@@ -118,7 +118,7 @@ func (f *heartbeatFrames) next() error {
 // dropped decodes a node update of the frame ahead while the reads are
 // paced, and tells whether it is a heartbeat to drop.
 func (f *heartbeatFrames) dropped() bool {
-	if f.pacing == nil || f.pacing.window <= 0 || !f.pacing.active() {
+	if f.pacing.window <= 0 || !f.pacing.active() {
 		return false
 	}
 	typ, raw, err := splitEvent(f.frame)

@@ -187,37 +187,35 @@ func (inf *Informers) AddStateChangeHandler(handler StateChangeFunc) {
 func (inf *Informers) Use(nhc string, kinds Kinds) {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
-	had, known := inf.uses[nhc]
-	if known && slices.Equal(had.listed, kinds.Remediations) && slices.Equal(had.named, kinds.Templates) {
-		// The kinds of its last sync, as nearly every sync: their
-		// informers run, or are tried again when due.
-		for gvr := range had.remediations {
-			inf.ensure(gvr)
+	had := inf.uses[nhc]
+	want := had
+	// A sync's kinds are nearly always its last sync's: then no set is
+	// built again.
+	if !slices.Equal(had.listed, kinds.Remediations) || !slices.Equal(had.named, kinds.Templates) {
+		want = use{remediations: sets.New(kinds.Remediations...), templates: sets.New[schema.GroupVersionResource](),
+			listed: slices.Clone(kinds.Remediations), named: slices.Clone(kinds.Templates)}
+		for _, t := range kinds.Templates {
+			want.templates.Insert(t.Ref.Resource)
 		}
-		for gvr := range had.templates {
-			inf.ensure(gvr)
+		if want.all().Len() == 0 {
+			delete(inf.uses, nhc)
+		} else {
+			inf.uses[nhc] = want
 		}
-		inf.retryUnused()
-		return
+		if !slices.Equal(had.named, want.named) {
+			inf.renameTemplates()
+		}
+		for gvr := range had.all().Difference(want.all()) {
+			inf.stopIfUnused(gvr)
+		}
 	}
-	want := use{remediations: sets.New(kinds.Remediations...), templates: sets.New[schema.GroupVersionResource](),
-		listed: slices.Clone(kinds.Remediations), named: slices.Clone(kinds.Templates)}
-	for _, t := range kinds.Templates {
-		want.templates.Insert(t.Ref.Resource)
-	}
-	if want.all().Len() == 0 {
-		delete(inf.uses, nhc)
-	} else {
-		inf.uses[nhc] = want
-	}
-	if !slices.Equal(had.named, want.named) {
-		inf.renameTemplates()
-	}
-	for gvr := range want.all() {
+	for gvr := range want.remediations {
 		inf.ensure(gvr)
 	}
-	for gvr := range had.all().Difference(want.all()) {
-		inf.stopIfUnused(gvr)
+	for gvr := range want.templates {
+		if !want.remediations.Has(gvr) {
+			inf.ensure(gvr)
+		}
 	}
 	inf.retryUnused()
 }
